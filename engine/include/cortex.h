@@ -1,0 +1,187 @@
+/*
+ * cortex.h - the public C API of the Cortex inference engine.
+ *
+ * This is the only header the CLI and the benchmark harness include. Everything
+ * behind it (file formats, kernels, caches) may change without callers noticing.
+ *
+ * Conventions:
+ *   - Every call that can fail returns 0 on success or a negative CX_E* code and,
+ *     when `err` is not NULL, fills it with one human-readable sentence naming the
+ *     thing and the problem (e.g. "model.gguf: tensor 'blk.0.attn_q.weight' data
+ *     [4096, 8192) lies past the end of the file (6000 bytes)").
+ *   - Objects are opaque and owned by the caller, freed with the matching _free().
+ *   - Token ids are int32_t. Text is bytes (UTF-8 expected, any bytes accepted).
+ */
+#ifndef CORTEX_H
+#define CORTEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ------------------------------------------------------------- */
+
+enum {
+    CX_OK = 0,
+    CX_EIO = -1,      /* file cannot be opened, read, written or mapped */
+    CX_EFORMAT = -2,  /* the bytes are not a valid model/tokenizer file */
+    CX_ERANGE = -3,   /* a size, offset or dimension is out of range */
+    CX_EUNSUP = -4,   /* valid, but a feature this engine does not support */
+    CX_EINVAL = -5,   /* bad argument from the caller (empty prompt, bad flag) */
+    CX_ENOMEM = -6,   /* allocation failed */
+    CX_ECTX = -7      /* the sequence would exceed the context length */
+};
+
+typedef struct cx_err {
+    int code;
+    char msg[512];
+} cx_err;
+
+/* ---- weight types (numbering follows ggml so GGUF files map directly) ---- */
+
+enum {
+    CX_TYPE_F32 = 0,
+    CX_TYPE_F16 = 1,
+    CX_TYPE_Q4_0 = 2,
+    CX_TYPE_Q8_0 = 8
+};
+
+/* Name of a weight type ("f32", "q8_0", ...) or "?" if unknown. */
+const char *cx_type_name(int type);
+/* Parse "f32|f16|q8_0|q4_0" (case-insensitive); returns -1 if unknown. */
+int cx_type_from_name(const char *name);
+
+/* ---- models ------------------------------------------------------------- */
+
+typedef struct cx_model cx_model;
+
+typedef struct cx_model_info {
+    const char *format;       /* "gguf" or "llama2c" */
+    uint32_t format_version;  /* GGUF version, 0 for llama2.c */
+    const char *name;         /* general.name or the file's base name */
+    int n_embd, n_ff, n_layer, n_head, n_head_kv, n_vocab, n_ctx, head_dim;
+    float rope_base, rms_eps;
+    int tied_output;          /* classifier shares the token embedding */
+    int n_tensors;
+    uint64_t n_params;        /* elements over all weight tensors */
+    uint64_t weight_bytes;    /* bytes of all weight tensors as stored */
+    uint64_t file_bytes;
+    int main_type;            /* type of the attention/FFN matrices */
+} cx_model_info;
+
+typedef struct cx_tensor_info {
+    const char *name;
+    int type;
+    int n_dims;
+    int64_t ne[4];            /* ne[0] is the contiguous (input) dimension */
+    uint64_t offset;          /* byte offset of the data in the file */
+    uint64_t nbytes;
+} cx_tensor_info;
+
+/*
+ * Load a model by mmap. `path` is a GGUF file or a llama2.c checkpoint (.bin);
+ * llama2.c checkpoints need `tokenizer_path` (a llama2.c tokenizer.bin), GGUF
+ * files carry their vocabulary and ignore it when NULL.
+ */
+int cx_model_load(const char *path, const char *tokenizer_path, cx_model **out, cx_err *err);
+void cx_model_free(cx_model *m);
+const cx_model_info *cx_model_get_info(const cx_model *m);
+int cx_model_tensor(const cx_model *m, int i, cx_tensor_info *out);
+
+/* ---- tokenizer ---------------------------------------------------------- */
+
+int cx_token_bos(const cx_model *m);
+int cx_token_eos(const cx_model *m);
+
+/*
+ * Encode `len` bytes of text with SentencePiece BPE. Writes at most `cap` ids to
+ * `out` and the number needed to `*n_out`; returns CX_ERANGE if cap was too small.
+ */
+int cx_tokenize(const cx_model *m, const char *text, size_t len, int add_bos,
+                int32_t *out, int cap, int *n_out, cx_err *err);
+
+/*
+ * The bytes a token contributes when it follows `prev` (-1 at the start):
+ * byte tokens give their raw byte, control tokens nothing, and the leading
+ * space SentencePiece adds is dropped right after BOS. Returns the length and
+ * points *bytes at storage owned by the model (or by `tmp` for byte tokens).
+ */
+size_t cx_token_piece(const cx_model *m, int prev, int token, char tmp[2], const char **bytes);
+
+/* Decode a whole id sequence into `buf` (NUL-terminated); returns bytes needed. */
+size_t cx_detokenize(const cx_model *m, const int32_t *ids, int n, char *buf, size_t cap);
+
+/* ---- sessions: one sequence with its KV cache -------------------------- */
+
+typedef struct cx_session cx_session;
+
+/* Context used when a session does not ask: long-context models would
+ * otherwise reserve gigabytes of KV cache nobody uses. */
+#define CX_DEFAULT_CTX 4096
+
+/* n_ctx <= 0 means min(model context, CX_DEFAULT_CTX), larger values are capped
+ * at the model's context; n_threads <= 0 means 1. */
+int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out, cx_err *err);
+void cx_session_free(cx_session *s);
+/* Forget the sequence (the KV cache is reused). */
+void cx_session_reset(cx_session *s);
+int cx_session_pos(const cx_session *s);
+int cx_session_n_ctx(const cx_session *s);
+
+/*
+ * Feed `n` tokens at the current position, advancing it by n. On success
+ * *logits (if not NULL) points at the n_vocab logits after the last token,
+ * valid until the next call.
+ */
+int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, cx_err *err);
+
+/* ---- sampler ------------------------------------------------------------ */
+
+typedef struct cx_sampler_params {
+    float temperature;     /* <= 0: greedy (argmax) */
+    int top_k;             /* <= 0: off */
+    float top_p;           /* >= 1: off */
+    float min_p;           /* <= 0: off */
+    float repeat_penalty;  /* 1: off */
+    int repeat_last_n;     /* how many recent tokens the penalty looks at */
+    uint64_t seed;
+} cx_sampler_params;
+
+typedef struct cx_sampler cx_sampler;
+
+/* Defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, penalty 1.1/64, seed 42. */
+cx_sampler_params cx_sampler_defaults(void);
+int cx_sampler_new(int n_vocab, const cx_sampler_params *p, cx_sampler **out, cx_err *err);
+void cx_sampler_free(cx_sampler *s);
+/* Remember an accepted token (prompt or generated) for the repetition penalty. */
+void cx_sampler_accept(cx_sampler *s, int token);
+/* Choose the next token from logits (the array is not modified). */
+int cx_sampler_sample(cx_sampler *s, const float *logits);
+
+/* ---- synthetic models --------------------------------------------------- */
+
+typedef struct cx_shape {
+    const char *name;
+    int n_embd, n_ff, n_layer, n_head, n_head_kv, n_vocab, n_ctx;
+    float rope_base, rms_eps;
+    int tied_output;
+} cx_shape;
+
+/* The built-in shape presets, terminated by an entry with name == NULL. */
+const cx_shape *cx_shapes(void);
+const cx_shape *cx_shape_find(const char *name);
+
+/*
+ * Write a GGUF v3 file with deterministic pseudo-random weights (normal, std
+ * 0.02; norm weights 1) of `shape`, matrices stored as `type`, and a synthetic
+ * SentencePiece vocabulary. Same (shape, type, seed) => same bytes.
+ */
+int cx_synth_write(const cx_shape *shape, int type, uint64_t seed, const char *path, cx_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CORTEX_H */

@@ -1,0 +1,324 @@
+/*
+ * model.c - load a model file into a cx_model: map it, recognise the format,
+ * validate every shape, and point weight views into the mapping (no copies but
+ * the tiny norm vectors). Also the public model and tokenizer accessors.
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "quant.h"
+#include "util.h"
+
+int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return cx_fail(err, CX_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return cx_fail(err, CX_EIO, "%s: not a regular file", path);
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return cx_fail(err, CX_EFORMAT, "%s: empty file", path);
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) return cx_fail(err, CX_EIO, "%s: mmap failed: %s", path, strerror(e));
+    *map = p;
+    *size = (size_t)st.st_size;
+    return 0;
+}
+
+void model_unmap_file(const uint8_t *map, size_t size) {
+    if (map) munmap((void *)map, size);
+}
+
+int model_check_hparams(const cx_model_info *h, const char *L, cx_err *err) {
+    if (h->n_embd < 1 || h->n_embd > 65536) return cx_fail(err, CX_ERANGE, "%s: absurd embedding length %d", L, h->n_embd);
+    if (h->n_ff < 1 || h->n_ff > (1 << 20)) return cx_fail(err, CX_ERANGE, "%s: absurd feed-forward length %d", L, h->n_ff);
+    if (h->n_layer < 1 || h->n_layer > 1024) return cx_fail(err, CX_ERANGE, "%s: absurd layer count %d", L, h->n_layer);
+    if (h->n_head < 1 || h->n_head > h->n_embd || h->n_embd % h->n_head)
+        return cx_fail(err, CX_ERANGE, "%s: head count %d does not divide embedding length %d", L, h->n_head, h->n_embd);
+    if (h->n_head_kv < 1 || h->n_head_kv > h->n_head || h->n_head % h->n_head_kv)
+        return cx_fail(err, CX_ERANGE, "%s: kv head count %d does not divide head count %d", L, h->n_head_kv, h->n_head);
+    if ((h->n_embd / h->n_head) % 2)
+        return cx_fail(err, CX_ERANGE, "%s: head dimension %d is odd; RoPE needs pairs", L, h->n_embd / h->n_head);
+    if (h->n_vocab < 1 || h->n_vocab > (1 << 24)) return cx_fail(err, CX_ERANGE, "%s: absurd vocabulary size %d", L, h->n_vocab);
+    if (h->n_ctx < 1 || h->n_ctx > (1 << 24)) return cx_fail(err, CX_ERANGE, "%s: absurd context length %d", L, h->n_ctx);
+    if (!(h->rms_eps > 0 && h->rms_eps < 1)) return cx_fail(err, CX_ERANGE, "%s: RMS norm epsilon %g out of range", L, h->rms_eps);
+    if (!(h->rope_base > 1 && h->rope_base < 1e12f)) return cx_fail(err, CX_ERANGE, "%s: RoPE base %g out of range", L, h->rope_base);
+    return 0;
+}
+
+void model_add_tensor(cx_model *m, const char *name, int type, int n_dims, const int64_t *ne, uint64_t offset,
+                      uint64_t nbytes) {
+    cx_tensor_rec *r = &m->tensors[m->n_tensors++];
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->type = type;
+    r->n_dims = n_dims;
+    uint64_t n = 1;
+    for (int d = 0; d < 4; d++) {
+        r->ne[d] = d < n_dims ? ne[d] : 1;
+        n *= (uint64_t)r->ne[d];
+    }
+    r->offset = offset;
+    r->nbytes = nbytes;
+    m->info.n_params += n;
+    m->info.weight_bytes += nbytes;
+}
+
+/* ---------------------------------------------------------------- GGUF */
+
+typedef struct gguf_loader {
+    cx_model *m;
+    const gguf_ctx *g;
+    const char *L;
+    cx_err *err;
+    float *norm_next; /* where the next norm vector is copied */
+} gguf_loader;
+
+/* Find tensor `name` of shape [cols, rows] (rows 0 means 1-D) in a supported type. */
+static int get_tensor(gguf_loader *ld, const char *name, int64_t cols, int64_t rows, int optional,
+                      const gguf_tensor **out) {
+    const gguf_tensor *t = gguf_find_tensor(ld->g, name);
+    *out = t;
+    if (!t) return optional ? 0 : cx_fail(ld->err, CX_EFORMAT, "%s: required tensor '%s' is missing", ld->L, name);
+    int want_dims = rows ? 2 : 1;
+    if ((int)t->n_dims != want_dims || t->ne[0] != cols || (rows && t->ne[1] != rows))
+        return cx_fail(ld->err, CX_EFORMAT, "%s: tensor '%s' has shape [%lld, %lld] (%u dims), expected [%lld, %lld]",
+                       ld->L, name, (long long)t->ne[0], (long long)t->ne[1], t->n_dims, (long long)cols,
+                       (long long)(rows ? rows : 1));
+    if (!quant_supported((int)t->type))
+        return cx_fail(ld->err, CX_EUNSUP, "%s: tensor '%s' has type %s, which this engine does not support yet "
+                       "(f32, f16, q8_0, q4_0)", ld->L, name, gguf_type_name(t->type));
+    cx_model *m = ld->m;
+    model_add_tensor(m, name, (int)t->type, (int)t->n_dims, t->ne, ld->g->data_offset + t->offset, t->nbytes);
+    return 0;
+}
+
+static int load_matrix(gguf_loader *ld, const char *name, int64_t cols, int64_t rows, int optional, cx_weight *w) {
+    const gguf_tensor *t;
+    int rc = get_tensor(ld, name, cols, rows, optional, &t);
+    if (rc || !t) return rc;
+    w->data = t->data;
+    w->type = (int)t->type;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = quant_row_bytes(w->type, cols);
+    return 0;
+}
+
+static int load_norm(gguf_loader *ld, const char *name, int64_t n, const float **out) {
+    const gguf_tensor *t;
+    int rc = get_tensor(ld, name, n, 0, 0, &t);
+    if (rc) return rc;
+    quant_dequantize_row((int)t->type, t->data, ld->norm_next, n);
+    *out = ld->norm_next;
+    ld->norm_next += n;
+    return 0;
+}
+
+/* Read an integer hyper-parameter "llama.<key>"; absent + required is an error. */
+static int hp_u32(gguf_loader *ld, const char *key, int required, uint32_t dflt, int *out) {
+    char full[96];
+    snprintf(full, sizeof full, "llama.%s", key);
+    uint32_t v = dflt;
+    int r = gguf_get_u32(ld->g, full, &v);
+    if (r < 0) return cx_fail(ld->err, CX_EFORMAT, "%s: metadata '%s' is not an integer in range", ld->L, full);
+    if (r == 0 && required) return cx_fail(ld->err, CX_EFORMAT, "%s: required metadata '%s' is missing", ld->L, full);
+    if (v > (1u << 30)) return cx_fail(ld->err, CX_ERANGE, "%s: absurd value %u for '%s'", ld->L, v, full);
+    *out = (int)v;
+    return 0;
+}
+
+static int hp_f32(gguf_loader *ld, const char *key, float dflt, float *out) {
+    char full[96];
+    snprintf(full, sizeof full, "llama.%s", key);
+    *out = dflt;
+    if (gguf_get_f32(ld->g, full, out) < 0)
+        return cx_fail(ld->err, CX_EFORMAT, "%s: metadata '%s' is not a number", ld->L, full);
+    return 0;
+}
+
+int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
+    gguf_ctx g;
+    int rc = gguf_parse(m->map, m->map_size, L, &g, err);
+    if (rc) return rc;
+    gguf_loader ld = {m, &g, L, err, NULL};
+    cx_model_info *h = &m->info;
+    h->format = "gguf";
+    h->format_version = g.version;
+    gguf_str s;
+    if (gguf_get_str(&g, "general.architecture", &s) != 1) {
+        rc = cx_fail(err, CX_EFORMAT, "%s: general.architecture is missing", L);
+        goto done;
+    }
+    if (!gguf_str_eq(s, "llama")) {
+        rc = cx_fail(err, CX_EUNSUP, "%s: architecture '%.*s' is not supported (only 'llama')", L,
+                     (int)(s.len > 32 ? 32 : s.len), s.ptr);
+        goto done;
+    }
+    if (gguf_get_str(&g, "general.name", &s) == 1)
+        snprintf(m->name, sizeof m->name, "%.*s", (int)(s.len > 127 ? 127 : s.len), s.ptr);
+    int rope_dim = 0;
+    if ((rc = hp_u32(&ld, "embedding_length", 1, 0, &h->n_embd)) || (rc = hp_u32(&ld, "feed_forward_length", 1, 0, &h->n_ff)) ||
+        (rc = hp_u32(&ld, "block_count", 1, 0, &h->n_layer)) || (rc = hp_u32(&ld, "attention.head_count", 1, 0, &h->n_head)) ||
+        (rc = hp_u32(&ld, "context_length", 0, 2048, &h->n_ctx)) ||
+        (rc = hp_f32(&ld, "attention.layer_norm_rms_epsilon", 1e-5f, &h->rms_eps)) ||
+        (rc = hp_f32(&ld, "rope.freq_base", 10000.0f, &h->rope_base)))
+        goto done;
+    if ((rc = hp_u32(&ld, "attention.head_count_kv", 0, (uint32_t)h->n_head, &h->n_head_kv))) goto done;
+    if ((rc = tok_load_gguf(&m->vocab, &g, L, err))) goto done;
+    h->n_vocab = m->vocab.n;
+    if ((rc = model_check_hparams(h, L, err))) goto done;
+    h->head_dim = h->n_embd / h->n_head;
+    if ((rc = hp_u32(&ld, "rope.dimension_count", 0, (uint32_t)h->head_dim, &rope_dim))) goto done;
+    if (rope_dim != h->head_dim) {
+        rc = cx_fail(err, CX_EUNSUP, "%s: partial RoPE (%d of %d dimensions) is not supported", L, rope_dim, h->head_dim);
+        goto done;
+    }
+    int64_t E = h->n_embd, F = h->n_ff, KV = (int64_t)h->n_head_kv * h->head_dim, V = h->n_vocab;
+    m->layers = calloc((size_t)h->n_layer, sizeof *m->layers);
+    m->norms = malloc(sizeof(float) * (size_t)E * (2 * (size_t)h->n_layer + 1));
+    m->tensors = calloc(3 + 9 * (size_t)h->n_layer, sizeof *m->tensors);
+    if (!m->layers || !m->norms || !m->tensors) {
+        rc = cx_fail(err, CX_ENOMEM, "%s: out of memory", L);
+        goto done;
+    }
+    ld.norm_next = m->norms;
+    const gguf_tensor *emb = gguf_find_tensor(&g, "token_embd.weight");
+    if (emb && emb->n_dims == 2 && emb->ne[0] == E && emb->ne[1] != V) {
+        rc = cx_fail(err, CX_EFORMAT, "%s: vocabulary has %lld tokens but token_embd.weight has %lld rows (vocab/model mismatch)",
+                     L, (long long)V, (long long)emb->ne[1]);
+        goto done;
+    }
+    if ((rc = load_matrix(&ld, "token_embd.weight", E, V, 0, &m->tok_embd)) ||
+        (rc = load_norm(&ld, "output_norm.weight", E, &m->out_norm)) ||
+        (rc = load_matrix(&ld, "output.weight", E, V, 1, &m->output)))
+        goto done;
+    h->tied_output = m->output.data == NULL;
+    if (h->tied_output) m->output = m->tok_embd;
+    for (int l = 0; l < h->n_layer; l++) {
+        cx_layer *y = &m->layers[l];
+        char n[9][64];
+        static const char *parts[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
+                                       "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+        for (int i = 0; i < 9; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s.weight", l, parts[i]);
+        if ((rc = load_norm(&ld, n[0], E, &y->attn_norm)) || (rc = load_matrix(&ld, n[1], E, E, 0, &y->wq)) ||
+            (rc = load_matrix(&ld, n[2], E, KV, 0, &y->wk)) || (rc = load_matrix(&ld, n[3], E, KV, 0, &y->wv)) ||
+            (rc = load_matrix(&ld, n[4], E, E, 0, &y->wo)) || (rc = load_norm(&ld, n[5], E, &y->ffn_norm)) ||
+            (rc = load_matrix(&ld, n[6], E, F, 0, &y->w_gate)) || (rc = load_matrix(&ld, n[7], E, F, 0, &y->w_up)) ||
+            (rc = load_matrix(&ld, n[8], F, E, 0, &y->w_down)))
+            goto done;
+    }
+    h->main_type = m->layers[0].wq.type;
+done:
+    gguf_free(&g);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- API */
+
+int cx_model_load(const char *path, const char *tokenizer_path, cx_model **out, cx_err *err) {
+    *out = NULL;
+    if (!path || !*path) return cx_fail(err, CX_EINVAL, "no model path given");
+    cx_model *m = calloc(1, sizeof *m);
+    if (!m) return cx_fail(err, CX_ENOMEM, "out of memory");
+    int rc = model_map_file(path, &m->map, &m->map_size, err);
+    if (rc) {
+        free(m);
+        return rc;
+    }
+    snprintf(m->name, sizeof m->name, "%s", cx_basename(path));
+    m->info.file_bytes = m->map_size;
+    if (m->map_size >= 4 && memcmp(m->map, "GGUF", 4) == 0) {
+        rc = model_from_gguf(m, path, err);
+    } else {
+        const uint8_t *tok = NULL;
+        size_t tok_size = 0;
+        if (!tokenizer_path) {
+            rc = cx_fail(err, CX_EINVAL, "%s: not a GGUF file; a llama2.c checkpoint needs a tokenizer (-z tokenizer.bin)", path);
+        } else if (!(rc = model_map_file(tokenizer_path, &tok, &tok_size, err))) {
+            rc = model_from_llama2c(m, path, tok, tok_size, tokenizer_path, err);
+            model_unmap_file(tok, tok_size);
+        }
+    }
+    if (rc) {
+        cx_model_free(m);
+        return rc;
+    }
+    m->info.name = m->name;
+    m->info.n_tensors = m->n_tensors;
+    *out = m;
+    return 0;
+}
+
+void cx_model_free(cx_model *m) {
+    if (!m) return;
+    model_unmap_file(m->map, m->map_size);
+    tok_free(&m->vocab);
+    free(m->layers);
+    free(m->norms);
+    free(m->tensors);
+    free(m);
+}
+
+const cx_model_info *cx_model_get_info(const cx_model *m) { return &m->info; }
+
+int cx_model_tensor(const cx_model *m, int i, cx_tensor_info *out) {
+    if (i < 0 || i >= m->n_tensors) return CX_ERANGE;
+    const cx_tensor_rec *r = &m->tensors[i];
+    out->name = r->name;
+    out->type = r->type;
+    out->n_dims = r->n_dims;
+    memcpy(out->ne, r->ne, sizeof out->ne);
+    out->offset = r->offset;
+    out->nbytes = r->nbytes;
+    return 0;
+}
+
+int cx_token_bos(const cx_model *m) { return m->vocab.bos; }
+int cx_token_eos(const cx_model *m) { return m->vocab.eos; }
+
+int cx_tokenize(const cx_model *m, const char *text, size_t len, int add_bos, int32_t *out, int cap, int *n_out,
+                cx_err *err) {
+    return tok_encode(&m->vocab, text, len, add_bos, out, cap, n_out, err);
+}
+
+size_t cx_token_piece(const cx_model *m, int prev, int token, char tmp[2], const char **bytes) {
+    return tok_piece(&m->vocab, prev, token, tmp, bytes);
+}
+
+size_t cx_detokenize(const cx_model *m, const int32_t *ids, int n, char *buf, size_t cap) {
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        char tmp[2];
+        const char *p;
+        size_t k = tok_piece(&m->vocab, i ? ids[i - 1] : -1, ids[i], tmp, &p);
+        for (size_t j = 0; j < k; j++, total++)
+            if (total + 1 < cap) buf[total] = p[j];
+    }
+    if (cap) buf[total < cap ? total : cap - 1] = 0;
+    return total;
+}
+
+const char *cx_type_name(int type) {
+    return type == CX_TYPE_F32 ? "f32" : type == CX_TYPE_F16 ? "f16" : type == CX_TYPE_Q8_0 ? "q8_0"
+         : type == CX_TYPE_Q4_0 ? "q4_0" : "?";
+}
+
+int cx_type_from_name(const char *s) {
+    static const int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0};
+    for (int i = 0; i < 4; i++)
+        if (!strcasecmp(s, cx_type_name(types[i]))) return types[i];
+    return -1;
+}

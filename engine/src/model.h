@@ -1,0 +1,66 @@
+/*
+ * model.h - the in-memory model: hyper-parameters, weight views into the
+ * mapped file, the vocabulary. Both file formats load into this one shape.
+ */
+#ifndef CX_MODEL_H
+#define CX_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortex.h"
+#include "gguf.h"
+#include "tokenizer.h"
+
+/* A weight matrix of `rows` rows by `cols` columns, stored row-major as `type`. */
+typedef struct cx_weight {
+    const void *data;
+    int type;
+    int64_t rows, cols;
+    size_t row_bytes;
+} cx_weight;
+
+typedef struct cx_layer {
+    const float *attn_norm, *ffn_norm; /* f32 copies owned by the model */
+    cx_weight wq, wk, wv, wo;          /* wq: [n_embd x n_embd], wk/wv: [kv_dim x n_embd] */
+    cx_weight w_gate, w_up, w_down;    /* gate/up: [n_ff x n_embd], down: [n_embd x n_ff] */
+} cx_layer;
+
+/* A named tensor as found in the file, kept for `cortex info`. */
+typedef struct cx_tensor_rec {
+    char name[96];
+    int type, n_dims;
+    int64_t ne[4];
+    uint64_t offset, nbytes;
+} cx_tensor_rec;
+
+struct cx_model {
+    cx_model_info info;
+    char name[128];
+    const uint8_t *map;  /* the model file, mapped read-only */
+    size_t map_size;
+    tok_vocab vocab;
+    cx_weight tok_embd, output;
+    const float *out_norm;
+    cx_layer *layers;
+    float *norms;        /* storage behind every norm pointer */
+    cx_tensor_rec *tensors;
+    int n_tensors;
+};
+
+/* Map a whole file read-only; *size gets its length. */
+int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err);
+void model_unmap_file(const uint8_t *map, size_t size);
+
+/* Fill m from a GGUF image / a llama2.c checkpoint (+ tokenizer image). */
+int model_from_gguf(cx_model *m, const char *label, cx_err *err);
+int model_from_llama2c(cx_model *m, const char *label, const uint8_t *tok, size_t tok_size, const char *tok_label,
+                       cx_err *err);
+
+/* Validate hyper-parameters: every shape the forward pass relies on. */
+int model_check_hparams(const cx_model_info *h, const char *label, cx_err *err);
+/* Record a tensor for `info` and add it to the parameter and byte totals. */
+void model_add_tensor(cx_model *m, const char *name, int type, int n_dims, const int64_t *ne, uint64_t offset,
+                      uint64_t nbytes);
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * quant.c - scalar quantize/dequantize for the supported block formats.
+ * Rounding follows ggml's reference quantizers so our files and theirs agree.
+ */
+#include "quant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "cortex.h"
+#include "util.h"
+
+size_t quant_row_bytes(int type, int64_t n) {
+    switch (type) {
+    case CX_TYPE_F32: return (size_t)n * 4;
+    case CX_TYPE_F16: return (size_t)n * 2;
+    case CX_TYPE_Q8_0: return (size_t)(n / QK) * sizeof(block_q8_0);
+    case CX_TYPE_Q4_0: return (size_t)(n / QK) * sizeof(block_q4_0);
+    default: return 0;
+    }
+}
+
+int quant_supported(int type) {
+    return type == CX_TYPE_F32 || type == CX_TYPE_F16 || type == CX_TYPE_Q8_0 || type == CX_TYPE_Q4_0;
+}
+
+void quant_dequantize_row(int type, const void *src, float *dst, int64_t n) {
+    const uint8_t *p = src;
+    switch (type) {
+    case CX_TYPE_F32:
+        memcpy(dst, src, (size_t)n * 4);
+        break;
+    case CX_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) dst[i] = cx_fp16_to_fp32(cx_rd16(p + 2 * i));
+        break;
+    case CX_TYPE_Q8_0:
+        for (int64_t b = 0; b < n / QK; b++) {
+            const uint8_t *blk = p + b * sizeof(block_q8_0);
+            float d = cx_fp16_to_fp32(cx_rd16(blk));
+            const int8_t *q = (const int8_t *)(blk + 2);
+            for (int j = 0; j < QK; j++) dst[b * QK + j] = d * (float)q[j];
+        }
+        break;
+    case CX_TYPE_Q4_0:
+        for (int64_t b = 0; b < n / QK; b++) {
+            const uint8_t *blk = p + b * sizeof(block_q4_0);
+            float d = cx_fp16_to_fp32(cx_rd16(blk));
+            for (int j = 0; j < QK / 2; j++) {
+                dst[b * QK + j] = d * (float)((blk[2 + j] & 0x0f) - 8);
+                dst[b * QK + j + QK / 2] = d * (float)((blk[2 + j] >> 4) - 8);
+            }
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* Q8_0: d = max|x|/127, q = round(x/d). */
+static void quantize_q8_0(const float *x, block_q8_0 *y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; b++) {
+        float amax = 0;
+        for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(x[b * QK + j]));
+        float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        y[b].d = cx_fp32_to_fp16(d);
+        for (int j = 0; j < QK; j++) y[b].qs[j] = (int8_t)roundf(x[b * QK + j] * id);
+    }
+}
+
+/* Q4_0: the value of largest magnitude (with its sign) maps to -8, d = max/-8. */
+static void quantize_q4_0(const float *x, block_q4_0 *y, int64_t n) {
+    for (int64_t b = 0; b < n / QK; b++) {
+        const float *xb = x + b * QK;
+        float amax = 0, max = 0;
+        for (int j = 0; j < QK; j++)
+            if (fabsf(xb[j]) > amax) { amax = fabsf(xb[j]); max = xb[j]; }
+        float d = max / -8.0f, id = d ? 1.0f / d : 0.0f;
+        y[b].d = cx_fp32_to_fp16(d);
+        for (int j = 0; j < QK / 2; j++) {
+            float v0 = xb[j] * id + 8.5f, v1 = xb[j + QK / 2] * id + 8.5f;
+            int q0 = (int)v0, q1 = (int)v1;
+            if (q0 > 15) q0 = 15;
+            if (q1 > 15) q1 = 15;
+            y[b].qs[j] = (uint8_t)(q0 | (q1 << 4));
+        }
+    }
+}
+
+void quant_quantize_row(int type, const float *src, void *dst, int64_t n) {
+    switch (type) {
+    case CX_TYPE_F32: memcpy(dst, src, (size_t)n * 4); break;
+    case CX_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = cx_fp32_to_fp16(src[i]);
+            memcpy((uint8_t *)dst + 2 * i, &h, 2);
+        }
+        break;
+    case CX_TYPE_Q8_0: quantize_q8_0(src, dst, n); break;
+    case CX_TYPE_Q4_0: quantize_q4_0(src, dst, n); break;
+    default: break;
+    }
+}

@@ -1,0 +1,263 @@
+/*
+ * synth.c - shape presets and synthetic GGUF models.
+ *
+ * Benchmarks need models of real size without downloading weights, so we
+ * write them: every tensor is filled from its own deterministic stream
+ * (seeded by the global seed and the tensor's name), normal with std 0.02,
+ * norm weights 1. The vocabulary is a synthetic SentencePiece one: specials,
+ * the 256 byte tokens, printable characters and letter n-grams with and
+ * without the word-start marker, scored so BPE merges behave sensibly.
+ * The file follows the GGUF v3 spec exactly, so other readers can load it.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "model.h"
+#include "quant.h"
+#include "tokenizer.h"
+#include "util.h"
+
+static const cx_shape SHAPES[] = {
+    /* name            embd   ff     layers heads kv  vocab   ctx     rope      eps    tied */
+    {"test-tiny",      64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1},
+    {"stories15m",     288,   768,   6,     6,    6,  32000,  256,    10000.0f, 1e-5f, 1},
+    {"stories42m",     512,   1376,  8,     8,    8,  32000,  1024,   10000.0f, 1e-5f, 1},
+    {"stories110m",    768,   2048,  12,    12,   12, 32000,  1024,   10000.0f, 1e-5f, 1},
+    {"tinyllama-1.1b", 2048,  5632,  22,    32,   4,  32000,  2048,   10000.0f, 1e-5f, 0},
+    {"llama-3.2-1b",   2048,  8192,  16,    32,   8,  128256, 131072, 500000.0f, 1e-5f, 1},
+    {"llama-2-7b",     4096,  11008, 32,    32,   32, 32000,  4096,   10000.0f, 1e-5f, 0},
+    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+};
+
+const cx_shape *cx_shapes(void) { return SHAPES; }
+
+const cx_shape *cx_shape_find(const char *name) {
+    for (const cx_shape *s = SHAPES; s->name; s++)
+        if (!strcmp(s->name, name)) return s;
+    return NULL;
+}
+
+/* ---- deterministic random streams ---- */
+
+static uint64_t splitmix(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Fill n values N(0, std^2) by Box-Muller from the stream `st`. */
+static void fill_normal(uint64_t *st, float *out, int64_t n, float std) {
+    for (int64_t i = 0; i < n; i += 2) {
+        double u1 = ((double)(splitmix(st) >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
+        double u2 = (double)(splitmix(st) >> 11) * (1.0 / 9007199254740992.0);
+        double r = sqrt(-2.0 * log(u1)) * std, a = 6.283185307179586 * u2;
+        out[i] = (float)(r * cos(a));
+        if (i + 1 < n) out[i + 1] = (float)(r * sin(a));
+    }
+}
+
+static uint64_t name_seed(uint64_t seed, const char *name) {
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (const char *p = name; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    return h;
+}
+
+/* ---- synthetic vocabulary ---- */
+
+typedef struct vocab_out { char **pieces; float *scores; int32_t *types; int n; } vocab_out;
+
+static int vocab_add(vocab_out *v, int cap, const char *s, float score, int type) {
+    if (v->n >= cap) return 0;
+    v->pieces[v->n] = strdup(s);
+    if (!v->pieces[v->n]) return -1;
+    v->scores[v->n] = score;
+    v->types[v->n] = type;
+    v->n++;
+    return 0;
+}
+
+/* Build n pieces (GGUF spelling, U+2581 for word starts); 0 on success. */
+static int make_vocab(vocab_out *v, int n) {
+    static const char *WS = "\xE2\x96\x81";
+    v->pieces = calloc((size_t)n, sizeof(char *));
+    v->scores = malloc(sizeof(float) * (size_t)n);
+    v->types = malloc(sizeof(int32_t) * (size_t)n);
+    v->n = 0;
+    if (!v->pieces || !v->scores || !v->types) return -1;
+    int rc = vocab_add(v, n, "<unk>", 0, TOK_UNKNOWN) | vocab_add(v, n, "<s>", 0, TOK_CONTROL) |
+             vocab_add(v, n, "</s>", 0, TOK_CONTROL);
+    char buf[32];
+    for (int b = 0; b < 256 && !rc; b++) {
+        snprintf(buf, sizeof buf, "<0x%02X>", b);
+        rc = vocab_add(v, n, buf, 0, TOK_BYTE);
+    }
+    float score = 0;
+    rc |= vocab_add(v, n, WS, score--, TOK_NORMAL);
+    for (int c = 33; c < 127 && !rc; c++) {
+        buf[0] = (char)c;
+        buf[1] = 0;
+        rc = vocab_add(v, n, buf, score--, TOK_NORMAL);
+    }
+    /* Letter n-grams of growing length, each with and without the word-start marker. */
+    for (int len = 1; len <= 4 && v->n < n && !rc; len++) {
+        long count = 1;
+        for (int i = 0; i < len; i++) count *= 26;
+        for (long k = 0; k < count && v->n < n && !rc; k++) {
+            char gram[8];
+            long x = k;
+            for (int i = len - 1; i >= 0; i--, x /= 26) gram[i] = (char)('a' + x % 26);
+            gram[len] = 0;
+            snprintf(buf, sizeof buf, "%s%s", WS, gram);
+            rc = vocab_add(v, n, buf, score--, TOK_NORMAL);
+            if (len > 1 && !rc) rc = vocab_add(v, n, gram, score--, TOK_NORMAL);
+        }
+    }
+    /* Beyond 4-grams (never reached by the presets): unique filler pieces. */
+    for (int i = 0; v->n < n && !rc; i++) {
+        snprintf(buf, sizeof buf, "<extra_%d>", i);
+        rc = vocab_add(v, n, buf, score--, TOK_NORMAL);
+    }
+    return rc;
+}
+
+static void free_vocab(vocab_out *v) {
+    for (int i = 0; v->pieces && i < v->n; i++) free(v->pieces[i]);
+    free(v->pieces);
+    free(v->scores);
+    free(v->types);
+}
+
+/* ---- writing ---- */
+
+typedef struct tensor_plan { char name[64]; int type, n_dims; int64_t ne[2]; int is_norm; } tensor_plan;
+
+/* Stream one tensor: generate a row of floats, convert, write, pad. */
+static int write_tensor(FILE *f, const tensor_plan *t, uint64_t seed, float *row, void *qrow) {
+    uint64_t st = name_seed(seed, t->name);
+    int64_t cols = t->ne[0], rows = t->n_dims > 1 ? t->ne[1] : 1;
+    size_t rb = quant_row_bytes(t->type, cols);
+    for (int64_t r = 0; r < rows; r++) {
+        if (t->is_norm) {
+            for (int64_t i = 0; i < cols; i++) row[i] = 1.0f;
+        } else {
+            fill_normal(&st, row, cols, 0.02f);
+        }
+        quant_quantize_row(t->type, row, qrow, cols);
+        if (fwrite(qrow, 1, rb, f) != rb) return CX_EIO;
+    }
+    return gguf_w_pad(f, rb * (uint64_t)rows);
+}
+
+int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path, cx_err *err) {
+    cx_model_info h = {0};
+    h.n_embd = sh->n_embd; h.n_ff = sh->n_ff; h.n_layer = sh->n_layer; h.n_head = sh->n_head;
+    h.n_head_kv = sh->n_head_kv; h.n_vocab = sh->n_vocab; h.n_ctx = sh->n_ctx;
+    h.rope_base = sh->rope_base; h.rms_eps = sh->rms_eps;
+    int rc = model_check_hparams(&h, sh->name, err);
+    if (rc) return rc;
+    if (!quant_supported(type)) return cx_fail(err, CX_EINVAL, "unsupported weight type %d for synth", type);
+    int64_t E = sh->n_embd, F = sh->n_ff, KV = (int64_t)sh->n_head_kv * (sh->n_embd / sh->n_head);
+    if (type == CX_TYPE_Q8_0 || type == CX_TYPE_Q4_0) {
+        if (E % QK || F % QK)
+            return cx_fail(err, CX_EINVAL, "shape %s: embedding %lld and feed-forward %lld must be multiples of 32 for %s",
+                           sh->name, (long long)E, (long long)F, cx_type_name(type));
+    }
+    int n_t = 2 + (sh->tied_output ? 0 : 1) + 9 * sh->n_layer;
+    tensor_plan *plan = calloc((size_t)n_t, sizeof *plan);
+    vocab_out voc = {0};
+    gguf_writer *w = gguf_writer_new();
+    char *tmp = malloc(strlen(path) + 8);
+    float *row = malloc(sizeof(float) * (size_t)(E > F ? E : F) + 8);
+    void *qrow = malloc(sizeof(float) * (size_t)(E > F ? E : F) + 8);
+    FILE *f = NULL;
+    if (tmp) tmp[0] = 0;
+    if (!plan || !w || !tmp || !row || !qrow || make_vocab(&voc, sh->n_vocab)) {
+        rc = cx_fail(err, CX_ENOMEM, "out of memory preparing %s", sh->name);
+        goto done;
+    }
+    /* Tensors in llama.cpp's order, so the file reads like one it would write. */
+    int k = 0;
+#define PLAN(nm, ty, nd, c, r, norm) do { snprintf(plan[k].name, sizeof plan[k].name, "%s", nm); plan[k].type = ty; \
+        plan[k].n_dims = nd; plan[k].ne[0] = c; plan[k].ne[1] = r; plan[k].is_norm = norm; k++; } while (0)
+    PLAN("token_embd.weight", type, 2, E, sh->n_vocab, 0);
+    PLAN("output_norm.weight", CX_TYPE_F32, 1, E, 1, 1);
+    if (!sh->tied_output) PLAN("output.weight", type, 2, E, sh->n_vocab, 0);
+    for (int l = 0; l < sh->n_layer; l++) {
+        char nm[64];
+#define LPLAN(part, ty, nd, c, r, norm) do { snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, part); \
+        PLAN(nm, ty, nd, c, r, norm); } while (0)
+        LPLAN("attn_norm", CX_TYPE_F32, 1, E, 1, 1);
+        LPLAN("attn_q", type, 2, E, E, 0);
+        LPLAN("attn_k", type, 2, E, KV, 0);
+        LPLAN("attn_v", type, 2, E, KV, 0);
+        LPLAN("attn_output", type, 2, E, E, 0);
+        LPLAN("ffn_norm", CX_TYPE_F32, 1, E, 1, 1);
+        LPLAN("ffn_gate", type, 2, E, F, 0);
+        LPLAN("ffn_up", type, 2, E, F, 0);
+        LPLAN("ffn_down", type, 2, F, E, 0);
+#undef LPLAN
+    }
+#undef PLAN
+    char name[160];
+    snprintf(name, sizeof name, "cortex-synth %s %s seed %llu", sh->name, cx_type_name(type), (unsigned long long)seed);
+    static const uint32_t FTYPE[] = {[CX_TYPE_F32] = 0, [CX_TYPE_F16] = 1, [CX_TYPE_Q4_0] = 2, [CX_TYPE_Q8_0] = 7};
+    gguf_w_str(w, "general.architecture", "llama");
+    gguf_w_str(w, "general.name", name);
+    gguf_w_u32(w, "general.file_type", FTYPE[type]);
+    gguf_w_u32(w, "general.quantization_version", 2);
+    gguf_w_u32(w, "llama.context_length", (uint32_t)sh->n_ctx);
+    gguf_w_u32(w, "llama.embedding_length", (uint32_t)E);
+    gguf_w_u32(w, "llama.feed_forward_length", (uint32_t)F);
+    gguf_w_u32(w, "llama.block_count", (uint32_t)sh->n_layer);
+    gguf_w_u32(w, "llama.attention.head_count", (uint32_t)sh->n_head);
+    gguf_w_u32(w, "llama.attention.head_count_kv", (uint32_t)sh->n_head_kv);
+    gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)(E / sh->n_head));
+    gguf_w_f32(w, "llama.rope.freq_base", sh->rope_base);
+    gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", sh->rms_eps);
+    gguf_w_u32(w, "llama.vocab_size", (uint32_t)sh->n_vocab);
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)voc.pieces, (uint64_t)voc.n);
+    gguf_w_arr_f32(w, "tokenizer.ggml.scores", voc.scores, (uint64_t)voc.n);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", voc.types, (uint64_t)voc.n);
+    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    for (int i = 0; i < n_t; i++) gguf_w_tensor(w, plan[i].name, (uint32_t)plan[i].type, plan[i].n_dims, plan[i].ne);
+
+    /* Write beside the target and rename at the end: never a half-written model. */
+    sprintf(tmp, "%s.tmp", path);
+    f = fopen(tmp, "wb");
+    if (!f) {
+        rc = cx_fail(err, CX_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+        goto done;
+    }
+    if ((rc = gguf_w_header(w, f, path, err))) goto done;
+    for (int i = 0; i < n_t; i++)
+        if (write_tensor(f, &plan[i], seed, row, qrow)) {
+            rc = cx_fail(err, CX_EIO, "%s: write failed in tensor %s: %s", tmp, plan[i].name, strerror(errno));
+            goto done;
+        }
+    if (fclose(f) != 0) {
+        f = NULL;
+        rc = cx_fail(err, CX_EIO, "%s: write failed: %s", tmp, strerror(errno));
+        goto done;
+    }
+    f = NULL;
+    if (rename(tmp, path) != 0) rc = cx_fail(err, CX_EIO, "%s: cannot rename into place: %s", path, strerror(errno));
+done:
+    if (f) fclose(f);
+    if (rc && tmp && tmp[0]) remove(tmp);
+    free(plan);
+    free_vocab(&voc);
+    gguf_writer_free(w);
+    free(tmp);
+    free(row);
+    free(qrow);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/*
+ * util.h - small helpers shared by every engine module: error reporting and
+ * half-precision conversion. Nothing here allocates.
+ */
+#ifndef CX_UTIL_H
+#define CX_UTIL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "cortex.h"
+
+#if defined(__GNUC__)
+#define CX_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CX_PRINTF(a, b)
+#endif
+
+/* Fill `err` (if not NULL) with code and a printf-style message; returns code. */
+int cx_fail(cx_err *err, int code, const char *fmt, ...) CX_PRINTF(3, 4);
+
+/* IEEE half <-> single, exact for every half value (round-to-nearest-even down). */
+float cx_fp16_to_fp32(uint16_t h);
+uint16_t cx_fp32_to_fp16(float f);
+
+/* Unaligned little-endian loads: model files are byte streams, not structs. */
+static inline uint16_t cx_rd16(const void *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+static inline uint32_t cx_rd32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t cx_rd64(const void *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* The file name part of a path, for messages. */
+const char *cx_basename(const char *path);
+
+#endif

@@ -1,0 +1,450 @@
+#!/usr/bin/python3
+"""Independent numpy reference for the Llama forward pass (float64).
+
+Written from the math, in the spirit of llama2.c's run.c, to check the C engine.
+It imports nothing from the C project. Two loaders produce the same in-memory
+model: llama2.c `.bin` checkpoints and GGUF v3 files with F32 (or F16) tensors.
+
+CLI:
+  llama_ref.py --model PATH --steps N [--tokens-in FILE] --out FILE
+
+Greedy mode (no --tokens-in): t_0 = 1 (BOS) at position 0; step i feeds t_i at
+position i and records logits_i; t_{i+1} = argmax(logits_i) (ties -> lowest id).
+Teacher forcing (--tokens-in FILE, a dump file as below): feeds the file's input
+tokens instead. N is capped at the model's context length (and the file's length).
+
+Dump format (little endian):
+  int32 magic 0x43584C47 ('GLXC'), int32 n_steps, int32 n_vocab,
+  int32 input_tokens[n_steps], int32 greedy_next[n_steps] (argmax of each row),
+  float32 logits[n_steps][n_vocab]
+"""
+import argparse
+import struct
+import sys
+import time
+
+import numpy as np
+
+DUMP_MAGIC = 0x43584C47  # 'GLXC' as a little-endian int32
+BOS_ID = 1
+
+
+# ----------------------------------------------------------------------------
+# Model description shared by both loaders
+# ----------------------------------------------------------------------------
+
+class Config:
+    """Hyper-parameters of a Llama model (same meaning for .bin and .gguf)."""
+
+    def __init__(self, dim, hidden_dim, n_layers, n_heads, n_kv_heads,
+                 vocab_size, seq_len, rms_eps=1e-5, rope_base=10000.0):
+        self.dim = dim
+        self.hidden_dim = hidden_dim
+        self.n_layers = n_layers
+        self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads
+        self.vocab_size = vocab_size
+        self.seq_len = seq_len
+        self.rms_eps = rms_eps
+        self.rope_base = rope_base
+        self.head_dim = dim // n_heads
+        self.kv_dim = n_kv_heads * self.head_dim
+
+    def __repr__(self):
+        return ("Config(dim=%d, hidden_dim=%d, n_layers=%d, n_heads=%d, n_kv_heads=%d, "
+                "vocab_size=%d, seq_len=%d, rms_eps=%g, rope_base=%g)" % (
+                    self.dim, self.hidden_dim, self.n_layers, self.n_heads,
+                    self.n_kv_heads, self.vocab_size, self.seq_len, self.rms_eps,
+                    self.rope_base))
+
+
+class Layer:
+    """Weights of one transformer block; every matrix is (out, in)."""
+
+    def __init__(self, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3):
+        self.rms_att, self.wq, self.wk, self.wv, self.wo = rms_att, wq, wk, wv, wo
+        self.rms_ffn, self.w1, self.w2, self.w3 = rms_ffn, w1, w2, w3
+
+
+class Model:
+    """Config plus weights kept in their file dtype (float32) for exact comparisons."""
+
+    def __init__(self, config, tok_emb, layers, rms_final, wcls, shared_cls):
+        self.config = config
+        self.tok_emb = tok_emb        # (vocab, dim)
+        self.layers = layers          # list of Layer
+        self.rms_final = rms_final    # (dim,)
+        self.wcls = wcls              # (vocab, dim)
+        self.shared_cls = shared_cls  # classifier is the embedding table
+
+    def named_tensors(self):
+        """All weights as (name, array) pairs in GGUF naming, for comparisons."""
+        out = [("token_embd.weight", self.tok_emb)]
+        for i, l in enumerate(self.layers):
+            for short, arr in (("attn_norm", l.rms_att), ("attn_q", l.wq),
+                               ("attn_k", l.wk), ("attn_v", l.wv),
+                               ("attn_output", l.wo), ("ffn_norm", l.rms_ffn),
+                               ("ffn_gate", l.w1), ("ffn_down", l.w2),
+                               ("ffn_up", l.w3)):
+                out.append(("blk.%d.%s.weight" % (i, short), arr))
+        out.append(("output_norm.weight", self.rms_final))
+        out.append(("output.weight", self.wcls))
+        return out
+
+
+# ----------------------------------------------------------------------------
+# llama2.c .bin loader
+# ----------------------------------------------------------------------------
+
+def load_llama2c(path):
+    """Read a llama2.c (legacy, version 0) checkpoint: 7 int32 header then float32 blobs."""
+    with open(path, "rb") as f:
+        data = f.read()
+    dim, hidden, n_layers, n_heads, n_kv_heads, vocab, seq_len = struct.unpack_from("<7i", data, 0)
+    shared = vocab > 0
+    vocab = abs(vocab)
+    cfg = Config(dim, hidden, n_layers, n_heads, n_kv_heads, vocab, seq_len,
+                 rms_eps=1e-5, rope_base=10000.0)
+    floats = np.frombuffer(data, dtype="<f4", offset=7 * 4)
+    pos = [0]
+
+    def take(*shape):
+        """Consume the next prod(shape) floats from the file, in order."""
+        n = int(np.prod(shape))
+        if pos[0] + n > floats.size:
+            raise ValueError("%s: truncated checkpoint" % path)
+        arr = floats[pos[0]:pos[0] + n].reshape(shape)
+        pos[0] += n
+        return arr
+
+    L, kv_dim, hd = n_layers, cfg.kv_dim, cfg.head_dim
+    tok_emb = take(vocab, dim)
+    rms_att = take(L, dim)
+    wq = take(L, dim, dim)
+    wk = take(L, kv_dim, dim)
+    wv = take(L, kv_dim, dim)
+    wo = take(L, dim, dim)
+    rms_ffn = take(L, dim)
+    w1 = take(L, hidden, dim)
+    w2 = take(L, dim, hidden)
+    w3 = take(L, hidden, dim)
+    rms_final = take(dim)
+    take(seq_len, hd // 2)  # freq_cis_real: skipped, RoPE angles are computed
+    take(seq_len, hd // 2)  # freq_cis_imag
+    wcls = tok_emb if shared else take(vocab, dim)
+    layers = [Layer(rms_att[i], wq[i], wk[i], wv[i], wo[i], rms_ffn[i], w1[i], w2[i], w3[i])
+              for i in range(L)]
+    return Model(cfg, tok_emb, layers, rms_final, wcls, shared)
+
+
+# ----------------------------------------------------------------------------
+# GGUF v3 reader and loader
+# ----------------------------------------------------------------------------
+
+# GGUF metadata value types -> struct format (scalars only).
+GGUF_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
+               7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+GGUF_STRING, GGUF_ARRAY = 8, 9
+# ggml tensor types we can read -> numpy dtype.
+GGML_DTYPES = {0: np.dtype("<f4"), 1: np.dtype("<f2")}
+
+
+class _Reader:
+    """Little-endian cursor over a bytes object, with bounds checks."""
+
+    def __init__(self, data):
+        self.data, self.pos = data, 0
+
+    def unpack(self, fmt):
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.data):
+            raise ValueError("GGUF: unexpected end of file")
+        val = struct.unpack_from(fmt, self.data, self.pos)[0]
+        self.pos += size
+        return val
+
+    def string(self):
+        n = self.unpack("<Q")
+        if self.pos + n > len(self.data):
+            raise ValueError("GGUF: string past end of file")
+        s = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return s.decode("utf-8", errors="surrogateescape")
+
+    def value(self, vtype):
+        """One metadata value of any type (arrays become Python lists)."""
+        if vtype in GGUF_SCALAR:
+            return self.unpack(GGUF_SCALAR[vtype])
+        if vtype == GGUF_STRING:
+            return self.string()
+        if vtype == GGUF_ARRAY:
+            etype = self.unpack("<I")
+            n = self.unpack("<Q")
+            return [self.value(etype) for _ in range(n)]
+        raise ValueError("GGUF: unknown value type %d" % vtype)
+
+
+def read_gguf(path):
+    """Parse a GGUF v2/v3 file: returns (metadata dict, {name: numpy array (reversed dims)})."""
+    with open(path, "rb") as f:
+        data = f.read()
+    r = _Reader(data)
+    if data[:4] != b"GGUF":
+        raise ValueError("%s: not a GGUF file" % path)
+    r.pos = 4
+    version = r.unpack("<I")
+    if version not in (2, 3):
+        raise ValueError("%s: unsupported GGUF version %d" % (path, version))
+    n_tensors = r.unpack("<Q")
+    n_kv = r.unpack("<Q")
+    meta = {}
+    for _ in range(n_kv):
+        key = r.string()
+        meta[key] = r.value(r.unpack("<I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = r.string()
+        n_dims = r.unpack("<I")
+        dims = [r.unpack("<Q") for _ in range(n_dims)]
+        ttype = r.unpack("<I")
+        offset = r.unpack("<Q")
+        infos.append((name, dims, ttype, offset))
+    align = int(meta.get("general.alignment", 32))
+    data_start = (r.pos + align - 1) // align * align
+    tensors = {}
+    for name, dims, ttype, offset in infos:
+        if ttype not in GGML_DTYPES:
+            raise ValueError("%s: tensor %s has unsupported ggml type %d" % (path, name, ttype))
+        dt = GGML_DTYPES[ttype]
+        count = int(np.prod(dims)) if dims else 1
+        start = data_start + offset
+        if start + count * dt.itemsize > len(data):
+            raise ValueError("%s: tensor %s runs past end of file" % (path, name))
+        arr = np.frombuffer(data, dtype=dt, count=count, offset=start)
+        # ne[0] is the fastest-varying dimension, so numpy's shape is the reverse.
+        tensors[name] = arr.reshape(tuple(reversed(dims)))
+    return meta, tensors
+
+
+def load_gguf(path):
+    """Build a Model from a GGUF file using the llama.* hyper-parameters and tensor names."""
+    meta, t = read_gguf(path)
+    arch = meta.get("general.architecture", "llama")
+
+    def hp(key, default=None):
+        """Architecture-prefixed hyper-parameter lookup."""
+        full = "%s.%s" % (arch, key)
+        if full in meta:
+            return meta[full]
+        if default is None:
+            raise ValueError("%s: missing metadata %s" % (path, full))
+        return default
+
+    def f32(name):
+        """Tensor as float32 (F16 tensors are widened)."""
+        return t[name].astype(np.float32, copy=False)
+
+    dim = int(hp("embedding_length"))
+    n_heads = int(hp("attention.head_count"))
+    tok_emb = f32("token_embd.weight")
+    cfg = Config(dim=dim,
+                 hidden_dim=int(hp("feed_forward_length")),
+                 n_layers=int(hp("block_count")),
+                 n_heads=n_heads,
+                 n_kv_heads=int(hp("attention.head_count_kv", n_heads)),
+                 vocab_size=tok_emb.shape[0],
+                 seq_len=int(hp("context_length")),
+                 rms_eps=float(hp("attention.layer_norm_rms_epsilon", 1e-5)),
+                 rope_base=float(hp("rope.freq_base", 10000.0)))
+    rope_dims = int(hp("rope.dimension_count", cfg.head_dim))
+    if rope_dims != cfg.head_dim:
+        raise ValueError("%s: partial RoPE (%d of %d dims) not supported" % (path, rope_dims, cfg.head_dim))
+    layers = []
+    for i in range(cfg.n_layers):
+        b = "blk.%d." % i
+        layers.append(Layer(f32(b + "attn_norm.weight"), f32(b + "attn_q.weight"),
+                            f32(b + "attn_k.weight"), f32(b + "attn_v.weight"),
+                            f32(b + "attn_output.weight"), f32(b + "ffn_norm.weight"),
+                            f32(b + "ffn_gate.weight"), f32(b + "ffn_down.weight"),
+                            f32(b + "ffn_up.weight")))
+    shared = "output.weight" not in t
+    wcls = tok_emb if shared else f32("output.weight")
+    return Model(cfg, tok_emb, layers, f32("output_norm.weight"), wcls, shared)
+
+
+def load_model(path):
+    """Pick the loader from the file's magic bytes."""
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    return load_gguf(path) if magic == b"GGUF" else load_llama2c(path)
+
+
+# ----------------------------------------------------------------------------
+# Forward pass (float64)
+# ----------------------------------------------------------------------------
+
+def rmsnorm(x, w, eps):
+    """x / sqrt(mean(x^2) + eps) * w  (RMSNorm, no mean subtraction, no bias)."""
+    return x / np.sqrt(np.mean(x * x) + eps) * w
+
+
+def rope(x, pos, head_dim, base):
+    """Rotate adjacent pairs (x[2i], x[2i+1]) of every head by pos * base^(-2i/head_dim).
+
+    x has shape (n_heads, head_dim); this is llama2.c's / llama.cpp's "normal" RoPE.
+    """
+    i = np.arange(head_dim // 2, dtype=np.float64)
+    theta = pos * base ** (-2.0 * i / head_dim)
+    c, s = np.cos(theta), np.sin(theta)
+    x0, x1 = x[:, 0::2], x[:, 1::2]
+    out = np.empty_like(x)
+    out[:, 0::2] = x0 * c - x1 * s
+    out[:, 1::2] = x0 * s + x1 * c
+    return out
+
+
+def softmax(x):
+    """Numerically stable softmax along the last axis."""
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def silu(x):
+    """x * sigmoid(x)."""
+    return x / (1.0 + np.exp(-x))
+
+
+class Transformer:
+    """A float64 copy of the model plus a KV cache; forward(token, pos) -> logits."""
+
+    def __init__(self, model):
+        self.cfg = c = model.config
+        d = lambda a: np.asarray(a, dtype=np.float64)
+        self.tok_emb = d(model.tok_emb)
+        self.layers = [Layer(*(d(getattr(l, n)) for n in
+                               ("rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3")))
+                       for l in model.layers]
+        self.rms_final = d(model.rms_final)
+        self.wcls = d(model.wcls)
+        # KV cache: (layer, position, kv_head, head_dim)
+        self.k_cache = np.zeros((c.n_layers, c.seq_len, c.n_kv_heads, c.head_dim))
+        self.v_cache = np.zeros((c.n_layers, c.seq_len, c.n_kv_heads, c.head_dim))
+
+    def forward(self, token, pos):
+        """Run one token at position pos (positions must be fed 0,1,2,...); returns logits (vocab,)."""
+        c = self.cfg
+        hd, nh, nkv = c.head_dim, c.n_heads, c.n_kv_heads
+        group = nh // nkv  # query heads per kv head
+        x = self.tok_emb[token].copy()
+        for li, l in enumerate(self.layers):
+            # --- attention ---
+            xb = rmsnorm(x, l.rms_att, c.rms_eps)
+            q = (l.wq @ xb).reshape(nh, hd)
+            k = (l.wk @ xb).reshape(nkv, hd)
+            v = (l.wv @ xb).reshape(nkv, hd)
+            q = rope(q, pos, hd, c.rope_base)
+            k = rope(k, pos, hd, c.rope_base)
+            self.k_cache[li, pos] = k
+            self.v_cache[li, pos] = v
+            keys = self.k_cache[li, :pos + 1]    # (T, nkv, hd)
+            vals = self.v_cache[li, :pos + 1]
+            att_out = np.empty((nh, hd))
+            for h in range(nh):
+                kvh = h // group
+                scores = keys[:, kvh, :] @ q[h] / np.sqrt(hd)   # (T,)
+                att_out[h] = softmax(scores) @ vals[:, kvh, :]
+            x = x + l.wo @ att_out.reshape(-1)
+            # --- SwiGLU feed-forward ---
+            xb = rmsnorm(x, l.rms_ffn, c.rms_eps)
+            x = x + l.w2 @ (silu(l.w1 @ xb) * (l.w3 @ xb))
+        x = rmsnorm(x, self.rms_final, c.rms_eps)
+        return self.wcls @ x
+
+
+def run(model, n_steps, tokens_in=None):
+    """Greedy (or teacher-forced) run from position 0; returns (inputs, greedy_next, logits f64)."""
+    n = min(n_steps, model.config.seq_len)
+    if tokens_in is not None:
+        n = min(n, len(tokens_in))
+    tr = Transformer(model)
+    inputs = np.zeros(n, dtype=np.int32)
+    nexts = np.zeros(n, dtype=np.int32)
+    logits = np.zeros((n, model.config.vocab_size))
+    tok = BOS_ID if tokens_in is None else int(tokens_in[0])
+    for pos in range(n):
+        if tokens_in is not None:
+            tok = int(tokens_in[pos])
+        inputs[pos] = tok
+        logits[pos] = tr.forward(tok, pos)
+        nexts[pos] = int(np.argmax(logits[pos]))  # first maximum = lowest id on ties
+        tok = int(nexts[pos])
+    return inputs, nexts, logits
+
+
+# ----------------------------------------------------------------------------
+# Dump files
+# ----------------------------------------------------------------------------
+
+def write_dump(path, inputs, nexts, logits):
+    """Write the GLXC dump (see module docstring)."""
+    n, vocab = logits.shape
+    with open(path, "wb") as f:
+        f.write(struct.pack("<3i", DUMP_MAGIC, n, vocab))
+        f.write(np.asarray(inputs, dtype="<i4").tobytes())
+        f.write(np.asarray(nexts, dtype="<i4").tobytes())
+        f.write(np.asarray(logits, dtype="<f4").tobytes())
+
+
+def read_dump(path, need_logits=True):
+    """Read a GLXC dump -> (inputs, nexts, logits float32 (n, vocab)); logits may be absent if not needed."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 12:
+        raise ValueError("%s: too short for a dump header" % path)
+    magic, n, vocab = struct.unpack_from("<3i", data, 0)
+    if magic != DUMP_MAGIC:
+        raise ValueError("%s: bad magic 0x%08X" % (path, magic & 0xFFFFFFFF))
+    if n < 0 or vocab < 0:
+        raise ValueError("%s: negative sizes in header" % path)
+    inputs = np.frombuffer(data, dtype="<i4", count=n, offset=12)
+    if not need_logits:
+        return inputs, None, None
+    want = 12 + 8 * n + 4 * n * vocab
+    if len(data) != want:
+        raise ValueError("%s: size %d, expected %d for n=%d vocab=%d" % (path, len(data), want, n, vocab))
+    nexts = np.frombuffer(data, dtype="<i4", count=n, offset=12 + 4 * n)
+    logits = np.frombuffer(data, dtype="<f4", count=n * vocab, offset=12 + 8 * n).reshape(n, vocab)
+    return inputs, nexts, logits
+
+
+def main(argv=None):
+    """CLI entry point: generate or teacher-force, then write the dump."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help=".bin (llama2.c) or .gguf model file")
+    ap.add_argument("--steps", type=int, default=None, help="number of steps (default/cap: context length)")
+    ap.add_argument("--tokens-in", default=None, help="dump file whose input tokens are fed (teacher forcing)")
+    ap.add_argument("--out", required=True, help="output dump file")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print config and timing to stderr")
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    model = load_model(a.model)
+    steps = model.config.seq_len if a.steps is None else a.steps
+    if steps < 1:
+        ap.error("--steps must be >= 1")
+    tokens_in = None
+    if a.tokens_in:
+        tokens_in, _, _ = read_dump(a.tokens_in, need_logits=False)
+        if len(tokens_in) == 0:
+            ap.error("--tokens-in file has no tokens")
+        bad = [t for t in tokens_in if not 0 <= t < model.config.vocab_size]
+        if bad:
+            ap.error("--tokens-in has out-of-range token %d" % bad[0])
+    inputs, nexts, logits = run(model, steps, tokens_in)
+    write_dump(a.out, inputs, nexts, logits)
+    if a.verbose:
+        print("%r\n%d steps in %.2fs" % (model.config, len(inputs), time.time() - t0), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
