@@ -17,7 +17,7 @@ static int usage(void) {
             "usage: cortex <command> [options]\n"
             "  generate -m MODEL [-z TOKENIZER] (-p PROMPT | -f PROMPT_FILE) [-n N] [--temp T] [--top-k K]\n"
             "           [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S]\n"
-            "           [-t THREADS] [-c CTX]\n"
+            "           [-t THREADS] [-c CTX] [--no-echo]\n"
             "  info MODEL [-z TOKENIZER]\n"
             "  synth --shape NAME --type f32|f16|q8_0|q4_0 -o FILE.gguf [--seed S]   (synth --list: shapes)\n"
             "  tokenize -m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos]\n");
@@ -84,7 +84,7 @@ static char *read_file(const char *path, size_t *len) {
 typedef struct opts {
     const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type;
     long n_predict, threads, ctx, seed;
-    int no_bos, list;
+    int no_bos, no_echo, list;
     cx_sampler_params sp;
 } opts;
 
@@ -100,6 +100,7 @@ static int parse_opts(int argc, char **argv, opts *o, const char **positional) {
         int takes = 1;
         long n;
         if (!strcmp(a, "--no-bos")) { o->no_bos = 1; takes = 0; }
+        else if (!strcmp(a, "--no-echo")) { o->no_echo = 1; takes = 0; }
         else if (!strcmp(a, "--list")) { o->list = 1; takes = 0; }
         else if (a[0] != '-') {
             if (*positional) { fprintf(stderr, "cortex: unexpected argument '%s'\n", a); return 2; }
@@ -195,6 +196,10 @@ static int cmd_generate(opts *o) {
         goto out;
     }
     for (int i = 0; i < n_prompt; i++) cx_sampler_accept(smp, ids[i]);
+    if (!o->no_echo) { /* like llama.cpp: the prompt, then what the model adds */
+        fwrite(text, 1, len, stdout);
+        fflush(stdout);
+    }
     const float *logits;
     double t_start = now_s();
     if (cx_eval(s, ids, n_prompt, &logits, &err)) { fprintf(stderr, "cortex: %s\n", err.msg); goto out; }

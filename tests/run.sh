@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# tests/run.sh - run every test: C unit tests (build/tests/test_*), the CLI
+# checks (tests/cli/*.sh) and the numpy reference check. Prints one line per
+# suite and ends with "N passed, N failed" over the suites.
+# Needs ../shared/models for the reference check; without it that suite
+# skips with a message (CI sets CI=true, where a missing directory fails).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+PY=${PY:-/usr/bin/python3}
+export CORTEX_BIN=${CORTEX_BIN:-$PWD/$BUILD/cortex}
+export DUMP_LOGITS=${DUMP_LOGITS:-$PWD/$BUILD/tests/dump_logits}
+export CORTEX_MODELS=${CORTEX_MODELS:-$PWD/../shared/models}
+export BUILD
+pass=0 fail=0 failed=()
+log_dir=$(mktemp -d)
+trap 'rm -rf "$log_dir"' EXIT
+
+run() { # name, command...
+    local name=$1; shift
+    local log="$log_dir/$(echo "$name" | tr '/ ' '__').log"
+    local t0=$SECONDS
+    if "$@" >"$log" 2>&1; then
+        pass=$((pass + 1))
+        printf 'ok   %-36s %4ss  %s\n' "$name" $((SECONDS - t0)) "$(grep -E 'passed|SKIP' "$log" | tail -1)"
+    else
+        fail=$((fail + 1)); failed+=("$name")
+        printf 'FAIL %-36s %4ss\n' "$name" $((SECONDS - t0))
+        sed 's/^/     | /' "$log" | grep -v '^     | ok ' | tail -40
+    fi
+}
+
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] && run "unit/$(basename "$t")" "$t"
+done
+for t in tests/cli/*.sh; do
+    [ -f "$t" ] && run "cli/$(basename "$t" .sh)" bash "$t"
+done
+if [ -x "$PY" ] && "$PY" -c 'import numpy' 2>/dev/null; then
+    run "reference/test_reference.py" "$PY" tests/test_reference.py
+else
+    echo "FAIL reference: $PY with numpy is missing (apt-get install python3-numpy)"
+    fail=$((fail + 1))
+fi
+echo
+[ ${#failed[@]} -gt 0 ] && echo "failed suites: ${failed[*]}"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
