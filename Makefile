@@ -16,17 +16,30 @@ LDLIBS   = -lm -pthread
 PY      ?= /usr/bin/python3
 FUZZ_SECONDS ?= 60
 
+BUILD_TYPE ?= release
+PAPI    ?= 0
+
 ENGINE_SRC := $(wildcard engine/src/*.c engine/src/kernels/*.c)
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 LIB        := $(BUILD)/libcortex.a
 CLI        := $(BUILD)/cortex
+HARNESS_SRC := $(filter-out harness/bench_main.c harness/counters_papi.c,$(wildcard harness/*.c))
+ifeq ($(PAPI),1)
+HARNESS_SRC += harness/counters_papi.c
+CPPFLAGS    += -DCORTEX_PAPI $(shell pkg-config --cflags papi)
+LDLIBS      += $(shell pkg-config --libs papi)
+endif
+HARNESS_OBJ := $(HARNESS_SRC:%.c=$(BUILD)/%.o)
+HLIB       := $(BUILD)/libcortexbench.a
+BENCH      := $(BUILD)/cortex-bench
+VERSION_H  := $(BUILD)/gen/version.h
 TEST_SRC   := $(wildcard tests/unit/test_*.c)
 TEST_BIN   := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TOOL_SRC   := $(wildcard tests/tools/*.c)
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fuzz bench clean
-all: $(LIB) $(CLI) $(TEST_BIN) $(TOOL_BIN)
+.PHONY: all test sanitize fuzz bench clean FORCE
+all: $(LIB) $(CLI) $(BENCH) $(TEST_BIN) $(TOOL_BIN)
 
 $(BUILD)/%.o: %.c $(wildcard engine/include/*.h engine/src/*.h engine/src/kernels/*.h)
 	@mkdir -p $(dir $@)
@@ -39,9 +52,34 @@ $(LIB): $(ENGINE_OBJ)
 $(CLI): $(BUILD)/engine/cli/cortex.o $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testing.h $(LIB)
+# Build provenance for cortex-bench: rewritten only when it changes.
+GIT_COMMIT = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+GIT_DIRTY  = $(shell test -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" && echo 1 || echo 0)
+CC_VERSION = $(shell $(CC) --version 2>/dev/null | head -1)
+$(VERSION_H): FORCE
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iengine/src $(WARN) $(CFLAGS) $(LDFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+	@printf '#define CORTEX_GIT_COMMIT "%s"\n#define CORTEX_GIT_DIRTY %s\n#define CORTEX_BUILD_TYPE "%s"\n#define CORTEX_BUILD_FLAGS "%s"\n#define CORTEX_SRC_DIR "%s"\n' \
+	  "$(GIT_COMMIT)" "$(GIT_DIRTY)" "$(BUILD_TYPE)" "$(CC_VERSION) $(CFLAGS)" "$(CURDIR)" >$@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/harness/%.o: harness/%.c $(wildcard harness/*.h engine/include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Iharness $(WARN) $(CFLAGS) -c $< -o $@
+
+$(HLIB): $(HARNESS_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/harness/bench_main.o: harness/bench_main.c $(VERSION_H) $(wildcard harness/*.h engine/include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Iharness -I$(BUILD)/gen $(WARN) $(CFLAGS) -c $< -o $@
+
+$(BENCH): $(BUILD)/harness/bench_main.o $(HLIB) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lsqlite3 $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/testing.h $(LIB) $(HLIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Iengine/src -Iharness $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(LDLIBS)
 
 $(BUILD)/tests/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -51,7 +89,7 @@ test: all
 	BUILD=$(BUILD) PY=$(PY) tests/run.sh
 
 sanitize:
-	$(MAKE) BUILD=build-san CC=clang OPT=-O1 \
+	$(MAKE) BUILD=build-san CC=clang OPT=-O1 BUILD_TYPE=sanitize \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
@@ -64,8 +102,14 @@ build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(wildcard engine/src/*.h engine/incl
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)
 
+# Until cortex-bench lands (issue 3): synthesize the default model once and
+# time a greedy generation on it.
+BENCH_MODEL ?= models/stories110m-q8_0.gguf
 bench: all
-	BUILD=$(BUILD) ci/bench.sh
+	@mkdir -p models
+	@test -f $(BENCH_MODEL) || $(CLI) synth --shape stories110m --type q8_0 -o $(BENCH_MODEL)
+	$(CLI) info $(BENCH_MODEL) | head -16
+	$(CLI) generate -m $(BENCH_MODEL) -p "Once upon a time" -n 64 -t 2 --temp 0
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -19,7 +19,7 @@ static int usage(void) {
             "           [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S]\n"
             "           [-t THREADS] [-c CTX] [--no-echo]\n"
             "  info MODEL [-z TOKENIZER]\n"
-            "  synth --shape NAME --type f32|f16|q8_0|q4_0 -o FILE.gguf [--seed S]   (synth --list: shapes)\n"
+            "  synth --shape NAME --type f32|f16|q8_0|q4_0 -o FILE.gguf [--seed S] [-c CTX]   (synth --list: shapes)\n"
             "  tokenize -m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos]\n");
     return 2;
 }
@@ -222,6 +222,7 @@ static int cmd_generate(opts *o) {
     }
     double t_end = now_s();
     printf("\n");
+    fflush(stdout); /* keep the text ahead of the statistics on a shared terminal */
     double decode_s = t_end - t_first;
     fprintf(stderr, "prompt tokens: %d, generated tokens: %d\n", n_prompt, n_gen);
     fprintf(stderr, "time to first token: %.2f ms (tokenize + prefill + sample)\n", (t_first ? t_first - t0 : 0) * 1e3);
@@ -321,8 +322,11 @@ static int cmd_synth(opts *o) {
         fprintf(stderr, "cortex: synth needs --shape NAME and -o FILE (see cortex synth --list)\n");
         return 2;
     }
-    const cx_shape *sh = cx_shape_find(o->shape);
-    if (!sh) return die("unknown shape '%s'%s (see cortex synth --list)", o->shape, "");
+    const cx_shape *found = cx_shape_find(o->shape);
+    if (!found) return die("unknown shape '%s'%s (see cortex synth --list)", o->shape, "");
+    cx_shape shape = *found; /* --ctx makes e.g. a long-context variant of a real shape */
+    if (o->ctx) shape.n_ctx = (int)o->ctx;
+    const cx_shape *sh = &shape;
     int type = cx_type_from_name(o->type ? o->type : "f32");
     if (type < 0) return die("unknown type '%s'%s (f32, f16, q8_0, q4_0)", o->type, "");
     cx_err err = {0};

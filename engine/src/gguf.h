@@ -49,6 +49,12 @@ typedef struct gguf_tensor {
     const uint8_t *data;
 } gguf_tensor;
 
+/* Open-addressing hash index over names: slot -> entry index + 1 (0 empty). */
+typedef struct gguf_index {
+    uint32_t *tab;
+    uint64_t mask;
+} gguf_index;
+
 typedef struct gguf_ctx {
     uint32_t version;
     uint64_t n_kv, n_tensors;
@@ -58,6 +64,7 @@ typedef struct gguf_ctx {
     uint64_t data_offset; /* absolute offset of the data section */
     const uint8_t *base;
     uint64_t size;
+    gguf_index kv_index, tensor_index; /* O(1) gguf_find / gguf_find_tensor */
 } gguf_ctx;
 
 /* Parse and validate a whole GGUF image; `label` names it in error messages. */

@@ -1,0 +1,588 @@
+/*
+ * counters.c - see counters.h. perf_event_open(2) through syscall(2), no
+ * libpfm/libperf: the raw interface is small, and going through it directly
+ * lets every refusal be recorded with its exact errno.
+ *
+ * Choices worth knowing:
+ *  - inherit=1 everywhere, pid=0 (this process), cpu=-1: the counts follow
+ *    every thread created after ctr_open, and reading the parent descriptor
+ *    sums the live and the exited threads.
+ *  - Hardware events: exclude_kernel=1, exclude_hv=1 (work at
+ *    perf_event_paranoid=2 and mean the same thing whatever the privilege).
+ *  - Software events: task-clock and page-faults with exclude_kernel=1 too;
+ *    context-switches needs exclude_kernel=0, because the kernel raises it
+ *    with kernel registers, so a user-only counter reads 0 forever. Where
+ *    that is refused it is recorded as unsupported, never counted as 0.
+ *  - A group read is tried first; the kernel answers EINVAL to
+ *    PERF_FORMAT_GROUP with inherit on many versions, and then (or when the
+ *    group never gets onto the PMU) every hardware event is read on its own.
+ *  - cycles and instructions are checked over a short calibration loop: a
+ *    virtual PMU that accepts the event but never counts is marked
+ *    unsupported instead of producing zeros.
+ */
+#include "counters.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifdef __linux__
+#include <linux/perf_event.h>
+#endif
+
+enum { CTR_KIND_HW, CTR_KIND_SW };
+
+/* One entry of the fixed event list. */
+typedef struct ctr_def {
+    const char *name, *unit;
+    int kind;
+    uint32_t type;
+    uint64_t config;
+    int need_kernel; /* count kernel mode too (exclude_kernel=0) */
+    int calibrate;   /* must count > 0 over the calibration loop */
+} ctr_def;
+
+#ifdef __linux__
+#define CTR_LLC_READ_MISS                                                                                   \
+    ((uint64_t)PERF_COUNT_HW_CACHE_LL | ((uint64_t)PERF_COUNT_HW_CACHE_OP_READ << 8) |                     \
+     ((uint64_t)PERF_COUNT_HW_CACHE_RESULT_MISS << 16))
+static const ctr_def ctr_defs[] = {
+    {"cycles", "count", CTR_KIND_HW, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 0, 1},
+    {"instructions", "count", CTR_KIND_HW, PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, 0, 1},
+    {"cache-references", "count", CTR_KIND_HW, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES, 0, 0},
+    {"cache-misses", "count", CTR_KIND_HW, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES, 0, 0},
+    {"branch-misses", "count", CTR_KIND_HW, PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES, 0, 0},
+    {"llc-load-misses", "count", CTR_KIND_HW, PERF_TYPE_HW_CACHE, CTR_LLC_READ_MISS, 0, 0},
+    {"task-clock", "ns", CTR_KIND_SW, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0, 0},
+    {"page-faults", "count", CTR_KIND_SW, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 0, 0},
+    {"context-switches", "count", CTR_KIND_SW, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 1, 0},
+};
+#else
+static const ctr_def ctr_defs[] = {
+    {"cycles", "count", CTR_KIND_HW, 0, 0, 0, 1},           {"instructions", "count", CTR_KIND_HW, 0, 0, 0, 1},
+    {"cache-references", "count", CTR_KIND_HW, 0, 0, 0, 0}, {"cache-misses", "count", CTR_KIND_HW, 0, 0, 0, 0},
+    {"branch-misses", "count", CTR_KIND_HW, 0, 0, 0, 0},    {"llc-load-misses", "count", CTR_KIND_HW, 0, 0, 0, 0},
+    {"task-clock", "ns", CTR_KIND_SW, 0, 0, 0, 0},          {"page-faults", "count", CTR_KIND_SW, 0, 0, 0, 0},
+    {"context-switches", "count", CTR_KIND_SW, 0, 0, 1, 0},
+};
+#endif
+#define CTR_NDEFS ((int)(sizeof ctr_defs / sizeof ctr_defs[0]))
+
+typedef struct ctr_event {
+    const ctr_def *def;
+    int supported;
+    int fd;          /* own descriptor (group member or alone); -1 if none */
+    int group_slot;  /* position in the group read, -1 if read on its own */
+    int papi_slot;   /* 1 if PAPI provides it */
+    int exclude_kernel;
+    char reason[CTR_REASON_LEN];
+} ctr_event;
+
+struct ctr_set {
+    int n;
+    ctr_event ev[CTR_MAX_EVENTS];
+    int group_fd; /* leader of the hardware group, -1 when not in group mode */
+    int group_n;  /* members in the group read */
+    char mode[16];
+#ifdef CORTEX_PAPI
+    ctr_papi *papi;
+#endif
+};
+
+static int ctr_inject_mode = CTR_INJECT_NONE;
+
+/* Tests only: simulate a refusing kernel (see counters.h). */
+void ctr_test_inject(int mode) {
+    ctr_inject_mode = mode;
+}
+
+/* Symbolic name of an errno value perf_event_open can return, for reasons. */
+static const char *ctr_errno_name(int e) {
+    switch (e) {
+    case ENOENT: return "ENOENT";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ENODEV: return "ENODEV";
+    case EINVAL: return "EINVAL";
+    case EACCES: return "EACCES";
+    case EPERM: return "EPERM";
+    case ENOSYS: return "ENOSYS";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case EBUSY: return "EBUSY";
+    case ENOSPC: return "ENOSPC";
+    case E2BIG: return "E2BIG";
+    case EFAULT: return "EFAULT";
+    case ESRCH: return "ESRCH";
+    case EOVERFLOW: return "EOVERFLOW";
+    case ENOMEM: return "ENOMEM";
+    default: return "errno";
+    }
+}
+
+/* /proc/sys/kernel/perf_event_paranoid, or -99 when unreadable (quoted in
+ * permission errors, because it is the knob the user has to turn). */
+static int ctr_paranoid(void) {
+    FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+    int v = -99;
+    if (f) {
+        if (fscanf(f, "%d", &v) != 1) v = -99;
+        fclose(f);
+    }
+    return v;
+}
+
+/* Write "ENAME: explanation (strerror)" for an open failure of `def`. */
+static void ctr_set_reason(ctr_event *ev, int e) {
+    const char *why;
+    char perm[120];
+    switch (e) {
+    case ENOENT:
+        why = ev->def->kind == CTR_KIND_HW ? "hardware event not supported by this CPU/VM"
+                                           : "event not known to this kernel";
+        break;
+    case EOPNOTSUPP: why = "event or its user-only setting not supported by this PMU"; break;
+    case ENODEV: why = "no PMU for this event on this CPU/VM"; break;
+    case EINVAL: why = "the kernel rejected the event configuration"; break;
+    case EACCES:
+    case EPERM: {
+        int p = ctr_paranoid();
+        if (ev->def->need_kernel)
+            snprintf(perm, sizeof perm,
+                     "not permitted: counting it needs kernel mode (exclude_kernel=0), perf_event_paranoid=%d", p);
+        else if (p == -99)
+            snprintf(perm, sizeof perm, "not permitted (perf_event_paranoid unreadable; seccomp or container?)");
+        else
+            snprintf(perm, sizeof perm, "not permitted: perf_event_paranoid=%d, or a seccomp/container policy", p);
+        why = perm;
+        break;
+    }
+    case ENOSYS: why = "perf_event_open is not available (kernel without perf events, or blocked)"; break;
+    case EMFILE:
+    case ENFILE: why = "out of file descriptors"; break;
+    case EBUSY: why = "the PMU is in exclusive use by someone else"; break;
+    default: why = "perf_event_open failed"; break;
+    }
+    ev->supported = 0;
+    snprintf(ev->reason, sizeof ev->reason, "%s: %s (%s)", ctr_errno_name(e), why, strerror(e));
+}
+
+#ifdef __linux__
+/* perf_event_open for this process on any CPU; the fd, or -errno. */
+static int ctr_sys_open(struct perf_event_attr *attr, int group_fd) {
+    if (ctr_inject_mode == CTR_INJECT_ENOSYS) return -ENOSYS;
+    if (ctr_inject_mode == CTR_INJECT_EACCES) return -EACCES;
+    if (ctr_inject_mode == CTR_INJECT_GROUP_EINVAL && attr->inherit && (attr->read_format & PERF_FORMAT_GROUP))
+        return -EINVAL;
+#ifdef SYS_perf_event_open
+    long fd = syscall(SYS_perf_event_open, attr, 0, -1, group_fd, (unsigned long)PERF_FLAG_FD_CLOEXEC);
+    return fd < 0 ? -errno : (int)fd;
+#else
+    (void)group_fd;
+    return -ENOSYS;
+#endif
+}
+
+/* Fill attr for def: counting (not sampling), inherited, enabled at once. */
+static void ctr_attr(struct perf_event_attr *a, const ctr_def *def, int group) {
+    memset(a, 0, sizeof *a);
+    a->size = sizeof *a;
+    a->type = def->type;
+    a->config = def->config;
+    a->inherit = 1;
+    a->exclude_kernel = def->need_kernel ? 0 : 1;
+    a->exclude_hv = 1;
+    a->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    if (group) a->read_format |= PERF_FORMAT_GROUP;
+}
+#endif
+
+#ifdef __linux__
+/* Some user-mode work for the calibration reads; the sum defeats the optimizer. */
+static uint64_t ctr_spin(long iters) {
+    volatile uint64_t acc = 0;
+    for (long i = 0; i < iters; i++) acc += (uint64_t)i ^ (acc >> 3);
+    return acc;
+}
+
+#ifndef CORTEX_PAPI
+/* Close every hardware descriptor and forget group slots (before reopening). */
+static void ctr_close_hw(ctr_set *s) {
+    for (int i = 0; i < s->n; i++) {
+        ctr_event *ev = &s->ev[i];
+        if (ev->def->kind != CTR_KIND_HW) continue;
+        if (ev->fd >= 0) close(ev->fd);
+        ev->fd = -1;
+        ev->group_slot = -1;
+        ev->supported = 0;
+        ev->reason[0] = 0;
+    }
+    s->group_fd = -1;
+    s->group_n = 0;
+}
+
+/*
+ * Open the hardware events as one group. Returns 1 on success, 0 if the
+ * caller must fall back to per-event mode (group+inherit refused, or a member
+ * that fits alone but not in the group); individual unsupported events are
+ * recorded either way.
+ */
+static int ctr_open_group(ctr_set *s) {
+    struct perf_event_attr a;
+    for (int i = 0; i < s->n; i++) {
+        ctr_event *ev = &s->ev[i];
+        if (ev->def->kind != CTR_KIND_HW) continue;
+        ctr_attr(&a, ev->def, 1);
+        int fd = ctr_sys_open(&a, s->group_fd);
+        if (fd == -EINVAL) {
+            /* Group+inherit refused, or this member does not fit the group:
+             * if it opens alone, per-event mode is the answer. */
+            ctr_attr(&a, ev->def, 0);
+            int alone = ctr_sys_open(&a, -1);
+            if (alone >= 0) {
+                close(alone);
+                return 0;
+            }
+            fd = alone;
+        }
+        if (fd < 0) {
+            ctr_set_reason(ev, -fd);
+            continue;
+        }
+        ev->fd = fd;
+        ev->supported = 1;
+        ev->exclude_kernel = 1;
+        ev->group_slot = s->group_n++;
+        if (s->group_fd < 0) s->group_fd = fd;
+    }
+    return 1;
+}
+
+/* Open each hardware event alone (per-event mode). */
+static void ctr_open_each(ctr_set *s) {
+    struct perf_event_attr a;
+    for (int i = 0; i < s->n; i++) {
+        ctr_event *ev = &s->ev[i];
+        if (ev->def->kind != CTR_KIND_HW) continue;
+        ctr_attr(&a, ev->def, 0);
+        int fd = ctr_sys_open(&a, -1);
+        if (fd < 0) {
+            ctr_set_reason(ev, -fd);
+            continue;
+        }
+        ev->fd = fd;
+        ev->supported = 1;
+        ev->exclude_kernel = 1;
+    }
+}
+#endif /* !CORTEX_PAPI */
+
+/* Open the software events, each on its own. */
+static void ctr_open_sw(ctr_set *s) {
+    struct perf_event_attr a;
+    for (int i = 0; i < s->n; i++) {
+        ctr_event *ev = &s->ev[i];
+        if (ev->def->kind != CTR_KIND_SW) continue;
+        ctr_attr(&a, ev->def, 0);
+        int fd = ctr_sys_open(&a, -1);
+        if (fd < 0) {
+            ctr_set_reason(ev, -fd);
+            continue;
+        }
+        ev->fd = fd;
+        ev->supported = 1;
+        ev->exclude_kernel = (int)a.exclude_kernel;
+    }
+}
+
+/*
+ * Calibrate the hardware events: over a short loop in this thread, a group
+ * that never gets onto the PMU means per-event mode (returns 0), and cycles or
+ * instructions that stay at 0 while on a counter are a PMU that accepts events
+ * but does not count (marked unsupported).
+ */
+static int ctr_calibrate(ctr_set *s) {
+    ctr_snap a, b;
+    ctr_snapshot(s, &a);
+    ctr_spin(200000);
+    ctr_snapshot(s, &b);
+    if (s->group_fd >= 0) {
+        for (int i = 0; i < s->n; i++) {
+            ctr_event *ev = &s->ev[i];
+            if (ev->group_slot < 0 || !ev->supported || !b.valid[i]) continue;
+            if (b.enabled[i] > a.enabled[i] && b.running[i] == a.running[i]) return 0;
+            break; /* one member answers for the whole group */
+        }
+    }
+    for (int i = 0; i < s->n; i++) {
+        ctr_event *ev = &s->ev[i];
+        if (ev->def->kind != CTR_KIND_HW || !ev->supported || !ev->def->calibrate) continue;
+        if (!a.valid[i] || !b.valid[i]) {
+            ev->supported = 0;
+            snprintf(ev->reason, sizeof ev->reason, "EIO: opened but could not be read");
+        } else if ((b.running[i] > a.running[i] || b.enabled[i] == 0) && b.raw[i] == a.raw[i]) {
+            /* on a counter (or no time information: PAPI) and still 0 */
+            ev->supported = 0;
+            snprintf(ev->reason, sizeof ev->reason,
+                     "ZERO: opened and scheduled but counted 0 over a calibration loop (virtual PMU not counting)");
+        }
+    }
+    return 1;
+}
+#endif /* __linux__ */
+
+/* Open every event for the calling process; see counters.h. */
+ctr_set *ctr_open(char *err, size_t errlen) {
+    ctr_set *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "counters: out of memory");
+        return NULL;
+    }
+    if (errlen) err[0] = 0;
+    s->n = CTR_NDEFS;
+    s->group_fd = -1;
+    for (int i = 0; i < s->n; i++) {
+        s->ev[i].def = &ctr_defs[i];
+        s->ev[i].fd = -1;
+        s->ev[i].group_slot = -1;
+        s->ev[i].exclude_kernel = 1;
+    }
+#ifdef __linux__
+    ctr_open_sw(s);
+#ifdef CORTEX_PAPI
+    {
+        const char *names[CTR_MAX_EVENTS];
+        int ok[CTR_MAX_EVENTS] = {0}, idx[CTR_MAX_EVENTS], nh = 0;
+        char reasons[CTR_MAX_EVENTS][CTR_REASON_LEN];
+        char perr[CTR_REASON_LEN] = "PAPI: not opened";
+        for (int i = 0; i < s->n; i++)
+            if (s->ev[i].def->kind == CTR_KIND_HW) {
+                idx[nh] = i;
+                names[nh++] = s->ev[i].def->name;
+            }
+        memset(reasons, 0, sizeof reasons);
+        s->papi = ctr_papi_open(names, nh, ok, reasons, perr, sizeof perr);
+        int any = 0;
+        for (int k = 0; k < nh; k++) {
+            ctr_event *ev = &s->ev[idx[k]];
+            ev->supported = s->papi && ok[k];
+            ev->papi_slot = ev->supported;
+            ev->exclude_kernel = 1;
+            if (!ev->supported) snprintf(ev->reason, sizeof ev->reason, "%.159s", reasons[k][0] ? reasons[k] : perr);
+            any |= ev->supported;
+        }
+        snprintf(s->mode, sizeof s->mode, "%s", any ? "papi" : "none");
+        if (any) ctr_calibrate(s);
+    }
+#else
+    if (ctr_open_group(s) && ctr_calibrate(s)) {
+        snprintf(s->mode, sizeof s->mode, "%s", s->group_fd >= 0 ? "group" : "none");
+    } else {
+        ctr_close_hw(s);
+        ctr_open_each(s);
+        ctr_calibrate(s);
+        snprintf(s->mode, sizeof s->mode, "per-event");
+    }
+    int any_hw = 0;
+    for (int i = 0; i < s->n; i++) any_hw |= s->ev[i].def->kind == CTR_KIND_HW && s->ev[i].supported;
+    if (!any_hw) snprintf(s->mode, sizeof s->mode, "none");
+#endif
+#else
+    for (int i = 0; i < s->n; i++) {
+        s->ev[i].supported = 0;
+        snprintf(s->ev[i].reason, sizeof s->ev[i].reason, "ENOSYS: perf_event_open exists only on Linux");
+    }
+    snprintf(s->mode, sizeof s->mode, "none");
+#endif
+    return s;
+}
+
+/* Close every descriptor (the group leader last) and free the set. */
+void ctr_close(ctr_set *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n; i++)
+        if (s->ev[i].fd >= 0 && s->ev[i].fd != s->group_fd) close(s->ev[i].fd);
+    if (s->group_fd >= 0) close(s->group_fd);
+#ifdef CORTEX_PAPI
+    if (s->papi) ctr_papi_close(s->papi);
+#endif
+    free(s);
+}
+
+/* Number of events in the set. */
+int ctr_count(const ctr_set *s) {
+    return s ? s->n : 0;
+}
+
+/* Stored name of event i ("" when out of range). */
+const char *ctr_name(const ctr_set *s, int i) {
+    return s && i >= 0 && i < s->n ? s->ev[i].def->name : "";
+}
+
+/* Unit of event i: "count" or "ns". */
+const char *ctr_unit(const ctr_set *s, int i) {
+    return s && i >= 0 && i < s->n ? s->ev[i].def->unit : "";
+}
+
+/* 1 if event i is counted. */
+int ctr_supported(const ctr_set *s, int i) {
+    return s && i >= 0 && i < s->n && s->ev[i].supported;
+}
+
+/* Why event i is not counted; "" when it is. */
+const char *ctr_reason(const ctr_set *s, int i) {
+    if (!s || i < 0 || i >= s->n) return "no such event";
+    return s->ev[i].supported ? "" : s->ev[i].reason;
+}
+
+/* Privilege scope of event i's count. */
+const char *ctr_scope(const ctr_set *s, int i) {
+    if (!s || i < 0 || i >= s->n) return "";
+    return s->ev[i].exclude_kernel ? "user" : "user+kernel";
+}
+
+/* Hardware read mode. */
+const char *ctr_mode(const ctr_set *s) {
+    return s ? s->mode : "none";
+}
+
+/* Index of the event with this stored name, or -1. */
+int ctr_find(const ctr_set *s, const char *name) {
+    for (int i = 0; s && i < s->n; i++)
+        if (strcmp(s->ev[i].def->name, name) == 0) return i;
+    return -1;
+}
+
+/* Log line: "mode group, 8/9 events; llc-load-misses: ENOENT: ...". */
+void ctr_summary(const ctr_set *s, char *buf, size_t len) {
+    if (!len) return;
+    if (!s) {
+        snprintf(buf, len, "counters off");
+        return;
+    }
+    int ok = 0;
+    for (int i = 0; i < s->n; i++) ok += s->ev[i].supported;
+    size_t used = (size_t)snprintf(buf, len, "mode %s, %d/%d events", s->mode, ok, s->n);
+    for (int i = 0; i < s->n && used < len; i++) {
+        if (s->ev[i].supported) continue;
+        used += (size_t)snprintf(buf + used, len - used, "; %s: %s", s->ev[i].def->name, s->ev[i].reason);
+    }
+}
+
+/* Scaled cumulative value of a read: raw * enabled / running, raw if no times. */
+static double ctr_scale(uint64_t raw, uint64_t en, uint64_t run) {
+    if (run == 0 || run >= en) return (double)raw;
+    return (double)raw * ((double)en / (double)run);
+}
+
+/* Read every event's cumulative value (no allocation; between tokens). */
+void ctr_snapshot(ctr_set *s, ctr_snap *out) {
+    memset(out, 0, sizeof *out);
+    if (!s) return;
+    out->n = s->n;
+    if (s->group_fd >= 0) {
+        uint64_t buf[3 + CTR_MAX_EVENTS];
+        ssize_t want = (ssize_t)((3 + (size_t)s->group_n) * sizeof(uint64_t));
+        ssize_t got = read(s->group_fd, buf, sizeof buf);
+        if (got == want && buf[0] == (uint64_t)s->group_n) {
+            for (int i = 0; i < s->n; i++) {
+                ctr_event *ev = &s->ev[i];
+                if (ev->group_slot < 0 || !ev->supported) continue;
+                out->raw[i] = buf[3 + ev->group_slot];
+                out->enabled[i] = buf[1];
+                out->running[i] = buf[2];
+                out->valid[i] = 1;
+            }
+        }
+    }
+#ifdef CORTEX_PAPI
+    if (s->papi) {
+        uint64_t vals[CTR_MAX_EVENTS] = {0};
+        if (ctr_papi_read(s->papi, vals) == 0) {
+            int k = 0;
+            for (int i = 0; i < s->n; i++) {
+                ctr_event *ev = &s->ev[i];
+                if (ev->def->kind != CTR_KIND_HW) continue;
+                if (ev->papi_slot && ev->supported) {
+                    out->raw[i] = vals[k];
+                    out->valid[i] = 1;
+                }
+                k++;
+            }
+        }
+    }
+#endif
+    for (int i = 0; i < s->n; i++) {
+        ctr_event *ev = &s->ev[i];
+        if (ev->supported && ev->fd >= 0 && ev->group_slot < 0) {
+            uint64_t v[3];
+            if (read(ev->fd, v, sizeof v) == (ssize_t)sizeof v) {
+                out->raw[i] = v[0];
+                out->enabled[i] = v[1];
+                out->running[i] = v[2];
+                out->valid[i] = 1;
+            }
+        }
+        if (out->valid[i]) out->value[i] = ctr_scale(out->raw[i], out->enabled[i], out->running[i]);
+    }
+}
+
+/* Empty accumulator named `name`. */
+void ctr_phase_init(ctr_phase *p, const char *name) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name ? name : "");
+}
+
+/*
+ * Add one interval. The delta is scaled by the interval's own enabled/running
+ * ratio (more faithful than differencing two cumulative scaled values); an
+ * interval where the event was enabled but never on a counter, or unreadable,
+ * is counted as lost rather than as 0.
+ */
+void ctr_accumulate(ctr_phase *acc, const ctr_snap *before, const ctr_snap *after) {
+    int n = before->n < after->n ? before->n : after->n;
+    if (n > CTR_MAX_EVENTS) n = CTR_MAX_EVENTS;
+    if (acc->n < n) acc->n = n;
+    for (int i = 0; i < n; i++) {
+        if (!before->valid[i] || !after->valid[i] || after->raw[i] < before->raw[i] ||
+            after->enabled[i] < before->enabled[i] || after->running[i] < before->running[i]) {
+            acc->lost[i]++;
+            continue;
+        }
+        uint64_t draw = after->raw[i] - before->raw[i];
+        uint64_t den = after->enabled[i] - before->enabled[i];
+        uint64_t drun = after->running[i] - before->running[i];
+        double delta;
+        if (drun > 0)
+            delta = drun >= den ? (double)draw : (double)draw * ((double)den / (double)drun);
+        else if (den == 0)
+            delta = (double)draw; /* no time information (PAPI), or nothing ran */
+        else {
+            acc->lost[i]++;
+            continue;
+        }
+        acc->value[i] += delta;
+        acc->enabled_ns[i] += (double)den;
+        acc->running_ns[i] += (double)drun;
+        acc->intervals[i]++;
+    }
+}
+
+/* dst += src, event by event. */
+void ctr_phase_add(ctr_phase *dst, const ctr_phase *src) {
+    if (dst->n < src->n) dst->n = src->n;
+    for (int i = 0; i < src->n && i < CTR_MAX_EVENTS; i++) {
+        dst->value[i] += src->value[i];
+        dst->enabled_ns[i] += src->enabled_ns[i];
+        dst->running_ns[i] += src->running_ns[i];
+        dst->intervals[i] += src->intervals[i];
+        dst->lost[i] += src->lost[i];
+    }
+}
+
+/* A value to store: some interval measured it and none was lost. */
+int ctr_phase_valid(const ctr_phase *p, int i) {
+    return i >= 0 && i < p->n && i < CTR_MAX_EVENTS && p->intervals[i] > 0 && p->lost[i] == 0;
+}

@@ -1,0 +1,425 @@
+/*
+ * env.c - see env.h. Everything is read from /proc, /sys, uname, sysconf and
+ * CPUID; nothing is spawned, so collecting the environment cannot disturb the
+ * run it describes.
+ */
+#include "env.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "sha256.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define ENV_X86 1
+#endif
+
+/* ISA extensions the kernels care about: the name reported, and the
+ * /proc/cpuinfo flag that stands for it. Kept sorted by name. */
+typedef struct env_isa {
+    const char *name, *cpuinfo;
+} env_isa;
+static const env_isa env_isas[] = {
+    {"amx", "amx_tile"},       {"avx", "avx"},           {"avx2", "avx2"},         {"avx512_vnni", "avx512_vnni"},
+    {"avx512bw", "avx512bw"},  {"avx512f", "avx512f"},   {"avx512vl", "avx512vl"}, {"avx_vnni", "avx_vnni"},
+    {"f16c", "f16c"},          {"fma", "fma"},           {"sse4_2", "sse4_2"},
+};
+#define ENV_NISA ((int)(sizeof env_isas / sizeof env_isas[0]))
+
+/* Copy src into dst (size n), dropping leading/trailing whitespace. */
+static void env_copy_trim(char *dst, size_t n, const char *src) {
+    while (*src && isspace((unsigned char)*src)) src++;
+    size_t len = strlen(src);
+    while (len && isspace((unsigned char)src[len - 1])) len--;
+    if (len >= n) len = n - 1;
+    memcpy(dst, src, len);
+    dst[len] = 0;
+}
+
+/* First line of a small file, trimmed, into buf; 0, or -1 if unreadable. */
+static int env_read_line(const char *path, char *buf, size_t n) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[512];
+    int rc = fgets(line, sizeof line, f) ? 0 : -1;
+    fclose(f);
+    if (rc == 0) env_copy_trim(buf, n, line);
+    return rc;
+}
+
+/* 1 if the space-separated word list `flags` contains `word`. */
+static int env_has_word(const char *flags, const char *word) {
+    size_t wl = strlen(word);
+    for (const char *p = flags; (p = strstr(p, word)) != NULL; p += wl) {
+        int start = p == flags || isspace((unsigned char)p[-1]);
+        int end = p[wl] == 0 || isspace((unsigned char)p[wl]);
+        if (start && end) return 1;
+    }
+    return 0;
+}
+
+#ifdef ENV_X86
+/* XCR0 (which register states the OS saves); only call when OSXSAVE is set. */
+static uint64_t env_xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* Bitmask over env_isas of the extensions CPUID reports AND the OS enables
+ * (XCR0 state bits for YMM, ZMM/opmask, AMX tiles). */
+static unsigned env_cpuid_isa(void) {
+    unsigned a, b, c, d, c1 = 0, b7 = 0, c7 = 0, d7 = 0, a71 = 0;
+    if (!__get_cpuid(1, &a, &b, &c1, &d)) return 0;
+    unsigned max = (unsigned)__get_cpuid_max(0, NULL);
+    if (max >= 7) {
+        __cpuid_count(7, 0, a, b7, c7, d7);
+        if (a >= 1) __cpuid_count(7, 1, a71, b, c, d);
+    }
+    uint64_t xcr0 = (c1 >> 27) & 1 ? env_xgetbv0() : 0;
+    int avx_os = (xcr0 & 0x6) == 0x6;
+    int avx512_os = avx_os && (xcr0 & 0xe0) == 0xe0;
+    int amx_os = (xcr0 & 0x60000) == 0x60000;
+    unsigned m = 0;
+    for (int i = 0; i < ENV_NISA; i++) {
+        const char *n = env_isas[i].name;
+        int ok = 0;
+        if (!strcmp(n, "sse4_2")) ok = (c1 >> 20) & 1;
+        else if (!strcmp(n, "avx")) ok = avx_os && ((c1 >> 28) & 1);
+        else if (!strcmp(n, "fma")) ok = avx_os && ((c1 >> 12) & 1);
+        else if (!strcmp(n, "f16c")) ok = avx_os && ((c1 >> 29) & 1);
+        else if (!strcmp(n, "avx2")) ok = avx_os && ((b7 >> 5) & 1);
+        else if (!strcmp(n, "avx512f")) ok = avx512_os && ((b7 >> 16) & 1);
+        else if (!strcmp(n, "avx512bw")) ok = avx512_os && ((b7 >> 30) & 1);
+        else if (!strcmp(n, "avx512vl")) ok = avx512_os && ((b7 >> 31) & 1);
+        else if (!strcmp(n, "avx512_vnni")) ok = avx512_os && ((c7 >> 11) & 1);
+        else if (!strcmp(n, "avx_vnni")) ok = avx_os && ((a71 >> 4) & 1);
+        else if (!strcmp(n, "amx")) ok = amx_os && ((d7 >> 24) & 1);
+        if (ok) m |= 1u << i;
+    }
+    return m;
+}
+
+/* CPUID brand string (leaves 0x80000002..4), trimmed; "" if absent. */
+static void env_cpuid_brand(char *out, size_t n) {
+    unsigned r[12];
+    out[0] = 0;
+    if ((unsigned)__get_cpuid_max(0x80000000, NULL) < 0x80000004u) return;
+    for (unsigned i = 0; i < 3; i++) __get_cpuid(0x80000002 + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
+    char s[49];
+    memcpy(s, r, 48);
+    s[48] = 0;
+    env_copy_trim(out, n, s);
+}
+#endif
+
+/* Distinct (package, core) pairs over the online CPUs from sysfs; 0 if unknown. */
+static int env_physical_cores(void) {
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    if (ncpu <= 0) return 0;
+    if (ncpu > 8192) ncpu = 8192;
+    long *keys = calloc((size_t)ncpu, sizeof *keys);
+    if (!keys) return 0;
+    int n = 0;
+    for (long c = 0; c < ncpu; c++) {
+        char path[128], v[32];
+        long pkg, core;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/topology/physical_package_id", c);
+        if (env_read_line(path, v, sizeof v)) continue;
+        pkg = atol(v);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%ld/topology/core_id", c);
+        if (env_read_line(path, v, sizeof v)) continue;
+        core = atol(v);
+        long key = pkg * 1000000L + core;
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++) seen = keys[k] == key;
+        if (!seen) keys[n++] = key;
+    }
+    free(keys);
+    return n;
+}
+
+/* Number of /sys/devices/system/node/nodeN directories; 1 if the directory
+ * is absent (a kernel without NUMA has exactly one node). */
+static int env_numa_nodes(void) {
+    DIR *d = opendir("/sys/devices/system/node");
+    if (!d) return 1;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (!strncmp(de->d_name, "node", 4) && isdigit((unsigned char)de->d_name[4])) n++;
+    closedir(d);
+    return n ? n : 1;
+}
+
+/* The harness's own compiler, from the predefined macros. */
+static void env_compiler(char *out, size_t n) {
+#if defined(__clang__)
+    snprintf(out, n, "clang %s", __VERSION__);
+#elif defined(__GNUC__)
+    snprintf(out, n, "gcc %s", __VERSION__);
+#else
+    snprintf(out, n, "unknown");
+#endif
+}
+
+/* Collect every field; see env.h. */
+int env_collect(env_info *e) {
+    int rc = 0;
+    memset(e, 0, sizeof *e);
+
+    /* /proc/cpuinfo: model name, flags (x86) or Features (arm), hypervisor. */
+    char flags[4096] = "";
+    int have_cpuinfo_flags = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, f) > 0) {
+            char *colon = strchr(line, ':');
+            if (!colon) continue;
+            size_t klen = (size_t)(colon - line);
+            while (klen && isspace((unsigned char)line[klen - 1])) klen--;
+            if (!e->cpu_model[0] && klen == 10 && !strncmp(line, "model name", 10))
+                env_copy_trim(e->cpu_model, sizeof e->cpu_model, colon + 1);
+            else if (!have_cpuinfo_flags && ((klen == 5 && !strncmp(line, "flags", 5)) ||
+                                             (klen == 8 && !strncmp(line, "Features", 8)))) {
+                env_copy_trim(flags, sizeof flags, colon + 1);
+                have_cpuinfo_flags = 1;
+            }
+        }
+        free(line);
+        fclose(f);
+    }
+    e->hypervisor = have_cpuinfo_flags && env_has_word(flags, "hypervisor");
+
+    unsigned cpuid_mask = 0;
+    int have_cpuid = 0;
+#ifdef ENV_X86
+    have_cpuid = 1;
+    cpuid_mask = env_cpuid_isa();
+    if (!e->cpu_model[0]) env_cpuid_brand(e->cpu_model, sizeof e->cpu_model);
+    if (!have_cpuinfo_flags) {
+        unsigned a, b, c = 0, d;
+        if (__get_cpuid(1, &a, &b, &c, &d)) e->hypervisor = (c >> 31) & 1;
+    }
+#endif
+    if (!e->cpu_model[0]) {
+        snprintf(e->cpu_model, sizeof e->cpu_model, "unknown");
+        rc = -1;
+    }
+    /* ISA: the intersection of what each available source reports. */
+    size_t used = 0;
+    for (int i = 0; i < ENV_NISA; i++) {
+        int ok = (have_cpuinfo_flags || have_cpuid) &&
+                 (!have_cpuinfo_flags || env_has_word(flags, env_isas[i].cpuinfo)) &&
+                 (!have_cpuid || ((cpuid_mask >> i) & 1));
+        if (!ok) continue;
+        used += (size_t)snprintf(e->isa_flags + used, sizeof e->isa_flags - used, "%s%s", used ? " " : "",
+                                 env_isas[i].name);
+        if (used >= sizeof e->isa_flags) break; /* cannot happen: the list is short */
+    }
+
+    long onln = sysconf(_SC_NPROCESSORS_ONLN);
+    e->logical_cores = onln > 0 ? (int)onln : 0;
+    if (e->logical_cores <= 0) rc = -1;
+    e->physical_cores = env_physical_cores();
+
+    f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
+                e->mem_bytes = (uint64_t)kb * 1024u;
+                break;
+            }
+        fclose(f);
+    }
+    if (!e->mem_bytes) {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && psz > 0) e->mem_bytes = (uint64_t)pages * (uint64_t)psz;
+    }
+    if (!e->mem_bytes) rc = -1;
+
+    struct utsname u;
+    if (uname(&u) == 0)
+        snprintf(e->kernel, sizeof e->kernel, "%.60s %.60s", u.sysname, u.release);
+    else {
+        snprintf(e->kernel, sizeof e->kernel, "unknown");
+        rc = -1;
+    }
+    env_compiler(e->compiler, sizeof e->compiler);
+    if (env_read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", e->governor, sizeof e->governor) ||
+        !e->governor[0])
+        snprintf(e->governor, sizeof e->governor, "unavailable");
+    if (gethostname(e->hostname, sizeof e->hostname) != 0) snprintf(e->hostname, sizeof e->hostname, "unknown");
+    e->hostname[sizeof e->hostname - 1] = 0;
+    e->numa_nodes = env_numa_nodes();
+    return rc;
+}
+
+/* SHA-256 over "key=value\n" lines of the comparability fields; memory is
+ * rounded to the nearest GiB so small firmware reservations do not matter. */
+void env_fingerprint(const env_info *e, char out_hex[65]) {
+    char buf[1024];
+    unsigned long long gib = (unsigned long long)((e->mem_bytes + (1ull << 29)) >> 30);
+    int n = snprintf(buf, sizeof buf, "cpu_model=%s\nisa_flags=%s\nlogical_cores=%d\nmem_gib=%llu\nkernel=%s\ncompiler=%s\n",
+                     e->cpu_model, e->isa_flags, e->logical_cores, gib, e->kernel, e->compiler);
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof buf) n = (int)sizeof buf - 1;
+    sha256_ctx c;
+    uint8_t d[32];
+    sha256_init(&c);
+    sha256_update(&c, buf, (size_t)n);
+    sha256_final(&c, d);
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out_hex[2 * i] = hex[d[i] >> 4];
+        out_hex[2 * i + 1] = hex[d[i] & 15];
+    }
+    out_hex[64] = 0;
+}
+
+/* Reset VmHWM to the current RSS (Linux >= 4.0: clear_refs value 5). */
+int env_peak_rss_reset(void) {
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t w = write(fd, "5", 1);
+    int saved = errno;
+    close(fd);
+    if (w != 1) {
+        errno = w < 0 ? saved : EIO;
+        return -1;
+    }
+    return 0;
+}
+
+/* Peak RSS in KiB: VmHWM, else ru_maxrss (KiB on Linux). */
+long env_peak_rss_kib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        long kib = -1;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+        fclose(f);
+        if (kib >= 0) return kib;
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) return ru.ru_maxrss;
+    return -1;
+}
+
+/*
+ * Parse a CPU list ("0", "0,1", "0-3,6") into set (max CPUs 0..max-1). For a
+ * malformed list or a CPU >= max, -1 with a message (if err); quiet otherwise.
+ */
+static int env_parse_cpulist(const char *list, cpu_set_t *set, int max, char *err, size_t errlen) {
+    CPU_ZERO(set);
+    const char *p = list;
+    if (!*p) {
+        if (err) snprintf(err, errlen, "empty CPU list (expected e.g. 0, 0,1 or 0-3)");
+        return -1;
+    }
+    while (*p) {
+        long lo, hi;
+        char *end;
+        if (!isdigit((unsigned char)*p)) goto bad;
+        errno = 0;
+        lo = strtol(p, &end, 10);
+        if (errno) lo = LONG_MAX;
+        hi = lo;
+        p = end;
+        if (*p == '-') {
+            p++;
+            if (!isdigit((unsigned char)*p)) goto bad;
+            errno = 0;
+            hi = strtol(p, &end, 10);
+            if (errno) hi = LONG_MAX;
+            p = end;
+            if (hi < lo) {
+                if (err) snprintf(err, errlen, "CPU list '%s': range %ld-%ld is decreasing", list, lo, hi);
+                return -1;
+            }
+        }
+        if (*p == ',' && p[1]) p++;
+        else if (*p) goto bad;
+        if (hi >= max) {
+            if (err) snprintf(err, errlen, "CPU list '%s': CPU %ld does not exist (this machine has CPUs 0-%d)", list,
+                              hi, max - 1);
+            return -1;
+        }
+        for (long c = lo; c <= hi; c++) CPU_SET((int)c, set);
+    }
+    return 0;
+bad:
+    if (err) snprintf(err, errlen, "'%s' is not a CPU list (expected e.g. 0, 0,1 or 0-3)", list);
+    return -1;
+}
+
+/* Pin every current thread of the process to `list`; see env.h. */
+int env_pin_cpus(const char *list, char *err, size_t errlen) {
+    if (!list) list = "";
+    long conf = sysconf(_SC_NPROCESSORS_CONF);
+    int max = conf > 0 && conf < CPU_SETSIZE ? (int)conf : CPU_SETSIZE;
+    cpu_set_t want, online;
+    if (env_parse_cpulist(list, &want, max, err, errlen)) return -1;
+
+    char on[256];
+    if (env_read_line("/sys/devices/system/cpu/online", on, sizeof on) == 0 &&
+        env_parse_cpulist(on, &online, CPU_SETSIZE, NULL, 0) == 0) {
+        for (int c = 0; c < max; c++)
+            if (CPU_ISSET(c, &want) && !CPU_ISSET(c, &online)) {
+                snprintf(err, errlen, "CPU list '%s': CPU %d is offline (online: %s)", list, c, on);
+                return -1;
+            }
+    }
+    if (sched_setaffinity(0, sizeof want, &want) != 0) {
+        int e = errno;
+        if (e == EINVAL)
+            snprintf(err, errlen, "CPU list '%s': none of these CPUs is allowed to this process (cpuset?): %s", list,
+                     strerror(e));
+        else
+            snprintf(err, errlen, "CPU list '%s': sched_setaffinity: %s", list, strerror(e));
+        return -1;
+    }
+    /* The kernel may intersect the mask with a cpuset silently: check. */
+    cpu_set_t got;
+    if (sched_getaffinity(0, sizeof got, &got) == 0 && !CPU_EQUAL(&got, &want)) {
+        snprintf(err, errlen, "CPU list '%s': only part of it is allowed to this process (cpuset restriction)", list);
+        return -1;
+    }
+    /* Threads that already exist (the caller's, if any); new ones inherit. */
+    DIR *d = opendir("/proc/self/task");
+    if (d) {
+        pid_t self = (pid_t)syscall(SYS_gettid);
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!isdigit((unsigned char)de->d_name[0])) continue;
+            pid_t tid = (pid_t)atol(de->d_name);
+            if (tid == self) continue;
+            if (sched_setaffinity(tid, sizeof want, &want) != 0 && errno != ESRCH) {
+                int e = errno;
+                closedir(d);
+                snprintf(err, errlen, "CPU list '%s': pinning thread %ld: %s", list, (long)tid, strerror(e));
+                return -1;
+            }
+        }
+        closedir(d);
+    }
+    return 0;
+}

@@ -1,0 +1,35 @@
+/*
+ * results.c - small helpers over the in-memory results (see results.h).
+ */
+#include "results.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rep_set_metric(rep_result *r, const char *name, double value) {
+    for (int i = 0; i < r->n_m; i++)
+        if (!strcmp(r->m[i].name, name)) {
+            r->m[i].value = value;
+            return;
+        }
+    assert(r->n_m < CB_MAX_METRICS);
+    if (r->n_m >= CB_MAX_METRICS) return;
+    snprintf(r->m[r->n_m].name, sizeof r->m[0].name, "%s", name);
+    r->m[r->n_m++].value = value;
+}
+
+double rep_get_metric(const rep_result *r, const char *name) {
+    for (int i = 0; i < r->n_m; i++)
+        if (!strcmp(r->m[i].name, name)) return r->m[i].value;
+    return NAN;
+}
+
+void rep_free(rep_result *r) {
+    for (int i = 0; i < r->n_req; i++) free(r->req[i].itl_ms);
+    free(r->req);
+    r->req = NULL;
+    r->n_req = 0;
+}

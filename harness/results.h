@@ -1,0 +1,88 @@
+/*
+ * results.h - what one benchmark run measures, in memory, before the store
+ * writes it. The runner fills these; store.c persists them; report code reads
+ * them back. Definitions of every metric: docs/metrics.md.
+ */
+#ifndef CB_RESULTS_H
+#define CB_RESULTS_H
+
+#include <stdint.h>
+
+#define CB_MAX_METRICS 64
+#define CB_MAX_COUNTER_ROWS 64
+
+/* One request (a prompt of the standard set, a trace entry, or one synthetic test). */
+typedef struct req_result {
+    int idx;
+    char item[64];          /* prompt id, trace id, or test name ("pp512") */
+    int adapter;            /* trace adapter id; -1 when none */
+    double arrival_ms;      /* when it was issued, from the start of the repetition */
+    double queue_ms;        /* issued -> service start */
+    double prefill_ms;      /* prompt evaluation */
+    double ttft_ms;         /* issued -> first generated token */
+    double decode_ms;       /* first -> last generated token */
+    double e2e_ms;          /* issued -> last token */
+    double tpot_ms;         /* decode_ms / (gen_tokens - 1) */
+    int prompt_tokens, gen_tokens;
+    float *itl_ms;          /* gaps between consecutive generated tokens: gen_tokens - 1 */
+    int n_itl;
+    char token_hash[17];    /* FNV-1a 64 of the generated ids: the correctness canary */
+    char error[200];        /* non-empty: the request failed (e.g. prompt longer than context) */
+} req_result;
+
+typedef struct metric {
+    char name[40];
+    double value;
+} metric;
+
+/* A counter over one phase ("prefill", "decode", "total"): a value, or missing with a reason. */
+typedef struct counter_row {
+    char phase[12];
+    char name[24];
+    char unit[8];
+    int ok;
+    double value;
+    char reason[160];
+} counter_row;
+
+typedef struct rep_result {
+    req_result *req;
+    int n_req;
+    metric m[CB_MAX_METRICS];
+    int n_m;
+    counter_row ctr[CB_MAX_COUNTER_ROWS];
+    int n_ctr;
+} rep_result;
+
+/* Everything that identifies a run and decides what it may be compared with. */
+typedef struct run_meta {
+    char workload[256];     /* "standard", "pp512", "trace:prompts/traces/x.jsonl" */
+    char workload_kind[16]; /* "prompts", "trace", "synthetic" */
+    char workload_hash[65];
+    char mode[16];          /* "closed", "open", "synthetic" */
+    int concurrency;
+    char model_path[512];
+    char model_sha256[65];
+    char model_type[16];
+    char model_name[128];
+    uint64_t model_params, model_bytes;
+    int threads, reps, warmup, n_ctx;
+    int test_prompt, test_gen, test_depth; /* synthetic tests: pp/tg/pg sizes and KV depth */
+    char pinned[64];
+    char git_commit[48];
+    int git_dirty;
+    char build_type[16];
+    char build_flags[256];
+    char counter_mode[32];
+    char cmdline[1024];
+    char compare_key[65];   /* sha256 of everything that must match for a comparison */
+} run_meta;
+
+/* Set a named metric in a repetition (replacing an existing one). */
+void rep_set_metric(rep_result *r, const char *name, double value);
+/* Value of a named metric, or NAN. */
+double rep_get_metric(const rep_result *r, const char *name);
+/* Free the per-request arrays of a repetition. */
+void rep_free(rep_result *r);
+
+#endif

@@ -1,0 +1,389 @@
+/*
+ * runner.c - serve a workload through the engine API, timing every token
+ * (see runner.h for the loop modes, docs/metrics.md for the definitions).
+ */
+#include "runner.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "env.h"
+#include "stats.h"
+
+/* Milliseconds on the monotonic clock. */
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Sleep until the monotonic clock reads `t_ms` (open-loop arrivals). */
+static void sleep_until(double t_ms) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)(t_ms / 1e3);
+    ts.tv_nsec = (long)((t_ms - (double)ts.tv_sec * 1e3) * 1e6);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+}
+
+int runner_parse_test(const char *name, int *np, int *ng) {
+    char *end;
+    long a, b = 0;
+    *np = *ng = 0;
+    if (!strncmp(name, "pp", 2) || !strncmp(name, "tg", 2)) {
+        a = strtol(name + 2, &end, 10);
+        if (end == name + 2 || *end || a < 1 || a > (1 << 20)) return -1;
+        if (name[0] == 'p') *np = (int)a;
+        else *ng = (int)a;
+        return 0;
+    }
+    if (!strncmp(name, "pg", 2)) {
+        a = strtol(name + 2, &end, 10);
+        if (end == name + 2 || *end != ',') return -1;
+        const char *p = end + 1;
+        b = strtol(p, &end, 10);
+        if (end == p || *end || a < 1 || b < 1 || a > (1 << 20) || b > (1 << 20)) return -1;
+        *np = (int)a;
+        *ng = (int)b;
+        return 0;
+    }
+    return -1;
+}
+
+/* FNV-1a 64 over token ids, as 16 hex digits: the correctness canary. */
+typedef struct canary { uint64_t h; } canary;
+static void canary_init(canary *c) { c->h = 1469598103934665603ull; }
+static void canary_add(canary *c, int32_t tok) {
+    for (int i = 0; i < 4; i++) c->h = (c->h ^ (uint8_t)((uint32_t)tok >> (8 * i))) * 1099511628211ull;
+}
+
+/* Everything one repetition needs while serving. */
+typedef struct rep_state {
+    const cx_model *m;
+    const run_config *cfg;
+    cx_session *s;
+    cx_sampler *greedy;
+    ctr_set *ctr;
+    ctr_phase prefill, decode;
+    int32_t *ids;
+    int ids_cap;
+} rep_state;
+
+/* Phase counters: snapshot before, accumulate after. */
+static void phase_begin(rep_state *st, ctr_snap *snap) {
+    if (st->ctr) ctr_snapshot(st->ctr, snap);
+}
+static void phase_end(rep_state *st, const ctr_snap *before, ctr_phase *acc) {
+    if (!st->ctr) return;
+    ctr_snap after;
+    ctr_snapshot(st->ctr, &after);
+    ctr_accumulate(acc, before, &after);
+}
+
+/* Generate up to max_gen tokens after logits `l` (the first is already due).
+ * Fills the timing fields from t_first on. Returns 0 or an engine error. */
+static int decode_tokens(rep_state *st, const float *l, int max_gen, req_result *q, double issue_ms, char *err,
+                         size_t errlen) {
+    cx_err e = {0};
+    canary c;
+    canary_init(&c);
+    q->itl_ms = malloc(sizeof(float) * (size_t)(max_gen > 1 ? max_gen - 1 : 1));
+    if (!q->itl_ms) return snprintf(err, errlen, "out of memory"), -1;
+    ctr_snap snap;
+    int eos = cx_token_eos(st->m);
+    int tok = cx_sampler_sample(st->greedy, l);
+    double t_prev = now_ms(), t_first = t_prev;
+    q->ttft_ms = t_first - issue_ms;
+    canary_add(&c, tok);
+    int gen = 1;
+    phase_begin(st, &snap);
+    while (gen < max_gen && (st->cfg->ignore_eos || tok != eos)) {
+        if (cx_eval(st->s, &tok, 1, &l, &e)) {
+            snprintf(err, errlen, "%s", e.msg);
+            return -1;
+        }
+        tok = cx_sampler_sample(st->greedy, l);
+        double t = now_ms();
+        q->itl_ms[q->n_itl++] = (float)(t - t_prev);
+        t_prev = t;
+        canary_add(&c, tok);
+        gen++;
+    }
+    phase_end(st, &snap, &st->decode);
+    q->gen_tokens = gen;
+    q->decode_ms = t_prev - t_first;
+    q->e2e_ms = t_prev - issue_ms;
+    q->tpot_ms = gen > 1 ? q->decode_ms / (gen - 1) : NAN;
+    snprintf(q->token_hash, sizeof q->token_hash, "%016llx", (unsigned long long)c.h);
+    return 0;
+}
+
+/* Serve one request issued at `issue_ms`: tokenize, prefill, decode. */
+static int serve(rep_state *st, const wl_request *r, double issue_ms, req_result *q, char *err, size_t errlen) {
+    cx_err e = {0};
+    double t_start = now_ms();
+    q->queue_ms = t_start - issue_ms;
+    cx_session_reset(st->s);
+    int n = 0;
+    int need = (int)(r->text_len + 2);
+    if (need > st->ids_cap) {
+        int32_t *p = realloc(st->ids, sizeof(int32_t) * (size_t)need);
+        if (!p) return snprintf(err, errlen, "out of memory"), -1;
+        st->ids = p;
+        st->ids_cap = need;
+    }
+    if (cx_tokenize(st->m, r->text, r->text_len, 1, st->ids, st->ids_cap, &n, &e))
+        return snprintf(err, errlen, "request %s: %s", r->id, e.msg), -1;
+    q->prompt_tokens = n;
+    int n_ctx = cx_session_n_ctx(st->s);
+    if (n >= n_ctx) { /* the user's error, not the engine's: record it, go on */
+        snprintf(q->error, sizeof q->error, "prompt of %d tokens does not fit the context of %d tokens", n, n_ctx);
+        q->ttft_ms = q->e2e_ms = q->prefill_ms = q->decode_ms = q->tpot_ms = NAN;
+        return 0;
+    }
+    int max_gen = r->max_tokens < n_ctx - n ? r->max_tokens : n_ctx - n;
+    ctr_snap snap;
+    const float *l;
+    phase_begin(st, &snap);
+    double t0 = now_ms();
+    if (cx_eval(st->s, st->ids, n, &l, &e)) return snprintf(err, errlen, "request %s: %s", r->id, e.msg), -1;
+    q->prefill_ms = now_ms() - t0;
+    phase_end(st, &snap, &st->prefill);
+    return decode_tokens(st, l, max_gen, q, issue_ms, err, errlen);
+}
+
+/* Deterministic token ids for synthetic tests: any normal id, never BOS/EOS. */
+static void synthetic_tokens(int32_t *ids, int n, int n_vocab, uint64_t seed) {
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = 3 + (int32_t)((seed >> 33) % (uint64_t)(n_vocab - 3));
+    }
+}
+
+/* llama-bench style: fill D tokens of KV depth (untimed), then time pp/tg/pg. */
+static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errlen) {
+    const run_config *c = st->cfg;
+    int V = cx_model_get_info(st->m)->n_vocab, n_ctx = cx_session_n_ctx(st->s);
+    int np = c->test_prompt, ng = c->test_gen, depth = c->test_depth;
+    if (np > 0 && ng > 0) snprintf(q->item, sizeof q->item, "pg%d,%d", np, ng);
+    else snprintf(q->item, sizeof q->item, "%s%d", np ? "pp" : "tg", np ? np : ng);
+    if (depth) snprintf(q->item + strlen(q->item), sizeof q->item - strlen(q->item), "@d%d", depth);
+    int first = (depth == 0 && np == 0) ? 1 : 0; /* tg from an empty cache starts after BOS */
+    if (depth + first + np + ng > n_ctx) {
+        snprintf(q->error, sizeof q->error, "%s needs %d positions, the context has %d", q->item, depth + first + np + ng, n_ctx);
+        q->ttft_ms = q->e2e_ms = q->prefill_ms = q->decode_ms = q->tpot_ms = NAN;
+        return 0;
+    }
+    int total = depth + np + 1;
+    if (total > st->ids_cap) {
+        int32_t *p = realloc(st->ids, sizeof(int32_t) * (size_t)total);
+        if (!p) return snprintf(err, errlen, "out of memory"), -1;
+        st->ids = p;
+        st->ids_cap = total;
+    }
+    cx_err e = {0};
+    const float *l = NULL;
+    cx_session_reset(st->s);
+    synthetic_tokens(st->ids, depth + np, V, 0x5eed + (uint64_t)depth);
+    if (depth && cx_eval(st->s, st->ids, depth, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
+    if (first) {
+        int32_t bos = cx_token_bos(st->m);
+        if (cx_eval(st->s, &bos, 1, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
+    }
+    double t0 = now_ms();
+    q->prompt_tokens = np;
+    if (np) {
+        ctr_snap snap;
+        phase_begin(st, &snap);
+        if (cx_eval(st->s, st->ids + depth, np, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
+        phase_end(st, &snap, &st->prefill);
+    }
+    q->prefill_ms = now_ms() - t0;
+    if (ng) {
+        /* tg N times N token evaluations: sample once from the logits we have,
+         * then evaluate that token, N times; decode_tokens evaluates N-1 times,
+         * so start it one evaluation early. */
+        int tok = cx_sampler_sample(st->greedy, l);
+        if (cx_eval(st->s, &tok, 1, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
+        if (decode_tokens(st, l, ng, q, t0, err, errlen)) return -1;
+    } else {
+        q->ttft_ms = q->e2e_ms = q->prefill_ms;
+        q->decode_ms = q->tpot_ms = NAN;
+    }
+    q->e2e_ms = now_ms() - t0;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* p50/p90/p99 of a sample into metrics "<name>_p50" etc. */
+static void set_percentiles(rep_result *out, const char *name, double *v, size_t n) {
+    if (!n) return;
+    qsort(v, n, sizeof(double), cmp_double);
+    static const int ps[3] = {50, 90, 99};
+    for (int i = 0; i < 3; i++) {
+        char key[40];
+        snprintf(key, sizeof key, "%s_p%d", name, ps[i]);
+        rep_set_metric(out, key, stats_percentile(v, n, ps[i]));
+    }
+}
+
+/* Run-level metrics from the per-request results (docs/metrics.md). */
+static void summarize(rep_result *out, double makespan_ms, int synthetic) {
+    size_t n = (size_t)out->n_req, n_itl = 0;
+    for (int i = 0; i < out->n_req; i++) n_itl += (size_t)out->req[i].n_itl;
+    double *v = malloc(sizeof(double) * (n + n_itl + 1));
+    if (!v) return;
+    double prompt = 0, gen = 0, prefill_ms = 0, decode_ms = 0, decode_tok = 0;
+    int errors = 0;
+    for (int i = 0; i < out->n_req; i++) {
+        const req_result *q = &out->req[i];
+        if (q->error[0]) { errors++; continue; }
+        prompt += q->prompt_tokens;
+        gen += q->gen_tokens;
+        prefill_ms += q->prefill_ms;
+        if (q->gen_tokens > 1) { decode_ms += q->decode_ms; decode_tok += q->gen_tokens - 1; }
+    }
+    rep_set_metric(out, "requests", (double)out->n_req);
+    rep_set_metric(out, "errors", errors);
+    rep_set_metric(out, "prompt_tokens", prompt);
+    rep_set_metric(out, "gen_tokens", gen);
+    rep_set_metric(out, "makespan_ms", makespan_ms);
+    if (prefill_ms > 0 && prompt > 0) rep_set_metric(out, "prefill_tps", prompt / (prefill_ms / 1e3));
+    if (decode_ms > 0) rep_set_metric(out, "decode_tps", decode_tok / (decode_ms / 1e3));
+    if (synthetic) {
+        const req_result *q = &out->req[0];
+        if (!q->error[0]) rep_set_metric(out, "tps", (q->prompt_tokens + q->gen_tokens) / (q->e2e_ms / 1e3));
+    } else if (makespan_ms > 0) {
+        rep_set_metric(out, "output_tps", gen / (makespan_ms / 1e3));
+        rep_set_metric(out, "total_tps", (prompt + gen) / (makespan_ms / 1e3));
+    }
+#define COLLECT(field, cond) do { size_t k = 0; for (int i = 0; i < out->n_req; i++) { \
+        const req_result *q = &out->req[i]; if (!q->error[0] && (cond)) v[k++] = q->field; } \
+        set_percentiles(out, #field, v, k); } while (0)
+    if (!synthetic) {
+        COLLECT(ttft_ms, 1);
+        COLLECT(tpot_ms, q->gen_tokens > 1);
+        COLLECT(e2e_ms, 1);
+        COLLECT(queue_ms, 1);
+        /* per-request throughput: generated tokens over the request's own service time */
+        size_t k = 0;
+        for (int i = 0; i < out->n_req; i++) {
+            const req_result *q = &out->req[i];
+            double service = q->e2e_ms - q->queue_ms;
+            if (!q->error[0] && service > 0) v[k++] = q->gen_tokens / (service / 1e3);
+        }
+        if (k) {
+            qsort(v, k, sizeof(double), cmp_double);
+            rep_set_metric(out, "req_tps_min", v[0]);
+            rep_set_metric(out, "req_tps_median", stats_percentile(v, k, 50));
+            rep_set_metric(out, "req_tps_max", v[k - 1]);
+        }
+    }
+#undef COLLECT
+    size_t k = 0;
+    for (int i = 0; i < out->n_req; i++)
+        for (int j = 0; j < out->req[i].n_itl; j++) v[k++] = out->req[i].itl_ms[j];
+    set_percentiles(out, "itl_ms", v, k);
+    free(v);
+}
+
+/* Store the counters of one phase as rows (missing ones with their reason). */
+static void counter_rows(rep_result *out, ctr_set *ctr, const char *phase, const ctr_phase *acc) {
+    for (int i = 0; i < ctr_count(ctr) && out->n_ctr < CB_MAX_COUNTER_ROWS; i++) {
+        counter_row *r = &out->ctr[out->n_ctr++];
+        snprintf(r->phase, sizeof r->phase, "%s", phase);
+        snprintf(r->name, sizeof r->name, "%s", ctr_name(ctr, i));
+        snprintf(r->unit, sizeof r->unit, "%s", ctr_unit(ctr, i));
+        r->ok = ctr_supported(ctr, i) && ctr_phase_valid(acc, i);
+        r->value = r->ok ? acc->value[i] : NAN;
+        snprintf(r->reason, sizeof r->reason, "%s",
+                 r->ok ? "" : ctr_supported(ctr, i) ? "no interval of this phase was counted" : ctr_reason(ctr, i));
+    }
+}
+
+int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, ctr_set *ctr, int rep, int reps,
+               rep_result *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    rep_state st;
+    memset(&st, 0, sizeof st);
+    st.m = m;
+    st.cfg = cfg;
+    st.ctr = ctr;
+    ctr_phase_init(&st.prefill, "prefill");
+    ctr_phase_init(&st.decode, "decode");
+    cx_err e = {0};
+    cx_sampler_params gp = cx_sampler_defaults();
+    gp.temperature = 0; /* greedy: deterministic tokens, so the canary means something */
+    gp.repeat_penalty = 1;
+    if (cx_session_new(m, cfg->n_ctx, cfg->threads, &st.s, &e) ||
+        cx_sampler_new(cx_model_get_info(m)->n_vocab, &gp, &st.greedy, &e)) {
+        snprintf(err, errlen, "%s", e.msg);
+        cx_session_free(st.s);
+        return -1;
+    }
+    int synthetic = cfg->mode == RUN_SYNTHETIC;
+    int n = synthetic ? 1 : (int)wl->n;
+    out->req = calloc((size_t)n, sizeof(req_result));
+    double *finish = calloc((size_t)n, sizeof(double));
+    int rc = (out->req && finish) ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+    out->n_req = rc ? 0 : n;
+    env_peak_rss_reset();
+    ctr_snap all0;
+    if (ctr) ctr_snapshot(ctr, &all0);
+    double t0 = now_ms(), last = t0;
+    for (int i = 0; i < n && !rc; i++) {
+        req_result *q = &out->req[i];
+        q->idx = i;
+        q->adapter = -1;
+        if (cfg->progress) {
+            fprintf(stderr, "\r%s rep %d/%d  request %d/%d ", cfg->label, rep + 1, reps, i + 1, n);
+            fflush(stderr);
+        }
+        if (synthetic) {
+            rc = serve_synthetic(&st, q, err, errlen);
+            last = now_ms();
+            continue;
+        }
+        const wl_request *r = &wl->req[i];
+        snprintf(q->item, sizeof q->item, "%s", r->id);
+        q->adapter = r->adapter;
+        double issue;
+        if (cfg->mode == RUN_OPEN) {
+            issue = t0 + r->arrival_s * 1e3;
+            if (now_ms() < issue) sleep_until(issue); /* idle until it arrives */
+        } else { /* closed loop: client (i mod C) issues when its previous request finished */
+            issue = i < cfg->concurrency ? t0 : finish[i - cfg->concurrency];
+        }
+        q->arrival_ms = issue - t0;
+        rc = serve(&st, r, issue, q, err, errlen);
+        finish[i] = last = now_ms();
+    }
+    if (cfg->progress) fprintf(stderr, "\r%*s\r", 60, "");
+    if (!rc) {
+        summarize(out, last - t0, synthetic);
+        long rss = env_peak_rss_kib();
+        if (rss > 0) rep_set_metric(out, "peak_rss_mib", (double)rss / 1024.0);
+        if (ctr) {
+            ctr_snap all1;
+            ctr_phase total;
+            ctr_phase_init(&total, "total");
+            ctr_snapshot(ctr, &all1);
+            ctr_accumulate(&total, &all0, &all1);
+            counter_rows(out, ctr, "prefill", &st.prefill);
+            counter_rows(out, ctr, "decode", &st.decode);
+            counter_rows(out, ctr, "total", &total);
+        }
+    }
+    free(finish);
+    free(st.ids);
+    cx_sampler_free(st.greedy);
+    cx_session_free(st.s);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/*
+ * runner.h - replay a workload against the engine and time every token.
+ *
+ * The engine serves one request at a time (it does not batch yet), so the
+ * runner is also the scheduler: requests queue FCFS and their queueing delay
+ * shows up in TTFT, as a user would see it.
+ *   - closed loop: `concurrency` clients; each issues its next request when its
+ *     previous one completes (standard prompts: concurrency 1);
+ *   - open loop: requests are issued at their trace arrival times whatever the
+ *     engine's pace (real time: the runner sleeps while idle);
+ *   - synthetic: llama-bench style pp N / tg N / pg N,M at KV depth D.
+ */
+#ifndef CB_RUNNER_H
+#define CB_RUNNER_H
+
+#include "cortex.h"
+#include "counters.h"
+#include "results.h"
+#include "workload.h"
+
+enum { RUN_CLOSED, RUN_OPEN, RUN_SYNTHETIC };
+
+typedef struct run_config {
+    int mode;
+    int concurrency;     /* closed loop */
+    int threads, n_ctx;
+    int ignore_eos;      /* generate exactly max_tokens (fixed work per request) */
+    int test_prompt, test_gen, test_depth; /* synthetic */
+    int progress;        /* draw a progress bar on stderr */
+    const char *label;   /* progress bar prefix */
+} run_config;
+
+/* Parse "pp512", "tg128", "pg512,128" into sizes; 0 on success. */
+int runner_parse_test(const char *name, int *n_prompt, int *n_gen);
+
+/*
+ * Run one repetition: a fresh session, every request of `wl` (or the one
+ * synthetic test), metrics into `out`. Counters (may be NULL) are read at
+ * phase boundaries. Per-request failures (a prompt longer than the context)
+ * are recorded in the request, not returned; only engine errors fail the run.
+ */
+int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, ctr_set *ctr, int rep, int reps,
+               rep_result *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * store.h - the benchmark database (SQLite).
+ *
+ * WAL journal, foreign keys on, a versioned schema migrated forward on open
+ * (PRAGMA user_version). A run is written in two steps: store_begin_run
+ * commits the run row as 'incomplete' (so a killed run is visible as such),
+ * store_finish_run writes every result and flips it to 'complete' in one
+ * transaction (so a run's results land whole or not at all). Schema:
+ * docs/harness.md.
+ */
+#ifndef CB_STORE_H
+#define CB_STORE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "env.h"
+#include "results.h"
+
+#define STORE_SCHEMA_VERSION 2
+
+typedef struct store store;
+
+/* Open (creating and migrating as needed). The parent directory must exist,
+ * except the default reports/ which callers create. */
+int store_open(const char *path, store **out, char *err, size_t errlen);
+/* Tests only: open and migrate no further than `version`. */
+int store_open_version(const char *path, int version, store **out, char *err, size_t errlen);
+void store_close(store *s);
+int store_version(store *s);
+/* The raw handle, for read-only queries by report code and tests. */
+struct sqlite3 *store_db(store *s);
+
+int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run_id, char *err, size_t errlen);
+int store_finish_run(store *s, int64_t run_id, const rep_result *reps, int n_reps, char *err, size_t errlen);
+/* Mark a run failed with a reason (best effort, own transaction). */
+int store_fail_run(store *s, int64_t run_id, const char *reason);
+
+/* Cached SHA-256 of a model file, keyed by path, size and mtime; 1 if found. */
+int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, char out[65]);
+void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, const char *hex);
+
+/* Human output: a list of recent runs, and one run in md, csv or json. */
+int store_list(store *s, FILE *out, int limit, char *err, size_t errlen);
+int store_show(store *s, int64_t run_id, const char *format, FILE *out, char *err, size_t errlen);
+
+#endif

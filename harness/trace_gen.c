@@ -1,0 +1,500 @@
+/*
+ * trace_gen.c - synthetic request traces: RNG, Zipf table, length
+ * distributions, English-like prompt text, and the JSONL writer.
+ *
+ * Everything that reaches the file is computed with IEEE-754 basic
+ * operations (+ - * / sqrt, exact floor/frexp/ldexp) and this file's rng_log
+ * and rng_exp, and is printed with integer formatting, so the same parameters
+ * give the same bytes with any compiler and C library. Floating-point
+ * contraction (fused multiply-add) would change low bits, so it is off:
+ * GCC in ISO C mode (-std=c11) never contracts; clang is told below.
+ */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#include "trace_gen.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cortex.h"
+#include "json.h"
+#include "workload.h"
+
+/* Write a printf-style message to err (if any) and return code. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* ---- RNG ------------------------------------------------------------------ */
+
+/* splitmix64 step: used to expand a seed into xoshiro state. */
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Seed from (seed, stream): the stream is hashed and mixed into the splitmix
+ * start, so neighbouring streams are unrelated. The state is never all zero
+ * (splitmix64 outputs are a bijection of distinct counters). */
+void rng_seed(rng *r, uint64_t seed, uint64_t stream) {
+    uint64_t h = stream;
+    uint64_t x = seed ^ splitmix64(&h);
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+/* Rotate left. */
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+/* xoshiro256** (Blackman & Vigna): fast, 256-bit state, passes BigCrush. */
+uint64_t rng_next(rng *r) {
+    uint64_t *s = r->s;
+    uint64_t out = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return out;
+}
+
+/* Top 53 bits scaled by 2^-53: every value a multiple of 2^-53 in [0, 1). */
+double rng_uniform(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+/* Rejection sampling: draw below the largest multiple of n, then reduce. */
+uint64_t rng_below(rng *r, uint64_t n) {
+    assert(n >= 1);
+    uint64_t limit = UINT64_MAX - UINT64_MAX % n; /* values >= limit would bias */
+    uint64_t x;
+    do x = rng_next(r);
+    while (x >= limit);
+    return x % n;
+}
+
+/* Inverse CDF: -log(1 - U) / rate, with 1 - U in (0, 1] so the log is finite. */
+double rng_exponential(rng *r, double rate) {
+    assert(rate > 0);
+    return -rng_log(1.0 - rng_uniform(r)) / rate;
+}
+
+/* Marsaglia polar: a uniform point in the unit disc gives a normal; the
+ * second normal of the pair is dropped to keep the state to the RNG alone. */
+double rng_normal(rng *r) {
+    double u, v, s;
+    do {
+        u = 2.0 * rng_uniform(r) - 1.0;
+        v = 2.0 * rng_uniform(r) - 1.0;
+        s = u * u + v * v;
+    } while (s >= 1.0 || s == 0.0);
+    return u * sqrt(-2.0 * rng_log(s) / s);
+}
+
+/* ln 2 split so that k * LN2_HI is exact for |k| < 2^20 (fdlibm's constants). */
+static const double LN2_HI = 6.93147180369123816490e-01;
+static const double LN2_LO = 1.90821492927058770002e-10;
+
+/* log(x) = e ln2 + 2 atanh((m - 1)/(m + 1)) with x = m 2^e, m in [0.707, 1.414):
+ * |t| <= 0.172 so 14 odd terms of the atanh series reach 1e-17. */
+double rng_log(double x) {
+    if (isnan(x) || x < 0) return NAN;
+    if (x == 0) return -INFINITY;
+    if (isinf(x)) return x;
+    int e;
+    double m = frexp(x, &e); /* exact: m in [0.5, 1) */
+    if (m < 0.70710678118654752440) {
+        m *= 2;
+        e--;
+    }
+    double t = (m - 1.0) / (m + 1.0), t2 = t * t, poly = 0;
+    for (int k = 13; k >= 0; k--) poly = poly * t2 + 1.0 / (double)(2 * k + 1);
+    return (double)e * LN2_HI + ((double)e * LN2_LO + 2.0 * t * poly);
+}
+
+/* exp(x) = 2^k e^r with k = round(x / ln2), |r| <= 0.35: a 17-term Taylor
+ * series for e^r, then an exact scaling by 2^k. */
+double rng_exp(double x) {
+    if (isnan(x)) return x;
+    if (x > 709.8) return INFINITY;
+    if (x < -745.2) return 0;
+    double k = floor(x * 1.44269504088896338700 + 0.5);
+    double r = (x - k * LN2_HI) - k * LN2_LO;
+    double poly = 1;
+    for (int n = 17; n >= 1; n--) poly = 1.0 + poly * r / (double)n;
+    return ldexp(poly, (int)k);
+}
+
+/* ---- Zipf ----------------------------------------------------------------- */
+
+int trace_zipf_init(trace_zipf *z, int k, double s, char *err, size_t errlen) {
+    z->cdf = NULL;
+    z->k = 0;
+    if (k < 1) return fail(err, errlen, CX_EINVAL, "zipf table needs at least one value (got %d)", k);
+    if (!(s >= 0) || isinf(s)) return fail(err, errlen, CX_EINVAL, "zipf exponent must be a number >= 0 (got %g)", s);
+    z->cdf = malloc((size_t)k * sizeof *z->cdf);
+    if (!z->cdf) return fail(err, errlen, CX_ENOMEM, "out of memory for a zipf table of %d values", k);
+    double sum = 0;
+    for (int i = 0; i < k; i++) {
+        sum += rng_exp(-s * rng_log((double)(i + 1))); /* (i + 1)^-s; exactly 1 when s = 0 */
+        z->cdf[i] = sum;
+    }
+    for (int i = 0; i < k; i++) z->cdf[i] /= sum;
+    z->cdf[k - 1] = 1.0; /* so every u in [0, 1) finds an entry */
+    z->k = k;
+    return 0;
+}
+
+int trace_zipf_draw(const trace_zipf *z, rng *r) {
+    assert(z->k >= 1 && z->cdf[z->k - 1] == 1.0);
+    double u = rng_uniform(r);
+    int lo = 0, hi = z->k - 1; /* the answer is in [lo, hi]: cdf[hi] > u */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (u < z->cdf[mid]) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo + 1;
+}
+
+double trace_zipf_prob(const trace_zipf *z, int i) {
+    assert(i >= 1 && i <= z->k);
+    return i == 1 ? z->cdf[0] : z->cdf[i - 1] - z->cdf[i - 2];
+}
+
+void trace_zipf_free(trace_zipf *z) {
+    free(z->cdf);
+    z->cdf = NULL;
+    z->k = 0;
+}
+
+/* ---- length distributions ------------------------------------------------- */
+
+static const char *const LEN_NAMES[] = {"fixed", "uniform", "normal", "lognormal"};
+static const char *const LEN_ARGS[] = {"one number N", "two numbers A,B", "two numbers MEAN,SD", "two numbers MU,SIGMA"};
+
+/* Parse a whole token as a finite number; 1 on success. */
+static int parse_num(const char *s, size_t n, double *out) {
+    char buf[64];
+    if (n == 0 || n >= sizeof buf) return 0;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    char *end;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (*end || !isfinite(v) || buf[0] == ' ' || buf[0] == '\t') return 0;
+    *out = v;
+    return 1;
+}
+
+/* Is v an integer in [lo, hi]? */
+static int int_in(double v, double lo, double hi) { return v >= lo && v <= hi && v == floor(v); }
+
+int trace_len_parse(const char *spec, const char *flag, trace_len *d, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    const char *colon = strchr(spec, ':');
+    size_t name_len = colon ? (size_t)(colon - spec) : strlen(spec);
+    int kind = -1;
+    for (int i = 0; i < 4; i++)
+        if (strlen(LEN_NAMES[i]) == name_len && strncmp(spec, LEN_NAMES[i], name_len) == 0) kind = i;
+    if (kind < 0 || !colon)
+        return fail(err, errlen, CX_EINVAL,
+                    "%s: '%s' is not a length distribution (use fixed:N, uniform:A,B, normal:MEAN,SD or "
+                    "lognormal:MU,SIGMA, optionally followed by ,max=M)", flag, spec);
+    d->kind = (trace_len_kind)kind;
+    double v[2];
+    int nv = 0, need = kind == TRACE_LEN_FIXED ? 1 : 2;
+    const char *p = colon + 1;
+    for (;;) { /* comma-separated items: numbers, then an optional max=M */
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len >= 4 && strncmp(p, "max=", 4) == 0) {
+            double m;
+            if (!parse_num(p + 4, len - 4, &m) || !int_in(m, 1, TRACE_MAX_LEN))
+                return fail(err, errlen, CX_EINVAL, "%s: '%s': max=M needs an integer M in 1..%d", flag, spec, TRACE_MAX_LEN);
+            if (comma) return fail(err, errlen, CX_EINVAL, "%s: '%s': max=M must come last", flag, spec);
+            d->max = (int)m;
+            break;
+        }
+        double x;
+        if (!parse_num(p, len, &x))
+            return fail(err, errlen, CX_EINVAL, "%s: '%s': '%.*s' is not a number", flag, spec, (int)(len < 40 ? len : 40), p);
+        if (nv == need)
+            return fail(err, errlen, CX_EINVAL, "%s: '%s' has too many numbers ('%s' needs %s)", flag, spec, LEN_NAMES[kind],
+                        LEN_ARGS[kind]);
+        v[nv++] = x;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    if (nv < need) return fail(err, errlen, CX_EINVAL, "%s: '%s' needs %s", flag, spec, LEN_ARGS[kind]);
+    d->a = v[0];
+    d->b = need == 2 ? v[1] : 0;
+    switch (d->kind) {
+    case TRACE_LEN_FIXED:
+        if (!int_in(d->a, 1, TRACE_MAX_LEN))
+            return fail(err, errlen, CX_EINVAL, "%s: '%s': N must be an integer in 1..%d", flag, spec, TRACE_MAX_LEN);
+        break;
+    case TRACE_LEN_UNIFORM:
+        if (!int_in(d->a, 1, TRACE_MAX_LEN) || !int_in(d->b, 1, TRACE_MAX_LEN) || d->a > d->b)
+            return fail(err, errlen, CX_EINVAL, "%s: '%s': A and B must be integers with 1 <= A <= B <= %d", flag, spec,
+                        TRACE_MAX_LEN);
+        break;
+    case TRACE_LEN_NORMAL:
+    case TRACE_LEN_LOGNORMAL:
+        if (d->b < 0 || d->b > 1e6 || fabs(d->a) > 1e6)
+            return fail(err, errlen, CX_EINVAL, "%s: '%s': the %s must be >= 0 (and both numbers within +-1e6)", flag, spec,
+                        d->kind == TRACE_LEN_NORMAL ? "standard deviation SD" : "SIGMA");
+        break;
+    }
+    return 0;
+}
+
+int trace_len_draw(const trace_len *d, rng *r) {
+    int hi = d->max ? d->max : TRACE_MAX_LEN;
+    double x;
+    switch (d->kind) {
+    case TRACE_LEN_FIXED: x = d->a; break;
+    case TRACE_LEN_UNIFORM: x = d->a + (double)rng_below(r, (uint64_t)(d->b - d->a) + 1); break;
+    case TRACE_LEN_NORMAL: x = d->a + d->b * rng_normal(r); break;
+    default: x = rng_exp(d->a + d->b * rng_normal(r)); break;
+    }
+    if (!(x >= 1)) return 1;
+    if (x > hi) return hi;
+    return (int)floor(x + 0.5); /* <= hi: hi is an integer and x <= hi */
+}
+
+void trace_len_format(const trace_len *d, char *buf, size_t cap) {
+    char a[40], b[40];
+    json_format_number(a, sizeof a, d->a);
+    json_format_number(b, sizeof b, d->b);
+    int k = d->kind == TRACE_LEN_FIXED ? snprintf(buf, cap, "fixed:%s", a)
+                                       : snprintf(buf, cap, "%s:%s,%s", LEN_NAMES[d->kind], a, b);
+    if (d->max && k >= 0 && (size_t)k < cap) snprintf(buf + k, cap - (size_t)k, ",max=%d", d->max);
+}
+
+/* ---- text ----------------------------------------------------------------- */
+
+/* Common English words, roughly most frequent first (the Zipf draw over this
+ * order makes "the" and "of" common and "harbor" rare, as in real text). */
+static const char *const WORDS[] = {
+    "the", "of", "and", "to", "a", "in", "is", "that", "it", "for",
+    "was", "on", "with", "as", "he", "be", "at", "by", "this", "had",
+    "not", "are", "but", "from", "or", "have", "an", "they", "which", "one",
+    "you", "were", "all", "we", "her", "she", "there", "would", "their", "will",
+    "when", "who", "him", "been", "has", "more", "if", "no", "out", "so",
+    "said", "what", "up", "its", "about", "than", "into", "them", "can", "only",
+    "other", "new", "some", "could", "time", "these", "two", "may", "then", "do",
+    "first", "any", "my", "now", "such", "like", "our", "over", "man", "me",
+    "even", "most", "made", "after", "also", "did", "many", "before", "must", "through",
+    "back", "years", "where", "much", "your", "way", "well", "down", "should", "because",
+    "each", "just", "those", "people", "how", "too", "little", "state", "good", "very",
+    "make", "world", "still", "own", "see", "men", "work", "long", "get", "here",
+    "between", "both", "life", "being", "under", "never", "day", "same", "another", "know",
+    "while", "last", "might", "us", "great", "old", "year", "off", "come", "since",
+    "against", "go", "came", "right", "used", "take", "three", "small", "place", "house",
+    "during", "without", "again", "around", "however", "home", "found", "number", "part", "general",
+    "high", "once", "upon", "school", "every", "among", "water", "system", "left", "end",
+    "less", "hand", "why", "name", "think", "point", "group", "city", "morning", "often",
+    "early", "along", "light", "family", "night", "country", "question", "river", "change", "program",
+    "answer", "order", "table", "story", "paper", "market", "idea", "road", "window", "field",
+    "voice", "garden", "letter", "music", "winter", "summer", "journey", "machine", "model", "signal",
+    "reason", "result", "evening", "simple", "careful", "quiet", "bright", "heavy", "open", "clear",
+    "strong", "short", "quick", "slow", "warm", "cold", "green", "blue", "white", "black",
+    "tiny", "large", "young", "ready", "free", "full", "true", "real", "whole", "certain",
+    "began", "turned", "asked", "looked", "seemed", "called", "brought", "kept", "held", "wrote",
+    "read", "built", "moved", "stood", "heard", "learned", "carried", "followed", "opened", "remembered",
+    "measure", "build", "travel", "follow", "explain", "listen", "write", "carry", "gather", "notice",
+    "teacher", "doctor", "farmer", "captain", "student", "neighbor", "stranger", "friend", "mother", "father",
+    "bridge", "harbor", "forest", "valley", "island", "mountain", "village", "station", "kitchen", "library",
+    "engine", "lamp", "clock", "rope", "basket", "stone", "candle", "ladder", "map", "compass",
+    "slowly", "quickly", "quietly", "almost", "always", "already", "together", "perhaps", "suddenly", "nearly",
+};
+enum { N_WORDS = sizeof WORDS / sizeof WORDS[0] };
+
+int trace_word_count(void) { return N_WORDS; }
+
+size_t trace_text(rng *r, const trace_zipf *words, int target_tokens, char **buf, size_t *cap) {
+    assert(words->k == N_WORDS && target_tokens >= 1);
+    /* ~1.3 tokens per English word with SentencePiece/BPE vocabularies. */
+    long n_words = (long)floor((double)target_tokens / 1.3 + 0.5);
+    if (n_words < 1) n_words = 1;
+    size_t need = (size_t)n_words * 16 + 16; /* longest word 10 + ", " + slack */
+    if (need > *cap) {
+        char *nb = realloc(*buf, need);
+        if (!nb) return 0;
+        *buf = nb;
+        *cap = need;
+    }
+    char *out = *buf;
+    size_t len = 0;
+    long left_in_sentence = 0;
+    int prev = 0;
+    for (long w = 0; w < n_words; w++) {
+        if (left_in_sentence == 0) left_in_sentence = 5 + (long)rng_below(r, 10); /* 5..14 words */
+        int pick = trace_zipf_draw(words, r);
+        while (pick == prev) pick = trace_zipf_draw(words, r); /* no "the the" */
+        prev = pick;
+        const char *word = WORDS[pick - 1];
+        size_t wl = strlen(word);
+        int starts = w == 0 || out[len - 1] == '.';
+        if (w > 0) out[len++] = ' ';
+        memcpy(out + len, word, wl);
+        assert(word[0] >= 'a' && word[0] <= 'z' && wl <= 10);
+        if (starts) out[len] = (char)(out[len] - 'a' + 'A');
+        len += wl;
+        left_in_sentence--;
+        if (left_in_sentence == 0 || w == n_words - 1) out[len++] = '.';
+        else if (rng_below(r, 12) == 0) out[len++] = ',';
+        assert(len + 16 <= *cap);
+    }
+    out[len] = 0;
+    return len;
+}
+
+/* ---- generator ------------------------------------------------------------ */
+
+enum { STREAM_ARRIVALS = 1, STREAM_ADAPTERS, STREAM_PROMPT_LEN, STREAM_GEN_LEN, STREAM_TEXT = 1000 };
+
+int trace_params_check(const trace_params *p, char *err, size_t errlen) {
+    if (p->requests < 1 || p->requests > TRACE_MAX_REQUESTS)
+        return fail(err, errlen, CX_EINVAL, "--requests must be in 1..%d (got %d)", TRACE_MAX_REQUESTS, p->requests);
+    if (!(p->rate > 0) || p->rate > 1e9)
+        return fail(err, errlen, CX_EINVAL, "--rate must be a number of requests per second in (0, 1e9] (got %g)", p->rate);
+    if (!(p->zipf_s >= 0) || p->zipf_s > 100)
+        return fail(err, errlen, CX_EINVAL, "--zipf must be an exponent in [0, 100] (got %g)", p->zipf_s);
+    if (p->adapters < 1 || p->adapters > WL_MAX_ADAPTER)
+        return fail(err, errlen, CX_EINVAL, "--adapters must be in 1..%d (got %d)", WL_MAX_ADAPTER, p->adapters);
+    return 0;
+}
+
+int trace_gen_init(trace_gen *g, const trace_params *p, char *err, size_t errlen) {
+    memset(g, 0, sizeof *g);
+    int rc = trace_params_check(p, err, errlen);
+    if (rc) return rc;
+    g->p = *p;
+    rng_seed(&g->arrivals, p->seed, STREAM_ARRIVALS);
+    rng_seed(&g->adapters, p->seed, STREAM_ADAPTERS);
+    rng_seed(&g->prompt_lens, p->seed, STREAM_PROMPT_LEN);
+    rng_seed(&g->gen_lens, p->seed, STREAM_GEN_LEN);
+    rc = trace_zipf_init(&g->zipf, p->adapters, p->zipf_s, err, errlen);
+    if (!rc) rc = trace_zipf_init(&g->words, N_WORDS, 1.0, err, errlen);
+    if (rc) trace_gen_free(g);
+    return rc;
+}
+
+int trace_gen_next(trace_gen *g, trace_request *r) {
+    if (g->next >= g->p.requests) return 0;
+    int i = g->next;
+    memset(r, 0, sizeof *r);
+    r->index = i;
+    size_t width = 4; /* digits of the id: enough for p.requests, at least 4 */
+    for (int n = g->p.requests; n >= 10000; n /= 10) width++;
+    char num[16];
+    size_t len = (size_t)snprintf(num, sizeof num, "%d", i + 1);
+    assert(len <= width && width + 2 <= sizeof r->id);
+    r->id[0] = 'r';
+    memset(r->id + 1, '0', width - len);
+    memcpy(r->id + 1 + width - len, num, len + 1);
+    g->t += rng_exponential(&g->arrivals, g->p.rate); /* first request at the first gap */
+    double us = floor(g->t * 1e6 + 0.5);
+    r->arrival_us = us < 9.2e18 ? (int64_t)us : INT64_MAX; /* 292,000 years: never in practice */
+    r->arrival_s = (double)r->arrival_us / 1e6;
+    r->adapter = trace_zipf_draw(&g->zipf, &g->adapters);
+    r->prompt_len = trace_len_draw(&g->p.prompt_len, &g->prompt_lens);
+    r->max_tokens = trace_len_draw(&g->p.gen_len, &g->gen_lens);
+    rng text_rng; /* per request: a text depends only on (seed, index, prompt_len) */
+    rng_seed(&text_rng, g->p.seed, STREAM_TEXT + (uint64_t)i);
+    r->text_len = trace_text(&text_rng, &g->words, r->prompt_len, &g->text, &g->text_cap);
+    if (r->text_len == 0) return CX_ENOMEM;
+    r->text = g->text;
+    g->next++;
+    return 1;
+}
+
+void trace_gen_free(trace_gen *g) {
+    trace_zipf_free(&g->zipf);
+    trace_zipf_free(&g->words);
+    free(g->text);
+    g->text = NULL;
+    g->text_cap = 0;
+}
+
+void trace_header(const trace_params *p, char *buf, size_t cap) {
+    char rate[40], zipf[40], pl[128], gl[128];
+    json_format_number(rate, sizeof rate, p->rate);
+    json_format_number(zipf, sizeof zipf, p->zipf_s);
+    trace_len_format(&p->prompt_len, pl, sizeof pl);
+    trace_len_format(&p->gen_len, gl, sizeof gl);
+    snprintf(buf, cap,
+             "# cortex-bench trace v1 requests=%d rate=%s zipf=%s adapters=%d prompt_len=%s gen_len=%s seed=%llu",
+             p->requests, rate, zipf, p->adapters, pl, gl, (unsigned long long)p->seed);
+}
+
+/* Write every request of g to f as JSONL after the header. */
+static void write_lines(trace_gen *g, FILE *f, int *rc) {
+    char header[512];
+    trace_header(&g->p, header, sizeof header);
+    fprintf(f, "%s\n", header);
+    trace_request r;
+    int k;
+    while ((k = trace_gen_next(g, &r)) == 1) {
+        fprintf(f, "{\"id\": \"%s\", \"arrival_s\": %lld.%06lld, \"adapter\": %d, \"prompt_len\": %d, \"max_tokens\": %d, \"text\": ",
+                r.id, (long long)(r.arrival_us / 1000000), (long long)(r.arrival_us % 1000000), r.adapter, r.prompt_len,
+                r.max_tokens);
+        json_write_string(f, r.text, r.text_len);
+        fputs("}\n", f);
+        if (ferror(f)) break;
+    }
+    *rc = k < 0 ? k : 0;
+}
+
+int trace_write(const trace_params *p, const char *path, char *err, size_t errlen) {
+    trace_gen g;
+    int rc = trace_gen_init(&g, p, err, errlen);
+    if (rc) return rc;
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 5);
+    if (!tmp) {
+        trace_gen_free(&g);
+        return fail(err, errlen, CX_ENOMEM, "out of memory");
+    }
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".tmp", 5);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        rc = fail(err, errlen, CX_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    } else {
+        write_lines(&g, f, &rc);
+        int bad = ferror(f);
+        int saved = errno;
+        if (fclose(f) != 0 && !bad) {
+            bad = 1;
+            saved = errno;
+        }
+        if (rc) fail(err, errlen, rc, "%s: out of memory while generating the trace", tmp);
+        else if (bad) rc = fail(err, errlen, CX_EIO, "%s: write error: %s", tmp, strerror(saved));
+        else if (rename(tmp, path) != 0)
+            rc = fail(err, errlen, CX_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        if (rc) remove(tmp);
+    }
+    free(tmp);
+    trace_gen_free(&g);
+    return rc;
+}

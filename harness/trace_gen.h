@@ -1,0 +1,165 @@
+/*
+ * trace_gen.h - reproducible synthetic request traces for
+ *
+ *   cortex-bench trace --requests N --rate R --zipf S --adapters K
+ *                      --prompt-len DIST --gen-len DIST --seed X -o FILE.jsonl
+ *
+ * Request i arrives at the i-th event of a Poisson process of rate R (gaps
+ * Exp(R), the first request at the first gap, times rounded to microseconds),
+ * asks for adapter k in 1..K with Zipf probability P(k) = k^-S / sum_j j^-S
+ * (S = 0 is uniform), and has a target prompt length and a max_tokens drawn
+ * from two length distributions. Its text is English-like, built from a fixed
+ * word list to about prompt_len / 1.3 words, so traces do not depend on any
+ * model (the real token count is measured at replay).
+ *
+ * Determinism: the same parameters and seed give byte-identical files. Each
+ * quantity has its own random stream (arrivals, adapters, prompt lengths,
+ * generation lengths, and one per request for the text), so changing, say,
+ * --zipf leaves the arrival times alone. All floating point is done with
+ * IEEE basic operations plus this file's own log/exp (no libm transcendental
+ * functions, whose last bit differs between C libraries), and files are
+ * written with integer formatting, so the bytes are the same on every
+ * machine with IEEE doubles.
+ */
+#ifndef CX_HARNESS_TRACE_GEN_H
+#define CX_HARNESS_TRACE_GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- random numbers: xoshiro256**, state seeded by splitmix64 ------------- */
+
+typedef struct rng {
+    uint64_t s[4];
+} rng;
+
+/* Seed stream `stream` of `seed`: distinct (seed, stream) pairs give
+ * independent-looking sequences. */
+void rng_seed(rng *r, uint64_t seed, uint64_t stream);
+/* Next 64 random bits. */
+uint64_t rng_next(rng *r);
+/* Uniform double in [0, 1) with 53 random bits. */
+double rng_uniform(rng *r);
+/* Uniform integer in [0, n), n >= 1, without modulo bias. */
+uint64_t rng_below(rng *r, uint64_t n);
+/* Exponential with the given rate (> 0): mean 1/rate. */
+double rng_exponential(rng *r, double rate);
+/* Standard normal (Marsaglia's polar method; one value per call). */
+double rng_normal(rng *r);
+/* Natural log and exp computed with IEEE basic operations only, so results
+ * are bit-identical on every platform (accurate to ~1e-15 relative). */
+double rng_log(double x);
+double rng_exp(double x);
+
+/* ---- Zipf over 1..K by inverse CDF ---------------------------------------- */
+
+typedef struct trace_zipf {
+    double *cdf;  /* cdf[i] = P(X <= i + 1); cdf[k - 1] == 1 exactly */
+    int k;
+} trace_zipf;
+
+/* Build the table for Zipf(s) over 1..k (k >= 1, s >= 0 finite). */
+int trace_zipf_init(trace_zipf *z, int k, double s, char *err, size_t errlen);
+/* Draw a value in 1..k: binary search for the first cdf entry above u. */
+int trace_zipf_draw(const trace_zipf *z, rng *r);
+/* P(X = i) for 1 <= i <= k, from the table. */
+double trace_zipf_prob(const trace_zipf *z, int i);
+void trace_zipf_free(trace_zipf *z);
+
+/* ---- length distributions ------------------------------------------------- */
+
+#define TRACE_MAX_LEN 1000000 /* = WL_MAX_TOKENS: every drawn length loads back */
+
+typedef enum trace_len_kind {
+    TRACE_LEN_FIXED,     /* fixed:N */
+    TRACE_LEN_UNIFORM,   /* uniform:A,B   integers, inclusive */
+    TRACE_LEN_NORMAL,    /* normal:MEAN,SD */
+    TRACE_LEN_LOGNORMAL  /* lognormal:MU,SIGMA   exp(N(MU, SIGMA^2)) */
+} trace_len_kind;
+
+typedef struct trace_len {
+    trace_len_kind kind;
+    double a, b;  /* N | A,B | MEAN,SD | MU,SIGMA */
+    int max;      /* ",max=M" upper clamp; 0 = none (TRACE_MAX_LEN still applies) */
+} trace_len;
+
+/*
+ * Parse a spec such as "uniform:16,96" or "lognormal:4.5,0.6,max=512".
+ * `flag` names the option in messages: "--prompt-len: 'uniform:5' needs two
+ * numbers A,B". Returns 0 or CX_EINVAL.
+ */
+int trace_len_parse(const char *spec, const char *flag, trace_len *d, char *err, size_t errlen);
+/* Draw a length: continuous kinds are rounded to nearest; all are clamped to
+ * [1, max] (max = TRACE_MAX_LEN when none is given). */
+int trace_len_draw(const trace_len *d, rng *r);
+/* The canonical spec text ("uniform:16,96", "normal:200,30,max=400"). */
+void trace_len_format(const trace_len *d, char *buf, size_t cap);
+
+/* ---- traces --------------------------------------------------------------- */
+
+#define TRACE_MAX_REQUESTS 10000000
+
+typedef struct trace_params {
+    int requests;        /* --requests N, 1..TRACE_MAX_REQUESTS */
+    double rate;         /* --rate R requests per second, > 0 */
+    double zipf_s;       /* --zipf S >= 0 */
+    int adapters;        /* --adapters K, 1..WL_MAX_ADAPTER */
+    trace_len prompt_len;/* --prompt-len DIST: target prompt tokens */
+    trace_len gen_len;   /* --gen-len DIST: max_tokens */
+    uint64_t seed;       /* --seed X */
+} trace_params;
+
+/* One generated request; text is owned by the generator and valid until the
+ * next trace_gen_next call. */
+typedef struct trace_request {
+    int index;             /* 0-based */
+    char id[24];           /* "r0001"...: 'r' + 1-based index, zero-padded to >= 4 digits */
+    int64_t arrival_us;    /* arrival time in microseconds */
+    double arrival_s;      /* arrival_us / 1e6 */
+    int adapter;           /* 1..adapters */
+    int prompt_len;        /* target prompt tokens */
+    int max_tokens;        /* tokens to generate at most */
+    const char *text;
+    size_t text_len;
+} trace_request;
+
+typedef struct trace_gen {
+    trace_params p;
+    rng arrivals, adapters, prompt_lens, gen_lens;
+    trace_zipf zipf;       /* adapters */
+    trace_zipf words;      /* Zipf(1) over the word list: frequent words come up often */
+    double t;              /* current arrival time, seconds */
+    int next;              /* index of the next request */
+    char *text;
+    size_t text_cap;
+} trace_gen;
+
+/* Check parameters; messages name the flag ("--rate must be > 0 (got 0)"). */
+int trace_params_check(const trace_params *p, char *err, size_t errlen);
+/* Start generating (checks p). */
+int trace_gen_init(trace_gen *g, const trace_params *p, char *err, size_t errlen);
+/* Fill *r with the next request: 1 if one was produced, 0 when all
+ * p.requests are done, CX_ENOMEM (negative) on allocation failure. */
+int trace_gen_next(trace_gen *g, trace_request *r);
+void trace_gen_free(trace_gen *g);
+
+/*
+ * Deterministic prompt text of about target_tokens / 1.3 words (at least one)
+ * from stream `r`, as sentences of 5..14 words; written to *buf (grown as
+ * needed, *cap updated), NUL-terminated. Returns its length, or 0 on no memory.
+ */
+size_t trace_text(rng *r, const trace_zipf *words, int target_tokens, char **buf, size_t *cap);
+/* Number of words in the built-in list. */
+int trace_word_count(void);
+
+/* The "# cortex-bench trace v1 ..." comment line (no newline) for p. */
+void trace_header(const trace_params *p, char *buf, size_t cap);
+
+/*
+ * Write the trace as JSONL (the header comment, then one request per line)
+ * to PATH.tmp, then rename it to PATH, so a failure never leaves a partial
+ * file. Returns 0, CX_EINVAL (bad parameters), CX_EIO or CX_ENOMEM.
+ */
+int trace_write(const trace_params *p, const char *path, char *err, size_t errlen);
+
+#endif

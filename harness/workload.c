@@ -1,0 +1,342 @@
+/*
+ * workload.c - JSONL workload loader: splits the bytes into lines, parses
+ * each with json_parse_object, checks the fields for the workload's kind, and
+ * rejects duplicate ids with a hash set, all in one pass in file order so the
+ * first problem in the file is the one reported.
+ */
+#include "workload.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cortex.h"
+#include "json.h"
+#include "sha256.h"
+
+/* Write "NAME:LINE: <message>" (or "NAME: <message>" when line is 0) to err. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 6, 7)))
+#endif
+static int fail_at(char *err, size_t errlen, int code, const char *name, size_t line, const char *fmt, ...) {
+    if (err && errlen) {
+        int k = line ? snprintf(err, errlen, "%s:%zu: ", name, line) : snprintf(err, errlen, "%s: ", name);
+        if (k >= 0 && (size_t)k < errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return code;
+}
+
+/* A malloc'd copy of s[0, n) with a terminator. */
+static char *dup_n(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* A string value made printable and short for messages. */
+static const char *for_msg(const char *s, char buf[48]) {
+    size_t k = 0, i = 0;
+    for (; s[i] && k < 40; i++) {
+        unsigned char c = (unsigned char)s[i];
+        buf[k++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    if (s[i]) { memcpy(buf + k, "...", 3); k += 3; }
+    buf[k] = 0;
+    return buf;
+}
+
+/* ---- id set: open addressing over request indices ------------------------ */
+
+typedef struct id_set {
+    size_t *slot;  /* request index + 1; 0 = empty */
+    size_t cap;    /* power of two */
+    size_t n;
+} id_set;
+
+/* FNV-1a: ids are short, any decent spread will do. */
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Insert request `idx` (id req[idx].id); returns the index of an earlier
+ * request with the same id, SIZE_MAX if new, or SIZE_MAX - 1 on no memory. */
+static size_t id_set_add(id_set *set, const wl_request *req, size_t idx) {
+    if (2 * (set->n + 1) > set->cap) { /* keep the load under 1/2 */
+        size_t ncap = set->cap ? 2 * set->cap : 64;
+        size_t *ns = calloc(ncap, sizeof *ns);
+        if (!ns) return SIZE_MAX - 1;
+        for (size_t i = 0; i < set->cap; i++) {
+            if (!set->slot[i]) continue;
+            size_t j = hash_str(req[set->slot[i] - 1].id) & (ncap - 1);
+            while (ns[j]) j = (j + 1) & (ncap - 1);
+            ns[j] = set->slot[i];
+        }
+        free(set->slot);
+        set->slot = ns;
+        set->cap = ncap;
+    }
+    size_t j = hash_str(req[idx].id) & (set->cap - 1);
+    for (; set->slot[j]; j = (j + 1) & (set->cap - 1))
+        if (strcmp(req[set->slot[j] - 1].id, req[idx].id) == 0) return set->slot[j] - 1;
+    set->slot[j] = idx + 1;
+    set->n++;
+    return SIZE_MAX;
+}
+
+/* ---- one line ----------------------------------------------------------- */
+
+typedef struct line_ctx {
+    const char *name;
+    size_t line;
+    char *err;
+    size_t errlen;
+} line_ctx;
+
+/* Fetch a required key; report it missing. */
+static int need(const line_ctx *c, const json_obj *o, const char *key, const json_field **out) {
+    *out = json_get(o, key);
+    if (!*out) return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "missing required key \"%s\"", key);
+    return 0;
+}
+
+/* A required integer key in [lo, hi] (lo is 0 or 1: "non-negative"/"positive"). */
+static int need_int(const line_ctx *c, const json_obj *o, const char *key, long lo, long hi, int *out) {
+    const json_field *f;
+    int rc = need(c, o, key, &f);
+    if (rc) return rc;
+    int64_t v;
+    const char *range = lo == 1 ? "a positive integer" : "a non-negative integer";
+    if (f->type != JSON_NUMBER)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s, not %s", key, range,
+                       json_type_name(f->type));
+    if (!json_get_int64(f, &v) || v < lo)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s (got %.17g)", key, range,
+                       f->number);
+    if (v > hi)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" %lld is too large (at most %ld)", key,
+                       (long long)v, hi);
+    *out = (int)v;
+    return 0;
+}
+
+/* Take ownership of a string field's bytes, refusing embedded NULs and, if
+ * `nonempty`, the empty string. */
+static int take_string(const line_ctx *c, json_field *f, const char *key, int nonempty, char **out, size_t *len) {
+    if (f->type != JSON_STRING)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be a string, not %s", key,
+                       json_type_name(f->type));
+    if (nonempty && f->str_len == 0)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must not be empty", key);
+    if (strlen(f->str) != f->str_len)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must not contain \\u0000", key);
+    *out = f->str;
+    if (len) *len = f->str_len;
+    f->str = NULL; /* now owned by the request */
+    return 0;
+}
+
+/* The request id: a non-empty string, or an integer kept as its decimal form. */
+static int take_id(const line_ctx *c, json_obj *o, char **out) {
+    const json_field *cf;
+    int rc = need(c, o, "id", &cf);
+    if (rc) return rc;
+    json_field *f = (json_field *)cf; /* o is ours: taking the string out is fine */
+    if (f->type == JSON_NUMBER) {
+        int64_t v;
+        if (!json_get_int64(f, &v))
+            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"id\" must be a string or an integer");
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", (long long)v);
+        *out = dup_n(buf, strlen(buf));
+        return *out ? 0 : fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
+    }
+    if (f->type != JSON_STRING)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"id\" must be a string or an integer, not %s",
+                       json_type_name(f->type));
+    return take_string(c, f, "id", 1, out, NULL);
+}
+
+/* Fill r from a parsed line of a workload of kind `kind`. */
+static int read_request(const line_ctx *c, json_obj *o, wl_kind kind, wl_request *r) {
+    const json_field *f;
+    int rc = take_id(c, o, &r->id);
+    if (!rc) rc = need(c, o, "text", &f);
+    if (!rc) rc = take_string(c, (json_field *)f, "text", 1, &r->text, &r->text_len);
+    if (!rc) rc = need_int(c, o, "max_tokens", 1, WL_MAX_TOKENS, &r->max_tokens);
+    if (rc) return rc;
+    r->adapter = -1;
+    if (kind == WL_PROMPTS) {
+        f = json_get(o, "category");
+        if (f && f->type != JSON_NULL) rc = take_string(c, (json_field *)f, "category", 0, &r->category, NULL);
+        return rc;
+    }
+    rc = need(c, o, "arrival_s", &f);
+    if (rc) return rc;
+    if (f->type != JSON_NUMBER)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                       "\"arrival_s\" must be a number of seconds, not %s", json_type_name(f->type));
+    if (!(f->number >= 0))
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"arrival_s\" must not be negative (got %.17g)",
+                       f->number);
+    r->arrival_s = f->number;
+    rc = need_int(c, o, "adapter", 0, WL_MAX_ADAPTER, &r->adapter);
+    if (!rc) rc = need_int(c, o, "prompt_len", 1, WL_MAX_TOKENS, &r->prompt_len);
+    return rc;
+}
+
+/* Release one request's strings. */
+static void request_free(wl_request *r) {
+    free(r->id);
+    free(r->text);
+    free(r->category);
+}
+
+void wl_free(wl_workload *w) {
+    if (!w) return;
+    for (size_t i = 0; i < w->n; i++) request_free(&w->req[i]);
+    free(w->req);
+    free(w->source);
+    memset(w, 0, sizeof *w);
+}
+
+const char *wl_kind_name(wl_kind k) {
+    return k == WL_TRACE ? "trace" : k == WL_PROMPTS ? "prompts" : "?";
+}
+
+/* Is line[0, n) blank or a '#' comment? */
+static int skippable(const char *line, size_t n) {
+    size_t i = 0;
+    while (i < n && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) i++;
+    return i == n || line[i] == '#';
+}
+
+/* Validate one non-comment line and append its request to w (kind decided
+ * by the first request; `first_line` is where that one is). */
+static int add_line(const line_ctx *c, const char *s, size_t n, wl_workload *w, size_t *cap, size_t *first_line,
+                    id_set *ids) {
+    char jerr[256], b[48];
+    json_obj o;
+    int rc = json_parse_object(s, n, &o, jerr, sizeof jerr);
+    if (rc) return fail_at(c->err, c->errlen, rc, c->name, c->line, "%s", jerr);
+    int has_arrival = json_get(&o, "arrival_s") != NULL;
+    if (w->n == 0) {
+        w->kind = has_arrival ? WL_TRACE : WL_PROMPTS;
+        *first_line = c->line;
+    } else if (w->kind == WL_PROMPTS && has_arrival) {
+        json_obj_free(&o);
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                       "\"arrival_s\" in a prompt set (the first request, line %zu, has none; a trace needs it on every line)",
+                       *first_line);
+    } else if (w->kind == WL_TRACE && !has_arrival) {
+        json_obj_free(&o);
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                       "missing required key \"arrival_s\" (this is a trace: the first request, line %zu, has it)",
+                       *first_line);
+    }
+    if (w->n == *cap) {
+        size_t ncap = *cap ? 2 * *cap : 16;
+        wl_request *nr = realloc(w->req, ncap * sizeof *nr);
+        if (!nr) {
+            json_obj_free(&o);
+            return fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory for %zu requests", ncap);
+        }
+        w->req = nr;
+        *cap = ncap;
+    }
+    wl_request *r = &w->req[w->n];
+    memset(r, 0, sizeof *r);
+    r->line = c->line;
+    rc = read_request(c, &o, w->kind, r);
+    json_obj_free(&o);
+    if (!rc && w->kind == WL_TRACE && w->n > 0 && r->arrival_s < w->req[w->n - 1].arrival_s)
+        rc = fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                     "\"arrival_s\" %.17g is earlier than the previous request's %.17g (line %zu): "
+                     "a trace must be sorted by arrival",
+                     r->arrival_s, w->req[w->n - 1].arrival_s, w->req[w->n - 1].line);
+    if (!rc) {
+        size_t prev = id_set_add(ids, w->req, w->n);
+        if (prev == SIZE_MAX - 1) rc = fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
+        else if (prev != SIZE_MAX)
+            rc = fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "duplicate id \"%s\" (first used on line %zu)",
+                         for_msg(r->id, b), w->req[prev].line);
+    }
+    if (rc) {
+        request_free(r);
+        return rc;
+    }
+    w->n++;
+    return 0;
+}
+
+int wl_parse_buffer(const char *buf, size_t n, const char *name, wl_workload *w, char *err, size_t errlen) {
+    assert(w && name && (buf || n == 0));
+    memset(w, 0, sizeof *w);
+    if (err && errlen) err[0] = 0;
+    size_t cap = 0, first_line = 0, pos = 0;
+    id_set ids = {0};
+    line_ctx c = {name, 0, err, errlen};
+    int rc = 0;
+    if (n >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) pos = 3; /* UTF-8 byte order mark */
+    while (pos < n && rc == 0) {
+        const char *nl = memchr(buf + pos, '\n', n - pos);
+        size_t end = nl ? (size_t)(nl - buf) : n;
+        c.line++;
+        if (!skippable(buf + pos, end - pos)) rc = add_line(&c, buf + pos, end - pos, w, &cap, &first_line, &ids);
+        pos = end + 1;
+    }
+    free(ids.slot);
+    if (rc == 0 && w->n == 0)
+        rc = fail_at(err, errlen, CX_EFORMAT, name, 0, "no requests (only blank lines and '#' comments)");
+    if (rc == 0) {
+        w->source = dup_n(name, strlen(name));
+        if (!w->source) rc = fail_at(err, errlen, CX_ENOMEM, name, 0, "out of memory");
+    }
+    if (rc) {
+        wl_free(w);
+        return rc;
+    }
+    sha256_hex(buf, n, w->sha256);
+    return 0;
+}
+
+int wl_load(const char *path, wl_workload *w, char *err, size_t errlen) {
+    assert(path && w);
+    memset(w, 0, sizeof *w);
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail_at(err, errlen, CX_EIO, path, 0, "cannot open: %s", strerror(errno));
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    int rc = 0;
+    while (buf) {
+        if (n == cap) {
+            char *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!nb) break;
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f); /* n < cap here: n == cap after the loop means no memory */
+        n += got;
+        if (got == 0) break;
+    }
+    if (!buf || n == cap) rc = fail_at(err, errlen, CX_ENOMEM, path, 0, "out of memory reading the file");
+    else if (ferror(f)) rc = fail_at(err, errlen, CX_EIO, path, 0, "read error: %s", strerror(errno));
+    fclose(f);
+    if (rc == 0) rc = wl_parse_buffer(buf, n, path, w, err, errlen);
+    free(buf);
+    return rc;
+}

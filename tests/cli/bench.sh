@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# tests/cli/bench.sh - cortex-bench end to end on a tiny synthetic model:
+# synthetic tests, the standard prompt set (including prompts longer than the
+# context, recorded as per-request errors), trace generation and open-loop
+# replay with per-adapter statistics, a SIGKILL mid-run, two runs writing one
+# database at once, and bad input rejected before the database is touched.
+set -u
+BUILD=${BUILD:-build}
+BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}
+CORTEX=${CORTEX_BIN:-$BUILD/cortex}
+PY=${PY:-/usr/bin/python3}
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() { # description, command...
+    local what=$1; shift
+    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
+}
+sql() { "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); r = c.execute(sys.argv[2]).fetchone(); print("" if r is None else r[0])' "$@"; }
+db=$tmp/b.db
+"$CORTEX" synth --shape test-tiny --type q8_0 -o "$tmp/tiny.gguf" 2>/dev/null
+
+# Synthetic llama-bench tests over a thread grid: one run per thread count.
+"$BENCH" run --model "$tmp/tiny.gguf" --workload pp32 -t 1,2 --reps 2 --warmup 1 --db "$db" >"$tmp/pp.out" 2>"$tmp/pp.err"
+check "pp32 over -t 1,2 exits 0" test $? -eq 0
+check "table has a throughput row for each thread count" test "$(grep -c 'throughput' "$tmp/pp.out")" -eq 2
+check "two complete runs stored" test "$(sql "$db" "select count(*) from runs where status = 'complete'")" = 2
+check "runs record their thread counts" test "$(sql "$db" "select group_concat(threads) from runs")" = "1,2"
+"$BENCH" run --model "$tmp/tiny.gguf" --workload pg16,8 -d 32 -t 1 --reps 2 --db "$db" -o json >"$tmp/pg.json"
+check "pg16,8 at depth 32 emits valid JSON" "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any(r["metric"]=="tps" for r in d)' "$tmp/pg.json"
+check "KV depth stored" test "$(sql "$db" "select test_depth from runs order by id desc limit 1")" = 32
+
+# The standard prompt set on a 128-token context: long prompts fail alone, recorded.
+"$BENCH" run --model "$tmp/tiny.gguf" --workload standard -t 1 --reps 1 --warmup 0 --db "$db" >"$tmp/std.out" 2>"$tmp/std.err"
+check "standard workload completes despite over-long prompts" test $? -eq 0
+id=$(sql "$db" "select max(id) from runs")
+check "10 requests recorded" test "$(sql "$db" "select count(*) from requests where run_id = $id")" = 10
+check "prompts longer than the context are per-request errors" \
+    test "$(sql "$db" "select count(*) from requests where run_id = $id and error like 'prompt of % tokens does not fit the context of 128 tokens'")" -ge 1
+check "requests that fit were served" test "$(sql "$db" "select count(*) from requests where run_id = $id and error is null and gen_tokens > 0")" -ge 1
+check "canaries stored for served prompts" test "$(sql "$db" "select count(*) from canaries where run_id = $id")" -ge 1
+"$BENCH" show "$id" --db "$db" >"$tmp/show.out"
+check "show prints the request table with the error" grep -q "error: prompt of" "$tmp/show.out"
+check "show prints counters, hardware ones missing or counted" grep -qE "\| (prefill|decode|total) \| cycles \| " "$tmp/show.out"
+
+# Trace generation and open-loop replay with per-adapter statistics.
+"$BENCH" trace --requests 8 --rate 50 --zipf 1.1 --adapters 3 --prompt-len uniform:8,24 --gen-len fixed:4 --seed 7 -o "$tmp/t.jsonl"
+check "trace written" test -s "$tmp/t.jsonl"
+"$BENCH" trace --requests 8 --rate 50 --zipf 1.1 --adapters 3 --prompt-len uniform:8,24 --gen-len fixed:4 --seed 7 -o "$tmp/t2.jsonl"
+check "same seed, same trace" cmp -s "$tmp/t.jsonl" "$tmp/t2.jsonl"
+"$BENCH" run --model "$tmp/tiny.gguf" --workload "trace:$tmp/t.jsonl" -t 1 --reps 1 --warmup 0 --db "$db" >/dev/null 2>&1
+check "trace replay exits 0" test $? -eq 0
+id=$(sql "$db" "select max(id) from runs")
+check "open loop mode recorded" test "$(sql "$db" "select mode from runs where id = $id")" = open
+check "per-adapter statistics stored" test "$(sql "$db" "select sum(requests) from adapter_stats where run_id = $id")" = 8
+check "arrivals follow the trace" test "$(sql "$db" "select count(*) from requests where run_id = $id and arrival_ms > 0")" = 8
+
+# SIGKILL mid-run: the database stays valid and the run stays 'incomplete'.
+"$BENCH" run --model "$tmp/tiny.gguf" --workload tg64 -t 1 --reps 10000 --warmup 0 --db "$tmp/kill.db" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+    [ "$(sql "$tmp/kill.db" "select count(*) from runs" 2>/dev/null)" = 1 ] && break
+    sleep 0.1
+done
+sleep 0.3
+kill -9 $pid; wait $pid 2>/dev/null
+check "killed run is marked incomplete" test "$(sql "$tmp/kill.db" "select status from runs")" = incomplete
+check "database intact after SIGKILL" test "$(sql "$tmp/kill.db" "pragma integrity_check")" = ok
+check "nothing half-written: no results for the killed run" test "$(sql "$tmp/kill.db" "select count(*) from rep_metrics")" = 0
+
+# Two runs writing one database at once both land.
+for k in 1 2; do
+    "$BENCH" run --model "$tmp/tiny.gguf" --workload tg16 -t 1 --reps 3 --warmup 0 --db "$tmp/two.db" >/dev/null 2>"$tmp/two$k.err" &
+done
+wait
+check "two concurrent runs both complete" test "$(sql "$tmp/two.db" "select count(*) from runs where status = 'complete'")" = 2
+check "both runs' results landed" test "$(sql "$tmp/two.db" "select count(distinct run_id) from rep_metrics")" = 2
+
+# Comparability: different thread counts are refused unless forced.
+"$BENCH" compare 1 2 --db "$db" >/dev/null 2>"$tmp/cmp.err"
+check "compare refuses runs with different thread counts (exit 2)" test $? -eq 2
+check "refusal names the difference" grep -q "thread count" "$tmp/cmp.err"
+"$BENCH" compare 1 2 --db "$db" --force >"$tmp/cmp.out"
+check "--force compares and flags" grep -q "FLAGGED" "$tmp/cmp.out"
+
+# Bad input: one clear line naming the problem, non-zero exit, database untouched.
+before=$(sql "$db" "select count(*) from runs")
+printf '{"id": "a", "arrival_s": 0, "adapter": 1, "prompt_len": 4, "max_tokens": 4, "text": "hi"}\n{"id": "b", "arrival_s": 1, oops}\n' >"$tmp/bad.jsonl"
+bad() { # description, expected stderr pattern, args...
+    local what=$1 pat=$2; shift 2
+    "$BENCH" "$@" >"$tmp/bad.out" 2>"$tmp/bad.err"
+    local rc=$?
+    check "$what: non-zero exit" test $rc -ne 0 -a $rc -lt 128
+    check "$what: one line naming it" sh -c "test \$(wc -l <'$tmp/bad.err') -eq 1 && grep -q '$pat' '$tmp/bad.err'"
+}
+bad "malformed trace line" "bad.jsonl:2" run --model "$tmp/tiny.gguf" --workload "trace:$tmp/bad.jsonl" --db "$db"
+bad "unknown workload" "unknown workload .pp-x" run --model "$tmp/tiny.gguf" --workload pp-x --db "$db"
+bad "missing model" "nope.gguf" run --model "$tmp/nope.gguf" --db "$db"
+bad "unwritable database path" "/nonexistent-dir/b.db" run --model "$tmp/tiny.gguf" --workload pp8 --db /nonexistent-dir/b.db
+bad "bad flag value" "reps" run --model "$tmp/tiny.gguf" --reps zero --db "$db"
+bad "bad trace distribution" "prompt-len" trace --prompt-len "uniform:5" -o "$tmp/x.jsonl"
+bad "show of a missing run" "no run 999" show 999 --db "$db"
+check "bad input wrote no run" test "$(sql "$db" "select count(*) from runs")" = "$before"
+check "no half-written trace file" test ! -e "$tmp/x.jsonl"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

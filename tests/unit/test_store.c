@@ -1,0 +1,187 @@
+/*
+ * test_store.c - the benchmark database: schema migrations from an empty and
+ * from an older database, a run's two-step life (incomplete, then complete in
+ * one transaction), counters the machine lacks stored as missing with their
+ * reason (never 0), and refusal of databases newer than the code.
+ */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "counters.h"
+#include "cortex.h"
+#include "env.h"
+#include "runner.h"
+#include "store.h"
+#include "testing.h"
+
+static char dir[] = "/tmp/cortex-store-XXXXXX";
+
+/* First column of the first row of a query, as an integer (or -1). */
+static long long q_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st;
+    long long v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static const char *q_text(sqlite3 *db, const char *sql, char *buf, size_t n) {
+    sqlite3_stmt *st;
+    buf[0] = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_text(st, 0))
+        snprintf(buf, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return buf;
+}
+
+static void check_integrity(sqlite3 *db, const char *what) {
+    char buf[64];
+    CHECK(!strcmp(q_text(db, "PRAGMA integrity_check", buf, sizeof buf), "ok"), "%s: integrity_check says %s", what, buf);
+    CHECK(q_int(db, "SELECT count(*) FROM pragma_foreign_key_check") == 0, "%s: foreign keys hold", what);
+}
+
+static void test_fresh(void) {
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/fresh.db", dir);
+    store *s;
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "open: %s", err);
+    if (!s) return;
+    CHECK(store_version(s) == STORE_SCHEMA_VERSION, "fresh database at version %d", store_version(s));
+    char buf[32];
+    CHECK(!strcmp(q_text(store_db(s), "PRAGMA journal_mode", buf, sizeof buf), "wal"), "WAL journal (%s)", buf);
+    CHECK(q_int(store_db(s), "PRAGMA foreign_keys") == 1, "foreign keys on");
+    CHECK(q_int(store_db(s), "SELECT count(*) FROM sqlite_master WHERE name IN ('runs','summary','canaries',"
+                             "'adapter_stats','counters','requests','environments','rep_metrics','model_hashes')") == 9,
+          "all tables exist");
+    check_integrity(store_db(s), "fresh");
+    store_close(s);
+    /* Reopening a current database changes nothing. */
+    CHECK(store_open(path, &s, err, sizeof err) == 0 && store_version(s) == STORE_SCHEMA_VERSION, "reopen");
+    store_close(s);
+}
+
+/* A version-1 database with a run in it migrates to the current schema and keeps the run. */
+static void test_migrate_from_v1(void) {
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/old.db", dir);
+    store *s;
+    CHECK(store_open_version(path, 1, &s, err, sizeof err) == 0 && store_version(s) == 1, "create v1: %s", err);
+    if (!s) return;
+    CHECK(sqlite3_exec(store_db(s),
+                       "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
+                       "INSERT INTO runs (started_at, status, workload, env_id, threads) VALUES ('2026-01-01', 'complete', 'standard', 1, 2);"
+                       "INSERT INTO rep_metrics VALUES (1, 0, 'output_tps', 12.5);",
+                       NULL, NULL, NULL) == SQLITE_OK, "seed v1 rows");
+    CHECK(q_int(store_db(s), "SELECT count(*) FROM sqlite_master WHERE name = 'summary'") == 0, "v1 has no summary table");
+    store_close(s);
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "migrate: %s", err);
+    if (!s) return;
+    CHECK(store_version(s) == STORE_SCHEMA_VERSION, "migrated to %d", store_version(s));
+    CHECK(q_int(store_db(s), "SELECT threads FROM runs WHERE id = 1") == 2, "old run kept");
+    CHECK(q_int(store_db(s), "SELECT count(*) FROM rep_metrics WHERE run_id = 1") == 1, "old metrics kept");
+    CHECK(q_int(store_db(s), "SELECT test_prompt IS NULL FROM runs WHERE id = 1") == 1, "new column added, NULL for old rows");
+    CHECK(q_int(store_db(s), "SELECT count(*) FROM summary") == 0, "new table exists and is empty");
+    check_integrity(store_db(s), "migrated");
+    store_close(s);
+}
+
+/* A database from a newer cortex-bench is refused, not damaged. */
+static void test_newer_refused(void) {
+    char path[256], err[512] = "";
+    snprintf(path, sizeof path, "%s/new.db", dir);
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
+    sqlite3_close(db);
+    store *s;
+    CHECK(store_open(path, &s, err, sizeof err) != 0 && strstr(err, "newer"), "newer schema refused: %s", err);
+    CHECK(store_open("/nonexistent-dir/x.db", &s, err, sizeof err) != 0 && strstr(err, "/nonexistent-dir/x.db"),
+          "unwritable path named: %s", err);
+}
+
+/* Fill the fields a run needs. */
+static void meta_for(run_meta *m, const char *wl) {
+    memset(m, 0, sizeof *m);
+    snprintf(m->workload, sizeof m->workload, "%s", wl);
+    snprintf(m->mode, sizeof m->mode, "synthetic");
+    snprintf(m->model_sha256, sizeof m->model_sha256, "00");
+    m->threads = 1;
+    m->reps = 2;
+}
+
+/* A real repetition with every counter forced unavailable: each is stored as
+ * missing with its reason, none as 0; the run goes incomplete -> complete. */
+static void test_run_lifecycle(void) {
+    char path[256], mpath[256], err[512];
+    snprintf(path, sizeof path, "%s/runs.db", dir);
+    snprintf(mpath, sizeof mpath, "%s/tiny.gguf", dir);
+    cx_err ce = {0};
+    cx_model *m = NULL;
+    CHECK(cx_synth_write(cx_shape_find("test-tiny"), CX_TYPE_Q8_0, 1, mpath, &ce) == 0 &&
+          cx_model_load(mpath, NULL, &m, &ce) == 0, "model: %s", ce.msg);
+    if (!m) return;
+    ctr_test_inject(CTR_INJECT_ENOSYS);
+    ctr_set *ctr = ctr_open(err, sizeof err);
+    ctr_test_inject(CTR_INJECT_NONE);
+    store *s;
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "open: %s", err);
+    if (!s) { cx_model_free(m); ctr_close(ctr); return; }
+    env_info env;
+    env_collect(&env);
+    run_meta meta;
+    meta_for(&meta, "tg8");
+    int64_t id = 0;
+    CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id > 0, "begin: %s", err);
+    char buf[64], sql[256];
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id = %lld", (long long)id);
+    CHECK(!strcmp(q_text(store_db(s), sql, buf, sizeof buf), "incomplete"), "a started run is incomplete (%s)", buf);
+    run_config cfg = {0};
+    cfg.mode = RUN_SYNTHETIC;
+    cfg.threads = 1;
+    cfg.ignore_eos = 1;
+    cfg.test_gen = 8;
+    cfg.label = "test";
+    rep_result reps[2];
+    for (int r = 0; r < 2; r++)
+        CHECK(runner_rep(m, NULL, &cfg, ctr, r, 2, &reps[r], err, sizeof err) == 0, "rep %d: %s", r, err);
+    CHECK(store_finish_run(s, id, reps, 2, err, sizeof err) == 0, "finish: %s", err);
+    CHECK(!strcmp(q_text(store_db(s), sql, buf, sizeof buf), "complete"), "finished run is complete (%s)", buf);
+    sqlite3 *db = store_db(s);
+    CHECK(q_int(db, "SELECT count(*) FROM counters WHERE status = 'ok'") == 0, "no counter claims a value");
+    CHECK(q_int(db, "SELECT count(*) FROM counters WHERE status = 'missing' AND value IS NULL AND length(reason) > 0") ==
+              q_int(db, "SELECT count(*) FROM counters") && q_int(db, "SELECT count(*) FROM counters") > 0,
+          "every counter missing, NULL, with a reason");
+    CHECK(strstr(q_text(db, "SELECT reason FROM counters WHERE name = 'cycles' LIMIT 1", buf, sizeof buf), "ENOSYS") != NULL,
+          "reason names the error: %s", buf);
+    CHECK(q_int(db, "SELECT count(*) FROM rep_metrics WHERE name = 'tps'") == 2, "tps per repetition");
+    CHECK(q_int(db, "SELECT n FROM summary WHERE name = 'tps'") == 2, "summary over 2 repetitions");
+    CHECK(q_int(db, "SELECT stable FROM canaries WHERE item = 'tg8'") == 1, "greedy canary stable across repetitions");
+    CHECK(q_int(db, "SELECT gen_tokens FROM requests WHERE rep = 1") == 8, "8 tokens generated");
+    CHECK(q_int(db, "SELECT json_array_length(itl_ms) FROM requests WHERE rep = 0") == 7, "7 inter-token gaps stored");
+    check_integrity(db, "after run");
+    /* A failed run is marked failed with its reason. */
+    int64_t id2 = 0;
+    store_begin_run(s, &meta, &env, &id2, err, sizeof err);
+    store_fail_run(s, id2, "engine exploded");
+    snprintf(sql, sizeof sql, "SELECT status || ': ' || error FROM runs WHERE id = %lld", (long long)id2);
+    CHECK(!strcmp(q_text(db, sql, buf, sizeof buf), "failed: engine exploded"), "failed run: %s", buf);
+    for (int r = 0; r < 2; r++) rep_free(&reps[r]);
+    store_close(s);
+    ctr_close(ctr);
+    cx_model_free(m);
+}
+
+TEST_MAIN({
+    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    test_fresh();
+    test_migrate_from_v1();
+    test_newer_refused();
+    test_run_lifecycle();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+})
