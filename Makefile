@@ -99,17 +99,25 @@ build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(wildcard engine/src/*.h engine/incl
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(ENGINE_SRC) -o $@ -lm -pthread
 
+# The workload fuzzer needs the harness's parsers rather than the engine.
+build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(wildcard harness/*.c harness/*.h)
+	@mkdir -p build-fuzz
+	clang $(CPPFLAGS) -Iharness $(WARN) $(FUZZ_FLAGS) $< harness/json.c harness/workload.c harness/sha256.c harness/trace_gen.c -o $@ -lm
+
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)
 
-# Until cortex-bench lands (issue 3): synthesize the default model once and
-# time a greedy generation on it.
-BENCH_MODEL ?= models/stories110m-q8_0.gguf
-bench: all
+# The main job: synthesize the default model once (stories15m's shape with a
+# 2048-token context, so every standard prompt fits), then run the standard
+# prompt set and a short Zipf trace through cortex-bench into reports/cortex.db.
+BENCH_MODEL ?= models/stories15m-2k-q8_0.gguf
+BENCH_TRACE ?= prompts/traces/zipf-smoke.jsonl
+BENCH_ARGS  ?=
+bench: $(CLI) $(BENCH)
 	@mkdir -p models
-	@test -f $(BENCH_MODEL) || $(CLI) synth --shape stories110m --type q8_0 -o $(BENCH_MODEL)
-	$(CLI) info $(BENCH_MODEL) | head -16
-	$(CLI) generate -m $(BENCH_MODEL) -p "Once upon a time" -n 64 -t 2 --temp 0
+	@test -f $(BENCH_MODEL) || $(CLI) synth --shape stories15m --type q8_0 -c 2048 -o $(BENCH_MODEL)
+	$(BENCH) run --model $(BENCH_MODEL) --workload standard --reps 3 --warmup 1 $(BENCH_ARGS)
+	$(BENCH) run --model $(BENCH_MODEL) --workload trace:$(BENCH_TRACE) --reps 2 --warmup 0 $(BENCH_ARGS)
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -297,9 +297,11 @@ static int cmd_run(int argc, char **argv) {
     }
     if (!rc) {
         if (show_table(db, ids, n_ids, o.fmt, 0, stdout, err, sizeof err)) rc = fail(1, "%s", err);
-        if (!strcmp(o.fmt, "md"))
-            printf("\nstored as run%s %lld%s in %s (cortex-bench show RUN for details)\n", n_ids > 1 ? "s" : "",
-                   (long long)ids[0], n_ids > 1 ? "..." : "", o.db);
+        if (!strcmp(o.fmt, "md")) {
+            printf("\nstored as run%s", n_ids > 1 ? "s" : "");
+            for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);
+            printf(" in %s (cortex-bench show RUN for details)\n", o.db);
+        }
     }
     ctr_close(ctr);
     cx_model_free(model);

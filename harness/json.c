@@ -74,6 +74,8 @@ static void skip_ws(parser *p) {
     }
 }
 
+/* Validate one UTF-8 character by the Unicode 3.x table (RFC 3629): the
+ * second byte's range excludes overlongs, surrogates and > U+10FFFF. */
 size_t json_utf8_len(const unsigned char *p, size_t n) {
     if (n == 0) return 0;
     unsigned char c = p[0];
@@ -358,6 +360,7 @@ static void field_free(json_field *f) {
     free(f->str);
 }
 
+/* Free every key and string, then the field array; leave o empty. */
 void json_obj_free(json_obj *o) {
     if (!o) return;
     for (size_t i = 0; i < o->n; i++) field_free(&o->fields[i]);
@@ -373,6 +376,7 @@ static json_field *find_key(const json_obj *o, const char *key, size_t len) {
     return NULL;
 }
 
+/* Linear lookup: workload objects have a handful of keys. */
 const json_field *json_get(const json_obj *o, const char *key) {
     assert(o && key);
     return find_key(o, key, strlen(key));
@@ -429,6 +433,8 @@ static int parse_members(parser *p, json_obj *out) {
     }
 }
 
+/* Entry point: '{' members '}' surrounded only by whitespace; on any error
+ * the partial object is freed so callers never see half a result. */
 int json_parse_object(const char *s, size_t n, json_obj *out, char *err, size_t errlen) {
     assert(out && (s || n == 0));
     parser p = {(const unsigned char *)s, n, 0, err, errlen};
@@ -449,6 +455,7 @@ int json_parse_object(const char *s, size_t n, json_obj *out, char *err, size_t 
     return rc;
 }
 
+/* Type names with their article, to read well in "must be X, not Y". */
 const char *json_type_name(json_type t) {
     switch (t) {
     case JSON_NULL: return "null";
@@ -461,6 +468,7 @@ const char *json_type_name(json_type t) {
     return "?";
 }
 
+/* Integral doubles within 2^53 convert exactly; others are not integers here. */
 int json_get_int64(const json_field *f, int64_t *out) {
     const double lim = 9007199254740992.0; /* 2^53: every integer up to it is exact */
     if (!f || f->type != JSON_NUMBER || !(f->number >= -lim && f->number <= lim)) return 0;
@@ -470,6 +478,8 @@ int json_get_int64(const json_field *f, int64_t *out) {
     return 1;
 }
 
+/* Escape for JSON, passing valid UTF-8 through and mapping each invalid
+ * byte to \u00XX so any byte string yields valid JSON. */
 void json_write_string(FILE *f, const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     putc('"', f);
@@ -502,6 +512,8 @@ void json_write_string(FILE *f, const char *s, size_t n) {
     putc('"', f);
 }
 
+/* Shortest round-trip decimal: try 1..17 significant digits, keep the
+ * first that strtod reads back as exactly x. */
 int json_format_number(char *buf, size_t cap, double x) {
     assert(buf && cap >= 32);
     if (!isfinite(x)) return snprintf(buf, cap, "null");
@@ -521,6 +533,7 @@ int json_format_number(char *buf, size_t cap, double x) {
     return k;
 }
 
+/* Write a number as JSON (null if not finite). */
 void json_write_number(FILE *f, double x) {
     char buf[40];
     json_format_number(buf, sizeof buf, x);

@@ -64,7 +64,95 @@ static const struct { const char *name, *label, *unit; } HEADLINE[] = {
 };
 #define NHEAD (int)(sizeof HEADLINE / sizeof HEADLINE[0])
 
-/* One results table over several runs: rows (run, metric), llama-bench style. */
+/* A summary row of one run. */
+typedef struct sum_row { char name[40]; double med, min, max, sd; int cnt; } sum_row;
+
+/* Identity of a run as the tables show it. */
+typedef struct run_id_info {
+    char model[128], type[16], wl[256], mode[16];
+    int threads, reps;
+    double params, bytes;
+} run_id_info;
+
+/* Read a run's identity and its summary rows (at most `cap`); returns the row count or -1. */
+static int load_run(sqlite3 *db, int64_t id, run_id_info *ri, sum_row *rows, int cap) {
+    sqlite3_stmt *st;
+    memset(ri, 0, sizeof *ri);
+    if (sqlite3_prepare_v2(db, "SELECT model_name, model_type, threads, workload, mode, reps, model_params, model_bytes"
+                               " FROM runs WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        snprintf(ri->model, sizeof ri->model, "%s", col(st, 0));
+        snprintf(ri->type, sizeof ri->type, "%s", col(st, 1));
+        ri->threads = sqlite3_column_int(st, 2);
+        snprintf(ri->wl, sizeof ri->wl, "%s", col(st, 3));
+        snprintf(ri->mode, sizeof ri->mode, "%s", col(st, 4));
+        ri->reps = sqlite3_column_int(st, 5);
+        ri->params = sqlite3_column_double(st, 6);
+        ri->bytes = sqlite3_column_double(st, 7);
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db, "SELECT name, median, min, max, stddev, n FROM summary WHERE run_id = ? ORDER BY rowid",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n < cap) {
+        sum_row *w = &rows[n++];
+        snprintf(w->name, sizeof w->name, "%s", col(st, 0));
+        w->med = sqlite3_column_double(st, 1);
+        w->min = sqlite3_column_double(st, 2);
+        w->max = sqlite3_column_double(st, 3);
+        w->sd = sqlite3_column_double(st, 4);
+        w->cnt = sqlite3_column_int(st, 5);
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+static const sum_row *find_row(const sum_row *rows, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name)) return &rows[i];
+    return NULL;
+}
+
+/* Rows in display order: headline metrics first (all others too when `full`). */
+static int ordered(const sum_row *rows, int n, int full, const sum_row **out, const char **label, const char **unit) {
+    int k = 0;
+    for (int h = 0; h < NHEAD; h++) {
+        const sum_row *w = find_row(rows, n, HEADLINE[h].name);
+        if (!w || (!full && h >= 22)) continue; /* token counts only in full tables */
+        out[k] = w;
+        label[k] = HEADLINE[h].label;
+        unit[k++] = HEADLINE[h].unit;
+    }
+    for (int i = 0; full && i < n; i++) {
+        int known = 0;
+        for (int h = 0; h < NHEAD; h++) known |= !strcmp(rows[i].name, HEADLINE[h].name);
+        if (known) continue;
+        out[k] = &rows[i];
+        label[k] = rows[i].name;
+        unit[k++] = "";
+    }
+    return k;
+}
+
+/* llama-bench's table, for synthetic tests: one line per run. */
+static void synthetic_md(sqlite3 *db, const int64_t *ids, int n_ids, FILE *out) {
+    fprintf(out, "| model | size | params | type | threads | test | t/s |\n| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+    for (int r = 0; r < n_ids; r++) {
+        run_id_info ri;
+        sum_row rows[128];
+        int n = load_run(db, ids[r], &ri, rows, 128);
+        const sum_row *t = n > 0 ? find_row(rows, n, "tps") : NULL;
+        char tps[48] = "failed (see show)";
+        if (t) snprintf(tps, sizeof tps, "%.2f ± %.2f", t->med, t->sd);
+        fprintf(out, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %s |\n", ri.model, ri.bytes / (1 << 20), ri.params / 1e6,
+                ri.type, ri.threads, ri.wl, tps);
+    }
+}
+
 int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int full, FILE *out, char *err, size_t n) {
     int json = !strcmp(fmt, "json"), csv = !strcmp(fmt, "csv");
     if (!json && !csv && strcmp(fmt, "md")) {
@@ -72,69 +160,57 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         return -1;
     }
     sqlite3 *db = store_db(s);
+    int all_synthetic = 1;
+    for (int r = 0; r < n_ids; r++) {
+        run_id_info ri;
+        sum_row dummy[1];
+        load_run(db, ids[r], &ri, dummy, 0);
+        all_synthetic &= !strcmp(ri.mode, "synthetic");
+    }
+    if (!csv && !json && all_synthetic && !full) {
+        synthetic_md(db, ids, n_ids, out);
+        return 0;
+    }
     if (csv) fprintf(out, "run,model,type,threads,workload,metric,unit,median,min,max,stddev,n\n");
     else if (json) fprintf(out, "[");
-    else fprintf(out, "| run | model | type | threads | workload | metric | median | min | max | ± sd |\n"
-                      "| ---: | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |\n");
     int first = 1;
     for (int r = 0; r < n_ids; r++) {
-        sqlite3_stmt *st;
-        const char *sql = "SELECT r.model_name, r.model_type, r.threads, r.workload, s.name, s.median, s.min, s.max,"
-                          " s.stddev, s.n FROM runs r JOIN summary s ON s.run_id = r.id WHERE r.id = ?";
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        run_id_info ri;
+        sum_row rows[128];
+        int nr = load_run(db, ids[r], &ri, rows, 128);
+        if (nr < 0) {
             snprintf(err, n, "show: %s", sqlite3_errmsg(db));
             return -1;
         }
-        sqlite3_bind_int64(st, 1, ids[r]);
-        /* Gather rows, then print headline metrics first in HEADLINE order. */
-        struct row { char name[40]; double med, min, max, sd; int cnt; } rows[128];
-        char model[128] = "", type[16] = "", wl[256] = "";
-        int threads = 0, nr = 0;
-        while (sqlite3_step(st) == SQLITE_ROW && nr < 128) {
-            snprintf(model, sizeof model, "%s", col(st, 0));
-            snprintf(type, sizeof type, "%s", col(st, 1));
-            threads = sqlite3_column_int(st, 2);
-            snprintf(wl, sizeof wl, "%s", col(st, 3));
-            struct row *w = &rows[nr++];
-            snprintf(w->name, sizeof w->name, "%s", col(st, 4));
-            w->med = sqlite3_column_double(st, 5);
-            w->min = sqlite3_column_double(st, 6);
-            w->max = sqlite3_column_double(st, 7);
-            w->sd = sqlite3_column_double(st, 8);
-            w->cnt = sqlite3_column_int(st, 9);
-        }
-        sqlite3_finalize(st);
-        for (int h = 0; h < NHEAD + (full ? nr : 0); h++) {
-            struct row *w = NULL;
-            const char *label, *unit;
-            if (h < NHEAD) {
-                for (int i = 0; i < nr; i++)
-                    if (!strcmp(rows[i].name, HEADLINE[h].name)) w = &rows[i];
-                if (!w || (!full && h >= 22)) continue; /* token counts only in full tables */
-                label = HEADLINE[h].label;
-                unit = HEADLINE[h].unit;
-            } else {
-                w = &rows[h - NHEAD];
-                int known = 0;
-                for (int k = 0; k < NHEAD; k++) known |= !strcmp(w->name, HEADLINE[k].name);
-                if (known) continue;
-                label = w->name;
-                unit = "";
-            }
+        const sum_row *ord[128];
+        const char *label[128], *unit[128];
+        int k = ordered(rows, nr, full || csv || json, ord, label, unit);
+        if (!csv && !json)
+            fprintf(out, "%s**run %lld**: %s (%s), %d threads, `%s`, %s loop, median of %d repetitions\n\n"
+                         "| metric | median | min | max | ± sd |\n| --- | ---: | ---: | ---: | ---: |\n",
+                    r ? "\n" : "", (long long)ids[r], ri.model, ri.type, ri.threads, ri.wl, ri.mode, ri.reps);
+        for (int i = 0; i < k; i++) {
+            const sum_row *w = ord[i];
             if (csv) {
-                fprintf(out, "%lld,%s,%s,%d,%s,%s,%s,%.6g,%.6g,%.6g,%.6g,%d\n", (long long)ids[r], model, type, threads,
-                        wl, w->name, unit, w->med, w->min, w->max, w->sd, w->cnt);
+                fprintf(out, "%lld,\"%s\",%s,%d,\"%s\",%s,%s,%.6g,%.6g,%.6g,%.6g,%d\n", (long long)ids[r], ri.model,
+                        ri.type, ri.threads, ri.wl, w->name, unit[i], w->med, w->min, w->max, w->sd, w->cnt);
             } else if (json) {
                 fprintf(out, "%s\n  {\"run\": %lld, \"model\": ", first ? "" : ",", (long long)ids[r]);
-                json_write_string(out, model, strlen(model));
-                fprintf(out, ", \"type\": \"%s\", \"threads\": %d, \"workload\": ", type, threads);
-                json_write_string(out, wl, strlen(wl));
-                fprintf(out, ", \"metric\": \"%s\", \"unit\": \"%s\", \"median\": %.6g, \"min\": %.6g, \"max\": %.6g,"
-                             " \"stddev\": %.6g, \"n\": %d}", w->name, unit, w->med, w->min, w->max, w->sd, w->cnt);
+                json_write_string(out, ri.model, strlen(ri.model));
+                fprintf(out, ", \"type\": \"%s\", \"threads\": %d, \"workload\": ", ri.type, ri.threads);
+                json_write_string(out, ri.wl, strlen(ri.wl));
+                fprintf(out, ", \"metric\": \"%s\", \"unit\": \"%s\", \"median\": ", w->name, unit[i]);
+                json_write_number(out, w->med);
+                fprintf(out, ", \"min\": ");
+                json_write_number(out, w->min);
+                fprintf(out, ", \"max\": ");
+                json_write_number(out, w->max);
+                fprintf(out, ", \"stddev\": ");
+                json_write_number(out, w->sd);
+                fprintf(out, ", \"n\": %d}", w->cnt);
             } else {
-                fprintf(out, "| %lld | %s | %s | %d | %s | %s%s%s%s | %.2f | %.2f | %.2f | %.2f |\n", (long long)ids[r],
-                        model, type, threads, wl, label, *unit ? " (" : "", unit, *unit ? ")" : "", w->med, w->min,
-                        w->max, w->sd);
+                fprintf(out, "| %s%s%s%s | %.2f | %.2f | %.2f | %.2f |\n", label[i], *unit[i] ? " (" : "", unit[i],
+                        *unit[i] ? ")" : "", w->med, w->min, w->max, w->sd);
             }
             first = 0;
         }

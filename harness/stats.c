@@ -13,6 +13,7 @@
 
 #include "cortex.h"
 
+/* numpy 'linear': interpolate between the ranks around p/100 * (n - 1). */
 double stats_percentile(const double *sorted, size_t n, double p) {
     assert(sorted && n >= 1 && p >= 0 && p <= 100);
     double h = p / 100.0 * (double)(n - 1);
@@ -29,6 +30,8 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Sort a copy, then read min/max/percentiles off it; mean and sample
+ * standard deviation in two passes. */
 int stats_summarize(const double *x, size_t n, stats_summary *s) {
     assert(s && (x || n == 0));
     memset(s, 0, sizeof *s);

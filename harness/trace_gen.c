@@ -162,6 +162,7 @@ int trace_zipf_init(trace_zipf *z, int k, double s, char *err, size_t errlen) {
     return 0;
 }
 
+/* Inverse CDF: the smallest i with u < cdf[i], by binary search. */
 int trace_zipf_draw(const trace_zipf *z, rng *r) {
     assert(z->k >= 1 && z->cdf[z->k - 1] == 1.0);
     double u = rng_uniform(r);
@@ -174,11 +175,13 @@ int trace_zipf_draw(const trace_zipf *z, rng *r) {
     return lo + 1;
 }
 
+/* Probability of value i recovered from the cumulative table. */
 double trace_zipf_prob(const trace_zipf *z, int i) {
     assert(i >= 1 && i <= z->k);
     return i == 1 ? z->cdf[0] : z->cdf[i - 1] - z->cdf[i - 2];
 }
 
+/* Release the table. */
 void trace_zipf_free(trace_zipf *z) {
     free(z->cdf);
     z->cdf = NULL;
@@ -207,6 +210,8 @@ static int parse_num(const char *s, size_t n, double *out) {
 /* Is v an integer in [lo, hi]? */
 static int int_in(double v, double lo, double hi) { return v >= lo && v <= hi && v == floor(v); }
 
+/* Parse KIND:NUM[,NUM][,max=M], checking each kind's arity and ranges and
+ * naming the flag and the spec in every message. */
 int trace_len_parse(const char *spec, const char *flag, trace_len *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     const char *colon = strchr(spec, ':');
@@ -266,6 +271,8 @@ int trace_len_parse(const char *spec, const char *flag, trace_len *d, char *err,
     return 0;
 }
 
+/* Draw, round to nearest, clamp to [1, max]; clamping happens in double
+ * before the conversion so huge or tiny draws never overflow an int. */
 int trace_len_draw(const trace_len *d, rng *r) {
     int hi = d->max ? d->max : TRACE_MAX_LEN;
     double x;
@@ -280,6 +287,7 @@ int trace_len_draw(const trace_len *d, rng *r) {
     return (int)floor(x + 0.5); /* <= hi: hi is an integer and x <= hi */
 }
 
+/* Canonical spec text with shortest numbers, for the trace header. */
 void trace_len_format(const trace_len *d, char *buf, size_t cap) {
     char a[40], b[40];
     json_format_number(a, sizeof a, d->a);
@@ -330,6 +338,8 @@ enum { N_WORDS = sizeof WORDS / sizeof WORDS[0] };
 
 int trace_word_count(void) { return N_WORDS; }
 
+/* English-like filler: Zipf(1)-distributed words (no immediate repeats),
+ * sentences of 5..14 words, a comma after ~1 word in 12, capitalized starts. */
 size_t trace_text(rng *r, const trace_zipf *words, int target_tokens, char **buf, size_t *cap) {
     assert(words->k == N_WORDS && target_tokens >= 1);
     /* ~1.3 tokens per English word with SentencePiece/BPE vocabularies. */
@@ -372,6 +382,7 @@ size_t trace_text(rng *r, const trace_zipf *words, int target_tokens, char **buf
 
 enum { STREAM_ARRIVALS = 1, STREAM_ADAPTERS, STREAM_PROMPT_LEN, STREAM_GEN_LEN, STREAM_TEXT = 1000 };
 
+/* Range checks for the CLI flags, each message naming its flag. */
 int trace_params_check(const trace_params *p, char *err, size_t errlen) {
     if (p->requests < 1 || p->requests > TRACE_MAX_REQUESTS)
         return fail(err, errlen, CX_EINVAL, "--requests must be in 1..%d (got %d)", TRACE_MAX_REQUESTS, p->requests);
@@ -384,6 +395,7 @@ int trace_params_check(const trace_params *p, char *err, size_t errlen) {
     return 0;
 }
 
+/* Seed one stream per quantity and build the adapter and word tables. */
 int trace_gen_init(trace_gen *g, const trace_params *p, char *err, size_t errlen) {
     memset(g, 0, sizeof *g);
     int rc = trace_params_check(p, err, errlen);
@@ -399,6 +411,8 @@ int trace_gen_init(trace_gen *g, const trace_params *p, char *err, size_t errlen
     return rc;
 }
 
+/* Produce request i: arrival (cumulative exponential gaps, rounded to
+ * microseconds), adapter, lengths, then the text from its own stream. */
 int trace_gen_next(trace_gen *g, trace_request *r) {
     if (g->next >= g->p.requests) return 0;
     int i = g->next;
@@ -428,6 +442,7 @@ int trace_gen_next(trace_gen *g, trace_request *r) {
     return 1;
 }
 
+/* Release the tables and the text buffer. */
 void trace_gen_free(trace_gen *g) {
     trace_zipf_free(&g->zipf);
     trace_zipf_free(&g->words);
@@ -436,6 +451,7 @@ void trace_gen_free(trace_gen *g) {
     g->text_cap = 0;
 }
 
+/* The provenance comment: every parameter needed to regenerate the file. */
 void trace_header(const trace_params *p, char *buf, size_t cap) {
     char rate[40], zipf[40], pl[128], gl[128];
     json_format_number(rate, sizeof rate, p->rate);
@@ -465,6 +481,8 @@ static void write_lines(trace_gen *g, FILE *f, int *rc) {
     *rc = k < 0 ? k : 0;
 }
 
+/* Generate into PATH.tmp, check every write and the close, then rename;
+ * on any failure remove the temporary so no partial trace is left. */
 int trace_write(const trace_params *p, const char *path, char *err, size_t errlen) {
     trace_gen g;
     int rc = trace_gen_init(&g, p, err, errlen);

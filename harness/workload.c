@@ -114,23 +114,30 @@ static int need(const line_ctx *c, const json_obj *o, const char *key, const jso
     return 0;
 }
 
+/* Shortest text for a number in messages ("0.1", not "0.10000000000000001"). */
+static const char *num_str(double x, char buf[40]) {
+    json_format_number(buf, 40, x);
+    return buf;
+}
+
 /* A required integer key in [lo, hi] (lo is 0 or 1: "non-negative"/"positive"). */
 static int need_int(const line_ctx *c, const json_obj *o, const char *key, long lo, long hi, int *out) {
     const json_field *f;
+    char nb[40];
     int rc = need(c, o, key, &f);
     if (rc) return rc;
-    int64_t v;
     const char *range = lo == 1 ? "a positive integer" : "a non-negative integer";
     if (f->type != JSON_NUMBER)
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s, not %s", key, range,
                        json_type_name(f->type));
-    if (!json_get_int64(f, &v) || v < lo)
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s (got %.17g)", key, range,
-                       f->number);
-    if (v > hi)
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" %lld is too large (at most %ld)", key,
-                       (long long)v, hi);
-    *out = (int)v;
+    double x = f->number; /* finite: the parser rejects overflow */
+    if (x != floor(x) || x < (double)lo)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s (got %s)", key, range,
+                       num_str(x, nb));
+    if (x > (double)hi)
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" %s is too large (at most %ld)", key,
+                       num_str(x, nb), hi);
+    *out = (int)x;
     return 0;
 }
 
@@ -190,9 +197,10 @@ static int read_request(const line_ctx *c, json_obj *o, wl_kind kind, wl_request
     if (f->type != JSON_NUMBER)
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
                        "\"arrival_s\" must be a number of seconds, not %s", json_type_name(f->type));
+    char nb[40];
     if (!(f->number >= 0))
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"arrival_s\" must not be negative (got %.17g)",
-                       f->number);
+        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"arrival_s\" must not be negative (got %s)",
+                       num_str(f->number, nb));
     r->arrival_s = f->number;
     rc = need_int(c, o, "adapter", 0, WL_MAX_ADAPTER, &r->adapter);
     if (!rc) rc = need_int(c, o, "prompt_len", 1, WL_MAX_TOKENS, &r->prompt_len);
@@ -206,6 +214,7 @@ static void request_free(wl_request *r) {
     free(r->category);
 }
 
+/* Free every request and the source name; leave w zeroed. */
 void wl_free(wl_workload *w) {
     if (!w) return;
     for (size_t i = 0; i < w->n; i++) request_free(&w->req[i]);
@@ -214,6 +223,7 @@ void wl_free(wl_workload *w) {
     memset(w, 0, sizeof *w);
 }
 
+/* Kind names as shown in results and messages. */
 const char *wl_kind_name(wl_kind k) {
     return k == WL_TRACE ? "trace" : k == WL_PROMPTS ? "prompts" : "?";
 }
@@ -263,11 +273,13 @@ static int add_line(const line_ctx *c, const char *s, size_t n, wl_workload *w, 
     r->line = c->line;
     rc = read_request(c, &o, w->kind, r);
     json_obj_free(&o);
-    if (!rc && w->kind == WL_TRACE && w->n > 0 && r->arrival_s < w->req[w->n - 1].arrival_s)
+    if (!rc && w->kind == WL_TRACE && w->n > 0 && r->arrival_s < w->req[w->n - 1].arrival_s) {
+        char t1[40], t0[40];
         rc = fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                     "\"arrival_s\" %.17g is earlier than the previous request's %.17g (line %zu): "
+                     "\"arrival_s\" %s is earlier than the previous request's %s (line %zu): "
                      "a trace must be sorted by arrival",
-                     r->arrival_s, w->req[w->n - 1].arrival_s, w->req[w->n - 1].line);
+                     num_str(r->arrival_s, t1), num_str(w->req[w->n - 1].arrival_s, t0), w->req[w->n - 1].line);
+    }
     if (!rc) {
         size_t prev = id_set_add(ids, w->req, w->n);
         if (prev == SIZE_MAX - 1) rc = fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
@@ -283,6 +295,8 @@ static int add_line(const line_ctx *c, const char *s, size_t n, wl_workload *w, 
     return 0;
 }
 
+/* Split into lines (LF, optional CR), skip blanks and comments, validate
+ * each line in order, then hash the exact bytes for provenance. */
 int wl_parse_buffer(const char *buf, size_t n, const char *name, wl_workload *w, char *err, size_t errlen) {
     assert(w && name && (buf || n == 0));
     memset(w, 0, sizeof *w);
@@ -314,6 +328,8 @@ int wl_parse_buffer(const char *buf, size_t n, const char *name, wl_workload *w,
     return 0;
 }
 
+/* Read the whole file (growing the buffer; works for pipes too) and parse
+ * it, so the hash covers exactly the bytes that were validated. */
 int wl_load(const char *path, wl_workload *w, char *err, size_t errlen) {
     assert(path && w);
     memset(w, 0, sizeof *w);

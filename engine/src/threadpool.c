@@ -1,26 +1,62 @@
 /*
- * threadpool.c - see threadpool.h. One job at a time: the caller publishes
- * (fn, ctx), bumps a generation counter and wakes the workers; each worker runs
- * its share and the last one to finish signals the caller.
+ * threadpool.c - see threadpool.h.
+ *
+ * One job at a time. The caller publishes (fn, ctx) and bumps an atomic
+ * generation counter; workers spin on it for a short while (a token's
+ * matrix products come microseconds apart, far quicker than a futex wake-up
+ * through a hypervisor), then fall asleep on a condition variable. The caller
+ * runs its own share and spins until `pending` reaches zero.
+ *
+ * Lost wake-ups are impossible: a worker announces itself in `sleepers` and
+ * re-checks the generation under the mutex before waiting; the caller bumps
+ * the generation before reading `sleepers` (both sequentially consistent), so
+ * one of the two always sees the other.
  */
 #include "threadpool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+/* Spin iterations before sleeping: roughly 100-300 us of pause instructions. */
+#define SPIN_LIMIT 4096
 
 struct tp_pool {
     int n;
     pthread_t *threads;
-    pthread_mutex_t mu;
-    pthread_cond_t wake, done;
     tp_fn fn;
     void *ctx;
-    unsigned long generation;
-    int pending; /* workers still running the current job */
-    int quit;
+    atomic_ulong generation;
+    atomic_int pending; /* workers still running the current job */
+    atomic_int sleepers;
+    atomic_int quit;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
 };
 
 typedef struct worker_arg { tp_pool *p; int index; } worker_arg;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Wait until the generation moves past `seen` (or quit); returns the new one. */
+static unsigned long wait_for_job(tp_pool *p, unsigned long seen) {
+    for (int i = 0; i < SPIN_LIMIT; i++) {
+        unsigned long g = atomic_load_explicit(&p->generation, memory_order_acquire);
+        if (g != seen || atomic_load_explicit(&p->quit, memory_order_relaxed)) return g;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->sleepers, 1);
+    unsigned long g;
+    while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->wake, &p->mu);
+    atomic_fetch_sub(&p->sleepers, 1);
+    pthread_mutex_unlock(&p->mu);
+    return g;
+}
 
 static void *worker_main(void *arg) {
     worker_arg *w = arg;
@@ -29,20 +65,10 @@ static void *worker_main(void *arg) {
     free(w);
     unsigned long seen = 0;
     for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (p->generation == seen && !p->quit) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->quit) {
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
-        }
-        seen = p->generation;
-        tp_fn fn = p->fn;
-        void *ctx = p->ctx;
-        pthread_mutex_unlock(&p->mu);
-        fn(ctx, index, p->n);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
+        seen = wait_for_job(p, seen);
+        if (atomic_load(&p->quit)) return NULL;
+        p->fn(p->ctx, index, p->n);
+        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
     }
 }
 
@@ -50,9 +76,12 @@ tp_pool *tp_new(int n) {
     tp_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n = n < 1 ? 1 : n;
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->quit, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
     p->threads = calloc((size_t)p->n, sizeof(pthread_t));
     if (!p->threads) {
         free(p);
@@ -75,13 +104,12 @@ tp_pool *tp_new(int n) {
 void tp_free(tp_pool *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
-    p->quit = 1;
+    atomic_store(&p->quit, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->done);
     free(p->threads);
     free(p);
 }
@@ -93,15 +121,15 @@ void tp_run(tp_pool *p, tp_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
-    p->pending = p->n - 1;
-    p->generation++;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
+    atomic_fetch_add(&p->generation, 1); /* seq_cst: publishes fn/ctx, orders against `sleepers` */
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
     fn(ctx, 0, p->n);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) cpu_relax();
 }

@@ -23,7 +23,7 @@ db=$tmp/b.db
 # Synthetic llama-bench tests over a thread grid: one run per thread count.
 "$BENCH" run --model "$tmp/tiny.gguf" --workload pp32 -t 1,2 --reps 2 --warmup 1 --db "$db" >"$tmp/pp.out" 2>"$tmp/pp.err"
 check "pp32 over -t 1,2 exits 0" test $? -eq 0
-check "table has a throughput row for each thread count" test "$(grep -c 'throughput' "$tmp/pp.out")" -eq 2
+check "llama-bench table has a pp32 row for each thread count" test "$(grep -cE '^\| .* \| [12] \| pp32 \| [0-9.]+ ± [0-9.]+ \|$' "$tmp/pp.out")" -eq 2
 check "two complete runs stored" test "$(sql "$db" "select count(*) from runs where status = 'complete'")" = 2
 check "runs record their thread counts" test "$(sql "$db" "select group_concat(threads) from runs")" = "1,2"
 "$BENCH" run --model "$tmp/tiny.gguf" --workload pg16,8 -d 32 -t 1 --reps 2 --db "$db" -o json >"$tmp/pg.json"

@@ -150,6 +150,7 @@ static void check_len_spec(const uint8_t *data, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* libFuzzer entry: the same bytes through all three parsers. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_object(data, size);
     check_workload(data, size);

@@ -82,6 +82,7 @@ static char *slurp(const char *path, size_t *n) {
     return buf;
 }
 
+/* Remove every scratch file (and any .tmp twin) and the directory. */
 static void cleanup(void) {
     for (int i = 0; i < g_n_files; i++) {
         remove(g_files[i]);
@@ -161,6 +162,7 @@ static void parse_bad_prefix(const char *s, const char *want) {
     CHECK(rc == CX_EFORMAT && strncmp(err, want, strlen(want)) == 0, "for %s\n  got:  %s\n  want: %s...", s, err, want);
 }
 
+/* Every value type, escapes, surrogate pairs, spans without terminators. */
 static void test_json_values(void) {
     json_obj o;
     if (parse_ok("{\"s\": \"q\\\"b\\\\s\\/b\\bf\\fn\\nr\\rt\\t\", \"n\": -12.5e1, \"i\": 0, \"t\": true, \"f\": false, "
@@ -226,6 +228,7 @@ static void test_json_values(void) {
     CHECK(json_get_int64(&nf, &v) && v == -9007199254740992LL, "-2^53 is");
 }
 
+/* Each kind of invalid input, with the exact message and column. */
 static void test_json_errors(void) {
     parse_bad("", 0, "column 1: expected '{' to start a JSON object, found the end of the line");
     parse_bad("[1]", 3, "column 1: expected '{' to start a JSON object, found '['");
@@ -320,6 +323,7 @@ static char *write_str(const char *s, size_t n) {
     return buf;
 }
 
+/* Escaping, invalid UTF-8 handling, round trips, number formatting. */
 static void test_json_write(void) {
     const char in[] = "a\"b\\c/\n\t\r\b\f\x01\x1f\x7f \xc3\xa9 \xf0\x9f\x98\x80 \xff\xc3 x";
     char *out = write_str(in, sizeof in - 1);
@@ -378,6 +382,7 @@ static void wl_bad(const char *name, const char *content, int line, const char *
     CHECK(strcmp(err, want) == 0, "%s\n  got:  %s\n  want: %s", name, err, want);
 }
 
+/* Every validation rule reports FILE:LINE and the problem exactly. */
 static void test_workload_errors(void) {
     const char *ok = "{\"id\": \"p1\", \"text\": \"hi\", \"max_tokens\": 4}\n";
     char buf[1024];
@@ -393,6 +398,10 @@ static void test_workload_errors(void) {
            "\"max_tokens\" must be a positive integer, not a string");
     wl_bad("big.jsonl", "{\"id\": \"a\", \"text\": \"x\", \"max_tokens\": 1000001}", 1,
            "\"max_tokens\" 1000001 is too large (at most 1000000)");
+    wl_bad("huge.jsonl", "{\"id\": \"a\", \"text\": \"x\", \"max_tokens\": 1e20}", 1,
+           "\"max_tokens\" 1e+20 is too large (at most 1000000)");
+    wl_bad("tenth.jsonl", "{\"id\": \"a\", \"text\": \"x\", \"max_tokens\": 0.1}", 1,
+           "\"max_tokens\" must be a positive integer (got 0.1)");
     wl_bad("nomax.jsonl", "{\"id\": \"a\", \"text\": \"x\"}", 1, "missing required key \"max_tokens\"");
     snprintf(buf, sizeof buf, "%s{\"id\": \"b\", \"max_tokens\": 3}\n", ok);
     wl_bad("notext.jsonl", buf, 2, "missing required key \"text\"");
@@ -444,6 +453,7 @@ static void test_workload_errors(void) {
     CHECK(rc == CX_EIO && strstr(err, ": read error: Is a directory"), "directory: %s", err);
 }
 
+/* Accepted variations (BOM, CRLF, comments, unknown keys), hashing, memory API. */
 static void test_workload_ok(void) {
     /* BOM, CRLF, comments, unknown keys, integer and string ids, null category. */
     const char *text =
@@ -494,6 +504,7 @@ static void test_workload_ok(void) {
 #undef TR
 }
 
+/* The committed standard prompt set loads and meets its description. */
 static void test_standard_prompts(void) {
     wl_workload w;
     char err[512];
@@ -627,6 +638,7 @@ static double chi_square(const int *counts, const double *p, int k, int n) {
     return chi2;
 }
 
+/* Zipf table against theory and chi-square goodness of fit; S = 0 uniform. */
 static void test_zipf(void) {
     enum { K = 8, DRAWS = 20000 };
     /* 24.322 = chi2.ppf(0.999, df = 7): the p = 0.001 critical value for K - 1 = 7 degrees of freedom. */
@@ -680,6 +692,7 @@ static int cmp_d(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Poisson arrivals: first after 0, monotone, mean gap 1/R, KS vs Exp(R). */
 static void test_arrivals(void) {
     enum { N = 20000 };
     const double R = 4.0;
@@ -762,6 +775,7 @@ static void check_len(const char *spec, int lo, int hi, double mean, double sd) 
           "%s: sd %.3f vs %.3f", spec, sqrt(var), sd);
 }
 
+/* Each length distribution: bounds, mean and sd within CLT tolerances, clamps. */
 static void test_lengths(void) {
     check_len("fixed:7", 7, 7, 7, 0);
     /* Discrete uniform on A..B: mean (A+B)/2, variance ((B-A+1)^2 - 1)/12. */
@@ -817,6 +831,7 @@ static void len_bad(const char *spec, const char *want) {
     CHECK(rc == CX_EINVAL && strcmp(err, want) == 0, "spec '%s'\n  got:  %s\n  want: %s", spec, err, want);
 }
 
+/* Bad length specs are rejected with messages naming flag and spec. */
 static void test_length_specs(void) {
     len_bad("uniform:5", "--prompt-len: 'uniform:5' needs two numbers A,B");
     len_bad("fixed:", "--prompt-len: 'fixed:': '' is not a number");
@@ -871,6 +886,8 @@ static int same_file(const char *a, const char *b) {
     return same;
 }
 
+/* trace_write: reproducibility, loadability, stream independence, text
+ * size, and failures that leave no partial file. */
 static void test_trace_files(void) {
     trace_params p;
     char err[512];
