@@ -298,6 +298,10 @@ static int cmd_run(int argc, char **argv) {
     if (!rc) {
         if (show_table(db, ids, n_ids, o.fmt, 0, stdout, err, sizeof err)) rc = fail(1, "%s", err);
         if (!strcmp(o.fmt, "md")) {
+            for (int i = 0; wl_path && wl.kind == WL_TRACE && i < n_ids; i++) {
+                printf("\n");
+                show_adapters(store_db(db), ids[i], stdout); /* under Zipf popularity: who pays */
+            }
             printf("\nstored as run%s", n_ids > 1 ? "s" : "");
             for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);
             printf(" in %s (cortex-bench show RUN for details)\n", o.db);

@@ -342,8 +342,11 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
         req_result *q = &out->req[i];
         q->idx = i;
         q->adapter = -1;
-        if (cfg->progress) {
-            fprintf(stderr, "\r%s rep %d/%d  request %d/%d ", cfg->label, rep + 1, reps, i + 1, n);
+        if (cfg->progress) { /* a bar over all repetitions' requests, redrawn in place */
+            int done = rep * n + i, total = reps * n, width = 30, fill = total ? done * width / total : 0;
+            fprintf(stderr, "\r%s [%.*s%*s] %3d%%  rep %d/%d  request %d/%d ", cfg->label, fill,
+                    "##############################", width - fill, "", total ? done * 100 / total : 0, rep + 1, reps,
+                    i + 1, n);
             fflush(stderr);
         }
         if (synthetic) {
@@ -365,7 +368,7 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
         rc = serve(&st, r, issue, q, err, errlen);
         finish[i] = last = now_ms();
     }
-    if (cfg->progress) fprintf(stderr, "\r%*s\r", 60, "");
+    if (cfg->progress) fprintf(stderr, "\r%*s\r", 100, "");
     if (!rc) {
         summarize(out, last - t0, synthetic);
         long rss = env_peak_rss_kib();

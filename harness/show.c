@@ -299,7 +299,7 @@ static void show_counters(sqlite3 *db, int64_t id, FILE *out) {
     if (any) fprintf(out, "\n");
 }
 
-static void show_adapters(sqlite3 *db, int64_t id, FILE *out) {
+void show_adapters(sqlite3 *db, int64_t id, FILE *out) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT * FROM adapter_stats WHERE run_id = ? ORDER BY adapter", -1, &st, NULL) != SQLITE_OK)
         return;

@@ -95,7 +95,7 @@ static void test_writer_roundtrip(void) {
     if (fd < 0) return;
     FILE *f = fdopen(fd, "wb");
     gguf_writer *w = gguf_writer_new();
-    const char *toks[3] = {"a", "\xE2\x96\x81" "b", ""};
+    const char *toks[3] = {"a", ("\xE2\x96\x81" "b"), ""};
     float sc[3] = {0, -1, -2};
     int32_t ty[3] = {1, 1, 3};
     gguf_w_str(w, "general.architecture", "llama");
