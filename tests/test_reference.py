@@ -247,6 +247,14 @@ def main():
                       "first difference at step %d" % diff[0] if len(diff) else "")
         for model, tok, _ in MODELS:
             check_tokenizer(res, tmp, models_dir, model, tok)
+        # The engine's own GGUF writer, read back by the independent reader:
+        # same logits, same greedy tokens, same tokenization of its vocabulary.
+        synth = "synth-test-tiny-f32.gguf"
+        rc, _, err = run_cmd([CORTEX_BIN, "synth", "--shape", "test-tiny", "--type", "f32", "--seed", "5",
+                              "-o", os.path.join(tmp, synth)])
+        if res.check("cortex synth writes %s" % synth, rc == 0, "exit %d: %s" % (rc, short(err))):
+            check_model(res, tmp, tmp, synth, None)
+            check_tokenizer(res, tmp, tmp, synth, None)
 
     print("%d passed, %d failed" % (res.passed, res.failed))
     return 1 if res.failed else 0

@@ -71,52 +71,41 @@ int model_from_llama2c(cx_model *m, const char *L, const uint8_t *tok, size_t to
     uint64_t pos = 28;
     char name[64];
     take_matrix(m, "token_embd.weight", &pos, (int64_t)V, (int64_t)E, &m->tok_embd);
-    /* Per-layer arrays are stored layer-major within each kind: collect offsets. */
-    uint64_t rms_att = pos, wq = rms_att + NL * E * 4, wk = wq + NL * E * E * 4, wv = wk + NL * KV * E * 4;
-    uint64_t wo = wv + NL * KV * E * 4, rms_ffn = wo + NL * E * E * 4, w1 = rms_ffn + NL * E * 4;
-    uint64_t w2 = w1 + NL * F * E * 4, w3 = w2 + NL * E * F * 4, rms_final = w3 + NL * F * E * 4;
-    uint64_t cls = rms_final + E * 4 + (uint64_t)h->n_ctx * (uint64_t)h->head_dim * 4;
-    float *norm = m->norms;
-    for (uint64_t l = 0; l < NL; l++) {
-        cx_layer *y = &m->layers[l];
-        int64_t ne1[1] = {(int64_t)E};
-        memcpy(norm, m->map + rms_att + l * E * 4, E * 4);
-        y->attn_norm = norm;
-        norm += E;
-        snprintf(name, sizeof name, "blk.%d.attn_norm.weight", (int)l);
-        model_add_tensor(m, name, CX_TYPE_F32, 1, ne1, rms_att + l * E * 4, E * 4);
-        uint64_t p;
-        snprintf(name, sizeof name, "blk.%d.attn_q.weight", (int)l);
-        p = wq + l * E * E * 4;
-        take_matrix(m, name, &p, (int64_t)E, (int64_t)E, &y->wq);
-        snprintf(name, sizeof name, "blk.%d.attn_k.weight", (int)l);
-        p = wk + l * KV * E * 4;
-        take_matrix(m, name, &p, (int64_t)KV, (int64_t)E, &y->wk);
-        snprintf(name, sizeof name, "blk.%d.attn_v.weight", (int)l);
-        p = wv + l * KV * E * 4;
-        take_matrix(m, name, &p, (int64_t)KV, (int64_t)E, &y->wv);
-        snprintf(name, sizeof name, "blk.%d.attn_output.weight", (int)l);
-        p = wo + l * E * E * 4;
-        take_matrix(m, name, &p, (int64_t)E, (int64_t)E, &y->wo);
-        memcpy(norm, m->map + rms_ffn + l * E * 4, E * 4);
-        y->ffn_norm = norm;
-        norm += E;
-        snprintf(name, sizeof name, "blk.%d.ffn_norm.weight", (int)l);
-        model_add_tensor(m, name, CX_TYPE_F32, 1, ne1, rms_ffn + l * E * 4, E * 4);
-        snprintf(name, sizeof name, "blk.%d.ffn_gate.weight", (int)l);
-        p = w1 + l * F * E * 4;
-        take_matrix(m, name, &p, (int64_t)F, (int64_t)E, &y->w_gate);
-        snprintf(name, sizeof name, "blk.%d.ffn_down.weight", (int)l);
-        p = w2 + l * E * F * 4;
-        take_matrix(m, name, &p, (int64_t)E, (int64_t)F, &y->w_down);
-        snprintf(name, sizeof name, "blk.%d.ffn_up.weight", (int)l);
-        p = w3 + l * F * E * 4;
-        take_matrix(m, name, &p, (int64_t)F, (int64_t)E, &y->w_up);
+    /* Each kind of per-layer array is stored for all layers back to back, in
+     * this order; a layer's matrix is `rows` x `cols` floats at base + l * size. */
+    struct kind { const char *part; uint64_t rows, cols; } kinds[10] = {
+        {"attn_norm", 1, E}, {"attn_q", E, E}, {"attn_k", KV, E}, {"attn_v", KV, E}, {"attn_output", E, E},
+        {"ffn_norm", 1, E},  {"ffn_gate", F, E}, {"ffn_down", E, F}, {"ffn_up", F, E}, {"output_norm", 1, E},
+    };
+    uint64_t base[10];
+    for (int k = 0; k < 10; k++) {
+        base[k] = pos;
+        pos += (k == 9 ? 1 : NL) * kinds[k].rows * kinds[k].cols * 4;
     }
-    int64_t ne1[1] = {(int64_t)E};
-    memcpy(norm, m->map + rms_final, E * 4);
-    m->out_norm = norm;
-    model_add_tensor(m, "output_norm.weight", CX_TYPE_F32, 1, ne1, rms_final, E * 4);
+    uint64_t cls = pos + (uint64_t)h->n_ctx * (uint64_t)h->head_dim * 4; /* after the freq_cis tables */
+    float *norm = m->norms;
+    for (uint64_t l = 0; l <= NL; l++) {
+        cx_layer *y = l < NL ? &m->layers[l] : NULL;
+        const float **norms[10] = {y ? &y->attn_norm : NULL, NULL, NULL, NULL, NULL, y ? &y->ffn_norm : NULL,
+                                   NULL, NULL, NULL, &m->out_norm};
+        cx_weight *mats[10] = {NULL, y ? &y->wq : NULL, y ? &y->wk : NULL, y ? &y->wv : NULL, y ? &y->wo : NULL, NULL,
+                               y ? &y->w_gate : NULL, y ? &y->w_down : NULL, y ? &y->w_up : NULL, NULL};
+        for (int k = 0; k < 10; k++) {
+            if ((k == 9) != (l == NL)) continue; /* output_norm once, after the layers */
+            uint64_t off = base[k] + (k == 9 ? 0 : l) * kinds[k].rows * kinds[k].cols * 4;
+            if (k == 9) snprintf(name, sizeof name, "output_norm.weight");
+            else snprintf(name, sizeof name, "blk.%d.%s.weight", (int)l, kinds[k].part);
+            if (mats[k]) {
+                take_matrix(m, name, &off, (int64_t)kinds[k].rows, (int64_t)kinds[k].cols, mats[k]);
+            } else { /* a norm vector: copied to f32 storage the model owns */
+                int64_t ne1[1] = {(int64_t)E};
+                memcpy(norm, m->map + off, E * 4);
+                *norms[k] = norm;
+                norm += E;
+                model_add_tensor(m, name, CX_TYPE_F32, 1, ne1, off, E * 4);
+            }
+        }
+    }
     if (h->tied_output) {
         m->output = m->tok_embd;
     } else {
