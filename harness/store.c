@@ -65,6 +65,20 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE runs ADD COLUMN test_gen INTEGER;"
     "ALTER TABLE runs ADD COLUMN test_depth INTEGER;"
     "ALTER TABLE runs ADD COLUMN counter_mode TEXT;",
+    /* 2 -> 3: tags naming runs (e.g. 'baseline'), gate decisions and their
+     * per-metric verdicts */
+    "CREATE TABLE tags (name TEXT NOT NULL, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  created_at TEXT NOT NULL, PRIMARY KEY (name, run_id));"
+    "CREATE TABLE gates ("
+    "  id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, base_run INTEGER REFERENCES runs(id) ON DELETE SET NULL,"
+    "  cand_run INTEGER REFERENCES runs(id) ON DELETE SET NULL, mode TEXT NOT NULL, gate_file TEXT, gate_file_hash TEXT,"
+    "  verdict TEXT NOT NULL CHECK (verdict IN ('pass', 'regression', 'error')), summary TEXT);"
+    "CREATE TABLE verdicts ("
+    "  gate_id INTEGER NOT NULL REFERENCES gates(id) ON DELETE CASCADE, metric TEXT NOT NULL,"
+    "  direction TEXT, threshold REAL, base_median REAL, cand_median REAL, change REAL, ci_lo REAL, ci_hi REAL,"
+    "  p_value REAL, n_base INTEGER, n_cand INTEGER,"
+    "  verdict TEXT NOT NULL CHECK (verdict IN ('improved', 'unchanged', 'regressed', 'inconclusive')), note TEXT,"
+    "  PRIMARY KEY (gate_id, metric));",
 };
 
 /* Format an error as "DB: what: sqlite message". */

@@ -30,6 +30,11 @@ struct cx_session {
     double *inv_freq;         /* RoPE frequency of each pair in a head */
     double *acc;              /* attention output accumulators, n_embd */
     float *mem;               /* the one allocation behind all of the above */
+#ifdef CORTEX_TEST_KNOBS
+    double slowdown_pct;      /* test knob CORTEX_SLOWDOWN_PCT (see knob_slowdown) */
+    float *knob_y;            /* scratch outputs of the knob's extra products */
+    volatile float knob_sink; /* keeps the extra products observable */
+#endif
 };
 
 int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out, cx_err *err) {
@@ -38,6 +43,17 @@ int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out
     if (n_ctx <= 0) n_ctx = h->n_ctx < CX_DEFAULT_CTX ? h->n_ctx : CX_DEFAULT_CTX;
     if (n_ctx > h->n_ctx) n_ctx = h->n_ctx;
     if (n_threads > 256) return cx_fail(err, CX_EINVAL, "thread count %d is out of range (1..256)", n_threads);
+#ifdef CORTEX_TEST_KNOBS
+    /* Test knob, read once per session: CORTEX_SLOWDOWN_PCT=P (0..1000). */
+    double slowdown_pct = 0;
+    const char *knob = getenv("CORTEX_SLOWDOWN_PCT");
+    if (knob && *knob) {
+        char *end;
+        slowdown_pct = strtod(knob, &end);
+        if (*end || !(slowdown_pct >= 0 && slowdown_pct <= 1000))
+            return cx_fail(err, CX_EINVAL, "CORTEX_SLOWDOWN_PCT='%s' is not a number in 0..1000", knob);
+    }
+#endif
     cx_session *s = calloc(1, sizeof *s);
     if (!s) return cx_fail(err, CX_ENOMEM, "out of memory");
     size_t E = (size_t)h->n_embd, F = (size_t)h->n_ff, KV = (size_t)h->n_head_kv * (size_t)h->head_dim;
@@ -47,6 +63,16 @@ int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out
     s->inv_freq = calloc((size_t)h->head_dim / 2, sizeof(double));
     s->acc = calloc(E, sizeof(double));
     s->pool = tp_new(n_threads);
+#ifdef CORTEX_TEST_KNOBS
+    s->slowdown_pct = slowdown_pct;
+    size_t knob_rows = E > F ? E : F; /* the most rows any matrix has */
+    if ((size_t)h->n_vocab > knob_rows) knob_rows = (size_t)h->n_vocab;
+    s->knob_y = calloc(knob_rows, sizeof(float));
+    if (!s->knob_y) {
+        cx_session_free(s);
+        return cx_fail(err, CX_ENOMEM, "out of memory");
+    }
+#endif
     if (!s->mem || !s->pool || !s->inv_freq || !s->acc) {
         cx_session_free(s);
         return cx_fail(err, CX_ENOMEM, "out of memory for a %d-token session (%zu MiB)", n_ctx,
@@ -79,6 +105,9 @@ void cx_session_free(cx_session *s) {
     free(s->mem);
     free(s->inv_freq);
     free(s->acc);
+#ifdef CORTEX_TEST_KNOBS
+    free(s->knob_y);
+#endif
     free(s);
 }
 
@@ -138,6 +167,49 @@ static void attention_part(void *ctx, int i, int n) {
     }
 }
 
+#ifdef CORTEX_TEST_KNOBS
+/*
+ * Test knob, compiled only with -DCORTEX_TEST_KNOBS (make KNOBS=1): a slowdown
+ * of known size, so the performance gates can be shown to catch one.
+ * CORTEX_SLOWDOWN_PCT=P makes each token multiply P/100 of the rows of every
+ * matrix it used once more (whole passes for P >= 100, then the first rows),
+ * with the same kernel and the same thread split, into scratch. Same
+ * instructions on the same kind of data, so instruction counts and time grow
+ * alike: by P% of the matrix work, i.e. a little under P% of the total
+ * (attention, norms and sampling are not repeated). The extra rows are read
+ * after the whole token, so on a model larger than the cache they come from
+ * memory like the real ones. Each product lands in the volatile sink, which
+ * the compiler must keep.
+ */
+static void knob_extra(cx_session *s, const cx_weight *w, const float *x) {
+    int64_t left = (int64_t)((double)w->rows * s->slowdown_pct / 100.0 + 0.5);
+    while (left > 0) {
+        cx_weight first = *w; /* a view of the first rows */
+        first.rows = left < w->rows ? left : w->rows;
+        matvec(s->pool, &first, x, s->knob_y);
+        s->knob_sink += s->knob_y[first.rows - 1];
+        left -= first.rows;
+    }
+}
+
+static void knob_slowdown(cx_session *s, int want_logits) {
+    if (s->slowdown_pct <= 0) return;
+    const cx_model *m = s->m;
+    for (int l = 0; l < m->info.n_layer; l++) {
+        const cx_layer *w = &m->layers[l];
+        /* inputs: any vector of the right length (xb: n_embd, hb: n_ff) */
+        knob_extra(s, &w->wq, s->xb);
+        knob_extra(s, &w->wk, s->xb);
+        knob_extra(s, &w->wv, s->xb);
+        knob_extra(s, &w->wo, s->xb);
+        knob_extra(s, &w->w_gate, s->xb);
+        knob_extra(s, &w->w_up, s->xb);
+        knob_extra(s, &w->w_down, s->hb);
+    }
+    if (want_logits) knob_extra(s, &m->output, s->xb);
+}
+#endif
+
 /* Run one token through every layer at position s->pos; logits only if asked. */
 static void forward_token(cx_session *s, int token, int want_logits) {
     const cx_model *m = s->m;
@@ -174,6 +246,9 @@ static void forward_token(cx_session *s, int token, int want_logits) {
         kern_rmsnorm(s->x, s->x, m->out_norm, E, h->rms_eps);
         matvec(s->pool, &m->output, s->x, s->logits);
     }
+#ifdef CORTEX_TEST_KNOBS
+    knob_slowdown(s, want_logits);
+#endif
 }
 
 int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, cx_err *err) {

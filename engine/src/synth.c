@@ -24,6 +24,8 @@
 static const cx_shape SHAPES[] = {
     /* name            embd   ff     layers heads kv  vocab   ctx     rope      eps    tied */
     {"test-tiny",      64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1},
+    /* the deterministic gate's micro workload: 16 prompt tokens + 8 steps = ~1.1e8 instructions (docs/gates.md) */
+    {"gate-micro",     128,   384,   2,     4,    2,  2048,   256,    10000.0f, 1e-5f, 1},
     {"stories15m",     288,   768,   6,     6,    6,  32000,  256,    10000.0f, 1e-5f, 1},
     {"stories42m",     512,   1376,  8,     8,    8,  32000,  1024,   10000.0f, 1e-5f, 1},
     {"stories110m",    768,   2048,  12,    12,   12, 32000,  1024,   10000.0f, 1e-5f, 1},

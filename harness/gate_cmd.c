@@ -1,0 +1,595 @@
+/*
+ * gate_cmd.c - `cortex-bench gate`, `tag`, `calibrate` and `trend`.
+ *
+ * gate: run the configured suite (wall-clock) or the micro workload under an
+ * instruction counter (deterministic), find each run's baseline, judge every
+ * configured metric, settle inconclusive ones with more repetitions (within a
+ * budget), check the correctness canaries, store the decision, print a verdict
+ * table, write JUnit XML and a markdown summary, and exit 0 (pass),
+ * 1 (regression) or 2 (error). docs/gates.md explains the statistics.
+ */
+#include "gate_cmd.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "detmode.h"
+#include "env.h"
+#include "gate.h"
+#include "gatefile.h"
+#include "run_cmd.h"
+#include "sha256.h"
+#include "significance.h"
+#include "store.h"
+#include "version.h"
+
+#define MAX_VERDICTS 256
+#define MAX_VALUES 1024
+
+typedef struct gate_opts {
+    const char *model, *baseline, *gate_file, *db, *junit, *summary, *threads, *det_mode;
+    int deterministic, record_baseline;
+    double baseline_instructions; /* deterministic: a count measured elsewhere (ci/baseline.sh) */
+} gate_opts;
+
+typedef struct gate_state {
+    gate_verdict v[MAX_VERDICTS];
+    int n;
+    int errors;
+    char error[1600];
+} gate_state;
+
+static gate_verdict *add_verdict(gate_state *g) { return g->n < MAX_VERDICTS ? &g->v[g->n++] : NULL; }
+
+/* Append canary verdicts: same model and item, different greedy tokens = regression. */
+static void judge_canaries(store *s, int64_t base, int64_t cand, const char *wl, gate_state *g) {
+    sqlite3_stmt *st;
+    const char *sql = "SELECT x.item, x.token_hash, y.token_hash FROM canaries x JOIN canaries y ON y.item = x.item"
+                      " JOIN runs rx ON rx.id = x.run_id JOIN runs ry ON ry.id = y.run_id"
+                      " WHERE x.run_id = ? AND y.run_id = ? AND rx.model_sha256 = ry.model_sha256";
+    if (sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL) != SQLITE_OK) return;
+    sqlite3_bind_int64(st, 1, base);
+    sqlite3_bind_int64(st, 2, cand);
+    int same = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *a = (const char *)sqlite3_column_text(st, 1), *b = (const char *)sqlite3_column_text(st, 2);
+        if (a && b && !strcmp(a, b)) { same++; continue; }
+        gate_verdict *v = add_verdict(g);
+        if (!v) break;
+        memset(v, 0, sizeof *v);
+        snprintf(v->metric, sizeof v->metric, "%s/canary:%s", wl, (const char *)sqlite3_column_text(st, 0));
+        v->base_median = v->cand_median = v->change = v->ci_lo = v->ci_hi = v->p = NAN;
+        v->v = GATE_REGRESSED;
+        snprintf(v->note, sizeof v->note, "greedy tokens changed: %s -> %s (same model file)", a ? a : "?", b ? b : "?");
+    }
+    sqlite3_finalize(st);
+    if (same) {
+        gate_verdict *v = add_verdict(g);
+        if (!v) return;
+        memset(v, 0, sizeof *v);
+        snprintf(v->metric, sizeof v->metric, "%s/canaries", wl);
+        v->base_median = v->cand_median = v->change = v->ci_lo = v->ci_hi = v->p = NAN;
+        v->v = GATE_UNCHANGED;
+        snprintf(v->note, sizeof v->note, "%d items: identical greedy tokens", same);
+    }
+}
+
+/* Run one workload through the normal run path; returns the run id or -1. */
+static int64_t run_workload(const gate_opts *o, const char *wl, int reps, int warmup, int argc, char **argv) {
+    run_opts ro;
+    run_opts_init(&ro);
+    ro.model = o->model;
+    ro.workload = wl;
+    ro.db = o->db;
+    ro.reps = reps;
+    ro.warmup = warmup;
+    ro.threads = o->threads;
+    ro.no_progress = 1;
+    ro.argc = argc;
+    ro.argv = argv;
+    int64_t ids[RUN_MAX_THREADS];
+    int n = 0;
+    if (run_execute(&ro, ids, &n) || n != 1) return -1;
+    return ids[0];
+}
+
+/* Judge every configured metric both runs have, settling inconclusive ones
+ * with up to `budget` extra candidate repetitions. */
+static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const char *wl, int64_t base, int64_t cand,
+                       gate_state *g, int argc, char **argv) {
+    static double bv[MAX_VALUES], cv[MAX_VALUES];
+    int first = g->n;
+    for (int i = 0; i < c->n_metrics; i++) {
+        size_t nb = gate_values(s, base, c->metrics[i].name, bv, MAX_VALUES);
+        size_t nc = gate_values(s, cand, c->metrics[i].name, cv, MAX_VALUES);
+        if (!nb || !nc) continue;
+        gate_verdict *v = add_verdict(g);
+        if (!v) return;
+        gate_judge(&c->metrics[i], bv, nb, cv, nc, c->alpha, c->bootstrap, v);
+    }
+    int inconclusive = 0;
+    for (int k = first; k < g->n; k++) inconclusive += g->v[k].v == GATE_INCONCLUSIVE;
+    if (inconclusive && c->budget > 0 && !o->deterministic) {
+        fprintf(stderr, "cortex-bench gate: %s: %d inconclusive metric(s), running %d more repetitions\n", wl,
+                inconclusive, c->budget);
+        int64_t extra = run_workload(o, wl, c->budget, 0, argc, argv);
+        for (int k = first; extra > 0 && k < g->n; k++) {
+            if (g->v[k].v != GATE_INCONCLUSIVE) continue;
+            const gate_metric *rule = gate_conf_metric(c, g->v[k].metric);
+            size_t nb = gate_values(s, base, rule->name, bv, MAX_VALUES);
+            size_t nc = gate_values(s, cand, rule->name, cv, MAX_VALUES);
+            nc += gate_values(s, extra, rule->name, cv + nc, MAX_VALUES - nc);
+            gate_judge(rule, bv, nb, cv, nc, c->alpha, c->bootstrap, &g->v[k]);
+        }
+    }
+    for (int k = first; k < g->n; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s/%s", wl, g->v[k].metric);
+        snprintf(g->v[k].metric, sizeof g->v[k].metric, "%s", name);
+    }
+    judge_canaries(s, base, cand, wl, g);
+}
+
+/* Deterministic mode: count instructions of the micro workload; store it as a run. */
+static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *o, double *instr, char *err, size_t n) {
+    char self[1024], mode[32];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k <= 0) return snprintf(err, n, "cannot find the cortex-bench binary (/proc/self/exe)"), -1;
+    self[k] = 0;
+    if (det_measure(self, o->model, o->det_mode ? o->det_mode : "auto", c->micro_prompt, c->micro_gen, instr, mode,
+                    sizeof mode, err, n))
+        return -1;
+    run_meta m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.workload, sizeof m.workload, "micro:p%d,g%d", c->micro_prompt, c->micro_gen);
+    snprintf(m.workload_kind, sizeof m.workload_kind, "micro");
+    snprintf(m.mode, sizeof m.mode, "deterministic");
+    snprintf(m.model_path, sizeof m.model_path, "%s", o->model);
+    if (sha256_hex_file(o->model, m.model_sha256, err, n)) return -1;
+    m.threads = 1;
+    m.reps = 1;
+    m.test_prompt = c->micro_prompt;
+    m.test_gen = c->micro_gen;
+    snprintf(m.git_commit, sizeof m.git_commit, "%s", CORTEX_GIT_COMMIT);
+    m.git_dirty = CORTEX_GIT_DIRTY;
+    snprintf(m.build_type, sizeof m.build_type, "%s", CORTEX_BUILD_TYPE);
+    snprintf(m.build_flags, sizeof m.build_flags, "%s", CORTEX_BUILD_FLAGS);
+    snprintf(m.counter_mode, sizeof m.counter_mode, "%s", mode);
+    env_info e;
+    env_collect(&e);
+    /* Instruction counts do not depend on the CPU model the way times do, but
+     * the build and the mode do: compare only within the same mode. */
+    char key[512];
+    snprintf(key, sizeof key, "deterministic|%s|%s|%s", mode, m.model_sha256, m.build_type);
+    sha256_hex(key, strlen(key), m.compare_key);
+    int64_t id;
+    if (store_begin_run(s, &m, &e, &id, err, n)) return -1;
+    rep_result r;
+    memset(&r, 0, sizeof r);
+    rep_set_metric(&r, "instructions", *instr);
+    if (store_finish_run(s, id, &r, 1, err, n)) return -1;
+    return id;
+}
+
+/* Write the gate decision and its verdicts. */
+static int64_t store_gate(store *s, const gate_conf *c, const char *mode, int64_t base, int64_t cand, const char *verdict,
+                          const gate_state *g) {
+    sqlite3 *db = store_db(s);
+    char now[32];
+    time_t t = time(NULL);
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    sqlite3_stmt *st;
+    int64_t id = -1;
+    if (sqlite3_prepare_v2(db, "INSERT INTO gates (created_at, base_run, cand_run, mode, gate_file, gate_file_hash, verdict,"
+                               " summary) VALUES (?,?,?,?,?,?,?,?)", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
+        if (base > 0) sqlite3_bind_int64(st, 2, base); else sqlite3_bind_null(st, 2);
+        if (cand > 0) sqlite3_bind_int64(st, 3, cand); else sqlite3_bind_null(st, 3);
+        sqlite3_bind_text(st, 4, mode, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 5, c->path, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 6, c->sha256, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 7, verdict, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 8, g->error, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_DONE) id = sqlite3_last_insert_rowid(db);
+        sqlite3_finalize(st);
+    }
+    for (int i = 0; id > 0 && i < g->n; i++) {
+        const gate_verdict *v = &g->v[i];
+        if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+            break;
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, v->metric, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 3, v->higher_is_better ? "higher" : "lower", -1, SQLITE_STATIC);
+        double d[8] = {v->threshold, v->base_median, v->cand_median, v->change, v->ci_lo, v->ci_hi, v->p, 0};
+        for (int k = 0; k < 7; k++) {
+            if (isnan(d[k])) sqlite3_bind_null(st, 4 + k);
+            else sqlite3_bind_double(st, 4 + k, d[k]);
+        }
+        sqlite3_bind_int(st, 11, v->n_base);
+        sqlite3_bind_int(st, 12, v->n_cand);
+        sqlite3_bind_text(st, 13, gate_v_name(v->v), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 14, v->note, -1, SQLITE_TRANSIENT);
+        sqlite3_step(st);
+        sqlite3_finalize(st);
+    }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    return id;
+}
+
+/* A percentage, or "-" for NAN. */
+static const char *pct(double x, char *buf, size_t n) {
+    if (isnan(x)) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%+.2f%%", x * 100);
+    return buf;
+}
+
+static void print_table(FILE *f, const gate_state *g, const char *mode, const char *verdict) {
+    fprintf(f, "## cortex-bench gate (%s): %s\n\n", mode, verdict);
+    if (g->error[0]) fprintf(f, "**error:** %s\n\n", g->error);
+    fprintf(f, "| metric | base | candidate | change | 95%% CI | p | verdict | note |\n"
+               "| --- | ---: | ---: | ---: | --- | ---: | --- | --- |\n");
+    for (int i = 0; i < g->n; i++) {
+        const gate_verdict *v = &g->v[i];
+        char a[32], b[32], c[32], p[32];
+        char bm[32], cm[32];
+        snprintf(bm, sizeof bm, isnan(v->base_median) ? "-" : "%.6g", v->base_median);
+        snprintf(cm, sizeof cm, isnan(v->cand_median) ? "-" : "%.6g", v->cand_median);
+        fprintf(f, "| %s | %s | %s | %s | [%s, %s] | %s | **%s** | %s |\n", v->metric, bm, cm,
+                pct(v->change, a, sizeof a), pct(v->ci_lo, b, sizeof b), pct(v->ci_hi, c, sizeof c),
+                isnan(v->p) ? "-" : (snprintf(p, sizeof p, "%.4f", v->p), p), gate_v_name(v->v), v->note);
+    }
+}
+
+/* XML-escape into f. */
+static void xml(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '&') fputs("&amp;", f);
+        else if (*s == '"') fputs("&quot;", f);
+        else fputc(*s, f);
+    }
+}
+
+static int write_junit(const char *path, const gate_state *g, const char *mode) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    int failures = 0;
+    for (int i = 0; i < g->n; i++) failures += g->v[i].v == GATE_REGRESSED;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"cortex-bench gate (%s)\""
+               " tests=\"%d\" failures=\"%d\" errors=\"%d\">\n", mode, g->n + (g->error[0] ? 1 : 0), failures,
+            g->error[0] ? 1 : 0);
+    for (int i = 0; i < g->n; i++) {
+        const gate_verdict *v = &g->v[i];
+        char a[32];
+        fprintf(f, "    <testcase classname=\"gate.%s\" name=\"", mode);
+        xml(f, v->metric);
+        fprintf(f, "\">");
+        if (v->v == GATE_REGRESSED) {
+            fprintf(f, "<failure message=\"regressed %s\">", pct(v->change, a, sizeof a));
+            xml(f, v->note);
+            fprintf(f, "</failure>");
+        } else {
+            fprintf(f, "<system-out>%s %s: ", gate_v_name(v->v), pct(v->change, a, sizeof a));
+            xml(f, v->note);
+            fprintf(f, "</system-out>");
+        }
+        fprintf(f, "</testcase>\n");
+    }
+    if (g->error[0]) {
+        fprintf(f, "    <testcase classname=\"gate.%s\" name=\"setup\"><error message=\"", mode);
+        xml(f, g->error);
+        fprintf(f, "\"/></testcase>\n");
+    }
+    fprintf(f, "  </testsuite>\n</testsuites>\n");
+    return fclose(f);
+}
+
+/* Tag a complete run; 0 on success. */
+static int tag_run(store *s, int64_t id, const char *name) {
+    sqlite3_stmt *st;
+    int rc = -1;
+    char now[32];
+    time_t t = time(NULL);
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    if (sqlite3_prepare_v2(store_db(s), "INSERT OR REPLACE INTO tags (name, run_id, created_at) SELECT ?, id, ? FROM runs"
+                                        " WHERE id = ? AND status = 'complete'", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 3, id);
+        if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(store_db(s)) == 1) rc = 0;
+        sqlite3_finalize(st);
+    }
+    return rc;
+}
+
+static int parse_gate(int argc, char **argv, gate_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->baseline = "baseline";
+    o->gate_file = "ci/gates.conf";
+    o->db = CLI_DEFAULT_DB;
+    o->baseline_instructions = NAN;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--record-baseline")) { o->record_baseline = 1; continue; }
+        if (!v) return cli_fail(2, "%s needs a value", a);
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) o->model = v;
+        else if (!strcmp(a, "--baseline")) o->baseline = v;
+        else if (!strcmp(a, "--gate-file")) o->gate_file = v;
+        else if (!strcmp(a, "--db")) o->db = v;
+        else if (!strcmp(a, "--junit")) o->junit = v;
+        else if (!strcmp(a, "--summary")) o->summary = v;
+        else if (!strcmp(a, "-t")) o->threads = v;
+        else if (!strcmp(a, "--det-mode")) o->det_mode = v;
+        else if (!strcmp(a, "--baseline-instructions")) {
+            if (cli_parse_double(a, v, 1, 1e18, &o->baseline_instructions)) return 2;
+        } else if (!strcmp(a, "--mode")) {
+            if (!strcmp(v, "deterministic")) o->deterministic = 1;
+            else if (strcmp(v, "wallclock")) return cli_fail(2, "--mode: '%s' is not wallclock or deterministic", v);
+        } else return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
+        i++;
+    }
+    if (!o->model) return cli_fail(2, "%s", "gate needs --model MODEL");
+    return 0;
+}
+
+int cmd_gate(int argc, char **argv) {
+    gate_opts o;
+    int rc = parse_gate(argc, argv, &o);
+    if (rc) return rc;
+    gate_conf c;
+    char err[512];
+    if (gate_conf_load(o.gate_file, &c, err, sizeof err)) return cli_fail(2, "%s", err);
+    cli_ensure_default_dir(o.db);
+    store *s;
+    if (store_open(o.db, &s, err, sizeof err)) return cli_fail(2, "%s", err);
+    static gate_state g;
+    memset(&g, 0, sizeof g);
+    const char *mode = o.deterministic ? "deterministic" : "wallclock";
+    int64_t last_base = 0, last_cand = 0;
+    if (o.deterministic) {
+        double instr = 0;
+        int64_t cand = deterministic_run(s, &c, &o, &instr, err, sizeof err);
+        const gate_metric *rule = gate_conf_metric(&c, "instructions");
+        if (cand < 0) {
+            snprintf(g.error, sizeof g.error, "%s", err);
+        } else if (!rule) {
+            snprintf(g.error, sizeof g.error, "%s has no 'metric instructions' rule", c.path);
+        } else {
+            double base = o.baseline_instructions;
+            int64_t bid = 0;
+            if (isnan(base)) {
+                bid = gate_resolve(s, o.baseline, cand, err, sizeof err);
+                if (bid > 0) gate_values(s, bid, "instructions", &base, 1);
+            }
+            if (isnan(base) && o.record_baseline) {
+                tag_run(s, cand, o.baseline);
+                printf("no deterministic baseline '%s': tagged run %lld (%.0f instructions) as the baseline\n", o.baseline,
+                       (long long)cand, instr);
+            } else if (isnan(base)) {
+                snprintf(g.error, sizeof g.error, "no deterministic baseline '%s' comparable with run %lld%s%s "
+                         "(tag one: cortex-bench tag RUN %s)", o.baseline, (long long)cand, bid < 0 ? ": " : "",
+                         bid < 0 ? err : "", o.baseline);
+            } else {
+                gate_verdict *v = add_verdict(&g);
+                gate_judge(rule, &base, 1, &instr, 1, c.alpha, c.bootstrap, v);
+                snprintf(v->metric, sizeof v->metric, "micro:p%d,g%d/instructions", c.micro_prompt, c.micro_gen);
+            }
+            last_base = bid;
+            last_cand = cand;
+        }
+    } else {
+        char **full = argv - 2;
+        int missing = 0;
+        size_t k = 0;
+        for (int w = 0; w < c.n_workloads; w++) {
+            int64_t cand = run_workload(&o, c.workloads[w], c.reps, 1, argc + 2, full);
+            if (cand < 0) {
+                snprintf(g.error, sizeof g.error, "the candidate run of %s failed", c.workloads[w]);
+                break;
+            }
+            int64_t base = gate_resolve(s, o.baseline, cand, err, sizeof err);
+            if (base <= 0 && o.record_baseline) { /* first run of a new configuration: it becomes the baseline */
+                tag_run(s, cand, o.baseline);
+                printf("no baseline '%s' for %s: tagged run %lld as the baseline\n", o.baseline, c.workloads[w],
+                       (long long)cand);
+                continue;
+            }
+            if (base <= 0) {
+                k += (size_t)snprintf(g.error + k, sizeof g.error - k, "%sno baseline '%s' comparable with run %lld (%s)%s%.200s",
+                                      missing++ ? "; " : "", o.baseline, (long long)cand, c.workloads[w],
+                                      base < 0 ? ": " : "", base < 0 ? err : "");
+                if (k >= sizeof g.error) k = sizeof g.error - 1;
+                continue;
+            }
+            judge_runs(s, &c, &o, c.workloads[w], base, cand, &g, argc + 2, full);
+            last_base = base;
+            last_cand = cand;
+        }
+        if (missing && k < sizeof g.error)
+            snprintf(g.error + k, sizeof g.error - k, " (tag runs with: cortex-bench tag RUN %s, or rerun with --record-baseline)",
+                     o.baseline);
+    }
+    int regressed = 0, inconclusive = 0;
+    for (int i = 0; i < g.n; i++) {
+        regressed += g.v[i].v == GATE_REGRESSED;
+        inconclusive += g.v[i].v == GATE_INCONCLUSIVE;
+    }
+    const char *verdict = g.error[0] ? "error" : regressed ? "regression" : "pass";
+    store_gate(s, &c, mode, last_base, last_cand, verdict, &g);
+    print_table(stdout, &g, mode, verdict);
+    if (inconclusive && !regressed && !g.error[0])
+        printf("\n%d metric(s) stayed inconclusive after the extra repetitions: not a proven regression, the gate passes.\n",
+               inconclusive);
+    if (o.summary) {
+        FILE *f = fopen(o.summary, "w");
+        if (!f) fprintf(stderr, "cortex-bench: %s: cannot write the summary\n", o.summary);
+        else {
+            print_table(f, &g, mode, verdict);
+            fclose(f);
+        }
+    }
+    if (o.junit && write_junit(o.junit, &g, mode)) fprintf(stderr, "cortex-bench: %s: cannot write JUnit XML\n", o.junit);
+    store_close(s);
+    if (g.error[0]) fprintf(stderr, "cortex-bench: gate: %s\n", g.error);
+    return g.error[0] ? 2 : regressed ? 1 : 0;
+}
+
+int cmd_tag(int argc, char **argv) {
+    const char *db = CLI_DEFAULT_DB, *pos[2] = {0};
+    int np = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
+        else if (argv[i][0] != '-' && np < 2) pos[np++] = argv[i];
+        else return cli_fail(2, "unexpected argument '%s' (tag RUN NAME [--db FILE])", argv[i]);
+    }
+    int64_t id;
+    if (np != 2 || cli_parse_id(pos[0], &id)) return cli_fail(2, "%s", "usage: cortex-bench tag RUN NAME [--db FILE]");
+    store *s;
+    if (cli_open_existing(db, &s)) return 1;
+    int rc = tag_run(s, id, pos[1]);
+    store_close(s);
+    if (rc) return cli_fail(1, "no complete run %s to tag", pos[0]);
+    printf("tagged run %lld as '%s'\n", (long long)id, pos[1]);
+    return 0;
+}
+
+/* A/A: run the same build against itself `pairs` times and report how far
+ * each metric moves when nothing changed, to set thresholds from. */
+int cmd_calibrate(int argc, char **argv) {
+    gate_opts o;
+    memset(&o, 0, sizeof o);
+    o.db = CLI_DEFAULT_DB;
+    o.gate_file = "ci/gates.conf";
+    long pairs = 5;
+    const char *workload = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) return cli_fail(2, "%s needs a value", a);
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) o.model = v;
+        else if (!strcmp(a, "--db")) o.db = v;
+        else if (!strcmp(a, "--gate-file")) o.gate_file = v;
+        else if (!strcmp(a, "--workload")) workload = v;
+        else if (!strcmp(a, "-t")) o.threads = v;
+        else if (!strcmp(a, "--pairs")) { if (cli_parse_int(a, v, 1, 1000, &pairs)) return 2; }
+        else return cli_fail(2, "unknown option '%s'", a);
+        i++;
+    }
+    if (!o.model) return cli_fail(2, "%s", "calibrate needs --model MODEL");
+    gate_conf c;
+    char err[512];
+    if (gate_conf_load(o.gate_file, &c, err, sizeof err)) return cli_fail(2, "%s", err);
+    store *s;
+    cli_ensure_default_dir(o.db);
+    if (store_open(o.db, &s, err, sizeof err)) return cli_fail(2, "%s", err);
+    int nw = workload ? 1 : c.n_workloads;
+    printf("| workload | metric | pairs | median |change| | max |change| | A/A judged regressed | suggested threshold |\n"
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int w = 0; w < nw; w++) {
+        const char *wl = workload ? workload : c.workloads[w];
+        static double changes[GATE_MAX_METRICS][1000];
+        int false_alarms[GATE_MAX_METRICS] = {0}, n[GATE_MAX_METRICS] = {0};
+        for (long p = 0; p < pairs; p++) {
+            int64_t a = run_workload(&o, wl, c.reps, 1, argc + 2, argv - 2);
+            int64_t b = run_workload(&o, wl, c.reps, 1, argc + 2, argv - 2);
+            if (a < 0 || b < 0) { store_close(s); return cli_fail(1, "calibration run of %s failed", wl); }
+            for (int m = 0; m < c.n_metrics; m++) {
+                double va[MAX_VALUES], vb[MAX_VALUES];
+                size_t na = gate_values(s, a, c.metrics[m].name, va, MAX_VALUES);
+                size_t nb = gate_values(s, b, c.metrics[m].name, vb, MAX_VALUES);
+                if (!na || !nb) continue;
+                gate_verdict v;
+                gate_judge(&c.metrics[m], va, na, vb, nb, c.alpha, c.bootstrap, &v);
+                changes[m][n[m]++] = fabs(v.change);
+                false_alarms[m] += v.v == GATE_REGRESSED;
+            }
+            fprintf(stderr, "calibrate %s: pair %ld/%ld done\n", wl, p + 1, pairs);
+        }
+        for (int m = 0; m < c.n_metrics; m++) {
+            if (!n[m]) continue;
+            double med = sig_median(changes[m], (size_t)n[m]), max = changes[m][n[m] - 1]; /* sorted by sig_median */
+            double suggest = fmax(2.0 * max, 0.02);
+            printf("| %s | %s | %d | %.2f%% | %.2f%% | %d | %.0f%% (configured %.0f%%) |\n", wl, c.metrics[m].name, n[m],
+                   med * 100, max * 100, false_alarms[m], suggest * 100, c.metrics[m].threshold * 100);
+        }
+    }
+    store_close(s);
+    return 0;
+}
+
+/* Fit steps to a metric's history (commit order) per comparable series and
+ * name the commit where it stepped. */
+int cmd_trend(int argc, char **argv) {
+    const char *db = CLI_DEFAULT_DB, *mname = NULL, *workload = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
+        else if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
+        else if (argv[i][0] != '-' && !mname) mname = argv[i];
+        else return cli_fail(2, "unexpected argument '%s' (trend METRIC [--workload W] [--db FILE])", argv[i]);
+    }
+    if (!mname) return cli_fail(2, "%s", "usage: cortex-bench trend METRIC [--workload W] [--db FILE]");
+    store *s;
+    if (cli_open_existing(db, &s)) return 1;
+    sqlite3 *sdb = store_db(s);
+    sqlite3_stmt *st;
+    const char *sql = "SELECT r.compare_key, r.workload, r.id, substr(r.git_commit, 1, 10), r.git_dirty, m.median"
+                      " FROM runs r JOIN summary m ON m.run_id = r.id AND m.name = ?1"
+                      " WHERE r.status = 'complete' AND (?2 IS NULL OR r.workload = ?2)"
+                      " ORDER BY r.compare_key, r.workload, r.id";
+    if (sqlite3_prepare_v2(sdb, sql, -1, &st, NULL) != SQLITE_OK) {
+        store_close(s);
+        return cli_fail(1, "trend: %s", sqlite3_errmsg(sdb));
+    }
+    sqlite3_bind_text(st, 1, mname, -1, SQLITE_TRANSIENT);
+    if (workload) sqlite3_bind_text(st, 2, workload, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, 2);
+    enum { CAP = 4096 };
+    static double y[CAP];
+    static int64_t run[CAP];
+    static char commit[CAP][16];
+    char key[80] = "", wl[256] = "";
+    int n = 0, series = 0, more = 1;
+    while (more) {
+        more = sqlite3_step(st) == SQLITE_ROW;
+        const char *k = more ? (const char *)sqlite3_column_text(st, 0) : "";
+        const char *w = more ? (const char *)sqlite3_column_text(st, 1) : "";
+        if (n && (!more || strcmp(k ? k : "", key) || strcmp(w ? w : "", wl))) { /* a series ends: fit and report */
+            size_t cp[CAP], ncp = 0;
+            double pen = sig_default_penalty(y, (size_t)n);
+            if (n >= 4) sig_steps(y, (size_t)n, 2, pen, cp, &ncp);
+            printf("%s%s (%s), %d runs, series %.12s: ", series++ ? "\n" : "", mname, wl, n, key);
+            if (!ncp) printf("no step\n");
+            for (size_t i = 0; i < ncp; i++) {
+                size_t a = i ? cp[i - 1] : 0, b = cp[i], e = i + 1 < ncp ? cp[i + 1] : (size_t)n;
+                static double tmp[CAP];
+                memcpy(tmp, y + a, sizeof(double) * (b - a));
+                double before = sig_median(tmp, b - a);
+                memcpy(tmp, y + b, sizeof(double) * (e - b));
+                double after = sig_median(tmp, e - b);
+                printf("%sstep at run %lld, commit %s: %.4g -> %.4g (%+.1f%%)\n", i ? "    " : "\n    ",
+                       (long long)run[b], commit[b], before, after, (after / before - 1) * 100);
+            }
+            n = 0;
+        }
+        if (!more) break;
+        snprintf(key, sizeof key, "%s", k ? k : "");
+        snprintf(wl, sizeof wl, "%s", w ? w : "");
+        if (n < CAP) {
+            run[n] = sqlite3_column_int64(st, 2);
+            snprintf(commit[n], sizeof commit[n], "%s%s", sqlite3_column_text(st, 3) ? (const char *)sqlite3_column_text(st, 3) : "?",
+                     sqlite3_column_int(st, 4) ? "+" : "");
+            y[n++] = sqlite3_column_double(st, 5);
+        }
+    }
+    sqlite3_finalize(st);
+    store_close(s);
+    if (!series) printf("no complete runs with mname %s%s%s\n", mname, workload ? " on " : "", workload ? workload : "");
+    return 0;
+}

@@ -1,0 +1,160 @@
+/*
+ * micro.c - `cortex-bench micro`: the fixed workload of the deterministic gate
+ * mode (see detmode.h), and a small driver around det_measure.
+ *
+ *   cortex-bench micro --model M [--prompt N] [--gen G] [--count]
+ *       load M, one session on one thread, then det_micro_workload: N
+ *       deterministic prompt tokens (BOS + pseudo-random ids) in one cx_eval,
+ *       then G greedy single-token steps. Nothing else: no database, no
+ *       counters set, no clocks. Prints one line:
+ *         micro_version=1 prompt=N gen=G threads=1 token_hash=H [instructions=I]
+ *       --count: I = user-mode instructions of det_micro_workload alone, read
+ *       from a perf_event_open counter enabled around it (perf mode).
+ *   cortex-bench micro --measure callgrind|perf|auto --model M [--prompt N] [--gen G] [--bench-bin B]
+ *       det_measure() on binary B (default: this one) and print
+ *         instructions=I mode=callgrind|perf micro_version=1 prompt=N gen=G
+ *       Exit codes: 0, 1 failure, 2 bad input, 3 B has no micro subcommand,
+ *       4 no deterministic mode available here.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cortex.h"
+#include "detmode.h"
+
+/* The measured region. callgrind collects only while this function runs
+ * (--toggle-collect=det_micro_workload, callees included); perf mode counts
+ * around its call. External and noinline, so the symbol exists under this
+ * name whatever the optimization level. Returns 0 or an engine error. */
+__attribute__((noinline)) int det_micro_workload(cx_session *s, cx_sampler *greedy, const int32_t *prompt, int np,
+                                                  int ng, uint64_t *hash, cx_err *e);
+__attribute__((noinline)) int det_micro_workload(cx_session *s, cx_sampler *greedy, const int32_t *prompt, int np,
+                                                  int ng, uint64_t *hash, cx_err *e) {
+    const float *logits;
+    if (cx_eval(s, prompt, np, &logits, e)) return -1;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the generated ids, like the harness's canary */
+    for (int i = 0; i < ng; i++) {
+        int32_t tok = cx_sampler_sample(greedy, logits);
+        for (int b = 0; b < 4; b++) h = (h ^ (uint8_t)((uint32_t)tok >> (8 * b))) * 1099511628211ull;
+        if (cx_eval(s, &tok, 1, &logits, e)) return -1;
+    }
+    *hash = h;
+    return 0;
+}
+
+static int micro_fail(int code, const char *msg) {
+    fprintf(stderr, "cortex-bench micro: %s\n", msg);
+    return code;
+}
+
+static int micro_int(const char *flag, const char *v, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "cortex-bench micro: %s: '%s' is not an integer in [%ld, %ld]\n", flag, v ? v : "", lo, hi);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+/* --measure: run det_measure on `bin` and print the result line. */
+static int micro_measure(const char *bin, const char *model, const char *mode, int np, int ng) {
+    char self[PATH_MAX], used[32], err[1024];
+    if (!bin) { /* this very binary */
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0) return micro_fail(1, "cannot find this binary (/proc/self/exe); pass --bench-bin");
+        self[n] = 0;
+        bin = self;
+    }
+    double ins;
+    int rc = det_measure(bin, model, mode, np, ng, &ins, used, sizeof used, err, sizeof err);
+    if (rc) return micro_fail(rc == DET_ENOMICRO ? 3 : rc == DET_EUNAVAIL ? 4 : 1, err);
+    printf("instructions=%.0f mode=%s micro_version=%d prompt=%d gen=%d\n", ins, used, DET_MICRO_VERSION, np, ng);
+    return 0;
+}
+
+int cmd_micro(int argc, char **argv) {
+    const char *model = NULL, *measure = NULL, *bin = NULL;
+    int np = DET_DEFAULT_PROMPT, ng = DET_DEFAULT_GEN, count = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--count")) { count = 1; continue; }
+        if (!v) {
+            fprintf(stderr, "cortex-bench micro: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "--model") || !strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "--measure")) measure = v;
+        else if (!strcmp(a, "--bench-bin")) bin = v;
+        else if (!strcmp(a, "--prompt")) { if (micro_int(a, v, 1, 1 << 20, &np)) return 2; }
+        else if (!strcmp(a, "--gen")) { if (micro_int(a, v, 0, 1 << 20, &ng)) return 2; }
+        else {
+            fprintf(stderr, "cortex-bench micro: unknown option '%s'\n", a);
+            return 2;
+        }
+        i++;
+    }
+    if (!model) return micro_fail(2, "needs --model MODEL (cortex synth --shape " DET_DEFAULT_SHAPE " --type "
+                                     DET_DEFAULT_TYPE " -o FILE makes the default one)");
+    if (measure && strcmp(measure, "callgrind") && strcmp(measure, "perf") && strcmp(measure, "auto"))
+        return micro_fail(2, "--measure: expected callgrind, perf or auto");
+    if (measure) return micro_measure(bin, model, measure, np, ng);
+
+    cx_model *m;
+    cx_err e = {0};
+    if (cx_model_load(model, NULL, &m, &e)) return micro_fail(2, e.msg);
+    const cx_model_info *mi = cx_model_get_info(m);
+    int rc = 1;
+    cx_session *s = NULL;
+    cx_sampler *greedy = NULL;
+    int32_t *prompt = malloc(sizeof(int32_t) * (size_t)np);
+    cx_sampler_params gp = cx_sampler_defaults();
+    gp.temperature = 0; /* greedy */
+    gp.repeat_penalty = 1;
+    int fd = -1;
+    char why[256];
+    if (!prompt) { micro_fail(1, "out of memory"); goto out; }
+    if (np + ng > mi->n_ctx) {
+        fprintf(stderr, "cortex-bench micro: %d + %d tokens exceed the model's context of %d\n", np, ng, mi->n_ctx);
+        rc = 2;
+        goto out;
+    }
+    /* One thread: no pool workers, so no spinning whose length depends on scheduling. */
+    if (cx_session_new(m, np + ng, 1, &s, &e) || cx_sampler_new(mi->n_vocab, &gp, &greedy, &e)) {
+        micro_fail(1, e.msg);
+        goto out;
+    }
+    /* BOS, then the same pseudo-random ids as the harness's synthetic tests: never BOS or EOS. */
+    prompt[0] = cx_token_bos(m);
+    uint64_t seed = 0x5eed;
+    for (int i = 1; i < np; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        prompt[i] = 3 + (int32_t)((seed >> 33) % (uint64_t)(mi->n_vocab - 3));
+    }
+    if (count && (fd = det_perf_open(why, sizeof why)) < 0) { micro_fail(1, why); goto out; }
+    uint64_t hash = 0;
+    if (fd >= 0) det_perf_start(fd);
+    int wrc = det_micro_workload(s, greedy, prompt, np, ng, &hash, &e);
+    long long ins = fd >= 0 ? det_perf_stop(fd) : 0;
+    if (wrc) { micro_fail(1, e.msg); goto out; }
+    if (fd >= 0 && ins <= 0) { micro_fail(1, "the instructions counter could not be read (or was multiplexed)"); goto out; }
+    printf("micro_version=%d prompt=%d gen=%d threads=1 token_hash=%016llx", DET_MICRO_VERSION, np, ng,
+           (unsigned long long)hash);
+    if (fd >= 0) printf(" instructions=%lld", ins);
+    printf("\n");
+    rc = 0;
+out:
+    if (fd >= 0) close(fd);
+    free(prompt);
+    cx_sampler_free(greedy);
+    cx_session_free(s);
+    cx_model_free(m);
+    return rc;
+}

@@ -1,0 +1,282 @@
+/*
+ * run_cmd.c - `cortex-bench run`. A run loads the model once, opens the
+ * counters (before any engine thread exists, so the thread pool is counted),
+ * records the run as incomplete, runs warm-up and counted repetitions, and
+ * stores everything in one transaction. One run per thread count of -t.
+ */
+#include "run_cmd.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "cortex.h"
+#include "counters.h"
+#include "env.h"
+#include "runner.h"
+#include "sha256.h"
+#include "show.h"
+#include "store.h"
+#include "version.h"
+#include "workload.h"
+
+/* The model file's SHA-256, from the database's cache when size and mtime match. */
+static int model_hash(store *s, const char *path, char out[65], char *err, size_t n) {
+    struct stat st;
+    if (stat(path, &st) != 0) return snprintf(err, n, "%s: %s", path, strerror(errno)), -1;
+    int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (store_cached_hash(s, path, (int64_t)st.st_size, mt, out)) return 0;
+    if (sha256_hex_file(path, out, err, n)) return -1;
+    store_cache_hash(s, path, (int64_t)st.st_size, mt, out);
+    return 0;
+}
+
+/* Resolve "standard" to prompts/standard.jsonl: $CORTEX_PROMPTS, ./prompts, or the source tree. */
+static void standard_path(char *out, size_t n) {
+    const char *dir = getenv("CORTEX_PROMPTS");
+    if (dir) { snprintf(out, n, "%s/standard.jsonl", dir); return; }
+    snprintf(out, n, "prompts/standard.jsonl");
+    if (access(out, R_OK) != 0) snprintf(out, n, "%s/prompts/standard.jsonl", CORTEX_SRC_DIR);
+}
+
+/* SHA-256 of everything that must match for two runs to be compared. */
+static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
+    char buf[2048];
+    snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d", e->cpu_model,
+             e->isa_flags, e->logical_cores, m->model_sha256, m->model_type, m->threads, m->build_type, m->n_ctx);
+    sha256_ctx c;
+    uint8_t d[32];
+    sha256_init(&c);
+    sha256_update(&c, buf, strlen(buf));
+    sha256_final(&c, d);
+    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* One run at one thread count: record, warm up, measure, store. */
+static int run_one(store *db, const cx_model *model, const wl_workload *wl, const run_opts *o, run_config cfg,
+                   run_meta meta, const env_info *env, ctr_set *ctr, int64_t *id_out) {
+    char err[512];
+    compare_key(&meta, env, meta.compare_key);
+    int64_t id;
+    if (store_begin_run(db, &meta, env, &id, err, sizeof err)) return cli_fail(1, "%s", err);
+    *id_out = id;
+    rep_result *reps = calloc((size_t)o->reps, sizeof(rep_result));
+    if (!reps) return cli_fail(1, "%s", "out of memory");
+    char label[64];
+    int rc = 0;
+    for (long w = 0; w < o->warmup && !rc; w++) {
+        rep_result tmp;
+        snprintf(label, sizeof label, "run %lld warm-up", (long long)id);
+        cfg.label = label;
+        rc = runner_rep(model, wl, &cfg, NULL, (int)w, (int)o->warmup, &tmp, err, sizeof err);
+        rep_free(&tmp);
+    }
+    snprintf(label, sizeof label, "run %lld t=%d", (long long)id, cfg.threads);
+    cfg.label = label;
+    for (long r = 0; r < o->reps && !rc; r++) rc = runner_rep(model, wl, &cfg, ctr, (int)r, (int)o->reps, &reps[r], err, sizeof err);
+    if (rc) {
+        store_fail_run(db, id, err);
+        fprintf(stderr, "cortex-bench: run %lld failed: %s\n", (long long)id, err);
+    } else if (store_finish_run(db, id, reps, (int)o->reps, err, sizeof err)) {
+        fprintf(stderr, "cortex-bench: %s\n", err);
+        rc = -1;
+    }
+    for (long r = 0; r < o->reps; r++) rep_free(&reps[r]);
+    free(reps);
+    return rc ? 1 : 0;
+}
+
+void run_opts_init(run_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->workload = "standard";
+    o->db = CLI_DEFAULT_DB;
+    o->fmt = "md";
+    o->reps = 3;
+    o->warmup = 1;
+    o->concurrency = 1;
+    o->mode = -1;
+}
+
+int run_opts_parse(run_opts *op, int argc, char **argv) {
+    run_opts o = *op;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (!strcmp(a, "--respect-eos")) { o.respect_eos = 1; takes = 0; }
+        else if (!strcmp(a, "--no-progress")) { o.no_progress = 1; takes = 0; }
+        else if (!v) return cli_fail(2, "%s needs a value", a);
+        else if (!strcmp(a, "--model") || !strcmp(a, "-m")) o.model = v;
+        else if (!strcmp(a, "-z") || !strcmp(a, "--tokenizer")) o.tokenizer = v;
+        else if (!strcmp(a, "--workload") || !strcmp(a, "-w")) o.workload = v;
+        else if (!strcmp(a, "--db")) o.db = v;
+        else if (!strcmp(a, "-o")) o.fmt = v;
+        else if (!strcmp(a, "--pin")) o.pin = v;
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o.threads = v;
+        else if (!strcmp(a, "--reps")) { if (cli_parse_int(a, v, 1, 10000, &o.reps)) return 2; }
+        else if (!strcmp(a, "--warmup")) { if (cli_parse_int(a, v, 0, 10000, &o.warmup)) return 2; }
+        else if (!strcmp(a, "-d") || !strcmp(a, "--depth")) { if (cli_parse_int(a, v, 0, 1 << 24, &o.depth)) return 2; }
+        else if (!strcmp(a, "--concurrency")) { if (cli_parse_int(a, v, 1, 100000, &o.concurrency)) return 2; }
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (cli_parse_int(a, v, 1, 1 << 24, &o.ctx)) return 2; }
+        else if (!strcmp(a, "--mode")) {
+            if (!strcmp(v, "closed")) o.mode = RUN_CLOSED;
+            else if (!strcmp(v, "open")) o.mode = RUN_OPEN;
+            else return cli_fail(2, "--mode: '%s' is not closed or open", v);
+        } else return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
+        i += takes;
+    }
+    if (!o.model) return cli_fail(2, "%s", "run needs --model MODEL");
+    if (strcmp(o.fmt, "md") && strcmp(o.fmt, "csv") && strcmp(o.fmt, "json"))
+        return cli_fail(2, "-o: unknown format '%s' (md, csv, json)", o.fmt);
+    *op = o;
+    return 0;
+}
+
+int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
+    run_opts o = *op;
+    int argc = o.argc;
+    char **argv = o.argv;
+    /* The workload: a prompt set, a trace, or a synthetic test. */
+    run_config cfg = {0};
+    run_meta meta = {0};
+    wl_workload wl = {0};
+    char err[512], path[1024];
+    int np = 0, ng = 0;
+    const char *wl_path = NULL;
+    if (!strcmp(o.workload, "standard")) {
+        standard_path(path, sizeof path);
+        wl_path = path;
+    } else if (!strncmp(o.workload, "trace:", 6) || !strncmp(o.workload, "prompts:", 8)) {
+        wl_path = strchr(o.workload, ':') + 1;
+    } else if (runner_parse_test(o.workload, &np, &ng) != 0) {
+        return cli_fail(2, "unknown workload '%s' (standard, trace:FILE, prompts:FILE, ppN, tgN, pgN,M)", o.workload);
+    }
+    if (wl_path && wl_load(wl_path, &wl, err, sizeof err)) return cli_fail(2, "%s", err);
+    if (!wl_path && o.mode >= 0) return cli_fail(2, "--mode %s applies to prompt sets and traces, not synthetic tests",
+                                             o.mode == RUN_OPEN ? "open" : "closed");
+    if (o.depth && wl_path) return cli_fail(2, "%s", "-d (KV depth) applies to synthetic tests (ppN, tgN, pgN,M)");
+    cfg.mode = wl_path ? (o.mode >= 0 ? o.mode : wl.kind == WL_TRACE ? RUN_OPEN : RUN_CLOSED) : RUN_SYNTHETIC;
+    if (cfg.mode == RUN_OPEN && wl.kind != WL_TRACE) {
+        wl_free(&wl);
+        return cli_fail(2, "--mode open needs a trace with arrival times; '%s' is a prompt set", o.workload);
+    }
+    cfg.concurrency = (int)o.concurrency;
+    cfg.ignore_eos = !o.respect_eos;
+    cfg.test_prompt = np;
+    cfg.test_gen = ng;
+    cfg.test_depth = (int)o.depth;
+    cfg.n_ctx = (int)o.ctx;
+    cfg.progress = !o.no_progress && isatty(2) && !(getenv("CI") && !strcmp(getenv("CI"), "true"));
+
+    /* Thread grid: "2" or "1,2,4". */
+    int threads[32], n_threads = 0;
+    char tbuf[128];
+    snprintf(tbuf, sizeof tbuf, "%s", o.threads ? o.threads : "");
+    for (char *tok = strtok(tbuf, ","); tok && n_threads < 32; tok = strtok(NULL, ",")) {
+        long t;
+        if (cli_parse_int("-t", tok, 1, 256, &t)) { wl_free(&wl); return 2; }
+        threads[n_threads++] = (int)t;
+    }
+    env_info env;
+    env_collect(&env);
+    if (!n_threads) threads[n_threads++] = env.logical_cores > 0 ? env.logical_cores : 1;
+
+    if (o.pin && env_pin_cpus(o.pin, err, sizeof err)) { wl_free(&wl); return cli_fail(2, "--pin: %s", err); }
+    /* Everything that can be wrong with the input is checked before the
+     * database is touched, so bad input leaves no trace in it. */
+    cx_model *model;
+    cx_err ce = {0};
+    if (cx_model_load(o.model, o.tokenizer, &model, &ce)) {
+        wl_free(&wl);
+        return cli_fail(1, "%s", ce.msg);
+    }
+    cli_ensure_default_dir(o.db);
+    store *db;
+    if (store_open(o.db, &db, err, sizeof err)) {
+        cx_model_free(model);
+        wl_free(&wl);
+        return cli_fail(1, "%s", err);
+    }
+    const cx_model_info *mi = cx_model_get_info(model);
+    if (model_hash(db, o.model, meta.model_sha256, err, sizeof err)) {
+        cx_model_free(model);
+        store_close(db);
+        wl_free(&wl);
+        return cli_fail(1, "%s", err);
+    }
+    /* Counters open before any session exists, so every engine thread is counted. */
+    ctr_set *ctr = ctr_open(err, sizeof err);
+    if (!ctr) fprintf(stderr, "cortex-bench: counters unavailable: %s\n", err);
+
+    snprintf(meta.workload, sizeof meta.workload, "%s", o.workload);
+    snprintf(meta.workload_kind, sizeof meta.workload_kind, "%s", wl_path ? wl_kind_name(wl.kind) : "synthetic");
+    snprintf(meta.workload_hash, sizeof meta.workload_hash, "%s", wl_path ? wl.sha256 : "");
+    snprintf(meta.mode, sizeof meta.mode, "%s", cfg.mode == RUN_OPEN ? "open" : cfg.mode == RUN_CLOSED ? "closed" : "synthetic");
+    meta.concurrency = cfg.mode == RUN_CLOSED ? cfg.concurrency : 0;
+    snprintf(meta.model_path, sizeof meta.model_path, "%s", o.model);
+    snprintf(meta.model_type, sizeof meta.model_type, "%s", cx_type_name(mi->main_type));
+    snprintf(meta.model_name, sizeof meta.model_name, "%s", mi->name);
+    meta.model_params = mi->n_params;
+    meta.model_bytes = mi->weight_bytes;
+    meta.reps = (int)o.reps;
+    meta.warmup = (int)o.warmup;
+    meta.n_ctx = o.ctx ? (int)o.ctx : (mi->n_ctx < CX_DEFAULT_CTX ? mi->n_ctx : CX_DEFAULT_CTX);
+    meta.test_prompt = np;
+    meta.test_gen = ng;
+    meta.test_depth = (int)o.depth;
+    snprintf(meta.pinned, sizeof meta.pinned, "%s", o.pin ? o.pin : "");
+    snprintf(meta.git_commit, sizeof meta.git_commit, "%s", CORTEX_GIT_COMMIT);
+    meta.git_dirty = CORTEX_GIT_DIRTY;
+    snprintf(meta.build_type, sizeof meta.build_type, "%s", CORTEX_BUILD_TYPE);
+    snprintf(meta.build_flags, sizeof meta.build_flags, "%s", CORTEX_BUILD_FLAGS);
+    snprintf(meta.counter_mode, sizeof meta.counter_mode, "%s", ctr ? ctr_mode(ctr) : "none");
+    size_t k = 0;
+    for (int i = 0; i < argc && k < sizeof meta.cmdline - 1; i++)
+        k += (size_t)snprintf(meta.cmdline + k, sizeof meta.cmdline - k, "%s%s", i ? " " : "", argv[i]);
+
+    int rc = 0, n_ids = 0;
+    for (int t = 0; t < n_threads && !rc; t++) {
+        cfg.threads = threads[t];
+        meta.threads = threads[t];
+        rc = run_one(db, model, wl_path ? &wl : NULL, &o, cfg, meta, &env, ctr, &ids[n_ids]);
+        n_ids++;
+    }
+    *n_ids_out = n_ids;
+    ctr_close(ctr);
+    cx_model_free(model);
+    store_close(db);
+    wl_free(&wl);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+    run_opts o;
+    run_opts_init(&o);
+    o.argc = argc + 2;
+    o.argv = argv - 2; /* "cortex-bench run ..." */
+    int rc = run_opts_parse(&o, argc, argv);
+    if (rc) return rc;
+    int64_t ids[RUN_MAX_THREADS];
+    int n_ids = 0;
+    rc = run_execute(&o, ids, &n_ids);
+    if (rc || !n_ids) return rc;
+    store *db;
+    char err[512];
+    if (store_open(o.db, &db, err, sizeof err)) return cli_fail(1, "%s", err);
+    if (show_table(db, ids, n_ids, o.fmt, 0, stdout, err, sizeof err)) rc = cli_fail(1, "%s", err);
+    else if (!strcmp(o.fmt, "md")) {
+        for (int i = 0; i < n_ids; i++) { /* under Zipf popularity: who pays */
+            printf("\n");
+            show_adapters(store_db(db), ids[i], stdout);
+        }
+        printf("\nstored as run%s", n_ids > 1 ? "s" : "");
+        for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);
+        printf(" in %s (cortex-bench show RUN for details)\n", o.db);
+    }
+    store_close(db);
+    return rc;
+}

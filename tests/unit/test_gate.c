@@ -1,0 +1,97 @@
+/*
+ * test_gate.c - the gate's decisions on hand-made samples: threshold and
+ * significance must both hold for "regressed"; directions; the CI fallback
+ * when the repetition counts cannot reach alpha; single deterministic values;
+ * and the gate file parser's errors naming FILE:LINE.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "gatefile.h"
+#include "testing.h"
+
+static gate_metric rule(const char *name, int higher, double thr) {
+    gate_metric m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "%s", name);
+    m.higher_is_better = higher;
+    m.threshold = thr;
+    return m;
+}
+
+static void test_verdicts(void) {
+    gate_metric tps = rule("tps", 1, 0.10), lat = rule("ttft_ms_p50", 0, 0.10);
+    double base[5] = {100, 101, 99, 100.5, 99.5};
+    double slow[5] = {80, 81, 79, 80.5, 79.5};    /* -20%, every value below every base value */
+    double fast[5] = {120, 121, 119, 120.5, 119.5};
+    double same[5] = {100.2, 99.8, 100.1, 99.9, 100};
+    double noisy[5] = {60, 130, 70, 125, 75};      /* median -25% but overlapping widely */
+    gate_verdict v;
+    gate_judge(&tps, base, 5, slow, 5, 0.05, 2000, &v);
+    CHECK(v.v == GATE_REGRESSED && v.p < 0.05 && fabs(v.change + 0.2) < 1e-9, "throughput -20%%, significant: %s p=%g",
+          gate_v_name(v.v), v.p);
+    gate_judge(&tps, base, 5, fast, 5, 0.05, 2000, &v);
+    CHECK(v.v == GATE_IMPROVED, "throughput +20%% is an improvement: %s", gate_v_name(v.v));
+    gate_judge(&lat, base, 5, fast, 5, 0.05, 2000, &v);
+    CHECK(v.v == GATE_REGRESSED, "latency +20%% is a regression (lower is better): %s", gate_v_name(v.v));
+    gate_judge(&tps, base, 5, same, 5, 0.05, 2000, &v);
+    CHECK(v.v == GATE_UNCHANGED, "within threshold: unchanged: %s", gate_v_name(v.v));
+    gate_judge(&tps, base, 5, noisy, 5, 0.05, 2000, &v);
+    CHECK(v.v == GATE_INCONCLUSIVE && v.p >= 0.05, "past threshold but not significant: %s (p=%g)", gate_v_name(v.v), v.p);
+    /* 3 vs 3 cannot reach p < 0.05 (min p 0.1): the bootstrap CI decides. */
+    gate_judge(&tps, base, 3, slow, 3, 0.05, 2000, &v);
+    CHECK(v.v == GATE_REGRESSED && isnan(v.p) && strstr(v.note, "CI excludes"), "3 vs 3 via CI: %s (%s)",
+          gate_v_name(v.v), v.note);
+    CHECK(v.ci_lo < -0.15 && v.ci_hi < 0, "CI of the change lies below zero: [%g, %g]", v.ci_lo, v.ci_hi);
+    /* Deterministic: one value each; 3% more instructions past a 2% threshold. */
+    gate_metric ins = rule("instructions", 0, 0.02);
+    double b1 = 1.0e8, c1 = 1.03e8, c2 = 1.01e8;
+    gate_judge(&ins, &b1, 1, &c1, 1, 0.05, 2000, &v);
+    CHECK(v.v == GATE_REGRESSED, "deterministic +3%% > 2%%: %s", gate_v_name(v.v));
+    gate_judge(&ins, &b1, 1, &c2, 1, 0.05, 2000, &v);
+    CHECK(v.v == GATE_UNCHANGED, "deterministic +1%% < 2%%: %s", gate_v_name(v.v));
+    /* Nothing to compare is inconclusive, never a pass or a regression. */
+    gate_judge(&tps, base, 0, slow, 5, 0.05, 2000, &v);
+    CHECK(v.v == GATE_INCONCLUSIVE, "no base values: inconclusive");
+}
+
+/* Write `text` to a temp gate file and parse it. */
+static int parse(const char *text, gate_conf *c, char *err, size_t n) {
+    char path[] = "/tmp/cortex-gate-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    int rc = gate_conf_load(path, c, err, n);
+    unlink(path);
+    return rc;
+}
+
+static void test_gatefile(void) {
+    gate_conf c;
+    char err[512];
+    CHECK(gate_conf_load("ci/gates.conf", &c, err, sizeof err) == 0, "the committed gate file parses: %s", err);
+    CHECK(c.n_metrics > 0 && c.n_workloads > 0 && gate_conf_metric(&c, "instructions"), "it has metrics and workloads");
+    CHECK(parse("version 1\nmetric tps higher 0.1\n", &c, err, sizeof err) == 0 && c.metrics[0].higher_is_better &&
+          c.metrics[0].threshold == 0.1, "minimal file");
+    static const struct { const char *text, *want; } bad[] = {
+        {"metric tps higher 0.1\n", "missing 'version 1'"},
+        {"version 2\n", ":1: version must be 1"},
+        {"version 1\nmetric tps sideways 0.1\n", ":2: expected 'metric NAME higher|lower THRESHOLD'"},
+        {"version 1\nmetric tps higher 0.1\nmetric tps lower 0.2\n", ":3: metric tps is listed twice"},
+        {"version 1\nalpha 2\nmetric a higher 1\n", ":2: alpha takes one number"},
+        {"version 1\nfrobnicate 3\n", ":2: unknown setting 'frobnicate'"},
+        {"version 1\n# only comments\n", "no metric lines"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(parse(bad[i].text, &c, err, sizeof err) != 0 && strstr(err, bad[i].want), "bad gate file %zu: '%s' (want %s)",
+              i, err, bad[i].want);
+}
+
+TEST_MAIN({
+    test_verdicts();
+    test_gatefile();
+})
