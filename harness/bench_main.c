@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "cortex.h"
 #include "cli_util.h"
 #include "compare.h"
@@ -21,6 +23,7 @@
 #include "detmode.h"
 #include "env.h"
 #include "gate_cmd.h"
+#include "report_cmd.h"
 #include "run_cmd.h"
 #include "runner.h"
 #include "sha256.h"
@@ -40,12 +43,14 @@ static int usage(void) {
             "        (DIST: fixed:N | uniform:A,B | normal:MEAN,SD | lognormal:MU,SIGMA)\n"
             "  list [--db FILE] [--limit N]\n"
             "  show RUN [--db FILE] [-o md|csv|json]\n"
-            "  compare BASE CAND [--db FILE] [--force]\n"
+            "  compare BASE CAND [--db FILE] [--force] [--gate-file F]   (BASE/CAND: run id, tag or git commit)\n"
             "  tag RUN NAME [--db FILE]\n"
-            "  gate --model M [--mode wallclock|deterministic] [--baseline REF] [--gate-file ci/gates.conf]\n"
-            "       [--junit FILE] [--summary FILE.md] [-t T] [--baseline-instructions N] [--db FILE]\n"
+            "  gate --model M [--mode wallclock|deterministic] [--baseline REF] [--baseline-bin BIN] [--record-baseline]\n"
+            "       [--gate-file ci/gates.conf] [--junit FILE] [--summary FILE.md] [-t T] [--baseline-instructions N] [--db FILE]\n"
             "  calibrate --model M [--pairs N] [--workload W] [--gate-file F] [--db FILE]\n"
-            "  trend METRIC [--workload W] [--db FILE]\n");
+            "  trend METRIC [--workload W] [--chart DIR] [--db FILE]\n"
+            "  report RUN [--baseline RUN|TAG] [--db FILE] [--out DIR]\n"
+            "  dashboard [--db FILE] [--out DIR]\n");
     return 2;
 }
 
@@ -132,18 +137,43 @@ static int cmd_show(int argc, char **argv) {
     return rc ? cli_fail(1, "%s", err) : 0;
 }
 
-/* Compare two runs' medians; refuse (or with --force, flag) runs whose
- * fingerprints differ, and report changed correctness canaries. */
+/* Resolve a run reference for compare: a run id, a tag (newest tagged run) or
+ * a git commit prefix (newest complete run built from it). */
+static int resolve_ref(store *s, const char *ref, int64_t *id) {
+    if (cli_parse_id_quiet(ref, id) == 0) return 0;
+    sqlite3_stmt *st;
+    const char *sql = "SELECT id FROM runs WHERE status = 'complete' AND (id IN (SELECT run_id FROM tags WHERE name = ?1)"
+                      " OR (length(?1) >= 4 AND git_commit LIKE ?1 || '%')) ORDER BY id DESC LIMIT 1";
+    *id = 0;
+    if (sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, ref, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_ROW) *id = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    return *id ? 0 : cli_fail(2, "'%s' is neither a run id, a tag, nor the commit of a complete run", ref);
+}
+
+/* Compare two runs (ids, tags or commits) with the gate's statistics. */
 static int cmd_compare(int argc, char **argv) {
-    const char *db = CLI_DEFAULT_DB, *fmt = "md", *pos[2];
+    const char *db = CLI_DEFAULT_DB, *fmt = "md", *pos[2], *gate_file = "ci/gates.conf";
     long limit = 0;
     int force = 0;
-    int64_t a, b;
-    if (parse_read_opts(argc, argv, &db, &fmt, &limit, &force, pos, 2) || cli_parse_id(pos[0], &a) || cli_parse_id(pos[1], &b))
-        return 2;
+    for (int i = 0; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--gate-file")) { /* taken out before the common parser sees it */
+            gate_file = argv[i + 1];
+            memmove(argv + i, argv + i + 2, sizeof(char *) * (size_t)(argc - i - 2));
+            argc -= 2;
+            break;
+        }
+    if (parse_read_opts(argc, argv, &db, &fmt, &limit, &force, pos, 2)) return 2;
+    gate_conf gc;
+    char err[512];
+    int have_gc = gate_conf_load(gate_file, &gc, err, sizeof err) == 0;
+    if (!have_gc && strcmp(gate_file, "ci/gates.conf")) return cli_fail(2, "%s", err);
     store *s;
     if (cli_open_existing(db, &s)) return 1;
-    int rc = compare_runs(s, a, b, force, stdout);
+    int64_t a, b;
+    int rc = resolve_ref(s, pos[0], &a) || resolve_ref(s, pos[1], &b) ? 2 : compare_runs(s, a, b, force, have_gc ? &gc : NULL, stdout);
     store_close(s);
     return rc;
 }
@@ -165,6 +195,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "tag")) return cmd_tag(argc - 2, argv + 2);
     if (!strcmp(cmd, "calibrate")) return cmd_calibrate(argc - 2, argv + 2);
     if (!strcmp(cmd, "trend")) return cmd_trend(argc - 2, argv + 2);
+    if (!strcmp(cmd, "report")) return cmd_report(argc - 2, argv + 2);
+    if (!strcmp(cmd, "dashboard")) return cmd_dashboard(argc - 2, argv + 2);
     fprintf(stderr, "cortex-bench: unknown command '%s'\n", cmd);
     return usage();
 }

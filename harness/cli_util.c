@@ -62,3 +62,15 @@ int cli_parse_id(const char *v, int64_t *id) {
     return 0;
 }
 
+
+int cli_parse_id_quiet(const char *v, int64_t *id) {
+    if (!v || !*v) return -1;
+    int64_t x = 0;
+    for (const char *p = v; *p; p++) {
+        if (*p < '0' || *p > '9' || x > 0x7fffffffLL) return -1;
+        x = x * 10 + (*p - '0');
+    }
+    if (x < 1 || x > 0x7fffffffLL) return -1;
+    *id = x;
+    return 0;
+}

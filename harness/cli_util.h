@@ -18,6 +18,8 @@ int cli_parse_int(const char *flag, const char *v, long lo, long hi, long *out);
 int cli_parse_double(const char *flag, const char *v, double lo, double hi, double *out);
 /* A positive run id. */
 int cli_parse_id(const char *v, int64_t *id);
+/* The same without printing: -1 if `v` is not a run id. */
+int cli_parse_id_quiet(const char *v, int64_t *id);
 /* Create reports/ when `db` is the default database path. */
 void cli_ensure_default_dir(const char *db);
 /* Open an existing database (migrating it), never creating one; 0 or an exit code. */

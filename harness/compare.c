@@ -1,13 +1,16 @@
 /*
- * compare.c - compare two runs (see compare.h). The statistics that decide a
- * regression (bootstrap CIs, U tests, thresholds) belong to the gate; this is
- * the plain comparison both build on: may these runs be compared at all, what
- * moved, and did the tokens change.
+ * compare.c - compare two runs (see compare.h): may they be compared at all,
+ * what moved (medians, change, bootstrap CI, U test, the gate's verdict for
+ * every metric the gate file names), and did the tokens change.
  */
 #include "compare.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <string.h>
+
+#include "gate.h"
+#include "significance.h"
 
 /* Fields that must be equal, with the name printed when they are not. */
 static const struct { const char *sql, *name; } FIELDS[] = {
@@ -47,7 +50,7 @@ int compare_check(store *s, int64_t a, int64_t b, char *diff, size_t n) {
     return 0;
 }
 
-int compare_runs(store *s, int64_t a, int64_t b, int force, FILE *out) {
+int compare_runs(store *s, int64_t a, int64_t b, int force, const gate_conf *gc, FILE *out) {
     sqlite3 *db = store_db(s);
     char diff[512];
     if (compare_check(s, a, b, diff, sizeof diff) < 0) {
@@ -61,18 +64,36 @@ int compare_runs(store *s, int64_t a, int64_t b, int force, FILE *out) {
     }
     if (diff[0]) fprintf(out, "**FLAGGED: not comparable (%s differ); compared because of --force.**\n\n", diff);
     sqlite3_stmt *st;
-    const char *sql = "SELECT x.name, x.median, y.median, x.n, y.n FROM summary x JOIN summary y ON y.name = x.name"
+    const char *sql = "SELECT x.name FROM summary x JOIN summary y ON y.name = x.name"
                       " WHERE x.run_id = ? AND y.run_id = ? ORDER BY x.rowid";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return 2;
     sqlite3_bind_int64(st, 1, a);
     sqlite3_bind_int64(st, 2, b);
-    fprintf(out, "| metric | run %lld (median) | run %lld (median) | change |\n| --- | ---: | ---: | ---: |\n",
-            (long long)a, (long long)b);
+    fprintf(out, "| metric | run %lld (median) | run %lld (median) | change | 95%% CI | p (U test) | verdict |\n"
+                 "| --- | ---: | ---: | ---: | --- | ---: | --- |\n", (long long)a, (long long)b);
+    int regressed = 0;
+    static double va[1024], vb[1024];
     while (sqlite3_step(st) == SQLITE_ROW) {
-        double x = sqlite3_column_double(st, 1), y = sqlite3_column_double(st, 2);
-        char ch[32] = "";
-        if (x != 0) snprintf(ch, sizeof ch, "%+.1f%%", (y - x) / x * 100.0);
-        fprintf(out, "| %s | %.3f | %.3f | %s |\n", (const char *)sqlite3_column_text(st, 0), x, y, ch);
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        size_t na = gate_values(s, a, name, va, 1024), nb = gate_values(s, b, name, vb, 1024);
+        const gate_metric *rule = gc ? gate_conf_metric(gc, name) : NULL;
+        gate_metric plain;
+        if (!rule) { /* not gated: statistics without a verdict */
+            memset(&plain, 0, sizeof plain);
+            snprintf(plain.name, sizeof plain.name, "%s", name);
+            plain.threshold = 1e300;
+        }
+        gate_verdict v;
+        gate_judge(rule ? rule : &plain, va, na, vb, nb, gc ? gc->alpha : 0.05, gc ? gc->bootstrap : 2000, &v);
+        double p = v.p;
+        if (isnan(p) && na > 1 && nb > 1) sig_mann_whitney(va, na, vb, nb, NULL, &p);
+        char ch[32] = "", ci[64] = "", pv[32] = "-";
+        if (!isnan(v.change)) snprintf(ch, sizeof ch, "%+.1f%%", v.change * 100);
+        if (!isnan(v.ci_lo)) snprintf(ci, sizeof ci, "[%+.1f%%, %+.1f%%]", v.ci_lo * 100, v.ci_hi * 100);
+        if (!isnan(p)) snprintf(pv, sizeof pv, "%.4f", p);
+        regressed += rule && v.v == GATE_REGRESSED;
+        fprintf(out, "| %s | %.3f | %.3f | %s | %s | %s | %s |\n", name, v.base_median, v.cand_median, ch, ci, pv,
+                rule ? gate_v_name(v.v) : "(not gated)");
     }
     sqlite3_finalize(st);
     /* Correctness canaries: same model, same item, different greedy tokens. */
@@ -90,5 +111,5 @@ int compare_runs(store *s, int64_t a, int64_t b, int force, FILE *out) {
                 (const char *)sqlite3_column_text(st, 2));
     }
     sqlite3_finalize(st);
-    return changed ? 1 : 0;
+    return changed || regressed ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gatefile.h"
 #include "store.h"
 
 /* Which comparability fields differ between runs a and b, as "cpu, threads"
@@ -14,11 +15,12 @@
 int compare_check(store *s, int64_t a, int64_t b, char *diff, size_t n);
 
 /*
- * Print medians of both runs and the relative change per metric, and every
- * correctness canary that changed. Runs whose fingerprints differ are refused
- * (exit 2) unless `force`, then flagged. Returns an exit code: 0 comparable and
- * canaries equal, 1 canaries changed, 2 refused or error.
+ * Print, per metric, both medians, the change, its bootstrap 95% CI, the
+ * Mann-Whitney p and (for metrics the gate file `gc` names) the verdict, then
+ * every correctness canary that changed. Runs whose fingerprints differ are
+ * refused (exit 2) unless `force`, then flagged. Returns an exit code: 0, 1 a
+ * gated metric regressed or a canary changed, 2 refused or error.
  */
-int compare_runs(store *s, int64_t a, int64_t b, int force, FILE *out);
+int compare_runs(store *s, int64_t a, int64_t b, int force, const gate_conf *gc, FILE *out);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -23,6 +24,8 @@
 #include "env.h"
 #include "gate.h"
 #include "gatefile.h"
+#include "json.h"
+#include "report.h"
 #include "run_cmd.h"
 #include "sha256.h"
 #include "significance.h"
@@ -34,6 +37,7 @@
 
 typedef struct gate_opts {
     const char *model, *baseline, *gate_file, *db, *junit, *summary, *threads, *det_mode;
+    const char *baseline_bin; /* wall-clock A/B: measure this binary interleaved with ourselves */
     int deterministic, record_baseline;
     double baseline_instructions; /* deterministic: a count measured elsewhere (ci/baseline.sh) */
 } gate_opts;
@@ -166,7 +170,8 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
     /* Instruction counts do not depend on the CPU model the way times do, but
      * the build and the mode do: compare only within the same mode. */
     char key[512];
-    snprintf(key, sizeof key, "deterministic|%s|%s|%s", mode, m.model_sha256, m.build_type);
+    snprintf(key, sizeof key, "deterministic|%s|v%d|p%d|g%d|%s|%s", mode, DET_MICRO_VERSION, c->micro_prompt,
+             c->micro_gen, m.model_sha256, m.build_type);
     sha256_hex(key, strlen(key), m.compare_key);
     int64_t id;
     if (store_begin_run(s, &m, &e, &id, err, n)) return -1;
@@ -310,6 +315,97 @@ static int tag_run(store *s, int64_t id, const char *name) {
     return rc;
 }
 
+/* Values of one metric from a `run -o json` table (one object per line). */
+typedef struct ab_values { double v[GATE_MAX_METRICS][MAX_VALUES]; size_t n[GATE_MAX_METRICS]; } ab_values;
+
+/*
+ * Run `bin run ... --reps 1 -o json` in a child process and append each
+ * configured metric's value to `out`. Both sides of an A/B comparison go
+ * through this same path, so process start-up and model loading treat them alike.
+ */
+static int ab_rep(const char *bin, const gate_opts *o, const gate_conf *c, const char *wl, const char *db, int warmup,
+                  ab_values *out, char *err, size_t n) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' run --model '%s' --workload '%s' --reps 1 --warmup %d -t %s --db '%s' -o json --no-progress",
+             bin, o->model, wl, warmup, o->threads ? o->threads : "1", db);
+    FILE *p = popen(cmd, "r");
+    if (!p) return snprintf(err, n, "cannot start %s", bin), -1;
+    char line[4096];
+    while (fgets(line, sizeof line, p)) {
+        char *b = strchr(line, '{'), *e = strrchr(line, '}');
+        if (!b || !e) continue;
+        json_obj obj;
+        char jerr[128];
+        if (json_parse_object(b, (size_t)(e - b + 1), &obj, jerr, sizeof jerr)) continue;
+        const json_field *m = json_get(&obj, "metric"), *v = json_get(&obj, "median");
+        for (int k = 0; m && v && m->type == JSON_STRING && v->type == JSON_NUMBER && k < c->n_metrics; k++)
+            if (!strcmp(m->str, c->metrics[k].name) && out->n[k] < MAX_VALUES) out->v[k][out->n[k]++] = v->number;
+        json_obj_free(&obj);
+    }
+    int st = pclose(p);
+    if (st != 0) return snprintf(err, n, "%s run %s failed (status %d)", bin, wl, st), -1;
+    return 0;
+}
+
+/*
+ * Wall-clock A/B: candidate (this binary) and baseline binary measured in
+ * the same time window, alternating one repetition each (ABAB...), so drift
+ * and neighbours' load hit both sides alike. Inconclusive metrics get up to
+ * `budget` more pairs.
+ */
+static void ab_gate(const gate_conf *c, const gate_opts *o, gate_state *g) {
+    static ab_values A, B;
+    char self[1024], tmp[] = "/tmp/cortex-ab-XXXXXX", dba[1100], dbb[1100], err[512];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k <= 0 || !mkdtemp(tmp)) {
+        snprintf(g->error, sizeof g->error, "cannot set up the A/B runs");
+        return;
+    }
+    self[k] = 0;
+    snprintf(dba, sizeof dba, "%s/base.db", tmp);
+    snprintf(dbb, sizeof dbb, "%s/cand.db", tmp);
+    for (int w = 0; w < c->n_workloads && !g->error[0]; w++) {
+        memset(&A, 0, sizeof A);
+        memset(&B, 0, sizeof B);
+        int first = g->n, pairs = c->reps;
+        for (int r = 0; r < pairs && !g->error[0]; r++) {
+            if (ab_rep(o->baseline_bin, o, c, c->workloads[w], dba, r == 0, &A, err, sizeof err) ||
+                ab_rep(self, o, c, c->workloads[w], dbb, r == 0, &B, err, sizeof err))
+                snprintf(g->error, sizeof g->error, "%s", err);
+            if (r == pairs - 1 && pairs == c->reps && !g->error[0]) { /* judge; settle inconclusive ones */
+                g->n = first;
+                int inconclusive = 0;
+                for (int m = 0; m < c->n_metrics; m++) {
+                    if (!A.n[m] || !B.n[m]) continue;
+                    gate_verdict *v = add_verdict(g);
+                    if (!v) break;
+                    gate_judge(&c->metrics[m], A.v[m], A.n[m], B.v[m], B.n[m], c->alpha, c->bootstrap, v);
+                    inconclusive += v->v == GATE_INCONCLUSIVE;
+                }
+                if (inconclusive) pairs += c->budget;
+            }
+        }
+        g->n = first;
+        for (int m = 0; m < c->n_metrics && !g->error[0]; m++) {
+            if (!A.n[m] || !B.n[m]) continue;
+            gate_verdict *v = add_verdict(g);
+            if (!v) break;
+            gate_judge(&c->metrics[m], A.v[m], A.n[m], B.v[m], B.n[m], c->alpha, c->bootstrap, v);
+            char name[96];
+            snprintf(name, sizeof name, "%s/%s", c->workloads[w], v->metric);
+            snprintf(v->metric, sizeof v->metric, "%s", name);
+        }
+    }
+    unlink(dba);
+    unlink(dbb);
+    char wal[1200];
+    snprintf(wal, sizeof wal, "%s-wal", dba); unlink(wal);
+    snprintf(wal, sizeof wal, "%s-shm", dba); unlink(wal);
+    snprintf(wal, sizeof wal, "%s-wal", dbb); unlink(wal);
+    snprintf(wal, sizeof wal, "%s-shm", dbb); unlink(wal);
+    rmdir(tmp);
+}
+
 static int parse_gate(int argc, char **argv, gate_opts *o) {
     memset(o, 0, sizeof *o);
     o->baseline = "baseline";
@@ -328,6 +424,7 @@ static int parse_gate(int argc, char **argv, gate_opts *o) {
         else if (!strcmp(a, "--summary")) o->summary = v;
         else if (!strcmp(a, "-t")) o->threads = v;
         else if (!strcmp(a, "--det-mode")) o->det_mode = v;
+        else if (!strcmp(a, "--baseline-bin")) o->baseline_bin = v;
         else if (!strcmp(a, "--baseline-instructions")) {
             if (cli_parse_double(a, v, 1, 1e18, &o->baseline_instructions)) return 2;
         } else if (!strcmp(a, "--mode")) {
@@ -352,7 +449,7 @@ int cmd_gate(int argc, char **argv) {
     if (store_open(o.db, &s, err, sizeof err)) return cli_fail(2, "%s", err);
     static gate_state g;
     memset(&g, 0, sizeof g);
-    const char *mode = o.deterministic ? "deterministic" : "wallclock";
+    const char *mode = o.deterministic ? "deterministic" : o.baseline_bin ? "wallclock-ab" : "wallclock";
     int64_t last_base = 0, last_cand = 0;
     if (o.deterministic) {
         double instr = 0;
@@ -385,6 +482,8 @@ int cmd_gate(int argc, char **argv) {
             last_base = bid;
             last_cand = cand;
         }
+    } else if (o.baseline_bin) {
+        ab_gate(&c, &o, &g);
     } else {
         char **full = argv - 2;
         int missing = 0;
@@ -524,17 +623,71 @@ int cmd_calibrate(int argc, char **argv) {
     return 0;
 }
 
+/*
+ * Chart one trend series with its fitted steps: points per run (x = run in
+ * commit order, labelled with the commit) and the piecewise-constant fit as a
+ * step line, as PNG and SVG via gnuplot. Returns 0, or -1 with a message.
+ */
+static int trend_chart(const char *dir, const char *mname, const char *wl, int series, const double *y,
+                       const int64_t *run, char (*commit)[16], int n, const size_t *cp, size_t ncp, char *err, size_t en) {
+    char gp[1024], base[512], path[1200];
+    if (report_mkdirs(dir, err, en)) return -1;
+    snprintf(base, sizeof base, "trend-%s-%d", mname, series);
+    snprintf(path, sizeof path, "%s/%s.dat", dir, base);
+    FILE *f = fopen(path, "w");
+    if (!f) return snprintf(err, en, "%s: cannot write", path), -1;
+    static double fit[4096], tmp[4096];
+    for (size_t seg = 0; seg <= ncp; seg++) { /* each segment's median: the fitted level */
+        size_t a = seg ? cp[seg - 1] : 0, b = seg < ncp ? cp[seg] : (size_t)n;
+        memcpy(tmp, y + a, sizeof(double) * (b - a));
+        double m = sig_median(tmp, b - a);
+        for (size_t i = a; i < b; i++) fit[i] = m;
+    }
+    fprintf(f, "# index run commit value fit\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%d %lld ", i, (long long)run[i]);
+        report_dat_label(f, commit[i]);
+        fprintf(f, " %.9g %.9g\n", y[i], fit[i]);
+    }
+    fclose(f);
+    snprintf(gp, sizeof gp, "%s/%s.gp", dir, base);
+    f = fopen(gp, "w");
+    if (!f) return snprintf(err, en, "%s: cannot write", gp), -1;
+    for (int t = 0; t < 2; t++) {
+        fprintf(f, "set terminal %s size 900,420\nset output '%s.%s'\n", t ? "svg" : "png", base, t ? "svg" : "png");
+        fprintf(f, "set title ");
+        char title[400];
+        snprintf(title, sizeof title, "%s (%s): %zu step%s", mname, wl, ncp, ncp == 1 ? "" : "s");
+        report_gp_string(f, title);
+        fprintf(f, "\nset xlabel 'run (commit order)'\nset ylabel ");
+        report_gp_string(f, mname);
+        fprintf(f, "\nset grid\nset key top left\nset xtics rotate by -45 font ',8'\n");
+        for (size_t i = 0; i < ncp; i++)
+            fprintf(f, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb '#cc0000'\n", cp[i] - 0.5, cp[i] - 0.5);
+        fprintf(f, "plot '%s.dat' using 1:4:xtic(stringcolumn(3)) with points pt 7 lc rgb '#1f77b4' title 'run median',"
+                   " '' using 1:5 with steps lw 2 lc rgb '#d62728' title 'fitted level (steps dashed)'\n", base);
+        fprintf(f, "unset arrow\n");
+    }
+    fclose(f);
+    char gnuplot[1024];
+    if (!report_gnuplot_find(gnuplot, sizeof gnuplot))
+        return snprintf(err, en, "gnuplot not found: wrote %s/%s.dat and .gp only (apt-get install gnuplot-nox)", dir, base), -1;
+    snprintf(path, sizeof path, "%s.gp", base);
+    return report_gnuplot_run(gnuplot, dir, path, err, en);
+}
+
 /* Fit steps to a metric's history (commit order) per comparable series and
  * name the commit where it stepped. */
 int cmd_trend(int argc, char **argv) {
-    const char *db = CLI_DEFAULT_DB, *mname = NULL, *workload = NULL;
+    const char *db = CLI_DEFAULT_DB, *mname = NULL, *workload = NULL, *chart = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
+        else if (!strcmp(argv[i], "--chart") && i + 1 < argc) chart = argv[++i];
         else if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
         else if (argv[i][0] != '-' && !mname) mname = argv[i];
-        else return cli_fail(2, "unexpected argument '%s' (trend METRIC [--workload W] [--db FILE])", argv[i]);
+        else return cli_fail(2, "unexpected argument '%s' (trend METRIC [--workload W] [--chart DIR] [--db FILE])", argv[i]);
     }
-    if (!mname) return cli_fail(2, "%s", "usage: cortex-bench trend METRIC [--workload W] [--db FILE]");
+    if (!mname) return cli_fail(2, "%s", "usage: cortex-bench trend METRIC [--workload W] [--chart DIR] [--db FILE]");
     store *s;
     if (cli_open_existing(db, &s)) return 1;
     sqlite3 *sdb = store_db(s);
@@ -566,6 +719,10 @@ int cmd_trend(int argc, char **argv) {
             if (n >= 4) sig_steps(y, (size_t)n, 2, pen, cp, &ncp);
             printf("%s%s (%s), %d runs, series %.12s: ", series++ ? "\n" : "", mname, wl, n, key);
             if (!ncp) printf("no step\n");
+            char cerr[2048];
+            if (chart && trend_chart(chart, mname, wl, series - 1, y, run, commit, n, cp, ncp, cerr, sizeof cerr))
+                fprintf(stderr, "cortex-bench: trend chart: %s\n", cerr);
+            else if (chart) printf("chart: %s/trend-%s-%d.png (and .svg)\n", chart, mname, series - 1);
             for (size_t i = 0; i < ncp; i++) {
                 size_t a = i ? cp[i - 1] : 0, b = cp[i], e = i + 1 < ncp ? cp[i + 1] : (size_t)n;
                 static double tmp[CAP];

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# ci/nightly.sh - the full suite, every night: the standard prompt set and a
+# Zipf trace (stored), the wall-clock gate against the 'baseline' tag, the
+# deterministic gate against the parent commit, a report for each new run,
+# and the dashboard. Results accumulate in $DB (default reports/cortex.db).
+#
+#   ci/nightly.sh [MODEL]     default: models/stories15m-2k-q8_0.gguf (synthesized if absent)
+#
+# Exit: 0 all gates passed, 1 a regression, 2 an error.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DB=${DB:-reports/cortex.db}
+MODEL=${1:-models/stories15m-2k-q8_0.gguf}
+THREADS=${THREADS:-2}
+make -j2 all >/dev/null || exit 2
+mkdir -p models reports
+[ -f "$MODEL" ] || build/cortex synth --shape stories15m --type q8_0 -c 2048 -o "$MODEL" || exit 2
+first=$(build/cortex-bench list --db "$DB" --limit 1 2>/dev/null | sed -n '3s/^| \([0-9]*\) .*/\1/p')
+build/cortex-bench run --model "$MODEL" --workload standard --reps 3 --warmup 1 -t "$THREADS" --db "$DB" || exit 2
+build/cortex-bench run --model "$MODEL" --workload trace:prompts/traces/zipf-chat.jsonl --reps 1 --warmup 0 -t "$THREADS" --db "$DB" || exit 2
+rc=0
+build/cortex-bench gate --model "$MODEL" -t "$THREADS" --db "$DB" --record-baseline \
+    --junit reports/nightly-wallclock.xml --summary reports/nightly-wallclock.md || rc=$?
+ci/gate.sh build; g=$?
+[ $g -gt $rc ] && rc=$g
+# A report for every run this night added, against the baseline where one exists.
+for id in $(sqlite3 "$DB" "select id from runs where status = 'complete' and id > ${first:-0}"); do
+    build/cortex-bench report "$id" --baseline baseline --db "$DB" >/dev/null 2>&1 ||
+        build/cortex-bench report "$id" --db "$DB" >/dev/null || rc=2
+done
+build/cortex-bench dashboard --db "$DB" --out dashboards/site || rc=2
+echo "nightly: dashboard at dashboards/site/index.html; gate exit $rc"
+exit $rc

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# tests/cli/gate.sh - the regression gate end to end in deterministic mode
+# (instruction counts, so no timing enters a test): an unchanged build passes,
+# the knob build with a 5 % injected slowdown fails with exit 1, a missing
+# baseline is an error (exit 2) unless recorded; JUnit XML and the markdown
+# summary are written; the decision is stored; tag/trend work on the history.
+# Needs valgrind (callgrind) or a working perf instructions counter.
+set -u
+BUILD=${BUILD:-build}
+BENCH=$BUILD/cortex-bench
+KNOB=${KNOB_BENCH:-build-knob/cortex-bench}
+PY=${PY:-/usr/bin/python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() { local what=$1; shift; if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi; }
+sql() { "$PY" -c 'import sqlite3, sys; r = sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print("" if r is None else r[0])' "$@"; }
+if [ ! -x "$KNOB" ]; then
+    if [ "${CI:-}" = true ]; then check "knob build present ($KNOB: make KNOBS=1)" false; echo "$pass passed, $fail failed"; exit 1; fi
+    echo "SKIP: $KNOB not built (make KNOBS=1 build-knob/cortex-bench)"; echo "0 passed, 0 failed"; exit 0
+fi
+"$BUILD/cortex" synth --shape gate-micro --type q8_0 -o "$tmp/m.gguf" 2>/dev/null
+db=$tmp/g.db
+# valgrind cannot run AddressSanitizer binaries: sanitizer builds count with perf.
+mode=auto
+if nm "$BENCH" 2>/dev/null | grep -q __asan_init; then mode=perf; fi
+g() { "$@" --model "$tmp/m.gguf" --db "$db" --mode deterministic --det-mode $mode >"$tmp/out.md" 2>"$tmp/err.txt"; }
+g "$KNOB" gate --baseline-instructions 1
+if grep -q "not available" "$tmp/err.txt"; then
+    echo "SKIP: no instruction counter here ($(cat "$tmp/err.txt"))"
+    if [ "${CI:-}" = true ] && [ $mode = auto ]; then check "an instruction counter exists in CI" false; fi
+    echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit
+fi
+rm -f "$db"*
+
+CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate
+check "no baseline yet: gate errors (exit 2)" test $? -eq 2
+check "the error says how to make one" grep -q "tag one" "$tmp/err.txt"
+CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --record-baseline
+check "--record-baseline records and passes" test $? -eq 0
+check "the run is tagged baseline" test "$(sql "$db" "select count(*) from tags where name = 'baseline'")" = 1
+CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --junit "$tmp/j.xml" --summary "$tmp/s.md"
+check "unchanged build passes (exit 0)" test $? -eq 0
+check "instructions unchanged" grep -q "instructions .* \*\*unchanged\*\*" "$tmp/out.md"
+check "JUnit XML is well formed with no failure" "$PY" -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); assert r.find("testsuite").get("failures") == "0"' "$tmp/j.xml"
+check "markdown summary written" grep -q "cortex-bench gate (deterministic): pass" "$tmp/s.md"
+CORTEX_SLOWDOWN_PCT=5 g "$KNOB" gate --junit "$tmp/j5.xml"
+check "5% injected slowdown fails the gate (exit 1)" test $? -eq 1
+check "instructions regressed by about 5%" grep -qE "instructions .* \+4\.[0-9]+% .*\*\*regressed\*\*" "$tmp/out.md"
+check "JUnit XML reports the failure" "$PY" -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); assert r.find("testsuite").get("failures") == "1"' "$tmp/j5.xml"
+check "gate decisions stored (pass, pass, regression)" test "$(sql "$db" "select group_concat(verdict) from (select verdict from gates where verdict != 'error' order by id)")" = "pass,pass,regression"
+check "verdicts stored per metric" test "$(sql "$db" "select verdict from verdicts order by gate_id desc limit 1")" = regressed
+# A baseline given as a number (ci/baseline.sh measures the parent commit's).
+base=$(sql "$db" "select value from rep_metrics where name = 'instructions' order by run_id limit 1")
+CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --baseline-instructions "$base"
+check "--baseline-instructions from the parent passes an equal count" test $? -eq 0
+# Release build versus knob build are different build types: not comparable.
+g "$BENCH" gate
+check "a release build refuses the knob build's baseline (exit 2)" test $? -eq 2
+# History: trend over the stored instruction counts names the step.
+"$BENCH" trend instructions --db "$db" >"$tmp/trend.txt"
+check "trend runs over the history" grep -q "instructions (micro:p16,g8)" "$tmp/trend.txt"
+# Bad gate file: one line naming file and line.
+printf 'version 1\nmetric tps sideways 0.1\n' >"$tmp/bad.conf"
+g "$BENCH" gate --gate-file "$tmp/bad.conf"
+check "bad gate file: exit 2 naming file:line" sh -c "grep -q 'bad.conf:2:' '$tmp/err.txt'"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# tests/cli/report.sh - `cortex-bench report` and `cortex-bench dashboard` end
+# to end on real runs of a tiny synthetic model: the report's charts (PNG and
+# SVG, valid files) with a baseline given by run id and by tag, the text-only
+# report without gnuplot, the dashboard with and without gnuplot, and the
+# dashboard in headless Chromium: every chart image loads, and a screenshot
+# lands in reports/dashboard.png. Without Chromium the browser checks print
+# SKIP (and fail when CI=true). Run from the repository root (tests/run.sh).
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+BUILD=${BUILD:-build}
+BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}
+CORTEX=${CORTEX_BIN:-$BUILD/cortex}
+PY=${PY:-/usr/bin/python3}
+BENCH=$(cd "$(dirname "$BENCH")" && pwd)/$(basename "$BENCH")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() { # description, command...
+    local what=$1; shift
+    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
+}
+skip() { echo "SKIP: $1"; }
+sql() { "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); r = c.execute(sys.argv[2]).fetchone(); c.commit(); print("" if r is None else r[0])' "$@"; }
+is_png() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
+is_svg() { [ -s "$1" ] && "$PY" -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); sys.exit(d.documentElement.tagName.split(":")[-1] != "svg")' "$1" 2>/dev/null; }
+one_line() { [ "$(wc -l <"$1")" -eq 1 ] && grep -q "$2" "$1"; }
+# Every image report.md links is a valid PNG with a valid SVG beside it, and
+# every chart script in the directory was drawn.
+charts_valid() { # dir
+    local d=$1 n=0 png
+    for png in $(grep -oE '!\[[^]]*\]\([^)]+\.png\)' "$d/report.md" | sed -E 's/.*\(([^)]+)\)$/\1/'); do
+        is_png "$d/$png" && is_svg "$d/${png%.png}.svg" && [ -s "$d/${png%.png}.dat" ] || return 1
+        n=$((n + 1))
+    done
+    [ "$n" -eq "$(ls "$d"/*.gp | wc -l)" ] && [ "$n" -gt 0 ]
+}
+chart_ok() { grep -qF "]($2.png)" "$1/report.md" && is_png "$1/$2.png" && is_svg "$1/$2.svg"; }
+tables_ok() { grep -q '^## Summary' "$1" && grep -q '^| p01 |' "$1" && grep -q '^| cycles |' "$1"; }
+no_images() { ! grep -q '!\[' "$1/report.md" && ! ls "$1"/*.png >/dev/null 2>&1; }
+no_external() { ! grep -qiE '(src|href)="(https?:)?//' "$1"; }
+fails_with() { [ "$1" -ne 0 ] && [ "$1" -lt 128 ] && one_line "$2" "$3"; }
+trend_charts() { for m in "${@:2}"; do grep -qE "charts/trend_[^\"]*_$m\.svg" "$1" || return 1; done; }
+page_svgs_ok() { # dir: every chart index.html shows is a valid SVG
+    local f n=0
+    for f in $(grep -oE 'charts/trend_[^"]+\.svg' "$1/index.html"); do is_svg "$1/$f" || return 1; n=$((n + 1)); done
+    [ "$n" -gt 0 ]
+}
+
+# Charts need gnuplot: without it (outside CI) their checks are skipped.
+have_gp=1
+if ! command -v gnuplot >/dev/null 2>&1; then
+    have_gp=0
+    if [ "${CI:-}" = true ]; then check "gnuplot installed (apt-get install gnuplot-nox)" false
+    else skip "gnuplot not installed (apt-get install gnuplot-nox): chart checks not run"; fi
+fi
+gcheck() { [ $have_gp = 1 ] && check "$@"; return 0; }
+
+# A context of 1024 tokens: 8 of the 10 standard prompts fit, 2 fail (shown as failed).
+"$CORTEX" synth --shape test-tiny --type q8_0 -c 1024 -o "$tmp/tiny.gguf" 2>/dev/null
+db=$tmp/b.db
+run() { "$BENCH" run --model "$tmp/tiny.gguf" -t 1 --warmup 0 --no-progress --db "$db" "$@" >/dev/null 2>"$tmp/run.err"; }
+run --workload standard --reps 2 && run --workload standard --reps 2
+check "two standard runs" test $? -eq 0
+run --workload "trace:prompts/traces/zipf-smoke.jsonl" --reps 1
+check "trace replay of zipf-smoke" test $? -eq 0
+run --workload pp32 --reps 2
+check "pp32 run" test $? -eq 0
+std1=$(sql "$db" "select min(id) from runs where workload = 'standard'")
+std2=$(sql "$db" "select max(id) from runs where workload = 'standard'")
+trc=$(sql "$db" "select id from runs where workload like 'trace:%'")
+pp=$(sql "$db" "select id from runs where workload = 'pp32'")
+
+# The standard run against the other as baseline: report.md and every chart.
+r=$tmp/r-std
+"$BENCH" report "$std2" --baseline "$std1" --db "$db" --out "$r" >"$tmp/rep.out" 2>"$tmp/rep.err"
+check "report with a baseline exits 0" test $? -eq 0
+check "report.md written" test -s "$r/report.md"
+check "report names the baseline" grep -q "baseline: run $std1" "$r/report.md"
+check "report has the summary, request and counter tables" tables_ok "$r/report.md"
+check "failed prompts are listed as errors" grep -q "^| p10 .*error: prompt of" "$r/report.md"
+for c in tps_per_prompt ttft_cdf itl_cdf counters; do
+    gcheck "chart $c linked, its PNG and SVG valid" chart_ok "$r" "$c"
+done
+gcheck "every linked chart is a valid PNG + SVG with its data" charts_valid "$r"
+gcheck "TPS chart clusters the baseline beside the run" grep -q "baseline: run $std1" "$r/tps_per_prompt.gp"
+gcheck "TTFT CDF overlays the baseline" grep -q "index 1" "$r/ttft_cdf.gp"
+replot() { (cd "$1" && rm -f itl_cdf.png && gnuplot itl_cdf.gp 2>/dev/null && is_png itl_cdf.png); }
+gcheck "gnuplot scripts re-plot from their directory" replot "$r"
+
+# The trace replay: latency over time and per-adapter charts.
+r=$tmp/r-trace
+"$BENCH" report "$trc" --db "$db" --out "$r" >/dev/null 2>&1
+check "trace report exits 0" test $? -eq 0
+gcheck "trace report: latency over time chart" chart_ok "$r" latency_time
+gcheck "trace report: per-adapter TTFT chart" chart_ok "$r" adapter_ttft
+gcheck "trace report's charts are valid" charts_valid "$r"
+check "trace report has the per-adapter table" grep -q "^## Per adapter" "$r/report.md"
+
+# A synthetic test, with the baseline given by tag.
+sql "$db" "insert into tags (name, run_id, created_at) values ('smoke-base', $pp, '2026-01-01T00:00:00Z')" >/dev/null
+r=$tmp/r-pp
+"$BENCH" report "$pp" --baseline smoke-base --db "$db" --out "$r" >/dev/null 2>&1
+check "report --baseline TAG resolves the tag" grep -q "baseline: run $pp" "$r/report.md"
+gcheck "synthetic report's charts are valid" charts_valid "$r"
+check "missing counters listed with their reason" grep -qE '^- `[a-z-]+` \((prefill|decode|total)' "$r/report.md"
+
+# Without gnuplot: one message, exit 0, the tables without images.
+r=$tmp/r-text
+CORTEX_GNUPLOT=/nonexistent "$BENCH" report "$std2" --baseline "$std1" --db "$db" --out "$r" >/dev/null 2>"$tmp/text.err"
+check "report without gnuplot exits 0" test $? -eq 0
+check "one stderr line mentioning gnuplot" one_line "$tmp/text.err" gnuplot
+check "text-only report.md has the tables" grep -q '^| p01 |' "$r/report.md"
+check "text-only report.md has no images" no_images "$r"
+
+# Bad input.
+"$BENCH" report 999 --db "$db" >/dev/null 2>"$tmp/bad.err"
+check "report of a missing run fails with one line" fails_with $? "$tmp/bad.err" "no run 999"
+"$BENCH" report "$std2" --baseline no-such-tag --db "$db" >/dev/null 2>"$tmp/bad.err"
+check "unknown baseline tag fails naming it" fails_with $? "$tmp/bad.err" no-such-tag
+"$BENCH" report "$std2" --db "$db" --colour >/dev/null 2>"$tmp/bad.err"
+check "unknown flag rejected, named" fails_with $? "$tmp/bad.err" colour
+
+# Dashboard, from a directory holding reports/<run>/ (linked from the runs table).
+(cd "$tmp" && "$BENCH" report "$std2" --db "$db" >/dev/null 2>&1)
+check "report defaults to reports/RUN/" test -s "$tmp/reports/$std2/report.md"
+(cd "$tmp" && "$BENCH" dashboard --db "$db" --out site >/dev/null 2>"$tmp/dash.err")
+check "dashboard exits 0" test $? -eq 0
+site=$tmp/site
+check "index.html written" test -s "$site/index.html"
+check "no gates yet: says so" grep -q "No gate verdicts yet" "$site/index.html"
+check "runs table links the existing report" grep -q "href=\"../reports/$std2/report.md\"" "$site/index.html"
+check "trend charts for the headline metrics" \
+    trend_charts "$site/index.html" output_tps decode_tps prefill_tps ttft_ms_p50 itl_ms_p99 tps
+gcheck "every chart the page shows is a valid SVG" page_svgs_ok "$site"
+check "no external resources" no_external "$site/index.html"
+sql "$db" "insert into gates (id, created_at, base_run, cand_run, mode, verdict, summary) values (1, '2026-01-01T00:00:00Z', $std1, $std2, 'wallclock', 'regression', 'decode_tps regressed')" >/dev/null
+sql "$db" "insert into verdicts (gate_id, metric, direction, threshold, base_median, cand_median, change, verdict, n_base, n_cand) values (1, 'standard/decode_tps', 'higher', 0.05, 100, 90, -0.1, 'regressed', 2, 2)" >/dev/null
+(cd "$tmp" && "$BENCH" dashboard --db "$db" --out site >/dev/null 2>&1)
+check "latest gate verdicts shown" grep -q '>standard/decode_tps<.*>regressed<' "$site/index.html"
+CORTEX_GNUPLOT=/nonexistent "$BENCH" dashboard --db "$db" --out "$tmp/site-plain" >/dev/null 2>"$tmp/plain.err"
+rc=$?
+check "dashboard without gnuplot exits 0" test $rc -eq 0
+check "one stderr line mentioning gnuplot" one_line "$tmp/plain.err" gnuplot
+check "built-in SVG charts are valid" page_svgs_ok "$tmp/site-plain"
+
+# In a browser: the charts really load; a screenshot for people.
+shot=dashboards/screenshot.sh
+browser_ok=1
+dashboards/screenshot.sh --dump-dom "$site/index.html" >"$tmp/dom.html" 2>"$tmp/dom.err"
+case $? in
+    0) ;;
+    3) browser_ok=0 ;;
+    *) check "headless Chromium loads the dashboard" false; browser_ok=2 ;;
+esac
+loaded() { # dom file -> "loaded total"
+    local l t
+    l=$(grep -oE 'data-charts-loaded="[0-9]+"' "$1" | grep -oE '[0-9]+')
+    t=$(grep -oE 'data-charts-total="[0-9]+"' "$1" | grep -oE '[0-9]+')
+    [ -n "$l" ] && [ -n "$t" ] && [ "$l" = "$t" ] && [ "$t" -gt 0 ]
+}
+if [ $browser_ok = 0 ]; then
+    if [ "${CI:-}" = true ]; then
+        check "chromium installed (apt-get install chromium)" false
+    else
+        skip "chromium not installed (apt-get install chromium): browser checks not run"
+    fi
+elif [ $browser_ok = 1 ]; then
+    check "every chart image loads in Chromium (gnuplot SVG)" loaded "$tmp/dom.html"
+    dashboards/screenshot.sh --dump-dom "$tmp/site-plain/index.html" >"$tmp/dom2.html" 2>/dev/null
+    check "every chart image loads in Chromium (built-in SVG)" loaded "$tmp/dom2.html"
+    mkdir -p reports
+    SIZE=1280,2400 "$shot" "$site/index.html" reports/dashboard.png >/dev/null 2>"$tmp/shot.err"
+    check "screenshot reports/dashboard.png is a PNG" is_png reports/dashboard.png
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
