@@ -412,9 +412,9 @@ static int parse_gate(int argc, char **argv, gate_opts *o) {
     o->gate_file = "ci/gates.conf";
     o->db = CLI_DEFAULT_DB;
     o->baseline_instructions = NAN;
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc;) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--record-baseline")) { o->record_baseline = 1; continue; }
+        if (!strcmp(a, "--record-baseline")) { o->record_baseline = 1; i++; continue; }
         if (!v) return cli_fail(2, "%s needs a value", a);
         if (!strcmp(a, "--model") || !strcmp(a, "-m")) o->model = v;
         else if (!strcmp(a, "--baseline")) o->baseline = v;
@@ -431,7 +431,7 @@ static int parse_gate(int argc, char **argv, gate_opts *o) {
             if (!strcmp(v, "deterministic")) o->deterministic = 1;
             else if (strcmp(v, "wallclock")) return cli_fail(2, "--mode: '%s' is not wallclock or deterministic", v);
         } else return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
-        i++;
+        i += 2;
     }
     if (!o->model) return cli_fail(2, "%s", "gate needs --model MODEL");
     return 0;
@@ -569,7 +569,7 @@ int cmd_calibrate(int argc, char **argv) {
     o.gate_file = "ci/gates.conf";
     long pairs = 5;
     const char *workload = NULL;
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc; i += 2) { /* every calibrate option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return cli_fail(2, "%s needs a value", a);
         if (!strcmp(a, "--model") || !strcmp(a, "-m")) o.model = v;
@@ -579,7 +579,6 @@ int cmd_calibrate(int argc, char **argv) {
         else if (!strcmp(a, "-t")) o.threads = v;
         else if (!strcmp(a, "--pairs")) { if (cli_parse_int(a, v, 1, 1000, &pairs)) return 2; }
         else return cli_fail(2, "unknown option '%s'", a);
-        i++;
     }
     if (!o.model) return cli_fail(2, "%s", "calibrate needs --model MODEL");
     gate_conf c;
