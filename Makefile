@@ -117,7 +117,7 @@ build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(wildcard engine/src/*.h engine/incl
 # The workload fuzzer needs the harness's parsers rather than the engine.
 build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(wildcard harness/*.c harness/*.h)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iharness $(WARN) $(FUZZ_FLAGS) $< harness/json.c harness/workload.c harness/sha256.c harness/trace_gen.c -o $@ -lm
+	clang $(CPPFLAGS) -Iharness $(WARN) $(FUZZ_FLAGS) $< harness/json.c harness/workload.c harness/sha256.c harness/trace_gen.c harness/rng.c -o $@ -lm
 
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)

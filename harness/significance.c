@@ -38,6 +38,8 @@
  */
 #include "significance.h"
 
+#include "rng.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,52 +79,8 @@ double sig_median(double *x, size_t n) {
 
 /* ---- random numbers ------------------------------------------------------------ */
 
-/* xoshiro256** state: lives on the caller's stack, so calls are reentrant and
- * reproducible from their seed alone. */
-typedef struct sig_rng {
-    uint64_t s[4];
-} sig_rng;
-
-/* splitmix64 step: expands one 64-bit seed into well-mixed state words
- * (xoshiro must not start from an all-zero or low-entropy state). */
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Seed the generator: four splitmix64 outputs, as the xoshiro authors advise. */
-static void rng_seed(sig_rng *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
-}
-
-/* Rotate left, the xoshiro primitive. */
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-/* Next 64 random bits (xoshiro256**, Blackman & Vigna): fast, 2^256 - 1
- * period, passes BigCrush; plenty for resampling. */
-static uint64_t rng_next(sig_rng *r) {
-    uint64_t *s = r->s;
-    uint64_t out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return out;
-}
-
-/* Uniform index in [0, n), n >= 1, without modulo bias: values below
- * 2^64 mod n are rejected so every residue is equally likely. */
-static size_t rng_index(sig_rng *r, size_t n) {
-    uint64_t m = (uint64_t)n, threshold = (0 - m) % m;
-    for (;;) {
-        uint64_t x = rng_next(r);
-        if (x >= threshold) return (size_t)(x % m);
-    }
-}
+/* Uniform index in [0, n) from the harness RNG (rejection sampling, no bias). */
+static size_t rng_index(rng *r, size_t n) { return (size_t)rng_below(r, (uint64_t)n); }
 
 /* ---- bootstrap ------------------------------------------------------------------ */
 
@@ -130,7 +88,7 @@ static size_t rng_index(sig_rng *r, size_t n) {
  * building the resample: draw n indices, count each (cnt, n entries, zeroed
  * here), then walk the counts to the middle rank(s). The resample sorted is
  * s[i] repeated cnt[i] times, so this is its median exactly, in O(n). */
-static double resample_median(const double *s, size_t n, size_t *cnt, sig_rng *r) {
+static double resample_median(const double *s, size_t n, size_t *cnt, rng *r) {
     if (n == 1) return s[0];
     memset(cnt, 0, n * sizeof *cnt);
     for (size_t k = 0; k < n; k++) cnt[rng_index(r, n)]++;
@@ -175,11 +133,11 @@ int sig_bootstrap_ratio_ci(const double *base, size_t nb, const double *cand, si
         rc = SIG_ENONPOS;
         goto out;
     }
-    sig_rng rng;
-    rng_seed(&rng, seed);
+    rng gen;
+    rng_seed(&gen, seed, 0);
     for (size_t it = 0; it < nr; it++) {
-        double mb = resample_median(sb, nb, cnt, &rng);
-        double mc = resample_median(sc, nc, cnt, &rng);
+        double mb = resample_median(sb, nb, cnt, &gen);
+        double mc = resample_median(sc, nc, cnt, &gen);
         if (!(mb > 0)) {
             rc = SIG_ENONPOS;
             goto out;
