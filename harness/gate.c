@@ -40,13 +40,14 @@ void gate_judge(const gate_metric *rule, const double *base, size_t nb, const do
     o->base_median = median_of(base, nb);
     o->cand_median = median_of(cand, nc);
     if (!nb || !nc || !(o->base_median > 0)) {
+        o->change = NAN;
         o->v = GATE_INCONCLUSIVE;
         snprintf(o->note, sizeof o->note, "no comparable values (%zu base, %zu candidate)", nb, nc);
         return;
     }
     o->change = o->cand_median / o->base_median - 1.0;
     double lo, hi;
-    if (sig_bootstrap_ratio_ci(base, nb, cand, nc, bootstrap, 0xC0FFEE, 0.05, &lo, &hi) == 0) {
+    if (sig_bootstrap_ratio_ci(base, nb, cand, nc, bootstrap, 0xC0FFEE, alpha, &lo, &hi) == 0) {
         o->ci_lo = lo - 1.0;
         o->ci_hi = hi - 1.0;
     }
@@ -100,6 +101,14 @@ int64_t gate_resolve(store *s, const char *ref, int64_t cand, char *err, size_t 
     char diff[512];
     if (is_number(ref)) {
         int64_t id = strtoll(ref, NULL, 10);
+        sqlite3_stmt *st;
+        int complete = 0;
+        if (sqlite3_prepare_v2(db, "SELECT status = 'complete' FROM runs WHERE id = ?", -1, &st, NULL) == SQLITE_OK) {
+            sqlite3_bind_int64(st, 1, id);
+            if (sqlite3_step(st) == SQLITE_ROW) complete = sqlite3_column_int(st, 0);
+            sqlite3_finalize(st);
+        }
+        if (!complete) return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
         if (compare_check(s, id, cand, diff, sizeof diff) < 0)
             return snprintf(err, n, "baseline run %s is not in the database", ref), -1;
         if (diff[0]) return snprintf(err, n, "baseline run %s is not comparable: %s differ", ref, diff), -1;

@@ -19,7 +19,7 @@ typedef struct gate_verdict {
     double threshold;
     double base_median, cand_median;
     double change;         /* cand/base - 1 */
-    double ci_lo, ci_hi;   /* bootstrap 95% CI of cand/base - 1 */
+    double ci_lo, ci_hi;   /* bootstrap (1 - alpha) CI of cand/base - 1 */
     double p;              /* Mann-Whitney two-sided p, NAN when the sizes cannot reach alpha */
     int n_base, n_cand;
     gate_v v;

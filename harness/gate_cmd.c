@@ -112,20 +112,47 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
     for (int i = 0; i < c->n_metrics; i++) {
         size_t nb = gate_values(s, base, c->metrics[i].name, bv, MAX_VALUES);
         size_t nc = gate_values(s, cand, c->metrics[i].name, cv, MAX_VALUES);
-        if (!nb || !nc) continue;
+        if (!nb) continue; /* the baseline never had it: nothing to hold the candidate to */
         gate_verdict *v = add_verdict(g);
         if (!v) return;
         gate_judge(&c->metrics[i], bv, nb, cv, nc, c->alpha, c->bootstrap, v);
+        if (!nc) { /* the candidate lost a metric the baseline had: its requests failed */
+            v->v = GATE_REGRESSED;
+            snprintf(v->note, sizeof v->note, "missing in the candidate (its requests failed?)");
+        }
+    }
+    if (g->n == first) {
+        snprintf(g->error, sizeof g->error, "%s: no gated metric in both runs %lld and %lld", wl, (long long)base,
+                 (long long)cand);
+        return;
+    }
+    /* More failed requests than the baseline is a regression whatever the speed. */
+    size_t ne_b = gate_values(s, base, "errors", bv, 1), ne_c = gate_values(s, cand, "errors", cv, 1);
+    if (ne_b && ne_c && cv[0] > bv[0]) {
+        gate_verdict *v = add_verdict(g);
+        if (v) {
+            gate_metric rule = {"errors", 0, 0};
+            gate_judge(&rule, bv, 1, cv, 1, c->alpha, c->bootstrap, v);
+            v->base_median = bv[0];
+            v->cand_median = cv[0];
+            v->v = GATE_REGRESSED;
+            snprintf(v->note, sizeof v->note, "failed requests: %.0f -> %.0f", bv[0], cv[0]);
+        }
     }
     int inconclusive = 0;
     for (int k = first; k < g->n; k++) inconclusive += g->v[k].v == GATE_INCONCLUSIVE;
     if (inconclusive && c->budget > 0 && !o->deterministic) {
         fprintf(stderr, "cortex-bench gate: %s: %d inconclusive metric(s), running %d more repetitions\n", wl,
                 inconclusive, c->budget);
-        int64_t extra = run_workload(o, wl, c->budget, 0, argc, argv);
-        for (int k = first; extra > 0 && k < g->n; k++) {
+        int64_t extra = run_workload(o, wl, c->budget, 1, argc, argv);
+        if (extra < 0) {
+            snprintf(g->error, sizeof g->error, "the extra repetitions of %s failed", wl);
+            return;
+        }
+        for (int k = first; k < g->n; k++) {
             if (g->v[k].v != GATE_INCONCLUSIVE) continue;
             const gate_metric *rule = gate_conf_metric(c, g->v[k].metric);
+            if (!rule) continue;
             size_t nb = gate_values(s, base, rule->name, bv, MAX_VALUES);
             size_t nc = gate_values(s, cand, rule->name, cv, MAX_VALUES);
             nc += gate_values(s, extra, rule->name, cv + nc, MAX_VALUES - nc);
@@ -347,6 +374,50 @@ static int ab_rep(const char *bin, const gate_opts *o, const gate_conf *c, const
     return 0;
 }
 
+/* A/B canaries: compare each item's greedy-token hash between the newest run
+ * of the baseline's database and of the candidate's (same model file). */
+static void ab_canaries(const char *dba, const char *dbb, gate_state *g) {
+    sqlite3 *db;
+    if (sqlite3_open_v2(dbb, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return;
+    }
+    char sql[1400];
+    snprintf(sql, sizeof sql, "ATTACH '%s' AS b", dba);
+    sqlite3_stmt *st;
+    int same = 0, changed = 0;
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT x.item, x.token_hash, y.token_hash FROM b.canaries y JOIN main.canaries x"
+                               " ON x.item = y.item WHERE y.run_id = (SELECT max(run_id) FROM b.canaries c WHERE c.item = y.item)"
+                               " AND x.run_id = (SELECT max(run_id) FROM main.canaries c WHERE c.item = x.item)", -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const char *item = (const char *)sqlite3_column_text(st, 0);
+            const char *a = (const char *)sqlite3_column_text(st, 2), *b = (const char *)sqlite3_column_text(st, 1);
+            if (a && b && !strcmp(a, b)) { same++; continue; }
+            gate_verdict *v = add_verdict(g);
+            if (!v) break;
+            memset(v, 0, sizeof *v);
+            snprintf(v->metric, sizeof v->metric, "canary:%s", item ? item : "?");
+            v->base_median = v->cand_median = v->change = v->ci_lo = v->ci_hi = v->p = NAN;
+            v->v = GATE_REGRESSED;
+            snprintf(v->note, sizeof v->note, "greedy tokens changed: %s -> %s (same model file)", a ? a : "?", b ? b : "?");
+            changed++;
+        }
+        sqlite3_finalize(st);
+    }
+    if (same && !changed) {
+        gate_verdict *v = add_verdict(g);
+        if (v) {
+            memset(v, 0, sizeof *v);
+            snprintf(v->metric, sizeof v->metric, "canaries");
+            v->base_median = v->cand_median = v->change = v->ci_lo = v->ci_hi = v->p = NAN;
+            v->v = GATE_UNCHANGED;
+            snprintf(v->note, sizeof v->note, "%d items: identical greedy tokens", same);
+        }
+    }
+    sqlite3_close(db);
+}
+
 /*
  * Wall-clock A/B: candidate (this binary) and baseline binary measured in
  * the same time window, alternating one repetition each (ABAB...), so drift
@@ -396,6 +467,7 @@ static void ab_gate(const gate_conf *c, const gate_opts *o, gate_state *g) {
             snprintf(v->metric, sizeof v->metric, "%s", name);
         }
     }
+    ab_canaries(dba, dbb, g);
     unlink(dba);
     unlink(dbb);
     char wal[1200];
@@ -434,6 +506,8 @@ static int parse_gate(int argc, char **argv, gate_opts *o) {
         i += 2;
     }
     if (!o->model) return cli_fail(2, "%s", "gate needs --model MODEL");
+    if (o->threads && strchr(o->threads, ','))
+        return cli_fail(2, "-t: the gate compares one thread count at a time, not a list ('%s')", o->threads);
     return 0;
 }
 

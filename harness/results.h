@@ -68,6 +68,7 @@ typedef struct run_meta {
     uint64_t model_params, model_bytes;
     int threads, reps, warmup, n_ctx;
     int test_prompt, test_gen, test_depth; /* synthetic tests: pp/tg/pg sizes and KV depth */
+    int ignore_eos;         /* 1: generation ran to max_tokens whatever the model said */
     char pinned[64];
     char git_commit[48];
     int git_dirty;

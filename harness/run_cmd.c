@@ -47,8 +47,9 @@ static void standard_path(char *out, size_t n) {
 /* SHA-256 of everything that must match for two runs to be compared. */
 static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     char buf[2048];
-    snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d", e->cpu_model,
-             e->isa_flags, e->logical_cores, m->model_sha256, m->model_type, m->threads, m->build_type, m->n_ctx);
+    snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d|conc=%d|eos=%d",
+             e->cpu_model, e->isa_flags, e->logical_cores, m->model_sha256, m->model_type, m->threads, m->build_type,
+             m->n_ctx, m->concurrency, m->ignore_eos);
     sha256_ctx c;
     uint8_t d[32];
     sha256_init(&c);
@@ -224,7 +225,10 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     meta.model_bytes = mi->weight_bytes;
     meta.reps = (int)o.reps;
     meta.warmup = (int)o.warmup;
-    meta.n_ctx = o.ctx ? (int)o.ctx : (mi->n_ctx < CX_DEFAULT_CTX ? mi->n_ctx : CX_DEFAULT_CTX);
+    /* The context the sessions will really have (cx_session_new caps it at the model's). */
+    meta.n_ctx = o.ctx ? (int)o.ctx : CX_DEFAULT_CTX;
+    if (meta.n_ctx > mi->n_ctx) meta.n_ctx = mi->n_ctx;
+    meta.ignore_eos = cfg.ignore_eos;
     meta.test_prompt = np;
     meta.test_gen = ng;
     meta.test_depth = (int)o.depth;

@@ -79,6 +79,9 @@ static const char *const MIGRATIONS[] = {
     "  p_value REAL, n_base INTEGER, n_cand INTEGER,"
     "  verdict TEXT NOT NULL CHECK (verdict IN ('improved', 'unchanged', 'regressed', 'inconclusive')), note TEXT,"
     "  PRIMARY KEY (gate_id, metric));",
+    /* 3 -> 4: whether generation stopped at end-of-text (it changes every
+     * token count, so it decides comparability) */
+    "ALTER TABLE runs ADD COLUMN ignore_eos INTEGER;",
 };
 
 /* Format an error as "DB: what: sqlite message". */
@@ -238,14 +241,15 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
         run_sql(s, "INSERT INTO runs (started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
-                   " test_prompt, test_gen, test_depth, counter_mode)"
-                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "titittttttittttiiiiiitittiiit", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                   " test_prompt, test_gen, test_depth, counter_mode, ignore_eos)"
+                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "titittttttittttiiiiiitittiiiti", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,
                 (int64_t)m->warmup, (int64_t)m->n_ctx, m->pinned, env, m->compare_key, m->cmdline,
-                (int64_t)m->test_prompt, (int64_t)m->test_gen, (int64_t)m->test_depth, m->counter_mode)) {
+                (int64_t)m->test_prompt, (int64_t)m->test_gen, (int64_t)m->test_depth, m->counter_mode,
+                (int64_t)m->ignore_eos)) {
         db_fail(s, err, n, "record run");
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;

@@ -17,7 +17,7 @@
 #include "env.h"
 #include "results.h"
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 typedef struct store store;
 
