@@ -207,7 +207,11 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
          * then evaluate that token, N times; decode_tokens evaluates N-1 times,
          * so start it one evaluation early. */
         int tok = cx_sampler_sample(st->greedy, l);
-        if (cx_eval(st->s, &tok, 1, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
+        ctr_snap snap;
+        phase_begin(st, &snap); /* this evaluation is decode work too: count it there */
+        int rc = cx_eval(st->s, &tok, 1, &l, &e);
+        phase_end(st, &snap, &st->decode);
+        if (rc) return snprintf(err, errlen, "%s", e.msg), -1;
         if (decode_tokens(st, l, ng, q, t0, err, errlen)) return -1;
     } else {
         q->ttft_ms = q->e2e_ms = q->prefill_ms;
