@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cortex.h"
+#include "cli_util.h"
 #include "detmode.h"
 
 /* The measured region. callgrind collects only while this function runs
@@ -52,14 +53,10 @@ static int micro_fail(int code, const char *msg) {
     return code;
 }
 
+/* An int flag value, parsed and reported by the shared CLI parser. */
 static int micro_int(const char *flag, const char *v, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || errno || end == v || *end || x < lo || x > hi) {
-        fprintf(stderr, "cortex-bench micro: %s: '%s' is not an integer in [%ld, %ld]\n", flag, v ? v : "", lo, hi);
-        return -1;
-    }
+    long x;
+    if (cli_parse_int(flag, v, lo, hi, &x)) return -1;
     *out = (int)x;
     return 0;
 }

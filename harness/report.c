@@ -57,15 +57,6 @@ static const char *rp_fmt(char *buf, size_t n, double v, int prec) {
     return buf;
 }
 
-/* Write text as one markdown table cell: '|' escaped, newlines flattened. */
-static void rp_md_cell(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '|') fputs("\\|", f);
-        else if (*s == '\n' || *s == '\r') fputc(' ', f);
-        else fputc(*s, f);
-    }
-}
-
 /* A growable array of doubles. */
 typedef struct rp_vec {
     double *v;
@@ -872,38 +863,8 @@ static int rp_chart_adapters(rp_ctx *c, rp_chart *ch) {
 
 /* Run header: identity, provenance, environment (as `show` prints it). */
 static int rp_md_header(rp_ctx *c, FILE *out) {
-    sqlite3_stmt *st;
-    const char *sql =
-        "SELECT r.status, r.started_at, r.finished_at, r.error, r.workload, r.workload_kind, r.workload_hash, r.mode,"
-        " r.concurrency, r.model_path, r.model_sha256, r.model_type, r.model_params, r.threads, r.reps, r.warmup,"
-        " r.n_ctx, r.pinned, r.git_commit, r.git_dirty, r.build_type, r.build_flags, r.counter_mode,"
-        " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint,"
-        " r.cmdline, r.compare_key"
-        " FROM runs r LEFT JOIN environments e ON e.id = r.env_id WHERE r.id = ?";
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return rp_db_fail(c, "runs");
-    sqlite3_bind_int64(st, 1, c->run.id);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
-        return rp_db_fail(c, "runs");
-    }
     fprintf(out, "## Run\n\n");
-    fprintf(out, "- status **%s**, started %s, finished %s%s", rp_col(st, 0), rp_col(st, 1),
-            *rp_col(st, 2) ? rp_col(st, 2) : "(never)", *rp_col(st, 3) ? ", error: " : "");
-    rp_md_cell(out, rp_col(st, 3));
-    fprintf(out, "\n- workload `%s` (%s, sha256 %.16s), %s loop, concurrency %d\n", rp_col(st, 4), rp_col(st, 5),
-            rp_col(st, 6), rp_col(st, 7), sqlite3_column_int(st, 8));
-    fprintf(out, "- model `%s` (%s, %lld parameters, sha256 %.16s)\n", rp_col(st, 9), rp_col(st, 11),
-            (long long)sqlite3_column_int64(st, 12), rp_col(st, 10));
-    fprintf(out, "- threads %d, repetitions %d (+%d warm-up), context %d, pinned to %s\n", sqlite3_column_int(st, 13),
-            sqlite3_column_int(st, 14), sqlite3_column_int(st, 15), sqlite3_column_int(st, 16),
-            *rp_col(st, 17) ? rp_col(st, 17) : "no CPUs (not pinned)");
-    fprintf(out, "- build %s `%s`, commit %s%s, counters %s\n", rp_col(st, 20), rp_col(st, 21), rp_col(st, 18),
-            sqlite3_column_int(st, 19) ? " (dirty)" : "", rp_col(st, 22));
-    fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s\n", rp_col(st, 30),
-            rp_col(st, 23), rp_col(st, 24), sqlite3_column_int(st, 25), (double)sqlite3_column_int64(st, 26) / (1 << 30),
-            rp_col(st, 27), rp_col(st, 28), rp_col(st, 29));
-    if (*rp_col(st, 31)) fprintf(out, "- command `%s`\n", rp_col(st, 31));
-    sqlite3_finalize(st);
+    if (show_run_facts(c->db, c->run.id, out)) return rp_db_fail(c, "runs");
     if (c->base.id) {
         int same_key = *c->run.key && !strcmp(c->run.key, c->base.key);
         int same_wl = !strcmp(c->run.workload, c->base.workload);
@@ -985,7 +946,7 @@ static void rp_md_requests(rp_ctx *c, FILE *out) {
         const rp_item *it = &c->run.items[i];
         char b[8][32];
         fprintf(out, "| ");
-        rp_md_cell(out, it->item);
+        show_md_inline(out, it->item);
         if (it->adapter >= 0) snprintf(b[0], sizeof b[0], "%d", it->adapter);
         else b[0][0] = 0;
         fprintf(out, " | %s | %d | %s | %s | %s | %s | %s | %s |", b[0], it->prompt_tokens, rp_fmt(b[1], 32, it->gen_tokens, 0),
@@ -999,7 +960,7 @@ static void rp_md_requests(rp_ctx *c, FILE *out) {
         }
         if (it->n_err) {
             fprintf(out, " error%s: ", it->n_err < it->n ? " in some repetitions" : "");
-            rp_md_cell(out, it->error);
+            show_md_inline(out, it->error);
             fprintf(out, " |\n");
         } else {
             fprintf(out, " %s%s |\n", it->hash, it->stable == 0 ? " (UNSTABLE)" : "");
@@ -1069,7 +1030,7 @@ static void rp_md_counters(rp_ctx *c, FILE *out) {
             for (int q = p + 1; q < 3; q++)
                 if (k->seen[q] && !k->ok[q] && !strcmp(k->reason[q], k->reason[p])) fprintf(out, ", %s", RP_PHASES[q]);
             fprintf(out, "): ");
-            rp_md_cell(out, k->reason[p]);
+            show_md_inline(out, k->reason[p]);
             fputc('\n', out);
         }
     }

@@ -219,14 +219,23 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
     return 0;
 }
 
-/* Run header: identity, provenance, environment. */
-static int show_header(sqlite3 *db, int64_t id, FILE *out) {
+/* Text on one markdown line: '|' escaped, newlines flattened. */
+void show_md_inline(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '|') fputs("\\|", f);
+        else if (*s == '\n' || *s == '\r') fputc(' ', f);
+        else fputc(*s, f);
+    }
+}
+
+int show_run_facts(sqlite3 *db, int64_t id, FILE *out) {
     sqlite3_stmt *st;
     const char *sql =
         "SELECT r.status, r.started_at, r.finished_at, r.error, r.workload, r.workload_kind, r.workload_hash, r.mode,"
         " r.concurrency, r.model_path, r.model_sha256, r.model_type, r.model_params, r.threads, r.reps, r.warmup,"
         " r.n_ctx, r.pinned, r.git_commit, r.git_dirty, r.build_type, r.build_flags, r.counter_mode,"
-        " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint"
+        " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint,"
+        " r.cmdline"
         " FROM runs r LEFT JOIN environments e ON e.id = r.env_id WHERE r.id = ?";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
     sqlite3_bind_int64(st, 1, id);
@@ -234,10 +243,10 @@ static int show_header(sqlite3 *db, int64_t id, FILE *out) {
         sqlite3_finalize(st);
         return 1;
     }
-    fprintf(out, "## run %lld: %s\n\n", (long long)id, col(st, 0));
-    fprintf(out, "- started %s, finished %s%s%s\n", col(st, 1), *col(st, 2) ? col(st, 2) : "(never)",
-            *col(st, 3) ? ", error: " : "", col(st, 3));
-    fprintf(out, "- workload `%s` (%s, sha256 %.16s), %s loop, concurrency %d\n", col(st, 4), col(st, 5), col(st, 6),
+    fprintf(out, "- status **%s**, started %s, finished %s%s", col(st, 0), col(st, 1),
+            *col(st, 2) ? col(st, 2) : "(never)", *col(st, 3) ? ", error: " : "");
+    show_md_inline(out, col(st, 3));
+    fprintf(out, "\n- workload `%s` (%s, sha256 %.16s), %s loop, concurrency %d\n", col(st, 4), col(st, 5), col(st, 6),
             col(st, 7), sqlite3_column_int(st, 8));
     fprintf(out, "- model `%s` (%s, %lld parameters, sha256 %.16s)\n", col(st, 9), col(st, 11),
             (long long)sqlite3_column_int64(st, 12), col(st, 10));
@@ -246,9 +255,10 @@ static int show_header(sqlite3 *db, int64_t id, FILE *out) {
             *col(st, 17) ? col(st, 17) : "no CPUs (not pinned)");
     fprintf(out, "- build %s `%s`, commit %s%s, counters %s\n", col(st, 20), col(st, 21), col(st, 18),
             sqlite3_column_int(st, 19) ? " (dirty)" : "", col(st, 22));
-    fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s\n\n", col(st, 30), col(st, 23),
+    fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s\n", col(st, 30), col(st, 23),
             col(st, 24), sqlite3_column_int(st, 25), (double)sqlite3_column_int64(st, 26) / (1 << 30), col(st, 27),
             col(st, 28), col(st, 29));
+    if (*col(st, 31)) fprintf(out, "- command `%s`\n", col(st, 31));
     sqlite3_finalize(st);
     return 0;
 }
@@ -319,7 +329,9 @@ void show_adapters(sqlite3 *db, int64_t id, FILE *out) {
 
 int store_show(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t n) {
     if (strcmp(fmt, "md")) return show_table(s, &id, 1, fmt, 1, out, err, n);
-    int rc = show_header(store_db(s), id, out);
+    fprintf(out, "## run %lld\n\n", (long long)id);
+    int rc = show_run_facts(store_db(s), id, out);
+    fprintf(out, "\n");
     if (rc) {
         snprintf(err, n, rc > 0 ? "no run %lld in the database" : "show: query failed", (long long)id);
         return -1;
