@@ -23,6 +23,7 @@
 #include "detmode.h"
 #include "env.h"
 #include "gate_cmd.h"
+#include "hw_cmd.h"
 #include "report_cmd.h"
 #include "run_cmd.h"
 #include "runner.h"
@@ -50,7 +51,8 @@ static int usage(void) {
             "  calibrate --model M [--pairs N] [--workload W] [--gate-file F] [--db FILE]\n"
             "  trend METRIC [--workload W] [--chart DIR] [--db FILE]\n"
             "  report RUN [--baseline RUN|TAG] [--db FILE] [--out DIR]\n"
-            "  dashboard [--db FILE] [--out DIR]\n");
+            "  dashboard [--db FILE] [--out DIR]\n"
+            "  hw [--db FILE] [--size MiB] [--reps N] [-t N]   (read bandwidth and peak arithmetic of this machine)\n");
     return 2;
 }
 
@@ -197,6 +199,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "trend")) return cmd_trend(argc - 2, argv + 2);
     if (!strcmp(cmd, "report")) return cmd_report(argc - 2, argv + 2);
     if (!strcmp(cmd, "dashboard")) return cmd_dashboard(argc - 2, argv + 2);
+    if (!strcmp(cmd, "hw")) return cmd_hw(argc - 2, argv + 2);
     fprintf(stderr, "cortex-bench: unknown command '%s'\n", cmd);
     return usage();
 }

@@ -19,6 +19,7 @@ static const struct { const char *sql, *name; } FIELDS[] = {
     {"r.build_type", "build type"}, {"r.n_ctx", "context size"}, {"r.workload_hash", "workload"},
     {"r.test_prompt", "test prompt size"}, {"r.test_gen", "test generation size"}, {"r.test_depth", "test KV depth"},
     {"r.mode", "loop mode"}, {"r.concurrency", "concurrency"}, {"r.ignore_eos", "end-of-text handling"},
+    {"r.isa", "kernel instruction set (CORTEX_ISA)"},
 };
 
 int compare_check(store *s, int64_t a, int64_t b, char *diff, size_t n) {

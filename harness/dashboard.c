@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "roofline.h"
 
 /* Runs listed in the runs table (newest first); trends use every run. */
 #define DB_TABLE_RUNS 300
@@ -52,6 +53,8 @@ typedef struct db_run {
     double mem_gib;
     double med[DB_NM], lo[DB_NM], hi[DB_NM]; /* summary median/min/max, NAN if absent */
     double order;                            /* commit order (see db_commit_order) */
+    double roof_frac;                        /* decode TPS / bandwidth roofline, NAN if unknown */
+    int roof_hint;                           /* decoded, but the machine has no hw row */
 } db_run;
 
 /* Everything the page is built from. */
@@ -184,7 +187,13 @@ static int db_load(db_ctx *c) {
         }
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : db_fail(c, "summary");
+    if (rc != SQLITE_DONE) return db_fail(c, "summary");
+    for (int i = 0; i < c->n_runs; i++) { /* decode against the roofline (roofline.h) */
+        double dec;
+        roof_fraction(c->db, c->runs[i].id, &dec, &c->runs[i].roof_frac);
+        c->runs[i].roof_hint = !isnan(dec) && isnan(c->runs[i].roof_frac);
+    }
+    return 0;
 }
 
 /* A commit hash and its position in the git history. */
@@ -660,9 +669,14 @@ static void db_runs(db_ctx *c, FILE *out) {
         return;
     }
     if (c->n_runs > DB_TABLE_RUNS) fprintf(out, "<p class=\"help\">The latest %d of %d runs.</p>\n", DB_TABLE_RUNS, c->n_runs);
+    int hint = 0;
+    for (int i = c->n_runs - 1, k = 0; i >= 0 && k < DB_TABLE_RUNS; i--, k++) hint |= c->runs[i].roof_hint;
+    fprintf(out, "<p class=\"help\">Decode: median decode tok/s and, in parentheses, its fraction of the memory-bandwidth"
+                 " roofline (read bandwidth / bytes read per token; docs/metrics.md).%s</p>\n",
+            hint ? " " ROOF_HINT " (no hw row for some machines)." : "");
     fprintf(out, "<table class=\"runs\">\n<thead><tr><th>run</th><th>started (UTC)</th><th>status</th><th>commit</th>"
-                 "<th>workload</th><th>model</th><th>threads</th><th>reps</th><th>TPS (median)</th><th>TTFT p50</th>"
-                 "<th>environment</th><th>report</th></tr></thead>\n<tbody>\n");
+                 "<th>workload</th><th>model</th><th>threads</th><th>reps</th><th>TPS (median)</th><th>decode (roofline)</th>"
+                 "<th>TTFT p50</th><th>environment</th><th>report</th></tr></thead>\n<tbody>\n");
     for (int i = c->n_runs - 1, k = 0; i >= 0 && k < DB_TABLE_RUNS; i--, k++) {
         const db_run *r = &c->runs[i];
         fprintf(out, "<tr><td class=\"num\">%lld</td><td class=\"nowrap\">%.10s %.8s</td><td><span class=\"badge %s\"",
@@ -681,11 +695,14 @@ static void db_runs(db_ctx *c, FILE *out) {
         db_html(out, r->model);
         fprintf(out, " <small>");
         db_html(out, r->type);
-        char b[2][32];
+        char b[3][32], dec[64];
         double tps = !isnan(r->med[0]) ? r->med[0] : r->med[5];
+        db_fmt(dec, sizeof dec, r->med[1], 2);
+        if (!isnan(r->med[1]) && !isnan(r->roof_frac))
+            snprintf(dec + strlen(dec), sizeof dec - strlen(dec), " (%.0f%%)", 100 * r->roof_frac);
         fprintf(out, "</small></td><td class=\"num\">%d</td><td class=\"num\">%d</td><td class=\"num\">%s</td>"
-                     "<td class=\"num\">%s</td><td>",
-                r->threads, r->reps, db_fmt(b[0], 32, tps, 2), isnan(r->med[3]) ? "–" : db_fmt(b[1], 32, r->med[3], 2));
+                     "<td class=\"num\">%s</td><td class=\"num\">%s</td><td>",
+                r->threads, r->reps, db_fmt(b[0], 32, tps, 2), dec, isnan(r->med[3]) ? "–" : db_fmt(b[2], 32, r->med[3], 2));
         db_html(out, r->cpu);
         fprintf(out, ", %d CPUs, %.1f GiB<br><small>", r->cores, r->mem_gib);
         db_html(out, r->kernel);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "cortex.h"
 #include "detmode.h"
 #include "env.h"
 #include "gate.h"
@@ -192,13 +193,15 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
     snprintf(m.build_type, sizeof m.build_type, "%s", CORTEX_BUILD_TYPE);
     snprintf(m.build_flags, sizeof m.build_flags, "%s", CORTEX_BUILD_FLAGS);
     snprintf(m.counter_mode, sizeof m.counter_mode, "%s", mode);
+    const char *isa = cx_isa(NULL); /* the micro child inherits CORTEX_ISA, so it runs these kernels */
+    snprintf(m.isa, sizeof m.isa, "%s", isa ? isa : "");
     env_info e;
     env_collect(&e);
     /* Instruction counts do not depend on the CPU model the way times do, but
      * the build and the mode do: compare only within the same mode. */
     char key[512];
-    snprintf(key, sizeof key, "deterministic|%s|v%d|p%d|g%d|%s|%s", mode, DET_MICRO_VERSION, c->micro_prompt,
-             c->micro_gen, m.model_sha256, m.build_type);
+    snprintf(key, sizeof key, "deterministic|%s|v%d|p%d|g%d|%s|%s|kernels=%s", mode, DET_MICRO_VERSION, c->micro_prompt,
+             c->micro_gen, m.model_sha256, m.build_type, m.isa);
     sha256_hex(key, strlen(key), m.compare_key);
     int64_t id;
     if (store_begin_run(s, &m, &e, &id, err, n)) return -1;

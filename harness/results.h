@@ -26,6 +26,7 @@ typedef struct req_result {
     int prompt_tokens, gen_tokens;
     float *itl_ms;          /* gaps between consecutive generated tokens: gen_tokens - 1 */
     int n_itl;
+    double kv_attended;     /* sum over the timed decode steps of the KV positions each attended */
     char token_hash[17];    /* FNV-1a 64 of the generated ids: the correctness canary */
     char error[200];        /* non-empty: the request failed (e.g. prompt longer than context) */
 } req_result;
@@ -75,6 +76,8 @@ typedef struct run_meta {
     char build_type[16];
     char build_flags[256];
     char counter_mode[32];
+    char isa[16];           /* the engine's kernel instruction set (cx_isa): "scalar", "avx2" */
+    int64_t hw_id;          /* the hw row the roofline figures came from; 0 = none */
     char cmdline[1024];
     char compare_key[65];   /* sha256 of everything that must match for a comparison */
 } run_meta;

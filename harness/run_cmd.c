@@ -18,6 +18,8 @@
 #include "cortex.h"
 #include "counters.h"
 #include "env.h"
+#include "hw_store.h"
+#include "roofline.h"
 #include "runner.h"
 #include "sha256.h"
 #include "show.h"
@@ -47,9 +49,9 @@ static void standard_path(char *out, size_t n) {
 /* SHA-256 of everything that must match for two runs to be compared. */
 static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     char buf[2048];
-    snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d|conc=%d|eos=%d",
+    snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d|conc=%d|eos=%d|kernels=%s",
              e->cpu_model, e->isa_flags, e->logical_cores, m->model_sha256, m->model_type, m->threads, m->build_type,
-             m->n_ctx, m->concurrency, m->ignore_eos);
+             m->n_ctx, m->concurrency, m->ignore_eos, m->isa);
     sha256_ctx c;
     uint8_t d[32];
     sha256_init(&c);
@@ -58,11 +60,17 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-/* One run at one thread count: record, warm up, measure, store. */
+/* One run at one thread count: record, warm up, measure, add the roofline
+ * figures (rm may be NULL: the model's bytes per token are unknown), store. */
 static int run_one(store *db, const cx_model *model, const wl_workload *wl, const run_opts *o, run_config cfg,
-                   run_meta meta, const env_info *env, ctr_set *ctr, int64_t *id_out) {
-    char err[512];
+                   run_meta meta, const env_info *env, ctr_set *ctr, const roof_model *rm, int64_t *id_out) {
+    char err[512], fp[65];
     compare_key(&meta, env, meta.compare_key);
+    /* The machine's measured read bandwidth at this thread count, if `cortex-bench hw` ran here. */
+    hw_ref hw;
+    env_fingerprint(env, fp);
+    if (hw_store_lookup(store_db(db), fp, 0, meta.threads, &hw) != 1) memset(&hw, 0, sizeof hw);
+    meta.hw_id = hw.id;
     int64_t id;
     if (store_begin_run(db, &meta, env, &id, err, sizeof err)) return cli_fail(1, "%s", err);
     *id_out = id;
@@ -80,6 +88,7 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
     snprintf(label, sizeof label, "run %lld t=%d", (long long)id, cfg.threads);
     cfg.label = label;
     for (long r = 0; r < o->reps && !rc; r++) rc = runner_rep(model, wl, &cfg, ctr, (int)r, (int)o->reps, &reps[r], err, sizeof err);
+    if (!rc && rm) roof_apply(reps, (int)o->reps, rm, hw.read_gbs);
     if (rc) {
         store_fail_run(db, id, err);
         fprintf(stderr, "cortex-bench: run %lld failed: %s\n", (long long)id, err);
@@ -189,8 +198,14 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     if (o.pin && env_pin_cpus(o.pin, err, sizeof err)) { wl_free(&wl); return cli_fail(2, "--pin: %s", err); }
     /* Everything that can be wrong with the input is checked before the
      * database is touched, so bad input leaves no trace in it. */
-    cx_model *model;
     cx_err ce = {0};
+    const char *isa = cx_isa(&ce); /* the kernels' instruction set (CORTEX_ISA may force one) */
+    if (!isa) {
+        wl_free(&wl);
+        return cli_fail(2, "%s", ce.msg);
+    }
+    snprintf(meta.isa, sizeof meta.isa, "%s", isa);
+    cx_model *model;
     if (cx_model_load(o.model, o.tokenizer, &model, &ce)) {
         wl_free(&wl);
         return cli_fail(1, "%s", ce.msg);
@@ -242,11 +257,13 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     for (int i = 0; i < argc && k < sizeof meta.cmdline - 1; i++)
         k += (size_t)snprintf(meta.cmdline + k, sizeof meta.cmdline - k, "%s%s", i ? " " : "", argv[i]);
 
+    roof_model rm;
+    int have_rm = roof_model_of(model, &rm) == 0;
     int rc = 0, n_ids = 0;
     for (int t = 0; t < n_threads && !rc; t++) {
         cfg.threads = threads[t];
         meta.threads = threads[t];
-        rc = run_one(db, model, wl_path ? &wl : NULL, &o, cfg, meta, &env, ctr, &ids[n_ids]);
+        rc = run_one(db, model, wl_path ? &wl : NULL, &o, cfg, meta, &env, ctr, have_rm ? &rm : NULL, &ids[n_ids]);
         n_ids++;
     }
     *n_ids_out = n_ids;

@@ -101,6 +101,7 @@ static int decode_tokens(rep_state *st, const float *l, int max_gen, req_result 
     int gen = 1;
     phase_begin(st, &snap);
     while (gen < max_gen && (st->cfg->ignore_eos || tok != eos)) {
+        q->kv_attended += cx_session_pos(st->s) + 1; /* this step attends positions 0..pos */
         if (cx_eval(st->s, &tok, 1, &l, &e)) {
             snprintf(err, errlen, "%s", e.msg);
             return -1;
@@ -244,7 +245,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic) {
     for (int i = 0; i < out->n_req; i++) n_itl += (size_t)out->req[i].n_itl;
     double *v = malloc(sizeof(double) * (n + n_itl + 1));
     if (!v) return;
-    double prompt = 0, gen = 0, prefill_ms = 0, decode_ms = 0, decode_tok = 0;
+    double prompt = 0, gen = 0, prefill_ms = 0, decode_ms = 0, decode_tok = 0, kv = 0;
     int errors = 0;
     for (int i = 0; i < out->n_req; i++) {
         const req_result *q = &out->req[i];
@@ -252,7 +253,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic) {
         prompt += q->prompt_tokens;
         gen += q->gen_tokens;
         prefill_ms += q->prefill_ms;
-        if (q->gen_tokens > 1) { decode_ms += q->decode_ms; decode_tok += q->gen_tokens - 1; }
+        if (q->gen_tokens > 1) { decode_ms += q->decode_ms; decode_tok += q->gen_tokens - 1; kv += q->kv_attended; }
     }
     rep_set_metric(out, "requests", (double)out->n_req);
     rep_set_metric(out, "errors", errors);
@@ -260,7 +261,12 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic) {
     rep_set_metric(out, "gen_tokens", gen);
     rep_set_metric(out, "makespan_ms", makespan_ms);
     if (prefill_ms > 0 && prompt > 0) rep_set_metric(out, "prefill_tps", prompt / (prefill_ms / 1e3));
-    if (decode_ms > 0) rep_set_metric(out, "decode_tps", decode_tok / (decode_ms / 1e3));
+    if (decode_ms > 0) {
+        rep_set_metric(out, "decode_tps", decode_tok / (decode_ms / 1e3));
+        /* KV positions a timed decode step attends, on average: the KV part
+         * of the bytes each decoded token reads (roofline.h) */
+        rep_set_metric(out, "decode_ctx_mean", kv / decode_tok);
+    }
     if (synthetic) {
         const req_result *q = &out->req[0];
         if (!q->error[0]) rep_set_metric(out, "tps", (q->prompt_tokens + q->gen_tokens) / (q->e2e_ms / 1e3));

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "roofline.h"
 #include "show.h"
 #include "store.h"
 
@@ -61,6 +62,10 @@ static const struct { const char *name, *label, *unit; } HEADLINE[] = {
     {"peak_rss_mib", "peak RSS", "MiB"},
     {"prompt_tokens", "prompt tokens", ""}, {"gen_tokens", "generated tokens", ""},
     {"requests", "requests", ""}, {"errors", "failed requests", ""},
+    {"decode_ctx_mean", "KV positions attended per decode step (mean)", ""},
+    {"bytes_per_token", "bytes read per decoded token", "B"},
+    {"roofline_tps", "bandwidth roofline for decode", "tok/s"},
+    {"roofline_frac", "decode / roofline", "fraction"},
 };
 #define NHEAD (int)(sizeof HEADLINE / sizeof HEADLINE[0])
 
@@ -138,6 +143,20 @@ static int ordered(const sum_row *rows, int n, int full, const sum_row **out, co
     return k;
 }
 
+/* Under a markdown table: each run's decode speed against the bandwidth
+ * roofline, or (once) how to get a roofline when the machine has none. */
+static void show_roofline(sqlite3 *db, const int64_t *ids, int n_ids, FILE *out) {
+    int any = 0, hint = 0;
+    for (int r = 0; r < n_ids; r++) {
+        char line[512];
+        int rc = roof_describe(db, ids[r], line, sizeof line);
+        if (rc == 1 && n_ids > 1) fprintf(out, "%sroofline, run %lld: %s\n", any++ ? "" : "\n", (long long)ids[r], line);
+        else if (rc == 1) fprintf(out, "\nroofline: %s\n", line);
+        hint |= rc < 0;
+    }
+    if (hint) fprintf(out, "\n%s\n", ROOF_HINT);
+}
+
 /* llama-bench's table, for synthetic tests: one line per run. */
 static void synthetic_md(sqlite3 *db, const int64_t *ids, int n_ids, FILE *out) {
     fprintf(out, "| model | size | params | type | threads | test | t/s |\n| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
@@ -169,6 +188,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
     }
     if (!csv && !json && all_synthetic && !full) {
         synthetic_md(db, ids, n_ids, out);
+        show_roofline(db, ids, n_ids, out);
         return 0;
     }
     if (csv) fprintf(out, "run,model,type,threads,workload,metric,unit,median,min,max,stddev,n\n");
@@ -216,6 +236,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         }
     }
     if (json) fprintf(out, "\n]\n");
+    else if (!csv) show_roofline(db, ids, n_ids, out);
     return 0;
 }
 
@@ -235,7 +256,7 @@ int show_run_facts(sqlite3 *db, int64_t id, FILE *out) {
         " r.concurrency, r.model_path, r.model_sha256, r.model_type, r.model_params, r.threads, r.reps, r.warmup,"
         " r.n_ctx, r.pinned, r.git_commit, r.git_dirty, r.build_type, r.build_flags, r.counter_mode,"
         " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint,"
-        " r.cmdline"
+        " r.cmdline, r.isa"
         " FROM runs r LEFT JOIN environments e ON e.id = r.env_id WHERE r.id = ?";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
     sqlite3_bind_int64(st, 1, id);
@@ -253,8 +274,9 @@ int show_run_facts(sqlite3 *db, int64_t id, FILE *out) {
     fprintf(out, "- threads %d, repetitions %d (+%d warm-up), context %d, pinned to %s\n", sqlite3_column_int(st, 13),
             sqlite3_column_int(st, 14), sqlite3_column_int(st, 15), sqlite3_column_int(st, 16),
             *col(st, 17) ? col(st, 17) : "no CPUs (not pinned)");
-    fprintf(out, "- build %s `%s`, commit %s%s, counters %s\n", col(st, 20), col(st, 21), col(st, 18),
-            sqlite3_column_int(st, 19) ? " (dirty)" : "", col(st, 22));
+    fprintf(out, "- build %s `%s`, commit %s%s, kernels %s, counters %s\n", col(st, 20), col(st, 21), col(st, 18),
+            sqlite3_column_int(st, 19) ? " (dirty)" : "", *col(st, 32) ? col(st, 32) : "unknown (recorded before schema v5)",
+            col(st, 22));
     fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s\n", col(st, 30), col(st, 23),
             col(st, 24), sqlite3_column_int(st, 25), (double)sqlite3_column_int64(st, 26) / (1 << 30), col(st, 27),
             col(st, 28), col(st, 29));

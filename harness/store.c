@@ -82,6 +82,19 @@ static const char *const MIGRATIONS[] = {
     /* 3 -> 4: whether generation stopped at end-of-text (it changes every
      * token count, so it decides comparability) */
     "ALTER TABLE runs ADD COLUMN ignore_eos INTEGER;",
+    /* 4 -> 5: the machine's measured ceilings (`cortex-bench hw`: read
+     * bandwidth, peak arithmetic per ISA), the kernel instruction set a run
+     * used (it decides comparability), and the hw row its roofline came from */
+    "CREATE TABLE hw ("
+    "  id INTEGER PRIMARY KEY, env_id INTEGER NOT NULL REFERENCES environments(id), measured_at TEXT NOT NULL,"
+    "  threads INTEGER NOT NULL, cpus TEXT, reps INTEGER NOT NULL, buffer_bytes INTEGER NOT NULL, llc_bytes INTEGER,"
+    "  mem_isa TEXT, read_gbs_1t REAL, read_gbs_1t_median REAL, copy_gbs_1t REAL, triad_gbs_1t REAL,"
+    "  read_gbs REAL, read_gbs_median REAL, copy_gbs REAL, triad_gbs REAL,"
+    "  fp32_gflops_scalar_1t REAL, fp32_gflops_scalar REAL, fp32_gflops_avx2_1t REAL, fp32_gflops_avx2 REAL,"
+    "  int8_gops_avx2_1t REAL, int8_gops_avx2 REAL, avx512 TEXT, vnni TEXT, notes TEXT);"
+    "CREATE INDEX hw_by_env ON hw(env_id, id);"
+    "ALTER TABLE runs ADD COLUMN isa TEXT;"
+    "ALTER TABLE runs ADD COLUMN hw_id INTEGER REFERENCES hw(id) ON DELETE SET NULL;",
 };
 
 /* Format an error as "DB: what: sqlite message". */
@@ -213,7 +226,7 @@ static int run_sql(store *s, const char *sql, const char *fmt, ...) {
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
 }
 
-static int64_t env_row(store *s, const env_info *e) {
+int64_t store_env_id(store *s, const env_info *e) {
     char fp[65];
     env_fingerprint(e, fp);
     if (run_sql(s, "INSERT OR IGNORE INTO environments (fingerprint, cpu_model, isa_flags, logical_cores, physical_cores,"
@@ -236,20 +249,21 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
     char now[40];
     now_iso(now, sizeof now);
     if (exec(s, "BEGIN IMMEDIATE", err, n, "begin run")) return -1;
-    int64_t env = env_row(s, e);
+    int64_t env = store_env_id(s, e);
     if (env < 0 ||
         run_sql(s, "INSERT INTO runs (started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
-                   " test_prompt, test_gen, test_depth, counter_mode, ignore_eos)"
-                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "titittttttittttiiiiiitittiiiti", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                   " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id)"
+                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "titittttttittttiiiiiitittiiititd", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,
                 (int64_t)m->warmup, (int64_t)m->n_ctx, m->pinned, env, m->compare_key, m->cmdline,
                 (int64_t)m->test_prompt, (int64_t)m->test_gen, (int64_t)m->test_depth, m->counter_mode,
-                (int64_t)m->ignore_eos)) {
+                (int64_t)m->ignore_eos, m->isa[0] ? m->isa : NULL,
+                m->hw_id > 0 ? (double)m->hw_id : NAN /* NULL; the INTEGER column stores the id as an integer */)) {
         db_fail(s, err, n, "record run");
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;

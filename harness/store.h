@@ -17,7 +17,7 @@
 #include "env.h"
 #include "results.h"
 
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 typedef struct store store;
 
@@ -30,6 +30,9 @@ void store_close(store *s);
 int store_version(store *s);
 /* The raw handle, for read-only queries by report code and tests. */
 struct sqlite3 *store_db(store *s);
+
+/* The environments row of `e` (inserted when new); its id, or -1. */
+int64_t store_env_id(store *s, const env_info *e);
 
 int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run_id, char *err, size_t errlen);
 int store_finish_run(store *s, int64_t run_id, const rep_result *reps, int n_reps, char *err, size_t errlen);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/run.sh - run every test: C unit tests (build/tests/test_*), the CLI
-# checks (tests/cli/*.sh) and the numpy reference check. Prints one line per
+# checks (tests/cli/*.sh) and the numpy reference checks (the model reference,
+# and the K-quant layouts: tests/reference/kquant_ref.py). Prints one line per
 # suite and ends with "N passed, N failed" over the suites.
 # Needs ../shared/models for the reference check; without it that suite
 # skips with a message (CI sets CI=true, where a missing directory fails).
@@ -38,6 +39,7 @@ for t in tests/cli/*.sh; do
 done
 if [ -x "$PY" ] && "$PY" -c 'import numpy' 2>/dev/null; then
     run "reference/test_reference.py" "$PY" tests/test_reference.py
+    run "reference/kquant_ref.py" "$PY" tests/reference/kquant_ref.py
 else
     echo "FAIL reference: $PY with numpy is missing (apt-get install python3-numpy)"
     fail=$((fail + 1))

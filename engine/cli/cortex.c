@@ -1,10 +1,12 @@
 /*
- * cortex.c - the `cortex` command: generate, info, synth, tokenize.
+ * cortex.c - the `cortex` command: generate, info, synth, tokenize, quantize,
+ * quality.
  *
  * A thin shell over the public API: parse flags, call the engine, print.
  * Errors print one line "cortex: <what>: <problem>" and exit 1 (2 for usage).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +22,46 @@ static int usage(void) {
             "           [-t THREADS] [-c CTX] [--no-echo]\n"
             "  info MODEL [-z TOKENIZER]\n"
             "  synth --shape NAME --type f32|f16|q8_0|q4_0 -o FILE.gguf [--seed S] [-c CTX]   (synth --list: shapes)\n"
-            "  tokenize -m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos]\n");
+            "  tokenize -m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos]\n"
+            "  quantize IN OUT --type f32|f16|q8_0|q4_0|q4_k_m [-z TOKENIZER]\n"
+            "  quality --ref REF_MODEL --model MODEL [-z TOKENIZER] [--positions N] [--text FILE] [-t THREADS] [--json]\n"
+            "cortex <command> --help: more about one command\n");
     return 2;
+}
+
+/* Detailed help of the commands that have more to say than one usage line. */
+static int command_help(const char *cmd) {
+    if (!strcmp(cmd, "quantize")) {
+        printf("usage: cortex quantize IN OUT --type f32|f16|q8_0|q4_0|q4_k_m [-z TOKENIZER]\n"
+               "\n"
+               "Convert IN into a GGUF v3 file OUT whose weight matrices are stored as --type.\n"
+               "IN is an F32/F16 GGUF (metadata copied, general.file_type rewritten) or a llama2.c\n"
+               "checkpoint with its tokenizer.bin given by -z/--tokenizer (the vocabulary is embedded\n"
+               "as llama.cpp's converter does). 1-D tensors (norms) stay f32; a matrix whose rows a\n"
+               "block does not divide falls back to another type (e.g. 172 columns -> f16), and\n"
+               "q4_k_m mixes q4_K and q6_K as llama.cpp does. --type f32 converts a llama2.c\n"
+               "checkpoint without losing anything. Already-quantized inputs are refused.\n"
+               "Tensors stream from the mapped input into OUT.tmp, which is loaded back as a check\n"
+               "and renamed to OUT: a failure leaves neither file behind.\n");
+        return 0;
+    }
+    if (!strcmp(cmd, "quality")) {
+        printf("usage: cortex quality --ref REF_MODEL --model MODEL [-z TOKENIZER] [--positions N]\n"
+               "                      [--text FILE] [-t THREADS] [--json]\n"
+               "\n"
+               "Compare MODEL's next-token distributions with REF_MODEL's on the same tokens\n"
+               "(teacher forcing). Tokens come from FILE (--text: BOS + context-sized chunks) or,\n"
+               "by default, from greedy generation with the reference from fixed prompts: EOS is\n"
+               "never fed (the next best token continues), a new sequence starts when the context\n"
+               "fills, and each new round over the prompts branches at its first generated token.\n"
+               "Reports over N positions (default 1000): top-1 agreement, mean and max\n"
+               "KL(ref || model) in nats (log-softmax in double), the largest logit difference,\n"
+               "and the number of sequences. -z applies to whichever model is a llama2.c checkpoint.\n"
+               "Both models must share the vocabulary. --json prints one machine-readable line.\n");
+        return 0;
+    }
+    usage(); /* the others: their usage lines */
+    return 0;
 }
 
 static int die(const char *fmt, const char *a, const char *b) {
@@ -82,15 +122,18 @@ static char *read_file(const char *path, size_t *len) {
 }
 
 typedef struct opts {
-    const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type;
-    long n_predict, threads, ctx, seed;
-    int no_bos, no_echo, list;
+    const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type, *ref, *text;
+    long n_predict, threads, ctx, seed, positions;
+    int no_bos, no_echo, list, json, help;
+    const char *pos[2]; /* positional arguments (info MODEL, quantize IN OUT) */
+    int n_pos;
     cx_sampler_params sp;
 } opts;
 
 /* Parse the flags shared by all subcommands; returns 0, or an exit code. */
-static int parse_opts(int argc, char **argv, opts *o, const char **positional) {
+static int parse_opts(int argc, char **argv, opts *o) {
     o->n_predict = 128;
+    o->positions = 1000;
     o->threads = 1;
     o->sp = cx_sampler_defaults();
     o->seed = -1;
@@ -102,9 +145,11 @@ static int parse_opts(int argc, char **argv, opts *o, const char **positional) {
         if (!strcmp(a, "--no-bos")) { o->no_bos = 1; takes = 0; }
         else if (!strcmp(a, "--no-echo")) { o->no_echo = 1; takes = 0; }
         else if (!strcmp(a, "--list")) { o->list = 1; takes = 0; }
+        else if (!strcmp(a, "--json")) { o->json = 1; takes = 0; }
+        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { o->help = 1; takes = 0; }
         else if (a[0] != '-') {
-            if (*positional) { fprintf(stderr, "cortex: unexpected argument '%s'\n", a); return 2; }
-            *positional = a;
+            if (o->n_pos == 2) { fprintf(stderr, "cortex: unexpected argument '%s'\n", a); return 2; }
+            o->pos[o->n_pos++] = a;
             takes = 0;
         } else if (!v) { fprintf(stderr, "cortex: %s needs a value\n", a); return 2; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
@@ -114,6 +159,9 @@ static int parse_opts(int argc, char **argv, opts *o, const char **positional) {
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
         else if (!strcmp(a, "--shape")) o->shape = v;
         else if (!strcmp(a, "--type")) o->type = v;
+        else if (!strcmp(a, "--ref")) o->ref = v;
+        else if (!strcmp(a, "--text")) o->text = v;
+        else if (!strcmp(a, "--positions")) { if (parse_long(a, v, 1, 100000000, &o->positions)) return 2; }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { if (parse_long(a, v, 0, 1 << 24, &o->n_predict)) return 2; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (parse_long(a, v, 1, 256, &o->threads)) return 2; }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (parse_long(a, v, 1, 1 << 24, &o->ctx)) return 2; }
@@ -339,21 +387,307 @@ static int cmd_synth(opts *o) {
     return 0;
 }
 
+/* ---- quantize ------------------------------------------------------------ */
+
+/* cortex quantize IN OUT --type T [-z TOK]: convert, then report what was written. */
+static int cmd_quantize(opts *o) {
+    if (o->n_pos != 2) {
+        fprintf(stderr, "cortex: quantize needs IN and OUT: cortex quantize IN OUT --type TYPE (see --help)\n");
+        return 2;
+    }
+    if (!o->type) {
+        fprintf(stderr, "cortex: quantize needs --type f32|f16|q8_0|q4_0|q4_k_m\n");
+        return 2;
+    }
+    int ftype = cx_type_from_name(o->type);
+    if (ftype < 0) return die("unknown --type '%s'%s (f32, f16, q8_0, q4_0, q4_k_m)", o->type, "");
+    const char *in = o->pos[0], *out = o->pos[1];
+    cx_quantize_stats st;
+    cx_err err = {0};
+    double t0 = now_s();
+    if (cx_quantize_file(in, o->tokenizer, out, ftype, &st, &err)) {
+        fprintf(stderr, "cortex: %s\n", err.msg);
+        return 1;
+    }
+    char ib[32], ob[32], iw[32], ow[32];
+    human_bytes(st.in_file_bytes, ib, sizeof ib);
+    human_bytes(st.out_file_bytes, ob, sizeof ob);
+    human_bytes(st.in_weight_bytes, iw, sizeof iw);
+    human_bytes(st.out_weight_bytes, ow, sizeof ow);
+    printf("quantized %s (%s, %s) -> %s (%s, %s) in %.1f s\n", in, st.input_format, ib, out, cx_type_name(ftype), ob,
+           now_s() - t0);
+    printf("tensors: %d\n", st.n_tensors);
+    for (int t = 0; t < CX_QUANT_NTYPES; t++) {
+        if (!st.count[t]) continue;
+        char b[32];
+        human_bytes(st.bytes[t], b, sizeof b);
+        printf("  %-6s %5d tensors %12s\n", cx_type_name(t), st.count[t], b);
+    }
+    printf("weights: %s -> %s (%.2fx smaller)\n", iw, ow,
+           st.out_weight_bytes ? (double)st.in_weight_bytes / (double)st.out_weight_bytes : 0.0);
+    if (!st.n_fallback) printf("fallbacks: none\n");
+    else printf("fallbacks: %d tensors stored in another type than the rule wanted\n", st.n_fallback);
+    for (int g = 0; g < st.n_fallback_groups; g++) {
+        const cx_quantize_fallback *f = &st.fallback[g];
+        printf("  %d x %lld columns: %s -> %s (e.g. %s)\n", f->count, (long long)f->cols, cx_type_name(f->wanted),
+               cx_type_name(f->stored), f->example);
+    }
+    return 0;
+}
+
+/* ---- quality: a model against a reference on the same tokens -------------- */
+
+/* Prompts the reference continues greedily when no --text is given. */
+static const char *const QUALITY_PROMPTS[] = {
+    "Once upon a time", "Echoes of", "The little dog", "I dream of", "In the quiet", "One day, a girl",
+    "The sun was", "Deep in the forest", "She said", "My code", "The old man", "Whispers of",
+    "Tom and Sue", "Under the stars", "The machine", "A tiny bird",
+};
+#define N_QUALITY_PROMPTS ((int)(sizeof QUALITY_PROMPTS / sizeof QUALITY_PROMPTS[0]))
+
+typedef struct quality {
+    const cx_model *ref, *mod;
+    cx_session *sr, *sm;
+    int n_vocab, n_ctx;
+    double *lp_ref, *lp_mod;  /* log-softmax of the current position, n_vocab each */
+    long target, positions, sequences, agree;
+    double kl_sum, kl_max, dlogit_max;
+} quality;
+
+/* out[i] = x[i] - log(sum_j exp(x[j])), in double so tiny probabilities keep their digits. */
+static void log_softmax(const float *x, int n, double *out) {
+    double mx = x[0], s = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > mx) mx = x[i];
+    for (int i = 0; i < n; i++) s += exp((double)x[i] - mx);
+    double lse = mx + log(s);
+    for (int i = 0; i < n; i++) out[i] = (double)x[i] - lse;
+}
+
+/* The token of rank `rank` (0: the largest logit; the lowest id first on ties,
+ * as greedy sampling) among all tokens but `skip`. */
+static int ranked_token(const float *x, int n, int rank, int skip) {
+    int prev = -1;
+    for (int r = 0; r <= rank; r++) {
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            if (i == skip) continue;
+            /* only tokens ordered after the previous pick (value desc, id asc) */
+            if (prev >= 0 && !(x[i] < x[prev] || (x[i] == x[prev] && i > prev))) continue;
+            if (best < 0 || x[i] > x[best]) best = i;
+        }
+        if (best < 0) return prev; /* fewer tokens than the rank asks: keep the last */
+        prev = best;
+    }
+    return prev;
+}
+
+/* Feed `tok` to both models and score the position: top-1 agreement,
+ * KL(ref || model), largest logit difference. *ref_logits gets the reference's
+ * logits (valid until its next evaluation). */
+static int quality_step(quality *q, int tok, const float **ref_logits, cx_err *err) {
+    const float *lr, *lm;
+    if (cx_eval(q->sr, &tok, 1, &lr, err) || cx_eval(q->sm, &tok, 1, &lm, err)) return -1;
+    int V = q->n_vocab;
+    log_softmax(lr, V, q->lp_ref);
+    log_softmax(lm, V, q->lp_mod);
+    double kl = 0, dmax = 0;
+    for (int i = 0; i < V; i++) {
+        kl += exp(q->lp_ref[i]) * (q->lp_ref[i] - q->lp_mod[i]);
+        double d = fabs((double)lr[i] - (double)lm[i]);
+        if (d > dmax) dmax = d;
+    }
+    if (kl < 0) kl = 0; /* rounding when the distributions are identical */
+    q->agree += ranked_token(lr, V, 0, -1) == ranked_token(lm, V, 0, -1);
+    q->kl_sum += kl;
+    if (kl > q->kl_max) q->kl_max = kl;
+    if (dmax > q->dlogit_max) q->dlogit_max = dmax;
+    q->positions++;
+    *ref_logits = lr;
+    return 0;
+}
+
+/* Start a new sequence in both sessions. */
+static void quality_restart(quality *q) {
+    cx_session_reset(q->sr);
+    cx_session_reset(q->sm);
+    q->sequences++;
+}
+
+/* Tokens from greedy generation with the reference: BOS + a prompt, then the
+ * reference's best token (never EOS: the next best continues). A sequence ends
+ * when the context fills; round r over the prompts takes the (r+1)-th best
+ * token at its first generated position, so no sequence repeats. */
+static int quality_greedy(quality *q, cx_err *err) {
+    int eos = cx_token_eos(q->ref);
+    for (long seq = 0; q->positions < q->target; seq++) {
+        const char *p = QUALITY_PROMPTS[seq % N_QUALITY_PROMPTS];
+        int round = (int)(seq / N_QUALITY_PROMPTS), n = 0;
+        int32_t ids[128];
+        if (cx_tokenize(q->ref, p, strlen(p), 1, ids, 128, &n, err)) return -1;
+        quality_restart(q);
+        const float *lr;
+        for (int i = 0, tok = ids[0];; i++) {
+            if (quality_step(q, tok, &lr, err)) return -1;
+            if (q->positions >= q->target || cx_session_pos(q->sr) >= q->n_ctx) break;
+            tok = i + 1 < n ? ids[i + 1] : ranked_token(lr, q->n_vocab, i + 1 == n ? round : 0, eos);
+        }
+    }
+    return 0;
+}
+
+/* Tokens from a text: BOS + the next context-sized chunk, until the text or
+ * the position budget runs out. */
+static int quality_text(quality *q, const int32_t *ids, int n_ids, cx_err *err) {
+    int at = 0;
+    while (at < n_ids && q->positions < q->target) {
+        quality_restart(q);
+        const float *lr;
+        for (int tok = cx_token_bos(q->ref);;) {
+            if (quality_step(q, tok, &lr, err)) return -1;
+            if (q->positions >= q->target || cx_session_pos(q->sr) >= q->n_ctx || at >= n_ids) break;
+            tok = ids[at++];
+        }
+    }
+    return 0;
+}
+
+/* Print s as a JSON string. */
+static void json_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+/* The table (or JSON line) of a finished comparison. */
+static void quality_print(const quality *q, const opts *o) {
+    const char *rt = cx_type_name(cx_model_get_info(q->ref)->main_type);
+    const char *mt = cx_type_name(cx_model_get_info(q->mod)->main_type);
+    double agree = q->positions ? (double)q->agree / (double)q->positions : 0;
+    double kl_mean = q->positions ? q->kl_sum / (double)q->positions : 0;
+    if (o->json) {
+        printf("{\"ref\":");
+        json_str(o->ref);
+        printf(",\"model\":");
+        json_str(o->model);
+        printf(",\"ref_type\":\"%s\",\"model_type\":\"%s\",\"source\":\"%s\",\"n_ctx\":%d,\"positions\":%ld,"
+               "\"sequences\":%ld,\"top1_agreement\":%.6f,\"kl_mean\":%.6e,\"kl_max\":%.6e,\"max_abs_logit_diff\":%.6e}\n",
+               rt, mt, o->text ? "text" : "greedy", q->n_ctx, q->positions, q->sequences, agree, kl_mean, q->kl_max,
+               q->dlogit_max);
+        return;
+    }
+    printf("reference: %s (%s)\nmodel:     %s (%s)\n", o->ref, rt, o->model, mt);
+    if (o->text) printf("tokens:    %s, teacher-forced, context %d\n", o->text, q->n_ctx);
+    else printf("tokens:    greedy from the reference over %d fixed prompts, teacher-forced, context %d\n",
+                N_QUALITY_PROMPTS, q->n_ctx);
+    printf("%10s %10s %14s %12s %12s %14s\n", "positions", "sequences", "top-1 agree", "mean KL", "max KL",
+           "max |dlogit|");
+    printf("%10ld %10ld %12.2f %% %12.3e %12.3e %14.3e\n", q->positions, q->sequences, 100 * agree, kl_mean, q->kl_max,
+           q->dlogit_max);
+}
+
+/* cortex quality --ref REF --model MODEL: teacher-forced comparison of the
+ * next-token distributions of two models sharing a vocabulary. */
+static int cmd_quality(opts *o) {
+    if (!o->ref || !o->model) {
+        fprintf(stderr, "cortex: quality needs --ref REF_MODEL and --model MODEL (see cortex quality --help)\n");
+        return 2;
+    }
+    quality q = {0};
+    cx_model *ref = load_model(o, o->ref), *mod = ref ? load_model(o, o->model) : NULL;
+    char *text = NULL;
+    int32_t *ids = NULL;
+    int rc = 1, n_ids = 0;
+    cx_err err = {0};
+    if (!mod) goto out;
+    const cx_model_info *ri = cx_model_get_info(ref), *mi = cx_model_get_info(mod);
+    if (ri->n_vocab != mi->n_vocab || cx_token_bos(ref) != cx_token_bos(mod) || cx_token_eos(ref) != cx_token_eos(mod)) {
+        fprintf(stderr, "cortex: %s has %d tokens (BOS %d, EOS %d) but %s has %d (BOS %d, EOS %d): the models must share "
+                "one vocabulary\n", o->ref, ri->n_vocab, cx_token_bos(ref), cx_token_eos(ref), o->model, mi->n_vocab,
+                cx_token_bos(mod), cx_token_eos(mod));
+        goto out;
+    }
+    for (int t = 0; t < ri->n_vocab; t++) { /* same size, same pieces: one vocabulary */
+        char ta[2], tb[2];
+        const char *pa, *pb;
+        size_t na = cx_token_piece(ref, -1, t, ta, &pa), nb = cx_token_piece(mod, -1, t, tb, &pb);
+        if (na != nb || memcmp(pa, pb, na)) {
+            fprintf(stderr, "cortex: %s and %s have different vocabularies (token %d is '%.*s' in one, '%.*s' in the "
+                    "other): the models must share one vocabulary\n", o->ref, o->model, t, (int)(na > 24 ? 24 : na), pa,
+                    (int)(nb > 24 ? 24 : nb), pb);
+            goto out;
+        }
+    }
+    if (o->text) {
+        size_t len = 0;
+        if (!(text = read_file(o->text, &len))) {
+            fprintf(stderr, "cortex: %s: cannot read text file: %s\n", o->text, strerror(errno));
+            goto out;
+        }
+        if (!(ids = encode(ref, text, len, 0, &n_ids))) goto out;
+        if (n_ids == 0) {
+            fprintf(stderr, "cortex: %s: the text file is empty\n", o->text);
+            goto out;
+        }
+    }
+    q.ref = ref;
+    q.mod = mod;
+    q.n_vocab = ri->n_vocab;
+    q.n_ctx = ri->n_ctx < mi->n_ctx ? ri->n_ctx : mi->n_ctx;
+    if (q.n_ctx > CX_DEFAULT_CTX) q.n_ctx = CX_DEFAULT_CTX;
+    q.target = o->positions;
+    q.lp_ref = malloc(sizeof(double) * (size_t)q.n_vocab);
+    q.lp_mod = malloc(sizeof(double) * (size_t)q.n_vocab);
+    if (!q.lp_ref || !q.lp_mod) {
+        fprintf(stderr, "cortex: out of memory\n");
+        goto out;
+    }
+    if (cx_session_new(ref, q.n_ctx, (int)o->threads, &q.sr, &err) ||
+        cx_session_new(mod, q.n_ctx, (int)o->threads, &q.sm, &err) ||
+        (o->text ? quality_text(&q, ids, n_ids, &err) : quality_greedy(&q, &err))) {
+        fprintf(stderr, "cortex: %s\n", err.msg);
+        goto out;
+    }
+    quality_print(&q, o);
+    rc = 0;
+out:
+    free(q.lp_ref);
+    free(q.lp_mod);
+    cx_session_free(q.sr);
+    cx_session_free(q.sm);
+    free(ids);
+    free(text);
+    cx_model_free(mod);
+    cx_model_free(ref);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return usage();
     const char *cmd = argv[1];
     opts o = {0};
-    const char *positional = NULL;
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
         usage();
         return 0;
     }
-    int rc = parse_opts(argc - 2, argv + 2, &o, &positional);
+    int rc = parse_opts(argc - 2, argv + 2, &o);
     if (rc) return rc;
-    if (!strcmp(cmd, "generate")) return positional ? usage() : cmd_generate(&o);
-    if (!strcmp(cmd, "info")) return cmd_info(&o, positional);
-    if (!strcmp(cmd, "synth")) return positional ? usage() : cmd_synth(&o);
-    if (!strcmp(cmd, "tokenize")) return positional ? usage() : cmd_tokenize(&o);
+    if (o.help) return command_help(cmd);
+    if (o.n_pos > (!strcmp(cmd, "info") ? 1 : !strcmp(cmd, "quantize") ? 2 : 0)) {
+        fprintf(stderr, "cortex: unexpected argument '%s'\n", o.pos[o.n_pos - 1]);
+        return usage();
+    }
+    if (!strcmp(cmd, "generate")) return cmd_generate(&o);
+    if (!strcmp(cmd, "info")) return cmd_info(&o, o.pos[0]);
+    if (!strcmp(cmd, "synth")) return cmd_synth(&o);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(&o);
+    if (!strcmp(cmd, "quantize")) return cmd_quantize(&o);
+    if (!strcmp(cmd, "quality")) return cmd_quality(&o);
     fprintf(stderr, "cortex: unknown command '%s'\n", cmd);
     return usage();
 }

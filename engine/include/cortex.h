@@ -46,12 +46,21 @@ enum {
     CX_TYPE_F32 = 0,
     CX_TYPE_F16 = 1,
     CX_TYPE_Q4_0 = 2,
-    CX_TYPE_Q8_0 = 8
+    CX_TYPE_Q8_0 = 8,
+    CX_TYPE_Q4_K = 12,
+    CX_TYPE_Q6_K = 14
 };
 
-/* Name of a weight type ("f32", "q8_0", ...) or "?" if unknown. */
+/* File type (not a tensor type: far above ggml's type ids, which stay below
+ * 100): llama.cpp's "Q4_K_M" mixture, mostly q4_k with q6_k for the classifier
+ * and half of attn_v/ffn_down. Accepted wherever a file's type is asked for
+ * (cx_synth_write, cx_type_from_name("q4_k_m")) and reported as a model's
+ * main_type when its matrices mix types and the file says Q4_K_M. */
+#define CX_FTYPE_Q4_K_M 1015
+
+/* Name of a weight type ("f32", "q8_0", "q4_k", ...) or file type ("q4_k_m"); "?" if unknown. */
 const char *cx_type_name(int type);
-/* Parse "f32|f16|q8_0|q4_0" (case-insensitive); returns -1 if unknown. */
+/* Parse "f32|f16|q8_0|q4_0|q4_k|q6_k|q4_k_m" (case-insensitive); returns -1 if unknown. */
 int cx_type_from_name(const char *name);
 
 /* ---- models ------------------------------------------------------------- */
@@ -69,7 +78,8 @@ typedef struct cx_model_info {
     uint64_t n_params;        /* elements over all weight tensors */
     uint64_t weight_bytes;    /* bytes of all weight tensors as stored */
     uint64_t file_bytes;
-    int main_type;            /* type of the attention/FFN matrices */
+    int main_type;            /* type of the attention/FFN matrices; if they mix types: CX_FTYPE_Q4_K_M
+                                 for a Q4_K_M file, else the type holding most of their weights */
 } cx_model_info;
 
 typedef struct cx_tensor_info {
@@ -161,6 +171,15 @@ void cx_sampler_accept(cx_sampler *s, int token);
 /* Choose the next token from logits (the array is not modified). */
 int cx_sampler_sample(cx_sampler *s, const float *logits);
 
+/* ---- kernels ------------------------------------------------------------ */
+
+/* The instruction set the kernels run with ("scalar", "avx2"): the best this
+ * CPU offers, or the one CORTEX_ISA=scalar|avx2 forces. NULL, with a message
+ * in err, when CORTEX_ISA names one that is unknown or not available here. */
+const char *cx_isa(cx_err *err);
+/* What CPUID reports that the kernels care about, e.g. "sse4.2 avx avx2 fma f16c". */
+const char *cx_cpu_features(void);
+
 /* ---- synthetic models --------------------------------------------------- */
 
 typedef struct cx_shape {
@@ -177,9 +196,53 @@ const cx_shape *cx_shape_find(const char *name);
 /*
  * Write a GGUF v3 file with deterministic pseudo-random weights (normal, std
  * 0.02; norm weights 1) of `shape`, matrices stored as `type`, and a synthetic
- * SentencePiece vocabulary. Same (shape, type, seed) => same bytes.
+ * SentencePiece vocabulary. Same (shape, type, seed) => same bytes. `type` may
+ * be CX_FTYPE_Q4_K_M; matrices whose rows do not fit a type's block size fall
+ * back to q8_0 or f16 (quant_mix_type in engine/src/quant.h).
  */
 int cx_synth_write(const cx_shape *shape, int type, uint64_t seed, const char *path, cx_err *err);
+
+/* ---- quantization (quantize.c) ------------------------------------------ */
+
+/* A file's weight type is a tensor type (CX_TYPE_*: every matrix whose rows
+ * fit that type's block) or CX_FTYPE_Q4_K_M (the mixture); quant_mix_type in
+ * engine/src/quant.h gives each tensor its storage type, cx_type_name and
+ * cx_type_from_name name both kinds. (One namespace: CX_FTYPE_Q4_K_M = 1015
+ * lies far above every ggml tensor type id.) */
+
+#define CX_QUANT_NTYPES 32        /* ggml type ids counted per type below */
+#define CX_QUANT_MAX_FALLBACKS 8  /* distinct fallback kinds listed */
+
+/* Tensors the mixture rule had to store in another type than it wanted,
+ * grouped by (wanted, stored, row length). */
+typedef struct cx_quantize_fallback {
+    int wanted, stored;   /* ggml type ids */
+    int64_t cols;         /* the row length the wanted type's block does not divide */
+    int count;
+    char example[64];     /* the first such tensor's name */
+} cx_quantize_fallback;
+
+typedef struct cx_quantize_stats {
+    const char *input_format;              /* "gguf" or "llama2c" */
+    int n_tensors;
+    int count[CX_QUANT_NTYPES];            /* tensors written per ggml type id */
+    uint64_t bytes[CX_QUANT_NTYPES];       /* their bytes */
+    uint64_t in_file_bytes, out_file_bytes;
+    uint64_t in_weight_bytes, out_weight_bytes;
+    int n_fallback;                        /* tensors stored other than the rule wanted */
+    int n_fallback_groups;
+    cx_quantize_fallback fallback[CX_QUANT_MAX_FALLBACKS];
+} cx_quantize_stats;
+
+/*
+ * Convert `in` (an F32/F16 GGUF, or a llama2.c checkpoint with `tokenizer`, its
+ * tokenizer.bin) into a GGUF v3 file `out` of file type `ftype` (a CX_TYPE_* or CX_FTYPE_Q4_K_M, see above).
+ * Streams tensor by tensor from the mapped input into `out`.tmp, checks that
+ * the result loads, then renames it to `out`; on failure neither is left.
+ * Already-quantized inputs are refused. `stats` (may be NULL) gets the counts.
+ */
+int cx_quantize_file(const char *in, const char *tokenizer, const char *out, int ftype, cx_quantize_stats *stats,
+                     cx_err *err);
 
 #ifdef __cplusplus
 }

@@ -1,16 +1,33 @@
 /*
- * forward.c - the Llama transformer, one token at a time, read top to bottom.
+ * forward.c - the Llama transformer, read top to bottom.
  *
- *   x = embed(token)
+ *   x = embed(tokens)                                   T tokens at once
  *   for each layer:
  *       h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv ; rope(q, k) ; cache k,v
  *       x += Wo · attention(q, cached k, cached v)      (grouped-query heads)
  *       h = rmsnorm(x) ; x += Wdown · (silu(h·Wgate) * (h·Wup))
- *   logits = rmsnorm(x) · Wout
+ *   logits = rmsnorm(x[last]) · Wout
+ *
+ * Prefill evaluates up to `batch` tokens per pass: every weight row is read
+ * once for all of them (kern gemm), which turns prefill from memory-bound
+ * matrix-vector products into compute-bound matrix products. Decode is the
+ * same code with T = 1. Activations are prepared once per matrix input
+ * (quantized to 8 bits for quantized weights) and shared by every matrix that
+ * reads that input (q/k/v; gate/up).
+ *
+ * Attention is tiled FlashAttention-style: for each head and block of
+ * queries, keys and values are visited in tiles of ATT_TILE positions (a
+ * K tile and a V tile of 64 positions x 64 dims are 16 KiB each, L1/L2
+ * resident while a block of queries uses them) with an online softmax
+ * (running max and sum, values accumulated in double). Tile edges are fixed
+ * multiples of ATT_TILE from position 0, so each query's arithmetic is the
+ * same whether it arrives in a prefill batch or alone in decode, on any
+ * number of threads.
  *
  * A session owns one sequence: its KV cache and every scratch buffer, all
- * allocated once in cx_session_new so evaluating a token does not allocate.
+ * allocated once in cx_session_new so evaluating tokens does not allocate.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +38,38 @@
 #include "threadpool.h"
 #include "util.h"
 
+#define MAX_BATCH 256 /* tokens per prefill pass */
+#define ATT_TILE 64   /* key/value positions per attention tile */
+#define ATT_QBLOCK 16 /* queries sharing each tile */
+#define ROW_CHUNK 16  /* matrix rows are split across threads in multiples of this */
+
+/* One prepared activation input: the floats, and their 8-bit forms once asked for. */
+typedef struct act_slot {
+    kern_act a;
+    void *mem;
+    int ready;
+} act_slot;
+
 struct cx_session {
     const cx_model *m;
-    int n_ctx, pos;
+    const kern_ops *k;
+    int n_ctx, pos, batch;
     tp_pool *pool;
-    float *x, *xb, *xb2, *hb, *hb2, *q, *k, *v, *att, *logits;
+    /* per-batch activations, [T][width] */
+    float *x, *xb, *xb2, *hb, *hb2, *q, *kk, *vv, *logits, *rope_cs;
     float *k_cache, *v_cache; /* [layer][position][kv_dim] */
     double *inv_freq;         /* RoPE frequency of each pair in a head */
-    double *acc;              /* attention output accumulators, n_embd */
-    float *mem;               /* the one allocation behind all of the above */
+    /* the current matrix input and its prepared forms, one per activation format */
+    const float *in;
+    int in_T;
+    int64_t in_n;
+    act_slot act[3];
+    /* attention scratch, per thread */
+    float *att_scores;   /* [thread][ATT_TILE] */
+    double *att_acc;     /* [thread][ATT_QBLOCK][head_dim] */
+    double *att_ml;      /* [thread][ATT_QBLOCK][2]: running max, running sum */
+    int n_threads;
+    float *mem;          /* the allocation behind the float buffers */
 #ifdef CORTEX_TEST_KNOBS
     double slowdown_pct;      /* test knob CORTEX_SLOWDOWN_PCT (see knob_slowdown) */
     float *knob_y;            /* scratch outputs of the knob's extra products */
@@ -37,12 +77,34 @@ struct cx_session {
 #endif
 };
 
+/* Free every buffer of a (possibly half-built) session. */
+void cx_session_free(cx_session *s) {
+    if (!s) return;
+    tp_free(s->pool);
+    free(s->mem);
+    free(s->inv_freq);
+    free(s->att_acc);
+    free(s->att_ml);
+    free(s->att_scores);
+    for (int f = 0; f < 3; f++) free(s->act[f].mem);
+#ifdef CORTEX_TEST_KNOBS
+    free(s->knob_y);
+#endif
+    free(s);
+}
+
+/* The widest input any matrix of the model reads (n_embd or n_ff). */
+static int64_t widest_input(const cx_model_info *h) { return h->n_ff > h->n_embd ? h->n_ff : h->n_embd; }
+
 int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out, cx_err *err) {
     const cx_model_info *h = &m->info;
     *out = NULL;
+    char msg[512];
+    if (kern_init(msg, sizeof msg)) return cx_fail(err, CX_EINVAL, "%s", msg);
     if (n_ctx <= 0) n_ctx = h->n_ctx < CX_DEFAULT_CTX ? h->n_ctx : CX_DEFAULT_CTX;
     if (n_ctx > h->n_ctx) n_ctx = h->n_ctx;
     if (n_threads > 256) return cx_fail(err, CX_EINVAL, "thread count %d is out of range (1..256)", n_threads);
+    if (n_threads < 1) n_threads = 1;
 #ifdef CORTEX_TEST_KNOBS
     /* Test knob, read once per session: CORTEX_SLOWDOWN_PCT=P (0..1000). */
     double slowdown_pct = 0;
@@ -56,42 +118,50 @@ int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out
 #endif
     cx_session *s = calloc(1, sizeof *s);
     if (!s) return cx_fail(err, CX_ENOMEM, "out of memory");
-    size_t E = (size_t)h->n_embd, F = (size_t)h->n_ff, KV = (size_t)h->n_head_kv * (size_t)h->head_dim;
+    s->k = kern;
+    s->batch = n_ctx < MAX_BATCH ? n_ctx : MAX_BATCH;
+    s->n_threads = n_threads;
+    size_t B = (size_t)s->batch, E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim;
+    size_t KV = (size_t)h->n_head_kv * hd;
     size_t cache = (size_t)h->n_layer * (size_t)n_ctx * KV;
-    size_t total = 3 * E + 2 * F + E + 2 * KV + (size_t)h->n_head * (size_t)n_ctx + (size_t)h->n_vocab + 2 * cache;
+    size_t total = B * (4 * E + 2 * F + 2 * KV + hd) + (size_t)h->n_vocab + 2 * cache;
     s->mem = calloc(total, sizeof(float));
-    s->inv_freq = calloc((size_t)h->head_dim / 2, sizeof(double));
-    s->acc = calloc(E, sizeof(double));
+    s->inv_freq = calloc(hd / 2, sizeof(double));
+    s->att_scores = calloc((size_t)n_threads * ATT_TILE, sizeof(float));
+    s->att_acc = calloc((size_t)n_threads * ATT_QBLOCK * hd, sizeof(double));
+    s->att_ml = calloc((size_t)n_threads * ATT_QBLOCK * 2, sizeof(double));
     s->pool = tp_new(n_threads);
+    int ok = s->mem && s->inv_freq && s->att_scores && s->att_acc && s->att_ml && s->pool;
+    for (int f = KERN_ACT_Q8_32; f <= KERN_ACT_Q8_256 && ok; f++) {
+        size_t bytes = kern_act_bytes(f, s->batch, widest_input(h));
+        ok = posix_memalign(&s->act[f].mem, 64, bytes ? bytes : 64) == 0;
+    }
 #ifdef CORTEX_TEST_KNOBS
     s->slowdown_pct = slowdown_pct;
     size_t knob_rows = E > F ? E : F; /* the most rows any matrix has */
     if ((size_t)h->n_vocab > knob_rows) knob_rows = (size_t)h->n_vocab;
     s->knob_y = calloc(knob_rows, sizeof(float));
-    if (!s->knob_y) {
-        cx_session_free(s);
-        return cx_fail(err, CX_ENOMEM, "out of memory");
-    }
+    ok = ok && s->knob_y;
 #endif
-    if (!s->mem || !s->pool || !s->inv_freq || !s->acc) {
+    if (!ok) {
         cx_session_free(s);
         return cx_fail(err, CX_ENOMEM, "out of memory for a %d-token session (%zu MiB)", n_ctx,
                        total * sizeof(float) >> 20);
     }
     float *p = s->mem;
-    s->x = p; p += E;
-    s->xb = p; p += E;
-    s->xb2 = p; p += E;
-    s->hb = p; p += F;
-    s->hb2 = p; p += F;
-    s->q = p; p += E;
-    s->k = p; p += KV;
-    s->v = p; p += KV;
-    s->att = p; p += (size_t)h->n_head * (size_t)n_ctx;
+    s->x = p; p += B * E;
+    s->xb = p; p += B * E;
+    s->xb2 = p; p += B * E;
+    s->q = p; p += B * E;
+    s->hb = p; p += B * F;
+    s->hb2 = p; p += B * F;
+    s->kk = p; p += B * KV;
+    s->vv = p; p += B * KV;
+    s->rope_cs = p; p += B * hd;
     s->logits = p; p += (size_t)h->n_vocab;
     s->k_cache = p; p += cache;
     s->v_cache = p;
-    for (int i = 0; i < h->head_dim / 2; i++)
+    for (size_t i = 0; i < hd / 2; i++)
         s->inv_freq[i] = 1.0 / pow((double)h->rope_base, (double)(2 * i) / (double)h->head_dim);
     s->m = m;
     s->n_ctx = n_ctx;
@@ -99,71 +169,135 @@ int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out
     return 0;
 }
 
-void cx_session_free(cx_session *s) {
-    if (!s) return;
-    tp_free(s->pool);
-    free(s->mem);
-    free(s->inv_freq);
-    free(s->acc);
-#ifdef CORTEX_TEST_KNOBS
-    free(s->knob_y);
-#endif
-    free(s);
-}
-
 void cx_session_reset(cx_session *s) { s->pos = 0; }
 int cx_session_pos(const cx_session *s) { return s->pos; }
 int cx_session_n_ctx(const cx_session *s) { return s->n_ctx; }
 
-/* ---- matrix-vector product, rows split across the pool ---- */
+/* ---- matrix products: activations prepared once per input, rows split across the pool ---- */
 
-typedef struct matvec_job { const cx_weight *w; const float *x; float *y; } matvec_job;
+typedef struct prep_job { cx_session *s; act_slot *slot; } prep_job;
 
-static void matvec_part(void *ctx, int i, int n) {
-    matvec_job *j = ctx;
-    int64_t r0 = j->w->rows * i / n, r1 = j->w->rows * (i + 1) / n;
-    const uint8_t *row = (const uint8_t *)j->w->data + (size_t)r0 * j->w->row_bytes;
-    for (int64_t r = r0; r < r1; r++, row += j->w->row_bytes)
-        j->y[r] = kern_dot_scalar(j->w->type, row, j->x, j->w->cols);
+/* Quantize this thread's share of the input rows. */
+static void prep_part(void *ctx, int i, int n) {
+    prep_job *j = ctx;
+    cx_session *s = j->s;
+    for (int t = s->in_T * i / n; t < s->in_T * (i + 1) / n; t++)
+        kern_act_set(s->k, &j->slot->a, t, s->in + (size_t)t * (size_t)s->in_n);
 }
 
-/* y[rows] = W · x. Each row is computed by exactly one thread, so the result
- * does not depend on the thread count. */
-static void matvec(tp_pool *pool, const cx_weight *w, const float *x, float *y) {
-    matvec_job j = {w, x, y};
-    tp_run(pool, matvec_part, &j);
+/* Make x ([T][n]) the input of the next matrix products; its 8-bit forms are
+ * made on first use. */
+static void set_input(cx_session *s, const float *x, int T, int64_t n) {
+    s->in = x;
+    s->in_T = T;
+    s->in_n = n;
+    for (int f = 0; f < 3; f++) s->act[f].ready = 0;
 }
 
-/* ---- attention over the cached positions, heads split across the pool ---- */
+/* The current input in the format `type`'s kernels read. */
+static const kern_act *input_for(cx_session *s, int type) {
+    int fmt = kern_act_format(type);
+    assert(fmt >= 0);
+    act_slot *slot = &s->act[fmt];
+    if (!slot->ready) {
+        kern_act_init(&slot->a, fmt, s->in_T, s->in_n, slot->mem);
+        slot->a.f = s->in;
+        if (fmt != KERN_ACT_F32) {
+            prep_job j = {s, slot};
+            if (s->in_T >= 4) tp_run(s->pool, prep_part, &j);
+            else prep_part(&j, 0, 1);
+        }
+        slot->ready = 1;
+    }
+    return &slot->a;
+}
 
-typedef struct attn_job { cx_session *s; int layer, pos; } attn_job;
+typedef struct matmul_job { const kern_ops *k; const cx_weight *w; const kern_act *a; float *y; int64_t ldy, rows; } matmul_job;
 
+/* This thread's rows: contiguous, split at multiples of ROW_CHUNK. */
+static void matmul_part(void *ctx, int i, int n) {
+    matmul_job *j = ctx;
+    int64_t chunks = (j->rows + ROW_CHUNK - 1) / ROW_CHUNK;
+    int64_t r0 = chunks * i / n * ROW_CHUNK, r1 = chunks * (i + 1) / n * ROW_CHUNK;
+    if (r1 > j->rows) r1 = j->rows;
+    if (r0 >= r1) return;
+    const uint8_t *w = j->w->data;
+    kern_gemm_fn gemm = j->k->gemm[j->w->type];
+    if (gemm) gemm(w, j->w->row_bytes, r0, r1, j->a, j->y, j->ldy);
+    else kern_gemm_generic(j->k, j->w->type, w, j->w->row_bytes, r0, r1, j->a, j->y, j->ldy);
+}
+
+/* y[t][0..rows) = W · input[t] for every token of the current input (first `rows` rows of W).
+ * Each (row, token) is computed by exactly one thread with the same kernel, so
+ * the result does not depend on the thread count. */
+static void matmul_rows(cx_session *s, const cx_weight *w, int64_t rows, float *y, int64_t ldy) {
+    assert(w->cols == s->in_n);
+    matmul_job j = {s->k, w, input_for(s, w->type), y, ldy, rows};
+    tp_run(s->pool, matmul_part, &j);
+}
+
+static void matmul(cx_session *s, const cx_weight *w, float *y) { matmul_rows(s, w, w->rows, y, w->rows); }
+
+/* ---- attention: tiled, online softmax, heads x query blocks across the pool ---- */
+
+typedef struct attn_job { cx_session *s; int layer, T, n_qblocks; } attn_job;
+
+/* One head, queries qi0..qi1-1 of the batch (positions pos+qi), all keys up to each query. */
+static void attention_block(cx_session *s, int tid, int layer, int head, int qi0, int qi1) {
+    const cx_model_info *h = &s->m->info;
+    const kern_ops *k = s->k;
+    int hd = h->head_dim, kv_dim = h->n_head_kv * hd, E = h->n_embd;
+    int kvh = head / (h->n_head / h->n_head_kv); /* grouped-query: query heads share a kv head */
+    float scale = 1.0f / sqrtf((float)hd);
+    size_t layer_off = (size_t)layer * (size_t)s->n_ctx * (size_t)kv_dim + (size_t)kvh * (size_t)hd;
+    const float *K = s->k_cache + layer_off, *V = s->v_cache + layer_off;
+    float *sc = s->att_scores + (size_t)tid * ATT_TILE;
+    double *acc = s->att_acc + (size_t)tid * ATT_QBLOCK * (size_t)hd;
+    double *ml = s->att_ml + (size_t)tid * ATT_QBLOCK * 2;
+    int nq = qi1 - qi0;
+    for (int i = 0; i < nq; i++) {
+        ml[2 * i] = -INFINITY;
+        ml[2 * i + 1] = 0.0;
+        memset(acc + (size_t)i * hd, 0, sizeof(double) * (size_t)hd);
+    }
+    int last = s->pos + qi1 - 1; /* the furthest position any query here sees */
+    for (int k0 = 0; k0 <= last; k0 += ATT_TILE) {
+        for (int i = 0; i < nq; i++) {
+            int p = s->pos + qi0 + i;
+            if (k0 > p) continue;
+            int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
+            const float *q = s->q + (size_t)(qi0 + i) * (size_t)E + (size_t)head * (size_t)hd;
+            k->attn_scores(sc, q, K + (size_t)k0 * (size_t)kv_dim, (size_t)kv_dim, kn, hd, scale);
+            float tmax = -INFINITY;
+            for (int j = 0; j < kn; j++) tmax = sc[j] > tmax ? sc[j] : tmax;
+            double *a = acc + (size_t)i * hd;
+            double m_old = ml[2 * i], m_new = tmax > m_old ? tmax : m_old;
+            if (m_old != m_new && m_old != -INFINITY) {
+                double corr = exp(m_old - m_new);
+                ml[2 * i + 1] *= corr;
+                k->scale_f64(a, corr, hd);
+            }
+            ml[2 * i] = m_new;
+            ml[2 * i + 1] += k->exp_shift(sc, kn, (float)m_new);
+            k->attn_values(a, sc, V + (size_t)k0 * (size_t)kv_dim, (size_t)kv_dim, kn, hd);
+        }
+    }
+    for (int i = 0; i < nq; i++) {
+        float *o = s->xb + (size_t)(qi0 + i) * (size_t)E + (size_t)head * (size_t)hd;
+        double inv = 1.0 / ml[2 * i + 1];
+        for (int d = 0; d < hd; d++) o[d] = (float)(acc[(size_t)i * hd + d] * inv);
+    }
+}
+
+/* Work items (head, query block) dealt round-robin: later blocks see more keys,
+ * interleaving evens the load. */
 static void attention_part(void *ctx, int i, int n) {
     attn_job *j = ctx;
-    cx_session *s = j->s;
-    const cx_model_info *h = &s->m->info;
-    int hd = h->head_dim, kv_dim = h->n_head_kv * hd, group = h->n_head / h->n_head_kv;
-    float scale = 1.0f / sqrtf((float)hd);
-    size_t layer_off = (size_t)j->layer * (size_t)s->n_ctx * (size_t)kv_dim;
-    for (int head = h->n_head * i / n; head < h->n_head * (i + 1) / n; head++) {
-        const float *q = s->q + head * hd;
-        float *att = s->att + (size_t)head * (size_t)s->n_ctx;
-        int kvh = head / group; /* grouped-query: `group` query heads share a kv head */
-        for (int t = 0; t <= j->pos; t++) {
-            const float *k = s->k_cache + layer_off + (size_t)t * kv_dim + kvh * hd;
-            double dot = 0.0;
-            for (int d = 0; d < hd; d++) dot += (double)q[d] * k[d];
-            att[t] = (float)(dot * scale);
-        }
-        kern_softmax(att, j->pos + 1);
-        double *acc = s->acc + head * hd; /* double: summing hundreds of positions in float drifts */
-        for (int d = 0; d < hd; d++) acc[d] = 0;
-        for (int t = 0; t <= j->pos; t++) {
-            const float *v = s->v_cache + layer_off + (size_t)t * kv_dim + kvh * hd;
-            for (int d = 0; d < hd; d++) acc[d] += (double)att[t] * v[d];
-        }
-        float *out = s->xb + head * hd;
-        for (int d = 0; d < hd; d++) out[d] = (float)acc[d];
+    int n_head = j->s->m->info.n_head, items = n_head * j->n_qblocks;
+    for (int it = i; it < items; it += n) {
+        int head = it % n_head, qb = it / n_head;
+        int qi0 = qb * ATT_QBLOCK, qi1 = qi0 + ATT_QBLOCK < j->T ? qi0 + ATT_QBLOCK : j->T;
+        attention_block(j->s, i, j->layer, head, qi0, qi1);
     }
 }
 
@@ -171,83 +305,100 @@ static void attention_part(void *ctx, int i, int n) {
 /*
  * Test knob, compiled only with -DCORTEX_TEST_KNOBS (make KNOBS=1): a slowdown
  * of known size, so the performance gates can be shown to catch one.
- * CORTEX_SLOWDOWN_PCT=P makes each token multiply P/100 of the rows of every
+ * CORTEX_SLOWDOWN_PCT=P makes each pass multiply P/100 of the rows of every
  * matrix it used once more (whole passes for P >= 100, then the first rows),
- * with the same kernel and the same thread split, into scratch. Same
- * instructions on the same kind of data, so instruction counts and time grow
- * alike: by P% of the matrix work, i.e. a little under P% of the total
- * (attention, norms and sampling are not repeated). The extra rows are read
- * after the whole token, so on a model larger than the cache they come from
- * memory like the real ones. Each product lands in the volatile sink, which
- * the compiler must keep.
+ * for every token of the pass, with the same kernels and thread split, into
+ * scratch. Same instructions on the same kind of data, so instruction counts
+ * and time grow alike: by P% of the matrix work, i.e. a little under P% of
+ * the total (attention, norms and sampling are not repeated). The extra rows
+ * are read after the whole pass, so on a model larger than the cache they
+ * come from memory like the real ones. Every token's product lands in one
+ * scratch row (ldy 0); the volatile sink keeps it observable.
  */
-static void knob_extra(cx_session *s, const cx_weight *w, const float *x) {
+static void knob_extra(cx_session *s, const cx_weight *w) {
     int64_t left = (int64_t)((double)w->rows * s->slowdown_pct / 100.0 + 0.5);
     while (left > 0) {
-        cx_weight first = *w; /* a view of the first rows */
-        first.rows = left < w->rows ? left : w->rows;
-        matvec(s->pool, &first, x, s->knob_y);
-        s->knob_sink += s->knob_y[first.rows - 1];
-        left -= first.rows;
+        int64_t rows = left < w->rows ? left : w->rows;
+        matmul_rows(s, w, rows, s->knob_y, 0);
+        s->knob_sink += s->knob_y[rows - 1];
+        left -= rows;
     }
 }
 
-static void knob_slowdown(cx_session *s, int want_logits) {
+static void knob_slowdown(cx_session *s, int T, int want_logits) {
     if (s->slowdown_pct <= 0) return;
     const cx_model *m = s->m;
-    for (int l = 0; l < m->info.n_layer; l++) {
+    const cx_model_info *h = &m->info;
+    for (int l = 0; l < h->n_layer; l++) {
         const cx_layer *w = &m->layers[l];
-        /* inputs: any vector of the right length (xb: n_embd, hb: n_ff) */
-        knob_extra(s, &w->wq, s->xb);
-        knob_extra(s, &w->wk, s->xb);
-        knob_extra(s, &w->wv, s->xb);
-        knob_extra(s, &w->wo, s->xb);
-        knob_extra(s, &w->w_gate, s->xb);
-        knob_extra(s, &w->w_up, s->xb);
-        knob_extra(s, &w->w_down, s->hb);
+        /* inputs: any activations of the right width (xb: n_embd, hb: n_ff) */
+        set_input(s, s->xb, T, h->n_embd);
+        knob_extra(s, &w->wq);
+        knob_extra(s, &w->wk);
+        knob_extra(s, &w->wv);
+        knob_extra(s, &w->wo);
+        knob_extra(s, &w->w_gate);
+        knob_extra(s, &w->w_up);
+        set_input(s, s->hb, T, h->n_ff);
+        knob_extra(s, &w->w_down);
     }
-    if (want_logits) knob_extra(s, &m->output, s->xb);
+    if (want_logits) {
+        set_input(s, s->xb, 1, h->n_embd);
+        knob_extra(s, &m->output);
+    }
 }
 #endif
 
-/* Run one token through every layer at position s->pos; logits only if asked. */
-static void forward_token(cx_session *s, int token, int want_logits) {
+/* Run T tokens (positions pos..pos+T-1) through every layer; logits of the last if asked. */
+static void forward_batch(cx_session *s, const int32_t *tokens, int T, int want_logits) {
     const cx_model *m = s->m;
     const cx_model_info *h = &m->info;
-    int E = h->n_embd, kv_dim = h->n_head_kv * h->head_dim, pos = s->pos;
-    const uint8_t *emb = (const uint8_t *)m->tok_embd.data + (size_t)token * m->tok_embd.row_bytes;
-    quant_dequantize_row(m->tok_embd.type, emb, s->x, E);
+    const kern_ops *k = s->k;
+    int E = h->n_embd, F = h->n_ff, hd = h->head_dim, kv_dim = h->n_head_kv * hd, pos = s->pos;
+    for (int t = 0; t < T; t++) {
+        const uint8_t *emb = (const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes;
+        quant_dequantize_row(m->tok_embd.type, emb, s->x + (size_t)t * E, E);
+        kern_rope_table(s->rope_cs + (size_t)t * hd, hd, pos + t, s->inv_freq);
+    }
+    attn_job aj = {s, 0, T, (T + ATT_QBLOCK - 1) / ATT_QBLOCK};
 
     for (int l = 0; l < h->n_layer; l++) {
         const cx_layer *w = &m->layers[l];
         /* attention block */
-        kern_rmsnorm(s->xb, s->x, w->attn_norm, E, h->rms_eps);
-        matvec(s->pool, &w->wq, s->xb, s->q);
-        matvec(s->pool, &w->wk, s->xb, s->k);
-        matvec(s->pool, &w->wv, s->xb, s->v);
-        kern_rope(s->q, h->n_head, h->head_dim, pos, s->inv_freq);
-        kern_rope(s->k, h->n_head_kv, h->head_dim, pos, s->inv_freq);
+        for (int t = 0; t < T; t++) k->rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, w->attn_norm, E, h->rms_eps);
+        set_input(s, s->xb, T, E);
+        matmul(s, &w->wq, s->q);
+        matmul(s, &w->wk, s->kk);
+        matmul(s, &w->wv, s->vv);
+        for (int t = 0; t < T; t++) {
+            k->rope(s->q + (size_t)t * E, h->n_head, hd, s->rope_cs + (size_t)t * hd);
+            k->rope(s->kk + (size_t)t * kv_dim, h->n_head_kv, hd, s->rope_cs + (size_t)t * hd);
+        }
         size_t slot = ((size_t)l * (size_t)s->n_ctx + (size_t)pos) * (size_t)kv_dim;
-        memcpy(s->k_cache + slot, s->k, sizeof(float) * (size_t)kv_dim);
-        memcpy(s->v_cache + slot, s->v, sizeof(float) * (size_t)kv_dim);
-        attn_job aj = {s, l, pos};
+        memcpy(s->k_cache + slot, s->kk, sizeof(float) * (size_t)T * (size_t)kv_dim);
+        memcpy(s->v_cache + slot, s->vv, sizeof(float) * (size_t)T * (size_t)kv_dim);
+        aj.layer = l;
         tp_run(s->pool, attention_part, &aj);
-        matvec(s->pool, &w->wo, s->xb, s->xb2);
-        for (int i = 0; i < E; i++) s->x[i] += s->xb2[i];
+        set_input(s, s->xb, T, E);
+        matmul(s, &w->wo, s->xb2);
+        k->add(s->x, s->xb2, T * E);
         /* feed-forward block (SwiGLU) */
-        kern_rmsnorm(s->xb, s->x, w->ffn_norm, E, h->rms_eps);
-        matvec(s->pool, &w->w_gate, s->xb, s->hb);
-        matvec(s->pool, &w->w_up, s->xb, s->hb2);
-        kern_swiglu(s->hb, s->hb2, h->n_ff);
-        matvec(s->pool, &w->w_down, s->hb, s->xb2);
-        for (int i = 0; i < E; i++) s->x[i] += s->xb2[i];
+        for (int t = 0; t < T; t++) k->rmsnorm(s->xb + (size_t)t * E, s->x + (size_t)t * E, w->ffn_norm, E, h->rms_eps);
+        set_input(s, s->xb, T, E);
+        matmul(s, &w->w_gate, s->hb);
+        matmul(s, &w->w_up, s->hb2);
+        k->swiglu(s->hb, s->hb2, T * F);
+        set_input(s, s->hb, T, F);
+        matmul(s, &w->w_down, s->xb2);
+        k->add(s->x, s->xb2, T * E);
     }
     if (want_logits) {
-        kern_rmsnorm(s->x, s->x, m->out_norm, E, h->rms_eps);
-        matvec(s->pool, &m->output, s->x, s->logits);
+        k->rmsnorm(s->xb, s->x + (size_t)(T - 1) * E, m->out_norm, E, h->rms_eps);
+        set_input(s, s->xb, 1, E);
+        matmul(s, &m->output, s->logits);
     }
 #ifdef CORTEX_TEST_KNOBS
-    knob_slowdown(s, want_logits);
+    knob_slowdown(s, T, want_logits);
 #endif
 }
 
@@ -259,9 +410,10 @@ int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, c
         if (tokens[i] < 0 || tokens[i] >= s->m->info.n_vocab)
             return cx_fail(err, CX_EINVAL, "token id %d is outside the vocabulary (0..%d)", tokens[i],
                            s->m->info.n_vocab - 1);
-    for (int i = 0; i < n; i++) {
-        forward_token(s, tokens[i], i == n - 1);
-        s->pos++;
+    for (int i = 0; i < n; i += s->batch) {
+        int T = n - i < s->batch ? n - i : s->batch;
+        forward_batch(s, tokens + i, T, i + T == n);
+        s->pos += T;
     }
     if (logits) *logits = s->logits;
     return 0;

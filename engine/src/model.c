@@ -5,6 +5,7 @@
  */
 #include "model.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -99,7 +100,10 @@ static int get_tensor(gguf_loader *ld, const char *name, int64_t cols, int64_t r
                        (long long)(rows ? rows : 1));
     if (!quant_supported((int)t->type))
         return cx_fail(ld->err, CX_EUNSUP, "%s: tensor '%s' has type %s, which this engine does not support yet "
-                       "(f32, f16, q8_0, q4_0)", ld->L, name, gguf_type_name(t->type));
+                       "(f32, f16, q8_0, q4_0, q4_K, q6_K)", ld->L, name, gguf_type_name(t->type));
+    if (cols % quant_block_size((int)t->type))
+        return cx_fail(ld->err, CX_EFORMAT, "%s: tensor '%s' rows of %lld weights do not fill whole %s blocks of %d",
+                       ld->L, name, (long long)cols, gguf_type_name(t->type), quant_block_size((int)t->type));
     cx_model *m = ld->m;
     model_add_tensor(m, name, (int)t->type, (int)t->n_dims, t->ne, ld->g->data_offset + t->offset, t->nbytes);
     return 0;
@@ -147,6 +151,32 @@ static int hp_f32(gguf_loader *ld, const char *key, float dflt, float *out) {
     if (gguf_get_f32(ld->g, full, out) < 0)
         return cx_fail(ld->err, CX_EFORMAT, "%s: metadata '%s' is not a number", ld->L, full);
     return 0;
+}
+
+#define MODEL_NTYPES 16 /* every supported type's ggml id is below this */
+
+/* The type of the layer matrices; if they mix types, CX_FTYPE_Q4_K_M when the
+ * file says it is llama.cpp's Q4_K_M (general.file_type 15), else the type
+ * holding most of their weights (lowest type id on ties). */
+static int main_type(const cx_model *m, const gguf_ctx *g) {
+    uint64_t weights[MODEL_NTYPES] = {0};
+    int first = m->layers[0].wq.type, mixed = 0;
+    for (int l = 0; l < m->info.n_layer; l++) {
+        const cx_layer *y = &m->layers[l];
+        const cx_weight *ws[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_up, &y->w_down};
+        for (int i = 0; i < 7; i++) {
+            assert(ws[i]->type >= 0 && ws[i]->type < MODEL_NTYPES);
+            weights[ws[i]->type] += (uint64_t)ws[i]->rows * (uint64_t)ws[i]->cols;
+            mixed |= ws[i]->type != first;
+        }
+    }
+    if (!mixed) return first;
+    uint32_t ftype = 0;
+    if (gguf_get_u32(g, "general.file_type", &ftype) == 1 && ftype == 15) return CX_FTYPE_Q4_K_M;
+    int best = first;
+    for (int t = 0; t < MODEL_NTYPES; t++)
+        if (weights[t] > weights[best]) best = t;
+    return best;
 }
 
 int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
@@ -220,7 +250,7 @@ int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
             (rc = load_matrix(&ld, n[8], F, E, 0, &y->w_down)))
             goto done;
     }
-    h->main_type = m->layers[0].wq.type;
+    h->main_type = main_type(m, &g);
 done:
     gguf_free(&g);
     return rc;
@@ -311,14 +341,25 @@ size_t cx_detokenize(const cx_model *m, const int32_t *ids, int n, char *buf, si
     return total;
 }
 
+/* Every type and file type with a name, in the order cx_type_from_name tries them. */
+static const int NAMED_TYPES[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0,
+                                  CX_TYPE_Q4_K, CX_TYPE_Q6_K, CX_FTYPE_Q4_K_M};
+
 const char *cx_type_name(int type) {
-    return type == CX_TYPE_F32 ? "f32" : type == CX_TYPE_F16 ? "f16" : type == CX_TYPE_Q8_0 ? "q8_0"
-         : type == CX_TYPE_Q4_0 ? "q4_0" : "?";
+    switch (type) {
+    case CX_TYPE_F32: return "f32";
+    case CX_TYPE_F16: return "f16";
+    case CX_TYPE_Q8_0: return "q8_0";
+    case CX_TYPE_Q4_0: return "q4_0";
+    case CX_TYPE_Q4_K: return "q4_k";
+    case CX_TYPE_Q6_K: return "q6_k";
+    case CX_FTYPE_Q4_K_M: return "q4_k_m";
+    default: return "?";
+    }
 }
 
 int cx_type_from_name(const char *s) {
-    static const int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0};
-    for (int i = 0; i < 4; i++)
-        if (!strcasecmp(s, cx_type_name(types[i]))) return types[i];
+    for (size_t i = 0; i < sizeof NAMED_TYPES / sizeof NAMED_TYPES[0]; i++)
+        if (!strcasecmp(s, cx_type_name(NAMED_TYPES[i]))) return NAMED_TYPES[i];
     return -1;
 }

@@ -4,10 +4,12 @@
  */
 #include "quant.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
 #include "cortex.h"
+#include "kquant.h"
 #include "util.h"
 
 size_t quant_row_bytes(int type, int64_t n) {
@@ -16,12 +18,21 @@ size_t quant_row_bytes(int type, int64_t n) {
     case CX_TYPE_F16: return (size_t)n * 2;
     case CX_TYPE_Q8_0: return (size_t)(n / QK) * sizeof(block_q8_0);
     case CX_TYPE_Q4_0: return (size_t)(n / QK) * sizeof(block_q4_0);
+    case CX_TYPE_Q4_K: return (size_t)(n / QK_K) * sizeof(block_q4_k);
+    case CX_TYPE_Q6_K: return (size_t)(n / QK_K) * sizeof(block_q6_k);
     default: return 0;
     }
 }
 
-int quant_supported(int type) {
-    return type == CX_TYPE_F32 || type == CX_TYPE_F16 || type == CX_TYPE_Q8_0 || type == CX_TYPE_Q4_0;
+int quant_supported(int type) { return quant_block_size(type) != 0; }
+
+int quant_block_size(int type) {
+    switch (type) {
+    case CX_TYPE_F32: case CX_TYPE_F16: return 1;
+    case CX_TYPE_Q8_0: case CX_TYPE_Q4_0: return QK;
+    case CX_TYPE_Q4_K: case CX_TYPE_Q6_K: return QK_K;
+    default: return 0;
+    }
 }
 
 void quant_dequantize_row(int type, const void *src, float *dst, int64_t n) {
@@ -51,6 +62,8 @@ void quant_dequantize_row(int type, const void *src, float *dst, int64_t n) {
             }
         }
         break;
+    case CX_TYPE_Q4_K: kq_dequantize_row_q4_k(src, dst, n); break;
+    case CX_TYPE_Q6_K: kq_dequantize_row_q6_k(src, dst, n); break;
     default:
         break;
     }
@@ -97,6 +110,37 @@ void quant_quantize_row(int type, const float *src, void *dst, int64_t n) {
         break;
     case CX_TYPE_Q8_0: quantize_q8_0(src, dst, n); break;
     case CX_TYPE_Q4_0: quantize_q4_0(src, dst, n); break;
+    case CX_TYPE_Q4_K: kq_quantize_row_q4_k(src, dst, n); break;
+    case CX_TYPE_Q6_K: kq_quantize_row_q6_k(src, dst, n); break;
     default: break;
     }
+}
+
+/* 1 if `name` ends in `suffix`. */
+static int ends_with(const char *name, const char *suffix) {
+    size_t n = strlen(name), k = strlen(suffix);
+    return n >= k && !strcmp(name + n - k, suffix);
+}
+
+/* llama.cpp's use_more_bits: the first and last eighth of the layers and every
+ * third one in between get the larger type in the _M mixtures. */
+static int use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+/* See quant.h: the mixture rule first, then the block-size fallback. */
+int quant_mix_type(int ftype, const char *name, int layer, int n_layer, int64_t cols) {
+    if (ends_with(name, "norm.weight")) return CX_TYPE_F32;
+    int type = ftype;
+    if (ftype == CX_FTYPE_Q4_K_M) {
+        int more = layer >= 0 && use_more_bits(layer, n_layer);
+        if (!strcmp(name, "output.weight") ||
+            (more && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight"))))
+            type = CX_TYPE_Q6_K;
+        else
+            type = CX_TYPE_Q4_K;
+    }
+    int bs = quant_block_size(type);
+    if (bs == 0) return -1;
+    assert(cols > 0);
+    if (cols % bs == 0) return type;
+    return cols % QK == 0 ? CX_TYPE_Q8_0 : CX_TYPE_F16;
 }

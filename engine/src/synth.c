@@ -136,6 +136,20 @@ static void free_vocab(vocab_out *v) {
 
 /* ---- writing ---- */
 
+/* llama.cpp's llama_ftype for general.file_type. It has no all-q4_k type: plain
+ * q4_k files say MOSTLY_Q4_K_S (14), the nearest; q6_k is MOSTLY_Q6_K (18). */
+static uint32_t llama_ftype(int type) {
+    switch (type) {
+    case CX_TYPE_F16: return 1;
+    case CX_TYPE_Q4_0: return 2;
+    case CX_TYPE_Q8_0: return 7;
+    case CX_TYPE_Q4_K: return 14;
+    case CX_TYPE_Q6_K: return 18;
+    case CX_FTYPE_Q4_K_M: return 15;
+    default: return 0; /* f32 */
+    }
+}
+
 typedef struct tensor_plan { char name[64]; int type, n_dims; int64_t ne[2]; int is_norm; } tensor_plan;
 
 /* Stream one tensor: generate a row of floats, convert, write, pad. */
@@ -162,7 +176,8 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
     h.rope_base = sh->rope_base; h.rms_eps = sh->rms_eps;
     int rc = model_check_hparams(&h, sh->name, err);
     if (rc) return rc;
-    if (!quant_supported(type)) return cx_fail(err, CX_EINVAL, "unsupported weight type %d for synth", type);
+    if (!quant_supported(type) && type != CX_FTYPE_Q4_K_M)
+        return cx_fail(err, CX_EINVAL, "unsupported weight type %d for synth", type);
     int64_t E = sh->n_embd, F = sh->n_ff, KV = (int64_t)sh->n_head_kv * (sh->n_embd / sh->n_head);
     if (type == CX_TYPE_Q8_0 || type == CX_TYPE_Q4_0) {
         if (E % QK || F % QK)
@@ -186,13 +201,17 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
     int k = 0;
 #define PLAN(nm, ty, nd, c, r, norm) do { snprintf(plan[k].name, sizeof plan[k].name, "%s", nm); plan[k].type = ty; \
         plan[k].n_dims = nd; plan[k].ne[0] = c; plan[k].ne[1] = r; plan[k].is_norm = norm; k++; } while (0)
-    PLAN("token_embd.weight", type, 2, E, sh->n_vocab, 0);
+    /* Each matrix's type follows the file type's rule (quant_mix_type); a tied
+     * embedding is also the classifier, so it gets output.weight's type, as in llama.cpp. */
+    PLAN("token_embd.weight", quant_mix_type(type, sh->tied_output ? "output.weight" : "token_embd.weight", -1,
+                                             sh->n_layer, E), 2, E, sh->n_vocab, 0);
     PLAN("output_norm.weight", CX_TYPE_F32, 1, E, 1, 1);
-    if (!sh->tied_output) PLAN("output.weight", type, 2, E, sh->n_vocab, 0);
+    if (!sh->tied_output) PLAN("output.weight", quant_mix_type(type, "output.weight", -1, sh->n_layer, E), 2, E,
+                               sh->n_vocab, 0);
     for (int l = 0; l < sh->n_layer; l++) {
         char nm[64];
 #define LPLAN(part, ty, nd, c, r, norm) do { snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, part); \
-        PLAN(nm, ty, nd, c, r, norm); } while (0)
+        PLAN(nm, quant_mix_type(ty, nm, l, sh->n_layer, c), nd, c, r, norm); } while (0)
         LPLAN("attn_norm", CX_TYPE_F32, 1, E, 1, 1);
         LPLAN("attn_q", type, 2, E, E, 0);
         LPLAN("attn_k", type, 2, E, KV, 0);
@@ -207,10 +226,9 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
 #undef PLAN
     char name[160];
     snprintf(name, sizeof name, "cortex-synth %s %s seed %llu", sh->name, cx_type_name(type), (unsigned long long)seed);
-    static const uint32_t FTYPE[] = {[CX_TYPE_F32] = 0, [CX_TYPE_F16] = 1, [CX_TYPE_Q4_0] = 2, [CX_TYPE_Q8_0] = 7};
     gguf_w_str(w, "general.architecture", "llama");
     gguf_w_str(w, "general.name", name);
-    gguf_w_u32(w, "general.file_type", FTYPE[type]);
+    gguf_w_u32(w, "general.file_type", llama_ftype(type));
     gguf_w_u32(w, "general.quantization_version", 2);
     gguf_w_u32(w, "llama.context_length", (uint32_t)sh->n_ctx);
     gguf_w_u32(w, "llama.embedding_length", (uint32_t)E);

@@ -69,7 +69,7 @@ check bad-temp-value     "$BIN" generate -m "$tmp/tiny.gguf" -p hello --temp hot
 check unknown-option     "$BIN" generate -m "$tmp/tiny.gguf" -p hello --frobnicate 1
 check missing-value      "$BIN" generate -m "$tmp/tiny.gguf" -p
 check unknown-shape      "$BIN" synth --shape no-such-shape -o "$tmp/x.gguf"
-check unknown-type       "$BIN" synth --shape test-tiny --type q4_K -o "$tmp/x.gguf"
+check unknown-type       "$BIN" synth --shape test-tiny --type q5_K -o "$tmp/x.gguf"
 check unwritable-output  "$BIN" synth --shape test-tiny -o /nonexistent/dir/x.gguf
 
 echo "$pass passed, $fail failed"

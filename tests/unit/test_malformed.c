@@ -10,7 +10,7 @@
  *   - a test-tiny GGUF written by the engine's own cx_synth_write, mutated
  *     byte-wise at offsets found by parsing it (kv values, tensor infos);
  *   - a tiny GGUF written by hand with gguf_writer when a case needs a file
- *     the synthesiser cannot produce (a missing key, a q4_K tensor, ...);
+ *     the synthesiser cannot produce (a missing key, a q5_K tensor, ...);
  *   - a tiny llama2.c checkpoint + tokenizer written here;
  *   - the real models in CORTEX_MODELS (or ../shared/models) where present;
  *     absent ones print "SKIP: <reason>" and pass, unless CI=true.
@@ -202,7 +202,7 @@ typedef struct tiny_spec {
     uint32_t alignment;                   /* general.alignment to write (0: none) */
 } tiny_spec;
 
-/* The valid defaults: embd 32, ff 256 (so a q4_K ffn_down is possible), vocab 260. */
+/* The valid defaults: embd 32, ff 256 (so a K-quant ffn_down is possible), vocab 260. */
 static tiny_spec tiny_default(void) {
     tiny_spec s = {32, 256, 260, 0, "llama", "llama", NULL, NULL, NULL, 0, 0};
     return s;
@@ -578,9 +578,9 @@ static void case_tiny_loads(void) {
 /* A known ggml type the engine cannot compute with is CX_EUNSUP naming the type. */
 static void case_unsupported_type(void) {
     tiny_spec s = tiny_default();
-    s.odd_tensor = "blk.0.ffn_down.weight"; /* [256, 32]: rows fit q4_K's 256-blocks */
-    s.odd_type = 12;
-    expect_tiny("tensor-type-q4_K", &s, CX_EUNSUP, "type q4_K");
+    s.odd_tensor = "blk.0.ffn_down.weight"; /* [256, 32]: rows fit q5_K's 256-blocks */
+    s.odd_type = 13;
+    expect_tiny("tensor-type-q5_K", &s, CX_EUNSUP, "type q5_K");
     s.odd_tensor = "blk.0.attn_q.weight";
     s.odd_type = 3;
     expect_tiny("tensor-type-q4_1", &s, CX_EUNSUP, "type q4_1");

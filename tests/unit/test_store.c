@@ -2,7 +2,9 @@
  * test_store.c - the benchmark database: schema migrations from an empty and
  * from an older database, a run's two-step life (incomplete, then complete in
  * one transaction), counters the machine lacks stored as missing with their
- * reason (never 0), and refusal of databases newer than the code.
+ * reason (never 0), and refusal of databases newer than the code. Schema v5:
+ * the hw table and the run's kernel ISA and hw row, from empty and from a v4
+ * database with data.
  */
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "counters.h"
 #include "cortex.h"
 #include "env.h"
+#include "hw_store.h"
 #include "runner.h"
 #include "store.h"
 #include "testing.h"
@@ -55,8 +58,10 @@ static void test_fresh(void) {
     CHECK(!strcmp(q_text(store_db(s), "PRAGMA journal_mode", buf, sizeof buf), "wal"), "WAL journal (%s)", buf);
     CHECK(q_int(store_db(s), "PRAGMA foreign_keys") == 1, "foreign keys on");
     CHECK(q_int(store_db(s), "SELECT count(*) FROM sqlite_master WHERE name IN ('runs','summary','canaries',"
-                             "'adapter_stats','counters','requests','environments','rep_metrics','model_hashes')") == 9,
+                             "'adapter_stats','counters','requests','environments','rep_metrics','model_hashes','hw')") == 10,
           "all tables exist");
+    CHECK(q_int(store_db(s), "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('isa', 'hw_id')") == 2,
+          "runs has the v5 columns isa and hw_id");
     check_integrity(store_db(s), "fresh");
     store_close(s);
     /* Reopening a current database changes nothing. */
@@ -89,6 +94,63 @@ static void test_migrate_from_v1(void) {
     store_close(s);
 }
 
+/* A version-4 database with a run in it migrates to v5: the run and its
+ * results are kept, its kernel ISA is unknown (NULL, so it is never taken
+ * for a run of a known ISA), the hw table starts empty and takes rows. */
+static void test_migrate_from_v4(void) {
+    char path[256], err[512], buf[64];
+    snprintf(path, sizeof path, "%s/v4.db", dir);
+    store *s;
+    CHECK(store_open_version(path, 4, &s, err, sizeof err) == 0 && store_version(s) == 4, "create v4: %s", err);
+    if (!s) return;
+    sqlite3 *db = store_db(s);
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
+                       "INSERT INTO runs (started_at, status, workload, env_id, threads, ignore_eos)"
+                       "  VALUES ('2026-01-01', 'complete', 'tg8', 1, 2, 1);"
+                       "INSERT INTO rep_metrics VALUES (1, 0, 'decode_tps', 20.5);"
+                       "INSERT INTO summary VALUES (1, 'decode_tps', 1, 20.5, 20.5, 20.5, 20.5, 0);"
+                       "INSERT INTO tags VALUES ('baseline', 1, '2026-01-01');",
+                       NULL, NULL, NULL) == SQLITE_OK, "seed v4 rows: %s", sqlite3_errmsg(db));
+    CHECK(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'hw'") == 0, "v4 has no hw table");
+    store_close(s);
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "migrate: %s", err);
+    if (!s) return;
+    db = store_db(s);
+    CHECK(store_version(s) == 5, "migrated to 5 (%d)", store_version(s));
+    CHECK(q_int(db, "SELECT threads FROM runs WHERE id = 1") == 2 && q_int(db, "SELECT ignore_eos FROM runs WHERE id = 1") == 1,
+          "old run kept");
+    CHECK(q_int(db, "SELECT count(*) FROM summary WHERE run_id = 1") == 1 && q_int(db, "SELECT count(*) FROM tags") == 1,
+          "old summary and tag kept");
+    CHECK(q_int(db, "SELECT isa IS NULL AND hw_id IS NULL FROM runs WHERE id = 1") == 1, "old run: ISA and hw row unknown");
+    CHECK(q_int(db, "SELECT count(*) FROM hw") == 0, "hw table exists and is empty");
+    /* A measurement lands in one row, tied to this machine's environment. */
+    env_info env;
+    env_collect(&env);
+    hw_result r;
+    memset(&r, 0, sizeof r);
+    r.threads = 2;
+    r.reps = 3;
+    r.buffer_bytes = 64 << 20;
+    r.read[0].best = 10;
+    r.read[1].best = 18;
+    r.fp32_avx2[0].best = r.fp32_avx2[1].best = r.int8_avx2[0].best = r.int8_avx2[1].best = NAN;
+    snprintf(r.avx512, sizeof r.avx512, "not available on this CPU");
+    int64_t hid = 0;
+    CHECK(hw_store_insert(s, &r, &env, &hid, err, sizeof err) == 0 && hid == 1, "hw row: %s", err);
+    CHECK(q_int(db, "SELECT read_gbs = 18 AND read_gbs_1t = 10 AND fp32_gflops_avx2 IS NULL AND threads = 2 FROM hw") == 1,
+          "figures stored; one not measured is NULL, not 0");
+    CHECK(!strcmp(q_text(db, "SELECT avx512 FROM hw", buf, sizeof buf), "not available on this CPU"), "ISA status: %s", buf);
+    CHECK(q_int(db, "SELECT count(*) FROM hw h JOIN environments e ON e.id = h.env_id WHERE e.fingerprint != 'abc'") == 1,
+          "hw row belongs to this machine's environment");
+    /* Runs point at the hw row; deleting it leaves the run, without the pointer. */
+    CHECK(sqlite3_exec(db, "UPDATE runs SET hw_id = 1 WHERE id = 1; DELETE FROM hw WHERE id = 1;", NULL, NULL, NULL) ==
+              SQLITE_OK && q_int(db, "SELECT hw_id IS NULL FROM runs WHERE id = 1") == 1,
+          "hw_id is set NULL when its row goes");
+    check_integrity(db, "migrated from v4");
+    store_close(s);
+}
+
 /* A database from a newer cortex-bench is refused, not damaged. */
 static void test_newer_refused(void) {
     char path[256], err[512] = "";
@@ -111,6 +173,7 @@ static void meta_for(run_meta *m, const char *wl) {
     snprintf(m->model_sha256, sizeof m->model_sha256, "00");
     m->threads = 1;
     m->reps = 2;
+    snprintf(m->isa, sizeof m->isa, "scalar");
 }
 
 /* A real repetition with every counter forced unavailable: each is stored as
@@ -162,6 +225,13 @@ static void test_run_lifecycle(void) {
     CHECK(q_int(db, "SELECT stable FROM canaries WHERE item = 'tg8'") == 1, "greedy canary stable across repetitions");
     CHECK(q_int(db, "SELECT gen_tokens FROM requests WHERE rep = 1") == 8, "8 tokens generated");
     CHECK(q_int(db, "SELECT json_array_length(itl_ms) FROM requests WHERE rep = 0") == 7, "7 inter-token gaps stored");
+    /* tg8 after BOS (position 0): the first token is evaluated at position
+     * 1, the 7 timed decode steps at positions 2..8 attend 3..9 positions: mean 6. */
+    CHECK(q_int(db, "SELECT count(*) FROM rep_metrics WHERE name = 'decode_ctx_mean' AND value = 6") == 2,
+          "mean KV positions attended per decode step");
+    snprintf(sql, sizeof sql, "SELECT isa FROM runs WHERE id = %lld", (long long)id);
+    CHECK(!strcmp(q_text(db, sql, buf, sizeof buf), "scalar"), "the run's kernel ISA is stored (%s)", buf);
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id = %lld", (long long)id);
     check_integrity(db, "after run");
     /* A failed run is marked failed with its reason. */
     int64_t id2 = 0;
@@ -179,6 +249,7 @@ TEST_MAIN({
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     test_fresh();
     test_migrate_from_v1();
+    test_migrate_from_v4();
     test_newer_refused();
     test_run_lifecycle();
     char cmd[300];

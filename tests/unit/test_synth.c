@@ -101,6 +101,74 @@ static void test_types(void) {
     free(got);
 }
 
+/* The storage type llama.cpp's Q4_K_M gives a tensor, restated here independently of quant.c. */
+static int q4_k_m_type(const char *name, int64_t cols, int n_layer, int tied) {
+    int l = -1, more;
+    if (strstr(name, "norm")) return CX_TYPE_F32;
+    sscanf(name, "blk.%d.", &l);
+    more = l >= 0 && (l < n_layer / 8 || l >= 7 * n_layer / 8 || (l - n_layer / 8) % 3 == 2);
+    int t = !strcmp(name, "output.weight") || (tied && !strcmp(name, "token_embd.weight")) ||
+            (more && (strstr(name, "attn_v") || strstr(name, "ffn_down"))) ? CX_TYPE_Q6_K : CX_TYPE_Q4_K;
+    return cols % 256 ? CX_TYPE_Q8_0 : t;
+}
+
+/* --type q4_k_m: every tensor's type follows the rule (q8_0 where rows do not
+ * fill 256-weight blocks), main_type says q4_k_m, and logits stay close to f32. */
+static void test_q4_k_m(void) {
+    static const cx_shape shapes[3] = {
+        /* name        embd ff   layers heads kv vocab ctx  rope      eps    tied */
+        {"kq-untied",  256, 512, 8,     4,    2, 512,  128, 10000.0f, 1e-5f, 0},
+        {"kq-tied",    256, 512, 8,     4,    2, 512,  128, 10000.0f, 1e-5f, 1},
+        {"kq-fallback", 96, 256, 3,     4,    2, 512,  128, 10000.0f, 1e-5f, 1}, /* only ffn_down fits */
+    };
+    /* Random 8-layer models amplify weight error (plain q4_k: 0.195, q4_0: 0.24, q8_0: 0.018 here). */
+    static const double tol = 0.25; /* measured: 0.181, 0.202, 0.022 */
+    for (int k = 0; k < 3; k++) {
+        const cx_shape *sh = &shapes[k];
+        char pf[256], pq[256];
+        path_for(pf, sizeof pf, "kq-f32.gguf");
+        path_for(pq, sizeof pq, "kq-q4_k_m.gguf");
+        cx_err err = {0};
+        cx_model *mf = NULL, *mq = NULL;
+        CHECK(cx_synth_write(sh, CX_TYPE_F32, 3, pf, &err) == 0 && cx_synth_write(sh, CX_FTYPE_Q4_K_M, 3, pq, &err) == 0,
+              "synth %s: %s", sh->name, err.msg);
+        if (cx_model_load(pf, NULL, &mf, &err) || cx_model_load(pq, NULL, &mq, &err)) {
+            CHECK(0, "load %s: %s", sh->name, err.msg);
+            cx_model_free(mf);
+            continue;
+        }
+        const cx_model_info *i = cx_model_get_info(mq);
+        CHECK(i->main_type == CX_FTYPE_Q4_K_M, "%s main type %s", sh->name, cx_type_name(i->main_type));
+        int wrong = 0, counts[16] = {0};
+        for (int t = 0; t < i->n_tensors; t++) {
+            cx_tensor_info ti;
+            cx_model_tensor(mq, t, &ti);
+            int want = q4_k_m_type(ti.name, ti.ne[0], sh->n_layer, sh->tied_output);
+            if (ti.type != want && wrong++ < 3)
+                CHECK(0, "%s: %s is %s, want %s", sh->name, ti.name, cx_type_name(ti.type), cx_type_name(want));
+            if (ti.type >= 0 && ti.type < 16) counts[ti.type]++;
+        }
+        CHECK(wrong == 0, "%s: %d tensors of the wrong type", sh->name, wrong);
+        CHECK(counts[CX_TYPE_Q6_K] > 0 && (k == 2 ? counts[CX_TYPE_Q8_0] > 0 : counts[CX_TYPE_Q4_K] > 0),
+              "%s: the mixture has q6_k and q4_k/q8_0 tensors", sh->name);
+        int V = sh->n_vocab;
+        float *ref = malloc(sizeof(float) * (size_t)V), *got = malloc(sizeof(float) * (size_t)V);
+        logits_after(mf, 1, ref);
+        logits_after(mq, 1, got);
+        double num = 0, den = 0;
+        for (int v = 0; v < V; v++) {
+            num += (got[v] - ref[v]) * (got[v] - ref[v]);
+            den += ref[v] * ref[v];
+        }
+        printf("%s: q4_k_m logits vs f32: relative RMS error %.4f\n", sh->name, sqrt(num / den));
+        CHECK(sqrt(num / den) <= tol, "%s q4_k_m logits vs f32: relative error %.4f", sh->name, sqrt(num / den));
+        free(ref);
+        free(got);
+        cx_model_free(mf);
+        cx_model_free(mq);
+    }
+}
+
 /* Same seed, same bytes; another seed, other weights. */
 static void test_reproducible(void) {
     const cx_shape *sh = cx_shape_find("test-tiny");
@@ -173,6 +241,7 @@ TEST_MAIN({
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     test_presets();
     test_types();
+    test_q4_k_m();
     test_reproducible();
     test_generate();
     char cmd[300];

@@ -1,30 +1,132 @@
 /*
- * kernels.h - the numeric kernels of the forward pass.
+ * kernels.h - the numeric kernels of the forward pass and their dispatch.
  *
- * This file set holds the scalar reference versions, written for clarity and
- * exact agreement with the block formats in quant.h. SIMD versions (AVX2, later
- * AVX-512) will sit beside them behind a dispatch table, each tested against
- * its scalar twin here.
+ * Every kernel exists once per instruction set: a scalar reference
+ * (kernels_scalar.c, written for clarity and exact agreement with the block
+ * formats in quant.h / kquant.h) and SIMD versions (kernels_avx2.c,
+ * kquant_avx2.c; AVX-512/VNNI has a slot but no code: this machine cannot run
+ * it). kern_init() picks one table with CPUID once per process; the forward
+ * pass calls through `kern`. CORTEX_ISA=scalar|avx2 forces a table.
+ *
+ * Matrix products consume activations prepared once per matrix product
+ * (kern_act): for quantized weights the activations are quantized to 8-bit
+ * blocks, so the inner loops are integer dot products, as in ggml:
+ *   weight type      activation format
+ *   f32, f16         KERN_ACT_F32    (the floats themselves)
+ *   q8_0, q4_0       KERN_ACT_Q8_32  (int8 codes, one float scale per 32, code sums per 32)
+ *   q4_k, q6_k       KERN_ACT_Q8_256 (int8 codes, one float scale per 256, code sums per 16)
+ * The SIMD kernels must reproduce the scalar result up to float rounding
+ * order; tests/unit/test_kernels.c states and checks each tolerance.
  */
 #ifndef CX_KERNELS_H
 #define CX_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-/* Dot product of one weight row of n elements stored as `type` with x. */
+#define KERN_NTYPES 16 /* ggml type ids 0..15 cover f32..q8_k */
+
+enum { KERN_ACT_F32 = 0, KERN_ACT_Q8_32 = 1, KERN_ACT_Q8_256 = 2 };
+
+/*
+ * T activation rows of n values, prepared for one weight type. Row t lives at
+ *   f    + t*n        (KERN_ACT_F32)
+ *   qs   + t*n        (Q8 formats: codes, row start 32-byte aligned when n % 32 == 0)
+ *   d    + t*(n/B)    (B = 32 or 256: scale of each block)
+ *   bsum + t*(n/16)   (Q8_256: sum of the codes of each 16) or t*(n/32) (Q8_32)
+ */
+typedef struct kern_act {
+    int fmt, T;
+    int64_t n;
+    const float *f;
+    int8_t *qs;
+    float *d;
+    int16_t *bsum;
+} kern_act;
+
+/* Dot product of one weight row (n weights stored as the table's type) with activation row t. */
+typedef float (*kern_dot_fn)(const void *row, const kern_act *a, int t);
+/*
+ * y[t*ldy + r] = dot(row r, activation t) for r in [r0, r1), t in [0, a->T).
+ * Rows are `row_bytes` apart from `w`. A gemm must give, for every (r, t),
+ * exactly the value the same table's dot gives: batched prefill and
+ * token-by-token decode then agree bit for bit.
+ */
+typedef void (*kern_gemm_fn)(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a,
+                             float *y, int64_t ldy);
+
+typedef struct kern_ops {
+    const char *name;                /* "scalar", "avx2" */
+    kern_dot_fn dot[KERN_NTYPES];    /* NULL: type not computable */
+    kern_gemm_fn gemm[KERN_NTYPES];  /* NULL: kern_gemm_generic over dot */
+    /* Quantize activation row t of a (fmt Q8_32 or Q8_256) from n floats x. */
+    void (*quantize_act)(const float *x, kern_act *a, int t);
+    /* Attention scores of one query against kn keys `stride` floats apart:
+     * sc[j] = (q . K[j]) * scale, head_dim hd. */
+    void (*attn_scores)(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale);
+    /* acc[d] += sum_j p[j] * V[j][d] in double (attention values: float sums
+     * over hundreds of positions drift past 1e-4 of the logits). */
+    void (*attn_values)(double *acc, const float *p, const float *V, size_t stride, int kn, int hd);
+    /* x[i] = exp(x[i] - shift); returns the sum of the new x (online softmax). */
+    double (*exp_shift)(float *x, int n, float shift);
+    /* acc[i] *= s (online softmax rescale). */
+    void (*scale_f64)(double *acc, double s, int n);
+    /* out = x / rms(x) * w, rms(x) = sqrt(mean(x^2) + eps). out may alias x. */
+    void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
+    /* In-place numerically stable softmax. */
+    void (*softmax)(float *x, int n);
+    /* Rotate adjacent pairs (v[2i], v[2i+1]) of each head by the angle whose
+     * cosine/sine are cs[2i], cs[2i+1] (from kern_rope_table). */
+    void (*rope)(float *v, int n_heads, int head_dim, const float *cs);
+    /* gate[i] = silu(gate[i]) * up[i]. */
+    void (*swiglu)(float *gate, const float *up, int n);
+    /* Index of the largest value; the lowest index wins ties. */
+    int (*argmax)(const float *x, int n);
+    /* y[i] += x[i] (residual connections). */
+    void (*add)(float *y, const float *x, int n);
+} kern_ops;
+
+/* The table in use; valid after kern_init(). */
+extern const kern_ops *kern;
+
+/* Choose the table once: CORTEX_ISA if set, else the best the CPU supports.
+ * Returns 0, or -1 with a message in msg when CORTEX_ISA names an unknown or
+ * unavailable instruction set. Safe to call repeatedly and from many threads. */
+int kern_init(char *msg, size_t msg_size);
+/* The tables themselves, for tests that compare them. NULL if not compiled in
+ * or not supported by this CPU. */
+const kern_ops *kern_table(const char *isa);
+/* What the CPU offers, as "avx2 fma f16c" etc. (CPUID), for reports. */
+const char *kern_cpu_features(void);
+
+/* Activation format a weight type's kernels consume (KERN_ACT_*), -1 if none. */
+int kern_act_format(int type);
+/* Bytes kern_act_alloc needs for T rows of n values of a format. */
+size_t kern_act_bytes(int fmt, int T, int64_t n);
+/* Lay out a kern_act over caller-provided, 32-byte-aligned memory of kern_act_bytes(). */
+void kern_act_init(kern_act *a, int fmt, int T, int64_t n, void *mem);
+/* Fill activation row t from floats with the table's quantizer (or point at them for F32). */
+void kern_act_set(const kern_ops *k, kern_act *a, int t, const float *x);
+
+/* Default gemm: dot for every (row, token). */
+void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1,
+                       const kern_act *a, float *y, int64_t ldy);
+
+/* cs[2i] = cos(pos*inv_freq[i]), cs[2i+1] = sin(...), angles in double. */
+void kern_rope_table(float *cs, int head_dim, int pos, const double *inv_freq);
+
+/* ---- the scalar table's kernels, exported as references for SIMD tests ---- */
+extern const kern_ops kern_scalar_ops;
+#if defined(__x86_64__) || defined(_M_X64)
+extern const kern_ops kern_avx2_ops;
+#endif
+
+/* Float-activation reference: dot of a row of n weights stored as `type` with
+ * float x, no activation quantization (bounds what quantizing activations costs). */
 float kern_dot_scalar(int type, const void *row, const float *x, int64_t n);
 
-/* out = x / rms(x) * w, rms(x) = sqrt(mean(x^2) + eps). out may alias x. */
-void kern_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
-/* In-place numerically stable softmax. */
-void kern_softmax(float *x, int n);
-/* Rotate adjacent pairs (v[2i], v[2i+1]) of each head by pos * inv_freq[i].
- * Angles are formed in double: in float, pos * freq loses ~1e-4 of logit
- * accuracy by position 500 on small models. */
-void kern_rope(float *v, int n_heads, int head_dim, int pos, const double *inv_freq);
-/* gate[i] = silu(gate[i]) * up[i]. */
-void kern_swiglu(float *gate, const float *up, int n);
-/* Index of the largest value; the lowest index wins ties. */
-int kern_argmax(const float *x, int n);
+/* Scalar reference quantizer of activations (both Q8 formats), used by every table
+ * unless it has a faster one that gives identical codes and scales. */
+void kern_quantize_act_scalar(const float *x, kern_act *a, int t);
 
 #endif

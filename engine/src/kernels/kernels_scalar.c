@@ -1,14 +1,22 @@
 /*
- * kernels_scalar.c - scalar reference kernels (see kernels.h).
+ * kernels_scalar.c - the scalar kernel table: the reference every SIMD kernel
+ * is tested against, and the fallback on CPUs without AVX2 (CORTEX_ISA=scalar
+ * forces it). Written for clarity; integer parts are exact, float parts
+ * accumulate in double where the SIMD versions can afford no more than float.
  */
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
+#include "../kquant.h"
 #include "../quant.h"
 #include "../util.h"
 #include "cortex.h"
 #include "kernels.h"
 
+/* Dot of a row stored as `type` with float x: the float-activation reference
+ * (no activation quantization), used by tests to bound what quantizing the
+ * activations costs. */
 float kern_dot_scalar(int type, const void *row, const float *x, int64_t n) {
     const uint8_t *p = row;
     double sum = 0.0;
@@ -46,14 +54,160 @@ float kern_dot_scalar(int type, const void *row, const float *x, int64_t n) {
     return (float)sum;
 }
 
-void kern_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    float ss = 0.0f;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
-    float scale = 1.0f / sqrtf(ss / (float)n + eps);
+/* ---- activation quantization ---- */
+
+/*
+ * Q8_32: per 32 values d = max|x|/127, q = round-half-even(x/d) (as ggml's
+ * quantize_row_q8_0 SIMD code rounds), plus the sum of each block's codes
+ * (Q4_0's -8 offset becomes -8*sum). Q8_256: ggml's quantize_row_q8_K: the
+ * value of largest magnitude maps to -127 (iscale = -127/max), codes clamped
+ * to 127, d = 1/iscale, code sums per 16. SIMD quantizers must reproduce these
+ * codes and scales exactly: the multiply and the rounding are the same IEEE
+ * operations.
+ */
+void kern_quantize_act_scalar(const float *x, kern_act *a, int t) {
+    int64_t n = a->n;
+    int8_t *q = a->qs + (size_t)t * (size_t)n;
+    if (a->fmt == KERN_ACT_Q8_32) {
+        float *d = a->d + (size_t)t * (size_t)(n / 32);
+        int16_t *bs = a->bsum + (size_t)t * (size_t)(n / 32);
+        for (int64_t b = 0; b < n / 32; b++) {
+            const float *xb = x + b * 32;
+            float amax = 0.0f;
+            for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(xb[j]));
+            float db = amax / 127.0f, id = db != 0.0f ? 127.0f / amax : 0.0f;
+            int sum = 0;
+            for (int j = 0; j < 32; j++) {
+                int v = (int)nearbyintf(xb[j] * id);
+                q[b * 32 + j] = (int8_t)v;
+                sum += v;
+            }
+            d[b] = db;
+            bs[b] = (int16_t)sum;
+        }
+    } else {
+        assert(a->fmt == KERN_ACT_Q8_256);
+        float *d = a->d + (size_t)t * (size_t)(n / 256);
+        int16_t *bs = a->bsum + (size_t)t * (size_t)(n / 16);
+        for (int64_t b = 0; b < n / 256; b++) {
+            const float *xb = x + b * 256;
+            float amax = 0.0f, max = 0.0f;
+            for (int j = 0; j < 256; j++)
+                if (fabsf(xb[j]) > amax) { amax = fabsf(xb[j]); max = xb[j]; }
+            int8_t *qb = q + b * 256;
+            if (amax == 0.0f) {
+                d[b] = 0.0f;
+                memset(qb, 0, 256);
+                for (int g = 0; g < 16; g++) bs[b * 16 + g] = 0;
+                continue;
+            }
+            float iscale = -127.0f / max;
+            for (int j = 0; j < 256; j++) {
+                int v = (int)nearbyintf(iscale * xb[j]);
+                qb[j] = (int8_t)(v > 127 ? 127 : v);
+            }
+            for (int g = 0; g < 16; g++) {
+                int sum = 0;
+                for (int j = 0; j < 16; j++) sum += qb[g * 16 + j];
+                bs[b * 16 + g] = (int16_t)sum;
+            }
+            d[b] = 1.0f / iscale;
+        }
+    }
+}
+
+/* ---- weight-row dot products ---- */
+
+/* f32 weights, f32 activations; double accumulation (the F32 path is the one
+ * checked against the float64 reference to 1e-4). */
+static float dot_f32_row(const void *row, const kern_act *a, int t) {
+    const float *w = row, *x = a->f + (size_t)t * (size_t)a->n;
+    double sum = 0.0;
+    for (int64_t i = 0; i < a->n; i++) sum += (double)w[i] * x[i];
+    return (float)sum;
+}
+
+static float dot_f16_row(const void *row, const kern_act *a, int t) {
+    const uint8_t *p = row;
+    const float *x = a->f + (size_t)t * (size_t)a->n;
+    double sum = 0.0;
+    for (int64_t i = 0; i < a->n; i++) sum += (double)cx_fp16_to_fp32(cx_rd16(p + 2 * i)) * x[i];
+    return (float)sum;
+}
+
+/* q8_0 weights x Q8_32 activations: exact int32 per block, then both scales. */
+static float dot_q8_0_row(const void *row, const kern_act *a, int t) {
+    const uint8_t *p = row;
+    int64_t nb = a->n / 32;
+    const int8_t *x = a->qs + (size_t)t * (size_t)a->n;
+    const float *dx = a->d + (size_t)t * (size_t)nb;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < nb; b++, p += sizeof(block_q8_0)) {
+        const int8_t *q = (const int8_t *)(p + 2);
+        int32_t isum = 0;
+        for (int j = 0; j < 32; j++) isum += q[j] * x[b * 32 + j];
+        sum += (float)isum * (cx_fp16_to_fp32(cx_rd16(p)) * dx[b]);
+    }
+    return sum;
+}
+
+/* q4_0 weights x Q8_32 activations: sum(nibble*x) - 8*sum(x) per block. */
+static float dot_q4_0_row(const void *row, const kern_act *a, int t) {
+    const uint8_t *p = row;
+    int64_t nb = a->n / 32;
+    const int8_t *x = a->qs + (size_t)t * (size_t)a->n;
+    const float *dx = a->d + (size_t)t * (size_t)nb;
+    const int16_t *bs = a->bsum + (size_t)t * (size_t)nb;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < nb; b++, p += sizeof(block_q4_0)) {
+        const uint8_t *q = p + 2;
+        int32_t isum = 0;
+        for (int j = 0; j < 16; j++) isum += (q[j] & 0x0f) * x[b * 32 + j] + (q[j] >> 4) * x[b * 32 + j + 16];
+        isum -= 8 * bs[b];
+        sum += (float)isum * (cx_fp16_to_fp32(cx_rd16(p)) * dx[b]);
+    }
+    return sum;
+}
+
+/* ---- the other operators ---- */
+
+static void attn_scores(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale) {
+    for (int j = 0; j < kn; j++) {
+        const float *k = K + (size_t)j * stride;
+        double s = 0.0;
+        for (int d = 0; d < hd; d++) s += (double)q[d] * k[d];
+        sc[j] = (float)s * scale;
+    }
+}
+
+static void attn_values(double *acc, const float *p, const float *V, size_t stride, int kn, int hd) {
+    for (int j = 0; j < kn; j++) {
+        const float *v = V + (size_t)j * stride;
+        for (int d = 0; d < hd; d++) acc[d] += (double)p[j] * v[d];
+    }
+}
+
+static double exp_shift(float *x, int n, float shift) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - shift);
+        sum += x[i];
+    }
+    return sum;
+}
+
+static void scale_f64(double *acc, double s, int n) {
+    for (int i = 0; i < n; i++) acc[i] *= s;
+}
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    double ss = 0.0;
+    for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(ss / n + eps));
     for (int i = 0; i < n; i++) out[i] = w[i] * (scale * x[i]);
 }
 
-void kern_softmax(float *x, int n) {
+static void softmax(float *x, int n) {
     float max = x[0];
     for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
     double sum = 0.0;
@@ -61,32 +215,51 @@ void kern_softmax(float *x, int n) {
         x[i] = expf(x[i] - max);
         sum += x[i];
     }
-    for (int i = 0; i < n; i++) x[i] = (float)(x[i] / sum);
+    float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
-void kern_rope(float *v, int n_heads, int head_dim, int pos, const double *inv_freq) {
-    for (int i = 0; i < head_dim / 2; i++) {
-        double angle = (double)pos * inv_freq[i];
-        float c = (float)cos(angle), s = (float)sin(angle);
-        for (int h = 0; h < n_heads; h++) {
-            float *p = v + h * head_dim + 2 * i;
-            float a = p[0], b = p[1];
-            p[0] = a * c - b * s;
-            p[1] = a * s + b * c;
+static void rope(float *v, int n_heads, int head_dim, const float *cs) {
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < head_dim; i += 2) {
+            float *p = v + h * head_dim + i, c = cs[i], s = cs[i + 1];
+            float x0 = p[0], x1 = p[1];
+            p[0] = x0 * c - x1 * s;
+            p[1] = x0 * s + x1 * c;
         }
-    }
 }
 
-void kern_swiglu(float *gate, const float *up, int n) {
+static void swiglu(float *gate, const float *up, int n) {
     for (int i = 0; i < n; i++) {
         float g = gate[i];
         gate[i] = g / (1.0f + expf(-g)) * up[i];
     }
 }
 
-int kern_argmax(const float *x, int n) {
+static int argmax(const float *x, int n) {
     int best = 0;
     for (int i = 1; i < n; i++)
         if (x[i] > x[best]) best = i;
     return best;
 }
+
+static void add(float *y, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] += x[i];
+}
+
+const kern_ops kern_scalar_ops = {
+    .name = "scalar",
+    .dot = {[CX_TYPE_F32] = dot_f32_row, [CX_TYPE_F16] = dot_f16_row, [CX_TYPE_Q8_0] = dot_q8_0_row,
+            [CX_TYPE_Q4_0] = dot_q4_0_row, [CX_TYPE_Q4_K] = kq_dot_q4_k_scalar, [CX_TYPE_Q6_K] = kq_dot_q6_k_scalar},
+    .quantize_act = kern_quantize_act_scalar,
+    .attn_scores = attn_scores,
+    .attn_values = attn_values,
+    .exp_shift = exp_shift,
+    .scale_f64 = scale_f64,
+    .rmsnorm = rmsnorm,
+    .softmax = softmax,
+    .rope = rope,
+    .swiglu = swiglu,
+    .argmax = argmax,
+    .add = add,
+};

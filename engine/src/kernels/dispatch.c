@@ -1,0 +1,222 @@
+/*
+ * dispatch.c - choose the kernel table once per process.
+ *
+ * CPUID says what the processor has; XGETBV says whether the OS saves the
+ * wide registers (an AVX2 CPU under an OS that does not enable YMM state must
+ * not run AVX2 code). CORTEX_ISA=scalar|avx2 forces a table, for measuring
+ * each SIMD kernel's speed-up and for tests; asking for one the CPU lacks is
+ * an error rather than a silent fallback, so a benchmark never runs
+ * something other than what it says.
+ *
+ * AVX-512 (F/BW/VL) and VNNI are detected and reported, but have no kernels
+ * yet: this machine cannot run them, and untested SIMD code is not shipped.
+ * A kern_avx512_ops table would slot in at best_table().
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cortex.h"
+#include "kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define CX_X86 1
+#endif
+
+const kern_ops *kern = &kern_scalar_ops;
+
+typedef struct cpu_caps { int sse42, avx, avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, os_ymm, os_zmm; } cpu_caps;
+
+static cpu_caps caps;
+static char features[160];
+static char init_msg[512];
+static int init_rc;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+#ifdef CX_X86
+/* XCR0: which register states the OS saves on a context switch. */
+static unsigned long long xgetbv0(void) {
+    unsigned int lo, hi;
+    __asm__ volatile(".byte 0x0f, 0x01, 0xd0" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+#endif
+
+/* Fill caps and the feature string from CPUID leaves 1 and 7. */
+static void detect(void) {
+#ifdef CX_X86
+    unsigned int a, b, c, d;
+    if (__get_cpuid(1, &a, &b, &c, &d)) {
+        caps.sse42 = (c >> 20) & 1;
+        caps.fma = (c >> 12) & 1;
+        caps.f16c = (c >> 29) & 1;
+        caps.avx = (c >> 28) & 1;
+        int osxsave = (c >> 27) & 1;
+        if (osxsave) {
+            unsigned long long xcr0 = xgetbv0();
+            caps.os_ymm = (xcr0 & 0x6) == 0x6;
+            caps.os_zmm = (xcr0 & 0xe6) == 0xe6;
+        }
+    }
+    if (__get_cpuid_max(0, NULL) >= 7) {
+        __cpuid_count(7, 0, a, b, c, d);
+        caps.avx2 = (b >> 5) & 1;
+        caps.avx512f = (b >> 16) & 1;
+        caps.avx512bw = (b >> 30) & 1;
+        caps.avx512vl = (b >> 31) & 1;
+        caps.avx512vnni = (c >> 11) & 1;
+    }
+#endif
+    snprintf(features, sizeof features, "%s%s%s%s%s%s%s%s%s", caps.sse42 ? "sse4.2 " : "", caps.avx ? "avx " : "",
+             caps.avx2 ? "avx2 " : "", caps.fma ? "fma " : "", caps.f16c ? "f16c " : "",
+             caps.avx512f ? "avx512f " : "", caps.avx512bw ? "avx512bw " : "", caps.avx512vl ? "avx512vl " : "",
+             caps.avx512vnni ? "avx512vnni " : "");
+    size_t len = strlen(features);
+    if (len) features[len - 1] = 0;
+    else snprintf(features, sizeof features, "none");
+}
+
+/* 1 if the AVX2 table can run here: the instructions and the OS's YMM state. */
+static int avx2_usable(void) { return caps.avx2 && caps.fma && caps.f16c && caps.os_ymm; }
+
+const kern_ops *kern_table(const char *isa) {
+    pthread_once(&once, detect);
+    if (!strcmp(isa, "scalar")) return &kern_scalar_ops;
+#ifdef CX_X86
+    if (!strcmp(isa, "avx2")) return avx2_usable() ? &kern_avx2_ops : NULL;
+#endif
+    return NULL;
+}
+
+/* The fastest table this CPU runs (AVX-512 would be checked first here). */
+static const kern_ops *best_table(void) {
+#ifdef CX_X86
+    if (avx2_usable()) return &kern_avx2_ops;
+#endif
+    return &kern_scalar_ops;
+}
+
+/* Runs once: detect, then honour CORTEX_ISA or take the best table. */
+static void choose(void) {
+    const char *want = getenv("CORTEX_ISA");
+    if (!want || !*want || !strcmp(want, "auto")) {
+        kern = best_table();
+        return;
+    }
+    if (!strcmp(want, "avx512") || !strcmp(want, "avx512vnni")) {
+        snprintf(init_msg, sizeof init_msg,
+                 "CORTEX_ISA=%s: no AVX-512 kernels are built (they could not be tested on the development "
+                 "machine); use auto, scalar or avx2 (CPU has: %s)", want, features);
+        init_rc = -1;
+        return;
+    }
+    if (strcmp(want, "scalar") && strcmp(want, "avx2")) {
+        snprintf(init_msg, sizeof init_msg, "CORTEX_ISA='%s' is not one of auto, scalar, avx2", want);
+        init_rc = -1;
+        return;
+    }
+    const kern_ops *t = !strcmp(want, "scalar") ? &kern_scalar_ops : NULL;
+#ifdef CX_X86
+    if (!t && avx2_usable()) t = &kern_avx2_ops;
+#endif
+    if (!t) {
+        snprintf(init_msg, sizeof init_msg, "CORTEX_ISA=%s: this CPU does not support it (CPU has: %s)", want, features);
+        init_rc = -1;
+        return;
+    }
+    kern = t;
+}
+
+static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
+
+int kern_init(char *msg, size_t msg_size) {
+    pthread_once(&once, detect);
+    pthread_once(&choose_once, choose);
+    if (init_rc && msg && msg_size) snprintf(msg, msg_size, "%s", init_msg);
+    return init_rc;
+}
+
+const char *kern_cpu_features(void) {
+    pthread_once(&once, detect);
+    return features;
+}
+
+const char *cx_cpu_features(void) { return kern_cpu_features(); }
+
+const char *cx_isa(cx_err *err) {
+    char msg[512];
+    if (kern_init(msg, sizeof msg)) {
+        if (err) {
+            err->code = CX_EINVAL;
+            snprintf(err->msg, sizeof err->msg, "%s", msg);
+        }
+        return NULL;
+    }
+    return kern->name;
+}
+
+/* ---- activation buffers ---- */
+
+int kern_act_format(int type) {
+    switch (type) {
+    case CX_TYPE_F32:
+    case CX_TYPE_F16: return KERN_ACT_F32;
+    case CX_TYPE_Q8_0:
+    case CX_TYPE_Q4_0: return KERN_ACT_Q8_32;
+    case CX_TYPE_Q4_K:
+    case CX_TYPE_Q6_K: return KERN_ACT_Q8_256;
+    default: return -1;
+    }
+}
+
+/* Round up to 64 bytes so every array of the layout starts aligned. */
+static size_t up64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+size_t kern_act_bytes(int fmt, int T, int64_t n) {
+    if (fmt == KERN_ACT_F32) return 0;
+    size_t rows = (size_t)T;
+    size_t blocks = fmt == KERN_ACT_Q8_32 ? (size_t)n / 32 : (size_t)n / 256;
+    size_t sums = fmt == KERN_ACT_Q8_32 ? (size_t)n / 32 : (size_t)n / 16;
+    return up64(rows * (size_t)n) + up64(rows * blocks * sizeof(float)) + up64(rows * sums * sizeof(int16_t));
+}
+
+void kern_act_init(kern_act *a, int fmt, int T, int64_t n, void *mem) {
+    memset(a, 0, sizeof *a);
+    a->fmt = fmt;
+    a->T = T;
+    a->n = n;
+    if (fmt == KERN_ACT_F32) return;
+    size_t rows = (size_t)T;
+    size_t blocks = fmt == KERN_ACT_Q8_32 ? (size_t)n / 32 : (size_t)n / 256;
+    uint8_t *p = mem;
+    a->qs = (int8_t *)p;
+    p += up64(rows * (size_t)n);
+    a->d = (float *)p;
+    p += up64(rows * blocks * sizeof(float));
+    a->bsum = (int16_t *)p;
+}
+
+void kern_act_set(const kern_ops *k, kern_act *a, int t, const float *x) {
+    if (a->fmt == KERN_ACT_F32) return; /* F32 activations are read in place via a->f */
+    k->quantize_act(x, a, t);
+}
+
+void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1,
+                       const kern_act *a, float *y, int64_t ldy) {
+    kern_dot_fn dot = k->dot[type];
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = w + (size_t)r * row_bytes;
+        for (int t = 0; t < a->T; t++) y[(size_t)t * (size_t)ldy + (size_t)r] = dot(row, a, t);
+    }
+}
+
+void kern_rope_table(float *cs, int head_dim, int pos, const double *inv_freq) {
+    for (int i = 0; i < head_dim / 2; i++) {
+        double angle = (double)pos * inv_freq[i];
+        cs[2 * i] = (float)cos(angle);
+        cs[2 * i + 1] = (float)sin(angle);
+    }
+}

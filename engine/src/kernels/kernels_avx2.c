@@ -1,0 +1,456 @@
+/*
+ * kernels_avx2.c - the AVX2 + FMA + F16C kernel table.
+ *
+ * Built with -mavx2 -mfma -mf16c (this file only); dispatch.c hands it out
+ * only after CPUID and XGETBV say the CPU and OS support it.
+ *
+ * Quantized rows use integer dot products: per 32-weight block, maddubs
+ * multiplies unsigned by signed bytes into int16 pairs, madd sums them into
+ * eight int32 lanes, which are converted once and FMA-accumulated with the
+ * product of the two block scales. Each row dot keeps two accumulators
+ * (even and odd blocks) to hide FMA latency.
+ *
+ * The gemm versions walk four tokens per weight row load, sharing the
+ * weight's unpacking; every (row, token) value goes through exactly the
+ * arithmetic of the single dot, so prefill and decode agree bit for bit.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "../kquant.h"
+#include "../quant.h"
+#include "cortex.h"
+#include "kernels.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+/* The per-token loops must unroll fully (NT is 1 or 4 after inlining) so the
+ * accumulator arrays become registers; left as loops they live in memory and
+ * every FMA waits on a store-to-load round trip (measured: 3x slower). */
+#define UNROLL4 _Pragma("GCC unroll 4")
+
+/* Sum of the eight lanes, in one fixed order. */
+ALWAYS_INLINE float hsum8(__m256 v) {
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+    return _mm_cvtss_f32(lo);
+}
+
+ALWAYS_INLINE float fp16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* ---- q8_0 ---- */
+
+/* NT tokens (t0..t0+NT-1) against one q8_0 row; NT is a constant after inlining. */
+ALWAYS_INLINE void q8_0_row(const uint8_t *row, const kern_act *a, int t0, int NT, float *out) {
+    int64_t nb = a->n / 32;
+    __m256 acc[4][2];
+    const int8_t *x[4];
+    const float *dx[4];
+    UNROLL4 for (int k = 0; k < NT; k++) {
+        acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+        x[k] = a->qs + (size_t)(t0 + k) * (size_t)a->n;
+        dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
+    }
+#define Q8_0_STEP(b, j)                                                                    \
+    do {                                                                                   \
+        const uint8_t *blk = row + (b) * 34;                                               \
+        float dw = fp16(blk);                                                              \
+        __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 2));                        \
+        __m256i aw = _mm256_sign_epi8(w, w);                                               \
+        UNROLL4 for (int k = 0; k < NT; k++) {                                                     \
+            __m256i y = _mm256_loadu_si256((const __m256i *)(x[k] + (b) * 32));            \
+            __m256i s16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(y, w));                \
+            __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));   \
+            acc[k][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[k][b]), p, acc[k][j]);      \
+        }                                                                                  \
+    } while (0)
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        Q8_0_STEP(b, 0);
+        Q8_0_STEP(b + 1, 1);
+    }
+    if (b < nb) Q8_0_STEP(b, 0);
+#undef Q8_0_STEP
+    UNROLL4 for (int k = 0; k < NT; k++) out[k] = hsum8(_mm256_add_ps(acc[k][0], acc[k][1]));
+}
+
+/* ---- q4_0 ---- */
+
+/* 32 nibbles of a q4_0 block as bytes 0..15: weights 0..15 from the low
+ * nibbles, 16..31 from the high ones (ggml's order), minus 8 (signed). */
+ALWAYS_INLINE __m256i q4_0_unpack(const uint8_t *qs) {
+    __m128i raw = _mm_loadu_si128((const __m128i *)qs);
+    __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
+    return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
+}
+
+ALWAYS_INLINE void q4_0_row(const uint8_t *row, const kern_act *a, int t0, int NT, float *out) {
+    int64_t nb = a->n / 32;
+    __m256 acc[4][2];
+    const int8_t *x[4];
+    const float *dx[4];
+    UNROLL4 for (int k = 0; k < NT; k++) {
+        acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+        x[k] = a->qs + (size_t)(t0 + k) * (size_t)a->n;
+        dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
+    }
+#define Q4_0_STEP(b, j)                                                                    \
+    do {                                                                                   \
+        const uint8_t *blk = row + (b) * 18;                                               \
+        float dw = fp16(blk);                                                              \
+        __m256i w = q4_0_unpack(blk + 2);                                                  \
+        __m256i aw = _mm256_sign_epi8(w, w);                                               \
+        UNROLL4 for (int k = 0; k < NT; k++) {                                                     \
+            __m256i y = _mm256_loadu_si256((const __m256i *)(x[k] + (b) * 32));            \
+            __m256i s16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(y, w));                \
+            __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));   \
+            acc[k][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[k][b]), p, acc[k][j]);      \
+        }                                                                                  \
+    } while (0)
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        Q4_0_STEP(b, 0);
+        Q4_0_STEP(b + 1, 1);
+    }
+    if (b < nb) Q4_0_STEP(b, 0);
+#undef Q4_0_STEP
+    UNROLL4 for (int k = 0; k < NT; k++) out[k] = hsum8(_mm256_add_ps(acc[k][0], acc[k][1]));
+}
+
+/* ---- f32 and f16 weights against float activations ---- */
+
+ALWAYS_INLINE __m256 load_w(const uint8_t *row, int f16, int64_t i) {
+    if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * i)));
+    return _mm256_loadu_ps((const float *)row + i);
+}
+
+ALWAYS_INLINE float load_w1(const uint8_t *row, int f16, int64_t i) {
+    if (f16) {
+        uint16_t h;
+        memcpy(&h, row + 2 * i, 2);
+        return _cvtsh_ss(h);
+    }
+    return ((const float *)row)[i];
+}
+
+ALWAYS_INLINE void float_row(const uint8_t *row, int f16, const kern_act *a, int t0, int NT, float *out) {
+    int64_t n = a->n, i = 0;
+    __m256 acc[4][2];
+    const float *x[4];
+    UNROLL4 for (int k = 0; k < NT; k++) {
+        acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+        x[k] = a->f + (size_t)(t0 + k) * (size_t)n;
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m256 w0 = load_w(row, f16, i), w1 = load_w(row, f16, i + 8);
+        UNROLL4 for (int k = 0; k < NT; k++) {
+            acc[k][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[k] + i), acc[k][0]);
+            acc[k][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x[k] + i + 8), acc[k][1]);
+        }
+    }
+    UNROLL4 for (int k = 0; k < NT; k++) {
+        float s = hsum8(_mm256_add_ps(acc[k][0], acc[k][1]));
+        for (int64_t j = i; j < n; j++) s += load_w1(row, f16, j) * x[k][j];
+        out[k] = s;
+    }
+}
+
+/* ---- the table's dot and gemm entry points ---- */
+
+static float dot_q8_0(const void *row, const kern_act *a, int t) {
+    float r;
+    q8_0_row(row, a, t, 1, &r);
+    return r;
+}
+static float dot_q4_0(const void *row, const kern_act *a, int t) {
+    float r;
+    q4_0_row(row, a, t, 1, &r);
+    return r;
+}
+static float dot_f32row(const void *row, const kern_act *a, int t) {
+    float r;
+    float_row(row, 0, a, t, 1, &r);
+    return r;
+}
+static float dot_f16row(const void *row, const kern_act *a, int t) {
+    float r;
+    float_row(row, 1, a, t, 1, &r);
+    return r;
+}
+
+/* Rows r0..r1, four tokens at a time, remainder one at a time. */
+#define DEFINE_GEMM(name, CALL)                                                                          \
+    static void name(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,   \
+                     int64_t ldy) {                                                                      \
+        for (int64_t r = r0; r < r1; r++) {                                                              \
+            const uint8_t *row = w + (size_t)r * rb;                                                     \
+            float o[4];                                                                                  \
+            int t = 0;                                                                                   \
+            for (; t + 4 <= a->T; t += 4) {                                                              \
+                CALL(row, a, t, 4, o);                                                                   \
+                for (int k = 0; k < 4; k++) y[(size_t)(t + k) * (size_t)ldy + (size_t)r] = o[k];         \
+            }                                                                                            \
+            for (; t < a->T; t++) {                                                                      \
+                CALL(row, a, t, 1, o);                                                                   \
+                y[(size_t)t * (size_t)ldy + (size_t)r] = o[0];                                           \
+            }                                                                                            \
+        }                                                                                                \
+    }
+
+#define F32_CALL(row, a, t, nt, o) float_row(row, 0, a, t, nt, o)
+#define F16_CALL(row, a, t, nt, o) float_row(row, 1, a, t, nt, o)
+DEFINE_GEMM(gemm_q8_0, q8_0_row)
+DEFINE_GEMM(gemm_q4_0, q4_0_row)
+DEFINE_GEMM(gemm_f32, F32_CALL)
+DEFINE_GEMM(gemm_f16, F16_CALL)
+
+/* ---- activation quantization (Q8_32): the scalar reference's exact codes ---- */
+
+static void quantize_act(const float *x, kern_act *a, int t) {
+    if (a->fmt != KERN_ACT_Q8_32) {
+        kern_quantize_act_scalar(x, a, t);
+        return;
+    }
+    int64_t n = a->n, nb = n / 32;
+    int8_t *q = a->qs + (size_t)t * (size_t)n;
+    float *d = a->d + (size_t)t * (size_t)nb;
+    int16_t *bs = a->bsum + (size_t)t * (size_t)nb;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < nb; b++) {
+        __m256 v[4];
+        for (int k = 0; k < 4; k++) v[k] = _mm256_loadu_ps(x + b * 32 + 8 * k);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                                 _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        d[b] = amax / 127.0f;
+        __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+        __m256i i32[4];
+        for (int k = 0; k < 4; k++)
+            i32[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m256i s = _mm256_add_epi32(_mm256_add_epi32(i32[0], i32[1]), _mm256_add_epi32(i32[2], i32[3]));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        s4 = _mm_hadd_epi32(s4, s4);
+        s4 = _mm_hadd_epi32(s4, s4);
+        bs[b] = (int16_t)_mm_cvtsi128_si32(s4);
+        /* pack 32-bit -> 16 -> 8; packs interleave 128-bit lanes, the permute restores order */
+        __m256i p16a = _mm256_packs_epi32(i32[0], i32[1]), p16b = _mm256_packs_epi32(i32[2], i32[3]);
+        __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+        p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(q + b * 32), p8);
+    }
+}
+
+/* ---- exp and the elementwise operators ---- */
+
+/* e^x for eight floats: Cephes' range reduction and degree-5 polynomial,
+ * within 2 ulp of expf over [-87, 88]; inputs are clamped to that range. */
+ALWAYS_INLINE __m256 exp8(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3365f)), _mm256_set1_ps(88.3762626647949f));
+    __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+    __m256 y = _mm256_set1_ps(1.9875691500E-4f);
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
+    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+/* One dot of n floats: two 8-lane FMA chains, then the scalar tail. */
+ALWAYS_INLINE float dot_f32v(const float *a, const float *b, int n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    float s = hsum8(_mm256_add_ps(s0, s1));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void attn_scores(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale) {
+    for (int j = 0; j < kn; j++) sc[j] = dot_f32v(q, K + (size_t)j * stride, hd) * scale;
+}
+
+/* 16 dimensions (four 4-lane double accumulators) stay in registers while
+ * every key of the tile adds into them. */
+static void attn_values(double *acc, const float *p, const float *V, size_t stride, int kn, int hd) {
+    int d = 0;
+    for (; d + 16 <= hd; d += 16) {
+        __m256d a0 = _mm256_loadu_pd(acc + d), a1 = _mm256_loadu_pd(acc + d + 4);
+        __m256d a2 = _mm256_loadu_pd(acc + d + 8), a3 = _mm256_loadu_pd(acc + d + 12);
+        for (int j = 0; j < kn; j++) {
+            const float *v = V + (size_t)j * stride + d;
+            __m256d w = _mm256_set1_pd((double)p[j]);
+            a0 = _mm256_fmadd_pd(w, _mm256_cvtps_pd(_mm_loadu_ps(v)), a0);
+            a1 = _mm256_fmadd_pd(w, _mm256_cvtps_pd(_mm_loadu_ps(v + 4)), a1);
+            a2 = _mm256_fmadd_pd(w, _mm256_cvtps_pd(_mm_loadu_ps(v + 8)), a2);
+            a3 = _mm256_fmadd_pd(w, _mm256_cvtps_pd(_mm_loadu_ps(v + 12)), a3);
+        }
+        _mm256_storeu_pd(acc + d, a0);
+        _mm256_storeu_pd(acc + d + 4, a1);
+        _mm256_storeu_pd(acc + d + 8, a2);
+        _mm256_storeu_pd(acc + d + 12, a3);
+    }
+    for (; d < hd; d++)
+        for (int j = 0; j < kn; j++) acc[d] += (double)p[j] * V[(size_t)j * stride + d];
+}
+
+static double exp_shift(float *x, int n, float shift) {
+    __m256 sv = _mm256_set1_ps(shift), sum = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), sv));
+        _mm256_storeu_ps(x + i, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    double s = hsum8(sum);
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - shift);
+        s += x[i];
+    }
+    return s;
+}
+
+static void scale_f64(double *acc, double s, int n) {
+    __m256d sv = _mm256_set1_pd(s);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) _mm256_storeu_pd(acc + i, _mm256_mul_pd(sv, _mm256_loadu_pd(acc + i)));
+    for (; i < n; i++) acc[i] *= s;
+}
+
+static void rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        s0 = _mm256_fmadd_pd(lo, lo, s0);
+        s1 = _mm256_fmadd_pd(hi, hi, s1);
+    }
+    double buf[4];
+    _mm256_storeu_pd(buf, _mm256_add_pd(s0, s1));
+    double ss = (buf[0] + buf[1]) + (buf[2] + buf[3]);
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(ss / n + eps));
+    __m256 sv = _mm256_set1_ps(scale);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_mul_ps(sv, _mm256_loadu_ps(x + i))));
+    for (; i < n; i++) out[i] = w[i] * (scale * x[i]);
+}
+
+static void softmax(float *x, int n) {
+    __m256 mv = _mm256_set1_ps(-INFINITY);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + i));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float max = _mm_cvtss_f32(m4);
+    for (; i < n; i++) max = x[i] > max ? x[i] : max;
+    __m256 sum = _mm256_setzero_ps(), maxv = _mm256_set1_ps(max);
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), maxv));
+        _mm256_storeu_ps(x + i, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    double s = hsum8(sum);
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        s += x[i];
+    }
+    __m256 inv = _mm256_set1_ps((float)(1.0 / s));
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+    for (; i < n; i++) x[i] *= (float)(1.0 / s);
+}
+
+/* Pairs rotate with the same three roundings as the scalar code (two products,
+ * then addsub), so RoPE is bit-identical across tables. */
+static void rope(float *v, int n_heads, int head_dim, const float *cs) {
+    for (int h = 0; h < n_heads; h++) {
+        float *p = v + h * head_dim;
+        int i = 0;
+        for (; i + 8 <= head_dim; i += 8) {
+            __m256 x = _mm256_loadu_ps(p + i), t = _mm256_loadu_ps(cs + i);
+            __m256 c = _mm256_moveldup_ps(t), s = _mm256_movehdup_ps(t);
+            __m256 xs = _mm256_permute_ps(x, 0xb1); /* swap each pair */
+            _mm256_storeu_ps(p + i, _mm256_addsub_ps(_mm256_mul_ps(x, c), _mm256_mul_ps(xs, s)));
+        }
+        for (; i < head_dim; i += 2) {
+            float c = cs[i], s = cs[i + 1], x0 = p[i], x1 = p[i + 1];
+            p[i] = x0 * c - x1 * s;
+            p[i + 1] = x0 * s + x1 * c;
+        }
+    }
+}
+
+static void swiglu(float *gate, const float *up, int n) {
+    int i = 0;
+    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_loadu_ps(gate + i);
+        __m256 e = exp8(_mm256_xor_ps(g, neg));
+        _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+static int argmax(const float *x, int n) {
+    if (n < 8) {
+        int best = 0;
+        for (int i = 1; i < n; i++)
+            if (x[i] > x[best]) best = i;
+        return best;
+    }
+    __m256 mv = _mm256_loadu_ps(x);
+    int i = 8;
+    for (; i + 8 <= n; i += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + i));
+    float m[8], max;
+    _mm256_storeu_ps(m, mv);
+    max = m[0];
+    for (int k = 1; k < 8; k++) max = m[k] > max ? m[k] : max;
+    for (; i < n; i++) max = x[i] > max ? x[i] : max;
+    for (i = 0; i < n; i++)
+        if (x[i] == max) return i;
+    return 0; /* only when x holds NaNs */
+}
+
+static void add(float *y, const float *x, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+    for (; i < n; i++) y[i] += x[i];
+}
+
+const kern_ops kern_avx2_ops = {
+    .name = "avx2",
+    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q8_0] = dot_q8_0,
+            [CX_TYPE_Q4_0] = dot_q4_0, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx2, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx2},
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0, [CX_TYPE_Q4_0] = gemm_q4_0,
+             [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx2, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx2},
+    .quantize_act = quantize_act,
+    .attn_scores = attn_scores,
+    .attn_values = attn_values,
+    .exp_shift = exp_shift,
+    .scale_f64 = scale_f64,
+    .rmsnorm = rmsnorm,
+    .softmax = softmax,
+    .rope = rope,
+    .swiglu = swiglu,
+    .argmax = argmax,
+    .add = add,
+};

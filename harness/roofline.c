@@ -1,0 +1,125 @@
+/*
+ * roofline.c - bytes read per decoded token, the bandwidth roofline, and the
+ * sentence that puts a run's decode speed against it (see roofline.h).
+ */
+#include "roofline.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hw_store.h"
+
+void roof_model_from_numbers(roof_model *out, double weight_bytes, double embd_bytes, double n_vocab, int tied_output,
+                             int n_layer, int n_head_kv, int head_dim) {
+    double row = n_vocab > 0 ? embd_bytes / n_vocab : 0;
+    /* Untied: the embedding is only looked up (one row). Tied: the classifier
+     * reads it whole, and the lookup reads one row of it besides. */
+    out->weight_bytes = weight_bytes - (tied_output ? 0 : embd_bytes) + row;
+    out->kv_bytes_per_pos = 2.0 * n_layer * n_head_kv * head_dim * ROOF_KV_ELEM_BYTES;
+}
+
+int roof_model_of(const cx_model *m, roof_model *out) {
+    const cx_model_info *mi = cx_model_get_info(m);
+    double embd = -1;
+    for (int i = 0; i < mi->n_tensors; i++) {
+        cx_tensor_info t;
+        if (cx_model_tensor(m, i, &t) == 0 && !strcmp(t.name, "token_embd.weight")) embd = (double)t.nbytes;
+    }
+    if (embd < 0) return -1;
+    roof_model_from_numbers(out, (double)mi->weight_bytes, embd, mi->n_vocab, mi->tied_output, mi->n_layer,
+                            mi->n_head_kv, mi->head_dim);
+    return 0;
+}
+
+double roof_bytes_per_token(const roof_model *rm, double ctx_mean) {
+    return rm->weight_bytes + rm->kv_bytes_per_pos * ctx_mean;
+}
+
+double roof_tps(double read_gbs, double bytes_per_token) {
+    if (!(read_gbs > 0) || !(bytes_per_token > 0)) return NAN;
+    return read_gbs * 1e9 / bytes_per_token;
+}
+
+void roof_apply(rep_result *reps, int n_reps, const roof_model *rm, double read_gbs) {
+    for (int r = 0; r < n_reps; r++) {
+        double ctx = rep_get_metric(&reps[r], "decode_ctx_mean"), dec = rep_get_metric(&reps[r], "decode_tps");
+        if (isnan(ctx) || isnan(dec)) continue;
+        double bpt = roof_bytes_per_token(rm, ctx), rt = roof_tps(read_gbs, bpt);
+        rep_set_metric(&reps[r], "bytes_per_token", bpt);
+        if (isnan(rt)) continue;
+        rep_set_metric(&reps[r], "roofline_tps", rt);
+        rep_set_metric(&reps[r], "roofline_frac", dec / rt);
+    }
+}
+
+/* A run's figures against the roofline, stored or worked out now. */
+typedef struct roof_view {
+    double decode, rt, frac, bpt, gbs;
+    int64_t hw_id;
+    int threads, late; /* late: the hw row was measured after the run */
+} roof_view;
+
+/* Fill v for a run: 1 with a roofline, 0 nothing to say, -1 no hw row. */
+static int roof_view_of(sqlite3 *db, int64_t run, roof_view *v) {
+    memset(v, 0, sizeof *v);
+    v->decode = v->rt = v->frac = v->bpt = v->gbs = NAN;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT name, median FROM summary WHERE run_id = ? AND name IN"
+                               " ('decode_tps', 'bytes_per_token', 'roofline_tps', 'roofline_frac')", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int64(st, 1, run);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        double x = sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1);
+        if (!name) continue;
+        if (!strcmp(name, "decode_tps")) v->decode = x;
+        else if (!strcmp(name, "bytes_per_token")) v->bpt = x;
+        else if (!strcmp(name, "roofline_tps")) v->rt = x;
+        else if (!strcmp(name, "roofline_frac")) v->frac = x;
+    }
+    sqlite3_finalize(st);
+    if (isnan(v->decode) || isnan(v->bpt)) return 0;
+    int64_t env = 0;
+    /* hw_id is a v5 column: a database that lacks it has nothing stored either. */
+    if (sqlite3_prepare_v2(db, "SELECT env_id, threads, hw_id FROM runs WHERE id = ?", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, run);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            env = sqlite3_column_int64(st, 0);
+            v->threads = sqlite3_column_int(st, 1);
+            v->hw_id = sqlite3_column_int64(st, 2);
+        }
+        sqlite3_finalize(st);
+    }
+    if (!isnan(v->rt) && !isnan(v->frac)) {
+        v->gbs = v->rt * v->bpt / 1e9;
+        return 1;
+    }
+    hw_ref h;
+    if (hw_store_lookup(db, NULL, env, v->threads, &h) != 1) return -1;
+    v->late = 1;
+    v->hw_id = h.id;
+    v->gbs = h.read_gbs;
+    v->rt = roof_tps(h.read_gbs, v->bpt);
+    v->frac = v->decode / v->rt;
+    return 1;
+}
+
+int roof_describe(sqlite3 *db, int64_t run, char *buf, size_t n) {
+    roof_view v;
+    int rc = roof_view_of(db, run, &v);
+    if (rc != 1) return rc;
+    snprintf(buf, n, "decode %.2f tok/s = %.0f%% of roofline %.2f tok/s (%.3f MB read per token at %.2f GB/s,"
+                     " hw row %lld%s)",
+             v.decode, 100 * v.frac, v.rt, v.bpt / 1e6, v.gbs, (long long)v.hw_id,
+             v.late ? ", measured after this run" : "");
+    return 1;
+}
+
+void roof_fraction(sqlite3 *db, int64_t run, double *decode_tps, double *frac) {
+    roof_view v;
+    int rc = roof_view_of(db, run, &v);
+    *decode_tps = v.decode;
+    *frac = rc == 1 ? v.frac : NAN;
+}

@@ -1,0 +1,324 @@
+/*
+ * test_kernels.c - every SIMD kernel against its scalar reference, and the
+ * properties the forward pass relies on:
+ *   - activation quantizers of every table give identical codes and scales;
+ *   - each weight type's dot agrees with the scalar table within a float
+ *     rounding bound, on random and edge inputs (odd sizes, zeros, extremes);
+ *   - each table's gemm equals its own dot bit for bit (so batched prefill and
+ *     one-token decode agree exactly);
+ *   - the quantized-activation dot stays within the analytic bound of the
+ *     float-activation reference (each code is off by at most half a step);
+ *   - the elementwise operators agree (RoPE, argmax and add bit for bit).
+ * Tolerances are stated where they are checked. The AVX2 table is skipped,
+ * with a message, on CPUs that lack it.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cortex.h"
+#include "kernels/kernels.h"
+#include "kquant.h"
+#include "quant.h"
+#include "testing.h"
+#include "util.h"
+
+/* splitmix64: reproducible inputs. */
+static uint64_t rng_state = 42;
+static uint64_t rnd(void) {
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float unif(void) { return (float)((rnd() >> 11) * 0x1.0p-53) * 2.0f - 1.0f; }
+
+enum { FILL_RANDOM, FILL_ZERO, FILL_EXTREME, FILL_SPARSE, FILL_HALVES, N_FILLS };
+static const char *fill_name[] = {"random", "zeros", "extreme", "sparse", "half-steps"};
+
+/* Test vectors: random, all zeros, huge magnitudes, mostly-zero, and values
+ * landing exactly on rounding midpoints of the 8-bit quantizer. */
+static void fill(float *x, int64_t n, int kind) {
+    for (int64_t i = 0; i < n; i++) {
+        switch (kind) {
+        case FILL_RANDOM: x[i] = unif() * 3.0f; break;
+        case FILL_ZERO: x[i] = 0.0f; break;
+        case FILL_EXTREME: x[i] = (rnd() & 1 ? 1.0f : -1.0f) * (rnd() & 3 ? 3.0e4f : 1.0e-3f); break;
+        case FILL_SPARSE: x[i] = (rnd() % 7 == 0) ? unif() : 0.0f; break;
+        default: x[i] = (i % 32 == 0) ? 127.0f : (float)((int)(rnd() % 255) - 127) + 0.5f; break;
+        }
+    }
+}
+
+static const kern_ops *avx2;
+
+/* ---- activation quantization: identical across tables ---- */
+static void test_quantize_act(void) {
+    if (!avx2) return;
+    int64_t sizes[] = {32, 256, 288, 2048, 5632};
+    for (int fmt = KERN_ACT_Q8_32; fmt <= KERN_ACT_Q8_256; fmt++)
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+            int64_t n = sizes[si];
+            if (fmt == KERN_ACT_Q8_256 && n % 256) continue;
+            for (int kind = 0; kind < N_FILLS; kind++) {
+                float *x = malloc(sizeof(float) * (size_t)n);
+                fill(x, n, kind);
+                size_t bytes = kern_act_bytes(fmt, 1, n);
+                void *m1 = aligned_alloc(64, (bytes + 63) & ~(size_t)63), *m2 = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+                kern_act a1, a2;
+                kern_act_init(&a1, fmt, 1, n, m1);
+                kern_act_init(&a2, fmt, 1, n, m2);
+                kern_scalar_ops.quantize_act(x, &a1, 0);
+                avx2->quantize_act(x, &a2, 0);
+                int64_t nb = n / (fmt == KERN_ACT_Q8_32 ? 32 : 256), ns = n / (fmt == KERN_ACT_Q8_32 ? 32 : 16);
+                CHECK(!memcmp(a1.qs, a2.qs, (size_t)n), "fmt %d n %lld %s: codes differ", fmt, (long long)n, fill_name[kind]);
+                CHECK(!memcmp(a1.d, a2.d, sizeof(float) * (size_t)nb), "fmt %d n %lld %s: scales differ", fmt, (long long)n, fill_name[kind]);
+                CHECK(!memcmp(a1.bsum, a2.bsum, sizeof(int16_t) * (size_t)ns), "fmt %d n %lld %s: sums differ", fmt, (long long)n, fill_name[kind]);
+                /* every code is within half a step of x/d */
+                double worst = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    int64_t b = i / (fmt == KERN_ACT_Q8_32 ? 32 : 256);
+                    double err = fabs((double)a1.qs[i] * a1.d[b] - x[i]);
+                    double lim = 0.5 * fabs(a1.d[b]) * 1.0001 + 1e-30;
+                    if (err / lim > worst) worst = err / lim;
+                }
+                CHECK(worst <= 1.0, "fmt %d %s: a code is %.3f half-steps off", fmt, fill_name[kind], worst);
+                free(x);
+                free(m1);
+                free(m2);
+            }
+        }
+}
+
+/* A row of n weights of `type`, quantized from random or edge values. */
+static void make_row(int type, int64_t n, int kind, uint8_t *row) {
+    float *w = malloc(sizeof(float) * (size_t)n);
+    fill(w, n, kind == FILL_HALVES ? FILL_RANDOM : kind);
+    quant_quantize_row(type, w, row, n);
+    free(w);
+}
+
+/* sum |w_i * x_i| over the dequantized row and the (dequantized) activations:
+ * the scale float rounding errors are measured against. */
+static double abs_dot(int type, const uint8_t *row, const kern_act *a, int t) {
+    int64_t n = a->n;
+    float *w = malloc(sizeof(float) * (size_t)n);
+    quant_dequantize_row(type, row, w, n);
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        size_t at = (size_t)t * (size_t)n + (size_t)i;
+        double xi = a->fmt == KERN_ACT_F32 ? a->f[at] : 0;
+        if (a->fmt == KERN_ACT_Q8_32) xi = (double)a->qs[at] * a->d[at / 32];
+        if (a->fmt == KERN_ACT_Q8_256) xi = (double)a->qs[at] * a->d[at / 256];
+        s += fabs((double)w[i] * xi);
+    }
+    free(w);
+    return s;
+}
+
+/* ---- weight-row dots and gemms ---- */
+static void test_dots(int type) {
+    int64_t sizes_q[] = {32, 64, 96, 288, 2048, 5632};
+    int64_t sizes_k[] = {256, 768, 2816, 5632};
+    int64_t sizes_f[] = {1, 7, 16, 17, 31, 64, 172, 288, 2048};
+    const int64_t *sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? sizes_k
+                           : (type == CX_TYPE_F32 || type == CX_TYPE_F16) ? sizes_f : sizes_q;
+    int n_sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 4 : (type == CX_TYPE_F32 || type == CX_TYPE_F16) ? 9 : 6;
+    int fmt = kern_act_format(type);
+    double worst = 0;
+    for (int si = 0; si < n_sizes; si++) {
+        int64_t n = sizes[si];
+        enum { R = 5, T = 9 };
+        size_t rb = quant_row_bytes(type, n);
+        uint8_t *rows = malloc(rb * R);
+        float *x = malloc(sizeof(float) * (size_t)(n * T));
+        size_t bytes = kern_act_bytes(fmt, T, n);
+        void *mem = aligned_alloc(64, bytes ? (bytes + 63) & ~(size_t)63 : 64);
+        kern_act a;
+        kern_act_init(&a, fmt, T, n, mem);
+        a.f = x;
+        for (int kind = 0; kind < N_FILLS; kind++) {
+            for (int r = 0; r < R; r++) make_row(type, n, (kind + r) % N_FILLS, rows + rb * (size_t)r);
+            for (int t = 0; t < T; t++) {
+                fill(x + n * t, n, (kind + t) % N_FILLS);
+                kern_act_set(&kern_scalar_ops, &a, t, x + n * t);
+            }
+            const kern_ops *tables[2] = {&kern_scalar_ops, avx2};
+            float ys[2][R * T];
+            for (int ti = 0; ti < 2; ti++) {
+                const kern_ops *k = tables[ti];
+                if (!k) continue;
+                /* gemm over all rows and tokens must equal the dot, bit for bit */
+                float *y = ys[ti];
+                if (k->gemm[type]) k->gemm[type](rows, rb, 0, R, &a, y, R);
+                else kern_gemm_generic(k, type, rows, rb, 0, R, &a, y, R);
+                int same = 1;
+                for (int r = 0; r < R; r++)
+                    for (int t = 0; t < T; t++) same &= y[t * R + r] == k->dot[type](rows + rb * (size_t)r, &a, t);
+                CHECK(same, "%s %s n=%lld %s: gemm differs from dot", k->name, cx_type_name(type), (long long)n, fill_name[kind]);
+            }
+            /* Tolerance: float rounding of a sum of n terms split over 16 lanes
+             * and then blocks: (n/16 + 16) * 2^-23 * sum|w*x|. */
+            if (avx2)
+                for (int r = 0; r < R; r++)
+                    for (int t = 0; t < T; t++) {
+                        double ref = ys[0][t * R + r], got = ys[1][t * R + r];
+                        double scale = abs_dot(type, rows + rb * (size_t)r, &a, t);
+                        double tol = ((double)n / 16 + 16) * 0x1.0p-23 * scale + 1e-30;
+                        double e = fabs(ref - got) / tol;
+                        if (e > worst) worst = e;
+                        if (e > 1.0)
+                            CHECK(0, "avx2 %s n=%lld %s row %d tok %d: %.9g vs scalar %.9g (tol %.3g)", cx_type_name(type),
+                                  (long long)n, fill_name[kind], r, t, got, ref, tol);
+                    }
+        }
+        free(rows);
+        free(x);
+        free(mem);
+    }
+    if (avx2) {
+        CHECK(worst <= 1.0, "%s: worst error %.3f of tolerance", cx_type_name(type), worst);
+        printf("%-5s avx2 vs scalar: worst error %.3f of the tolerance\n", cx_type_name(type), worst);
+    }
+}
+
+/* Quantized activations against the float-activation reference: each
+ * activation is off by at most half its block's step, so
+ * |dot(w, q(x)) - dot(w, x)| <= sum_i |w_i| * d_block(i) / 2 (+ rounding). */
+static void test_activation_error(int type) {
+    int64_t n = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 2048 : 2048;
+    int fmt = kern_act_format(type);
+    size_t rb = quant_row_bytes(type, n);
+    uint8_t *row = malloc(rb);
+    float *x = malloc(sizeof(float) * (size_t)n), *w = malloc(sizeof(float) * (size_t)n);
+    void *mem = aligned_alloc(64, (kern_act_bytes(fmt, 1, n) + 63) & ~(size_t)63);
+    kern_act a;
+    kern_act_init(&a, fmt, 1, n, mem);
+    int ok = 1;
+    for (int trial = 0; trial < 50; trial++) {
+        make_row(type, n, FILL_RANDOM, row);
+        fill(x, n, FILL_RANDOM);
+        kern_act_set(&kern_scalar_ops, &a, 0, x);
+        quant_dequantize_row(type, row, w, n);
+        double bound = 0, absd = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double d = fmt == KERN_ACT_Q8_32 ? a.d[i / 32] : a.d[i / 256];
+            bound += fabs(w[i]) * fabs(d) * 0.5;
+            absd += fabs((double)w[i] * x[i]);
+        }
+        double got = kern_scalar_ops.dot[type](row, &a, 0), ref = kern_dot_scalar(type, row, x, n);
+        if (type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K) {
+            ref = 0;
+            for (int64_t i = 0; i < n; i++) ref += (double)w[i] * x[i];
+        }
+        ok &= fabs(got - ref) <= bound + 1e-5 * absd;
+    }
+    CHECK(ok, "%s: quantized-activation dot outside the half-step bound", cx_type_name(type));
+    free(row);
+    free(x);
+    free(w);
+    free(mem);
+}
+
+/* ---- elementwise operators ---- */
+static void test_ops(void) {
+    if (!avx2) return;
+    const kern_ops *s = &kern_scalar_ops, *v = avx2;
+    for (int n = 1; n <= 67; n += (n < 20 ? 1 : 7)) {
+        float x[80], w[80], a1[80], a2[80], b1[80], b2[80];
+        fill(x, n, FILL_RANDOM);
+        fill(w, n, FILL_RANDOM);
+        /* rmsnorm: both sum squares in double; 2 ulp */
+        s->rmsnorm(a1, x, w, n, 1e-5f);
+        v->rmsnorm(a2, x, w, n, 1e-5f);
+        for (int i = 0; i < n; i++) CHECK_NEAR(a1[i], a2[i], 2.5e-7 * fabs(a1[i]) + 1e-30, "rmsnorm");
+        /* softmax: vector exp within 2 ulp of expf, sums in float vs double: 1e-6 relative */
+        memcpy(a1, x, sizeof x);
+        memcpy(a2, x, sizeof x);
+        for (int i = 0; i < n; i++) a1[i] = a2[i] = x[i] * 20.0f;
+        s->softmax(a1, n);
+        v->softmax(a2, n);
+        for (int i = 0; i < n; i++) CHECK_NEAR(a1[i], a2[i], 1e-6 * a1[i] + 1e-37, "softmax");
+        /* exp_shift: same bound, and the sums */
+        for (int i = 0; i < n; i++) a1[i] = a2[i] = x[i] * 30.0f;
+        double s1 = s->exp_shift(a1, n, 5.0f), s2 = v->exp_shift(a2, n, 5.0f);
+        for (int i = 0; i < n; i++) CHECK_NEAR(a1[i], a2[i], 1e-6 * a1[i] + 1e-37, "exp_shift");
+        CHECK_NEAR(s1, s2, 1e-6 * s1, "exp_shift sum");
+        /* swiglu: silu through the vector exp: 1e-6 relative */
+        for (int i = 0; i < n; i++) { a1[i] = a2[i] = x[i] * 12.0f; b1[i] = w[i]; }
+        s->swiglu(a1, b1, n);
+        v->swiglu(a2, b1, n);
+        for (int i = 0; i < n; i++) CHECK_NEAR(a1[i], a2[i], 1e-6 * fabs(a1[i]) + 1e-30, "swiglu");
+        /* rope: the same three roundings, bit for bit */
+        if (n % 2 == 0) {
+            float cs[80];
+            double inv[40];
+            for (int i = 0; i < n / 2; i++) inv[i] = 1.0 / pow(10000.0, 2.0 * i / n);
+            kern_rope_table(cs, n, 417, inv);
+            memcpy(a1, x, sizeof x);
+            memcpy(a2, x, sizeof x);
+            s->rope(a1, 1, n, cs);
+            v->rope(a2, 1, n, cs);
+            CHECK(!memcmp(a1, a2, sizeof(float) * (size_t)n), "rope n=%d differs", n);
+        }
+        /* argmax (ties: lowest index), add: exact */
+        memcpy(a1, x, sizeof x);
+        a1[n / 2] = a1[n - 1] = 5.0f;
+        CHECK(s->argmax(a1, n) == v->argmax(a1, n) && s->argmax(a1, n) == (n == 1 ? 0 : n / 2), "argmax n=%d", n);
+        memcpy(b1, x, sizeof x);
+        memcpy(b2, x, sizeof x);
+        s->add(b1, w, n);
+        v->add(b2, w, n);
+        CHECK(!memcmp(b1, b2, sizeof(float) * (size_t)n), "add n=%d", n);
+        /* attention: scores (float dot, 8 lanes vs double) within (n/8+8) ulp of sum|q*k|;
+         * values in double: 1e-15 relative */
+        {
+            float K[5 * 80], V[5 * 80], sc1[5], sc2[5];
+            fill(K, 5 * 80, FILL_RANDOM);
+            fill(V, 5 * 80, FILL_RANDOM);
+            s->attn_scores(sc1, x, K, 80, 5, n, 0.125f);
+            v->attn_scores(sc2, x, K, 80, 5, n, 0.125f);
+            for (int j = 0; j < 5; j++) {
+                double mag = 0;
+                for (int i = 0; i < n; i++) mag += fabs((double)x[i] * K[j * 80 + i]) * 0.125;
+                CHECK_NEAR(sc1[j], sc2[j], ((double)n / 8 + 8) * 0x1.0p-23 * mag + 1e-30, "attn_scores");
+            }
+            double d1[80], d2[80];
+            for (int i = 0; i < n; i++) d1[i] = d2[i] = x[i];
+            s->attn_values(d1, sc1, V, 80, 5, n);
+            v->attn_values(d2, sc1, V, 80, 5, n);
+            s->scale_f64(d1, 1.7, n);
+            v->scale_f64(d2, 1.7, n);
+            for (int i = 0; i < n; i++) CHECK_NEAR(d1[i], d2[i], 1e-15 * (fabs(d1[i]) + 1), "attn_values/scale f64");
+        }
+    }
+}
+
+/* ---- dispatch ---- */
+static void test_dispatch(void) {
+    CHECK(kern_table("scalar") == &kern_scalar_ops, "scalar table");
+    CHECK(kern_table("avx512") == NULL && kern_table("bogus") == NULL, "unknown tables are NULL");
+    char msg[256] = "";
+    CHECK(kern_init(msg, sizeof msg) == 0, "kern_init: %s", msg);
+    CHECK(kern != NULL && (kern == &kern_scalar_ops || kern == avx2), "a known table is selected");
+    const char *want = getenv("CORTEX_ISA");
+    if (!want || !*want || !strcmp(want, "auto"))
+        CHECK(kern == (avx2 ? avx2 : &kern_scalar_ops), "the best table is chosen by default");
+    printf("cpu: %s; table in use: %s\n", kern_cpu_features(), kern->name);
+}
+
+static void run_all(void) {
+    avx2 = kern_table("avx2");
+    if (!avx2) printf("SKIP avx2 comparisons: this CPU has no AVX2+FMA+F16C (%s)\n", kern_cpu_features());
+    test_dispatch();
+    test_quantize_act();
+    int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K};
+    for (int i = 0; i < 6; i++) {
+        test_dots(types[i]);
+        if (types[i] != CX_TYPE_F32 && types[i] != CX_TYPE_F16) test_activation_error(types[i]);
+    }
+    test_ops();
+}
+
+TEST_MAIN(run_all())

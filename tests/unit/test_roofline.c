@@ -1,0 +1,195 @@
+/*
+ * test_roofline.c - the bandwidth roofline: bytes read per decoded token
+ * (weights with the embedding as one row unless tied, plus the f32 KV cache
+ * at the mean attended position) against hand-computed numbers, the metrics
+ * a run gets, the hw row a run is held against (thread-count preference), and
+ * the sentence shown under results (stored, worked out after the run, or the
+ * hint when the machine has no hw row).
+ */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cortex.h"
+#include "env.h"
+#include "hw_store.h"
+#include "roofline.h"
+#include "store.h"
+#include "testing.h"
+
+static char dir[] = "/tmp/cortex-roofline-XXXXXX";
+
+/* Untied and tied models described by numbers, worked by hand. */
+static void test_arithmetic(void) {
+    roof_model rm;
+    /* 1,000,000 weight bytes of which the embedding is 256,000 over 1000 rows
+     * (256 B a row); 4 layers x 2 KV heads x 64 dims: 2*4*2*64*4 = 4096 B a position. */
+    roof_model_from_numbers(&rm, 1e6, 256000, 1000, 0, 4, 2, 64);
+    CHECK_NEAR(rm.weight_bytes, 744256, 1e-9, "untied: 1e6 - 256000 + 256");
+    CHECK_NEAR(rm.kv_bytes_per_pos, 4096, 1e-9, "KV bytes per position");
+    double bpt = roof_bytes_per_token(&rm, 100);
+    CHECK_NEAR(bpt, 744256 + 409600, 1e-9, "bytes per token at 100 positions");
+    CHECK_NEAR(roof_tps(20, bpt), 20e9 / 1153856, 1e-9, "roofline at 20 GB/s");
+    CHECK_NEAR(roof_tps(20, bpt), 17333.1854, 1e-3, "roofline at 20 GB/s, by hand");
+    roof_model_from_numbers(&rm, 1e6, 256000, 1000, 1, 4, 2, 64);
+    CHECK_NEAR(rm.weight_bytes, 1000256, 1e-9, "tied: the classifier reads the embedding whole, plus the looked-up row");
+    CHECK(isnan(roof_tps(0, bpt)) && isnan(roof_tps(20, 0)), "no bandwidth or no bytes: no roofline");
+}
+
+/* The metrics added to repetitions: only to those that decoded, the
+ * roofline only with a bandwidth. */
+static void test_apply(void) {
+    roof_model rm;
+    roof_model_from_numbers(&rm, 1e6, 256000, 1000, 0, 4, 2, 64);
+    rep_result reps[3];
+    memset(reps, 0, sizeof reps);
+    rep_set_metric(&reps[0], "decode_tps", 15000);
+    rep_set_metric(&reps[0], "decode_ctx_mean", 100);
+    rep_set_metric(&reps[1], "decode_tps", 16000);
+    rep_set_metric(&reps[1], "decode_ctx_mean", 100);
+    rep_set_metric(&reps[2], "prefill_tps", 900); /* a pp test: no decode */
+    roof_apply(reps, 3, &rm, 20);
+    CHECK_NEAR(rep_get_metric(&reps[0], "bytes_per_token"), 1153856, 1e-9, "bytes per token stored");
+    CHECK_NEAR(rep_get_metric(&reps[0], "roofline_tps"), 17333.1854, 1e-3, "roofline stored");
+    CHECK_NEAR(rep_get_metric(&reps[0], "roofline_frac"), 15000 / (20e9 / 1153856), 1e-12, "fraction stored");
+    CHECK_NEAR(rep_get_metric(&reps[0], "roofline_frac"), 0.865393, 1e-6, "fraction, by hand");
+    CHECK_NEAR(rep_get_metric(&reps[1], "roofline_frac"), 0.9230848, 1e-6, "second repetition, by hand");
+    CHECK(isnan(rep_get_metric(&reps[2], "bytes_per_token")), "no decode, no bytes per token");
+    rep_result r;
+    memset(&r, 0, sizeof r);
+    rep_set_metric(&r, "decode_tps", 15000);
+    rep_set_metric(&r, "decode_ctx_mean", 100);
+    roof_apply(&r, 1, &rm, 0);
+    CHECK(!isnan(rep_get_metric(&r, "bytes_per_token")) && isnan(rep_get_metric(&r, "roofline_tps")) &&
+              isnan(rep_get_metric(&r, "roofline_frac")),
+          "without a hw row: bytes per token, no made-up roofline");
+}
+
+/* A real (synthetic) model: tied test-tiny and untied stories-like numbers from its tensors. */
+static void test_model(void) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/tiny.gguf", dir);
+    cx_err e = {0};
+    cx_model *m = NULL;
+    CHECK(cx_synth_write(cx_shape_find("test-tiny"), CX_TYPE_Q8_0, 1, path, &e) == 0 &&
+              cx_model_load(path, NULL, &m, &e) == 0,
+          "model: %s", e.msg);
+    if (!m) return;
+    const cx_model_info *mi = cx_model_get_info(m);
+    double embd = 0;
+    for (int i = 0; i < mi->n_tensors; i++) {
+        cx_tensor_info t;
+        cx_model_tensor(m, i, &t);
+        if (!strcmp(t.name, "token_embd.weight")) embd = (double)t.nbytes;
+    }
+    roof_model rm;
+    CHECK(roof_model_of(m, &rm) == 0, "roof_model_of");
+    /* test-tiny: 2 layers, 2 KV heads of 16, q8_0 embedding 512 x 64 (34 B per 32 values: 68 B a row), tied. */
+    CHECK(mi->tied_output, "test-tiny ties its output");
+    CHECK_NEAR(embd, 512 * 68, 0, "q8_0 embedding bytes");
+    CHECK_NEAR(rm.weight_bytes, (double)mi->weight_bytes + 68, 0, "tied: all weights + one row");
+    CHECK_NEAR(rm.kv_bytes_per_pos, 2 * 2 * 2 * 16 * 4, 0, "KV: 2 x 2 layers x 2 heads x 16 x 4 B");
+    cx_model_free(m);
+}
+
+/* hw rows: which one a run at t threads uses; the sentences shown. */
+static void test_lookup_and_describe(void) {
+    char path[256], err[512], buf[512];
+    snprintf(path, sizeof path, "%s/r.db", dir);
+    store *s;
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "open: %s", err);
+    if (!s) return;
+    sqlite3 *db = store_db(s);
+    env_info env;
+    env_collect(&env);
+    char fp[65];
+    env_fingerprint(&env, fp);
+    hw_ref h;
+    CHECK(hw_store_lookup(db, fp, 0, 2, &h) == 0, "no hw row yet");
+    /* A run that decoded, recorded before any hw row: the hint. */
+    run_meta meta;
+    memset(&meta, 0, sizeof meta);
+    snprintf(meta.workload, sizeof meta.workload, "tg8");
+    meta.threads = 2;
+    meta.reps = 1;
+    int64_t id = 0;
+    CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0, "begin: %s", err);
+    rep_result r;
+    memset(&r, 0, sizeof r);
+    rep_set_metric(&r, "decode_tps", 15000);
+    rep_set_metric(&r, "decode_ctx_mean", 100);
+    roof_model rm;
+    roof_model_from_numbers(&rm, 1e6, 256000, 1000, 0, 4, 2, 64);
+    roof_apply(&r, 1, &rm, 0);
+    CHECK(store_finish_run(s, id, &r, 1, err, sizeof err) == 0, "finish: %s", err);
+    CHECK(roof_describe(db, id, buf, sizeof buf) == -1, "decoded, no hw row: the caller prints the hint");
+    double dec, frac;
+    roof_fraction(db, id, &dec, &frac);
+    CHECK(dec == 15000 && isnan(frac), "fraction unknown, decode known");
+
+    /* Two rows: N = 2 at 20 GB/s (1 thread 12), then newer N = 1 at 11. */
+    hw_result hr;
+    memset(&hr, 0, sizeof hr);
+    hr.threads = 2;
+    hr.reps = 1;
+    hr.buffer_bytes = 1 << 20;
+    hr.read[0].best = 12;
+    hr.read[1].best = 20;
+    for (int t = 0; t < 2; t++) hr.fp32_avx2[t].best = hr.int8_avx2[t].best = NAN;
+    int64_t h1, h2;
+    CHECK(hw_store_insert(s, &hr, &env, &h1, err, sizeof err) == 0, "insert: %s", err);
+    hr.threads = 1;
+    hr.read[0].best = hr.read[1].best = 11;
+    CHECK(hw_store_insert(s, &hr, &env, &h2, err, sizeof err) == 0 && h2 > h1, "insert 2: %s", err);
+    CHECK(hw_store_lookup(db, fp, 0, 2, &h) == 1 && h.id == h1 && h.read_gbs == 20 && h.threads == 2,
+          "2 threads: the row measured at 2 threads (row %lld, %.1f GB/s)", (long long)h.id, h.read_gbs);
+    CHECK(hw_store_lookup(db, fp, 0, 1, &h) == 1 && h.id == h2 && h.read_gbs == 11 && h.threads == 1,
+          "1 thread: the newest row's 1-thread figure");
+    CHECK(hw_store_lookup(db, fp, 0, 4, &h) == 1 && h.id == h2 && h.read_gbs == 11,
+          "4 threads, never measured: the newest row's all-threads figure");
+    CHECK(hw_store_lookup(db, "not-this-machine", 0, 2, &h) == 0, "another machine has no row");
+
+    /* The run recorded before the hw rows is now judged against row 1 (2 threads). */
+    CHECK(roof_describe(db, id, buf, sizeof buf) == 1, "described after hw ran");
+    CHECK(strstr(buf, "decode 15000.00 tok/s = 87% of roofline 17333.19 tok/s") && strstr(buf, "measured after this run") &&
+              strstr(buf, "1.154 MB read per token at 20.00 GB/s"),
+          "late sentence: %s", buf);
+    /* A run stored with its roofline. */
+    rep_result r2;
+    memset(&r2, 0, sizeof r2);
+    rep_set_metric(&r2, "decode_tps", 16000);
+    rep_set_metric(&r2, "decode_ctx_mean", 100);
+    roof_apply(&r2, 1, &rm, 20);
+    meta.hw_id = h1;
+    int64_t id2 = 0;
+    CHECK(store_begin_run(s, &meta, &env, &id2, err, sizeof err) == 0 &&
+              store_finish_run(s, id2, &r2, 1, err, sizeof err) == 0,
+          "second run: %s", err);
+    CHECK(roof_describe(db, id2, buf, sizeof buf) == 1 && strstr(buf, "= 92% of roofline 17333.19 tok/s") &&
+              strstr(buf, "hw row 1)"),
+          "stored sentence: %s", buf);
+    roof_fraction(db, id2, &dec, &frac);
+    CHECK_NEAR(frac, 0.9230848, 1e-6, "stored fraction");
+    /* A run that never decoded (pp test): nothing to say. */
+    int64_t id3 = 0;
+    rep_result r3;
+    memset(&r3, 0, sizeof r3);
+    rep_set_metric(&r3, "prefill_tps", 900);
+    store_begin_run(s, &meta, &env, &id3, err, sizeof err);
+    store_finish_run(s, id3, &r3, 1, err, sizeof err);
+    CHECK(roof_describe(db, id3, buf, sizeof buf) == 0, "no decode: no sentence, no hint");
+    store_close(s);
+}
+
+TEST_MAIN({
+    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    test_arithmetic();
+    test_apply();
+    test_model();
+    test_lookup_and_describe();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+})
