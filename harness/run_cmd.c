@@ -210,6 +210,10 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         wl_free(&wl);
         return cli_fail(1, "%s", ce.msg);
     }
+    /* Weights in huge pages decode faster than mapped ones: part of the
+     * kernel configuration, so runs differing in it are not compared. */
+    if (!strcmp(cx_model_get_info(model)->weights_memory, "hugepages"))
+        snprintf(meta.isa, sizeof meta.isa, "%s+hp", isa);
     cli_ensure_default_dir(o.db);
     store *db;
     if (store_open(o.db, &db, err, sizeof err)) {

@@ -330,6 +330,7 @@ static int cmd_info(opts *o, const char *path) {
     printf("rope_base:      %g\nrms_eps:        %g\n", i->rope_base, i->rms_eps);
     printf("output:         %s\n", i->tied_output ? "tied to token_embd" : "separate output.weight");
     printf("main type:      %s\n", cx_type_name(i->main_type));
+    printf("weights memory: %s\n", i->weights_memory);
     printf("parameters:     %llu\n", (unsigned long long)i->n_params);
     printf("weight bytes:   %llu (%s)\nfile bytes:     %llu (%s)\n", (unsigned long long)i->weight_bytes, wb,
            (unsigned long long)i->file_bytes, fb);

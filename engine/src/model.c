@@ -18,7 +18,71 @@
 #include "quant.h"
 #include "util.h"
 
+#define HUGE_2M ((size_t)2 << 20)
+/* Files at least this large are copied into huge pages by default. */
+#define COPY_MIN_BYTES ((size_t)64 << 20)
+
+/* Bytes a copied image occupies: whole 2 MiB pages. */
+static size_t copy_len(size_t size) { return (size + HUGE_2M - 1) & ~(HUGE_2M - 1); }
+
+/*
+ * Weights memory policy. CORTEX_WEIGHTS=mmap maps the file (pages shared with
+ * the page cache, 4 KiB each); CORTEX_WEIGHTS=hugepages copies it into
+ * anonymous memory advised for 2 MiB transparent huge pages. Decode reads
+ * every weight once per token, and with 4 KiB pages a 1 GiB model needs
+ * 262,144 TLB entries per token, each miss a two-level walk in a VM; huge
+ * pages cut that 512-fold (measured on tinyllama q8_0: docs/performance.md).
+ * The cost: the copy (about 0.5 s per GiB from the page cache) and the image
+ * counts as anonymous memory (the file's page cache copy stays evictable).
+ * Default: copy files of 64 MiB and more when the kernel offers transparent
+ * huge pages (enabled = always or madvise), map everything else.
+ */
+static int model_want_copy(size_t size) {
+    const char *w = getenv("CORTEX_WEIGHTS");
+    if (w && !strcmp(w, "mmap")) return 0;
+    if (w && !strcmp(w, "hugepages")) return 1;
+    if (size < COPY_MIN_BYTES) return 0;
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f) return 0;
+    char line[128] = "";
+    int ok = fgets(line, sizeof line, f) && !strstr(line, "[never]");
+    fclose(f);
+    return ok;
+}
+
+/* Read the whole file into anonymous memory advised for huge pages, then
+ * make it read-only like a mapping. MAP_FAILED if anything fails (the caller
+ * falls back to mmap). */
+static void *model_copy_hugepages(int fd, size_t size) {
+    size_t len = copy_len(size);
+    /* over-allocate by one huge page so the image can start 2 MiB-aligned */
+    uint8_t *raw = mmap(NULL, len + HUGE_2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return MAP_FAILED;
+    uint8_t *p = (uint8_t *)(((uintptr_t)raw + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    size_t tail = (size_t)(raw + len + HUGE_2M - (p + len));
+    if (tail) munmap(p + len, tail);
+    madvise(p, len, MADV_HUGEPAGE);
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = pread(fd, p + got, size - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            munmap(p, len);
+            return MAP_FAILED;
+        }
+        got += (size_t)r;
+    }
+    mprotect(p, len, PROT_READ);
+    return p;
+}
+
 int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err) {
+    int copied_unused;
+    return model_load_file(path, map, size, &copied_unused, 0, err);
+}
+
+int model_load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int allow_copy, cx_err *err) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return cx_fail(err, CX_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -30,7 +94,14 @@ int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *
         close(fd);
         return cx_fail(err, CX_EFORMAT, "%s: empty file", path);
     }
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *p = MAP_FAILED;
+    if (allow_copy && model_want_copy((size_t)st.st_size)) p = model_copy_hugepages(fd, (size_t)st.st_size);
+    if (p != MAP_FAILED) {
+        *copied = 1;
+    } else {
+        *copied = 0;
+        p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    }
     int e = errno;
     close(fd);
     if (p == MAP_FAILED) return cx_fail(err, CX_EIO, "%s: mmap failed: %s", path, strerror(e));
@@ -41,6 +112,10 @@ int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *
 
 void model_unmap_file(const uint8_t *map, size_t size) {
     if (map) munmap((void *)map, size);
+}
+
+void model_release_file(const uint8_t *map, size_t size, int copied) {
+    if (map) munmap((void *)map, copied ? copy_len(size) : size);
 }
 
 int model_check_hparams(const cx_model_info *h, const char *L, cx_err *err) {
@@ -263,7 +338,7 @@ int cx_model_load(const char *path, const char *tokenizer_path, cx_model **out, 
     if (!path || !*path) return cx_fail(err, CX_EINVAL, "no model path given");
     cx_model *m = calloc(1, sizeof *m);
     if (!m) return cx_fail(err, CX_ENOMEM, "out of memory");
-    int rc = model_map_file(path, &m->map, &m->map_size, err);
+    int rc = model_load_file(path, &m->map, &m->map_size, &m->map_copied, 1, err);
     if (rc) {
         free(m);
         return rc;
@@ -288,13 +363,14 @@ int cx_model_load(const char *path, const char *tokenizer_path, cx_model **out, 
     }
     m->info.name = m->name;
     m->info.n_tensors = m->n_tensors;
+    m->info.weights_memory = m->map_copied ? "hugepages" : "mmap";
     *out = m;
     return 0;
 }
 
 void cx_model_free(cx_model *m) {
     if (!m) return;
-    model_unmap_file(m->map, m->map_size);
+    model_release_file(m->map, m->map_size, m->map_copied);
     tok_free(&m->vocab);
     free(m->layers);
     free(m->norms);

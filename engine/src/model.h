@@ -37,8 +37,9 @@ typedef struct cx_tensor_rec {
 struct cx_model {
     cx_model_info info;
     char name[128];
-    const uint8_t *map;  /* the model file, mapped read-only */
+    const uint8_t *map;  /* the model file, mapped or copied (read-only either way) */
     size_t map_size;
+    int map_copied;      /* 1: a huge-page copy (model_load_file), 0: an mmap */
     tok_vocab vocab;
     cx_weight tok_embd, output;
     const float *out_norm;
@@ -51,6 +52,11 @@ struct cx_model {
 /* Map a whole file read-only; *size gets its length. */
 int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err);
 void model_unmap_file(const uint8_t *map, size_t size);
+/* Like model_map_file, but with allow_copy the weights-memory policy (see
+ * model.c: CORTEX_WEIGHTS) may copy the file into huge pages; *copied says
+ * which happened. Release with model_release_file. */
+int model_load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int allow_copy, cx_err *err);
+void model_release_file(const uint8_t *map, size_t size, int copied);
 
 /* Fill m from a GGUF image / a llama2.c checkpoint (+ tokenizer image). */
 int model_from_gguf(cx_model *m, const char *label, cx_err *err);

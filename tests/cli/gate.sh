@@ -46,7 +46,7 @@ check "JUnit XML is well formed with no failure" "$PY" -c 'import sys, xml.etree
 check "markdown summary written" grep -q "cortex-bench gate (deterministic): pass" "$tmp/s.md"
 CORTEX_SLOWDOWN_PCT=5 g "$KNOB" gate --junit "$tmp/j5.xml"
 check "5% injected slowdown fails the gate (exit 1)" test $? -eq 1
-check "instructions regressed by about 5%" grep -qE "instructions .* \+4\.[0-9]+% .*\*\*regressed\*\*" "$tmp/out.md"
+check "instructions regressed by about 5% (4-6%)" grep -qE "instructions .* \+[4-6]\.[0-9]+% .*\*\*regressed\*\*" "$tmp/out.md"
 check "JUnit XML reports the failure" "$PY" -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); assert r.find("testsuite").get("failures") == "1"' "$tmp/j5.xml"
 check "gate decisions stored (pass, pass, regression)" test "$(sql "$db" "select group_concat(verdict) from (select verdict from gates where verdict != 'error' order by id)")" = "pass,pass,regression"
 check "verdicts stored per metric" test "$(sql "$db" "select verdict from verdicts order by gate_id desc limit 1")" = regressed

@@ -2,12 +2,15 @@
  * test_forward.c - properties of the forward pass that the kernels' design
  * promises, on synthetic models of every weight type:
  *   - a prompt evaluated in one call (batched prefill, several passes when it
- *     is longer than a batch) gives bit-identical logits to the same tokens
- *     fed one at a time (decode), because every gemm value equals its dot and
- *     attention tiles start at fixed positions;
+ *     is longer than a batch) gives the logits of the same tokens fed one at a
+ *     time (decode): bit for bit for f32/f16 (every gemm value equals its dot
+ *     and attention tiles start at fixed positions), within 1e-4 relative RMS
+ *     for q8_0/q4_0/q4_k_m, whose AVX2 prefill kernel sums eight rows in
+ *     another order than the decode kernel;
  *   - 1 and 2 threads give bit-identical logits;
  *   - a reset session reproduces its first run.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,6 +42,16 @@ static int logits_after(cx_model *m, const int32_t *toks, int n, int step, int t
     return 0;
 }
 
+/* sqrt(sum (a-b)^2 / sum a^2). */
+static double rel_rms(const float *a, const float *b, int n) {
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)a[i] * a[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 static void check_type(const char *type_name, int n_tokens) {
     cx_shape sh = *cx_shape_find("test-tiny");
     sh.n_ctx = 640; /* longer than one prefill batch (256) */
@@ -61,9 +74,18 @@ static void check_type(const char *type_name, int n_tokens) {
     logits_after(m, toks, n_tokens, 1, 1, b);        /* one token per call */
     logits_after(m, toks, n_tokens, 37, 2, c);       /* ragged chunks, 2 threads */
     logits_after(m, toks, n_tokens, n_tokens, 2, d);
-    CHECK(!memcmp(a, b, sizeof(float) * (size_t)V), "%s, %d tokens: batched prefill differs from token-by-token",
-          type_name, n_tokens);
-    CHECK(!memcmp(a, c, sizeof(float) * (size_t)V), "%s: chunks of 37 on 2 threads differ", type_name);
+    int exact = !strcmp(type_name, "f32") || !strcmp(type_name, "f16");
+    double rms = rel_rms(a, b, V), rms_c = rel_rms(a, c, V);
+    if (exact) {
+        CHECK(!memcmp(a, b, sizeof(float) * (size_t)V), "%s, %d tokens: batched prefill differs from token-by-token",
+              type_name, n_tokens);
+        CHECK(!memcmp(a, c, sizeof(float) * (size_t)V), "%s: chunks of 37 on 2 threads differ", type_name);
+    } else {
+        CHECK(rms <= 1e-4, "%s, %d tokens: batched prefill vs token-by-token relative RMS %.3g > 1e-4", type_name,
+              n_tokens, rms);
+        CHECK(rms_c <= 1e-4, "%s: chunks of 37 on 2 threads: relative RMS %.3g > 1e-4", type_name, rms_c);
+    }
+    printf("%-6s %3d tokens: prefill vs decode relative RMS %.2g\n", type_name, n_tokens, rms);
     CHECK(!memcmp(a, d, sizeof(float) * (size_t)V), "%s: 2 threads differ from 1", type_name);
     int finite = 1;
     for (int i = 0; i < V; i++) finite &= a[i] == a[i] && a[i] < 1e30f && a[i] > -1e30f;

@@ -12,6 +12,7 @@
  * yet: this machine cannot run them, and untested SIMD code is not shipped.
  * A kern_avx512_ops table would slot in at best_table().
  */
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -197,6 +198,18 @@ void kern_act_init(kern_act *a, int fmt, int T, int64_t n, void *mem) {
     a->d = (float *)p;
     p += up64(rows * blocks * sizeof(float));
     a->bsum = (int16_t *)p;
+}
+
+void kern_act_slice(const kern_act *a, int t0, int T, kern_act *out) {
+    assert(t0 >= 0 && T >= 0 && t0 + T <= a->T);
+    *out = *a;
+    out->T = T;
+    size_t n = (size_t)a->n, row0 = (size_t)t0;
+    if (a->f) out->f = a->f + row0 * n;
+    if (a->fmt == KERN_ACT_F32) return;
+    out->qs = a->qs + row0 * n;
+    out->d = a->d + row0 * (a->fmt == KERN_ACT_Q8_32 ? n / 32 : n / 256);
+    out->bsum = a->bsum + row0 * (a->fmt == KERN_ACT_Q8_32 ? n / 32 : n / 16);
 }
 
 void kern_act_set(const kern_ops *k, kern_act *a, int t, const float *x) {

@@ -105,6 +105,8 @@ int kern_act_format(int type);
 size_t kern_act_bytes(int fmt, int T, int64_t n);
 /* Lay out a kern_act over caller-provided, 32-byte-aligned memory of kern_act_bytes(). */
 void kern_act_init(kern_act *a, int fmt, int T, int64_t n, void *mem);
+/* A view of rows t0..t0+T-1 of a (for tiling a gemm over tokens). */
+void kern_act_slice(const kern_act *a, int t0, int T, kern_act *out);
 /* Fill activation row t from floats with the table's quantizer (or point at them for F32). */
 void kern_act_set(const kern_ops *k, kern_act *a, int t, const float *x);
 
