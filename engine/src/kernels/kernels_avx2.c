@@ -225,6 +225,21 @@ DEFINE_GEMM(gemm_f16, F16_CALL)
  * -8 * (sum of the activation block's codes), the same for all eight rows.
  */
 
+/* Lane r of the result = the sum of the eight int32 lanes of m_r. Built from
+ * unpacks and adds (one-cycle shuffles on their own ports) rather than
+ * vphaddd, which is several micro-ops on AMD Zen. */
+ALWAYS_INLINE __m256i sum8x8(__m256i m0, __m256i m1, __m256i m2, __m256i m3, __m256i m4, __m256i m5, __m256i m6,
+                             __m256i m7) {
+    __m256i p01 = _mm256_add_epi32(_mm256_unpacklo_epi32(m0, m1), _mm256_unpackhi_epi32(m0, m1));
+    __m256i p23 = _mm256_add_epi32(_mm256_unpacklo_epi32(m2, m3), _mm256_unpackhi_epi32(m2, m3));
+    __m256i p45 = _mm256_add_epi32(_mm256_unpacklo_epi32(m4, m5), _mm256_unpackhi_epi32(m4, m5));
+    __m256i p67 = _mm256_add_epi32(_mm256_unpacklo_epi32(m6, m7), _mm256_unpackhi_epi32(m6, m7));
+    /* per 128-bit lane: p01 = [r0 r1 r0 r1], partial sums; combine to [r0 r1 r2 r3] */
+    __m256i q03 = _mm256_add_epi32(_mm256_unpacklo_epi64(p01, p23), _mm256_unpackhi_epi64(p01, p23));
+    __m256i q47 = _mm256_add_epi32(_mm256_unpacklo_epi64(p45, p67), _mm256_unpackhi_epi64(p45, p67));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(q03, q47, 0x20), _mm256_permute2x128_si256(q03, q47, 0x31));
+}
+
 /* The eight rows' fp16 block scales at byte offset `off` of each row, as floats. */
 ALWAYS_INLINE __m256 scales8(const uint8_t *const rows[8], size_t off) {
     __m128i h = _mm_setzero_si128();
@@ -275,17 +290,10 @@ ALWAYS_INLINE void rows8(const uint8_t *const rows[8], int Q4, const kern_act *a
         UNROLL4 for (int k = 0; k < NT; k++) {
             __m256i y = _mm256_loadu_si256((const __m256i *)(x[k] + b * 32));
             __m256i ay = Q4 ? y : _mm256_abs_epi8(y);
-            __m256i h0 = _mm256_hadd_epi32(block8(Q4, rows[0] + off + 2, &nib[0], y, ay),
-                                           block8(Q4, rows[1] + off + 2, &nib[1], y, ay));
-            __m256i h1 = _mm256_hadd_epi32(block8(Q4, rows[2] + off + 2, &nib[2], y, ay),
-                                           block8(Q4, rows[3] + off + 2, &nib[3], y, ay));
-            __m256i u0 = _mm256_hadd_epi32(h0, h1);
-            __m256i h2 = _mm256_hadd_epi32(block8(Q4, rows[4] + off + 2, &nib[4], y, ay),
-                                           block8(Q4, rows[5] + off + 2, &nib[5], y, ay));
-            __m256i h3 = _mm256_hadd_epi32(block8(Q4, rows[6] + off + 2, &nib[6], y, ay),
-                                           block8(Q4, rows[7] + off + 2, &nib[7], y, ay));
-            __m256i u1 = _mm256_hadd_epi32(h2, h3);
-            __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+            __m256i s = sum8x8(block8(Q4, rows[0] + off + 2, &nib[0], y, ay), block8(Q4, rows[1] + off + 2, &nib[1], y, ay),
+                               block8(Q4, rows[2] + off + 2, &nib[2], y, ay), block8(Q4, rows[3] + off + 2, &nib[3], y, ay),
+                               block8(Q4, rows[4] + off + 2, &nib[4], y, ay), block8(Q4, rows[5] + off + 2, &nib[5], y, ay),
+                               block8(Q4, rows[6] + off + 2, &nib[6], y, ay), block8(Q4, rows[7] + off + 2, &nib[7], y, ay));
             if (Q4) s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * bsum[k][b]));
             acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dx[k][b])), _mm256_cvtepi32_ps(s), acc[k]);
         }

@@ -1,0 +1,172 @@
+/*
+ * kernel_bench.c - what each SIMD kernel buys: every kernel of the scalar
+ * table and the AVX2 table timed on the shapes TinyLlama-1.1B gives them, in
+ * one process, interleaved (scalar, avx2, scalar, ...), median of 7 rounds of
+ * at least 20 ms each. Prints a markdown table of ns per call and the ratio.
+ * A benchmark, not a test: nothing here passes or fails.
+ *   build/tests/kernel_bench [--quick]
+ * Matrix shapes are 256 rows x 2048 columns (the rows fit in L2, so this
+ * measures arithmetic, not memory; memory-bound decode is cortex-bench's job).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cortex.h"
+#include "kernels/kernels.h"
+#include "quant.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t st = 7;
+static float rnd(void) {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((st >> 40) * 0x1.0p-24) * 2.0f - 1.0f;
+}
+
+enum { ROWS = 256, COLS = 2048, TOK = 32, FF = 5632, VOCAB = 32000, HEADS = 32, HD = 64, KEYS = 64 };
+
+typedef struct bench_ctx {
+    const kern_ops *k;
+    int type, T;
+    uint8_t *w;
+    size_t rb;
+    kern_act *act;
+    float *x, *y, *big, *w1, *cs, *sc;
+    double *acc;
+} bench_ctx;
+
+typedef void (*bench_fn)(bench_ctx *c);
+
+static void b_gemm(bench_ctx *c) {
+    kern_act a = *c->act;
+    a.T = c->T;
+    if (c->k->gemm[c->type]) c->k->gemm[c->type](c->w, c->rb, 0, ROWS, &a, c->y, ROWS);
+    else kern_gemm_generic(c->k, c->type, c->w, c->rb, 0, ROWS, &a, c->y, ROWS);
+}
+static void b_quant(bench_ctx *c) { c->k->quantize_act(c->x, c->act, 0); }
+static void b_rmsnorm(bench_ctx *c) { c->k->rmsnorm(c->y, c->x, c->w1, COLS, 1e-5f); }
+static void b_softmax(bench_ctx *c) {
+    memcpy(c->y, c->x, sizeof(float) * COLS);
+    c->k->softmax(c->y, COLS);
+}
+static void b_rope(bench_ctx *c) { c->k->rope(c->y, HEADS, HD, c->cs); }
+static void b_swiglu(bench_ctx *c) {
+    memcpy(c->y, c->big, sizeof(float) * FF);
+    c->k->swiglu(c->y, c->big + FF, FF);
+}
+static void b_argmax(bench_ctx *c) { c->y[0] = (float)c->k->argmax(c->big, VOCAB); }
+static void b_scores(bench_ctx *c) { c->k->attn_scores(c->sc, c->x, c->big, HD, KEYS, HD, 0.125f); }
+static void b_values(bench_ctx *c) { c->k->attn_values(c->acc, c->sc, c->big, HD, KEYS, HD); }
+
+/* Median ns per call of fn over `rounds` rounds of >= min_s seconds. */
+static double time_fn(bench_fn fn, bench_ctx *c, int rounds, double min_s, double *out) {
+    for (int r = 0; r < rounds; r++) {
+        long n = 0;
+        double t0 = now(), t;
+        do {
+            for (int i = 0; i < 8; i++) fn(c);
+            n += 8;
+            t = now() - t0;
+        } while (t < min_s);
+        out[r] = t / (double)n * 1e9;
+    }
+    for (int i = 1; i < rounds; i++)
+        for (int j = i; j > 0 && out[j] < out[j - 1]; j--) {
+            double tmp = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = tmp;
+        }
+    return out[rounds / 2];
+}
+
+int main(int argc, char **argv) {
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    int rounds = quick ? 3 : 7;
+    double min_s = quick ? 0.005 : 0.02;
+    const kern_ops *sc = kern_table("scalar"), *av = kern_table("avx2");
+    if (!av) {
+        printf("AVX2 table not available on this CPU (%s): nothing to compare\n", kern_cpu_features());
+        return 0;
+    }
+    bench_ctx c = {0};
+    c.x = malloc(sizeof(float) * (size_t)COLS * TOK);
+    c.y = malloc(sizeof(float) * (size_t)ROWS * TOK + sizeof(float) * FF * 2);
+    c.big = malloc(sizeof(float) * (size_t)VOCAB * 2);
+    c.w1 = malloc(sizeof(float) * COLS);
+    c.cs = malloc(sizeof(float) * HD);
+    c.sc = malloc(sizeof(float) * KEYS);
+    c.acc = calloc(HD, sizeof(double));
+    for (int i = 0; i < COLS * TOK; i++) c.x[i] = rnd();
+    for (int i = 0; i < VOCAB * 2; i++) c.big[i] = rnd();
+    for (int i = 0; i < COLS; i++) c.w1[i] = 1.0f + 0.1f * rnd();
+    for (int i = 0; i < KEYS; i++) c.sc[i] = 0.5f + 0.5f * rnd();
+    double inv[HD / 2];
+    for (int i = 0; i < HD / 2; i++) inv[i] = 1.0 / pow(10000.0, 2.0 * i / HD);
+    kern_rope_table(c.cs, HD, 100, inv);
+
+    printf("| kernel | shape | scalar ns/call | avx2 ns/call | speed-up |\n|---|---|---:|---:|---:|\n");
+    int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K};
+    double s_buf[9], a_buf[9];
+    for (int ti = 0; ti < 6; ti++) {
+        int type = types[ti], fmt = kern_act_format(type);
+        c.type = type;
+        c.rb = quant_row_bytes(type, COLS);
+        c.w = malloc(c.rb * ROWS);
+        float *row = malloc(sizeof(float) * COLS);
+        for (int r = 0; r < ROWS; r++) {
+            for (int i = 0; i < COLS; i++) row[i] = rnd() * 0.05f;
+            quant_quantize_row(type, row, c.w + c.rb * (size_t)r, COLS);
+        }
+        free(row);
+        size_t bytes = kern_act_bytes(fmt, TOK, COLS);
+        void *mem = aligned_alloc(64, bytes ? (bytes + 63) & ~(size_t)63 : 64);
+        kern_act a;
+        kern_act_init(&a, fmt, TOK, COLS, mem);
+        a.f = c.x;
+        for (int t = 0; t < TOK; t++) kern_act_set(sc, &a, t, c.x + (size_t)t * COLS);
+        c.act = &a;
+        int Ts[2] = {1, TOK};
+        for (int i = 0; i < 2; i++) {
+            c.T = Ts[i];
+            c.k = sc;
+            double s = time_fn(b_gemm, &c, rounds, min_s, s_buf);
+            c.k = av;
+            double v = time_fn(b_gemm, &c, rounds, min_s, a_buf);
+            printf("| %s %s | %d x %d, %d token%s | %.0f | %.0f | %.1fx |\n", cx_type_name(type),
+                   c.T == 1 ? "matvec (decode)" : "gemm (prefill)", ROWS, COLS, c.T, c.T == 1 ? "" : "s", s, v, s / v);
+            fflush(stdout);
+        }
+        if (fmt != KERN_ACT_F32) {
+            c.k = sc;
+            double s = time_fn(b_quant, &c, rounds, min_s, s_buf);
+            c.k = av;
+            double v = time_fn(b_quant, &c, rounds, min_s, a_buf);
+            printf("| quantize activations (%s) | %d | %.0f | %.0f | %.1fx |\n", fmt == KERN_ACT_Q8_32 ? "q8 per 32" : "q8 per 256",
+                   COLS, s, v, s / v);
+        }
+        free(c.w);
+        free(mem);
+    }
+    struct { const char *name, *shape; bench_fn fn; } ops[] = {
+        {"rmsnorm", "2048", b_rmsnorm},          {"softmax", "2048", b_softmax},
+        {"rope", "32 heads x 64", b_rope},       {"swiglu", "5632", b_swiglu},
+        {"argmax", "32000", b_argmax},           {"attention scores", "64 keys x 64 dims", b_scores},
+        {"attention values", "64 keys x 64 dims", b_values},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        c.k = sc;
+        double s = time_fn(ops[i].fn, &c, rounds, min_s, s_buf);
+        c.k = av;
+        double v = time_fn(ops[i].fn, &c, rounds, min_s, a_buf);
+        printf("| %s | %s | %.0f | %.0f | %.1fx |\n", ops[i].name, ops[i].shape, s, v, s / v);
+    }
+    return 0;
+}
