@@ -77,7 +77,8 @@ typedef struct run_meta {
     char build_flags[256];
     char counter_mode[32];
     char isa[16];           /* the engine's kernel instruction set (cx_isa): "scalar", "avx2"; "+hp"
-                             * when the weights sit in huge pages (cx_model_info.weights_memory) */
+                             * when the weights sit in huge pages, "+hpx8" when also repacked
+                             * (cx_model_info.weights_memory) */
     int64_t hw_id;          /* the hw row the roofline figures came from; 0 = none */
     char cmdline[1024];
     char compare_key[65];   /* sha256 of everything that must match for a comparison */

@@ -80,7 +80,8 @@ typedef struct cx_model_info {
     uint64_t file_bytes;
     int main_type;            /* type of the attention/FFN matrices; if they mix types: CX_FTYPE_Q4_K_M
                                  for a Q4_K_M file, else the type holding most of their weights */
-    const char *weights_memory; /* "mmap" or "hugepages" (CORTEX_WEIGHTS, see engine/src/model.c) */
+    const char *weights_memory; /* "mmap", "hugepages" or "hugepages, repacked x8" (CORTEX_WEIGHTS,
+                                   CORTEX_REPACK: see engine/src/model.c) */
 } cx_model_info;
 
 typedef struct cx_tensor_info {

@@ -224,7 +224,8 @@ static void matmul_part(void *ctx, int i, int n) {
     if (r1 > j->rows) r1 = j->rows;
     if (r0 >= r1) return;
     const uint8_t *w = j->w->data;
-    kern_gemm_fn gemm = j->k->gemm[j->w->type];
+    kern_gemm_fn gemm = j->w->layout == KERN_LAYOUT_X8 ? j->k->gemm_x8[j->w->type] : j->k->gemm[j->w->type];
+    assert(gemm || j->w->layout == KERN_LAYOUT_ROWS);
     /* Tiles of TILE_ROWS weight rows x TILE_TOKENS tokens: the rows (~128 KiB
      * of q8_0 at n_embd 2048) and the token tile's activations (~64 KiB) stay
      * in L2 while every pair is computed; untiled, each weight row streamed
@@ -331,6 +332,7 @@ static void attention_part(void *ctx, int i, int n) {
  */
 static void knob_extra(cx_session *s, const cx_weight *w) {
     int64_t left = (int64_t)((double)w->rows * s->slowdown_pct / 100.0 + 0.5);
+    if (w->layout == KERN_LAYOUT_X8) left = (left + 7) / 8 * 8; /* whole interleaved groups */
     while (left > 0) {
         int64_t rows = left < w->rows ? left : w->rows;
         matmul_rows(s, w, rows, s->knob_y, 0);

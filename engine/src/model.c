@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernels/kernels.h"
 #include "quant.h"
 #include "util.h"
 
@@ -73,8 +74,7 @@ static void *model_copy_hugepages(int fd, size_t size) {
         }
         got += (size_t)r;
     }
-    mprotect(p, len, PROT_READ);
-    return p;
+    return p; /* writable until model_seal: cx_model_load may repack weights in place */
 }
 
 int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err) {
@@ -112,6 +112,50 @@ int model_load_file(const char *path, const uint8_t **map, size_t *size, int *co
 
 void model_unmap_file(const uint8_t *map, size_t size) {
     if (map) munmap((void *)map, size);
+}
+
+/*
+ * Repack the matrices the selected kernel table reads faster interleaved
+ * (kern->gemm_x8: q8_0/q4_0 under AVX2) into KERN_LAYOUT_X8, in place. Only
+ * for a copied image (a file mapping is read-only and shared with the page
+ * cache), only for row counts that are multiples of 8, never the token
+ * embedding (embedding lookups read single rows; a tied classifier shares it).
+ * CORTEX_REPACK=0 turns it off, to measure what it buys. No memory is added:
+ * each group of eight rows keeps its bytes (one 8-row scratch during the pass).
+ */
+static void model_repack(cx_model *m) {
+    const char *env = getenv("CORTEX_REPACK");
+    if (!m->map_copied || (env && !strcmp(env, "0"))) return;
+    char msg[512];
+    if (kern_init(msg, sizeof msg)) return; /* the session will report the bad CORTEX_ISA */
+    cx_weight *list[7 * 1024 + 1];
+    int n = 0;
+    for (int l = 0; l < m->info.n_layer && n + 7 < (int)(sizeof list / sizeof *list); l++) {
+        cx_layer *L = &m->layers[l];
+        cx_weight *w[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < 7; i++) list[n++] = w[i];
+    }
+    if (m->output.data != m->tok_embd.data) list[n++] = &m->output;
+    size_t max_rb = 0;
+    for (int i = 0; i < n; i++)
+        if (list[i]->row_bytes > max_rb) max_rb = list[i]->row_bytes;
+    uint8_t *scratch = malloc(8 * max_rb);
+    if (!scratch) return;
+    for (int i = 0; i < n; i++) {
+        cx_weight *w = list[i];
+        if (!kern->gemm_x8[w->type] || w->rows % 8 || w->layout != KERN_LAYOUT_ROWS) continue;
+        uint8_t *base = (uint8_t *)(uintptr_t)w->data;
+        for (int64_t g = 0; g < w->rows / 8; g++)
+            kern_repack_x8(w->type, base + (size_t)g * 8 * w->row_bytes, w->row_bytes, w->cols, scratch);
+        w->layout = KERN_LAYOUT_X8;
+        m->n_repacked++;
+    }
+    free(scratch);
+}
+
+/* Make a copied image read-only, like a mapping, once repacking is done. */
+static void model_seal(cx_model *m) {
+    if (m->map_copied) mprotect((void *)(uintptr_t)m->map, copy_len(m->map_size), PROT_READ);
 }
 
 void model_release_file(const uint8_t *map, size_t size, int copied) {
@@ -363,7 +407,9 @@ int cx_model_load(const char *path, const char *tokenizer_path, cx_model **out, 
     }
     m->info.name = m->name;
     m->info.n_tensors = m->n_tensors;
-    m->info.weights_memory = m->map_copied ? "hugepages" : "mmap";
+    model_repack(m);
+    model_seal(m);
+    m->info.weights_memory = m->map_copied ? (m->n_repacked ? "hugepages, repacked x8" : "hugepages") : "mmap";
     *out = m;
     return 0;
 }

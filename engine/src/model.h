@@ -18,6 +18,7 @@ typedef struct cx_weight {
     int type;
     int64_t rows, cols;
     size_t row_bytes;
+    int layout;          /* KERN_LAYOUT_ROWS (as in the file) or KERN_LAYOUT_X8 (repacked at load) */
 } cx_weight;
 
 typedef struct cx_layer {
@@ -40,6 +41,7 @@ struct cx_model {
     const uint8_t *map;  /* the model file, mapped or copied (read-only either way) */
     size_t map_size;
     int map_copied;      /* 1: a huge-page copy (model_load_file), 0: an mmap */
+    int n_repacked;      /* matrices repacked to KERN_LAYOUT_X8 at load */
     tok_vocab vocab;
     cx_weight tok_embd, output;
     const float *out_norm;

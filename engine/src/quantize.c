@@ -115,19 +115,19 @@ typedef struct qz_job {
 
 /* ---- metadata entries (typed, for llama2.c inputs) ---- */
 
-/* Start an entry: key string and value type; kv_u32/f32/str add a whole one. */
-static void kv_key(qz_job *j, const char *key, uint32_t type) {
+/* Start an entry: key string and value type; meta_u32/f32/str add a whole one. */
+static void meta_key(qz_job *j, const char *key, uint32_t type) {
     buf_str(&j->kv, key, strlen(key));
     buf_u32(&j->kv, type);
     j->n_kv++;
 }
-static void kv_u32(qz_job *j, const char *key, uint32_t v) { kv_key(j, key, GGUF_U32); buf_u32(&j->kv, v); }
-static void kv_f32(qz_job *j, const char *key, float v) { kv_key(j, key, GGUF_F32); buf_f32(&j->kv, v); }
-static void kv_str(qz_job *j, const char *key, const char *v) { kv_key(j, key, GGUF_STR); buf_str(&j->kv, v, strlen(v)); }
+static void meta_u32(qz_job *j, const char *key, uint32_t v) { meta_key(j, key, GGUF_U32); buf_u32(&j->kv, v); }
+static void meta_f32(qz_job *j, const char *key, float v) { meta_key(j, key, GGUF_F32); buf_f32(&j->kv, v); }
+static void meta_str(qz_job *j, const char *key, const char *v) { meta_key(j, key, GGUF_STR); buf_str(&j->kv, v, strlen(v)); }
 
 /* Start an array entry of n elements of type et; the caller appends them. */
-static void kv_arr(qz_job *j, const char *key, uint32_t et, uint64_t n) {
-    kv_key(j, key, GGUF_ARR);
+static void meta_arr(qz_job *j, const char *key, uint32_t et, uint64_t n) {
+    meta_key(j, key, GGUF_ARR);
     buf_u32(&j->kv, et);
     buf_u64(&j->kv, n);
 }
@@ -174,8 +174,8 @@ static void copy_gguf_metadata(qz_job *j) {
  * <unk>, <s>, </s>, types unknown/control/byte/normal (empty pieces control). */
 static void l2c_tokenizer_metadata(qz_job *j) {
     const tok_vocab *v = &j->model->vocab;
-    kv_str(j, "tokenizer.ggml.model", "llama");
-    kv_arr(j, "tokenizer.ggml.tokens", GGUF_STR, (uint64_t)v->n);
+    meta_str(j, "tokenizer.ggml.model", "llama");
+    meta_arr(j, "tokenizer.ggml.tokens", GGUF_STR, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) {
         static const char *special[3] = {"<unk>", "<s>", "</s>"};
         if (i < 3) {
@@ -188,19 +188,19 @@ static void l2c_tokenizer_metadata(qz_job *j) {
         buf_u64(&j->kv, n + 2 * spaces); /* each space becomes 3 bytes */
         for (uint64_t k = 0; k < n; k++) buf_put(&j->kv, s[k] == ' ' ? "\xE2\x96\x81" : &s[k], s[k] == ' ' ? 3 : 1);
     }
-    kv_arr(j, "tokenizer.ggml.scores", GGUF_F32, (uint64_t)v->n);
+    meta_arr(j, "tokenizer.ggml.scores", GGUF_F32, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) buf_f32(&j->kv, v->score[i]);
-    kv_arr(j, "tokenizer.ggml.token_type", GGUF_I32, (uint64_t)v->n);
+    meta_arr(j, "tokenizer.ggml.token_type", GGUF_I32, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) {
         uint32_t type = i == 0 ? TOK_UNKNOWN : i < 3 || v->len[i] == 0 ? TOK_CONTROL
                       : v->type[i] == TOK_BYTE ? TOK_BYTE : TOK_NORMAL;
         buf_u32(&j->kv, type);
     }
-    kv_u32(j, "tokenizer.ggml.unknown_token_id", 0);
-    kv_u32(j, "tokenizer.ggml.bos_token_id", 1);
-    kv_u32(j, "tokenizer.ggml.eos_token_id", 2);
-    kv_u32(j, "tokenizer.ggml.seperator_token_id", UINT32_MAX); /* sic: llama.cpp's key spelling */
-    kv_u32(j, "tokenizer.ggml.padding_token_id", UINT32_MAX);
+    meta_u32(j, "tokenizer.ggml.unknown_token_id", 0);
+    meta_u32(j, "tokenizer.ggml.bos_token_id", 1);
+    meta_u32(j, "tokenizer.ggml.eos_token_id", 2);
+    meta_u32(j, "tokenizer.ggml.seperator_token_id", UINT32_MAX); /* sic: llama.cpp's key spelling */
+    meta_u32(j, "tokenizer.ggml.padding_token_id", UINT32_MAX);
 }
 
 /* Architecture metadata of a llama2.c checkpoint. The context length is the
@@ -211,17 +211,17 @@ static void l2c_model_metadata(qz_job *j) {
     snprintf(name, sizeof name, "%s", cx_basename(j->in));
     char *dot = strrchr(name, '.');
     if (dot && dot != name) *dot = 0;
-    kv_str(j, "general.architecture", "llama");
-    kv_str(j, "general.name", name);
-    kv_u32(j, "llama.context_length", (uint32_t)h->n_ctx);
-    kv_u32(j, "llama.embedding_length", (uint32_t)h->n_embd);
-    kv_u32(j, "llama.feed_forward_length", (uint32_t)h->n_ff);
-    kv_u32(j, "llama.attention.head_count", (uint32_t)h->n_head);
-    kv_u32(j, "llama.attention.head_count_kv", (uint32_t)h->n_head_kv);
-    kv_u32(j, "llama.block_count", (uint32_t)h->n_layer);
-    kv_u32(j, "llama.rope.dimension_count", (uint32_t)h->head_dim);
-    kv_f32(j, "llama.rope.freq_base", h->rope_base);
-    kv_f32(j, "llama.attention.layer_norm_rms_epsilon", h->rms_eps);
+    meta_str(j, "general.architecture", "llama");
+    meta_str(j, "general.name", name);
+    meta_u32(j, "llama.context_length", (uint32_t)h->n_ctx);
+    meta_u32(j, "llama.embedding_length", (uint32_t)h->n_embd);
+    meta_u32(j, "llama.feed_forward_length", (uint32_t)h->n_ff);
+    meta_u32(j, "llama.attention.head_count", (uint32_t)h->n_head);
+    meta_u32(j, "llama.attention.head_count_kv", (uint32_t)h->n_head_kv);
+    meta_u32(j, "llama.block_count", (uint32_t)h->n_layer);
+    meta_u32(j, "llama.rope.dimension_count", (uint32_t)h->head_dim);
+    meta_f32(j, "llama.rope.freq_base", h->rope_base);
+    meta_f32(j, "llama.attention.layer_norm_rms_epsilon", h->rms_eps);
 }
 
 /* ---- tensor planning ---- */
@@ -366,8 +366,8 @@ static int write_zeros(FILE *f, uint64_t pad) {
 /* Header: magic, version 3, counts, metadata, tensor infos (offsets assigned
  * here), padding to the alignment. Returns the data section's start. */
 static int write_header(qz_job *j, FILE *f, const char *path, uint64_t *data_start) {
-    kv_u32(j, "general.file_type", (uint32_t)llama_ftype(j->ftype));
-    kv_u32(j, "general.quantization_version", QZ_QUANT_VERSION);
+    meta_u32(j, "general.file_type", (uint32_t)llama_ftype(j->ftype));
+    meta_u32(j, "general.quantization_version", QZ_QUANT_VERSION);
     qz_buf ti = {0};
     uint64_t off = 0;
     for (int i = 0; i < j->n_t; i++) {

@@ -65,6 +65,14 @@ static void check_type(const char *type_name, int n_tokens) {
         CHECK(0, "load %s: %s", type_name, err.msg);
         return;
     }
+    /* The same file copied into huge pages, where the AVX2 table repacks
+     * q8_0/q4_0 matrices into the interleaved layout. */
+    setenv("CORTEX_WEIGHTS", "hugepages", 1);
+    cx_model *mr;
+    int loaded = cx_model_load(path, NULL, &mr, &err) == 0;
+    unsetenv("CORTEX_WEIGHTS");
+    CHECK(loaded, "load %s into huge pages: %s", type_name, err.msg);
+    if (!loaded) mr = NULL;
     int V = cx_model_get_info(m)->n_vocab;
     int32_t *toks = malloc(sizeof(int32_t) * (size_t)n_tokens);
     for (int i = 0; i < n_tokens; i++) toks[i] = (int32_t)((i * 7919 + 13) % V);
@@ -86,6 +94,22 @@ static void check_type(const char *type_name, int n_tokens) {
         CHECK(rms_c <= 1e-4, "%s: chunks of 37 on 2 threads: relative RMS %.3g > 1e-4", type_name, rms_c);
     }
     printf("%-6s %3d tokens: prefill vs decode relative RMS %.2g\n", type_name, n_tokens, rms);
+    if (mr) {
+        /* repacked (or merely copied) weights: one kernel for every T, so
+         * prefill equals decode bit for bit; and close to the mapped file's logits */
+        float *e = malloc(sizeof(float) * (size_t)V), *f = malloc(sizeof(float) * (size_t)V);
+        logits_after(mr, toks, n_tokens, n_tokens, 2, e);
+        logits_after(mr, toks, n_tokens, 1, 1, f);
+        const char *wm = cx_model_get_info(mr)->weights_memory;
+        if (strstr(wm, "repacked") || exact)
+            CHECK(!memcmp(e, f, sizeof(float) * (size_t)V), "%s (%s): prefill differs from decode", type_name, wm);
+        double r = rel_rms(a, e, V);
+        CHECK(exact ? r == 0 : r <= 1e-4, "%s (%s) vs mapped: relative RMS %.3g", type_name, wm, r);
+        printf("%-6s %3d tokens, weights %s: vs mapped relative RMS %.2g\n", type_name, n_tokens, wm, r);
+        free(e);
+        free(f);
+        cx_model_free(mr);
+    }
     CHECK(!memcmp(a, d, sizeof(float) * (size_t)V), "%s: 2 threads differ from 1", type_name);
     int finite = 1;
     for (int i = 0; i < V; i++) finite &= a[i] == a[i] && a[i] < 1e30f && a[i] > -1e30f;

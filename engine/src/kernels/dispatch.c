@@ -226,6 +226,26 @@ void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row
     }
 }
 
+int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch) {
+    size_t bs, qb;
+    if (type == CX_TYPE_Q8_0) bs = 34;
+    else if (type == CX_TYPE_Q4_0) bs = 18;
+    else return -1;
+    qb = bs - 2;
+    int64_t nb = n / 32;
+    assert(row_bytes == (size_t)nb * bs);
+    memcpy(scratch, group, 8 * row_bytes);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *dst = group + (size_t)b * 8 * bs;
+        for (int r = 0; r < 8; r++) {
+            const uint8_t *src = scratch + (size_t)r * row_bytes + (size_t)b * bs;
+            memcpy(dst + 2 * r, src, 2);
+            memcpy(dst + 16 + (size_t)r * qb, src + 2, qb);
+        }
+    }
+    return 0;
+}
+
 void kern_rope_table(float *cs, int head_dim, int pos, const double *inv_freq) {
     for (int i = 0; i < head_dim / 2; i++) {
         double angle = (double)pos * inv_freq[i];

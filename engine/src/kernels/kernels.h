@@ -59,6 +59,9 @@ typedef struct kern_ops {
     const char *name;                /* "scalar", "avx2" */
     kern_dot_fn dot[KERN_NTYPES];    /* NULL: type not computable */
     kern_gemm_fn gemm[KERN_NTYPES];  /* NULL: kern_gemm_generic over dot */
+    /* gemm over weights in the interleaved layout of kern_repack_x8 (NULL: the
+     * table does not use it, so weights are not repacked for it). */
+    kern_gemm_fn gemm_x8[KERN_NTYPES];
     /* Quantize activation row t of a (fmt Q8_32 or Q8_256) from n floats x. */
     void (*quantize_act)(const float *x, kern_act *a, int t);
     /* Attention scores of one query against kn keys `stride` floats apart:
@@ -113,6 +116,20 @@ void kern_act_set(const kern_ops *k, kern_act *a, int t, const float *x);
 /* Default gemm: dot for every (row, token). */
 void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1,
                        const kern_act *a, float *y, int64_t ldy);
+
+/*
+ * Weight layouts. KERN_LAYOUT_ROWS is the file's: row after row of ggml
+ * blocks. KERN_LAYOUT_X8 interleaves groups of eight rows block by block:
+ * for block b of rows 8g..8g+7, their eight fp16 scales (16 bytes), then
+ * their eight code arrays (q8_0: 8 x 32 bytes; q4_0: 8 x 16). Same bytes per
+ * group as before, so a group stays where its rows were and nothing grows;
+ * an eight-row kernel then reads the scales with one load instead of eight.
+ */
+enum { KERN_LAYOUT_ROWS = 0, KERN_LAYOUT_X8 = 1 };
+/* Repack one group of eight rows (8 * row_bytes bytes at `group`) of a q8_0
+ * or q4_0 matrix with n columns into the X8 layout, in place; `scratch` holds
+ * 8 * row_bytes bytes. Returns 0, or -1 for a type without an X8 layout. */
+int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch);
 
 /* cs[2i] = cos(pos*inv_freq[i]), cs[2i+1] = sin(...), angles in double. */
 void kern_rope_table(float *cs, int head_dim, int pos, const double *inv_freq);

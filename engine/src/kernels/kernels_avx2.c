@@ -28,6 +28,9 @@
  * accumulator arrays become registers; left as loops they live in memory and
  * every FMA waits on a store-to-load round trip (measured: 3x slower). */
 #define UNROLL4 _Pragma("GCC unroll 4")
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 2048
+#endif
 
 /* Sum of the eight lanes, in one fixed order. */
 ALWAYS_INLINE float hsum8(__m256 v) {
@@ -60,6 +63,7 @@ ALWAYS_INLINE void q8_0_row(const uint8_t *row, const kern_act *a, int t0, int N
 #define Q8_0_STEP(b, j)                                                                    \
     do {                                                                                   \
         const uint8_t *blk = row + (b) * 34;                                               \
+        if (NT == 1) _mm_prefetch((const char *)blk + PREFETCH_AHEAD, _MM_HINT_T0);         \
         float dw = fp16(blk);                                                              \
         __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 2));                        \
         __m256i aw = _mm256_sign_epi8(w, w);                                               \
@@ -103,6 +107,7 @@ ALWAYS_INLINE void q4_0_row(const uint8_t *row, const kern_act *a, int t0, int N
 #define Q4_0_STEP(b, j)                                                                    \
     do {                                                                                   \
         const uint8_t *blk = row + (b) * 18;                                               \
+        if (NT == 1) _mm_prefetch((const char *)blk + PREFETCH_AHEAD, _MM_HINT_T0);         \
         float dw = fp16(blk);                                                              \
         __m256i w = q4_0_unpack(blk + 2);                                                  \
         __m256i aw = _mm256_sign_epi8(w, w);                                               \
@@ -264,7 +269,7 @@ ALWAYS_INLINE __m256i block8(int Q4, const uint8_t *wrow, const __m256i *nib, __
  * Few values stay live (the activation, its magnitude, four accumulators and
  * the reduction in progress) so nothing spills: spilled accumulators cost a
  * store-to-load round trip per block (measured: IPC 1.5 and no gain). */
-ALWAYS_INLINE void rows8(const uint8_t *const rows[8], int Q4, const kern_act *a, int t0, int NT, __m256 out[4]) {
+ALWAYS_INLINE void rows8(const uint8_t *const rows[8], int X8, int Q4, const kern_act *a, int t0, int NT, __m256 out[4]) {
     int64_t nb = a->n / 32;
     __m256 acc[4]; /* local, so it can live in registers (the caller's array would be memory) */
     size_t bs = Q4 ? 18 : 34;
@@ -279,21 +284,33 @@ ALWAYS_INLINE void rows8(const uint8_t *const rows[8], int Q4, const kern_act *a
         bsum[k] = a->bsum + (size_t)(t0 + k) * (size_t)nb;
     }
     for (int64_t b = 0; b < nb; b++) {
-        size_t off = (size_t)b * bs;
+        /* q[r]: row r's codes of block b; the scales: row-major (gathered) or X8 (contiguous) */
+        const uint8_t *q[8];
+        __m256 dw;
+        if (X8) {
+            const uint8_t *base = rows[0] + (size_t)b * 8 * bs;
+            if (NT == 1) /* decode streams the weights once: ask for them PREFETCH_AHEAD bytes early */
+                for (size_t o = 0; o < 8 * bs; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
+            dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)base));
+            for (int r = 0; r < 8; r++) q[r] = base + 16 + (size_t)r * (bs - 2);
+        } else {
+            size_t off = (size_t)b * bs;
+            dw = scales8(rows, off);
+            for (int r = 0; r < 8; r++) q[r] = rows[r] + off + 2;
+        }
         if (Q4)
             _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
-                __m128i raw = _mm_loadu_si128((const __m128i *)(rows[r] + off + 2));
+                __m128i raw = _mm_loadu_si128((const __m128i *)q[r]);
                 _mm256_store_si256(&nib[r], _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
                                                              _mm256_set1_epi8(0x0f)));
             }
-        __m256 dw = scales8(rows, off);
         UNROLL4 for (int k = 0; k < NT; k++) {
             __m256i y = _mm256_loadu_si256((const __m256i *)(x[k] + b * 32));
             __m256i ay = Q4 ? y : _mm256_abs_epi8(y);
-            __m256i s = sum8x8(block8(Q4, rows[0] + off + 2, &nib[0], y, ay), block8(Q4, rows[1] + off + 2, &nib[1], y, ay),
-                               block8(Q4, rows[2] + off + 2, &nib[2], y, ay), block8(Q4, rows[3] + off + 2, &nib[3], y, ay),
-                               block8(Q4, rows[4] + off + 2, &nib[4], y, ay), block8(Q4, rows[5] + off + 2, &nib[5], y, ay),
-                               block8(Q4, rows[6] + off + 2, &nib[6], y, ay), block8(Q4, rows[7] + off + 2, &nib[7], y, ay));
+            __m256i s = sum8x8(block8(Q4, q[0], &nib[0], y, ay), block8(Q4, q[1], &nib[1], y, ay),
+                               block8(Q4, q[2], &nib[2], y, ay), block8(Q4, q[3], &nib[3], y, ay),
+                               block8(Q4, q[4], &nib[4], y, ay), block8(Q4, q[5], &nib[5], y, ay),
+                               block8(Q4, q[6], &nib[6], y, ay), block8(Q4, q[7], &nib[7], y, ay));
             if (Q4) s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * bsum[k][b]));
             acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dx[k][b])), _mm256_cvtepi32_ps(s), acc[k]);
         }
@@ -301,10 +318,12 @@ ALWAYS_INLINE void rows8(const uint8_t *const rows[8], int Q4, const kern_act *a
     UNROLL4 for (int k = 0; k < NT; k++) out[k] = acc[k];
 }
 
-/* Rows r0..r1 in groups of eight (the last group repeats its final row in
- * the unused lanes), four tokens at a time. */
-ALWAYS_INLINE void gemm_rows8(int Q4, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                              int64_t ldy) {
+/* Rows r0..r1 in groups of eight, four tokens at a time. Row-major (X8 = 0):
+ * the last group repeats its final row in the unused lanes. Interleaved
+ * (X8 = 1, kern_repack_x8): r0 and r1 are multiples of 8 and group g starts
+ * at w + g * 8 * rb, the bytes rows 8g..8g+7 occupied before repacking. */
+ALWAYS_INLINE void gemm_rows8(int X8, int Q4, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a,
+                              float *y, int64_t ldy) {
     for (int64_t r = r0; r < r1; r += 8) {
         const uint8_t *rows[8];
         int nr = r1 - r < 8 ? (int)(r1 - r) : 8;
@@ -313,14 +332,14 @@ ALWAYS_INLINE void gemm_rows8(int Q4, const uint8_t *w, size_t rb, int64_t r0, i
         float o[8];
         int t = 0;
         for (; t + 4 <= a->T; t += 4) {
-            rows8(rows, Q4, a, t, 4, acc);
+            rows8(rows, X8, Q4, a, t, 4, acc);
             for (int k = 0; k < 4; k++) {
                 _mm256_storeu_ps(o, acc[k]);
                 memcpy(y + (size_t)(t + k) * (size_t)ldy + (size_t)r, o, sizeof(float) * (size_t)nr);
             }
         }
         for (; t < a->T; t++) {
-            rows8(rows, Q4, a, t, 1, acc);
+            rows8(rows, X8, Q4, a, t, 1, acc);
             _mm256_storeu_ps(o, acc[0]);
             memcpy(y + (size_t)t * (size_t)ldy + (size_t)r, o, sizeof(float) * (size_t)nr);
         }
@@ -335,12 +354,21 @@ DEFINE_GEMM(gemm_q4_0_rows, q4_0_row)
  * two sum in different orders, so a token's logits in a prefill batch and in
  * decode agree to float rounding, not bit for bit (tests/unit/test_forward.c). */
 static void gemm_q8_0(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    if (a->T >= 4) gemm_rows8(0, w, rb, r0, r1, a, y, ldy);
+    if (a->T >= 4) gemm_rows8(0, 0, w, rb, r0, r1, a, y, ldy);
     else gemm_q8_0_rows(w, rb, r0, r1, a, y, ldy);
 }
 static void gemm_q4_0(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    if (a->T >= 4) gemm_rows8(1, w, rb, r0, r1, a, y, ldy);
+    if (a->T >= 4) gemm_rows8(0, 1, w, rb, r0, r1, a, y, ldy);
     else gemm_q4_0_rows(w, rb, r0, r1, a, y, ldy);
+}
+
+/* Interleaved weights (kern_repack_x8): the eight-row kernel at every T, so
+ * decode and prefill agree bit for bit again, and decode needs no gather. */
+static void gemm_q8_0_x8(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    gemm_rows8(1, 0, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_q4_0_x8(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    gemm_rows8(1, 1, w, rb, r0, r1, a, y, ldy);
 }
 
 /* ---- activation quantization (Q8_32): the scalar reference's exact codes ---- */
@@ -575,6 +603,7 @@ const kern_ops kern_avx2_ops = {
             [CX_TYPE_Q4_0] = dot_q4_0, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx2, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx2},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0, [CX_TYPE_Q4_0] = gemm_q4_0,
              [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx2, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx2},
+    .gemm_x8 = {[CX_TYPE_Q8_0] = gemm_q8_0_x8, [CX_TYPE_Q4_0] = gemm_q4_0_x8},
     .quantize_act = quantize_act,
     .attn_scores = attn_scores,
     .attn_values = attn_values,
