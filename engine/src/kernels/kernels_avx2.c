@@ -367,8 +367,75 @@ static void gemm_q4_0(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const
 static void gemm_q8_0_x8(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
     gemm_rows8(1, 0, w, rb, r0, r1, a, y, ldy);
 }
+/*
+ * q4_0 in the X8 layout, two rows per register: the eight rows' 16-byte code
+ * arrays of a block are contiguous, so one 32-byte load holds rows r and r+1.
+ * Their low nibbles are weights 0..15 of both rows, their high nibbles
+ * weights 16..31; against the activation's first and second 16 codes
+ * (broadcast to both lanes) two maddubs and one add give both rows' products
+ * at once, so the unpacking and the reduction cost half as much per row as
+ * in rows8. The reduction leaves rows in lane order 0 2 4 6 1 3 5 7; the
+ * scales are permuted to match and the result permuted back.
+ */
+ALWAYS_INLINE void q4x8_rows(const uint8_t *group, const kern_act *a, int t0, int NT, __m256 out[4]) {
+    int64_t nb = a->n / 32;
+    __m256 acc[4];
+    const int8_t *x[4];
+    const float *dx[4];
+    const int16_t *bsum[4];
+    const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0f);
+    const __m256i to_lane_order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    UNROLL4 for (int k = 0; k < NT; k++) {
+        acc[k] = _mm256_setzero_ps();
+        x[k] = a->qs + (size_t)(t0 + k) * (size_t)a->n;
+        dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
+        bsum[k] = a->bsum + (size_t)(t0 + k) * (size_t)nb;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *base = group + (size_t)b * 144;
+        if (NT == 1) _mm_prefetch((const char *)base + PREFETCH_AHEAD, _MM_HINT_T0),
+                     _mm_prefetch((const char *)base + PREFETCH_AHEAD + 64, _MM_HINT_T0),
+                     _mm_prefetch((const char *)base + PREFETCH_AHEAD + 128, _MM_HINT_T0);
+        __m256 dw = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)base)), to_lane_order);
+        __m256i lo[4], hi[4];
+        for (int p = 0; p < 4; p++) {
+            __m256i raw = _mm256_loadu_si256((const __m256i *)(base + 16 + 32 * p));
+            lo[p] = _mm256_and_si256(raw, low4);
+            hi[p] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        }
+        UNROLL4 for (int k = 0; k < NT; k++) {
+            __m256i y0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x[k] + b * 32)));
+            __m256i y1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x[k] + b * 32 + 16)));
+            __m256i m[4];
+            for (int p = 0; p < 4; p++)
+                m[p] = _mm256_madd_epi16(
+                    _mm256_add_epi16(_mm256_maddubs_epi16(lo[p], y0), _mm256_maddubs_epi16(hi[p], y1)), ones);
+            /* m[p] = [row 2p: 4 partial sums | row 2p+1: 4 partial sums] */
+            __m256i p01 = _mm256_add_epi32(_mm256_unpacklo_epi32(m[0], m[1]), _mm256_unpackhi_epi32(m[0], m[1]));
+            __m256i p23 = _mm256_add_epi32(_mm256_unpacklo_epi32(m[2], m[3]), _mm256_unpackhi_epi32(m[2], m[3]));
+            __m256i s = _mm256_add_epi32(_mm256_unpacklo_epi64(p01, p23), _mm256_unpackhi_epi64(p01, p23));
+            s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * bsum[k][b]));
+            acc[k] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dx[k][b])), _mm256_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    const __m256i to_row_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    UNROLL4 for (int k = 0; k < NT; k++) out[k] = _mm256_permutevar8x32_ps(acc[k], to_row_order);
+}
+
 static void gemm_q4_0_x8(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    gemm_rows8(1, 1, w, rb, r0, r1, a, y, ldy);
+    for (int64_t r = r0; r < r1; r += 8) {
+        const uint8_t *group = w + (size_t)r * rb;
+        __m256 acc[4];
+        int t = 0;
+        for (; t + 4 <= a->T; t += 4) {
+            q4x8_rows(group, a, t, 4, acc);
+            for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + (size_t)(t + k) * (size_t)ldy + (size_t)r, acc[k]);
+        }
+        for (; t < a->T; t++) {
+            q4x8_rows(group, a, t, 1, acc);
+            _mm256_storeu_ps(y + (size_t)t * (size_t)ldy + (size_t)r, acc[0]);
+        }
+    }
 }
 
 /* ---- activation quantization (Q8_32): the scalar reference's exact codes ---- */

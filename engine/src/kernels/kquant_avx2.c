@@ -25,6 +25,9 @@
 
 #define KQ_NT 4 /* tokens per weight-row pass in the gemms */
 #define KQ_INLINE static inline __attribute__((always_inline))
+/* Per-token and per-chunk loops must unroll (nt is a constant after inlining)
+ * so their accumulator arrays live in registers, not on the stack. */
+#define KQ_UNROLL _Pragma("GCC unroll 4")
 
 /* fp16 at p (unaligned) to float with F16C; exact, like cx_fp16_to_fp32. */
 KQ_INLINE float half_at(const uint8_t *p) {
@@ -58,35 +61,40 @@ KQ_INLINE void k4_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256 acc[KQ_NT];
     __m128 accm[KQ_NT];
-    for (int k = 0; k < nt; k++) {
+    KQ_UNROLL for (int k = 0; k < nt; k++) {
         acc[k] = _mm256_setzero_ps();
         accm[k] = _mm_setzero_ps();
     }
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = row + b * (int64_t)sizeof(block_q4_k);
         const float dw = half_at(blk), dmw = half_at(blk + 2);
+        /* The 12 packed bytes to 8 six-bit scales and 8 mins, four at a time
+         * in 32-bit words (the same bits kq_scale_min_k4 picks one by one). */
+        uint32_t u[4];
+        memcpy(u, blk + 4, 12);
+        const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+        u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4); /* mins 4..7 */
+        const uint32_t mins03 = u[1] & m6;
+        u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);        /* scales 4..7 */
+        u[2] = mins03;
+        u[0] &= m6;                                             /* scales 0..3 */
         uint8_t sc[8];
-        int16_t m16[8];
-        for (int j = 0; j < 8; j++) {
-            uint8_t m;
-            kq_scale_min_k4(j, blk + 4, &sc[j], &m);
-            m16[j] = m;
-        }
-        const __m128i mins = _mm_loadu_si128((const __m128i *)m16);
+        memcpy(sc, u, 8);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)u[3], (int)u[2]));
         __m256i qlo[4], qhi[4], slo[4], shi[4];
-        for (int c = 0; c < 4; c++) {
+        KQ_UNROLL for (int c = 0; c < 4; c++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * c));
             qlo[c] = _mm256_and_si256(q, low4);
             qhi[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
             slo[c] = _mm256_set1_epi16(sc[2 * c]);
             shi[c] = _mm256_set1_epi16(sc[2 * c + 1]);
         }
-        for (int k = 0; k < nt; k++) {
+        KQ_UNROLL for (int k = 0; k < nt; k++) {
             const int64_t t = t0 + k;
             const int8_t *q8 = a->qs + t * n + b * QK_K;
             const int16_t *bs = a->bsum + t * (n / 16) + b * (QK_K / 16);
             __m256i sumi = _mm256_setzero_si256();
-            for (int c = 0; c < 4; c++) {
+            KQ_UNROLL for (int c = 0; c < 4; c++) {
                 __m256i p0 = _mm256_maddubs_epi16(qlo[c], _mm256_loadu_si256((const __m256i *)(q8 + 64 * c)));
                 __m256i p1 = _mm256_maddubs_epi16(qhi[c], _mm256_loadu_si256((const __m256i *)(q8 + 64 * c + 32)));
                 p0 = _mm256_madd_epi16(p0, slo[c]);
@@ -102,7 +110,7 @@ KQ_INLINE void k4_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
             accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmw * da), _mm_cvtepi32_ps(pm), accm[k]);
         }
     }
-    for (int k = 0; k < nt; k++) out[k] = hsum8(acc[k]) - hsum4(accm[k]);
+    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = hsum8(acc[k]) - hsum4(accm[k]);
 }
 
 /* Byte shuffles that turn the 16 scale bytes into [s[2p] x8, s[2p+1] x8], p = 0..7. */
@@ -127,7 +135,7 @@ KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
     const int64_t n = a->n, nb = n / QK_K;
     const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
     __m256 acc[KQ_NT];
-    for (int k = 0; k < nt; k++) acc[k] = _mm256_setzero_ps();
+    KQ_UNROLL for (int k = 0; k < nt; k++) acc[k] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = row + b * (int64_t)sizeof(block_q6_k);
         const float dw = half_at(blk + 208);
@@ -147,7 +155,7 @@ KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
         }
         for (int p = 0; p < 8; p++)
             sp[p] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, _mm_loadu_si128((const __m128i *)SCALE_PAIR[p])));
-        for (int k = 0; k < nt; k++) {
+        KQ_UNROLL for (int k = 0; k < nt; k++) {
             const int64_t t = t0 + k;
             const int8_t *q8 = a->qs + t * n + b * QK_K;
             const int16_t *bs = a->bsum + t * (n / 16) + b * (QK_K / 16);
@@ -162,7 +170,7 @@ KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(sumi), acc[k]);
         }
     }
-    for (int k = 0; k < nt; k++) out[k] = hsum8(acc[k]);
+    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = hsum8(acc[k]);
 }
 
 /* kern_dot_fn for Q4_K rows (one token of k4_rows). */
