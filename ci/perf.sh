@@ -38,9 +38,9 @@ for isa in scalar avx2; do
         --db "$DB" --no-progress
 done
 
-echo "== weights in huge pages against mmap (tinyllama q8_0, tg128, 2 threads)"
-for w in mmap hugepages; do
-    CORTEX_WEIGHTS=$w "$BENCH" run --model models/tinyllama-1.1b-q8_0.gguf --workload tg128 --reps 5 --warmup 1 -t 2 \
+echo "== weights memory: mapped, huge pages, huge pages + repacked (tinyllama q8_0, tg128, 2 threads)"
+for cfg in "CORTEX_WEIGHTS=mmap" "CORTEX_WEIGHTS=hugepages CORTEX_REPACK=0" "CORTEX_WEIGHTS=hugepages CORTEX_REPACK=1"; do
+    env $cfg "$BENCH" run --model models/tinyllama-1.1b-q8_0.gguf --workload tg128 --reps 5 --warmup 1 -t 2 \
         --db "$DB" --no-progress
 done
 
