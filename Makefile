@@ -18,7 +18,7 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 WARN     = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CPPFLAGS = -D_GNU_SOURCE -Iengine/include
-LDLIBS   = -lm -pthread
+LDLIBS   = -lm -lz -pthread
 ifeq ($(KNOBS),1)
 CPPFLAGS += -DCORTEX_TEST_KNOBS
 endif
@@ -130,7 +130,7 @@ build-fuzz/obj/%_avx2.o: %_avx2.c $(wildcard engine/src/*.h engine/src/kernels/*
 	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX2) -c $< -o $@
 build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(wildcard engine/src/*.h engine/include/*.h)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -pthread
+	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread
 
 # The workload fuzzer needs the harness's parsers rather than the engine.
 build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(wildcard harness/*.c harness/*.h)

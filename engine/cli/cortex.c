@@ -19,7 +19,7 @@ static int usage(void) {
             "usage: cortex <command> [options]\n"
             "  generate -m MODEL [-z TOKENIZER] (-p PROMPT | -f PROMPT_FILE) [-n N] [--temp T] [--top-k K]\n"
             "           [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S]\n"
-            "           [-t THREADS] [-c CTX] [--no-echo]\n"
+            "           [-t THREADS] [-c CTX] [--no-echo] [KV cache options: cortex generate --help]\n"
             "  info MODEL [-z TOKENIZER]\n"
             "  synth --shape NAME --type f32|f16|q8_0|q4_0 -o FILE.gguf [--seed S] [-c CTX]   (synth --list: shapes)\n"
             "  tokenize -m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos]\n"
@@ -31,6 +31,21 @@ static int usage(void) {
 
 /* Detailed help of the commands that have more to say than one usage line. */
 static int command_help(const char *cmd) {
+    if (!strcmp(cmd, "generate")) {
+        printf("usage: cortex generate -m MODEL [-z TOKENIZER] (-p PROMPT | -f PROMPT_FILE) [-n N] [sampling] [-t N] [-c CTX]\n"
+               "\n"
+               "KV cache (docs/kv-cache.md): blocks of 16 positions in three tiers with byte budgets.\n"
+               "  --kv-type f32|f16|q8     hot blocks' format (default f32)\n"
+               "  --kv-warm-type q8|q4     warm blocks' format (default q8)\n"
+               "  --kv-hot BYTES           hot tier budget, e.g. 64K, 2M (default unlimited)\n"
+               "  --kv-warm BYTES          warm tier budget; 0: none, hot blocks go to cold losslessly\n"
+               "  --kv-cold BYTES          cold (zlib pages) budget in memory\n"
+               "  --kv-spill FILE          cold pages past the cold budget go to FILE\n"
+               "  --kv-policy lru|lfu      which block leaves a tier first (default lru)\n"
+               "  --prefix-cache           reuse cached blocks of an identical prompt prefix\n"
+               "  --kv-stats               print the cache's counters to stderr at the end\n");
+        return 0;
+    }
     if (!strcmp(cmd, "quantize")) {
         printf("usage: cortex quantize IN OUT --type f32|f16|q8_0|q4_0|q4_k_m [-z TOKENIZER]\n"
                "\n"
@@ -128,7 +143,39 @@ typedef struct opts {
     const char *pos[2]; /* positional arguments (info MODEL, quantize IN OUT) */
     int n_pos;
     cx_sampler_params sp;
+    cx_kv_params kv;
+    int kv_stats;
 } opts;
+
+/* A tier budget: bytes with an optional K/M/G suffix, or "unlimited". */
+static int parse_budget(const char *flag, const char *v, int64_t *out) {
+    *out = !strcmp(v, "unlimited") ? CX_KV_UNLIMITED : cx_parse_bytes(v);
+    if (*out == -1 && strcmp(v, "unlimited")) {
+        fprintf(stderr, "cortex: %s: '%s' is not a byte count (e.g. 65536, 64K, 1.5M) or 'unlimited'\n", flag, v);
+        return 2;
+    }
+    return 0;
+}
+
+/* A KV cache option; 0, 2 (usage) or -1 if `a` is not one. */
+static int parse_kv_opt(const char *a, const char *v, opts *o) {
+    static const char *tiers[CX_KV_TIERS] = {"--kv-hot", "--kv-warm", "--kv-cold"};
+    for (int t = 0; t < CX_KV_TIERS; t++)
+        if (!strcmp(a, tiers[t])) return parse_budget(a, v, &o->kv.budget[t]);
+    int *field = !strcmp(a, "--kv-type") ? &o->kv.type : !strcmp(a, "--kv-warm-type") ? &o->kv.warm_type : NULL;
+    if (field) {
+        *field = cx_kv_type_from_name(v);
+        if (*field < 0) { fprintf(stderr, "cortex: %s: unknown KV type '%s'\n", a, v); return 2; }
+        return 0;
+    }
+    if (!strcmp(a, "--kv-policy")) {
+        o->kv.policy = cx_kv_policy_from_name(v);
+        if (o->kv.policy < 0) { fprintf(stderr, "cortex: --kv-policy: '%s' is not lru or lfu\n", v); return 2; }
+        return 0;
+    }
+    if (!strcmp(a, "--kv-spill")) { o->kv.spill_path = v; return 0; }
+    return -1;
+}
 
 /* Parse the flags shared by all subcommands; returns 0, or an exit code. */
 static int parse_opts(int argc, char **argv, opts *o) {
@@ -136,6 +183,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
     o->positions = 1000;
     o->threads = 1;
     o->sp = cx_sampler_defaults();
+    o->kv = cx_kv_defaults();
     o->seed = -1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -147,6 +195,8 @@ static int parse_opts(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--list")) { o->list = 1; takes = 0; }
         else if (!strcmp(a, "--json")) { o->json = 1; takes = 0; }
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { o->help = 1; takes = 0; }
+        else if (!strcmp(a, "--prefix-cache")) { o->kv.prefix_cache = 1; takes = 0; }
+        else if (!strcmp(a, "--kv-stats")) { o->kv_stats = 1; takes = 0; }
         else if (a[0] != '-') {
             if (o->n_pos == 2) { fprintf(stderr, "cortex: unexpected argument '%s'\n", a); return 2; }
             o->pos[o->n_pos++] = a;
@@ -161,6 +211,7 @@ static int parse_opts(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--type")) o->type = v;
         else if (!strcmp(a, "--ref")) o->ref = v;
         else if (!strcmp(a, "--text")) o->text = v;
+        else if (!strncmp(a, "--kv-", 5) && (n = parse_kv_opt(a, v, o)) >= 0) { if (n) return 2; }
         else if (!strcmp(a, "--positions")) { if (parse_long(a, v, 1, 100000000, &o->positions)) return 2; }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { if (parse_long(a, v, 0, 1 << 24, &o->n_predict)) return 2; }
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (parse_long(a, v, 1, 256, &o->threads)) return 2; }
@@ -216,6 +267,27 @@ static int32_t *encode(const cx_model *m, const char *text, size_t len, int add_
     return ids;
 }
 
+/* The KV cache counters, for --kv-stats. */
+static void print_kv_stats(const cx_session *s) {
+    cx_kv_stats st;
+    cx_session_kv_stats(s, &st);
+    static const char *tier[CX_KV_TIERS] = {"hot", "warm", "cold"};
+    for (int t = 0; t < CX_KV_TIERS; t++) {
+        char budget[32] = "unlimited";
+        if (st.budget[t] >= 0) snprintf(budget, sizeof budget, "%lld", (long long)st.budget[t]);
+        fprintf(stderr, "kv %-4s: %lld blocks, %lld bytes (budget %s), %lld block reads\n", tier[t],
+                (long long)st.blocks[t], (long long)st.bytes[t], budget, (long long)st.hits[t]);
+    }
+    fprintf(stderr, "kv moves: %lld demotions, %lld promotions, %lld spills (%lld bytes in the file), %lld drops\n",
+            (long long)st.demotions, (long long)st.promotions, (long long)st.spills, (long long)st.spilled_bytes,
+            (long long)st.drops);
+    fprintf(stderr, "kv zlib: %lld -> %lld bytes (ratio %.3f); restores: %lld pages, %.1f us each\n",
+            (long long)st.zip_in, (long long)st.zip_out, st.zip_ratio, (long long)st.restores,
+            st.restores ? (double)st.restore_ns / (double)st.restores / 1e3 : 0.0);
+    fprintf(stderr, "kv prefix: %lld/%lld blocks hit (%.1f%%), %lld tokens reused\n", (long long)st.prefix_hits,
+            (long long)st.prefix_lookups, 100.0 * st.prefix_hit_rate, (long long)st.prefix_tokens);
+}
+
 static int cmd_generate(opts *o) {
     size_t len = 0;
     char *text = load_prompt(o, &len);
@@ -234,7 +306,11 @@ static int cmd_generate(opts *o) {
     double t0 = now_s();
     int32_t *ids = encode(m, text, len, 1, &n_prompt);
     if (!ids) goto out;
-    if (cx_session_new(m, (int)o->ctx, (int)o->threads, &s, &err) || cx_sampler_new(mi->n_vocab, &o->sp, &smp, &err)) {
+    cx_session_params sp = cx_session_defaults();
+    sp.n_ctx = (int)o->ctx;
+    sp.n_threads = (int)o->threads;
+    sp.kv = o->kv;
+    if (cx_session_new_ex(m, &sp, &s, &err) || cx_sampler_new(mi->n_vocab, &o->sp, &smp, &err)) {
         fprintf(stderr, "cortex: %s\n", err.msg);
         goto out;
     }
@@ -278,6 +354,7 @@ static int cmd_generate(opts *o) {
             (t_prefill - t_start) * 1e3);
     if (n_gen > 1)
         fprintf(stderr, "decode: %.2f tokens/s (%d tokens in %.2f ms)\n", (n_gen - 1) / decode_s, n_gen - 1, decode_s * 1e3);
+    if (o->kv_stats) print_kv_stats(s);
     rc = 0;
 out:
     free(text);

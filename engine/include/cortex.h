@@ -150,6 +150,107 @@ int cx_session_n_ctx(const cx_session *s);
  */
 int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, cx_err *err);
 
+/* ---- the KV cache: paged, tiered, with prefix reuse (docs/kv-cache.md) --- */
+
+/*
+ * The cache is made of blocks of CX_KV_BLOCK consecutive positions (all
+ * layers, keys and values); a session maps its positions to blocks through a
+ * block table. Blocks live in one of three tiers with byte budgets:
+ *   hot   cx_kv_params.type (f32, f16, or int8 per row), written by the forward pass;
+ *   warm  int8 (or 4-bit) codes, keys scaled per column over the block, values per row;
+ *   cold  zlib pages of byte-plane-split blocks (the warm codes, or the hot
+ *         bytes when there is no warm tier: lossless), in memory or spilled
+ *         to a file, decompressed for each pass that reads them.
+ * Blocks move down when a tier is over budget and up when read, chosen by
+ * LRU or LFU. With the prefix cache on, full blocks are indexed by a hash
+ * chain of their tokens and a sequence starting with the same tokens reuses
+ * them (reference counted; a shared block is copied before it is written).
+ * cx_session_new's cache: f32, every budget unlimited, prefix cache off:
+ * exactly the plain contiguous cache's arithmetic.
+ */
+#define CX_KV_BLOCK 16          /* positions per block */
+#define CX_KV_UNLIMITED (-1)    /* a tier budget without limit */
+
+enum { CX_KV_F32 = 0, CX_KV_F16 = 1, CX_KV_Q8 = 2, CX_KV_Q4 = 3 }; /* block formats */
+enum { CX_KV_LRU = 0, CX_KV_LFU = 1 };                            /* tier policies */
+enum { CX_KV_HOT = 0, CX_KV_WARM = 1, CX_KV_COLD = 2, CX_KV_TIERS = 3 };
+
+typedef struct cx_kv_params {
+    int type;              /* hot blocks: CX_KV_F32 (default), CX_KV_F16 or CX_KV_Q8 */
+    int warm_type;         /* warm blocks: CX_KV_Q8 (default) or CX_KV_Q4 */
+    int64_t budget[CX_KV_TIERS]; /* bytes per tier, CX_KV_UNLIMITED (default) or >= 0. Hot must hold
+                              at least one block. Warm 0: no warm tier, hot blocks go to cold as they
+                              are (lossless). Cold: in memory; past it pages spill to spill_path, else
+                              cached prefixes nobody uses are dropped, else cx_eval fails (CX_ENOMEM). */
+    int policy;            /* CX_KV_LRU (default) or CX_KV_LFU: which block leaves a tier first */
+    int prefix_cache;      /* 1: reuse the blocks of identical prompt prefixes (default 0) */
+    int zlib_level;        /* 1..9 (default 1: fastest; higher levels gain < 1% on KV pages) */
+    const char *spill_path;/* file for cold pages past the cold budget; NULL: none (default) */
+    int max_tokens;        /* capacity of a cache made by cx_kv_cache_new, in positions over all its
+                              sequences and cached prefixes (0: CX_DEFAULT_CTX); a session's own
+                              cache ignores it and holds the session's context */
+} cx_kv_params;
+
+/* The defaults above. */
+cx_kv_params cx_kv_defaults(void);
+/* Parse "f32|f16|q8|q4" (-1 if unknown); "lru|lfu" likewise. */
+int cx_kv_type_from_name(const char *name);
+int cx_kv_policy_from_name(const char *name);
+
+/* A cache several sessions of the same model share (so they share prefixes).
+ * Sessions using it are evaluated one at a time (cx_eval holds its lock).
+ * Free it after every session attached to it. */
+typedef struct cx_kv_cache cx_kv_cache;
+int cx_kv_cache_new(const cx_model *m, const cx_kv_params *p, cx_kv_cache **out, cx_err *err);
+void cx_kv_cache_free(cx_kv_cache *c);
+
+typedef struct cx_session_params {
+    int n_ctx;             /* as cx_session_new */
+    int n_threads;
+    cx_kv_params kv;       /* the session's own cache; ignored when `cache` is set */
+    cx_kv_cache *cache;    /* NULL: a private cache made from `kv` */
+} cx_session_params;
+
+/* n_ctx 0, 1 thread, cx_kv_defaults(), no shared cache. */
+cx_session_params cx_session_defaults(void);
+/* cx_session_new with KV-cache options. With the prefix cache on, cx_eval
+ * takes whole blocks of `tokens` already in the cache (at a position that is
+ * a multiple of CX_KV_BLOCK) instead of computing them; the logits are those
+ * of computing them (bit for bit with an f32 cache). */
+int cx_session_new_ex(const cx_model *m, const cx_session_params *p, cx_session **out, cx_err *err);
+/* Make dst continue from src's sequence (beam search, parallel samples):
+ * every block is shared, the partial last one copied when either writes it.
+ * Both must use the same cache (a shared one). */
+int cx_session_fork(cx_session *dst, const cx_session *src, cx_err *err);
+
+typedef struct cx_kv_stats {
+    int type, warm_type, policy, prefix_cache;
+    int64_t budget[CX_KV_TIERS];   /* as configured (CX_KV_UNLIMITED: none) */
+    int64_t bytes[CX_KV_TIERS];    /* held now: hot/warm block bytes; cold: the buddy blocks its pages take */
+    int64_t blocks[CX_KV_TIERS];   /* blocks held now per tier (cold: in memory and spilled) */
+    int64_t spilled_bytes;         /* cold pages in the spill file now */
+    int64_t blocks_used, blocks_max;
+    int64_t hits[CX_KV_TIERS];     /* block reads by forward passes served from each tier (one per block per pass) */
+    int64_t demotions, promotions; /* moves to a lower / a higher tier */
+    int64_t spills, drops;         /* cold pages written to the spill file; cached prefixes dropped */
+    int64_t zip_in, zip_out;       /* bytes into and out of the compressor (cumulative) */
+    double zip_ratio;              /* zip_in / zip_out: the compression achieved */
+    int64_t restores;              /* cold pages (one block, one layer) decompressed */
+    int64_t restore_ns;            /* their total time */
+    int64_t prefix_lookups;        /* full prompt blocks looked up in the prefix cache */
+    int64_t prefix_hits;           /* ... and found */
+    int64_t prefix_tokens;         /* tokens reused instead of computed */
+    double prefix_hit_rate;        /* prefix_hits / prefix_lookups (0 when none) */
+    int64_t cow_copies;            /* shared blocks copied before a write */
+    int last_reused;               /* tokens the session's last cx_eval reused (cx_session_kv_stats) */
+} cx_kv_stats;
+
+/* Counters of a session's cache (shared or its own). */
+void cx_session_kv_stats(const cx_session *s, cx_kv_stats *out);
+void cx_kv_cache_stats(cx_kv_cache *c, cx_kv_stats *out);
+/* Parse a byte count "123", "64K", "1.5M", "2G" (binary units); -1 if invalid. */
+int64_t cx_parse_bytes(const char *s);
+
 /* ---- sampler ------------------------------------------------------------ */
 
 typedef struct cx_sampler_params {

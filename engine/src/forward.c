@@ -24,8 +24,16 @@
  * same whether it arrives in a prefill batch or alone in decode, on any
  * number of threads.
  *
- * A session owns one sequence: its KV cache and every scratch buffer, all
- * allocated once in cx_session_new so evaluating tokens does not allocate.
+ * The KV cache is paged (kv_cache.h): a tile is ATT_TILE / KV_BLOCK blocks,
+ * read through the sequence's block table (kv_view.h: hot f32 blocks in
+ * place, other formats and tiers decoded per layer first). The kernels see
+ * the same rows in the same order as from one contiguous array, so the
+ * default cache (f32, no budgets) gives the contiguous cache's bits.
+ *
+ * A session owns one sequence: its block table, views and every scratch
+ * buffer, all allocated once in cx_session_new so evaluating tokens does not
+ * allocate. Its cache is its own or shared with other sessions
+ * (cx_session_new_ex); all block moves happen in kv_prepare before a pass.
  */
 #include <assert.h>
 #include <math.h>
@@ -33,6 +41,8 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kv_cache.h"
+#include "kv_view.h"
 #include "model.h"
 #include "quant.h"
 #include "threadpool.h"
@@ -44,6 +54,8 @@
 #define ROW_CHUNK 16  /* matrix rows are split across threads in multiples of this */
 #define TILE_ROWS 64    /* gemm tile: weight rows ... */
 #define TILE_TOKENS 32  /* ... by tokens (see matmul_part) */
+
+_Static_assert(ATT_TILE % KV_BLOCK == 0, "attention tiles are whole KV blocks");
 
 /* One prepared activation input: the floats, and their 8-bit forms once asked for. */
 typedef struct act_slot {
@@ -59,7 +71,10 @@ struct cx_session {
     tp_pool *pool;
     /* per-batch activations, [T][width] */
     float *x, *xb, *xb2, *hb, *hb2, *q, *kk, *vv, *logits, *rope_cs;
-    float *k_cache, *v_cache; /* [layer][position][kv_dim] */
+    kv_cache *cache;          /* the KV cache: the session's own or shared */
+    kv_seq seq;               /* this sequence's block table */
+    kv_view view;             /* attention's f32 view of one layer of it */
+    int last_reused;          /* tokens the last cx_eval took from the prefix cache */
     double *inv_freq;         /* RoPE frequency of each pair in a head */
     /* the current matrix input and its prepared forms, one per activation format */
     const float *in;
@@ -79,9 +94,19 @@ struct cx_session {
 #endif
 };
 
-/* Free every buffer of a (possibly half-built) session. */
+/* Free every buffer of a (possibly half-built) session, giving its blocks
+ * back to the cache (and the cache itself when it is the session's own). */
 void cx_session_free(cx_session *s) {
     if (!s) return;
+    if (s->cache) {
+        pthread_mutex_lock(&s->cache->lock);
+        kv_release(s->cache, &s->seq);
+        s->cache->sessions--;
+        pthread_mutex_unlock(&s->cache->lock);
+        if (s->cache->owned) kv_cache_destroy(s->cache);
+    }
+    kv_seq_free(&s->seq);
+    kv_view_free(&s->view);
     tp_free(s->pool);
     free(s->mem);
     free(s->inv_freq);
@@ -98,11 +123,52 @@ void cx_session_free(cx_session *s) {
 /* The widest input any matrix of the model reads (n_embd or n_ff). */
 static int64_t widest_input(const cx_model_info *h) { return h->n_ff > h->n_embd ? h->n_ff : h->n_embd; }
 
+/* See cortex.h. */
+cx_session_params cx_session_defaults(void) {
+    cx_session_params p;
+    memset(&p, 0, sizeof p);
+    p.n_threads = 1;
+    p.kv = cx_kv_defaults();
+    return p;
+}
+
+/* See cortex.h: a session with its own default cache (f32, unlimited, no prefix cache). */
 int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out, cx_err *err) {
+    cx_session_params p = cx_session_defaults();
+    p.n_ctx = n_ctx;
+    p.n_threads = n_threads;
+    return cx_session_new_ex(m, &p, out, err);
+}
+
+/* Attach session s to its cache (shared, or a new private one for n_ctx
+ * positions) and allocate its block table and views. */
+static int attach_cache(cx_session *s, const cx_model *m, const cx_session_params *p, int n_ctx, cx_err *err) {
+    if (p->cache) {
+        s->cache = p->cache;
+    } else {
+        int rc = kv_cache_create(m, &p->kv, (n_ctx + KV_BLOCK - 1) / KV_BLOCK + 1, 1, &s->cache, err);
+        if (rc) return rc;
+    }
+    pthread_mutex_lock(&s->cache->lock);
+    s->cache->sessions++;
+    pthread_mutex_unlock(&s->cache->lock);
+    if (kv_seq_init(&s->seq, n_ctx) || kv_view_init(&s->view, s->cache, n_ctx, s->n_threads))
+        return cx_fail(err, CX_ENOMEM, "out of memory for the block table of a %d-token session", n_ctx);
+    return 0;
+}
+
+/* See cortex.h. */
+int cx_session_new_ex(const cx_model *m, const cx_session_params *sp, cx_session **out, cx_err *err) {
     const cx_model_info *h = &m->info;
     *out = NULL;
+    int n_ctx = sp->n_ctx, n_threads = sp->n_threads;
     char msg[512];
     if (kern_init(msg, sizeof msg)) return cx_fail(err, CX_EINVAL, "%s", msg);
+    if (sp->cache && sp->cache->m != m) return cx_fail(err, CX_EINVAL, "the shared KV cache belongs to another model");
+    if (!sp->cache) {
+        int rc = kv_check_params(m, &sp->kv, err);
+        if (rc) return rc;
+    }
     if (n_ctx <= 0) n_ctx = h->n_ctx < CX_DEFAULT_CTX ? h->n_ctx : CX_DEFAULT_CTX;
     if (n_ctx > h->n_ctx) n_ctx = h->n_ctx;
     if (n_threads > 256) return cx_fail(err, CX_EINVAL, "thread count %d is out of range (1..256)", n_threads);
@@ -125,8 +191,7 @@ int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out
     s->n_threads = n_threads;
     size_t B = (size_t)s->batch, E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim;
     size_t KV = (size_t)h->n_head_kv * hd;
-    size_t cache = (size_t)h->n_layer * (size_t)n_ctx * KV;
-    size_t total = B * (4 * E + 2 * F + 2 * KV + hd) + (size_t)h->n_vocab + 2 * cache;
+    size_t total = B * (4 * E + 2 * F + 2 * KV + hd) + (size_t)h->n_vocab;
     s->mem = calloc(total, sizeof(float));
     s->inv_freq = calloc(hd / 2, sizeof(double));
     s->att_scores = calloc((size_t)n_threads * ATT_TILE, sizeof(float));
@@ -160,18 +225,53 @@ int cx_session_new(const cx_model *m, int n_ctx, int n_threads, cx_session **out
     s->kk = p; p += B * KV;
     s->vv = p; p += B * KV;
     s->rope_cs = p; p += B * hd;
-    s->logits = p; p += (size_t)h->n_vocab;
-    s->k_cache = p; p += cache;
-    s->v_cache = p;
+    s->logits = p;
     for (size_t i = 0; i < hd / 2; i++)
         s->inv_freq[i] = 1.0 / pow((double)h->rope_base, (double)(2 * i) / (double)h->head_dim);
     s->m = m;
     s->n_ctx = n_ctx;
+    int rc = attach_cache(s, m, sp, n_ctx, err);
+    if (rc) {
+        cx_session_free(s);
+        return rc;
+    }
     *out = s;
     return 0;
 }
 
-void cx_session_reset(cx_session *s) { s->pos = 0; }
+/* See cortex.h: the blocks go back to the cache (cached prefixes stay indexed). */
+void cx_session_reset(cx_session *s) {
+    pthread_mutex_lock(&s->cache->lock);
+    kv_release(s->cache, &s->seq);
+    pthread_mutex_unlock(&s->cache->lock);
+    s->pos = 0;
+    s->last_reused = 0;
+}
+
+/* See cortex.h. The logits are not copied: dst's are valid after its next cx_eval. */
+int cx_session_fork(cx_session *dst, const cx_session *src, cx_err *err) {
+    if (dst == src) return cx_fail(err, CX_EINVAL, "a session cannot fork into itself");
+    if (dst->cache != src->cache)
+        return cx_fail(err, CX_EINVAL, "cx_session_fork: the sessions use different KV caches");
+    if (src->pos > dst->n_ctx)
+        return cx_fail(err, CX_ECTX, "cx_session_fork: %d positions exceed the context length %d", src->pos,
+                       dst->n_ctx);
+    pthread_mutex_lock(&dst->cache->lock);
+    kv_fork(dst->cache, &dst->seq, &src->seq);
+    pthread_mutex_unlock(&dst->cache->lock);
+    dst->pos = src->pos;
+    dst->last_reused = 0;
+    return 0;
+}
+
+/* See cortex.h. */
+void cx_session_kv_stats(const cx_session *s, cx_kv_stats *out) {
+    pthread_mutex_lock(&s->cache->lock);
+    kv_stats(s->cache, out);
+    pthread_mutex_unlock(&s->cache->lock);
+    out->last_reused = s->last_reused;
+}
+
 int cx_session_pos(const cx_session *s) { return s->pos; }
 int cx_session_n_ctx(const cx_session *s) { return s->n_ctx; }
 
@@ -255,17 +355,18 @@ static void matmul(cx_session *s, const cx_weight *w, float *y) { matmul_rows(s,
 
 /* ---- attention: tiled, online softmax, heads x query blocks across the pool ---- */
 
-typedef struct attn_job { cx_session *s; int layer, T, n_qblocks; } attn_job;
+typedef struct attn_job { cx_session *s; int T, n_qblocks; } attn_job;
 
-/* One head, queries qi0..qi1-1 of the batch (positions pos+qi), all keys up to each query. */
-static void attention_block(cx_session *s, int tid, int layer, int head, int qi0, int qi1) {
+/* One head, queries qi0..qi1-1 of the batch (positions pos+qi), all keys up to
+ * each query, read from the layer the session's view points at. */
+static void attention_block(cx_session *s, int tid, int head, int qi0, int qi1) {
     const cx_model_info *h = &s->m->info;
     const kern_ops *k = s->k;
     int hd = h->head_dim, kv_dim = h->n_head_kv * hd, E = h->n_embd;
     int kvh = head / (h->n_head / h->n_head_kv); /* grouped-query: query heads share a kv head */
     float scale = 1.0f / sqrtf((float)hd);
-    size_t layer_off = (size_t)layer * (size_t)s->n_ctx * (size_t)kv_dim + (size_t)kvh * (size_t)hd;
-    const float *K = s->k_cache + layer_off, *V = s->v_cache + layer_off;
+    const float *const *Kb = s->view.k, *const *Vb = s->view.v;
+    size_t col = (size_t)kvh * (size_t)hd; /* this kv head's columns in a row */
     float *sc = s->att_scores + (size_t)tid * ATT_TILE;
     double *acc = s->att_acc + (size_t)tid * ATT_QBLOCK * (size_t)hd;
     double *ml = s->att_ml + (size_t)tid * ATT_QBLOCK * 2;
@@ -282,7 +383,9 @@ static void attention_block(cx_session *s, int tid, int layer, int head, int qi0
             if (k0 > p) continue;
             int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
             const float *q = s->q + (size_t)(qi0 + i) * (size_t)E + (size_t)head * (size_t)hd;
-            k->attn_scores(sc, q, K + (size_t)k0 * (size_t)kv_dim, (size_t)kv_dim, kn, hd, scale);
+            for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order */
+                k->attn_scores(sc + j, q, Kb[(k0 + j) / KV_BLOCK] + col, (size_t)kv_dim,
+                               kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
             float tmax = -INFINITY;
             for (int j = 0; j < kn; j++) tmax = sc[j] > tmax ? sc[j] : tmax;
             double *a = acc + (size_t)i * hd;
@@ -294,7 +397,9 @@ static void attention_block(cx_session *s, int tid, int layer, int head, int qi0
             }
             ml[2 * i] = m_new;
             ml[2 * i + 1] += k->exp_shift(sc, kn, (float)m_new);
-            k->attn_values(a, sc, V + (size_t)k0 * (size_t)kv_dim, (size_t)kv_dim, kn, hd);
+            for (int j = 0; j < kn; j += KV_BLOCK)
+                k->attn_values(a, sc + j, Vb[(k0 + j) / KV_BLOCK] + col, (size_t)kv_dim,
+                               kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd);
         }
     }
     for (int i = 0; i < nq; i++) {
@@ -302,6 +407,24 @@ static void attention_block(cx_session *s, int tid, int layer, int head, int qi0
         double inv = 1.0 / ml[2 * i + 1];
         for (int d = 0; d < hd; d++) o[d] = (float)(acc[(size_t)i * hd + d] * inv);
     }
+}
+
+typedef struct stage_job { cx_session *s; int layer; } stage_job;
+
+/* This thread's share of the blocks the layer's view must decode. */
+static void stage_part(void *ctx, int i, int n) {
+    stage_job *j = ctx;
+    kv_view_stage(&j->s->view, j->s->cache, &j->s->seq, j->layer, i, n);
+}
+
+/* Make layer l of blocks 0..nb-1 readable as f32 (decoding on the pool when
+ * several blocks need it). */
+static void view_layer(cx_session *s, int l, int nb) {
+    int todo = kv_view_layer(&s->view, s->cache, &s->seq, l, nb);
+    if (!todo) return;
+    stage_job j = {s, l};
+    if (todo > 1) tp_run(s->pool, stage_part, &j);
+    else stage_part(&j, 0, 1);
 }
 
 /* Work items (head, query block) dealt round-robin: later blocks see more keys,
@@ -312,7 +435,7 @@ static void attention_part(void *ctx, int i, int n) {
     for (int it = i; it < items; it += n) {
         int head = it % n_head, qb = it / n_head;
         int qi0 = qb * ATT_QBLOCK, qi1 = qi0 + ATT_QBLOCK < j->T ? qi0 + ATT_QBLOCK : j->T;
-        attention_block(j->s, i, j->layer, head, qi0, qi1);
+        attention_block(j->s, i, head, qi0, qi1);
     }
 }
 
@@ -376,7 +499,7 @@ static void forward_batch(cx_session *s, const int32_t *tokens, int T, int want_
         quant_dequantize_row(m->tok_embd.type, emb, s->x + (size_t)t * E, E);
         kern_rope_table(s->rope_cs + (size_t)t * hd, hd, pos + t, s->inv_freq);
     }
-    attn_job aj = {s, 0, T, (T + ATT_QBLOCK - 1) / ATT_QBLOCK};
+    attn_job aj = {s, T, (T + ATT_QBLOCK - 1) / ATT_QBLOCK};
 
     for (int l = 0; l < h->n_layer; l++) {
         const cx_layer *w = &m->layers[l];
@@ -390,10 +513,8 @@ static void forward_batch(cx_session *s, const int32_t *tokens, int T, int want_
             k->rope(s->q + (size_t)t * E, h->n_head, hd, s->rope_cs + (size_t)t * hd);
             k->rope(s->kk + (size_t)t * kv_dim, h->n_head_kv, hd, s->rope_cs + (size_t)t * hd);
         }
-        size_t slot = ((size_t)l * (size_t)s->n_ctx + (size_t)pos) * (size_t)kv_dim;
-        memcpy(s->k_cache + slot, s->kk, sizeof(float) * (size_t)T * (size_t)kv_dim);
-        memcpy(s->v_cache + slot, s->vv, sizeof(float) * (size_t)T * (size_t)kv_dim);
-        aj.layer = l;
+        kv_write(s->cache, &s->seq, l, pos, T, s->kk, s->vv);
+        view_layer(s, l, (pos + T + KV_BLOCK - 1) / KV_BLOCK);
         tp_run(s->pool, attention_part, &aj);
         set_input(s, s->xb, T, E);
         matmul(s, &w->wo, s->xb2);
@@ -418,6 +539,30 @@ static void forward_batch(cx_session *s, const int32_t *tokens, int T, int want_
 #endif
 }
 
+/* cx_eval with the cache locked: take cached prefix blocks, then passes of
+ * at most `batch` tokens (fewer when the hot tier cannot hold the blocks of
+ * a full batch), each prepared (block moves), run, and committed. */
+static int eval_locked(cx_session *s, const int32_t *tokens, int n, cx_err *err) {
+    kv_cache *c = s->cache;
+    int reused = kv_match(c, &s->seq, tokens, n);
+    s->last_reused = reused;
+    s->pos += reused;
+    for (int i = reused; i < n;) {
+        int T = n - i < s->batch ? n - i : s->batch, limit = kv_pass_limit(c, s->pos);
+        if (T > limit) T = limit;
+        int rc = kv_prepare(c, &s->seq, s->pos, T, err);
+        if (rc) return rc;
+        forward_batch(s, tokens + i, T, i + T == n);
+        kv_commit(c, &s->seq, s->pos, T, tokens + i);
+        s->pos += T;
+        i += T;
+        if (kv_view_collect(&s->view, c))
+            return cx_fail(err, CX_EIO, "a cold KV page could not be read back%s%s",
+                           c->p.spill_path ? " from " : "", c->p.spill_path ? c->p.spill_path : "");
+    }
+    return 0;
+}
+
 int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, cx_err *err) {
     if (n <= 0) return cx_fail(err, CX_EINVAL, "nothing to evaluate (0 tokens)");
     if (n > s->n_ctx - s->pos)
@@ -426,11 +571,10 @@ int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, c
         if (tokens[i] < 0 || tokens[i] >= s->m->info.n_vocab)
             return cx_fail(err, CX_EINVAL, "token id %d is outside the vocabulary (0..%d)", tokens[i],
                            s->m->info.n_vocab - 1);
-    for (int i = 0; i < n; i += s->batch) {
-        int T = n - i < s->batch ? n - i : s->batch;
-        forward_batch(s, tokens + i, T, i + T == n);
-        s->pos += T;
-    }
+    pthread_mutex_lock(&s->cache->lock);
+    int rc = eval_locked(s, tokens, n, err);
+    pthread_mutex_unlock(&s->cache->lock);
+    if (rc) return rc;
     if (logits) *logits = s->logits;
     return 0;
 }

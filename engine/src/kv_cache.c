@@ -1,0 +1,319 @@
+/*
+ * kv_cache.c - the KV cache's creation, its block store (allocate, reference,
+ * free, drop), its statistics, and the public cx_kv_* calls. See kv_cache.h.
+ */
+#include "kv_cache.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "util.h"
+
+/* See cortex.h. */
+cx_kv_params cx_kv_defaults(void) {
+    cx_kv_params p;
+    memset(&p, 0, sizeof p);
+    p.type = CX_KV_F32;
+    p.warm_type = CX_KV_Q8;
+    for (int t = 0; t < CX_KV_TIERS; t++) p.budget[t] = CX_KV_UNLIMITED;
+    p.policy = CX_KV_LRU;
+    p.zlib_level = 1;
+    return p;
+}
+
+/* See cortex.h. */
+int cx_kv_type_from_name(const char *name) {
+    static const char *names[] = {"f32", "f16", "q8", "q4"}; /* CX_KV_F32.. */
+    for (int f = 0; f < 4; f++)
+        if (!strcasecmp(name, names[f])) return f;
+    return -1;
+}
+
+/* See cortex.h. */
+int cx_kv_policy_from_name(const char *name) {
+    if (!strcasecmp(name, "lru")) return CX_KV_LRU;
+    if (!strcasecmp(name, "lfu")) return CX_KV_LFU;
+    return -1;
+}
+
+/* See cortex.h: a number with an optional K/M/G/T suffix (powers of 1024). */
+int64_t cx_parse_bytes(const char *s) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0)) return -1;
+    double unit = 1;
+    switch (*end) {
+    case 'k': case 'K': unit = 1024.0; end++; break;
+    case 'm': case 'M': unit = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': unit = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': unit = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'i' && unit > 1) end++; /* "KiB" */
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end || v * unit > 9.0e18) return -1;
+    return (int64_t)(v * unit);
+}
+
+/* kv_dim of a model. */
+static int model_kv_dim(const cx_model *m) { return m->info.n_head_kv * m->info.head_dim; }
+
+/* See kv_cache.h. */
+int kv_check_params(const cx_model *m, const cx_kv_params *p, cx_err *err) {
+    if (kv_fmt_hot(p->type) < 0) return cx_fail(err, CX_EINVAL, "KV type %d is not one of f32, f16, q8", p->type);
+    if (kv_fmt_warm(p->warm_type) < 0)
+        return cx_fail(err, CX_EINVAL, "warm KV type %d is not one of q8, q4", p->warm_type);
+    if (p->policy != CX_KV_LRU && p->policy != CX_KV_LFU)
+        return cx_fail(err, CX_EINVAL, "KV policy %d is not lru or lfu", p->policy);
+    if (p->zlib_level < 1 || p->zlib_level > 9)
+        return cx_fail(err, CX_EINVAL, "zlib level %d is not in 1..9", p->zlib_level);
+    if (p->max_tokens < 0) return cx_fail(err, CX_EINVAL, "KV cache capacity %d tokens is negative", p->max_tokens);
+    static const char *names[KV_TIERS] = {"hot", "warm", "cold"};
+    for (int t = 0; t < KV_TIERS; t++)
+        if (p->budget[t] < CX_KV_UNLIMITED)
+            return cx_fail(err, CX_EINVAL, "%s KV budget %lld bytes is negative", names[t], (long long)p->budget[t]);
+    size_t hot = (size_t)m->info.n_layer * kv_slab_bytes(kv_fmt_hot(p->type), model_kv_dim(m));
+    if (p->budget[KV_HOT] != CX_KV_UNLIMITED && (uint64_t)p->budget[KV_HOT] < hot)
+        return cx_fail(err, CX_EINVAL, "hot KV budget %lld bytes is less than one %s block (%zu bytes)",
+                       (long long)p->budget[KV_HOT], kv_fmt_name(kv_fmt_hot(p->type)), hot);
+    return 0;
+}
+
+/* Slots a tier's budget pays for, at most one per block. */
+static int32_t tier_slots(int64_t budget, size_t block_bytes, int32_t max_blocks) {
+    if (budget == CX_KV_UNLIMITED || (uint64_t)budget / block_bytes >= (uint64_t)max_blocks) return max_blocks;
+    return (int32_t)((uint64_t)budget / block_bytes);
+}
+
+/* Storage for moving blocks below the hot tier: the cold buddy region, the
+ * spill file, the compressors and their scratch. 0 or a CX_E* code. */
+static int setup_tiering(kv_cache *c, cx_err *err) {
+    size_t slab = kv_page_max_slab(c);
+    c->page_bound = kv_zip_bound(slab);
+    size_t block_pages = (size_t)c->n_layer * c->page_bound;
+    int64_t cold = c->p.budget[KV_COLD];
+    if (cold != 0) {
+        /* Address space only (the buddy maps it MAP_NORESERVE): room beyond
+         * the budget so that fragmentation, not the budget, is never what
+         * turns a page away first. */
+        size_t region = cold == CX_KV_UNLIMITED ? (size_t)c->max_blocks * (block_pages + block_pages / 4)
+                                                : 2 * (size_t)cold;
+        if (region < KV_COLD_GRANULE) region = KV_COLD_GRANULE;
+        int rc = buddy_new(region, KV_COLD_GRANULE, -1, &c->cold_mem, err);
+        if (rc) return rc;
+    }
+    if (c->p.spill_path) {
+        c->spill_fd = open(c->p.spill_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (c->spill_fd < 0)
+            return cx_fail(err, CX_EIO, "%s: cannot open the KV spill file: %s", c->p.spill_path, strerror(errno));
+        c->spill_stride = block_pages;
+    }
+    c->zbuf = malloc((size_t)(c->n_layer > 2 ? c->n_layer : 2) * c->page_bound); /* also kv_page_read's scratch */
+    c->raw = malloc(slab);
+    c->planes = malloc(slab);
+    c->f32 = malloc(sizeof(float) * KV_ROWS * (size_t)c->dim);
+    if (!c->zbuf || !c->raw || !c->planes || !c->f32 || kv_zip_init(&c->deflater, 1, c->p.zlib_level) ||
+        kv_zip_init(&c->inflater, 0, 0))
+        return cx_fail(err, CX_ENOMEM, "out of memory for the KV cache's compressor");
+    return 0;
+}
+
+/* See kv_cache.h. */
+int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks, int owned, kv_cache **out,
+                    cx_err *err) {
+    *out = NULL;
+    assert(max_blocks > 0);
+    kv_cache *c = calloc(1, sizeof *c);
+    if (!c) return cx_fail(err, CX_ENOMEM, "out of memory");
+    c->spill_fd = -1;
+    c->p = *p;
+    c->p.spill_path = NULL;
+    if (p->spill_path && !(c->p.spill_path = strdup(p->spill_path))) {
+        kv_cache_destroy(c);
+        return cx_fail(err, CX_ENOMEM, "out of memory");
+    }
+    c->m = m;
+    c->n_layer = m->info.n_layer;
+    c->dim = model_kv_dim(m);
+    c->max_blocks = max_blocks;
+    c->owned = owned;
+    c->fmt[KV_HOT] = kv_fmt_hot(p->type);
+    c->fmt[KV_WARM] = kv_fmt_warm(p->warm_type);
+    c->blocks = calloc((size_t)max_blocks, sizeof *c->blocks);
+    c->tokens = calloc((size_t)max_blocks * KV_BLOCK, sizeof *c->tokens);
+    c->page_off = calloc((size_t)max_blocks * (size_t)(c->n_layer + 1), sizeof *c->page_off);
+    c->lock_ready = pthread_mutex_init(&c->lock, NULL) == 0;
+    int ok = c->blocks && c->tokens && c->page_off && c->lock_ready;
+    for (int t = KV_HOT; ok && t <= KV_WARM; t++) {
+        c->block_bytes[t] = (size_t)c->n_layer * kv_slab_bytes(c->fmt[t], c->dim);
+        ok = kv_slots_init(&c->slots[t], tier_slots(p->budget[t], c->block_bytes[t], max_blocks),
+                           c->block_bytes[t]) == 0;
+    }
+    ok = ok && (!p->prefix_cache || kv_prefix_init(&c->prefix, max_blocks) == 0);
+    if (!ok) {
+        size_t mib = (size_t)max_blocks * c->block_bytes[KV_HOT] >> 20;
+        kv_cache_destroy(c);
+        return cx_fail(err, CX_ENOMEM, "out of memory for a KV cache of %d blocks (%zu MiB hot)", max_blocks, mib);
+    }
+    c->free_head = -1;
+    for (int32_t i = max_blocks - 1; i >= 0; i--) {
+        c->blocks[i].tier = KV_FREE;
+        c->blocks[i].next_free = c->free_head;
+        c->free_head = i;
+    }
+    c->n_free = max_blocks;
+    assert(c->slots[KV_HOT].n >= 1);
+    c->tiering = c->slots[KV_HOT].n < max_blocks;
+    if (c->tiering) {
+        int rc = setup_tiering(c, err);
+        if (rc) {
+            kv_cache_destroy(c);
+            return rc;
+        }
+    }
+    *out = c;
+    return 0;
+}
+
+/* See kv_cache.h. The spill file is scratch: removed with the cache. */
+void kv_cache_destroy(kv_cache *c) {
+    if (!c) return;
+    if (c->spill_fd >= 0) {
+        close(c->spill_fd);
+        unlink(c->p.spill_path);
+    }
+    free((char *)c->p.spill_path);
+    buddy_destroy(c->cold_mem);
+    kv_zip_free(&c->deflater);
+    kv_zip_free(&c->inflater);
+    for (int t = KV_HOT; t <= KV_WARM; t++) kv_slots_free(&c->slots[t]);
+    kv_prefix_free(&c->prefix);
+    free(c->zbuf);
+    free(c->raw);
+    free(c->planes);
+    free(c->f32);
+    free(c->blocks);
+    free(c->tokens);
+    free(c->page_off);
+    if (c->lock_ready) pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+/* The droppable block (an unused cached prefix) to drop first, over every tier; -1 if none. */
+static int32_t drop_candidate(const kv_cache *c) {
+    int32_t best = -1;
+    for (int t = KV_TIERS - 1; t >= KV_HOT; t--) {
+        int32_t v = kv_policy_victim(c, t, -1, 1);
+        if (v >= 0 && (best < 0 || kv_policy_cmp(c, &c->blocks[v], &c->blocks[best]) < 0)) best = v;
+    }
+    return best;
+}
+
+/* See kv_cache.h. The new block has one reference, no storage and no rows. */
+int32_t kv_block_alloc(kv_cache *c) {
+    if (c->free_head < 0) {
+        int32_t v = drop_candidate(c);
+        if (v < 0) return -1;
+        kv_block_drop(c, v);
+    }
+    int32_t id = c->free_head;
+    assert(id >= 0 && c->blocks[id].tier == KV_FREE);
+    c->free_head = c->blocks[id].next_free;
+    c->n_free--;
+    kv_block *b = &c->blocks[id];
+    memset(b, 0, sizeof *b);
+    b->refs = 1;
+    b->slot = -1;
+    b->next_free = -1;
+    b->tier = KV_FREE;
+    b->stamp = c->clock;
+    return id;
+}
+
+/* See kv_cache.h. */
+void kv_block_release_storage(kv_cache *c, int32_t id) {
+    kv_block *b = &c->blocks[id];
+    if (b->tier == KV_HOT || b->tier == KV_WARM) {
+        kv_slots_put(&c->slots[b->tier], b->slot);
+        c->bytes[b->tier] -= (int64_t)c->block_bytes[b->tier];
+        b->slot = -1;
+    } else if (b->tier == KV_COLD) {
+        if (b->spilled) c->spilled_bytes -= b->cold_bytes;
+        else kv_page_free(c, id);
+        b->cold_bytes = 0;
+        b->spilled = 0;
+    }
+    if (b->tier != KV_FREE) c->nblocks[b->tier]--;
+    b->tier = KV_FREE;
+}
+
+/* See kv_cache.h. */
+void kv_block_unref(kv_cache *c, int32_t id) {
+    kv_block *b = &c->blocks[id];
+    assert(b->refs > 0);
+    if (--b->refs > 0) return;
+    assert(!b->cached);
+    kv_block_release_storage(c, id);
+    b->next_free = c->free_head;
+    c->free_head = id;
+    c->n_free++;
+}
+
+/* See kv_cache.h. */
+void kv_block_drop(kv_cache *c, int32_t id) {
+    kv_block *b = &c->blocks[id];
+    assert(kv_block_droppable(b));
+    kv_prefix_remove(&c->prefix, b->key);
+    b->cached = 0;
+    c->st.drops++;
+    kv_block_unref(c, id);
+}
+
+/* See kv_cache.h. */
+void kv_stats(const kv_cache *c, cx_kv_stats *out) {
+    *out = c->st;
+    out->type = c->p.type;
+    out->warm_type = c->p.warm_type;
+    out->policy = c->p.policy;
+    out->prefix_cache = c->p.prefix_cache;
+    for (int t = 0; t < KV_TIERS; t++) {
+        out->budget[t] = c->p.budget[t];
+        out->bytes[t] = c->bytes[t];
+        out->blocks[t] = c->nblocks[t];
+    }
+    out->spilled_bytes = c->spilled_bytes;
+    out->blocks_used = c->max_blocks - c->n_free;
+    out->blocks_max = c->max_blocks;
+    out->zip_ratio = out->zip_out ? (double)out->zip_in / (double)out->zip_out : 0.0;
+    out->prefix_hit_rate = out->prefix_lookups ? (double)out->prefix_hits / (double)out->prefix_lookups : 0.0;
+}
+
+/* See cortex.h: capacity max_tokens positions, plus one block for a copy-on-write. */
+int cx_kv_cache_new(const cx_model *m, const cx_kv_params *p, cx_kv_cache **out, cx_err *err) {
+    *out = NULL;
+    int rc = kv_check_params(m, p, err);
+    if (rc) return rc;
+    int tokens = p->max_tokens > 0 ? p->max_tokens : CX_DEFAULT_CTX;
+    return kv_cache_create(m, p, (tokens + KV_BLOCK - 1) / KV_BLOCK + 1, 0, out, err);
+}
+
+/* See cortex.h. */
+void cx_kv_cache_free(cx_kv_cache *c) {
+    if (!c) return;
+    assert(c->sessions == 0 && "free the sessions using a KV cache before the cache");
+    kv_cache_destroy(c);
+}
+
+/* See cortex.h. */
+void cx_kv_cache_stats(cx_kv_cache *c, cx_kv_stats *out) {
+    pthread_mutex_lock(&c->lock);
+    kv_stats(c, out);
+    pthread_mutex_unlock(&c->lock);
+}

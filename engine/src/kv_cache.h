@@ -1,0 +1,201 @@
+/*
+ * kv_cache.h - the paged, tiered KV cache shared by sessions (cx_kv_cache).
+ *
+ * The cache owns up to max_blocks physical blocks (kv_block); sequences
+ * (kv_seq.h) refer to them through block tables, and a block referred to by
+ * several sequences (a shared prefix, a fork) is counted in `refs`. Block
+ * contents live in one tier:
+ *
+ *   KV_HOT   a slot of the hot slot array, format fmt[KV_HOT] (f32/f16/q8);
+ *            the only tier the forward pass writes;
+ *   KV_WARM  a slot of the warm slot array, format fmt[KV_WARM] (q8/q4);
+ *   KV_COLD  n_layer zlib pages (one per layer, so attention restores one
+ *            layer at a time) of the byte-plane-split slabs (the warm format
+ *            when there is a warm tier, else the hot one: lossless), stored
+ *            back to back in up to KV_PIECES buddy blocks (buddy.h) whose
+ *            sizes are the binary digits of the pages' size in granules, so
+ *            the buddy's power-of-two rounding wastes < one granule per block
+ *            instead of up to half; past the cold budget, in the spill file
+ *            at offset id * spill_stride.
+ *
+ * All tier moves happen in kv_prepare (kv_tier.c), single-threaded, at the
+ * start of a forward pass; during the pass the cache is only read
+ * (kv_view.c stages non-f32 blocks for attention on the worker threads).
+ * The files, one job each:
+ *   kv_cache.c   creation, the block store (alloc/ref/free), statistics, public calls
+ *   kv_policy.c  LRU/LFU bookkeeping and the choice of a victim
+ *   kv_page.c    cold pages: packing, reading back, the spill file
+ *   kv_tier.c    moves between tiers, budgets, kv_prepare, copy-on-write
+ *   kv_ops.c     sequence operations: write rows, commit, prefix match, fork, release
+ *   kv_view.c    per-session f32 views of a layer for attention
+ */
+#ifndef CX_KV_CACHE_H
+#define CX_KV_CACHE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buddy.h"
+#include "cortex.h"
+#include "kv_codec.h"
+#include "kv_prefix.h"
+#include "kv_seq.h"
+#include "kv_slots.h"
+#include "kv_zip.h"
+
+#define KV_COLD_GRANULE 256 /* buddy min_block of the cold tier */
+#define KV_PIECES 8         /* buddy blocks a cold block's pages may take */
+
+enum { KV_HOT = CX_KV_HOT, KV_WARM = CX_KV_WARM, KV_COLD = CX_KV_COLD, KV_TIERS = CX_KV_TIERS, KV_FREE = -1 };
+
+typedef struct kv_block {
+    uint64_t key, parent;   /* prefix chain key of this full block and of the one before (0 at the start) */
+    uint64_t stamp, uses;   /* policy: clock of the last pass that read it; passes that read it */
+    uint8_t *piece[KV_PIECES]; /* cold in memory: its pages, split over buddy blocks of kv_page_pieces sizes */
+    uint32_t cold_bytes;    /* cold: compressed bytes of all its pages */
+    uint32_t pin;           /* == cache pass while the current pass writes it (never demoted then) */
+    int32_t refs;           /* sequences holding it, + 1 while it is in the prefix index */
+    int32_t slot;           /* hot or warm: its slot */
+    int32_t next_free;      /* free list link */
+    int32_t index;          /* its block number in the sequence that wrote it (older first on ties) */
+    int8_t tier;            /* KV_HOT, KV_WARM, KV_COLD, or KV_FREE */
+    int8_t fmt;             /* format of its content (cold pages keep the format they were made from) */
+    int8_t spilled;         /* cold: pages in the spill file rather than memory */
+    int8_t keyed;           /* full, `key` computed */
+    int8_t cached;          /* in the prefix index */
+    int16_t filled;         /* rows written, 0..KV_BLOCK */
+} kv_block;
+
+struct cx_kv_cache {
+    cx_kv_params p;
+    const cx_model *m;
+    int n_layer, dim;              /* dim: kv_dim = n_head_kv * head_dim */
+    int32_t max_blocks;
+    kv_block *blocks;
+    int32_t free_head, n_free;
+    int32_t *tokens;               /* [max_blocks][KV_BLOCK]: each block's tokens (prefix checks) */
+    uint32_t *page_off;            /* [max_blocks][n_layer + 1]: offset of each layer's cold page */
+    int fmt[2];                    /* formats of the hot and warm tiers */
+    size_t block_bytes[2];         /* bytes of a hot / warm block */
+    kv_slots slots[2];             /* hot, warm storage */
+    int tiering;                   /* 1 when blocks can leave the hot tier */
+    buddy *cold_mem;               /* cold pages in memory (NULL: none) */
+    size_t page_bound;             /* most compressed bytes of one page */
+    int spill_fd;                  /* -1: no spill file */
+    size_t spill_stride;           /* bytes reserved per block in the spill file */
+    int64_t bytes[KV_TIERS];       /* held per tier (cold: buddy bytes in memory) */
+    int64_t nblocks[KV_TIERS];
+    int64_t spilled_bytes;
+    kv_zip deflater, inflater;     /* tier moves (single-threaded) */
+    uint8_t *zbuf;                 /* compressed pages of one block: max(n_layer, 2) * page_bound */
+    uint8_t *raw, *planes;         /* one slab of the largest format, twice */
+    float *f32;                    /* one slab as floats */
+    kv_prefix prefix;
+    uint64_t clock;                /* passes prepared */
+    uint32_t pass;                 /* pins of the current pass */
+    cx_kv_stats st;                /* counters (bytes/blocks filled in by kv_stats) */
+    pthread_mutex_t lock;          /* held by cx_eval and every call changing the cache */
+    int lock_ready;                /* lock initialized */
+    int sessions;                  /* sessions attached */
+    int owned;                     /* 1: private to one session */
+};
+typedef struct cx_kv_cache kv_cache;
+
+/* ---- kv_cache.c: the block store ---- */
+
+/* A cache for model m holding max_blocks blocks (params already validated
+ * by kv_check_params). */
+int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks, int owned, kv_cache **out,
+                    cx_err *err);
+void kv_cache_destroy(kv_cache *c);
+/* Check params against the model; 0 or CX_EINVAL with a message. */
+int kv_check_params(const cx_model *m, const cx_kv_params *p, cx_err *err);
+/* A free block id (dropping an unused cached prefix if none is free), or -1. */
+int32_t kv_block_alloc(kv_cache *c);
+/* One reference less; the block is freed at zero. */
+void kv_block_unref(kv_cache *c, int32_t id);
+/* Release a block's storage in its tier (slot, buddy block or spill slot). */
+void kv_block_release_storage(kv_cache *c, int32_t id);
+/* Drop an unused cached prefix block (refs == 1, cached). */
+void kv_block_drop(kv_cache *c, int32_t id);
+/* 1 if the block is only held by the prefix index (droppable). */
+static inline int kv_block_droppable(const kv_block *b) { return b->cached && b->refs == 1; }
+/* Slab of `layer` in a hot or warm block. */
+static inline uint8_t *kv_block_slab(const kv_cache *c, int32_t id, int layer) {
+    const kv_block *b = &c->blocks[id];
+    int t = b->tier;
+    return (uint8_t *)kv_slots_at(&c->slots[t], b->slot) + (size_t)layer * kv_slab_bytes(b->fmt, c->dim);
+}
+/* Fill out (bytes and blocks per tier included). */
+void kv_stats(const kv_cache *c, cx_kv_stats *out);
+
+/* ---- kv_policy.c ---- */
+
+/* Record that the current pass reads block id. */
+void kv_policy_touch(kv_cache *c, int32_t id);
+/* <0 when a should leave a tier before b (LRU: older stamp; LFU: fewer uses). */
+int kv_policy_cmp(const kv_cache *c, const kv_block *a, const kv_block *b);
+/* 1 when a has strictly more claim to a tier than b (no promotion on ties). */
+int kv_policy_better(const kv_cache *c, const kv_block *a, const kv_block *b);
+/* The block to leave `tier` first: not pinned, not `except`, and for the
+ * cold tier in memory (not spilled); only droppable ones when
+ * droppable_only. -1 if none. */
+int32_t kv_policy_victim(const kv_cache *c, int tier, int32_t except, int droppable_only);
+
+/* ---- kv_page.c ---- */
+
+/* Compress every layer of hot/warm block id, converted to `fmt`, into
+ * c->zbuf (page_off filled); returns the total bytes, 0 on failure. */
+size_t kv_page_pack(kv_cache *c, int32_t id, int fmt);
+/* Layer `layer` of cold block id, decompressed into raw (its format's slab),
+ * with a caller-owned decompressor and scratch of kv_page_scratch bytes.
+ * Reads only: safe from several threads at once. 0, or -1 on a read or
+ * zlib failure. */
+int kv_page_read(const kv_cache *c, int32_t id, int layer, kv_zip *zip, uint8_t *scratch, void *raw);
+/* Bytes of scratch kv_page_read needs. */
+size_t kv_page_scratch(const kv_cache *c);
+/* The largest slab any tier of this cache stores. */
+size_t kv_page_max_slab(const kv_cache *c);
+/* The buddy block sizes (descending, each a power-of-two multiple of
+ * KV_COLD_GRANULE) that hold `bytes` bytes of pages; returns their count
+ * (<= KV_PIECES) and their total in *total. */
+int kv_page_pieces(size_t bytes, size_t size[KV_PIECES], size_t *total);
+/* Free cold block id's buddy blocks (the pages in memory). */
+void kv_page_free(kv_cache *c, int32_t id);
+/* Move cold block id's pages from memory to the spill file; 0 or -1. */
+int kv_page_spill(kv_cache *c, int32_t id);
+/* Store the packed pages in c->zbuf (bytes long) as block id's cold pages:
+ * in memory when to_memory, else in the spill file. 0 or -1. */
+int kv_page_store(kv_cache *c, int32_t id, size_t bytes, int to_memory);
+
+/* ---- kv_tier.c ---- */
+
+/* Before a pass writing positions pos..pos+T-1 of seq: allocate and pin the
+ * blocks it writes (hot, copied first when shared), record the reads, move
+ * blocks between tiers within the budgets. 0 or a CX_E* code. */
+int kv_prepare(kv_cache *c, kv_seq *s, int pos, int T, cx_err *err);
+/* The most tokens one pass starting at pos may write (the hot tier must
+ * hold every block it writes). */
+int kv_pass_limit(const kv_cache *c, int pos);
+/* Make `need` bytes (hot/warm: one block) of room in `tier`, moving or
+ * dropping blocks other than `except`; 0 or a CX_E* code. */
+int kv_make_room(kv_cache *c, int tier, int64_t need, int32_t except, cx_err *err);
+/* Move block id to tier `to`, making room there first; 0 or a CX_E* code. */
+int kv_move(kv_cache *c, int32_t id, int to, cx_err *err);
+
+/* ---- kv_ops.c ---- */
+
+/* Store rows pos..pos+T-1 of `layer` (keys and values, [T][dim] floats). */
+void kv_write(kv_cache *c, const kv_seq *s, int layer, int pos, int T, const float *k, const float *v);
+/* After the pass: the tokens are in, full blocks get their prefix key. */
+void kv_commit(kv_cache *c, kv_seq *s, int pos, int T, const int32_t *tokens);
+/* Take the cached blocks that continue seq with tokens[0..n) (prefix cache);
+ * returns the tokens reused (at most n - 1: the last one must be computed). */
+int kv_match(kv_cache *c, kv_seq *s, const int32_t *tokens, int n);
+/* Drop every block of seq (it becomes empty). */
+void kv_release(kv_cache *c, kv_seq *s);
+/* dst becomes a copy of src sharing every block. */
+void kv_fork(kv_cache *c, kv_seq *dst, const kv_seq *src);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * kv_codec.h - the formats a KV-cache block is stored in, and their byte planes.
+ *
+ * A block holds KV_BLOCK consecutive positions of one sequence for every
+ * layer. One layer of a block is a *slab* of KV_ROWS rows of `dim` values
+ * (kv_dim = n_head_kv * head_dim): the KV_BLOCK key rows, then the KV_BLOCK
+ * value rows. The codes of all rows come first, then the scales (floats):
+ *
+ *   KV_F32  [32][dim] float                      exact
+ *   KV_F16  [32][dim] IEEE half                  round to nearest
+ *   KV_Q8   [32][dim] int8, [32] scales          one scale per row (max|row| / 127):
+ *                                                rows can be written one at a time (hot q8)
+ *   KV_Q8B  [32][dim] int8, [dim + 16] scales    "per block": keys scaled per column over
+ *                                                the block's 16 keys, values per row (as
+ *                                                KIVI: key outliers sit in fixed channels)
+ *   KV_Q4B  [32][dim/2] two 4-bit codes a byte   as KV_Q8B with 15 levels (max / 7); low
+ *           (code + 8, low nibble first)         nibble first
+ *
+ * Every quantized value is within half a step of the input (step = its
+ * scale). Row formats (f32, f16, q8) are what the forward pass writes; the
+ * block formats need the whole slab and are what warm blocks hold.
+ *
+ * Byte planes, for the compressor: raw floats compress ~1.1x because their
+ * low mantissa bytes are noise; gathering byte i of every value into plane i
+ * puts the sign/exponent bytes together, where zlib finds the redundancy.
+ * kv_planes_split permutes a slab that way (codes stay as they are, the
+ * scales are split into 4 planes) and kv_planes_join undoes it exactly.
+ */
+#ifndef CX_KV_CODEC_H
+#define CX_KV_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortex.h"
+
+#define KV_BLOCK CX_KV_BLOCK   /* positions per block */
+#define KV_ROWS (2 * KV_BLOCK) /* rows per slab: keys then values */
+
+enum { KV_F32 = 0, KV_F16 = 1, KV_Q8 = 2, KV_Q8B = 3, KV_Q4B = 4, KV_NFMT = 5 };
+
+/* The format of hot blocks for a public CX_KV_* type (f32, f16, q8), and of
+ * warm blocks (q8 -> KV_Q8B, q4 -> KV_Q4B); -1 if the type is not allowed there. */
+int kv_fmt_hot(int cx_type);
+int kv_fmt_warm(int cx_type);
+/* "f32", "f16", "q8", "q8b", "q4b" ("?" otherwise). */
+const char *kv_fmt_name(int fmt);
+/* Bytes of one slab of `dim`-value rows (dim even). */
+size_t kv_slab_bytes(int fmt, int dim);
+/* 1 for the formats whose rows are encoded one at a time (f32, f16, q8). */
+int kv_fmt_rowwise(int fmt);
+
+/* Store row `row` (0..KV_ROWS-1) of a slab of a row format from `dim` floats. */
+void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim);
+/* Store a whole slab, any format, from KV_ROWS rows of `dim` floats. */
+void kv_encode_slab(int fmt, void *slab, const float *x, int dim);
+/* Rows r0..r0+n-1 of a slab as floats, `dim` apart in out. */
+void kv_decode_rows(int fmt, const void *slab, int r0, int n, float *out, int dim);
+/* The quantization step (scale) of element i of row r: 0 for f32/f16. */
+float kv_step(int fmt, const void *slab, int r, int i, int dim);
+
+/* The lengths of a split slab's planes, in order (f32: 4 value planes; f16:
+ * 2; int formats: the codes, then 4 scale planes); returns their count (<= 5). */
+int kv_planes_sizes(int fmt, int dim, size_t *size);
+/* Permute a slab's bytes into planes (out has kv_slab_bytes bytes), and back. */
+void kv_planes_split(int fmt, const void *slab, void *out, int dim);
+void kv_planes_join(int fmt, const void *planes, void *slab, int dim);
+
+#endif

@@ -1,0 +1,57 @@
+/*
+ * kv_policy.c - which KV block leaves a tier first, and which may come back.
+ *
+ * LRU orders blocks by the clock of the last pass that read them, LFU by the
+ * number of passes that read them (then by recency). Ties go to the older
+ * position (the lower block number in the sequence that wrote it), so one
+ * long sequence under either policy demotes in a stable order, and a
+ * promotion needs a strictly better claim than its victim: blocks read by the
+ * same passes never trade places, which would only churn the compressor.
+ *
+ * A victim is found by scanning the blocks (O(max_blocks)); it is needed
+ * about once per KV_BLOCK tokens a sequence writes, next to attention's
+ * O(positions) work per token.
+ */
+#include <assert.h>
+
+#include "kv_cache.h"
+
+/* See kv_cache.h. */
+void kv_policy_touch(kv_cache *c, int32_t id) {
+    kv_block *b = &c->blocks[id];
+    assert(b->refs > 0);
+    if (b->stamp == c->clock && b->uses) return; /* once per pass */
+    b->stamp = c->clock;
+    b->uses++;
+}
+
+/* Three-way comparison of two unsigned keys. */
+static int cmp_u64(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
+
+/* See kv_cache.h. */
+int kv_policy_cmp(const kv_cache *c, const kv_block *a, const kv_block *b) {
+    int r = 0;
+    if (c->p.policy == CX_KV_LFU) r = cmp_u64(a->uses, b->uses);
+    if (!r) r = cmp_u64(a->stamp, b->stamp);
+    if (!r) r = (a->index > b->index) - (a->index < b->index);
+    if (!r) r = (a > b) - (a < b);
+    return r;
+}
+
+/* See kv_cache.h. */
+int kv_policy_better(const kv_cache *c, const kv_block *a, const kv_block *b) {
+    return c->p.policy == CX_KV_LFU ? a->uses > b->uses : a->stamp > b->stamp;
+}
+
+/* See kv_cache.h. */
+int32_t kv_policy_victim(const kv_cache *c, int tier, int32_t except, int droppable_only) {
+    int32_t best = -1;
+    for (int32_t i = 0; i < c->max_blocks; i++) {
+        const kv_block *b = &c->blocks[i];
+        if (b->tier != tier || i == except || b->pin == c->pass) continue;
+        if (tier == KV_COLD && b->spilled && !droppable_only) continue;
+        if (droppable_only && !kv_block_droppable(b)) continue;
+        if (best < 0 || kv_policy_cmp(c, b, &c->blocks[best]) < 0) best = i;
+    }
+    return best;
+}

@@ -1,0 +1,200 @@
+/*
+ * test_nomalloc.c - decoding a token allocates nothing, with the KV cache's
+ * tiers at work: this file wraps malloc, calloc, realloc, free and the
+ * aligned allocators (forwarding to glibc's __libc_* entry points) and
+ * counts the calls made, by any thread, while tokens are decoded after a
+ * warm-up. Configurations: the default cache; f16 and q8 hot blocks; lossless
+ * tiering with a tiny hot tier, a tiny cold budget and a spill file (pages
+ * compressed, spilled and restored every token, on 2 threads); int8 warm
+ * pages with the prefix cache on; 4-bit warm pages under LFU.
+ *
+ * Scope: single-sequence decode. The engine has no batched multi-sequence
+ * decode yet; sessions sharing a cache decode one at a time through this
+ * same path.
+ *
+ * Skipped under AddressSanitizer, which owns malloc itself.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cortex.h"
+#include "testing.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define NOMALLOC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NOMALLOC_ASAN 1
+#endif
+#endif
+
+#ifndef NOMALLOC_ASAN
+static atomic_int counting;
+static atomic_long n_calls;
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+extern void *__libc_memalign(size_t align, size_t n);
+
+/* Count a call when counting is on. */
+static void count(void) {
+    if (atomic_load_explicit(&counting, memory_order_relaxed)) atomic_fetch_add(&n_calls, 1);
+}
+
+/* The wrappers, each: count, then forward to glibc's allocator. */
+void *malloc(size_t n) {
+    count();
+    return __libc_malloc(n);
+}
+
+/* calloc: counted, then glibc's. */
+void *calloc(size_t n, size_t size) {
+    count();
+    return __libc_calloc(n, size);
+}
+
+/* realloc: counted, then glibc's. */
+void *realloc(void *p, size_t n) {
+    count();
+    return __libc_realloc(p, n);
+}
+
+/* free: counted, then glibc's. */
+void free(void *p) {
+    if (p) count();
+    __libc_free(p);
+}
+
+/* posix_memalign: counted, then glibc's. */
+int posix_memalign(void **out, size_t align, size_t n) {
+    count();
+    void *p = __libc_memalign(align, n);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+/* aligned_alloc: counted, then glibc's. */
+void *aligned_alloc(size_t align, size_t n) {
+    count();
+    return __libc_memalign(align, n);
+}
+
+/* memalign: counted, then glibc's. */
+void *memalign(size_t align, size_t n) {
+    count();
+    return __libc_memalign(align, n);
+}
+
+static char dir[] = "/tmp/cortex-nomalloc-XXXXXX";
+
+/* Greedy decode `n` tokens from the logits l; returns the calls counted during them. */
+static long decode(cx_session *s, const float *l, int V, int n, int count_them) {
+    cx_err err = {0};
+    long before = atomic_load(&n_calls);
+    atomic_store(&counting, count_them);
+    for (int i = 0; i < n; i++) {
+        int32_t best = 0;
+        for (int j = 1; j < V; j++) best = l[j] > l[best] ? j : best;
+        if (cx_eval(s, &best, 1, &l, &err)) break;
+    }
+    atomic_store(&counting, 0);
+    CHECK(err.code == 0, "decode: %s", err.msg);
+    return atomic_load(&n_calls) - before;
+}
+
+/* One configuration: prompt, 40 warm-up tokens, then 120 counted ones. */
+static void check_config(cx_model *m, const char *name, const cx_kv_params *kv, int threads) {
+    cx_session_params sp = cx_session_defaults();
+    sp.kv = *kv;
+    sp.n_threads = threads;
+    cx_session *s;
+    cx_err err = {0};
+    if (cx_session_new_ex(m, &sp, &s, &err)) {
+        CHECK(0, "%s: session: %s", name, err.msg);
+        return;
+    }
+    int V = cx_model_get_info(m)->n_vocab;
+    int32_t prompt[24];
+    for (int i = 0; i < 24; i++) prompt[i] = (int32_t)((i * 37 + 11) % V);
+    const float *l;
+    if (cx_eval(s, prompt, 24, &l, &err)) {
+        CHECK(0, "%s: prompt: %s", name, err.msg);
+        cx_session_free(s);
+        return;
+    }
+    decode(s, l, V, 40, 0);
+    cx_kv_stats a, b;
+    cx_session_kv_stats(s, &a);
+    long calls = decode(s, l, V, 120, 1);
+    cx_session_kv_stats(s, &b);
+    CHECK(calls == 0, "%s: %ld allocator calls while decoding 120 tokens", name, calls);
+    printf("%-28s %ld allocator calls in 120 tokens; demotions %lld, restores %lld, spills %lld\n", name, calls,
+           (long long)(b.demotions - a.demotions), (long long)(b.restores - a.restores), (long long)(b.spills - a.spills));
+    if (kv->budget[CX_KV_HOT] != CX_KV_UNLIMITED)
+        CHECK(b.demotions > a.demotions && b.restores > a.restores, "%s: tiering was at work while counting", name);
+    cx_session_free(s);
+}
+#endif
+
+/* Check the wrappers count, then every configuration on a synthetic q8_0 model. */
+static void run_all(void) {
+#ifdef NOMALLOC_ASAN
+    printf("SKIP: AddressSanitizer replaces malloc; the count needs glibc's\n");
+    return;
+#else
+    atomic_store(&counting, 1);
+    void *volatile probe = malloc(32);
+    free(probe);
+    atomic_store(&counting, 0);
+    CHECK(atomic_load(&n_calls) == 2, "the wrappers see malloc and free (%ld calls)", atomic_load(&n_calls));
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    char path[300], spill[300];
+    snprintf(path, sizeof path, "%s/tiny.gguf", dir);
+    snprintf(spill, sizeof spill, "%s/spill.kv", dir);
+    cx_shape sh = *cx_shape_find("test-tiny");
+    sh.n_ctx = 256;
+    cx_err err = {0};
+    cx_model *m;
+    if (cx_synth_write(&sh, CX_TYPE_Q8_0, 5, path, &err) || cx_model_load(path, NULL, &m, &err)) {
+        CHECK(0, "model: %s", err.msg);
+        return;
+    }
+    /* test-tiny: 2 layers, kv_dim 32: an f32 block is 8 KiB */
+    const int64_t blk = 2 * 32 * 32 * 4;
+    cx_kv_params kv = cx_kv_defaults();
+    check_config(m, "default (f32, unlimited)", &kv, 1);
+    kv.type = CX_KV_F16;
+    check_config(m, "f16 hot", &kv, 1);
+    kv.type = CX_KV_Q8;
+    check_config(m, "q8 hot", &kv, 1);
+    kv = cx_kv_defaults();
+    kv.budget[CX_KV_HOT] = 2 * blk;
+    kv.budget[CX_KV_WARM] = 0;
+    kv.budget[CX_KV_COLD] = 16384;
+    kv.spill_path = spill;
+    check_config(m, "lossless cold + spill, 2 thr", &kv, 2);
+    kv = cx_kv_defaults();
+    kv.budget[CX_KV_HOT] = blk;
+    kv.budget[CX_KV_WARM] = 2 * blk / 3;
+    kv.prefix_cache = 1;
+    check_config(m, "q8 warm, cold, prefix cache", &kv, 1);
+    kv.warm_type = CX_KV_Q4;
+    kv.policy = CX_KV_LFU;
+    check_config(m, "q4 warm, cold, LFU", &kv, 1);
+    cx_model_free(m);
+    unlink(path);
+    rmdir(dir);
+#endif
+}
+
+TEST_MAIN(run_all())
