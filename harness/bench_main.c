@@ -37,10 +37,13 @@
 static int usage(void) {
     fprintf(stderr,
             "usage: cortex-bench <command> [options]\n"
-            "  run --model M [-z TOKENIZER] [--workload standard|trace:FILE|prompts:FILE|ppN|tgN|pgN,M]\n"
+            "  run --model M [-z TOKENIZER] [--workload standard|trace:FILE|prompts:FILE|ppN|tgN|pgN,M|multiseq:N,C,G]\n"
             "      [--reps N] [--warmup W] [-t T[,T...]] [-d DEPTH] [--mode closed|open] [--concurrency C]\n"
             "      [-c CTX] [--pin CPUS] [--respect-eos] [--db FILE] [-o md|csv|json] [--no-progress]\n"
-            "  trace --requests N --rate R --zipf S --adapters K --prompt-len DIST --gen-len DIST --seed X -o FILE\n"
+            "      [--kv-type f32|f16|q8] [--kv-warm-type q8|q4] [--kv-hot|--kv-warm|--kv-cold BYTES|unlimited]\n"
+            "      [--kv-policy lru|lfu] [--prefix-cache on|off] [--kv-spill FILE]\n"
+            "  trace --requests N --rate R --zipf S --adapters K --prompt-len DIST --gen-len DIST --seed X\n"
+            "        [--system-prefix TOKENS] -o FILE\n"
             "        (DIST: fixed:N | uniform:A,B | normal:MEAN,SD | lognormal:MU,SIGMA)\n"
             "  list [--db FILE] [--limit N]\n"
             "  show RUN [--db FILE] [-o md|csv|json]\n"
@@ -81,6 +84,7 @@ static int cmd_trace(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) { if (cli_parse_int(a, v, 0, 0x7fffffffffffffffL, &x)) return 2; p.seed = (uint64_t)x; }
         else if (!strcmp(a, "--prompt-len")) { if (trace_len_parse(v, a, &p.prompt_len, err, sizeof err)) return cli_fail(2, "%s", err); }
         else if (!strcmp(a, "--gen-len")) { if (trace_len_parse(v, a, &p.gen_len, err, sizeof err)) return cli_fail(2, "%s", err); }
+        else if (!strcmp(a, "--system-prefix")) { if (cli_parse_int(a, v, 0, TRACE_MAX_LEN / 2, &x)) return 2; p.system_prefix = (int)x; }
         else if (!strcmp(a, "-o")) out = v;
         else return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
     }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gate.h"
+#include "kv_opts.h"
 #include "significance.h"
 
 /* Fields that must be equal, with the name printed when they are not. */
@@ -20,6 +21,8 @@ static const struct { const char *sql, *name; } FIELDS[] = {
     {"r.test_prompt", "test prompt size"}, {"r.test_gen", "test generation size"}, {"r.test_depth", "test KV depth"},
     {"r.mode", "loop mode"}, {"r.concurrency", "concurrency"}, {"r.ignore_eos", "end-of-text handling"},
     {"r.isa", "kernel instruction set (CORTEX_ISA)"},
+    /* runs before schema v6 have none: they used the engine's default cache */
+    {"coalesce(r.kv_config, '" KV_OPTS_DEFAULT_CONFIG "')", "KV cache configuration"},
 };
 
 int compare_check(store *s, int64_t a, int64_t b, char *diff, size_t n) {
@@ -27,7 +30,7 @@ int compare_check(store *s, int64_t a, int64_t b, char *diff, size_t n) {
     diff[0] = 0;
     size_t k = 0;
     for (size_t f = 0; f < sizeof FIELDS / sizeof FIELDS[0]; f++) {
-        char sql[256];
+        char sql[512];
         snprintf(sql, sizeof sql, "SELECT %s FROM runs r LEFT JOIN environments e ON e.id = r.env_id WHERE r.id = ?",
                  FIELDS[f].sql);
         sqlite3_stmt *st;

@@ -876,6 +876,7 @@ static int rp_md_header(rp_ctx *c, FILE *out) {
                 : !same_wl ? ", **different workload**" : "");
     }
     fprintf(out, "\n");
+    show_kv(c->db, c->run.id, out);
     return 0;
 }
 
@@ -893,6 +894,7 @@ static const struct { const char *name, *label; int higher_better; } RP_HEAD[] =
     {"itl_ms_p99", "ITL p99 (ms)", 0},
     {"e2e_ms_p50", "end-to-end p50 (ms)", 0},
     {"peak_rss_mib", "peak RSS (MiB)", 0},
+    {"kv_prefix_hit_rate", "KV prefix hit rate", 1},
 };
 
 /* Median of a summary metric of a run, NAN if absent. */

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#define CB_MAX_METRICS 64
+#define CB_MAX_METRICS 128
 #define CB_MAX_COUNTER_ROWS 64
 
 /* One request (a prompt of the standard set, a trace entry, or one synthetic test). */
@@ -81,6 +81,7 @@ typedef struct run_meta {
                              * (cx_model_info.weights_memory) */
     int64_t hw_id;          /* the hw row the roofline figures came from; 0 = none */
     char cmdline[1024];
+    char kv_config[256];    /* the KV cache configuration (kv_opts_config), schema v6 */
     char compare_key[65];   /* sha256 of everything that must match for a comparison */
 } run_meta;
 

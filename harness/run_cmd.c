@@ -19,6 +19,7 @@
 #include "counters.h"
 #include "env.h"
 #include "hw_store.h"
+#include "kv_opts.h"
 #include "roofline.h"
 #include "runner.h"
 #include "sha256.h"
@@ -49,9 +50,12 @@ static void standard_path(char *out, size_t n) {
 /* SHA-256 of everything that must match for two runs to be compared. */
 static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     char buf[2048];
-    snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d|conc=%d|eos=%d|kernels=%s",
+    /* The KV configuration only when not the default, so default runs keep
+     * the key runs had before schema v6 (trends and baselines continue). */
+    int kv_default = !m->kv_config[0] || !strcmp(m->kv_config, KV_OPTS_DEFAULT_CONFIG);
+    snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d|conc=%d|eos=%d|kernels=%s%s%s",
              e->cpu_model, e->isa_flags, e->logical_cores, m->model_sha256, m->model_type, m->threads, m->build_type,
-             m->n_ctx, m->concurrency, m->ignore_eos, m->isa);
+             m->n_ctx, m->concurrency, m->ignore_eos, m->isa, kv_default ? "" : "|kv=", kv_default ? "" : m->kv_config);
     sha256_ctx c;
     uint8_t d[32];
     sha256_init(&c);
@@ -110,6 +114,7 @@ void run_opts_init(run_opts *o) {
     o->warmup = 1;
     o->concurrency = 1;
     o->mode = -1;
+    o->kv = cx_kv_defaults();
 }
 
 int run_opts_parse(run_opts *op, int argc, char **argv) {
@@ -136,7 +141,11 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
             if (!strcmp(v, "closed")) o.mode = RUN_CLOSED;
             else if (!strcmp(v, "open")) o.mode = RUN_OPEN;
             else return cli_fail(2, "--mode: '%s' is not closed or open", v);
-        } else return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
+        } else {
+            int k = kv_opts_parse(a, v, &o.kv);
+            if (k > 0) return k;
+            if (k < 0) return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
+        }
         i += takes;
     }
     if (!o.model) return cli_fail(2, "%s", "run needs --model MODEL");
@@ -155,15 +164,20 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     run_meta meta = {0};
     wl_workload wl = {0};
     char err[512], path[1024];
-    int np = 0, ng = 0;
+    int np = 0, ng = 0, nseq = 0;
     const char *wl_path = NULL;
     if (!strcmp(o.workload, "standard")) {
         standard_path(path, sizeof path);
         wl_path = path;
     } else if (!strncmp(o.workload, "trace:", 6) || !strncmp(o.workload, "prompts:", 8)) {
         wl_path = strchr(o.workload, ':') + 1;
+    } else if (!strncmp(o.workload, "multiseq:", 9)) {
+        if (runner_parse_multiseq(o.workload, &nseq, &np, &ng))
+            return cli_fail(2, "'%s' is not multiseq:NSEQ,CTX,GEN (NSEQ in 1..64, CTX and GEN >= 1)", o.workload);
+        if (o.depth) return cli_fail(2, "%s", "-d (KV depth) applies to ppN, tgN, pgN,M, not multiseq");
     } else if (runner_parse_test(o.workload, &np, &ng) != 0) {
-        return cli_fail(2, "unknown workload '%s' (standard, trace:FILE, prompts:FILE, ppN, tgN, pgN,M)", o.workload);
+        return cli_fail(2, "unknown workload '%s' (standard, trace:FILE, prompts:FILE, ppN, tgN, pgN,M, multiseq:N,C,G)",
+                        o.workload);
     }
     if (wl_path && wl_load(wl_path, &wl, err, sizeof err)) return cli_fail(2, "%s", err);
     if (!wl_path && o.mode >= 0) return cli_fail(2, "--mode %s applies to prompt sets and traces, not synthetic tests",
@@ -179,6 +193,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     cfg.test_prompt = np;
     cfg.test_gen = ng;
     cfg.test_depth = (int)o.depth;
+    cfg.n_seq = nseq;
     cfg.n_ctx = (int)o.ctx;
     cfg.progress = !o.no_progress && isatty(2) && !(getenv("CI") && !strcmp(getenv("CI"), "true"));
 
@@ -210,6 +225,19 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         wl_free(&wl);
         return cli_fail(1, "%s", ce.msg);
     }
+    /* The KV options against this model (a hot budget below one block, an
+     * unwritable spill file): a small cache made and freed at once. */
+    cx_kv_params probe = o.kv;
+    probe.max_tokens = 4 * CX_KV_BLOCK;
+    cx_kv_cache *probe_cache = NULL;
+    if (cx_kv_cache_new(model, &probe, &probe_cache, &ce)) {
+        cx_model_free(model);
+        wl_free(&wl);
+        return cli_fail(2, "%s", ce.msg);
+    }
+    cx_kv_cache_free(probe_cache);
+    cfg.kv = &o.kv;
+    kv_opts_config(&o.kv, meta.kv_config, sizeof meta.kv_config);
     /* Weights in huge pages decode faster than mapped ones: part of the
      * kernel configuration, so runs differing in it are not compared. */
     const char *wm = cx_model_get_info(model)->weights_memory;
@@ -234,7 +262,8 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
 
     snprintf(meta.workload, sizeof meta.workload, "%s", o.workload);
     snprintf(meta.workload_kind, sizeof meta.workload_kind, "%s", wl_path ? wl_kind_name(wl.kind) : "synthetic");
-    snprintf(meta.workload_hash, sizeof meta.workload_hash, "%s", wl_path ? wl.sha256 : "");
+    /* multiseq has the sizes of a pg test: its name tells them apart in compare */
+    snprintf(meta.workload_hash, sizeof meta.workload_hash, "%s", wl_path ? wl.sha256 : nseq ? o.workload : "");
     snprintf(meta.mode, sizeof meta.mode, "%s", cfg.mode == RUN_OPEN ? "open" : cfg.mode == RUN_CLOSED ? "closed" : "synthetic");
     meta.concurrency = cfg.mode == RUN_CLOSED ? cfg.concurrency : 0;
     snprintf(meta.model_path, sizeof meta.model_path, "%s", o.model);
@@ -297,6 +326,7 @@ int cmd_run(int argc, char **argv) {
         for (int i = 0; i < n_ids; i++) { /* under Zipf popularity: who pays */
             printf("\n");
             show_adapters(store_db(db), ids[i], stdout);
+            show_kv(store_db(db), ids[i], stdout);
         }
         printf("\nstored as run%s", n_ids > 1 ? "s" : "");
         for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);

@@ -7,18 +7,22 @@
 
 #include <stdint.h>
 
+#include "cortex.h"
+
 #define RUN_MAX_THREADS 32
 
 typedef struct run_opts {
     const char *model, *tokenizer, *workload, *db, *fmt, *pin, *threads;
     long reps, warmup, depth, concurrency, ctx;
     int mode, respect_eos, no_progress;
+    cx_kv_params kv;  /* --kv-* and --prefix-cache (kv_opts.h) */
     int argc;       /* the whole command line, recorded with the run */
     char **argv;
 } run_opts;
 
 
-/* Defaults: standard workload, 3 repetitions after 1 warm-up, reports/cortex.db. */
+/* Defaults: standard workload, 3 repetitions after 1 warm-up, reports/cortex.db,
+ * the engine's default KV cache. */
 void run_opts_init(run_opts *o);
 /* Parse run flags onto `o`; 0, or 2 after printing the problem. */
 int run_opts_parse(run_opts *o, int argc, char **argv);

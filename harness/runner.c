@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "env.h"
+#include "kv_metrics.h"
 #include "stats.h"
 
 /* Milliseconds on the monotonic clock. */
@@ -53,6 +54,24 @@ int runner_parse_test(const char *name, int *np, int *ng) {
     return -1;
 }
 
+/* See runner.h. */
+int runner_parse_multiseq(const char *name, int *n_seq, int *n_ctx, int *n_gen) {
+    if (strncmp(name, "multiseq:", 9)) return -1;
+    long v[3];
+    const char *p = name + 9;
+    for (int i = 0; i < 3; i++) {
+        char *end;
+        v[i] = strtol(p, &end, 10);
+        if (end == p || v[i] < 1 || v[i] > (1 << 20) || *end != (i < 2 ? ',' : 0)) return -1;
+        p = end + 1;
+    }
+    if (v[0] > 64) return -1;
+    *n_seq = (int)v[0];
+    *n_ctx = (int)v[1];
+    *n_gen = (int)v[2];
+    return 0;
+}
+
 /* FNV-1a 64 over token ids, as 16 hex digits: the correctness canary. */
 typedef struct canary { uint64_t h; } canary;
 static void canary_init(canary *c) { c->h = 1469598103934665603ull; }
@@ -65,6 +84,8 @@ typedef struct rep_state {
     const cx_model *m;
     const run_config *cfg;
     cx_session *s;
+    cx_kv_cache *cache;  /* shared by the repetition's requests */
+    kv_peak peak;        /* its byte counts' peaks, sampled after each request */
     cx_sampler *greedy;
     ctr_set *ctr;
     ctr_phase prefill, decode;
@@ -222,6 +243,75 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
     return 0;
 }
 
+/* multiseq:N,C,G: N sessions on the repetition's cache; each evaluates C
+ * synthetic tokens of its own (prefill, timed as a whole), then one token
+ * each in turn, G rounds (decode, every step timed as an inter-token gap).
+ * One request result covers all sequences: prompt N·C, generated N·G. */
+static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen) {
+    const run_config *c = st->cfg;
+    int n = c->n_seq, ctx = c->test_prompt, gen = c->test_gen, V = cx_model_get_info(st->m)->n_vocab;
+    snprintf(q->item, sizeof q->item, "multiseq:%d,%d,%d", n, ctx, gen);
+    if (ctx + gen > cx_session_n_ctx(st->s)) {
+        snprintf(q->error, sizeof q->error, "%s needs %d positions a sequence, the context has %d", q->item, ctx + gen,
+                 cx_session_n_ctx(st->s));
+        q->ttft_ms = q->e2e_ms = q->prefill_ms = q->decode_ms = q->tpot_ms = NAN;
+        return 0;
+    }
+    cx_session **ss = calloc((size_t)n, sizeof *ss);
+    int *tok = calloc((size_t)n, sizeof *tok);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)ctx);
+    q->itl_ms = malloc(sizeof(float) * (size_t)n * (size_t)gen);
+    cx_err e = {0};
+    int rc = ss && tok && ids && q->itl_ms ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+    cx_session_params sp = cx_session_defaults();
+    sp.n_ctx = c->n_ctx;
+    sp.n_threads = c->threads;
+    sp.cache = st->cache;
+    for (int i = 0; i < n && !rc; i++)
+        if (cx_session_new_ex(st->m, &sp, &ss[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+    canary cn;
+    canary_init(&cn);
+    const float *l = NULL;
+    ctr_snap snap;
+    double t0 = now_ms();
+    if (!rc) phase_begin(st, &snap);
+    for (int i = 0; i < n && !rc; i++) { /* prefill every sequence: distinct tokens, so nothing is shared */
+        synthetic_tokens(ids, ctx, V, 0x5eed + 7919 * (uint64_t)i);
+        if (cx_eval(ss[i], ids, ctx, &l, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+        else tok[i] = cx_sampler_sample(st->greedy, l);
+    }
+    if (!rc) phase_end(st, &snap, &st->prefill);
+    double t1 = now_ms(), t_prev = t1;
+    q->prompt_tokens = n * ctx;
+    q->prefill_ms = q->ttft_ms = t1 - t0;
+    if (!rc) phase_begin(st, &snap);
+    for (int g = 0; g < gen && !rc; g++)
+        for (int i = 0; i < n && !rc; i++) {
+            q->kv_attended += cx_session_pos(ss[i]) + 1;
+            if (cx_eval(ss[i], &tok[i], 1, &l, &e)) {
+                rc = (snprintf(err, errlen, "%s", e.msg), -1);
+                break;
+            }
+            tok[i] = cx_sampler_sample(st->greedy, l);
+            canary_add(&cn, tok[i]);
+            double t = now_ms();
+            q->itl_ms[q->n_itl++] = (float)(t - t_prev);
+            t_prev = t;
+        }
+    if (!rc) phase_end(st, &snap, &st->decode);
+    kv_metrics_sample(st->cache, &st->peak); /* every sequence still held */
+    q->gen_tokens = n * gen;
+    q->decode_ms = t_prev - t1;
+    q->e2e_ms = t_prev - t0;
+    q->tpot_ms = q->decode_ms / (double)(n * gen);
+    snprintf(q->token_hash, sizeof q->token_hash, "%016llx", (unsigned long long)cn.h);
+    for (int i = 0; ss && i < n; i++) cx_session_free(ss[i]);
+    free(ss);
+    free(tok);
+    free(ids);
+    return rc;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -253,7 +343,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic) {
         prompt += q->prompt_tokens;
         gen += q->gen_tokens;
         prefill_ms += q->prefill_ms;
-        if (q->gen_tokens > 1) { decode_ms += q->decode_ms; decode_tok += q->gen_tokens - 1; kv += q->kv_attended; }
+        if (q->gen_tokens > 1) { decode_ms += q->decode_ms; decode_tok += q->n_itl; kv += q->kv_attended; }
     }
     rep_set_metric(out, "requests", (double)out->n_req);
     rep_set_metric(out, "errors", errors);
@@ -332,10 +422,20 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
     cx_sampler_params gp = cx_sampler_defaults();
     gp.temperature = 0; /* greedy: deterministic tokens, so the canary means something */
     gp.repeat_penalty = 1;
-    if (cx_session_new(m, cfg->n_ctx, cfg->threads, &st.s, &e) ||
+    /* One cache for the repetition, holding a context and (prefix cache on)
+     * as much again of cached prefixes, which are dropped when it runs out. */
+    cx_kv_params kp = cfg->kv ? *cfg->kv : cx_kv_defaults();
+    int model_ctx = cx_model_get_info(m)->n_ctx, n_ctx = cfg->n_ctx > 0 ? cfg->n_ctx : CX_DEFAULT_CTX;
+    if (n_ctx > model_ctx) n_ctx = model_ctx;
+    kp.max_tokens = n_ctx * (kp.prefix_cache ? 2 : 1) * (cfg->n_seq > 1 ? cfg->n_seq : 1);
+    cx_session_params sp = cx_session_defaults();
+    sp.n_ctx = cfg->n_ctx;
+    sp.n_threads = cfg->threads;
+    if (cx_kv_cache_new(m, &kp, &st.cache, &e) || (sp.cache = st.cache, cx_session_new_ex(m, &sp, &st.s, &e)) ||
         cx_sampler_new(cx_model_get_info(m)->n_vocab, &gp, &st.greedy, &e)) {
         snprintf(err, errlen, "%s", e.msg);
         cx_session_free(st.s);
+        cx_kv_cache_free(st.cache);
         return -1;
     }
     int synthetic = cfg->mode == RUN_SYNTHETIC;
@@ -360,8 +460,9 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
             fflush(stderr);
         }
         if (synthetic) {
-            rc = serve_synthetic(&st, q, err, errlen);
+            rc = cfg->n_seq ? serve_multiseq(&st, q, err, errlen) : serve_synthetic(&st, q, err, errlen);
             last = now_ms();
+            kv_metrics_sample(st.cache, &st.peak);
             continue;
         }
         const wl_request *r = &wl->req[i];
@@ -377,10 +478,12 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
         q->arrival_ms = issue - t0;
         rc = serve(&st, r, issue, q, err, errlen);
         finish[i] = last = now_ms();
+        kv_metrics_sample(st.cache, &st.peak); /* the request's sequence is still held: its largest */
     }
     if (cfg->progress) fprintf(stderr, "\r%*s\r", 100, "");
     if (!rc) {
         summarize(out, last - t0, synthetic);
+        kv_metrics_store(st.cache, &st.peak, rep_get_metric(out, "prompt_tokens"), out);
         long rss = env_peak_rss_kib();
         if (rss > 0) rep_set_metric(out, "peak_rss_mib", (double)rss / 1024.0);
         if (ctr) {
@@ -398,5 +501,6 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
     free(st.ids);
     cx_sampler_free(st.greedy);
     cx_session_free(st.s);
+    cx_kv_cache_free(st.cache);
     return rc;
 }

@@ -8,7 +8,10 @@
  *     previous one completes (standard prompts: concurrency 1);
  *   - open loop: requests are issued at their trace arrival times whatever the
  *     engine's pace (real time: the runner sleeps while idle);
- *   - synthetic: llama-bench style pp N / tg N / pg N,M at KV depth D.
+ *   - synthetic: llama-bench style pp N / tg N / pg N,M at KV depth D, or
+ *     multiseq:N,C,G: N sessions on one KV cache, each prefilled with C
+ *     tokens, then G greedy tokens decoded for each in turn (round-robin), so
+ *     N long contexts are alive at once (the tiered cache's long-context test).
  */
 #ifndef CB_RUNNER_H
 #define CB_RUNNER_H
@@ -28,16 +31,24 @@ typedef struct run_config {
     int test_prompt, test_gen, test_depth; /* synthetic */
     int progress;        /* draw a progress bar on stderr */
     const char *label;   /* progress bar prefix */
+    const cx_kv_params *kv; /* the repetition's shared KV cache; NULL: cx_kv_defaults() */
+    int n_seq;           /* synthetic multiseq:N,C,G: N sequences alive at once (0: a pp/tg/pg test) */
 } run_config;
 
 /* Parse "pp512", "tg128", "pg512,128" into sizes; 0 on success. */
 int runner_parse_test(const char *name, int *n_prompt, int *n_gen);
+/* Parse "multiseq:N,C,G" (N sequences on one KV cache, each prefilled with C
+ * tokens, then G tokens decoded round-robin); 0 on success. */
+int runner_parse_multiseq(const char *name, int *n_seq, int *n_ctx, int *n_gen);
 
 /*
- * Run one repetition: a fresh session, every request of `wl` (or the one
+ * Run one repetition: a fresh KV cache (cfg->kv) shared by the repetition's
+ * requests, so they reuse each other's cached prefixes when the prefix cache
+ * is on, a session attached to it, every request of `wl` (or the one
  * synthetic test), metrics into `out`. Counters (may be NULL) are read at
  * phase boundaries. Per-request failures (a prompt longer than the context)
  * are recorded in the request, not returned; only engine errors fail the run.
+ * The cache's counters become kv_* metrics (kv_metrics.h).
  */
 int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, ctr_set *ctr, int rep, int reps,
                rep_result *out, char *err, size_t errlen);

@@ -363,6 +363,7 @@ int store_show(store *s, int64_t id, const char *fmt, FILE *out, char *err, size
     fprintf(out, "\n");
     show_items(store_db(s), id, out);
     show_adapters(store_db(s), id, out);
+    show_kv(store_db(s), id, out);
     show_counters(store_db(s), id, out);
     return 0;
 }

@@ -20,6 +20,9 @@ int show_run_facts(struct sqlite3 *db, int64_t id, FILE *out);
 /* Text on one markdown line: '|' escaped, newlines flattened. */
 void show_md_inline(FILE *f, const char *s);
 
+/* The run's KV cache configuration and kv_* metrics (show_kv.c). */
+void show_kv(struct sqlite3 *db, int64_t id, FILE *out);
+
 /* Per-adapter latency table of a trace run (nothing for other runs). */
 void show_adapters(struct sqlite3 *db, int64_t id, FILE *out);
 

@@ -95,6 +95,10 @@ static const char *const MIGRATIONS[] = {
     "CREATE INDEX hw_by_env ON hw(env_id, id);"
     "ALTER TABLE runs ADD COLUMN isa TEXT;"
     "ALTER TABLE runs ADD COLUMN hw_id INTEGER REFERENCES hw(id) ON DELETE SET NULL;",
+    /* 5 -> 6: the KV cache configuration a run used (kv_opts_config: hot
+     * type, warm type, tier budgets, policy, prefix cache, spill); it decides
+     * comparability. NULL for older runs, which used the default cache. */
+    "ALTER TABLE runs ADD COLUMN kv_config TEXT;",
 };
 
 /* Format an error as "DB: what: sqlite message". */
@@ -254,16 +258,17 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
         run_sql(s, "INSERT INTO runs (started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
-                   " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id)"
-                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "titittttttittttiiiiiitittiiititd", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                   " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config)"
+                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "titittttttittttiiiiiitittiiititdt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,
                 (int64_t)m->warmup, (int64_t)m->n_ctx, m->pinned, env, m->compare_key, m->cmdline,
                 (int64_t)m->test_prompt, (int64_t)m->test_gen, (int64_t)m->test_depth, m->counter_mode,
                 (int64_t)m->ignore_eos, m->isa[0] ? m->isa : NULL,
-                m->hw_id > 0 ? (double)m->hw_id : NAN /* NULL; the INTEGER column stores the id as an integer */)) {
+                m->hw_id > 0 ? (double)m->hw_id : NAN /* NULL; the INTEGER column stores the id as an integer */,
+                m->kv_config[0] ? m->kv_config : NULL)) {
         db_fail(s, err, n, "record run");
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;

@@ -17,7 +17,7 @@
 #include "env.h"
 #include "results.h"
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 typedef struct store store;
 

@@ -279,7 +279,7 @@ size_t trace_text(rng *r, const trace_zipf *words, int target_tokens, char **buf
 
 /* ---- generator ------------------------------------------------------------ */
 
-enum { STREAM_ARRIVALS = 1, STREAM_ADAPTERS, STREAM_PROMPT_LEN, STREAM_GEN_LEN, STREAM_TEXT = 1000 };
+enum { STREAM_ARRIVALS = 1, STREAM_ADAPTERS, STREAM_PROMPT_LEN, STREAM_GEN_LEN, STREAM_SYSTEM, STREAM_TEXT = 1000 };
 
 /* Range checks for the CLI flags, each message naming its flag. */
 int trace_params_check(const trace_params *p, char *err, size_t errlen) {
@@ -291,6 +291,9 @@ int trace_params_check(const trace_params *p, char *err, size_t errlen) {
         return fail(err, errlen, CX_EINVAL, "--zipf must be an exponent in [0, 100] (got %g)", p->zipf_s);
     if (p->adapters < 1 || p->adapters > WL_MAX_ADAPTER)
         return fail(err, errlen, CX_EINVAL, "--adapters must be in 1..%d (got %d)", WL_MAX_ADAPTER, p->adapters);
+    if (p->system_prefix < 0 || p->system_prefix > TRACE_MAX_LEN / 2)
+        return fail(err, errlen, CX_EINVAL, "--system-prefix must be in 0..%d tokens (got %d)", TRACE_MAX_LEN / 2,
+                    p->system_prefix);
     return 0;
 }
 
@@ -306,6 +309,13 @@ int trace_gen_init(trace_gen *g, const trace_params *p, char *err, size_t errlen
     rng_seed(&g->gen_lens, p->seed, STREAM_GEN_LEN);
     rc = trace_zipf_init(&g->zipf, p->adapters, p->zipf_s, err, errlen);
     if (!rc) rc = trace_zipf_init(&g->words, N_WORDS, 1.0, err, errlen);
+    if (!rc && p->system_prefix > 0) { /* the shared system prompt, from its own stream */
+        rng sys_rng;
+        size_t cap = 0;
+        rng_seed(&sys_rng, p->seed, STREAM_SYSTEM);
+        g->system_len = trace_text(&sys_rng, &g->words, p->system_prefix, &g->system, &cap);
+        if (!g->system_len) rc = fail(err, errlen, CX_ENOMEM, "out of memory for the system prompt");
+    }
     if (rc) trace_gen_free(g);
     return rc;
 }
@@ -337,6 +347,21 @@ int trace_gen_next(trace_gen *g, trace_request *r) {
     r->text_len = trace_text(&text_rng, &g->words, r->prompt_len, &g->text, &g->text_cap);
     if (r->text_len == 0) return CX_ENOMEM;
     r->text = g->text;
+    if (g->system) { /* system prompt, a space, the request's own text */
+        size_t need = g->system_len + 1 + r->text_len + 1;
+        if (need > g->joined_cap) {
+            char *nb = realloc(g->joined, need);
+            if (!nb) return CX_ENOMEM;
+            g->joined = nb;
+            g->joined_cap = need;
+        }
+        memcpy(g->joined, g->system, g->system_len);
+        g->joined[g->system_len] = ' ';
+        memcpy(g->joined + g->system_len + 1, g->text, r->text_len + 1);
+        r->text = g->joined;
+        r->text_len += g->system_len + 1;
+        r->prompt_len += g->p.system_prefix;
+    }
     g->next++;
     return 1;
 }
@@ -348,6 +373,12 @@ void trace_gen_free(trace_gen *g) {
     free(g->text);
     g->text = NULL;
     g->text_cap = 0;
+    free(g->system);
+    g->system = NULL;
+    g->system_len = 0;
+    free(g->joined);
+    g->joined = NULL;
+    g->joined_cap = 0;
 }
 
 /* The provenance comment: every parameter needed to regenerate the file. */
@@ -357,9 +388,11 @@ void trace_header(const trace_params *p, char *buf, size_t cap) {
     json_format_number(zipf, sizeof zipf, p->zipf_s);
     trace_len_format(&p->prompt_len, pl, sizeof pl);
     trace_len_format(&p->gen_len, gl, sizeof gl);
-    snprintf(buf, cap,
-             "# cortex-bench trace v1 requests=%d rate=%s zipf=%s adapters=%d prompt_len=%s gen_len=%s seed=%llu",
-             p->requests, rate, zipf, p->adapters, pl, gl, (unsigned long long)p->seed);
+    int k = snprintf(buf, cap,
+                     "# cortex-bench trace v1 requests=%d rate=%s zipf=%s adapters=%d prompt_len=%s gen_len=%s seed=%llu",
+                     p->requests, rate, zipf, p->adapters, pl, gl, (unsigned long long)p->seed);
+    if (p->system_prefix > 0 && k >= 0 && (size_t)k < cap) /* only then: older traces keep their bytes */
+        snprintf(buf + k, cap - (size_t)k, " system_prefix=%d", p->system_prefix);
 }
 
 /* Write every request of g to f as JSONL after the header. */

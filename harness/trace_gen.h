@@ -12,6 +12,10 @@
  * word list to about prompt_len / 1.3 words, so traces do not depend on any
  * model (the real token count is measured at replay).
  *
+ * With --system-prefix N every text starts with the same system prompt of
+ * about N tokens (its own random stream), as requests of a chat service
+ * sharing one system prompt do: the workload of the KV prefix cache.
+ *
  * Determinism: the same parameters and seed give byte-identical files. Each
  * quantity has its own random stream (arrivals, adapters, prompt lengths,
  * generation lengths, and one per request for the text), so changing, say,
@@ -86,6 +90,8 @@ typedef struct trace_params {
     trace_len prompt_len;/* --prompt-len DIST: target prompt tokens */
     trace_len gen_len;   /* --gen-len DIST: max_tokens */
     uint64_t seed;       /* --seed X */
+    int system_prefix;   /* --system-prefix N: target tokens of one system prompt every request's
+                            text starts with (then a space, then its own text); 0: none */
 } trace_params;
 
 /* One generated request; text is owned by the generator and valid until the
@@ -96,7 +102,7 @@ typedef struct trace_request {
     int64_t arrival_us;    /* arrival time in microseconds */
     double arrival_s;      /* arrival_us / 1e6 */
     int adapter;           /* 1..adapters */
-    int prompt_len;        /* target prompt tokens */
+    int prompt_len;        /* target prompt tokens (system prefix included) */
     int max_tokens;        /* tokens to generate at most */
     const char *text;
     size_t text_len;
@@ -111,6 +117,10 @@ typedef struct trace_gen {
     int next;              /* index of the next request */
     char *text;
     size_t text_cap;
+    char *system;          /* the shared system prompt (--system-prefix), NULL when none */
+    size_t system_len;
+    char *joined;          /* system + " " + the request's own text */
+    size_t joined_cap;
 } trace_gen;
 
 /* Check parameters; messages name the flag ("--rate must be > 0 (got 0)"). */

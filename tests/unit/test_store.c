@@ -4,7 +4,8 @@
  * one transaction), counters the machine lacks stored as missing with their
  * reason (never 0), and refusal of databases newer than the code. Schema v5:
  * the hw table and the run's kernel ISA and hw row, from empty and from a v4
- * database with data.
+ * database with data. Schema v6: the run's KV cache configuration, from empty
+ * and from a v5 database with data; a run stores its KV counters as metrics.
  */
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -62,6 +63,8 @@ static void test_fresh(void) {
           "all tables exist");
     CHECK(q_int(store_db(s), "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('isa', 'hw_id')") == 2,
           "runs has the v5 columns isa and hw_id");
+    CHECK(q_int(store_db(s), "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'kv_config'") == 1,
+          "runs has the v6 column kv_config");
     check_integrity(store_db(s), "fresh");
     store_close(s);
     /* Reopening a current database changes nothing. */
@@ -114,7 +117,7 @@ static void test_migrate_from_v4(void) {
                        NULL, NULL, NULL) == SQLITE_OK, "seed v4 rows: %s", sqlite3_errmsg(db));
     CHECK(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'hw'") == 0, "v4 has no hw table");
     store_close(s);
-    CHECK(store_open(path, &s, err, sizeof err) == 0, "migrate: %s", err);
+    CHECK(store_open_version(path, 5, &s, err, sizeof err) == 0, "migrate: %s", err);
     if (!s) return;
     db = store_db(s);
     CHECK(store_version(s) == 5, "migrated to 5 (%d)", store_version(s));
@@ -148,6 +151,51 @@ static void test_migrate_from_v4(void) {
               SQLITE_OK && q_int(db, "SELECT hw_id IS NULL FROM runs WHERE id = 1") == 1,
           "hw_id is set NULL when its row goes");
     check_integrity(db, "migrated from v4");
+    store_close(s);
+}
+
+/* A version-5 database with a run in it migrates to v6: the run, its
+ * results and tags are kept, its KV configuration is NULL (it used the
+ * default cache, which compare takes it for), and new runs store theirs. */
+static void test_migrate_from_v5(void) {
+    char path[256], err[512], buf[256];
+    snprintf(path, sizeof path, "%s/v5.db", dir);
+    store *s;
+    CHECK(store_open_version(path, 5, &s, err, sizeof err) == 0 && store_version(s) == 5, "create v5: %s", err);
+    if (!s) return;
+    sqlite3 *db = store_db(s);
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
+                       "INSERT INTO runs (started_at, status, workload, env_id, threads, ignore_eos, isa)"
+                       "  VALUES ('2026-01-01', 'complete', 'tg8', 1, 2, 1, 'avx2');"
+                       "INSERT INTO rep_metrics VALUES (1, 0, 'decode_tps', 20.5);"
+                       "INSERT INTO summary VALUES (1, 'decode_tps', 1, 20.5, 20.5, 20.5, 20.5, 0);"
+                       "INSERT INTO tags VALUES ('baseline', 1, '2026-01-01');",
+                       NULL, NULL, NULL) == SQLITE_OK, "seed v5 rows: %s", sqlite3_errmsg(db));
+    CHECK(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'kv_config'") == 0, "v5 has no kv_config");
+    store_close(s);
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "migrate: %s", err);
+    if (!s) return;
+    db = store_db(s);
+    CHECK(store_version(s) == 6, "migrated to 6 (%d)", store_version(s));
+    CHECK(q_int(db, "SELECT threads FROM runs WHERE id = 1") == 2 &&
+              !strcmp(q_text(db, "SELECT isa FROM runs WHERE id = 1", buf, sizeof buf), "avx2"),
+          "old run kept");
+    CHECK(q_int(db, "SELECT count(*) FROM summary WHERE run_id = 1") == 1 && q_int(db, "SELECT count(*) FROM tags") == 1 &&
+              q_int(db, "SELECT count(*) FROM rep_metrics WHERE run_id = 1") == 1,
+          "old metrics, summary and tag kept");
+    CHECK(q_int(db, "SELECT kv_config IS NULL FROM runs WHERE id = 1") == 1, "old run: KV configuration NULL");
+    env_info env;
+    env_collect(&env);
+    run_meta meta;
+    memset(&meta, 0, sizeof meta);
+    snprintf(meta.workload, sizeof meta.workload, "tg8");
+    snprintf(meta.kv_config, sizeof meta.kv_config, "type=q8 prefix=on");
+    int64_t id = 0;
+    CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 2, "new run: %s", err);
+    CHECK(!strcmp(q_text(db, "SELECT kv_config FROM runs WHERE id = 2", buf, sizeof buf), "type=q8 prefix=on"),
+          "new run stores its KV configuration (%s)", buf);
+    check_integrity(db, "migrated from v5");
     store_close(s);
 }
 
@@ -231,6 +279,10 @@ static void test_run_lifecycle(void) {
           "mean KV positions attended per decode step");
     snprintf(sql, sizeof sql, "SELECT isa FROM runs WHERE id = %lld", (long long)id);
     CHECK(!strcmp(q_text(db, sql, buf, sizeof buf), "scalar"), "the run's kernel ISA is stored (%s)", buf);
+    CHECK(q_int(db, "SELECT count(*) FROM rep_metrics WHERE name IN ('kv_hits_hot', 'kv_peak_bytes_hot')"
+                    " AND value > 0") == 4, "KV counters stored as metrics, each repetition");
+    CHECK(q_int(db, "SELECT count(*) FROM rep_metrics WHERE name = 'kv_prefix_hit_rate'") == 0,
+          "no prefix hit rate without the prefix cache");
     snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id = %lld", (long long)id);
     check_integrity(db, "after run");
     /* A failed run is marked failed with its reason. */
@@ -250,6 +302,7 @@ TEST_MAIN({
     test_fresh();
     test_migrate_from_v1();
     test_migrate_from_v4();
+    test_migrate_from_v5();
     test_newer_refused();
     test_run_lifecycle();
     char cmd[300];

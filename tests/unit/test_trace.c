@@ -1009,16 +1009,19 @@ static void test_committed_traces(void) {
         int k;
         const char *pl, *gl;
         uint64_t seed;
+        int system_prefix;
     } traces[] = {
-        {"zipf-smoke.jsonl", 16, 4, 1.1, 4, "uniform:16,96", "uniform:8,32", 1},
-        {"zipf-chat.jsonl", 64, 1, 1.2, 8, "lognormal:4.5,0.6", "uniform:32,128", 2},
-        {"uniform-burst.jsonl", 32, 16, 0, 4, "normal:128,32,max=256", "fixed:32", 3},
+        {"zipf-smoke.jsonl", 16, 4, 1.1, 4, "uniform:16,96", "uniform:8,32", 1, 0},
+        {"zipf-chat.jsonl", 64, 1, 1.2, 8, "lognormal:4.5,0.6", "uniform:32,128", 2, 0},
+        {"uniform-burst.jsonl", 32, 16, 0, 4, "normal:128,32,max=256", "fixed:32", 3, 0},
+        {"shared-prefix.jsonl", 16, 1, 0, 1, "uniform:16,48", "fixed:16", 4, 400},
     };
     for (size_t i = 0; i < sizeof traces / sizeof traces[0]; i++) {
         trace_params p;
         char err[512], committed[128];
         if (params(&p, traces[i].n, traces[i].rate, traces[i].zipf, traces[i].k, traces[i].pl, traces[i].gl, traces[i].seed))
             continue;
+        p.system_prefix = traces[i].system_prefix;
         const char *out = tmp_path(traces[i].file);
         CHECK(trace_write(&p, out, err, sizeof err) == 0, "%s", err);
         snprintf(committed, sizeof committed, "prompts/traces/%s", traces[i].file);

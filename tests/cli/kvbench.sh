@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# tests/cli/kvbench.sh - the KV cache in cortex-bench: bad KV flags are one
+# error line and leave the database untouched; a shared-system-prefix trace
+# with --prefix-cache on records a prefix hit rate > 0; the KV counters are
+# stored as metrics and shown; runs with different KV settings are not
+# compared silently; multiseq keeps several sequences in one tiered cache.
+set -u
+BUILD=${BUILD:-build}
+BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}
+CORTEX=${CORTEX_BIN:-$BUILD/cortex}
+PY=${PY:-/usr/bin/python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+check() { # description, command...
+    local what=$1; shift
+    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
+}
+sql() { "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); r = c.execute(sys.argv[2]).fetchone(); print("" if r is None else r[0])' "$@"; }
+db=$tmp/kv.db
+"$CORTEX" synth --shape test-tiny --type f32 -c 1024 -o "$tmp/tiny.gguf" 2>/dev/null
+
+# A trace whose prompts share a system prompt.
+"$BENCH" trace --requests 6 --rate 200 --zipf 0 --adapters 1 --prompt-len fixed:8 --gen-len fixed:4 --seed 5 \
+    --system-prefix 96 -o "$tmp/sp.jsonl" 2>/dev/null
+check "trace header records the system prefix" grep -q "^# cortex-bench trace v1 .* system_prefix=96$" "$tmp/sp.jsonl"
+check "every prompt starts with the same system prompt" "$PY" -c '
+import json, sys
+t = [json.loads(l)["text"] for l in open(sys.argv[1]) if not l.startswith("#")]
+p = t[0][:200]
+assert len(t) == 6 and all(x.startswith(p) for x in t) and len(set(t)) == 6' "$tmp/sp.jsonl"
+
+run() { "$BENCH" run --model "$tmp/tiny.gguf" --workload "trace:$tmp/sp.jsonl" -t 1 --reps 2 --warmup 0 --db "$db" "$@"; }
+run --prefix-cache on >"$tmp/on.out" 2>"$tmp/on.err"
+check "prefix-cache run exits 0" test $? -eq 0
+on=$(sql "$db" "select max(id) from runs")
+check "KV configuration stored with the run" test "$(sql "$db" "select kv_config like '%prefix=on%' from runs where id = $on")" = 1
+check "prefix hit rate > 0 recorded per repetition" \
+    test "$(sql "$db" "select count(*) from rep_metrics where run_id = $on and name = 'kv_prefix_hit_rate' and value > 0")" = 2
+check "prefix tokens reused recorded" test "$(sql "$db" "select median > 0 from summary where run_id = $on and name = 'kv_prefix_tokens'")" = 1
+check "per-tier block reads stored as metrics" test "$(sql "$db" "select median > 0 from summary where run_id = $on and name = 'kv_hits_hot'")" = 1
+check "peak bytes per tier stored" test "$(sql "$db" "select count(*) from summary where run_id = $on and name like 'kv_peak_bytes_%'")" = 3
+check "run prints the KV cache section with the hit rate" grep -q "^| prefix hit rate" "$tmp/on.out"
+run --prefix-cache off >/dev/null 2>&1
+off=$(sql "$db" "select max(id) from runs")
+check "no prefix metrics with the prefix cache off" \
+    test "$(sql "$db" "select count(*) from rep_metrics where run_id = $off and name like 'kv_prefix%'")" = 0
+"$BENCH" show "$on" --db "$db" >"$tmp/show.out"
+check "show has a KV cache section" grep -q "^### KV cache" "$tmp/show.out"
+"$BENCH" compare "$off" "$on" --db "$db" >/dev/null 2>"$tmp/cmp.err"
+check "compare refuses different KV settings (exit 2)" test $? -eq 2
+check "refusal names the KV configuration" grep -q "KV cache configuration" "$tmp/cmp.err"
+
+# Tiering: 3 sequences of 200 tokens alive at once, a hot tier of 4 blocks
+# (test-tiny f32: 8 KiB a block) and no warm tier: blocks go cold and come back.
+"$BENCH" run --model "$tmp/tiny.gguf" --workload multiseq:3,200,8 -t 1 --reps 1 --warmup 0 --db "$db" \
+    --kv-hot 32K --kv-warm 0 --kv-policy lfu >"$tmp/ms.out" 2>&1
+check "multiseq with a small hot tier exits 0" test $? -eq 0
+ms=$(sql "$db" "select max(id) from runs")
+check "multiseq: demotions and cold reads recorded" \
+    test "$(sql "$db" "select count(*) from summary where run_id = $ms and name in ('kv_demotions', 'kv_hits_cold', 'kv_restores') and median > 0")" = 3
+check "multiseq: hot bytes stayed within the budget" \
+    test "$(sql "$db" "select median <= 32768 from summary where run_id = $ms and name = 'kv_peak_bytes_hot'")" = 1
+check "multiseq: 3 x 8 tokens generated" test "$(sql "$db" "select gen_tokens from requests where run_id = $ms")" = 24
+
+# Bad KV flags: one line naming the problem, exit 2, no run recorded.
+before=$(sql "$db" "select count(*) from runs")
+bad() { # description, expected stderr pattern, args...
+    local what=$1 pat=$2; shift 2
+    "$BENCH" run --model "$tmp/tiny.gguf" --workload tg4 -t 1 --db "$db" "$@" >"$tmp/bad.out" 2>"$tmp/bad.err"
+    local rc=$?
+    check "$what: exit 2" test $rc -eq 2
+    check "$what: one line naming it" sh -c "test \$(wc -l <'$tmp/bad.err') -eq 1 && grep -q -- '$pat' '$tmp/bad.err'"
+}
+bad "unknown KV type" "--kv-type: .q3. is not" --kv-type q3
+bad "q4 is not a hot type" "--kv-type: .q4. is not" --kv-type q4
+bad "unknown warm type" "--kv-warm-type: .f16." --kv-warm-type f16
+bad "bad byte count" "--kv-cold: .lots. is not a byte count" --kv-cold lots
+bad "unknown policy" "--kv-policy: .mru." --kv-policy mru
+bad "prefix cache needs on or off" "--prefix-cache: .yes. is not on or off" --prefix-cache yes
+bad "hot budget below one block" "less than one f32 block" --kv-hot 1K
+bad "unwritable spill file" "spill" --kv-hot 16K --kv-spill /nonexistent-dir/spill.kv
+bad "bad multiseq spec" "multiseq:NSEQ,CTX,GEN" --workload multiseq:0,10,1
+check "bad KV flags wrote no run" test "$(sql "$db" "select count(*) from runs")" = "$before"
+"$BENCH" run --model "$tmp/tiny.gguf" --workload tg4 --db "$tmp/never.db" --kv-type q3 2>/dev/null
+check "bad KV flags create no database" test ! -e "$tmp/never.db"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
