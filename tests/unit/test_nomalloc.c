@@ -8,9 +8,10 @@
  * compressed, spilled and restored every token, on 2 threads); int8 warm
  * pages with the prefix cache on; 4-bit warm pages under LFU.
  *
- * Scope: single-sequence decode. The engine has no batched multi-sequence
- * decode yet; sessions sharing a cache decode one at a time through this
- * same path.
+ * Scope: single-sequence decode, and three sequences on one shared cache
+ * (with tiering and the prefix cache) decoding in turn, as cortex-bench's
+ * multiseq workload does. The engine has no batched multi-sequence decode
+ * (one pass over several sequences) yet.
  *
  * Skipped under AddressSanitizer, which owns malloc itself.
  */
@@ -143,6 +144,48 @@ static void check_config(cx_model *m, const char *name, const cx_kv_params *kv, 
 }
 #endif
 
+/* Three sessions on one shared, tiered cache with the prefix cache on, each
+ * prefilled with the same prompt (so they share its blocks), then decoding
+ * one token each in turn: 20 warm-up rounds, 60 counted. */
+static void check_shared(cx_model *m, const cx_kv_params *kv) {
+    enum { NS = 3 };
+    cx_kv_cache *cache;
+    cx_err err = {0};
+    if (cx_kv_cache_new(m, kv, &cache, &err)) {
+        CHECK(0, "shared cache: %s", err.msg);
+        return;
+    }
+    cx_session *s[NS] = {0};
+    const float *l[NS];
+    int32_t next[NS];
+    int V = cx_model_get_info(m)->n_vocab, ok = 1;
+    int32_t prompt[40];
+    for (int i = 0; i < 40; i++) prompt[i] = (int32_t)((i * 37 + 11) % V);
+    for (int k = 0; k < NS && ok; k++) {
+        cx_session_params sp = cx_session_defaults();
+        sp.cache = cache;
+        ok = cx_session_new_ex(m, &sp, &s[k], &err) == 0 && cx_eval(s[k], prompt, 40, &l[k], &err) == 0;
+    }
+    CHECK(ok, "shared sessions: %s", err.msg);
+    long calls = 0;
+    for (int round = 0; round < 80 && ok; round++) {
+        if (round == 20) atomic_store(&counting, 1);
+        long before = atomic_load(&n_calls);
+        for (int k = 0; k < NS && ok; k++) {
+            next[k] = 0;
+            for (int j = 1; j < V; j++) next[k] = l[k][j] > l[k][next[k]] ? j : next[k];
+            ok = cx_eval(s[k], &next[k], 1, &l[k], &err) == 0;
+        }
+        if (round >= 20) calls += atomic_load(&n_calls) - before;
+    }
+    atomic_store(&counting, 0);
+    CHECK(ok, "shared decode: %s", err.msg);
+    CHECK(calls == 0, "3 sequences on a shared cache: %ld allocator calls in 60 rounds", calls);
+    printf("%-28s %ld allocator calls in 60 rounds of 3 sequences\n", "shared cache, 3 sequences", calls);
+    for (int k = 0; k < NS; k++) cx_session_free(s[k]);
+    cx_kv_cache_free(cache);
+}
+
 /* Check the wrappers count, then every configuration on a synthetic q8_0 model. */
 static void run_all(void) {
 #ifdef NOMALLOC_ASAN
@@ -191,6 +234,12 @@ static void run_all(void) {
     kv.warm_type = CX_KV_Q4;
     kv.policy = CX_KV_LFU;
     check_config(m, "q4 warm, cold, LFU", &kv, 1);
+    kv = cx_kv_defaults();
+    kv.budget[CX_KV_HOT] = 4 * blk;
+    kv.budget[CX_KV_WARM] = 3 * blk;
+    kv.prefix_cache = 1;
+    kv.max_tokens = 3 * 256;
+    check_shared(m, &kv);
     cx_model_free(m);
     unlink(path);
     rmdir(dir);
