@@ -142,8 +142,6 @@ static void check_config(cx_model *m, const char *name, const cx_kv_params *kv, 
         CHECK(b.demotions > a.demotions && b.restores > a.restores, "%s: tiering was at work while counting", name);
     cx_session_free(s);
 }
-#endif
-
 /* Three sessions on one shared, tiered cache with the prefix cache on, each
  * prefilled with the same prompt (so they share its blocks), then decoding
  * one token each in turn: 20 warm-up rounds, 60 counted. */
@@ -185,6 +183,7 @@ static void check_shared(cx_model *m, const cx_kv_params *kv) {
     for (int k = 0; k < NS; k++) cx_session_free(s[k]);
     cx_kv_cache_free(cache);
 }
+#endif
 
 /* Check the wrappers count, then every configuration on a synthetic q8_0 model. */
 static void run_all(void) {
