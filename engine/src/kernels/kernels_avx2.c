@@ -47,44 +47,7 @@ ALWAYS_INLINE float fp16(const uint8_t *p) {
     return _cvtsh_ss(h);
 }
 
-/* ---- q8_0 ---- */
-
-/* NT tokens (t0..t0+NT-1) against one q8_0 row; NT is a constant after inlining. */
-ALWAYS_INLINE void q8_0_row(const uint8_t *row, const kern_act *a, int t0, int NT, float *out) {
-    int64_t nb = a->n / 32;
-    __m256 acc[4][2];
-    const int8_t *x[4];
-    const float *dx[4];
-    UNROLL4 for (int k = 0; k < NT; k++) {
-        acc[k][0] = acc[k][1] = _mm256_setzero_ps();
-        x[k] = a->qs + (size_t)(t0 + k) * (size_t)a->n;
-        dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
-    }
-#define Q8_0_STEP(b, j)                                                                    \
-    do {                                                                                   \
-        const uint8_t *blk = row + (b) * 34;                                               \
-        if (NT == 1) _mm_prefetch((const char *)blk + PREFETCH_AHEAD, _MM_HINT_T0);         \
-        float dw = fp16(blk);                                                              \
-        __m256i w = _mm256_loadu_si256((const __m256i *)(blk + 2));                        \
-        __m256i aw = _mm256_sign_epi8(w, w);                                               \
-        UNROLL4 for (int k = 0; k < NT; k++) {                                                     \
-            __m256i y = _mm256_loadu_si256((const __m256i *)(x[k] + (b) * 32));            \
-            __m256i s16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(y, w));                \
-            __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));   \
-            acc[k][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[k][b]), p, acc[k][j]);      \
-        }                                                                                  \
-    } while (0)
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        Q8_0_STEP(b, 0);
-        Q8_0_STEP(b + 1, 1);
-    }
-    if (b < nb) Q8_0_STEP(b, 0);
-#undef Q8_0_STEP
-    UNROLL4 for (int k = 0; k < NT; k++) out[k] = hsum8(_mm256_add_ps(acc[k][0], acc[k][1]));
-}
-
-/* ---- q4_0 ---- */
+/* ---- q8_0 and q4_0, one row at a time (decode on row-major weights) ---- */
 
 /* 32 nibbles of a q4_0 block as bytes 0..15: weights 0..15 from the low
  * nibbles, 16..31 from the high ones (ggml's order), minus 8 (signed). */
@@ -94,8 +57,12 @@ ALWAYS_INLINE __m256i q4_0_unpack(const uint8_t *qs) {
     return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
 }
 
-ALWAYS_INLINE void q4_0_row(const uint8_t *row, const kern_act *a, int t0, int NT, float *out) {
+/* NT tokens (t0..t0+NT-1) against one q8_0 (Q4 = 0) or q4_0 (Q4 = 1) row; Q4
+ * and NT are constants after inlining. The two formats differ only in the
+ * block size and in how the 32 signed weights are loaded. */
+ALWAYS_INLINE void q_row(int Q4, const uint8_t *row, const kern_act *a, int t0, int NT, float *out) {
     int64_t nb = a->n / 32;
+    size_t bs = Q4 ? 18 : 34;
     __m256 acc[4][2];
     const int8_t *x[4];
     const float *dx[4];
@@ -104,28 +71,35 @@ ALWAYS_INLINE void q4_0_row(const uint8_t *row, const kern_act *a, int t0, int N
         x[k] = a->qs + (size_t)(t0 + k) * (size_t)a->n;
         dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
     }
-#define Q4_0_STEP(b, j)                                                                    \
-    do {                                                                                   \
-        const uint8_t *blk = row + (b) * 18;                                               \
-        if (NT == 1) _mm_prefetch((const char *)blk + PREFETCH_AHEAD, _MM_HINT_T0);         \
-        float dw = fp16(blk);                                                              \
-        __m256i w = q4_0_unpack(blk + 2);                                                  \
-        __m256i aw = _mm256_sign_epi8(w, w);                                               \
-        UNROLL4 for (int k = 0; k < NT; k++) {                                                     \
-            __m256i y = _mm256_loadu_si256((const __m256i *)(x[k] + (b) * 32));            \
-            __m256i s16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(y, w));                \
-            __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));   \
-            acc[k][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[k][b]), p, acc[k][j]);      \
-        }                                                                                  \
+#define Q_STEP(b, j)                                                                                        \
+    do {                                                                                                    \
+        const uint8_t *blk = row + (size_t)(b) * bs;                                                        \
+        if (NT == 1) _mm_prefetch((const char *)blk + PREFETCH_AHEAD, _MM_HINT_T0);                          \
+        float dw = fp16(blk);                                                                               \
+        __m256i w = Q4 ? q4_0_unpack(blk + 2) : _mm256_loadu_si256((const __m256i *)(blk + 2));             \
+        __m256i aw = _mm256_sign_epi8(w, w);                                                                \
+        UNROLL4 for (int k = 0; k < NT; k++) {                                                              \
+            __m256i y = _mm256_loadu_si256((const __m256i *)(x[k] + (b) * 32));                             \
+            __m256i s16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(y, w));                                 \
+            __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)));                    \
+            acc[k][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[k][b]), p, acc[k][j]);                       \
+        }                                                                                                   \
     } while (0)
     int64_t b = 0;
     for (; b + 1 < nb; b += 2) {
-        Q4_0_STEP(b, 0);
-        Q4_0_STEP(b + 1, 1);
+        Q_STEP(b, 0);
+        Q_STEP(b + 1, 1);
     }
-    if (b < nb) Q4_0_STEP(b, 0);
-#undef Q4_0_STEP
+    if (b < nb) Q_STEP(b, 0);
+#undef Q_STEP
     UNROLL4 for (int k = 0; k < NT; k++) out[k] = hsum8(_mm256_add_ps(acc[k][0], acc[k][1]));
+}
+
+ALWAYS_INLINE void q8_0_row(const uint8_t *row, const kern_act *a, int t0, int NT, float *out) {
+    q_row(0, row, a, t0, NT, out);
+}
+ALWAYS_INLINE void q4_0_row(const uint8_t *row, const kern_act *a, int t0, int NT, float *out) {
+    q_row(1, row, a, t0, NT, out);
 }
 
 /* ---- f32 and f16 weights against float activations ---- */

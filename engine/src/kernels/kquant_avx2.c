@@ -189,8 +189,9 @@ float kq_dot_q6_k_avx2(const void *row, const kern_act *a, int t) {
     return out;
 }
 
-/* kern_gemm_fn for Q4_K: each weight row is unpacked once per KQ_NT tokens. */
-void kq_gemm_q4_k_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+/* Rows r0..r1 of a Q4_K (K6 = 0) or Q6_K (K6 = 1) matrix: KQ_NT tokens per
+ * pass over a row, the remainder one at a time. */
+KQ_INLINE void kq_gemm(int K6, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                        int64_t ldy) {
     assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && r0 <= r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -198,33 +199,28 @@ void kq_gemm_q4_k_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r
         float out[KQ_NT];
         int t0 = 0;
         for (; t0 + KQ_NT <= a->T; t0 += KQ_NT) {
-            k4_rows(row, a, t0, KQ_NT, out);
+            if (K6) k6_rows(row, a, t0, KQ_NT, out);
+            else k4_rows(row, a, t0, KQ_NT, out);
             for (int k = 0; k < KQ_NT; k++) y[(t0 + k) * ldy + r] = out[k];
         }
         for (; t0 < a->T; t0++) {
-            k4_rows(row, a, t0, 1, out);
+            if (K6) k6_rows(row, a, t0, 1, out);
+            else k4_rows(row, a, t0, 1, out);
             y[t0 * ldy + r] = out[0];
         }
     }
 }
 
+/* kern_gemm_fn for Q4_K: each weight row is unpacked once per KQ_NT tokens. */
+void kq_gemm_q4_k_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                       int64_t ldy) {
+    kq_gemm(0, w, row_bytes, r0, r1, a, y, ldy);
+}
+
 /* kern_gemm_fn for Q6_K: each weight row is unpacked once per KQ_NT tokens. */
 void kq_gemm_q6_k_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                        int64_t ldy) {
-    assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && r0 <= r1);
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *row = w + (size_t)r * row_bytes;
-        float out[KQ_NT];
-        int t0 = 0;
-        for (; t0 + KQ_NT <= a->T; t0 += KQ_NT) {
-            k6_rows(row, a, t0, KQ_NT, out);
-            for (int k = 0; k < KQ_NT; k++) y[(t0 + k) * ldy + r] = out[k];
-        }
-        for (; t0 < a->T; t0++) {
-            k6_rows(row, a, t0, 1, out);
-            y[t0 * ldy + r] = out[0];
-        }
-    }
+    kq_gemm(1, w, row_bytes, r0, r1, a, y, ldy);
 }
 
 #endif
