@@ -52,6 +52,7 @@ enum { KV_HOT = CX_KV_HOT, KV_WARM = CX_KV_WARM, KV_COLD = CX_KV_COLD, KV_TIERS 
 typedef struct kv_block {
     uint64_t key, parent;   /* prefix chain key of this full block and of the one before (0 at the start) */
     uint64_t stamp, uses;   /* policy: clock of the last pass that read it; passes that read it */
+    uint64_t prev_stamp, prev_uses; /* stamp and uses before the last pass that read it (promotion) */
     uint8_t *piece[KV_PIECES]; /* cold in memory: its pages, split over buddy blocks of kv_page_pieces sizes */
     uint32_t cold_bytes;    /* cold: compressed bytes of all its pages */
     uint32_t pin;           /* == cache pass while the current pass writes it (never demoted then) */
@@ -136,7 +137,8 @@ void kv_stats(const kv_cache *c, cx_kv_stats *out);
 void kv_policy_touch(kv_cache *c, int32_t id);
 /* <0 when a should leave a tier before b (LRU: older stamp; LFU: fewer uses). */
 int kv_policy_cmp(const kv_cache *c, const kv_block *a, const kv_block *b);
-/* 1 when a has strictly more claim to a tier than b (no promotion on ties). */
+/* 1 when a had strictly more claim to a tier than b before the current pass
+ * read either (no promotion on ties). */
 int kv_policy_better(const kv_cache *c, const kv_block *a, const kv_block *b);
 /* The block to leave `tier` first: not pinned, not `except`, and for the
  * cold tier in memory (not spilled); only droppable ones when
@@ -175,6 +177,10 @@ int kv_page_store(kv_cache *c, int32_t id, size_t bytes, int to_memory);
  * blocks it writes (hot, copied first when shared), record the reads, move
  * blocks between tiers within the budgets. 0 or a CX_E* code. */
 int kv_prepare(kv_cache *c, kv_seq *s, int pos, int T, cx_err *err);
+/* The same for one pass writing T[q] positions from pos[q] of each of n
+ * distinct sequences (a batch); the hot tier must hold all their written
+ * blocks at once. */
+int kv_prepare_batch(kv_cache *c, kv_seq *const *seqs, const int *pos, const int *T, int n, cx_err *err);
 /* The most tokens one pass starting at pos may write (the hot tier must
  * hold every block it writes). */
 int kv_pass_limit(const kv_cache *c, int pos);

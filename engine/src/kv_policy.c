@@ -8,6 +8,18 @@
  * promotion needs a strictly better claim than its victim: blocks read by the
  * same passes never trade places, which would only churn the compressor.
  *
+ * Promotion compares claims as they were before the current pass. Every
+ * block a pass reads has just been touched, so by its current stamp it
+ * would beat any block of another sequence, and sequences decoded in turn
+ * would swap their blocks between tiers on every pass (each swap restoring
+ * and recompressing whole blocks: the classic LRU thrash of a cyclic scan
+ * larger than the cache). Judged by its previous read, a block of the
+ * sequence whose turn it is has waited longest, so it stays where it is and
+ * is read from its tier; it moves up when its reads are really more recent
+ * or frequent than the victim's (another sequence went idle).
+ *
+ * Partial blocks, the tails sequences write next, leave last (kv_policy_cmp).
+ *
  * A victim is found by scanning the blocks (O(max_blocks)); it is needed
  * about once per KV_BLOCK tokens a sequence writes, next to attention's
  * O(positions) work per token.
@@ -21,6 +33,8 @@ void kv_policy_touch(kv_cache *c, int32_t id) {
     kv_block *b = &c->blocks[id];
     assert(b->refs > 0);
     if (b->stamp == c->clock && b->uses) return; /* once per pass */
+    b->prev_stamp = b->stamp;
+    b->prev_uses = b->uses;
     b->stamp = c->clock;
     b->uses++;
 }
@@ -28,9 +42,13 @@ void kv_policy_touch(kv_cache *c, int32_t id) {
 /* Three-way comparison of two unsigned keys. */
 static int cmp_u64(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
 
-/* See kv_cache.h. */
+/* See kv_cache.h. A partial block (the tail a live sequence writes next)
+ * leaves a tier after every full one: demoting it means moving it back up
+ * for the next write, and a tail that goes through int8 and is written
+ * again is quantized twice. */
 int kv_policy_cmp(const kv_cache *c, const kv_block *a, const kv_block *b) {
-    int r = 0;
+    int r = (a->filled < KV_BLOCK) - (b->filled < KV_BLOCK);
+    if (r) return r;
     if (c->p.policy == CX_KV_LFU) r = cmp_u64(a->uses, b->uses);
     if (!r) r = cmp_u64(a->stamp, b->stamp);
     if (!r) r = (a->index > b->index) - (a->index < b->index);
@@ -38,9 +56,20 @@ int kv_policy_cmp(const kv_cache *c, const kv_block *a, const kv_block *b) {
     return r;
 }
 
+/* A block's claim before the current pass: its previous read if this pass read it. */
+static uint64_t stamp_before(const kv_cache *c, const kv_block *b) {
+    return b->stamp == c->clock ? b->prev_stamp : b->stamp;
+}
+static uint64_t uses_before(const kv_cache *c, const kv_block *b) {
+    return b->stamp == c->clock ? b->prev_uses : b->uses;
+}
+
 /* See kv_cache.h. */
 int kv_policy_better(const kv_cache *c, const kv_block *a, const kv_block *b) {
-    return c->p.policy == CX_KV_LFU ? a->uses > b->uses : a->stamp > b->stamp;
+    int tail = (a->filled < KV_BLOCK) - (b->filled < KV_BLOCK);
+    if (tail) return tail > 0;
+    if (c->p.policy == CX_KV_LFU) return uses_before(c, a) > uses_before(c, b);
+    return stamp_before(c, a) > stamp_before(c, b);
 }
 
 /* See kv_cache.h. */

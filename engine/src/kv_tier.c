@@ -238,6 +238,8 @@ static int cow(kv_cache *c, kv_seq *s, int i, cx_err *err) {
     b->index = i;
     b->stamp = sb->stamp;
     b->uses = sb->uses;
+    b->prev_stamp = sb->prev_stamp;
+    b->prev_uses = sb->prev_uses;
     memcpy(c->tokens + (size_t)id * KV_BLOCK, c->tokens + (size_t)src * KV_BLOCK, sizeof(int32_t) * KV_BLOCK);
     s->table[i] = id;
     kv_block_unref(c, src);
@@ -265,24 +267,46 @@ static void promote(kv_cache *c, kv_seq *s, int below) {
     }
 }
 
-/* See kv_cache.h. */
-int kv_prepare(kv_cache *c, kv_seq *s, int pos, int T, cx_err *err) {
-    assert(T >= 1 && pos + T <= s->n_ctx && pos == s->n_tokens);
-    int b0 = pos / KV_BLOCK, b1 = (pos + T - 1) / KV_BLOCK;
-    assert(b1 - b0 < c->slots[KV_HOT].n && s->n_blocks >= b0 && s->n_blocks <= b1 + 1);
+/* See kv_cache.h. All touches and pins come first, so no sequence's moves
+ * demote a block another sequence of the pass writes; hits are counted in
+ * the tier each block is in when the pass asks for it (a cold block
+ * promoted by this pass was still read from the cold tier). */
+int kv_prepare_batch(kv_cache *c, kv_seq *const *seqs, const int *pos, const int *T, int n, cx_err *err) {
     c->pass++;
     c->clock++;
-    for (int i = 0; i < s->n_blocks; i++) kv_policy_touch(c, s->table[i]);
-    for (int i = b0; i < s->n_blocks; i++) /* written in place; a shared one is copied below */
-        if (c->blocks[s->table[i]].refs == 1) c->blocks[s->table[i]].pin = c->pass;
-    for (int i = b0; i <= b1; i++) {
-        int rc = 0;
-        if (i == s->n_blocks) rc = append_block(c, s, err);
-        else if (c->blocks[s->table[i]].refs > 1) rc = cow(c, s, i, err);
-        else if (c->blocks[s->table[i]].tier != KV_HOT) rc = kv_move(c, s->table[i], KV_HOT, err);
-        if (rc) return rc;
+    int written = 0;
+    for (int q = 0; q < n; q++) {
+        kv_seq *s = seqs[q];
+        assert(T[q] >= 1 && pos[q] + T[q] <= s->n_ctx && pos[q] == s->n_tokens);
+        int b0 = pos[q] / KV_BLOCK, b1 = (pos[q] + T[q] - 1) / KV_BLOCK;
+        assert(s->n_blocks >= b0 && s->n_blocks <= b1 + 1);
+        written += b1 - b0 + 1;
+        for (int i = 0; i < s->n_blocks; i++) kv_policy_touch(c, s->table[i]);
+        for (int i = b0; i < s->n_blocks; i++) /* written in place; a shared one is copied below */
+            if (c->blocks[s->table[i]].refs == 1) c->blocks[s->table[i]].pin = c->pass;
+        for (int i = 0; i < b0; i++) c->st.hits[c->blocks[s->table[i]].tier]++;
     }
-    if (c->tiering) promote(c, s, b0);
-    for (int i = 0; i <= b1; i++) c->st.hits[c->blocks[s->table[i]].tier]++;
+    if (written > c->slots[KV_HOT].n)
+        return cx_fail(err, CX_ENOMEM, "the hot KV tier (%d blocks) cannot hold the %d blocks one pass writes",
+                       c->slots[KV_HOT].n, written);
+    for (int q = 0; q < n; q++) {
+        kv_seq *s = seqs[q];
+        int b0 = pos[q] / KV_BLOCK, b1 = (pos[q] + T[q] - 1) / KV_BLOCK;
+        for (int i = b0; i <= b1; i++) {
+            int rc = 0;
+            if (i == s->n_blocks) rc = append_block(c, s, err);
+            else if (c->blocks[s->table[i]].refs > 1) rc = cow(c, s, i, err);
+            else if (c->blocks[s->table[i]].tier != KV_HOT) rc = kv_move(c, s->table[i], KV_HOT, err);
+            if (rc) return rc;
+            c->st.hits[KV_HOT]++;
+        }
+    }
+    if (c->tiering)
+        for (int q = 0; q < n; q++) promote(c, seqs[q], pos[q] / KV_BLOCK);
     return 0;
+}
+
+/* See kv_cache.h. */
+int kv_prepare(kv_cache *c, kv_seq *s, int pos, int T, cx_err *err) {
+    return kv_prepare_batch(c, &s, &pos, &T, 1, err);
 }

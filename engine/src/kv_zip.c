@@ -4,6 +4,7 @@
 #include "kv_zip.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ int kv_zip_init(kv_zip *z, int compress, int level) {
     if (!z->buf) return -1;
     arena_init(&z->mem, z->buf, bytes);
     z->compress = compress;
+    z->level = level;
     z->z.zalloc = zip_alloc;
     z->z.zfree = zip_free;
     z->z.opaque = &z->mem;
@@ -74,18 +76,36 @@ void kv_zip_free(kv_zip *z) {
  * each segment's block end may add a stored-block header (5 bytes) and bits. */
 size_t kv_zip_bound(size_t n) { return (size_t)compressBound((uLong)n) + 8 * KV_ZIP_MAX_SEGMENTS; }
 
-/* See kv_zip.h. */
+/* Order-0 entropy of n bytes, in bits: what Huffman coding could at best
+ * shrink them to when they have no repeats for LZ77 to find. */
+static double entropy_bits(const uint8_t *p, size_t n) {
+    uint32_t count[256] = {0};
+    for (size_t i = 0; i < n; i++) count[p[i]]++;
+    double bits = 0;
+    for (int b = 0; b < 256; b++)
+        if (count[b]) bits -= (double)count[b] * log2((double)count[b] / (double)n);
+    return bits;
+}
+
+/* See kv_zip.h. A segment whose entropy promises less than KV_ZIP_MIN_GAIN
+ * goes in a stored block (level 0 for that segment): inflating Huffman-coded
+ * int8 codes costs several times a copy for a few percent of memory. */
 size_t kv_zip_pack(kv_zip *z, const void *src, const size_t *seg, int n_seg, void *dst, size_t cap) {
     assert(z->ready && z->compress && n_seg >= 1 && n_seg <= KV_ZIP_MAX_SEGMENTS);
     if (deflateReset(&z->z) != Z_OK) return 0;
     z->z.next_in = (Bytef *)(uintptr_t)src;
     z->z.next_out = dst;
     z->z.avail_out = (uInt)cap;
+    int stored = 0;
     for (int i = 0; i < n_seg; i++) {
+        int store = entropy_bits(z->z.next_in, seg[i]) > (1.0 - KV_ZIP_MIN_GAIN) * 8.0 * (double)seg[i];
+        if (store != stored && deflateParams(&z->z, store ? 0 : z->level, Z_DEFAULT_STRATEGY) != Z_OK) return 0;
+        stored = store;
         z->z.avail_in = (uInt)seg[i];
         int last = i == n_seg - 1, rc = deflate(&z->z, last ? Z_FINISH : Z_BLOCK);
         if (last ? rc != Z_STREAM_END : (rc != Z_OK || z->z.avail_in != 0)) return 0;
     }
+    if (stored && deflateParams(&z->z, z->level, Z_DEFAULT_STRATEGY) != Z_OK) return 0;
     return cap - z->z.avail_out;
 }
 

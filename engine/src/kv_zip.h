@@ -11,7 +11,10 @@
  * block (Z_BLOCK), so zlib chooses per plane between Huffman coding and
  * storing: the noise planes of f32/f16 values are stored, which makes the
  * page smaller (stories260K f32: 1.16x instead of 1.10x) and its inflate 3x
- * faster, while the result is still one ordinary raw deflate stream.
+ * faster, while the result is still one ordinary raw deflate stream. A
+ * segment whose byte entropy promises under KV_ZIP_MIN_GAIN is stored
+ * outright (int8 codes of keys and values: Huffman would save ~4% and make
+ * restoring them several times slower).
  *
  * Not thread-safe: one kv_zip per thread.
  */
@@ -21,6 +24,7 @@
 #include <stddef.h>
 
 #define KV_ZIP_MAX_SEGMENTS 8
+#define KV_ZIP_MIN_GAIN 0.10 /* segments whose entropy promises less saving are stored */
 
 #include <zlib.h>
 
@@ -31,6 +35,7 @@ typedef struct kv_zip {
     arena mem;      /* zlib's state and window */
     void *buf;      /* the memory behind `mem` */
     int compress;   /* 1: deflate, 0: inflate */
+    int level;      /* deflate: the zlib level of segments worth compressing */
     int ready;      /* 1 after a successful kv_zip_init */
 } kv_zip;
 

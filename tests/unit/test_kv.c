@@ -346,6 +346,64 @@ static void test_policies(void) {
     }
 }
 
+/* Three sequences decoded in turn under budgets that hold a third of their
+ * blocks near the top: blocks stay in their tiers and are read from there
+ * (no promotion trades one sequence's blocks for another's on every pass,
+ * the LRU thrash of a cyclic scan), moves happen only around new blocks,
+ * and every cold read is one restore per layer. Under both
+ * policies; then one sequence stops and the others' blocks move up into
+ * the room it leaves. */
+static void test_round_robin(void) {
+    for (int policy = CX_KV_LRU; policy <= CX_KV_LFU; policy++) {
+        const char *name = policy == CX_KV_LRU ? "LRU" : "LFU";
+        kv_cache *c = new_cache(KV_F32, 3, 3, -1, policy, 0, NULL, 24);
+        kv_seq s[3];
+        kv_view v;
+        kv_view_init(&v, c, 160, 1);
+        for (int q = 0; q < 3; q++) {
+            kv_seq_init(&s[q], 160);
+            CHECK(put(c, &s[q], 64, 1000 * q) == 0, "%s: prefill of sequence %d", name, q);
+        }
+        int64_t dem0 = c->st.demotions, pro0 = c->st.promotions, cold0 = c->st.hits[KV_COLD], rest0 = c->st.restores;
+        int rounds = 40, ok = 1;
+        for (int r = 0; r < rounds && ok; r++)
+            for (int q = 0; q < 3 && ok; q++) {
+                ok = put_pass(c, &s[q], 1, 1000 * q) == 0;
+                int nb = (s[q].n_tokens + KV_BLOCK - 1) / KV_BLOCK;
+                for (int l = 0; l < c->n_layer; l++) /* the pass's reads, as attention does */
+                    if (kv_view_layer(&v, c, &s[q], l, nb)) kv_view_stage(&v, c, &s[q], l, 0, 1);
+                ok = ok && kv_view_collect(&v, c) == 0;
+            }
+        CHECK(ok && within_budgets(c), "%s: %d rounds of 3 sequences decoded in turn", name, rounds);
+        int64_t appended = 3 * 3; /* 64 -> 104 positions: blocks 5, 6, 7 of each sequence */
+        int64_t dem = c->st.demotions - dem0, pro = c->st.promotions - pro0;
+        /* LRU: the order is the turn order, nothing moves up. LFU: a block
+         * just filled (hot because it was written) has fewer reads than the
+         * old ones, so at most one older block moves up per new block. */
+        CHECK(policy == CX_KV_LRU ? pro == 0 : pro <= appended,
+              "%s: no promotions trading blocks between the sequences' turns (%lld for %lld new blocks)", name,
+              (long long)pro, (long long)appended);
+        CHECK(dem <= 2 * (appended + pro), "%s: demotions only for new blocks and promotions (%lld)", name,
+              (long long)dem);
+        int64_t cold = c->st.hits[KV_COLD] - cold0, rest = c->st.restores - rest0;
+        CHECK(cold > 0 && rest == cold * c->n_layer, "%s: every cold read is one restore per layer (%lld reads, "
+              "%lld restores)", name, (long long)cold, (long long)rest);
+        CHECK(read_error(c, &s[1], &v) <= 7.0 / 127 * 0.5 * 1.0001, "%s: rows read back within half an int8 step",
+              name);
+        /* sequence 0 ends: its room goes to the others' blocks read next */
+        kv_release(c, &s[0]);
+        pro0 = c->st.promotions;
+        for (int q = 1; q < 3; q++) put_pass(c, &s[q], 1, 1000 * q);
+        CHECK(c->st.promotions > pro0, "%s: blocks move up into the room a finished sequence leaves", name);
+        for (int q = 0; q < 3; q++) {
+            kv_release(c, &s[q]);
+            kv_seq_free(&s[q]);
+        }
+        kv_view_free(&v);
+        kv_cache_destroy(c);
+    }
+}
+
 /* A fork shares blocks; writing a shared partial block copies it first. */
 static void test_refcount_cow(void) {
     kv_cache *c = new_cache(KV_F32, -1, -1, -1, CX_KV_LRU, 0, NULL, 8);
@@ -616,6 +674,7 @@ static void run_all(void) {
     if (cx_model_load(path, NULL, &tiny, &err) == 0) {
         test_table_and_tiers();
         test_policies();
+        test_round_robin();
         test_refcount_cow();
         test_prefix_reuse();
         cx_model_free(tiny);
