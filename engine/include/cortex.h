@@ -198,7 +198,7 @@ int cx_kv_type_from_name(const char *name);
 int cx_kv_policy_from_name(const char *name);
 
 /* A cache several sessions of the same model share (so they share prefixes).
- * Sessions using it are evaluated one at a time (cx_eval holds its lock).
+ * Passes over it run one at a time (cx_eval and cx_batch_eval hold its lock).
  * Free it after every session attached to it. */
 typedef struct cx_kv_cache cx_kv_cache;
 int cx_kv_cache_new(const cx_model *m, const cx_kv_params *p, cx_kv_cache **out, cx_err *err);
@@ -209,6 +209,9 @@ typedef struct cx_session_params {
     int n_threads;
     cx_kv_params kv;       /* the session's own cache; ignored when `cache` is set */
     cx_kv_cache *cache;    /* NULL: a private cache made from `kv` */
+    int batch;             /* tokens per cx_eval pass, 0..256 (0: 256); memory for activations grows
+                              with it (TinyLlama: 80 KiB a token), so a session only ever evaluated
+                              through cx_batch_eval can take 1 */
 } cx_session_params;
 
 /* n_ctx 0, 1 thread, cx_kv_defaults(), no shared cache. */
@@ -222,6 +225,35 @@ int cx_session_new_ex(const cx_model *m, const cx_session_params *p, cx_session 
  * every block is shared, the partial last one copied when either writes it.
  * Both must use the same cache (a shared one). */
 int cx_session_fork(cx_session *dst, const cx_session *src, cx_err *err);
+
+/* ---- continuous batching: several sessions in one forward pass -------- */
+
+/*
+ * A batch evaluates the next tokens of several sessions in one pass: every
+ * weight is read once for all their rows (decode at batch size 1 is bound by
+ * reading the weights), attention stays per sequence. Mixing decode tokens
+ * of some sessions with prompt chunks of others is allowed (continuous
+ * batching). The batch owns the pass's buffers and thread pool; sessions
+ * keep their sequences and may use different caches. The blocks written by
+ * one pass must fit each cache's hot tier at once.
+ */
+typedef struct cx_batch cx_batch;
+/* A batch for model m: at most max_tokens (1..256) tokens per pass over all
+ * its sessions, on n_threads threads (<= 0: 1). */
+int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **out, cx_err *err);
+void cx_batch_free(cx_batch *b);
+/* Feed sessions[i] the n[i] tokens at tokens[i], for n_seq distinct
+ * sessions of the batch's model, in one pass (sum of n[i] <= max_tokens).
+ * On success (*logits)[i] (if logits is not NULL) points at the n_vocab
+ * logits after sessions[i]'s last token, valid until the next call. With
+ * the prefix cache on, cached blocks are taken as cx_eval does. The results
+ * equal evaluating each session alone within rounding (bit for bit for
+ * f32/f16 weights; quantized matrices' multi-row kernels sum in another
+ * order than the one-row decode kernel). On failure no token has
+ * been computed (a session may have taken cached prefix blocks, as after a
+ * failed cx_eval: cx_session_pos tells). */
+int cx_batch_eval(cx_batch *b, cx_session *const *sessions, const int32_t *const *tokens, const int *n, int n_seq,
+                  const float ***logits, cx_err *err);
 
 typedef struct cx_kv_stats {
     int type, warm_type, policy, prefix_cache;

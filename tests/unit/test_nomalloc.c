@@ -8,10 +8,12 @@
  * compressed, spilled and restored every token, on 2 threads); int8 warm
  * pages with the prefix cache on; 4-bit warm pages under LFU.
  *
- * Scope: single-sequence decode, and three sequences on one shared cache
- * (with tiering and the prefix cache) decoding in turn, as cortex-bench's
- * multiseq workload does. The engine has no batched multi-sequence decode
- * (one pass over several sequences) yet.
+ * Scope: single-sequence decode; three sequences on one shared cache (with
+ * tiering and the prefix cache) decoding in turn, as cortex-bench's
+ * multiseq workload does; and the same three decoded in one batched pass
+ * (cx_batch_eval, 2 threads), joined midway by a fourth sequence on its own
+ * cache whose prompt shares a pass with their decode tokens, as the batched
+ * workload and a continuous-batching server do.
  *
  * Skipped under AddressSanitizer, which owns malloc itself.
  */
@@ -144,18 +146,24 @@ static void check_config(cx_model *m, const char *name, const cx_kv_params *kv, 
 }
 /* Three sessions on one shared, tiered cache with the prefix cache on, each
  * prefilled with the same prompt (so they share its blocks), then decoding
- * one token each in turn: 20 warm-up rounds, 60 counted. */
-static void check_shared(cx_model *m, const cx_kv_params *kv) {
+ * one token each: in turn with cx_eval, or (batched) all three in one
+ * cx_batch_eval pass on 2 threads, where at round 40 a fourth session with
+ * its own cache joins with its 16-token prompt in the same pass as the
+ * others' decode tokens (continuous batching). 20 warm-up rounds, 60
+ * counted. */
+static void check_shared(cx_model *m, const cx_kv_params *kv, int batched) {
     enum { NS = 3 };
+    const char *name = batched ? "batched decode, 3+1 seqs" : "shared cache, 3 sequences";
     cx_kv_cache *cache;
     cx_err err = {0};
     if (cx_kv_cache_new(m, kv, &cache, &err)) {
         CHECK(0, "shared cache: %s", err.msg);
         return;
     }
-    cx_session *s[NS] = {0};
+    cx_session *s[NS + 1] = {0};
+    cx_batch *b = NULL;
     const float *l[NS];
-    int32_t next[NS];
+    int32_t next[NS + 1];
     int V = cx_model_get_info(m)->n_vocab, ok = 1;
     int32_t prompt[40];
     for (int i = 0; i < 40; i++) prompt[i] = (int32_t)((i * 37 + 11) % V);
@@ -164,23 +172,46 @@ static void check_shared(cx_model *m, const cx_kv_params *kv) {
         sp.cache = cache;
         ok = cx_session_new_ex(m, &sp, &s[k], &err) == 0 && cx_eval(s[k], prompt, 40, &l[k], &err) == 0;
     }
-    CHECK(ok, "shared sessions: %s", err.msg);
+    if (batched && ok) {
+        cx_session_params sp = cx_session_defaults();
+        sp.kv = *kv;
+        sp.n_threads = 2;
+        ok = cx_session_new_ex(m, &sp, &s[NS], &err) == 0 && cx_batch_new(m, 32, 2, &b, &err) == 0;
+    }
+    CHECK(ok, "%s: sessions: %s", name, err.msg);
     long calls = 0;
+    int joined = 0;
     for (int round = 0; round < 80 && ok; round++) {
         if (round == 20) atomic_store(&counting, 1);
         long before = atomic_load(&n_calls);
-        for (int k = 0; k < NS && ok; k++) {
+        for (int k = 0; k < NS; k++) {
             next[k] = 0;
             for (int j = 1; j < V; j++) next[k] = l[k][j] > l[k][next[k]] ? j : next[k];
-            ok = cx_eval(s[k], &next[k], 1, &l[k], &err) == 0;
+        }
+        if (batched) {
+            const int32_t *tp[NS + 1] = {&next[0], &next[1], &next[2], prompt + 3};
+            int n[NS + 1] = {1, 1, 1, joined ? 1 : 16}, count = round >= 40 ? NS + 1 : NS;
+            if (joined) tp[NS] = &next[NS];
+            const float **out;
+            ok = cx_batch_eval(b, s, tp, n, count, &out, &err) == 0;
+            for (int k = 0; ok && k < count; k++) {
+                if (k < NS) l[k] = out[k];
+                else next[NS] = (int32_t)(out[k][0] > out[k][1]); /* any valid next token */
+            }
+            joined = count > NS;
+        } else {
+            for (int k = 0; k < NS && ok; k++) ok = cx_eval(s[k], &next[k], 1, &l[k], &err) == 0;
         }
         if (round >= 20) calls += atomic_load(&n_calls) - before;
     }
     atomic_store(&counting, 0);
-    CHECK(ok, "shared decode: %s", err.msg);
-    CHECK(calls == 0, "3 sequences on a shared cache: %ld allocator calls in 60 rounds", calls);
-    printf("%-28s %ld allocator calls in 60 rounds of 3 sequences\n", "shared cache, 3 sequences", calls);
-    for (int k = 0; k < NS; k++) cx_session_free(s[k]);
+    CHECK(ok, "%s: decode: %s", name, err.msg);
+    CHECK(calls == 0, "%s: %ld allocator calls in 60 rounds", name, calls);
+    if (batched) CHECK(cx_session_pos(s[NS]) == 16 + 39, "the fourth session joined at round 40 (position %d)",
+                       cx_session_pos(s[NS]));
+    printf("%-28s %ld allocator calls in 60 rounds\n", name, calls);
+    for (int k = 0; k < NS + 1; k++) cx_session_free(s[k]);
+    cx_batch_free(b);
     cx_kv_cache_free(cache);
 }
 #endif
@@ -238,7 +269,8 @@ static void run_all(void) {
     kv.budget[CX_KV_WARM] = 3 * blk;
     kv.prefix_cache = 1;
     kv.max_tokens = 3 * 256;
-    check_shared(m, &kv);
+    check_shared(m, &kv, 0);
+    check_shared(m, &kv, 1);
     cx_model_free(m);
     unlink(path);
     rmdir(dir);

@@ -1,0 +1,187 @@
+/*
+ * batch.c - continuous batching: one forward pass over several sessions
+ * (cx_batch_eval, cortex.h).
+ *
+ * Each session contributes a segment: its next tokens (one when it is
+ * decoding, a chunk of its prompt when it is prefilling). The rows of all
+ * segments share every weight read, which is what makes decoding N
+ * sequences together cheaper than decoding them in turn: at batch size 1
+ * decode is bound by reading the weights, and N rows read them once.
+ * Attention stays per sequence (fwd_pass).
+ *
+ * Sessions may use different caches. The segments are ordered by cache so
+ * each cache's sequences are prepared together (kv_prepare_batch: their
+ * blocks moved and pinned in one step) and the caches are locked in address
+ * order, so two batches over the same caches cannot deadlock. Every array a
+ * pass needs is allocated by cx_batch_new: evaluating allocates nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+#include "util.h"
+
+struct cx_batch {
+    const cx_model *m;
+    int max_tokens;           /* rows per pass, over all segments */
+    fwd_ws ws;
+    fwd_seg *seg;             /* [max_tokens] segments of the current pass, ordered by cache */
+    int *order;               /* [max_tokens] input index of each segment */
+    int32_t *tokens;          /* [max_tokens] the pass's tokens, segment after segment */
+    kv_seq **seqs;            /* [max_tokens] kv_prepare_batch's arguments for one cache */
+    int *pos, *T;
+    const float **logits;     /* [max_tokens] what cx_batch_eval hands back */
+};
+
+/* See cortex.h. */
+void cx_batch_free(cx_batch *b) {
+    if (!b) return;
+    fwd_ws_free(&b->ws);
+    free(b->seg);
+    free(b->order);
+    free(b->tokens);
+    free(b->seqs);
+    free(b->pos);
+    free(b->T);
+    free((void *)b->logits);
+    free(b);
+}
+
+/* See cortex.h. */
+int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **out, cx_err *err) {
+    *out = NULL;
+    char msg[512];
+    if (kern_init(msg, sizeof msg)) return cx_fail(err, CX_EINVAL, "%s", msg);
+    if (max_tokens < 1 || max_tokens > FWD_MAX_BATCH)
+        return cx_fail(err, CX_EINVAL, "batch size %d is out of range (1..%d)", max_tokens, FWD_MAX_BATCH);
+    if (n_threads > 256) return cx_fail(err, CX_EINVAL, "thread count %d is out of range (1..256)", n_threads);
+    if (n_threads < 1) n_threads = 1;
+    cx_batch *b = calloc(1, sizeof *b);
+    if (!b) return cx_fail(err, CX_ENOMEM, "out of memory");
+    b->m = m;
+    b->max_tokens = max_tokens;
+    int rc = fwd_ws_init(&b->ws, m, max_tokens, max_tokens, n_threads, err);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    size_t n = (size_t)max_tokens;
+    b->seg = calloc(n, sizeof *b->seg);
+    b->order = calloc(n, sizeof *b->order);
+    b->tokens = calloc(n, sizeof *b->tokens);
+    b->seqs = calloc(n, sizeof *b->seqs);
+    b->pos = calloc(n, sizeof *b->pos);
+    b->T = calloc(n, sizeof *b->T);
+    b->logits = calloc(n, sizeof *b->logits);
+    if (!b->seg || !b->order || !b->tokens || !b->seqs || !b->pos || !b->T || !b->logits) {
+        cx_batch_free(b);
+        return cx_fail(err, CX_ENOMEM, "out of memory for a batch of %d tokens", max_tokens);
+    }
+    *out = b;
+    return 0;
+}
+
+/* Check the request before anything is locked or changed. */
+static int check_request(const cx_batch *b, cx_session *const *ss, const int32_t *const *tokens, const int *n,
+                         int n_seq, cx_err *err) {
+    if (n_seq < 1) return cx_fail(err, CX_EINVAL, "cx_batch_eval: no sessions");
+    int total = 0, rc = 0;
+    for (int i = 0; i < n_seq && !rc; i++) {
+        if (!ss[i]) rc = cx_fail(err, CX_EINVAL, "cx_batch_eval: session %d is NULL", i);
+        else if (ss[i]->m != b->m) rc = cx_fail(err, CX_EINVAL, "cx_batch_eval: session %d belongs to another model", i);
+        else if (ss[i]->in_batch) rc = cx_fail(err, CX_EINVAL, "cx_batch_eval: session %d appears twice", i);
+        else if ((rc = session_check_tokens(ss[i], tokens[i], n[i], err))) break;
+        else if ((total += n[i]) > b->max_tokens)
+            rc = cx_fail(err, CX_EINVAL, "cx_batch_eval: %d or more tokens exceed the batch size %d", total,
+                         b->max_tokens);
+        if (!rc) ss[i]->in_batch = 1;
+    }
+    for (int i = 0; i < n_seq; i++)
+        if (ss[i]) ss[i]->in_batch = 0;
+    return rc;
+}
+
+/* Order input indices by cache address (insertion sort: stable, in place, no allocation). */
+static void order_by_cache(int *order, cx_session *const *ss, int n_seq) {
+    for (int i = 0; i < n_seq; i++) {
+        int v = order[i] = i, j = i;
+        while (j > 0 && (uintptr_t)ss[order[j - 1]]->cache > (uintptr_t)ss[v]->cache) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = v;
+    }
+}
+
+/* Lock (or unlock) each distinct cache of the ordered segments once, in address order. */
+static void lock_caches(cx_batch *b, int n_seq, int lock) {
+    for (int g = 0; g < n_seq; g++)
+        if (g == 0 || b->seg[g].cache != b->seg[g - 1].cache) {
+            if (lock) pthread_mutex_lock(&b->seg[g].cache->lock);
+            else pthread_mutex_unlock(&b->seg[g].cache->lock);
+        }
+}
+
+/* With the caches locked: prefix reuse per session, the blocks of every
+ * cache prepared, the pass, the commits. */
+static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const *tokens, const int *n, int n_seq,
+                       cx_err *err) {
+    int rows = 0;
+    for (int g = 0; g < n_seq; g++) {
+        int i = b->order[g];
+        cx_session *s = ss[i];
+        int reused = kv_match(s->cache, &s->seq, tokens[i], n[i]);
+        s->last_reused = reused;
+        s->pos += reused;
+        fwd_seg *sg = &b->seg[g];
+        sg->pos = s->pos;
+        sg->T = n[i] - reused;
+        sg->row = rows;
+        sg->out = i;
+        memcpy(b->tokens + rows, tokens[i] + reused, sizeof(int32_t) * (size_t)sg->T);
+        rows += sg->T;
+    }
+    for (int g0 = 0, g1; g0 < n_seq; g0 = g1) { /* each cache's run of segments */
+        kv_cache *c = b->seg[g0].cache;
+        for (g1 = g0; g1 < n_seq && b->seg[g1].cache == c; g1++) {
+            b->seqs[g1 - g0] = b->seg[g1].seq;
+            b->pos[g1 - g0] = b->seg[g1].pos;
+            b->T[g1 - g0] = b->seg[g1].T;
+        }
+        int rc = kv_prepare_batch(c, b->seqs, b->pos, b->T, g1 - g0, err);
+        if (rc) return rc;
+    }
+    fwd_pass(&b->ws, b->seg, n_seq, b->tokens, rows);
+    int failed = 0;
+    for (int g = 0; g < n_seq; g++) {
+        fwd_seg *sg = &b->seg[g];
+        cx_session *s = ss[sg->out];
+        kv_commit(sg->cache, sg->seq, sg->pos, sg->T, b->tokens + sg->row);
+        s->pos += sg->T;
+        failed |= kv_view_collect(sg->view, sg->cache) != 0;
+    }
+    if (failed) return cx_fail(err, CX_EIO, "a cold KV page could not be read back");
+    return 0;
+}
+
+/* See cortex.h. */
+int cx_batch_eval(cx_batch *b, cx_session *const *sessions, const int32_t *const *tokens, const int *n, int n_seq,
+                  const float ***logits, cx_err *err) {
+    int rc = check_request(b, sessions, tokens, n, n_seq, err);
+    if (rc) return rc;
+    order_by_cache(b->order, sessions, n_seq);
+    for (int g = 0; g < n_seq; g++) {
+        cx_session *s = sessions[b->order[g]];
+        b->seg[g].cache = s->cache;
+        b->seg[g].seq = &s->seq;
+        b->seg[g].view = &s->view;
+    }
+    lock_caches(b, n_seq, 1);
+    rc = eval_locked(b, sessions, tokens, n, n_seq, err);
+    lock_caches(b, n_seq, 0);
+    if (rc) return rc;
+    size_t V = (size_t)b->m->info.n_vocab;
+    for (int i = 0; i < n_seq; i++) b->logits[i] = b->ws.logits + (size_t)i * V;
+    if (logits) *logits = b->logits;
+    return 0;
+}

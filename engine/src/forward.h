@@ -1,0 +1,90 @@
+/*
+ * forward.h - one forward pass of the transformer over the rows of a batch,
+ * and the workspace it runs in.
+ *
+ * A pass evaluates one or more segments: a segment is T consecutive new
+ * positions of one sequence (a prefill chunk, or one decode token). The
+ * rows of all segments go through every matrix together (each weight row is
+ * read once for all of them); attention is per segment, each reading its
+ * own sequence's KV blocks through its own view. cx_eval runs passes of one
+ * segment in the session's workspace; cx_batch_eval runs passes of many
+ * segments (continuous batching) in the batch's workspace.
+ *
+ * A workspace (fwd_ws) holds every buffer a pass needs, for up to `batch`
+ * rows and `n_out` logit rows, and its thread pool; all of it is allocated
+ * by fwd_ws_init, so a pass allocates nothing.
+ */
+#ifndef CX_FORWARD_H
+#define CX_FORWARD_H
+
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+#include "kv_cache.h"
+#include "kv_view.h"
+#include "model.h"
+#include "threadpool.h"
+
+#define FWD_MAX_BATCH 256 /* rows per pass of a session's own workspace */
+
+/* One prepared activation input: the floats, and their 8-bit forms once asked for. */
+typedef struct fwd_act {
+    kern_act a;
+    void *mem;
+    int ready;
+} fwd_act;
+
+typedef struct fwd_ws {
+    const cx_model *m;
+    const kern_ops *k;
+    int batch;                /* rows per pass */
+    int n_out;                /* logit rows per pass */
+    int n_threads;
+    tp_pool *pool;
+    /* per-row activations, [batch][width] */
+    float *x, *xb, *xb2, *hb, *hb2, *q, *kk, *vv, *rope_cs;
+    float *logits;            /* [n_out][n_vocab] */
+    double *inv_freq;         /* RoPE frequency of each pair in a head */
+    /* the current matrix input and its prepared forms, one per activation format */
+    const float *in;
+    int in_T;
+    int64_t in_n;
+    fwd_act act[3];
+    /* attention scratch, per thread */
+    float *att_scores;        /* [thread][ATT_TILE] */
+    double *att_acc;          /* [thread][ATT_QBLOCK][head_dim] */
+    double *att_ml;           /* [thread][ATT_QBLOCK][2]: running max, running sum */
+    int *item_end;            /* [batch]: attention work items of segments 0..i */
+    float *mem;               /* the allocation behind the float buffers */
+#ifdef CORTEX_TEST_KNOBS
+    double slowdown_pct;      /* test knob CORTEX_SLOWDOWN_PCT (see knob_slowdown) */
+    float *knob_y;            /* scratch outputs of the knob's extra products */
+    volatile float knob_sink; /* keeps the extra products observable */
+#endif
+} fwd_ws;
+
+/* One segment of a pass: positions pos..pos+T-1 of `seq` in `cache`, rows
+ * row..row+T-1 of the pass, read by attention through `view`. */
+typedef struct fwd_seg {
+    kv_cache *cache;
+    kv_seq *seq;
+    kv_view *view;
+    int pos, T, row;
+    int out;                  /* logits row for its last token, or -1 for none */
+} fwd_seg;
+
+/* A workspace for passes of up to `batch` rows and `n_out` logit rows on
+ * n_threads threads. 0 or a CX_E* code with a message. */
+int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_threads, cx_err *err);
+void fwd_ws_free(fwd_ws *w);
+/* Bytes fwd_ws_init allocates for activations (for messages). */
+size_t fwd_ws_bytes(const cx_model *m, int batch, int n_out);
+
+/* Run the n_seg segments (rows 0..rows-1 in order, tokens[row] each)
+ * through every layer, writing their keys and values into their caches and
+ * the logits of each segment with out >= 0 into logits row `out`. The
+ * caches' blocks must have been prepared (kv_prepare*) for exactly these
+ * positions; the caller commits them afterwards. */
+void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows);
+
+#endif

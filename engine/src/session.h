@@ -1,0 +1,26 @@
+/*
+ * session.h - a session: one sequence (its block table in a KV cache, the
+ * view attention reads it through) and its own workspace for cx_eval.
+ * Shared by session.c and batch.c, which evaluates several sessions in one
+ * pass.
+ */
+#ifndef CX_SESSION_H
+#define CX_SESSION_H
+
+#include "forward.h"
+
+struct cx_session {
+    const cx_model *m;
+    int n_ctx, pos;
+    fwd_ws ws;                /* cx_eval's passes (batch rows: min(n_ctx, params.batch)) */
+    kv_cache *cache;          /* the KV cache: the session's own or shared */
+    kv_seq seq;               /* this sequence's block table */
+    kv_view view;             /* attention's f32 view of one layer of it */
+    int last_reused;          /* tokens the last evaluation took from the prefix cache */
+    int in_batch;             /* set while cx_batch_eval checks for repeated sessions */
+};
+
+/* Check tokens[0..n) for evaluation at s's position: count, context, vocabulary. 0 or CX_E*. */
+int session_check_tokens(const cx_session *s, const int32_t *tokens, int n, cx_err *err);
+
+#endif
