@@ -37,7 +37,7 @@
 static int usage(void) {
     fprintf(stderr,
             "usage: cortex-bench <command> [options]\n"
-            "  run --model M [-z TOKENIZER] [--workload standard|trace:FILE|prompts:FILE|ppN|tgN|pgN,M|multiseq:N,C,G]\n"
+            "  run --model M [-z TOKENIZER] [--workload standard|trace:FILE|prompts:FILE|ppN|tgN|pgN,M|multiseq:N,C,G|batched:N,C,G]\n"
             "      [--reps N] [--warmup W] [-t T[,T...]] [-d DEPTH] [--mode closed|open] [--concurrency C]\n"
             "      [-c CTX] [--pin CPUS] [--respect-eos] [--db FILE] [-o md|csv|json] [--no-progress]\n"
             "      [--kv-type f32|f16|q8] [--kv-warm-type q8|q4] [--kv-hot|--kv-warm|--kv-cold BYTES|unlimited]\n"

@@ -164,20 +164,22 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     run_meta meta = {0};
     wl_workload wl = {0};
     char err[512], path[1024];
-    int np = 0, ng = 0, nseq = 0;
+    int np = 0, ng = 0, nseq = 0, batched = 0;
     const char *wl_path = NULL;
     if (!strcmp(o.workload, "standard")) {
         standard_path(path, sizeof path);
         wl_path = path;
     } else if (!strncmp(o.workload, "trace:", 6) || !strncmp(o.workload, "prompts:", 8)) {
         wl_path = strchr(o.workload, ':') + 1;
-    } else if (!strncmp(o.workload, "multiseq:", 9)) {
-        if (runner_parse_multiseq(o.workload, &nseq, &np, &ng))
-            return cli_fail(2, "'%s' is not multiseq:NSEQ,CTX,GEN (NSEQ in 1..64, CTX and GEN >= 1)", o.workload);
-        if (o.depth) return cli_fail(2, "%s", "-d (KV depth) applies to ppN, tgN, pgN,M, not multiseq");
+    } else if (!strncmp(o.workload, "multiseq:", 9) || !strncmp(o.workload, "batched:", 8)) {
+        if (runner_parse_multiseq(o.workload, &nseq, &np, &ng, &batched))
+            return cli_fail(2, batched ? "'%s' is not batched:NSEQ,CTX,GEN (NSEQ in 1..64, CTX and GEN >= 1)"
+                                       : "'%s' is not multiseq:NSEQ,CTX,GEN (NSEQ in 1..64, CTX and GEN >= 1)",
+                            o.workload);
+        if (o.depth) return cli_fail(2, "%s", "-d (KV depth) applies to ppN, tgN, pgN,M, not multiseq or batched");
     } else if (runner_parse_test(o.workload, &np, &ng) != 0) {
-        return cli_fail(2, "unknown workload '%s' (standard, trace:FILE, prompts:FILE, ppN, tgN, pgN,M, multiseq:N,C,G)",
-                        o.workload);
+        return cli_fail(2, "unknown workload '%s' (standard, trace:FILE, prompts:FILE, ppN, tgN, pgN,M, multiseq:N,C,G, "
+                        "batched:N,C,G)", o.workload);
     }
     if (wl_path && wl_load(wl_path, &wl, err, sizeof err)) return cli_fail(2, "%s", err);
     if (!wl_path && o.mode >= 0) return cli_fail(2, "--mode %s applies to prompt sets and traces, not synthetic tests",
@@ -194,6 +196,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     cfg.test_gen = ng;
     cfg.test_depth = (int)o.depth;
     cfg.n_seq = nseq;
+    cfg.batched = batched;
     cfg.n_ctx = (int)o.ctx;
     cfg.progress = !o.no_progress && isatty(2) && !(getenv("CI") && !strcmp(getenv("CI"), "true"));
 
@@ -262,7 +265,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
 
     snprintf(meta.workload, sizeof meta.workload, "%s", o.workload);
     snprintf(meta.workload_kind, sizeof meta.workload_kind, "%s", wl_path ? wl_kind_name(wl.kind) : "synthetic");
-    /* multiseq has the sizes of a pg test: its name tells them apart in compare */
+    /* multiseq/batched have the sizes of a pg test: the name tells them apart in compare */
     snprintf(meta.workload_hash, sizeof meta.workload_hash, "%s", wl_path ? wl.sha256 : nseq ? o.workload : "");
     snprintf(meta.mode, sizeof meta.mode, "%s", cfg.mode == RUN_OPEN ? "open" : cfg.mode == RUN_CLOSED ? "closed" : "synthetic");
     meta.concurrency = cfg.mode == RUN_CLOSED ? cfg.concurrency : 0;

@@ -55,10 +55,12 @@ int runner_parse_test(const char *name, int *np, int *ng) {
 }
 
 /* See runner.h. */
-int runner_parse_multiseq(const char *name, int *n_seq, int *n_ctx, int *n_gen) {
-    if (strncmp(name, "multiseq:", 9)) return -1;
+int runner_parse_multiseq(const char *name, int *n_seq, int *n_ctx, int *n_gen, int *batched) {
+    const char *p;
+    if (!strncmp(name, "multiseq:", 9)) p = name + 9, *batched = 0;
+    else if (!strncmp(name, "batched:", 8)) p = name + 8, *batched = 1;
+    else return -1;
     long v[3];
-    const char *p = name + 9;
     for (int i = 0; i < 3; i++) {
         char *end;
         v[i] = strtol(p, &end, 10);
@@ -243,14 +245,33 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
     return 0;
 }
 
-/* multiseq:N,C,G: N sessions on the repetition's cache; each evaluates C
- * synthetic tokens of its own (prefill, timed as a whole), then one token
- * each in turn, G rounds (decode, every step timed as an inter-token gap).
+/* One decode round of multiseq/batched: each sequence's next token, from
+ * its greedy choice, evaluated in turn (cx_eval each) or in one pass
+ * (cx_batch_eval). l[i] is updated to each sequence's new logits. */
+static int decode_round(cx_session **ss, cx_batch *b, int32_t *tok, const int32_t **tp, int *ones, int n,
+                        const float **l, cx_err *e) {
+    if (!b) {
+        for (int i = 0; i < n; i++)
+            if (cx_eval(ss[i], &tok[i], 1, &l[i], e)) return -1;
+        return 0;
+    }
+    const float **out;
+    if (cx_batch_eval(b, ss, tp, ones, n, &out, e)) return -1;
+    for (int i = 0; i < n; i++) l[i] = out[i];
+    return 0;
+}
+
+/* multiseq:N,C,G and batched:N,C,G: N sessions on the repetition's cache;
+ * each evaluates C synthetic tokens of its own (prefill, one sequence after
+ * the other, timed as a whole), then G decode rounds give every sequence
+ * one greedy token: in turn (multiseq) or in one batched pass (batched).
+ * Each sequence's inter-token gaps are recorded (from the end of prefill
+ * for its first): a round's length, as every sequence waits for the round.
  * One request result covers all sequences: prompt N·C, generated N·G. */
 static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen) {
     const run_config *c = st->cfg;
     int n = c->n_seq, ctx = c->test_prompt, gen = c->test_gen, V = cx_model_get_info(st->m)->n_vocab;
-    snprintf(q->item, sizeof q->item, "multiseq:%d,%d,%d", n, ctx, gen);
+    snprintf(q->item, sizeof q->item, "%s:%d,%d,%d", c->batched ? "batched" : "multiseq", n, ctx, gen);
     if (ctx + gen > cx_session_n_ctx(st->s)) {
         snprintf(q->error, sizeof q->error, "%s needs %d positions a sequence, the context has %d", q->item, ctx + gen,
                  cx_session_n_ctx(st->s));
@@ -258,56 +279,72 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
         return 0;
     }
     cx_session **ss = calloc((size_t)n, sizeof *ss);
-    int *tok = calloc((size_t)n, sizeof *tok);
+    int32_t *tok = calloc((size_t)n, sizeof *tok);
+    const int32_t **tp = calloc((size_t)n, sizeof *tp);
+    int *ones = calloc((size_t)n, sizeof *ones);
+    const float **l = calloc((size_t)n, sizeof *l);
+    double *t_last = calloc((size_t)n, sizeof *t_last);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)ctx);
     q->itl_ms = malloc(sizeof(float) * (size_t)n * (size_t)gen);
     cx_err e = {0};
-    int rc = ss && tok && ids && q->itl_ms ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+    cx_batch *b = NULL;
+    int rc = ss && tok && tp && ones && l && t_last && ids && q->itl_ms ? 0 : (snprintf(err, errlen, "out of memory"), -1);
     cx_session_params sp = cx_session_defaults();
     sp.n_ctx = c->n_ctx;
     sp.n_threads = c->threads;
     sp.cache = st->cache;
-    for (int i = 0; i < n && !rc; i++)
+    for (int i = 0; i < n && !rc; i++) {
+        tp[i] = &tok[i];
+        ones[i] = 1;
         if (cx_session_new_ex(st->m, &sp, &ss[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+    }
+    if (!rc && c->batched && cx_batch_new(st->m, n, c->threads, &b, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
     canary cn;
     canary_init(&cn);
-    const float *l = NULL;
     ctr_snap snap;
     double t0 = now_ms();
     if (!rc) phase_begin(st, &snap);
     for (int i = 0; i < n && !rc; i++) { /* prefill every sequence: distinct tokens, so nothing is shared */
         synthetic_tokens(ids, ctx, V, 0x5eed + 7919 * (uint64_t)i);
-        if (cx_eval(ss[i], ids, ctx, &l, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
-        else tok[i] = cx_sampler_sample(st->greedy, l);
+        if (cx_eval(ss[i], ids, ctx, &l[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
     }
     if (!rc) phase_end(st, &snap, &st->prefill);
-    double t1 = now_ms(), t_prev = t1;
+    double t1 = now_ms(), t_end = t1;
     q->prompt_tokens = n * ctx;
     q->prefill_ms = q->ttft_ms = t1 - t0;
+    for (int i = 0; i < n; i++) t_last[i] = t1;
     if (!rc) phase_begin(st, &snap);
-    for (int g = 0; g < gen && !rc; g++)
-        for (int i = 0; i < n && !rc; i++) {
-            q->kv_attended += cx_session_pos(ss[i]) + 1;
-            if (cx_eval(ss[i], &tok[i], 1, &l, &e)) {
-                rc = (snprintf(err, errlen, "%s", e.msg), -1);
-                break;
-            }
-            tok[i] = cx_sampler_sample(st->greedy, l);
+    for (int g = 0; g < gen && !rc; g++) {
+        for (int i = 0; i < n; i++) {
+            tok[i] = cx_sampler_sample(st->greedy, l[i]);
             canary_add(&cn, tok[i]);
-            double t = now_ms();
-            q->itl_ms[q->n_itl++] = (float)(t - t_prev);
-            t_prev = t;
+            q->kv_attended += cx_session_pos(ss[i]) + 1;
         }
+        if (decode_round(ss, b, tok, tp, ones, n, l, &e)) {
+            rc = (snprintf(err, errlen, "%s", e.msg), -1);
+            break;
+        }
+        t_end = now_ms();
+        for (int i = 0; i < n; i++) {
+            q->itl_ms[q->n_itl++] = (float)(t_end - t_last[i]);
+            t_last[i] = t_end;
+        }
+    }
     if (!rc) phase_end(st, &snap, &st->decode);
     kv_metrics_sample(st->cache, &st->peak); /* every sequence still held */
     q->gen_tokens = n * gen;
-    q->decode_ms = t_prev - t1;
-    q->e2e_ms = t_prev - t0;
+    q->decode_ms = t_end - t1;
+    q->e2e_ms = t_end - t0;
     q->tpot_ms = q->decode_ms / (double)(n * gen);
     snprintf(q->token_hash, sizeof q->token_hash, "%016llx", (unsigned long long)cn.h);
+    cx_batch_free(b);
     for (int i = 0; ss && i < n; i++) cx_session_free(ss[i]);
     free(ss);
     free(tok);
+    free(tp);
+    free(ones);
+    free((void *)l);
+    free(t_last);
     free(ids);
     return rc;
 }

@@ -11,7 +11,9 @@
  *   - synthetic: llama-bench style pp N / tg N / pg N,M at KV depth D, or
  *     multiseq:N,C,G: N sessions on one KV cache, each prefilled with C
  *     tokens, then G greedy tokens decoded for each in turn (round-robin), so
- *     N long contexts are alive at once (the tiered cache's long-context test).
+ *     N long contexts are alive at once (the tiered cache's long-context
+ *     test); batched:N,C,G the same with each decode round one batched pass
+ *     over the N sequences (cx_batch_eval: continuous batching's decode).
  */
 #ifndef CB_RUNNER_H
 #define CB_RUNNER_H
@@ -33,13 +35,15 @@ typedef struct run_config {
     const char *label;   /* progress bar prefix */
     const cx_kv_params *kv; /* the repetition's shared KV cache; NULL: cx_kv_defaults() */
     int n_seq;           /* synthetic multiseq:N,C,G: N sequences alive at once (0: a pp/tg/pg test) */
+    int batched;         /* batched:N,C,G: decode rounds are one cx_batch_eval pass */
 } run_config;
 
 /* Parse "pp512", "tg128", "pg512,128" into sizes; 0 on success. */
 int runner_parse_test(const char *name, int *n_prompt, int *n_gen);
 /* Parse "multiseq:N,C,G" (N sequences on one KV cache, each prefilled with C
- * tokens, then G tokens decoded round-robin); 0 on success. */
-int runner_parse_multiseq(const char *name, int *n_seq, int *n_ctx, int *n_gen);
+ * tokens, then G tokens decoded round-robin; *batched = 0) or "batched:N,C,G"
+ * (decode rounds batched; *batched = 1); 0 on success. */
+int runner_parse_multiseq(const char *name, int *n_seq, int *n_ctx, int *n_gen, int *batched);
 
 /*
  * Run one repetition: a fresh KV cache (cfg->kv) shared by the repetition's

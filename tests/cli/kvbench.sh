@@ -3,7 +3,8 @@
 # error line and leave the database untouched; a shared-system-prefix trace
 # with --prefix-cache on records a prefix hit rate > 0; the KV counters are
 # stored as metrics and shown; runs with different KV settings are not
-# compared silently; multiseq keeps several sequences in one tiered cache.
+# compared silently; multiseq keeps several sequences in one tiered cache;
+# batched decodes them in one pass per round and generates the same tokens.
 set -u
 BUILD=${BUILD:-build}
 BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}
@@ -63,6 +64,21 @@ check "multiseq: hot bytes stayed within the budget" \
     test "$(sql "$db" "select median <= 32768 from summary where run_id = $ms and name = 'kv_peak_bytes_hot'")" = 1
 check "multiseq: 3 x 8 tokens generated" test "$(sql "$db" "select gen_tokens from requests where run_id = $ms")" = 24
 
+# The same sequences decoded in one batched pass per round: same greedy
+# tokens (f32: bit-identical logits), the same tiered cache at work.
+"$BENCH" run --model "$tmp/tiny.gguf" --workload batched:3,200,8 -t 2 --reps 1 --warmup 0 --db "$db" \
+    --kv-hot 32K --kv-warm 0 --kv-policy lfu >"$tmp/bt.out" 2>&1
+check "batched with a small hot tier exits 0" test $? -eq 0
+bt=$(sql "$db" "select max(id) from runs")
+check "batched: the token canary equals multiseq's" \
+    test "$(sql "$db" "select token_hash from requests where run_id = $bt")" = "$(sql "$db" "select token_hash from requests where run_id = $ms")"
+check "batched: 3 x 8 tokens generated" \
+    test "$(sql "$db" "select gen_tokens from requests where run_id = $bt")" = 24
+check "batched: demotions and cold reads recorded" \
+    test "$(sql "$db" "select count(*) from summary where run_id = $bt and name in ('kv_demotions', 'kv_hits_cold', 'kv_restores') and median > 0")" = 3
+"$BENCH" compare "$ms" "$bt" --db "$db" >/dev/null 2>&1
+check "compare refuses multiseq against batched (different workloads)" test $? -eq 2
+
 # Bad KV flags: one line naming the problem, exit 2, no run recorded.
 before=$(sql "$db" "select count(*) from runs")
 bad() { # description, expected stderr pattern, args...
@@ -81,6 +97,7 @@ bad "prefix cache needs on or off" "--prefix-cache: .yes. is not on or off" --pr
 bad "hot budget below one block" "less than one f32 block" --kv-hot 1K
 bad "unwritable spill file" "spill" --kv-hot 16K --kv-spill /nonexistent-dir/spill.kv
 bad "bad multiseq spec" "multiseq:NSEQ,CTX,GEN" --workload multiseq:0,10,1
+bad "bad batched spec" "batched:NSEQ,CTX,GEN" --workload batched:65,10,1
 check "bad KV flags wrote no run" test "$(sql "$db" "select count(*) from runs")" = "$before"
 "$BENCH" run --model "$tmp/tiny.gguf" --workload tg4 --db "$tmp/never.db" --kv-type q3 2>/dev/null
 check "bad KV flags create no database" test ! -e "$tmp/never.db"
