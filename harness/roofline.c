@@ -20,7 +20,7 @@ void roof_model_from_numbers(roof_model *out, double weight_bytes, double embd_b
     out->kv_bytes_per_pos = 2.0 * n_layer * n_head_kv * head_dim * ROOF_KV_ELEM_BYTES;
 }
 
-int roof_model_of(const cx_model *m, roof_model *out) {
+int roof_model_of(const cx_model *m, int kv_type, roof_model *out) {
     const cx_model_info *mi = cx_model_get_info(m);
     double embd = -1;
     for (int i = 0; i < mi->n_tensors; i++) {
@@ -30,11 +30,14 @@ int roof_model_of(const cx_model *m, roof_model *out) {
     if (embd < 0) return -1;
     roof_model_from_numbers(out, (double)mi->weight_bytes, embd, mi->n_vocab, mi->tied_output, mi->n_layer,
                             mi->n_head_kv, mi->head_dim);
+    double kv = cx_kv_bytes_per_pos(m, kv_type);
+    if (kv < 0) return -1;
+    out->kv_bytes_per_pos = kv;
     return 0;
 }
 
-double roof_bytes_per_token(const roof_model *rm, double ctx_mean) {
-    return rm->weight_bytes + rm->kv_bytes_per_pos * ctx_mean;
+double roof_bytes_per_token(const roof_model *rm, double ctx_mean, int shared) {
+    return rm->weight_bytes / (shared > 1 ? shared : 1) + rm->kv_bytes_per_pos * ctx_mean;
 }
 
 double roof_tps(double read_gbs, double bytes_per_token) {
@@ -42,11 +45,11 @@ double roof_tps(double read_gbs, double bytes_per_token) {
     return read_gbs * 1e9 / bytes_per_token;
 }
 
-void roof_apply(rep_result *reps, int n_reps, const roof_model *rm, double read_gbs) {
+void roof_apply(rep_result *reps, int n_reps, const roof_model *rm, double read_gbs, int shared) {
     for (int r = 0; r < n_reps; r++) {
         double ctx = rep_get_metric(&reps[r], "decode_ctx_mean"), dec = rep_get_metric(&reps[r], "decode_tps");
         if (isnan(ctx) || isnan(dec)) continue;
-        double bpt = roof_bytes_per_token(rm, ctx), rt = roof_tps(read_gbs, bpt);
+        double bpt = roof_bytes_per_token(rm, ctx, shared), rt = roof_tps(read_gbs, bpt);
         rep_set_metric(&reps[r], "bytes_per_token", bpt);
         if (isnan(rt)) continue;
         rep_set_metric(&reps[r], "roofline_tps", rt);

@@ -10,9 +10,12 @@
  * weight bytes read per step: every tensor as stored, except that the token
  * embedding contributes one row (a lookup), unless the output matrix is tied
  * to it (then it is read whole by the classifier, plus that row).
- * kv_bytes_per_pos = 2 (K and V) * n_layer * n_head_kv * head_dim * 4: the
- * engine keeps its KV cache in f32 (ROOF_KV_ELEM_BYTES). Definitions and
- * limits: docs/metrics.md.
+ * kv_bytes_per_pos: K and V of every layer in the run's hot KV format
+ * (cx_kv_bytes_per_pos: 2 * n_layer * n_head_kv * head_dim * 4 for f32,
+ * half for f16, ~1/4 for q8; tiered runs also read warm and cold blocks,
+ * which this does not model). A batched run decodes N sequences per pass,
+ * so each token carries 1/N of the weight bytes. Definitions and limits:
+ * docs/metrics.md.
  *
  * Per repetition the run stores decode_ctx_mean (from the runner),
  * bytes_per_token, and with a `cortex-bench hw` row for the machine
@@ -27,7 +30,7 @@
 #include "cortex.h"
 #include "results.h"
 
-/* Bytes per element of the engine's KV cache (f32). */
+/* Bytes per element of an f32 KV cache (roof_model_from_numbers). */
 #define ROOF_KV_ELEM_BYTES 4
 
 /* Printed once when decode speeds are shown but the machine has no hw row. */
@@ -39,24 +42,27 @@ typedef struct roof_model {
     double kv_bytes_per_pos;  /* KV cache bytes per attended position */
 } roof_model;
 
-/* From the model's hyper-parameters and tensor list. 0, or -1 when the
- * model has no token_embd.weight tensor to account for. */
-int roof_model_of(const cx_model *m, roof_model *out);
+/* From the model's hyper-parameters and tensor list, with KV blocks of
+ * kv_type (CX_KV_F32/F16/Q8). 0, or -1 when the model has no
+ * token_embd.weight tensor to account for. */
+int roof_model_of(const cx_model *m, int kv_type, roof_model *out);
 
 /* The same from raw numbers (tests, and models described by numbers):
- * weight_bytes of all tensors, the token embedding's bytes and rows. */
+ * weight_bytes of all tensors, the token embedding's bytes and rows; f32 KV. */
 void roof_model_from_numbers(roof_model *out, double weight_bytes, double embd_bytes, double n_vocab, int tied_output,
                              int n_layer, int n_head_kv, int head_dim);
 
-/* Bytes a decode step attending `ctx_mean` positions reads. */
-double roof_bytes_per_token(const roof_model *rm, double ctx_mean);
+/* Bytes a decoded token costs when it attends `ctx_mean` positions and
+ * `shared` tokens (sequences of a batched pass) share each weight read. */
+double roof_bytes_per_token(const roof_model *rm, double ctx_mean, int shared);
 
 /* Tokens/s the bandwidth allows: gbs * 1e9 / bytes_per_token (NAN if either <= 0). */
 double roof_tps(double read_gbs, double bytes_per_token);
 
 /* Add bytes_per_token to every repetition that decoded (has decode_tps and
- * decode_ctx_mean), and roofline_tps and roofline_frac when read_gbs > 0. */
-void roof_apply(rep_result *reps, int n_reps, const roof_model *rm, double read_gbs);
+ * decode_ctx_mean), and roofline_tps and roofline_frac when read_gbs > 0;
+ * `shared` as roof_bytes_per_token. */
+void roof_apply(rep_result *reps, int n_reps, const roof_model *rm, double read_gbs, int shared);
 
 struct sqlite3;
 

@@ -92,7 +92,7 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
     snprintf(label, sizeof label, "run %lld t=%d", (long long)id, cfg.threads);
     cfg.label = label;
     for (long r = 0; r < o->reps && !rc; r++) rc = runner_rep(model, wl, &cfg, ctr, (int)r, (int)o->reps, &reps[r], err, sizeof err);
-    if (!rc && rm) roof_apply(reps, (int)o->reps, rm, hw.read_gbs);
+    if (!rc && rm) roof_apply(reps, (int)o->reps, rm, hw.read_gbs, cfg.batched ? cfg.n_seq : 1);
     if (rc) {
         store_fail_run(db, id, err);
         fprintf(stderr, "cortex-bench: run %lld failed: %s\n", (long long)id, err);
@@ -294,7 +294,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         k += (size_t)snprintf(meta.cmdline + k, sizeof meta.cmdline - k, "%s%s", i ? " " : "", argv[i]);
 
     roof_model rm;
-    int have_rm = roof_model_of(model, &rm) == 0;
+    int have_rm = roof_model_of(model, o.kv.type, &rm) == 0;
     int rc = 0, n_ids = 0;
     for (int t = 0; t < n_threads && !rc; t++) {
         cfg.threads = threads[t];

@@ -161,8 +161,9 @@ int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, c
  *   cold  zlib pages of byte-plane-split blocks (the warm codes, or the hot
  *         bytes when there is no warm tier: lossless), in memory or spilled
  *         to a file, decompressed for each pass that reads them.
- * Blocks move down when a tier is over budget and up when read, chosen by
- * LRU or LFU. With the prefix cache on, full blocks are indexed by a hash
+ * Blocks move down when a tier is over budget (by LRU or LFU, partial
+ * blocks last) and up when read if their claim from before the read beats
+ * the weakest block above (so sequences taking turns do not swap tiers). With the prefix cache on, full blocks are indexed by a hash
  * chain of their tokens and a sequence starting with the same tokens reuses
  * them (reference counted; a shared block is copied before it is written).
  * cx_session_new's cache: f32, every budget unlimited, prefix cache off:
@@ -282,6 +283,10 @@ void cx_session_kv_stats(const cx_session *s, cx_kv_stats *out);
 void cx_kv_cache_stats(cx_kv_cache *c, cx_kv_stats *out);
 /* Parse a byte count "123", "64K", "1.5M", "2G" (binary units); -1 if invalid. */
 int64_t cx_parse_bytes(const char *s);
+/* Bytes one position takes in a hot block of `kv_type` (CX_KV_F32/F16/Q8):
+ * keys and values of every layer, scales included; -1 for another type.
+ * What attention reads per position attended (the roofline's KV term). */
+double cx_kv_bytes_per_pos(const cx_model *m, int kv_type);
 
 /* ---- sampler ------------------------------------------------------------ */
 

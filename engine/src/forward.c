@@ -56,10 +56,35 @@ _Static_assert(ATT_TILE % KV_BLOCK == 0, "attention tiles are whole KV blocks");
 /* The widest input any matrix of the model reads (n_embd or n_ff). */
 static int64_t widest_input(const cx_model_info *h) { return h->n_ff > h->n_embd ? h->n_ff : h->n_embd; }
 
+/*
+ * The workspace is one 4 KiB-aligned region carved by an arena (arena.h):
+ * at creation, the buffers every pass uses (activations for `batch` rows,
+ * logits, RoPE frequencies, per-thread attention scratch, each thread's on
+ * its own cache lines); then, per pass, the 8-bit forms of the matrix
+ * inputs, sized for that pass's rows: the arena is rolled back to the end
+ * of the fixed part at the start of every pass (fwd_pass), so a pass's
+ * scratch costs a pointer bump and nothing is freed one by one.
+ */
+
+/* Bytes of `n` items of `size`, rounded up to whole cache lines. */
+static size_t lines(size_t n, size_t size) { return (n * size + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+
 /* Floats of the per-row buffers for `batch` rows and n_out logit rows. */
 static size_t ws_floats(const cx_model_info *h, size_t batch, size_t n_out) {
     size_t E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim, KV = (size_t)h->n_head_kv * hd;
     return batch * (4 * E + 2 * F + 2 * KV + hd) + n_out * (size_t)h->n_vocab;
+}
+
+/* Bytes of the whole region: the fixed buffers (each padded to a line,
+ * plus a line of alignment slack each) and the largest per-pass scratch. */
+static size_t ws_region(const cx_model_info *h, int batch, int n_out, int n_threads) {
+    size_t T = (size_t)n_threads, hd = (size_t)h->head_dim, slack = 16 * ARENA_ALIGN;
+    size_t fixed = lines(ws_floats(h, (size_t)batch, (size_t)n_out), sizeof(float)) + lines(hd / 2, sizeof(double)) +
+                   T * lines(ATT_TILE, sizeof(float)) + T * lines(ATT_QBLOCK * hd, sizeof(double)) +
+                   T * lines(ATT_QBLOCK * 2, sizeof(double)) + lines((size_t)batch, sizeof(int));
+    size_t pass = 0;
+    for (int f = KERN_ACT_Q8_32; f <= KERN_ACT_Q8_256; f++) pass += lines(kern_act_bytes(f, batch, widest_input(h)), 1);
+    return fixed + pass + slack;
 }
 
 /* See forward.h. */
@@ -70,17 +95,19 @@ size_t fwd_ws_bytes(const cx_model *m, int batch, int n_out) {
 /* See forward.h. */
 void fwd_ws_free(fwd_ws *w) {
     tp_free(w->pool);
-    free(w->mem);
-    free(w->inv_freq);
-    free(w->att_acc);
-    free(w->att_ml);
-    free(w->att_scores);
-    free(w->item_end);
-    for (int f = 0; f < 3; f++) free(w->act[f].mem);
+    free(w->region);
 #ifdef CORTEX_TEST_KNOBS
     free(w->knob_y);
 #endif
     memset(w, 0, sizeof *w);
+}
+
+/* Zeroed, line-aligned bytes from the workspace's arena (sized by ws_region, so it fits). */
+static void *carve(fwd_ws *w, size_t bytes) {
+    void *p = arena_alloc(&w->mem, bytes, ARENA_ALIGN);
+    assert(p);
+    memset(p, 0, bytes);
+    return p;
 }
 
 /* See forward.h. */
@@ -103,42 +130,42 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     w->batch = batch;
     w->n_out = n_out;
     w->n_threads = n_threads;
-    size_t B = (size_t)batch, E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim;
-    size_t KV = (size_t)h->n_head_kv * hd;
-    w->mem = calloc(ws_floats(h, B, (size_t)n_out), sizeof(float));
-    w->inv_freq = calloc(hd / 2, sizeof(double));
-    w->att_scores = calloc((size_t)n_threads * ATT_TILE, sizeof(float));
-    w->att_acc = calloc((size_t)n_threads * ATT_QBLOCK * hd, sizeof(double));
-    w->att_ml = calloc((size_t)n_threads * ATT_QBLOCK * 2, sizeof(double));
-    w->item_end = calloc(B, sizeof(int));
+    size_t region = ws_region(h, batch, n_out, n_threads);
+    if (posix_memalign(&w->region, ARENA_PAGE_ALIGN, region)) w->region = NULL;
     w->pool = tp_new(n_threads);
-    int ok = w->mem && w->inv_freq && w->att_scores && w->att_acc && w->att_ml && w->item_end && w->pool;
-    for (int f = KERN_ACT_Q8_32; f <= KERN_ACT_Q8_256 && ok; f++) {
-        size_t bytes = kern_act_bytes(f, batch, widest_input(h));
-        ok = posix_memalign(&w->act[f].mem, 64, bytes ? bytes : 64) == 0;
-    }
+    int ok = w->region && w->pool;
 #ifdef CORTEX_TEST_KNOBS
-    size_t knob_rows = E > F ? E : F; /* the most rows any matrix has */
+    size_t knob_rows = (size_t)(h->n_embd > h->n_ff ? h->n_embd : h->n_ff); /* the most rows any matrix has */
     if ((size_t)h->n_vocab > knob_rows) knob_rows = (size_t)h->n_vocab;
     w->knob_y = calloc(knob_rows, sizeof(float));
     ok = ok && w->knob_y;
 #endif
     if (!ok) {
         fwd_ws_free(w);
-        return cx_fail(err, CX_ENOMEM, "out of memory for a %d-token pass (%zu MiB)", batch,
-                       fwd_ws_bytes(m, batch, n_out) >> 20);
+        return cx_fail(err, CX_ENOMEM, "out of memory for a %d-token pass (%zu MiB)", batch, region >> 20);
     }
-    float *p = w->mem;
-    w->x = p; p += B * E;
-    w->xb = p; p += B * E;
-    w->xb2 = p; p += B * E;
-    w->q = p; p += B * E;
-    w->hb = p; p += B * F;
-    w->hb2 = p; p += B * F;
-    w->kk = p; p += B * KV;
-    w->vv = p; p += B * KV;
-    w->rope_cs = p; p += B * hd;
-    w->logits = p;
+    arena_init(&w->mem, w->region, region);
+    size_t B = (size_t)batch, E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim;
+    size_t KV = (size_t)h->n_head_kv * hd;
+    w->x = carve(w, B * E * sizeof(float));
+    w->xb = carve(w, B * E * sizeof(float));
+    w->xb2 = carve(w, B * E * sizeof(float));
+    w->q = carve(w, B * E * sizeof(float));
+    w->hb = carve(w, B * F * sizeof(float));
+    w->hb2 = carve(w, B * F * sizeof(float));
+    w->kk = carve(w, B * KV * sizeof(float));
+    w->vv = carve(w, B * KV * sizeof(float));
+    w->rope_cs = carve(w, B * hd * sizeof(float));
+    w->logits = carve(w, (size_t)n_out * (size_t)h->n_vocab * sizeof(float));
+    w->inv_freq = carve(w, hd / 2 * sizeof(double));
+    w->item_end = carve(w, B * sizeof(int));
+    w->att_stride[0] = lines(ATT_TILE, sizeof(float)) / sizeof(float);
+    w->att_stride[1] = lines(ATT_QBLOCK * hd, sizeof(double)) / sizeof(double);
+    w->att_stride[2] = lines(ATT_QBLOCK * 2, sizeof(double)) / sizeof(double);
+    w->att_scores = carve(w, (size_t)n_threads * w->att_stride[0] * sizeof(float));
+    w->att_acc = carve(w, (size_t)n_threads * w->att_stride[1] * sizeof(double));
+    w->att_ml = carve(w, (size_t)n_threads * w->att_stride[2] * sizeof(double));
+    w->pass_mark = arena_mark(&w->mem);
     for (size_t i = 0; i < hd / 2; i++)
         w->inv_freq[i] = 1.0 / pow((double)h->rope_base, (double)(2 * i) / (double)h->head_dim);
     return 0;
@@ -171,6 +198,10 @@ static const kern_act *input_for(fwd_ws *w, int type) {
     assert(fmt >= 0);
     fwd_act *slot = &w->act[fmt];
     if (!slot->ready) {
+        if (!slot->mem) /* first use in this pass: room for the pass's rows at the widest input */
+            slot->mem = arena_alloc(&w->mem, kern_act_bytes(fmt, w->pass_rows, widest_input(&w->m->info)),
+                                    ARENA_ALIGN);
+        assert(slot->mem && w->in_T <= w->pass_rows);
         kern_act_init(&slot->a, fmt, w->in_T, w->in_n, slot->mem);
         slot->a.f = w->in;
         if (fmt != KERN_ACT_F32) {
@@ -236,9 +267,9 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, int tid, int head, int 
     float scale = 1.0f / sqrtf((float)hd);
     const float *const *Kb = g->view->k, *const *Vb = g->view->v;
     size_t col = (size_t)kvh * (size_t)hd; /* this kv head's columns in a row */
-    float *sc = w->att_scores + (size_t)tid * ATT_TILE;
-    double *acc = w->att_acc + (size_t)tid * ATT_QBLOCK * (size_t)hd;
-    double *ml = w->att_ml + (size_t)tid * ATT_QBLOCK * 2;
+    float *sc = w->att_scores + (size_t)tid * w->att_stride[0];
+    double *acc = w->att_acc + (size_t)tid * w->att_stride[1];
+    double *ml = w->att_ml + (size_t)tid * w->att_stride[2];
     int nq = qi1 - qi0;
     for (int i = 0; i < nq; i++) {
         ml[2 * i] = -INFINITY;
@@ -376,6 +407,9 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
     const kern_ops *k = w->k;
     int E = h->n_embd, F = h->n_ff, hd = h->head_dim, kv_dim = h->n_head_kv * hd, T = rows;
     assert(n_seg >= 1 && rows >= 1 && rows <= w->batch);
+    arena_release(&w->mem, w->pass_mark); /* last pass's scratch */
+    for (int f = 0; f < 3; f++) w->act[f].mem = NULL;
+    w->pass_rows = rows;
     int items = 0, n_out = 0;
     for (int g = 0; g < n_seg; g++) {
         const fwd_seg *s = &seg[g];

@@ -11,14 +11,17 @@
  * segments (continuous batching) in the batch's workspace.
  *
  * A workspace (fwd_ws) holds every buffer a pass needs, for up to `batch`
- * rows and `n_out` logit rows, and its thread pool; all of it is allocated
- * by fwd_ws_init, so a pass allocates nothing.
+ * rows and `n_out` logit rows, and its thread pool, in one region that an
+ * arena carves: fixed buffers once, the pass's scratch (8-bit activations
+ * sized for its rows) after them, rolled back at each pass. fwd_ws_init
+ * allocates it all, so a pass allocates nothing.
  */
 #ifndef CX_FORWARD_H
 #define CX_FORWARD_H
 
 #include <stdint.h>
 
+#include "arena.h"
 #include "kernels/kernels.h"
 #include "kv_cache.h"
 #include "kv_view.h"
@@ -49,13 +52,17 @@ typedef struct fwd_ws {
     const float *in;
     int in_T;
     int64_t in_n;
-    fwd_act act[3];
-    /* attention scratch, per thread */
+    fwd_act act[3];           /* their memory: the pass's scratch in the arena */
+    int pass_rows;            /* rows of the current pass */
+    /* attention scratch, per thread, each thread's on its own cache lines */
     float *att_scores;        /* [thread][ATT_TILE] */
     double *att_acc;          /* [thread][ATT_QBLOCK][head_dim] */
     double *att_ml;           /* [thread][ATT_QBLOCK][2]: running max, running sum */
+    size_t att_stride[3];     /* elements from one thread's slice to the next */
     int *item_end;            /* [batch]: attention work items of segments 0..i */
-    float *mem;               /* the allocation behind the float buffers */
+    void *region;             /* the one allocation behind all of it */
+    arena mem;                /* carves the region: fixed buffers, then each pass's scratch */
+    size_t pass_mark;         /* the arena's position after the fixed buffers */
 #ifdef CORTEX_TEST_KNOBS
     double slowdown_pct;      /* test knob CORTEX_SLOWDOWN_PCT (see knob_slowdown) */
     float *knob_y;            /* scratch outputs of the knob's extra products */

@@ -295,6 +295,13 @@ void kv_stats(const kv_cache *c, cx_kv_stats *out) {
     out->prefix_hit_rate = out->prefix_lookups ? (double)out->prefix_hits / (double)out->prefix_lookups : 0.0;
 }
 
+/* See cortex.h. */
+double cx_kv_bytes_per_pos(const cx_model *m, int kv_type) {
+    int fmt = kv_fmt_hot(kv_type);
+    if (fmt < 0) return -1;
+    return (double)m->info.n_layer * (double)kv_slab_bytes(fmt, model_kv_dim(m)) / KV_BLOCK;
+}
+
 /* See cortex.h: capacity max_tokens positions, plus one block for a copy-on-write. */
 int cx_kv_cache_new(const cx_model *m, const cx_kv_params *p, cx_kv_cache **out, cx_err *err) {
     *out = NULL;

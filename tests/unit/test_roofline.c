@@ -29,13 +29,15 @@ static void test_arithmetic(void) {
     roof_model_from_numbers(&rm, 1e6, 256000, 1000, 0, 4, 2, 64);
     CHECK_NEAR(rm.weight_bytes, 744256, 1e-9, "untied: 1e6 - 256000 + 256");
     CHECK_NEAR(rm.kv_bytes_per_pos, 4096, 1e-9, "KV bytes per position");
-    double bpt = roof_bytes_per_token(&rm, 100);
+    double bpt = roof_bytes_per_token(&rm, 100, 1);
     CHECK_NEAR(bpt, 744256 + 409600, 1e-9, "bytes per token at 100 positions");
     CHECK_NEAR(roof_tps(20, bpt), 20e9 / 1153856, 1e-9, "roofline at 20 GB/s");
     CHECK_NEAR(roof_tps(20, bpt), 17333.1854, 1e-3, "roofline at 20 GB/s, by hand");
     roof_model_from_numbers(&rm, 1e6, 256000, 1000, 1, 4, 2, 64);
     CHECK_NEAR(rm.weight_bytes, 1000256, 1e-9, "tied: the classifier reads the embedding whole, plus the looked-up row");
     CHECK(isnan(roof_tps(0, bpt)) && isnan(roof_tps(20, 0)), "no bandwidth or no bytes: no roofline");
+    /* a batched pass of 4 sequences: each token carries a quarter of the weights */
+    CHECK_NEAR(roof_bytes_per_token(&rm, 100, 4), 1000256.0 / 4 + 409600, 1e-9, "batched: weights shared by 4 tokens");
 }
 
 /* The metrics added to repetitions: only to those that decoded, the
@@ -50,7 +52,7 @@ static void test_apply(void) {
     rep_set_metric(&reps[1], "decode_tps", 16000);
     rep_set_metric(&reps[1], "decode_ctx_mean", 100);
     rep_set_metric(&reps[2], "prefill_tps", 900); /* a pp test: no decode */
-    roof_apply(reps, 3, &rm, 20);
+    roof_apply(reps, 3, &rm, 20, 1);
     CHECK_NEAR(rep_get_metric(&reps[0], "bytes_per_token"), 1153856, 1e-9, "bytes per token stored");
     CHECK_NEAR(rep_get_metric(&reps[0], "roofline_tps"), 17333.1854, 1e-3, "roofline stored");
     CHECK_NEAR(rep_get_metric(&reps[0], "roofline_frac"), 15000 / (20e9 / 1153856), 1e-12, "fraction stored");
@@ -61,7 +63,7 @@ static void test_apply(void) {
     memset(&r, 0, sizeof r);
     rep_set_metric(&r, "decode_tps", 15000);
     rep_set_metric(&r, "decode_ctx_mean", 100);
-    roof_apply(&r, 1, &rm, 0);
+    roof_apply(&r, 1, &rm, 0, 1);
     CHECK(!isnan(rep_get_metric(&r, "bytes_per_token")) && isnan(rep_get_metric(&r, "roofline_tps")) &&
               isnan(rep_get_metric(&r, "roofline_frac")),
           "without a hw row: bytes per token, no made-up roofline");
@@ -85,12 +87,18 @@ static void test_model(void) {
         if (!strcmp(t.name, "token_embd.weight")) embd = (double)t.nbytes;
     }
     roof_model rm;
-    CHECK(roof_model_of(m, &rm) == 0, "roof_model_of");
+    CHECK(roof_model_of(m, CX_KV_F32, &rm) == 0, "roof_model_of");
     /* test-tiny: 2 layers, 2 KV heads of 16, q8_0 embedding 512 x 64 (34 B per 32 values: 68 B a row), tied. */
     CHECK(mi->tied_output, "test-tiny ties its output");
     CHECK_NEAR(embd, 512 * 68, 0, "q8_0 embedding bytes");
     CHECK_NEAR(rm.weight_bytes, (double)mi->weight_bytes + 68, 0, "tied: all weights + one row");
     CHECK_NEAR(rm.kv_bytes_per_pos, 2 * 2 * 2 * 16 * 4, 0, "KV: 2 x 2 layers x 2 heads x 16 x 4 B");
+    roof_model r16, r8;
+    CHECK(roof_model_of(m, CX_KV_F16, &r16) == 0 && roof_model_of(m, CX_KV_Q8, &r8) == 0, "f16 and q8 KV");
+    CHECK_NEAR(r16.kv_bytes_per_pos, 2 * 2 * 2 * 16 * 2, 0, "f16 KV: 2 B a value");
+    /* q8 rows: one int8 code per value and one f32 scale per row (32 values) */
+    CHECK_NEAR(r8.kv_bytes_per_pos, 2 * 2 * (32 + 4), 0, "q8 KV: 32 codes + a 4-byte scale per row");
+    CHECK(roof_model_of(m, CX_KV_Q4, &r8) == -1, "q4 is not a hot KV type");
     cx_model_free(m);
 }
 
@@ -122,7 +130,7 @@ static void test_lookup_and_describe(void) {
     rep_set_metric(&r, "decode_ctx_mean", 100);
     roof_model rm;
     roof_model_from_numbers(&rm, 1e6, 256000, 1000, 0, 4, 2, 64);
-    roof_apply(&r, 1, &rm, 0);
+    roof_apply(&r, 1, &rm, 0, 1);
     CHECK(store_finish_run(s, id, &r, 1, err, sizeof err) == 0, "finish: %s", err);
     CHECK(roof_describe(db, id, buf, sizeof buf) == -1, "decoded, no hw row: the caller prints the hint");
     double dec, frac;
@@ -161,7 +169,7 @@ static void test_lookup_and_describe(void) {
     memset(&r2, 0, sizeof r2);
     rep_set_metric(&r2, "decode_tps", 16000);
     rep_set_metric(&r2, "decode_ctx_mean", 100);
-    roof_apply(&r2, 1, &rm, 20);
+    roof_apply(&r2, 1, &rm, 20, 1);
     meta.hw_id = h1;
     int64_t id2 = 0;
     CHECK(store_begin_run(s, &meta, &env, &id2, err, sizeof err) == 0 &&
