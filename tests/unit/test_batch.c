@@ -29,16 +29,6 @@
 static char dir[] = "/tmp/cortex-batch-XXXXXX";
 static const int prompt_len[NSEQ] = {5, 17, 33, 70};
 
-/* sqrt(sum (a-b)^2 / sum a^2). */
-static double rel_rms(const float *a, const float *b, int n) {
-    double num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        den += (double)a[i] * a[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 /* Index of the largest logit. */
 static int argmax(const float *l, int n) {
     int best = 0;

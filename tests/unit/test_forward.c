@@ -42,16 +42,6 @@ static int logits_after(cx_model *m, const int32_t *toks, int n, int step, int t
     return 0;
 }
 
-/* sqrt(sum (a-b)^2 / sum a^2). */
-static double rel_rms(const float *a, const float *b, int n) {
-    double num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        den += (double)a[i] * a[i];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 static void check_type(const char *type_name, int n_tokens) {
     cx_shape sh = *cx_shape_find("test-tiny");
     sh.n_ctx = 640; /* longer than one prefill batch (256) */

@@ -28,6 +28,17 @@ static int t_pass, t_fail;
     CHECK(fabs((double)(a) - (double)(b)) <= (tol), "%s: %.9g vs %.9g (tol %g)", \
           what, (double)(a), (double)(b), (double)(tol))
 
+/* Relative RMS difference of b from a: sqrt(sum (a-b)^2 / sum a^2), or the
+ * plain RMS sum when a is all zeros. For logits of two computations. */
+static inline double rel_rms(const float *a, const float *b, int n) {
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)a[i] * a[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 #define TEST_MAIN(body)                                                          \
     int main(int argc, char **argv) {                                            \
         (void)argc; (void)argv;                                                  \
