@@ -5,18 +5,7 @@
 # replay with per-adapter statistics, a SIGKILL mid-run, two runs writing one
 # database at once, and bad input rejected before the database is touched.
 set -u
-BUILD=${BUILD:-build}
-BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}
-CORTEX=${CORTEX_BIN:-$BUILD/cortex}
-PY=${PY:-/usr/bin/python3}
-tmp=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # description, command...
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
-}
-sql() { "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); r = c.execute(sys.argv[2]).fetchone(); print("" if r is None else r[0])' "$@"; }
+. "$(dirname "$0")/lib/common.sh"
 db=$tmp/b.db
 "$CORTEX" synth --shape test-tiny --type q8_0 -o "$tmp/tiny.gguf" 2>/dev/null
 
@@ -103,5 +92,4 @@ bad "show of a missing run" "no run 999" show 999 --db "$db"
 check "bad input wrote no run" test "$(sql "$db" "select count(*) from runs")" = "$before"
 check "no half-written trace file" test ! -e "$tmp/x.jsonl"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

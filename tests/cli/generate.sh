@@ -2,15 +2,7 @@
 # tests/cli/generate.sh - the cortex command end to end: synth -> info ->
 # generate (greedy and seeded sampling), and coherent text from aidreams260K.
 set -u
-CORTEX=${CORTEX_BIN:-build/cortex}
-MODELS=${CORTEX_MODELS:-../shared/models}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # description, condition (as a command)
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
-}
+. "$(dirname "$0")/lib/common.sh"
 
 # synth writes a loadable model; info reports its exact shape.
 "$CORTEX" synth --shape test-tiny --type q8_0 --seed 3 -o "$tmp/tiny.gguf" 2>"$tmp/synth.err"
@@ -61,5 +53,4 @@ elif [ "${CI:-}" = true ]; then
 else
     echo "SKIP: $MODELS not found (set CORTEX_MODELS); real-model checks skipped"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -6,18 +6,7 @@
 # machine without a hw row says how to get one (once), and runs with different
 # kernel instruction sets (CORTEX_ISA) are never compared silently.
 set -u
-BUILD=${BUILD:-build}
-BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}
-CORTEX=${CORTEX_BIN:-$BUILD/cortex}
-PY=${PY:-/usr/bin/python3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # description, command...
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
-}
-sql() { "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); r = c.execute(sys.argv[2]).fetchone(); print("" if r is None else r[0])' "$@"; }
+. "$(dirname "$0")/lib/common.sh"
 lines() { wc -l <"$1" | tr -d ' '; }
 db=$tmp/hw.db
 "$CORTEX" synth --shape test-tiny --type q8_0 -o "$tmp/tiny.gguf" 2>/dev/null
@@ -87,5 +76,4 @@ if [ "$(sql "$db" "select isa from runs where id = $id")" != scalar ]; then
     check "refusal names the instruction set" grep -q "kernel instruction set" "$tmp/cmp.err"
 fi
 
-echo "hw: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish hw

@@ -4,15 +4,7 @@
 # text does not depend on the instruction set (the issue's "greedy text on
 # stories260K is unchanged by the ISA choice for F32").
 set -u
-CORTEX=${CORTEX_BIN:-build/cortex}
-MODELS=${CORTEX_MODELS:-../shared/models}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # description, condition (as a command)
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
-}
+. "$(dirname "$0")/lib/common.sh"
 have_avx2=0
 grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo && have_avx2=1
 
@@ -54,5 +46,4 @@ elif [ "${CI:-}" = true ]; then
 else
     echo "SKIP: $MODELS not found (set CORTEX_MODELS); real-model checks skipped"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -3,15 +3,7 @@
 # lossless cold tier changes no greedy token, --kv-stats reports the tiers,
 # q8 hot blocks and int8 warm pages still generate, bad values are refused.
 set -u
-CORTEX=${CORTEX_BIN:-build/cortex}
-MODELS=${CORTEX_MODELS:-../shared/models}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # description, condition (as a command)
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
-}
+. "$(dirname "$0")/lib/common.sh"
 
 "$CORTEX" synth --shape test-tiny --type f32 --seed 9 -o "$tmp/tiny.gguf" 2>/dev/null
 gen() { "$CORTEX" generate -m "$tmp/tiny.gguf" -p "kv cache check" -n 100 --temp 0 --no-echo "$@" 2>"$tmp/err"; }
@@ -50,5 +42,4 @@ elif [ "${CI:-}" = true ]; then
 else
     echo "SKIP stories260K checks: $MODELS/stories260K.bin not found"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

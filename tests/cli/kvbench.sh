@@ -6,18 +6,7 @@
 # compared silently; multiseq keeps several sequences in one tiered cache;
 # batched decodes them in one pass per round and generates the same tokens.
 set -u
-BUILD=${BUILD:-build}
-BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}
-CORTEX=${CORTEX_BIN:-$BUILD/cortex}
-PY=${PY:-/usr/bin/python3}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # description, command...
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
-}
-sql() { "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); r = c.execute(sys.argv[2]).fetchone(); print("" if r is None else r[0])' "$@"; }
+. "$(dirname "$0")/lib/common.sh"
 db=$tmp/kv.db
 "$CORTEX" synth --shape test-tiny --type f32 -c 1024 -o "$tmp/tiny.gguf" 2>/dev/null
 
@@ -102,5 +91,4 @@ check "bad KV flags wrote no run" test "$(sql "$db" "select count(*) from runs")
 "$BENCH" run --model "$tmp/tiny.gguf" --workload tg4 --db "$tmp/never.db" --kv-type q3 2>/dev/null
 check "bad KV flags create no database" test ! -e "$tmp/never.db"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -6,15 +6,7 @@
 # The real-model part needs ../shared/models (or $CORTEX_MODELS); without it
 # that part skips with a message (CI sets CI=true, where a missing directory fails).
 set -u
-CORTEX=${CORTEX_BIN:-build/cortex}
-MODELS=${CORTEX_MODELS:-../shared/models}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # description, condition (as a command)
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
-}
+. "$(dirname "$0")/lib/common.sh"
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; } # float a >= b
 json_field() { sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p" "$1"; }         # FILE KEY -> value
 info_has_type() { # MODEL TYPE: `cortex info` lists at least one tensor of TYPE
@@ -143,5 +135,4 @@ for m in aidreams260K stories260K; do
     fi
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -9,20 +9,9 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-BUILD=${BUILD:-build}
-BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}
-CORTEX=${CORTEX_BIN:-$BUILD/cortex}
-PY=${PY:-/usr/bin/python3}
+. tests/cli/lib/common.sh
 BENCH=$(cd "$(dirname "$BENCH")" && pwd)/$(basename "$BENCH")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # description, command...
-    local what=$1; shift
-    if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi
-}
 skip() { echo "SKIP: $1"; }
-sql() { "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); r = c.execute(sys.argv[2]).fetchone(); c.commit(); print("" if r is None else r[0])' "$@"; }
 is_png() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
 is_svg() { [ -s "$1" ] && "$PY" -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); sys.exit(d.documentElement.tagName.split(":")[-1] != "svg")' "$1" 2>/dev/null; }
 one_line() { [ "$(wc -l <"$1")" -eq 1 ] && grep -q "$2" "$1"; }
@@ -175,5 +164,4 @@ elif [ $browser_ok = 1 ]; then
     check "screenshot reports/dashboard.png is a PNG" is_png reports/dashboard.png
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
