@@ -22,15 +22,13 @@
 #include "util.h"
 
 struct cx_batch {
-    const cx_model *m;
-    int max_tokens;           /* rows per pass, over all segments */
-    fwd_ws ws;
+    fwd_ws ws;                /* its model (ws.m), rows per pass over all segments (ws.batch) */
     fwd_seg *seg;             /* [max_tokens] segments of the current pass, ordered by cache */
     int *order;               /* [max_tokens] input index of each segment */
     int32_t *tokens;          /* [max_tokens] the pass's tokens, segment after segment */
     kv_seq **seqs;            /* [max_tokens] kv_prepare_batch's arguments for one cache */
     int *pos, *T;
-    const float **logits;     /* [max_tokens] what cx_batch_eval hands back */
+    const float **logits;     /* [max_tokens] what cx_batch_eval hands back: row i of ws.logits */
 };
 
 /* See cortex.h. */
@@ -50,17 +48,13 @@ void cx_batch_free(cx_batch *b) {
 /* See cortex.h. */
 int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **out, cx_err *err) {
     *out = NULL;
-    char msg[512];
-    if (kern_init(msg, sizeof msg)) return cx_fail(err, CX_EINVAL, "%s", msg);
+    int rc = fwd_check_setup(&n_threads, err);
+    if (rc) return rc;
     if (max_tokens < 1 || max_tokens > FWD_MAX_BATCH)
         return cx_fail(err, CX_EINVAL, "batch size %d is out of range (1..%d)", max_tokens, FWD_MAX_BATCH);
-    if (n_threads > 256) return cx_fail(err, CX_EINVAL, "thread count %d is out of range (1..256)", n_threads);
-    if (n_threads < 1) n_threads = 1;
     cx_batch *b = calloc(1, sizeof *b);
     if (!b) return cx_fail(err, CX_ENOMEM, "out of memory");
-    b->m = m;
-    b->max_tokens = max_tokens;
-    int rc = fwd_ws_init(&b->ws, m, max_tokens, max_tokens, n_threads, err);
+    rc = fwd_ws_init(&b->ws, m, max_tokens, max_tokens, n_threads, err);
     if (rc) {
         free(b);
         return rc;
@@ -77,6 +71,7 @@ int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **ou
         cx_batch_free(b);
         return cx_fail(err, CX_ENOMEM, "out of memory for a batch of %d tokens", max_tokens);
     }
+    for (size_t i = 0; i < n; i++) b->logits[i] = b->ws.logits + i * (size_t)m->info.n_vocab;
     *out = b;
     return 0;
 }
@@ -88,12 +83,12 @@ static int check_request(const cx_batch *b, cx_session *const *ss, const int32_t
     int total = 0, rc = 0;
     for (int i = 0; i < n_seq && !rc; i++) {
         if (!ss[i]) rc = cx_fail(err, CX_EINVAL, "cx_batch_eval: session %d is NULL", i);
-        else if (ss[i]->m != b->m) rc = cx_fail(err, CX_EINVAL, "cx_batch_eval: session %d belongs to another model", i);
+        else if (ss[i]->m != b->ws.m) rc = cx_fail(err, CX_EINVAL, "cx_batch_eval: session %d belongs to another model", i);
         else if (ss[i]->in_batch) rc = cx_fail(err, CX_EINVAL, "cx_batch_eval: session %d appears twice", i);
         else if ((rc = session_check_tokens(ss[i], tokens[i], n[i], err))) break;
-        else if ((total += n[i]) > b->max_tokens)
+        else if ((total += n[i]) > b->ws.batch)
             rc = cx_fail(err, CX_EINVAL, "cx_batch_eval: %d or more tokens exceed the batch size %d", total,
-                         b->max_tokens);
+                         b->ws.batch);
         if (!rc) ss[i]->in_batch = 1;
     }
     for (int i = 0; i < n_seq; i++)
@@ -130,9 +125,7 @@ static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const 
     for (int g = 0; g < n_seq; g++) {
         int i = b->order[g];
         cx_session *s = ss[i];
-        int reused = kv_match(s->cache, &s->seq, tokens[i], n[i]);
-        s->last_reused = reused;
-        s->pos += reused;
+        int reused = session_take_prefix(s, tokens[i], n[i]);
         fwd_seg *sg = &b->seg[g];
         sg->pos = s->pos;
         sg->T = n[i] - reused;
@@ -152,16 +145,13 @@ static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const 
         if (rc) return rc;
     }
     fwd_pass(&b->ws, b->seg, n_seq, b->tokens, rows);
-    int failed = 0;
-    for (int g = 0; g < n_seq; g++) {
-        fwd_seg *sg = &b->seg[g];
-        cx_session *s = ss[sg->out];
-        kv_commit(sg->cache, sg->seq, sg->pos, sg->T, b->tokens + sg->row);
-        s->pos += sg->T;
-        failed |= kv_view_collect(sg->view, sg->cache) != 0;
+    int rc = 0;
+    for (int g = 0; g < n_seq; g++) { /* every session commits, the first failure is reported */
+        const fwd_seg *sg = &b->seg[g];
+        int r = session_commit(ss[b->order[g]], b->tokens + sg->row, sg->T, rc ? NULL : err);
+        if (!rc) rc = r;
     }
-    if (failed) return cx_fail(err, CX_EIO, "a cold KV page could not be read back");
-    return 0;
+    return rc;
 }
 
 /* See cortex.h. */
@@ -180,8 +170,6 @@ int cx_batch_eval(cx_batch *b, cx_session *const *sessions, const int32_t *const
     rc = eval_locked(b, sessions, tokens, n, n_seq, err);
     lock_caches(b, n_seq, 0);
     if (rc) return rc;
-    size_t V = (size_t)b->m->info.n_vocab;
-    for (int i = 0; i < n_seq; i++) b->logits[i] = b->ws.logits + (size_t)i * V;
     if (logits) *logits = b->logits;
     return 0;
 }

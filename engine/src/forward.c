@@ -88,11 +88,6 @@ static size_t ws_region(const cx_model_info *h, int batch, int n_out, int n_thre
 }
 
 /* See forward.h. */
-size_t fwd_ws_bytes(const cx_model *m, int batch, int n_out) {
-    return ws_floats(&m->info, (size_t)batch, (size_t)n_out) * sizeof(float);
-}
-
-/* See forward.h. */
 void fwd_ws_free(fwd_ws *w) {
     tp_free(w->pool);
     free(w->region);
@@ -100,6 +95,15 @@ void fwd_ws_free(fwd_ws *w) {
     free(w->knob_y);
 #endif
     memset(w, 0, sizeof *w);
+}
+
+/* See forward.h. */
+int fwd_check_setup(int *n_threads, cx_err *err) {
+    char msg[512];
+    if (kern_init(msg, sizeof msg)) return cx_fail(err, CX_EINVAL, "%s", msg);
+    if (*n_threads > 256) return cx_fail(err, CX_EINVAL, "thread count %d is out of range (1..256)", *n_threads);
+    if (*n_threads < 1) *n_threads = 1;
+    return 0;
 }
 
 /* Zeroed, line-aligned bytes from the workspace's arena (sized by ws_region, so it fits). */

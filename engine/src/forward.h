@@ -80,12 +80,14 @@ typedef struct fwd_seg {
     int out;                  /* logits row for its last token, or -1 for none */
 } fwd_seg;
 
+/* The checks every workspace's owner makes first: the kernel table is
+ * chosen (kern_init), and *n_threads is in range (<= 0 becomes 1; over 256
+ * is an error). 0 or CX_EINVAL with a message. */
+int fwd_check_setup(int *n_threads, cx_err *err);
 /* A workspace for passes of up to `batch` rows and `n_out` logit rows on
  * n_threads threads. 0 or a CX_E* code with a message. */
 int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_threads, cx_err *err);
 void fwd_ws_free(fwd_ws *w);
-/* Bytes fwd_ws_init allocates for activations (for messages). */
-size_t fwd_ws_bytes(const cx_model *m, int batch, int n_out);
 
 /* Run the n_seg segments (rows 0..rows-1 in order, tokens[row] each)
  * through every layer, writing their keys and values into their caches and

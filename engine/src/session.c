@@ -69,24 +69,19 @@ int cx_session_new_ex(const cx_model *m, const cx_session_params *sp, cx_session
     const cx_model_info *h = &m->info;
     *out = NULL;
     int n_ctx = sp->n_ctx, n_threads = sp->n_threads;
-    char msg[512];
-    if (kern_init(msg, sizeof msg)) return cx_fail(err, CX_EINVAL, "%s", msg);
+    int rc = fwd_check_setup(&n_threads, err);
+    if (rc) return rc;
     if (sp->cache && sp->cache->m != m) return cx_fail(err, CX_EINVAL, "the shared KV cache belongs to another model");
-    if (!sp->cache) {
-        int rc = kv_check_params(m, &sp->kv, err);
-        if (rc) return rc;
-    }
+    if (!sp->cache && (rc = kv_check_params(m, &sp->kv, err))) return rc;
     if (n_ctx <= 0) n_ctx = h->n_ctx < CX_DEFAULT_CTX ? h->n_ctx : CX_DEFAULT_CTX;
     if (n_ctx > h->n_ctx) n_ctx = h->n_ctx;
-    if (n_threads > 256) return cx_fail(err, CX_EINVAL, "thread count %d is out of range (1..256)", n_threads);
-    if (n_threads < 1) n_threads = 1;
     if (sp->batch < 0 || sp->batch > FWD_MAX_BATCH)
         return cx_fail(err, CX_EINVAL, "session batch %d is out of range (0..%d)", sp->batch, FWD_MAX_BATCH);
     int batch = sp->batch ? sp->batch : FWD_MAX_BATCH;
     if (batch > n_ctx) batch = n_ctx;
     cx_session *s = calloc(1, sizeof *s);
     if (!s) return cx_fail(err, CX_ENOMEM, "out of memory");
-    int rc = fwd_ws_init(&s->ws, m, batch, 1, n_threads, err);
+    rc = fwd_ws_init(&s->ws, m, batch, 1, n_threads, err);
     if (rc) {
         free(s);
         return rc;
@@ -150,27 +145,40 @@ int session_check_tokens(const cx_session *s, const int32_t *tokens, int n, cx_e
     return 0;
 }
 
+/* See session.h. */
+int session_take_prefix(cx_session *s, const int32_t *tokens, int n) {
+    int reused = kv_match(s->cache, &s->seq, tokens, n);
+    s->last_reused = reused;
+    s->pos += reused;
+    return reused;
+}
+
+/* See session.h. */
+int session_commit(cx_session *s, const int32_t *tokens, int T, cx_err *err) {
+    kv_cache *c = s->cache;
+    kv_commit(c, &s->seq, s->pos, T, tokens);
+    s->pos += T;
+    if (kv_view_collect(&s->view, c))
+        return cx_fail(err, CX_EIO, "a cold KV page could not be read back%s%s", c->p.spill_path ? " from " : "",
+                       c->p.spill_path ? c->p.spill_path : "");
+    return 0;
+}
+
 /* cx_eval with the cache locked: take cached prefix blocks, then passes of
  * at most `batch` tokens (fewer when the hot tier cannot hold the blocks of
  * a full batch), each prepared (block moves), run, and committed. */
 static int eval_locked(cx_session *s, const int32_t *tokens, int n, cx_err *err) {
     kv_cache *c = s->cache;
-    int reused = kv_match(c, &s->seq, tokens, n);
-    s->last_reused = reused;
-    s->pos += reused;
-    for (int i = reused; i < n;) {
+    for (int i = session_take_prefix(s, tokens, n); i < n;) {
         int T = n - i < s->ws.batch ? n - i : s->ws.batch, limit = kv_pass_limit(c, s->pos);
         if (T > limit) T = limit;
         int rc = kv_prepare(c, &s->seq, s->pos, T, err);
         if (rc) return rc;
         fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, i + T == n ? 0 : -1};
         fwd_pass(&s->ws, &seg, 1, tokens + i, T);
-        kv_commit(c, &s->seq, s->pos, T, tokens + i);
-        s->pos += T;
+        rc = session_commit(s, tokens + i, T, err);
+        if (rc) return rc;
         i += T;
-        if (kv_view_collect(&s->view, c))
-            return cx_fail(err, CX_EIO, "a cold KV page could not be read back%s%s",
-                           c->p.spill_path ? " from " : "", c->p.spill_path ? c->p.spill_path : "");
     }
     return 0;
 }

@@ -20,6 +20,13 @@ struct cx_session {
     int in_batch;             /* set while cx_batch_eval checks for repeated sessions */
 };
 
+/* Take the cached prefix blocks that continue s with tokens[0..n) (cache
+ * locked): the position advances past them; returns how many (< n). */
+int session_take_prefix(cx_session *s, const int32_t *tokens, int n);
+/* After a pass wrote positions pos..pos+T-1 (tokens[0..T)): commit them,
+ * advance, and collect the view's restore counters; CX_EIO (naming the spill
+ * file if any) when a cold page could not be read back. */
+int session_commit(cx_session *s, const int32_t *tokens, int T, cx_err *err);
 /* Check tokens[0..n) for evaluation at s's position: count, context, vocabulary. 0 or CX_E*. */
 int session_check_tokens(const cx_session *s, const int32_t *tokens, int n, cx_err *err);
 
