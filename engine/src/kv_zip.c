@@ -92,7 +92,10 @@ static double entropy_bits(const uint8_t *p, size_t n) {
  * int8 codes costs several times a copy for a few percent of memory. */
 size_t kv_zip_pack(kv_zip *z, const void *src, const size_t *seg, int n_seg, void *dst, size_t cap) {
     assert(z->ready && z->compress && n_seg >= 1 && n_seg <= KV_ZIP_MAX_SEGMENTS);
-    if (deflateReset(&z->z) != Z_OK) return 0;
+    /* Back to the configured level at the start, where zlib needs no flush to
+     * change it (after Z_FINISH it refuses: a page ending in a stored
+     * segment would fail and leave the next pages at level 0). */
+    if (deflateReset(&z->z) != Z_OK || deflateParams(&z->z, z->level, Z_DEFAULT_STRATEGY) != Z_OK) return 0;
     z->z.next_in = (Bytef *)(uintptr_t)src;
     z->z.next_out = dst;
     z->z.avail_out = (uInt)cap;
@@ -105,7 +108,6 @@ size_t kv_zip_pack(kv_zip *z, const void *src, const size_t *seg, int n_seg, voi
         int last = i == n_seg - 1, rc = deflate(&z->z, last ? Z_FINISH : Z_BLOCK);
         if (last ? rc != Z_STREAM_END : (rc != Z_OK || z->z.avail_in != 0)) return 0;
     }
-    if (stored && deflateParams(&z->z, z->level, Z_DEFAULT_STRATEGY) != Z_OK) return 0;
     return cap - z->z.avail_out;
 }
 

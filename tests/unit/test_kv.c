@@ -40,6 +40,9 @@ static float frand(uint64_t *st) {
 /* ---- formats, planes, pages ---- */
 
 /* Every format round-trips within its rounding; planes and pages restore every byte. */
+/* A pseudo-random byte, near-uniform over 1..255 (noise: about 8 bits of entropy). */
+static uint8_t rand_byte(uint64_t *st) { return (uint8_t)(frand(st) * 127.0f + 128.0f); }
+
 static void test_codec(void) {
     const int dim = 48;
     uint64_t st = 12345;
@@ -82,6 +85,20 @@ static void test_codec(void) {
         CHECK(zn > 0 && kv_zip_unpack(&zd, z, zn, un, n) == 0 && !memcmp(un, planes, n), "%s: zlib page round trip",
               kv_fmt_name(f));
         CHECK(kv_zip_unpack(&zd, z, zn, un, n - 1) != 0, "%s: a page of the wrong length is refused", kv_fmt_name(f));
+    }
+    /* A page whose last segment is noise (stored, not Huffman-coded) packs and
+     * round-trips, and the next page is compressed at the configured level
+     * again (zeros shrink to a few dozen bytes). */
+    {
+        static uint8_t page[8192], zpage[9000], out[8192];
+        for (int i = 4096; i < 8192; i++) page[i] = rand_byte(&st);
+        size_t seg2[2] = {4096, 4096}, zn = kv_zip_pack(&zc, page, seg2, 2, zpage, sizeof zpage);
+        CHECK(zn > 4096 && kv_zip_unpack(&zd, zpage, zn, out, sizeof out) == 0 && !memcmp(out, page, sizeof page),
+              "a page ending in a stored (incompressible) segment packs and round-trips (%zu bytes)", zn);
+        memset(page, 0, sizeof page);
+        size_t seg1[1] = {8192};
+        zn = kv_zip_pack(&zc, page, seg1, 1, zpage, sizeof zpage);
+        CHECK(zn > 0 && zn < 200, "the next page is compressed at the configured level again (%zu bytes)", zn);
     }
     kv_zip_free(&zc);
     kv_zip_free(&zd);
