@@ -32,7 +32,7 @@ static void key_block(kv_cache *c, const kv_seq *s, int i) {
     b->parent = i ? c->blocks[s->table[i - 1]].key : 0;
     b->key = kv_prefix_key(b->parent, c->tokens + (size_t)id * KV_BLOCK, KV_BLOCK);
     b->keyed = 1;
-    if (c->p.prefix_cache && kv_prefix_find(&c->prefix, b->key) < 0 && kv_prefix_insert(&c->prefix, b->key, id) == 0) {
+    if (c->p.prefix_cache && kv_prefix_insert(&c->prefix, b->key, id) == 0) { /* -1: already cached, or full */
         b->cached = 1;
         b->refs++;
     }

@@ -25,8 +25,6 @@ typedef struct kv_seq {
 /* A sequence of up to n_ctx positions; 0, or -1 when out of memory. */
 int kv_seq_init(kv_seq *s, int n_ctx);
 void kv_seq_free(kv_seq *s);
-/* Block number (table index) of a position. */
-static inline int kv_seq_block_of(int pos) { return pos / KV_BLOCK; }
 /* Append block id (there must be room). */
 void kv_seq_push(kv_seq *s, int32_t id);
 

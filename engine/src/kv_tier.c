@@ -13,19 +13,11 @@
  */
 #include <assert.h>
 #include <string.h>
-#include <time.h>
 
 #include "kv_cache.h"
 #include "util.h"
 
 static const char *tier_name[KV_TIERS] = {"hot", "warm", "cold"};
-
-/* Monotonic nanoseconds, for restore latencies. */
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Bytes of buddy blocks n bytes of pages take. */
 static int64_t cold_size(size_t n) {
@@ -85,10 +77,10 @@ int kv_make_room(kv_cache *c, int tier, int64_t need, int32_t except, cx_err *er
  * warm blocks, restored into c->raw for cold ones (counted as a restore). */
 static const void *read_slab(kv_cache *c, int32_t id, int layer) {
     if (c->blocks[id].tier != KV_COLD) return kv_block_slab(c, id, layer);
-    int64_t t0 = now_ns();
+    int64_t t0 = cx_now_ns();
     if (kv_page_read(c, id, layer, &c->inflater, c->zbuf, c->raw)) return NULL;
     c->st.restores++;
-    c->st.restore_ns += now_ns() - t0;
+    c->st.restore_ns += cx_now_ns() - t0;
     return c->raw;
 }
 

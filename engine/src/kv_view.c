@@ -2,18 +2,11 @@
  * kv_view.c - see kv_view.h.
  */
 #include "kv_view.h"
+#include "util.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-/* Monotonic nanoseconds. */
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* See kv_view.h. Staging exists only when some block can be other than hot
  * f32; decompressors only when blocks can be cold. */
@@ -25,7 +18,9 @@ int kv_view_init(kv_view *v, const kv_cache *c, int n_ctx, int n_threads) {
     v->k = malloc(sizeof(float *) * (size_t)v->max_blocks);
     v->v = malloc(sizeof(float *) * (size_t)v->max_blocks);
     v->todo = malloc(sizeof(int32_t) * (size_t)v->max_blocks);
-    v->count = calloc((size_t)n_threads * 3, sizeof(int64_t));
+    size_t count_bytes = (size_t)n_threads * KV_VIEW_COUNT_STRIDE * sizeof(int64_t);
+    if (posix_memalign((void **)&v->count, 64, count_bytes)) v->count = NULL;
+    else memset(v->count, 0, count_bytes);
     if (!v->k || !v->v || !v->todo || !v->count) goto fail;
     if (c->fmt[KV_HOT] != KV_F32 || c->tiering) {
         v->stage = malloc(sizeof(float) * (size_t)v->max_blocks * KV_ROWS * (size_t)c->dim);
@@ -85,7 +80,7 @@ int kv_view_layer(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int
  * the caller reports it after the pass. */
 void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int tid, int n) {
     assert(tid < v->n_threads);
-    int64_t *count = v->count + (size_t)tid * 3;
+    int64_t *count = v->count + (size_t)tid * KV_VIEW_COUNT_STRIDE;
     for (int j = tid; j < v->n_todo; j += n) {
         int i = v->todo[j];
         int32_t id = s->table[i];
@@ -95,14 +90,14 @@ void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, in
         if (b->tier == KV_COLD) {
             uint8_t *scratch = v->scratch + (size_t)tid * v->scratch_bytes;
             uint8_t *slab = scratch + kv_page_scratch(c);
-            int64_t t0 = now_ns();
+            int64_t t0 = cx_now_ns();
             if (kv_page_read(c, id, layer, &v->zip[tid], scratch, slab)) {
                 memset(out, 0, sizeof(float) * KV_ROWS * (size_t)v->dim);
                 count[2]++;
                 continue;
             }
             count[0]++;
-            count[1] += now_ns() - t0;
+            count[1] += cx_now_ns() - t0;
             raw = slab;
         } else {
             raw = kv_block_slab(c, id, layer);
@@ -115,7 +110,7 @@ void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, in
 int64_t kv_view_collect(kv_view *v, kv_cache *c) {
     int64_t failed = 0;
     for (int t = 0; t < v->n_threads; t++) {
-        int64_t *count = v->count + (size_t)t * 3;
+        int64_t *count = v->count + (size_t)t * KV_VIEW_COUNT_STRIDE;
         c->st.restores += count[0];
         c->st.restore_ns += count[1];
         failed += count[2];

@@ -17,6 +17,10 @@
 
 #include "kv_cache.h"
 
+/* int64s from one thread's counters to the next: a cache line each, so
+ * threads counting restores never write the same line. */
+#define KV_VIEW_COUNT_STRIDE 8
+
 typedef struct kv_view {
     int max_blocks, dim, n_threads;
     const float **k, **v;    /* [max_blocks]: the current layer's keys / values of each block */
@@ -26,7 +30,7 @@ typedef struct kv_view {
     kv_zip *zip;             /* [n_threads] decompressors (tiered caches) */
     uint8_t *scratch;        /* [n_threads][scratch_bytes] */
     size_t scratch_bytes;
-    int64_t *count;          /* [n_threads][3]: restores, restore ns, failed reads */
+    int64_t *count;          /* [n_threads][KV_VIEW_COUNT_STRIDE]: restores, restore ns, failed reads */
 } kv_view;
 
 /* A view for a sequence of n_ctx positions in cache c, read by n_threads. 0 or -1 (out of memory). */

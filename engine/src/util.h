@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "cortex.h"
 
@@ -27,6 +28,13 @@ uint16_t cx_fp32_to_fp16(float f);
 static inline uint16_t cx_rd16(const void *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static inline uint32_t cx_rd32(const void *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint64_t cx_rd64(const void *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* Monotonic nanoseconds, for latencies (KV page restores). */
+static inline int64_t cx_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* The file name part of a path, for messages. */
 const char *cx_basename(const char *path);
