@@ -283,12 +283,11 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     const int32_t **tp = calloc((size_t)n, sizeof *tp);
     int *ones = calloc((size_t)n, sizeof *ones);
     const float **l = calloc((size_t)n, sizeof *l);
-    double *t_last = calloc((size_t)n, sizeof *t_last);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)ctx);
     q->itl_ms = malloc(sizeof(float) * (size_t)n * (size_t)gen);
     cx_err e = {0};
     cx_batch *b = NULL;
-    int rc = ss && tok && tp && ones && l && t_last && ids && q->itl_ms ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+    int rc = ss && tok && tp && ones && l && ids && q->itl_ms ? 0 : (snprintf(err, errlen, "out of memory"), -1);
     cx_session_params sp = cx_session_defaults();
     sp.n_ctx = c->n_ctx;
     sp.n_threads = c->threads;
@@ -309,10 +308,9 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
         if (cx_eval(ss[i], ids, ctx, &l[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
     }
     if (!rc) phase_end(st, &snap, &st->prefill);
-    double t1 = now_ms(), t_end = t1;
+    double t1 = now_ms(), t_end = t1, t_prev = t1; /* every sequence waits for the round: one clock serves all */
     q->prompt_tokens = n * ctx;
     q->prefill_ms = q->ttft_ms = t1 - t0;
-    for (int i = 0; i < n; i++) t_last[i] = t1;
     if (!rc) phase_begin(st, &snap);
     for (int g = 0; g < gen && !rc; g++) {
         for (int i = 0; i < n; i++) {
@@ -325,10 +323,8 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
             break;
         }
         t_end = now_ms();
-        for (int i = 0; i < n; i++) {
-            q->itl_ms[q->n_itl++] = (float)(t_end - t_last[i]);
-            t_last[i] = t_end;
-        }
+        for (int i = 0; i < n; i++) q->itl_ms[q->n_itl++] = (float)(t_end - t_prev);
+        t_prev = t_end;
     }
     if (!rc) phase_end(st, &snap, &st->decode);
     kv_metrics_sample(st->cache, &st->peak); /* every sequence still held */
@@ -344,7 +340,6 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     free(tp);
     free(ones);
     free((void *)l);
-    free(t_last);
     free(ids);
     return rc;
 }
@@ -464,7 +459,9 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
     cx_kv_params kp = cfg->kv ? *cfg->kv : cx_kv_defaults();
     int model_ctx = cx_model_get_info(m)->n_ctx, n_ctx = cfg->n_ctx > 0 ? cfg->n_ctx : CX_DEFAULT_CTX;
     if (n_ctx > model_ctx) n_ctx = model_ctx;
-    kp.max_tokens = n_ctx * (kp.prefix_cache ? 2 : 1) * (cfg->n_seq > 1 ? cfg->n_seq : 1);
+    /* each sequence takes whole blocks: round its context up to them first */
+    int ctx_blocks = (n_ctx + CX_KV_BLOCK - 1) / CX_KV_BLOCK;
+    kp.max_tokens = ctx_blocks * CX_KV_BLOCK * (kp.prefix_cache ? 2 : 1) * (cfg->n_seq > 1 ? cfg->n_seq : 1);
     cx_session_params sp = cx_session_defaults();
     sp.n_ctx = cfg->n_ctx;
     sp.n_threads = cfg->threads;

@@ -68,6 +68,12 @@ check "batched: demotions and cold reads recorded" \
 "$BENCH" compare "$ms" "$bt" --db "$db" >/dev/null 2>&1
 check "compare refuses multiseq against batched (different workloads)" test $? -eq 2
 
+# A context that is not a multiple of the block size: the shared cache
+# still holds every sequence's blocks (each rounds up to whole blocks).
+"$BENCH" run --model "$tmp/tiny.gguf" --workload multiseq:3,90,10 -c 100 -t 1 --reps 1 --warmup 0 --db "$db" \
+    >"$tmp/odd.out" 2>&1
+check "multiseq with a 100-token context (not whole blocks) exits 0" test $? -eq 0
+
 # Bad KV flags: one line naming the problem, exit 2, no run recorded.
 before=$(sql "$db" "select count(*) from runs")
 bad() { # description, expected stderr pattern, args...
