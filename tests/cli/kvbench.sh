@@ -93,6 +93,9 @@ bad "hot budget below one block" "less than one f32 block" --kv-hot 1K
 bad "unwritable spill file" "spill" --kv-hot 16K --kv-spill /nonexistent-dir/spill.kv
 bad "bad multiseq spec" "multiseq:NSEQ,CTX,GEN" --workload multiseq:0,10,1
 bad "bad batched spec" "batched:NSEQ,CTX,GEN" --workload batched:65,10,1
+bad "multiseq spec missing a field" "multiseq:NSEQ,CTX,GEN" --workload multiseq:3,10
+bad "batched spec with trailing text" "batched:NSEQ,CTX,GEN" --workload batched:3,10,1x
+bad "KV depth with multiseq" "not multiseq or batched" --workload multiseq:3,10,1 -d 8
 check "bad KV flags wrote no run" test "$(sql "$db" "select count(*) from runs")" = "$before"
 "$BENCH" run --model "$tmp/tiny.gguf" --workload tg4 --db "$tmp/never.db" --kv-type q3 2>/dev/null
 check "bad KV flags create no database" test ! -e "$tmp/never.db"
