@@ -11,7 +11,7 @@
 #
 #   ci/gate.sh [BUILD_DIR]      (default: build; expects cortex and cortex-bench built)
 #
-# Writes $BUILD/gate/{gate.db,junit.xml,summary.md}. Exit: 0 pass, 1 regression, 2 error.
+# Writes $BUILD/gate/{gate.db,junit.xml,summary.md}. Exit: 0 pass, 1 regression, 2 error, 3 no instruction counter.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}

@@ -39,11 +39,14 @@ int det_perf_open(char *err, size_t errlen) {
     a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
     if (fd < 0) {
+        /* Whatever errno the kernel picks (ENOENT, ENODEV, EOPNOTSUPP on a VM
+         * without a PMU, EACCES/EPERM under perf_event_paranoid, ENOSYS...),
+         * the caller only learns that the counter cannot be had, and why. */
         int e = errno;
         snprintf(err, errlen, "perf_event_open(instructions): %s%s", strerror(e),
-                 e == ENOENT || e == EOPNOTSUPP ? " (no hardware counter for it on this CPU/VM)"
-                 : e == EACCES || e == EPERM    ? " (see /proc/sys/kernel/perf_event_paranoid)"
-                                                : "");
+                 e == EACCES || e == EPERM ? " (see /proc/sys/kernel/perf_event_paranoid)"
+                 : e == ENOSYS             ? " (kernel without perf events)"
+                                           : " (no hardware counter for it on this CPU/VM)");
         return -1;
     }
     return fd;

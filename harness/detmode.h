@@ -46,7 +46,9 @@
 /* det_measure results besides 0. */
 enum {
     DET_EFAIL = -1,     /* the measurement failed (message in err) */
-    DET_EUNAVAIL = -2,  /* the asked mode (or, for auto, both modes) is not available here */
+    DET_EUNAVAIL = -2,  /* the asked mode (or, for auto, both modes) is not available here,
+                         * whatever the reason (missing valgrind, any perf_event_open errno,
+                         * a counter that counts nothing); err says which */
     DET_ENOMICRO = -3   /* bench_bin has no `micro` subcommand (a revision older than it) */
 };
 

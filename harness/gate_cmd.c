@@ -6,7 +6,9 @@
  * configured metric, settle inconclusive ones with more repetitions (within a
  * budget), check the correctness canaries, store the decision, print a verdict
  * table, write JUnit XML and a markdown summary, and exit 0 (pass),
- * 1 (regression) or 2 (error). docs/gates.md explains the statistics.
+ * 1 (regression), 2 (error) or 3 (deterministic mode, but this machine has no
+ * instruction counter for it: no valgrind, and perf_event_open fails with
+ * whatever errno, or its counter counts nothing). docs/gates.md explains the statistics.
  */
 #include "gate_cmd.h"
 
@@ -168,15 +170,17 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
     judge_canaries(s, base, cand, wl, g);
 }
 
-/* Deterministic mode: count instructions of the micro workload; store it as a run. */
+/* Deterministic mode: count instructions of the micro workload; store it as a
+ * run. Returns the run id, -1 on failure, or DET_EUNAVAIL when this machine
+ * has no instruction counter for the asked mode (err says why). */
 static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *o, double *instr, char *err, size_t n) {
     char self[1024], mode[32];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     if (k <= 0) return snprintf(err, n, "cannot find the cortex-bench binary (/proc/self/exe)"), -1;
     self[k] = 0;
-    if (det_measure(self, o->model, o->det_mode ? o->det_mode : "auto", c->micro_prompt, c->micro_gen, instr, mode,
-                    sizeof mode, err, n))
-        return -1;
+    int rc = det_measure(self, o->model, o->det_mode ? o->det_mode : "auto", c->micro_prompt, c->micro_gen, instr, mode,
+                         sizeof mode, err, n);
+    if (rc) return rc == DET_EUNAVAIL ? DET_EUNAVAIL : -1;
     run_meta m;
     memset(&m, 0, sizeof m);
     snprintf(m.workload, sizeof m.workload, "micro:p%d,g%d", c->micro_prompt, c->micro_gen);
@@ -528,12 +532,14 @@ int cmd_gate(int argc, char **argv) {
     memset(&g, 0, sizeof g);
     const char *mode = o.deterministic ? "deterministic" : o.baseline_bin ? "wallclock-ab" : "wallclock";
     int64_t last_base = 0, last_cand = 0;
+    int unavailable = 0; /* deterministic mode without an instruction counter: exit 3 */
     if (o.deterministic) {
         double instr = 0;
         int64_t cand = deterministic_run(s, &c, &o, &instr, err, sizeof err);
         const gate_metric *rule = gate_conf_metric(&c, "instructions");
         if (cand < 0) {
-            snprintf(g.error, sizeof g.error, "%s", err);
+            unavailable = cand == DET_EUNAVAIL;
+            snprintf(g.error, sizeof g.error, "%s%s", unavailable ? "no instruction counter on this machine: " : "", err);
         } else if (!rule) {
             snprintf(g.error, sizeof g.error, "%s has no 'metric instructions' rule", c.path);
         } else {
@@ -615,7 +621,7 @@ int cmd_gate(int argc, char **argv) {
     if (o.junit && write_junit(o.junit, &g, mode)) fprintf(stderr, "cortex-bench: %s: cannot write JUnit XML\n", o.junit);
     store_close(s);
     if (g.error[0]) fprintf(stderr, "cortex-bench: gate: %s\n", g.error);
-    return g.error[0] ? 2 : regressed ? 1 : 0;
+    return unavailable ? 3 : g.error[0] ? 2 : regressed ? 1 : 0;
 }
 
 int cmd_tag(int argc, char **argv) {
