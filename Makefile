@@ -33,13 +33,17 @@ override BUILD_TYPE := $(BUILD_TYPE)+knobs
 endif
 PAPI    ?= 0
 
-ENGINE_SRC := $(wildcard engine/src/*.c engine/src/kernels/*.c)
+# Sources are found in every subsystem folder (engine/src/kv/, harness/store/, ...).
+ENGINE_SRC := $(sort $(shell find engine/src -name '*.c'))
+ENGINE_HDR := $(shell find engine/include engine/src -name '*.h')
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 LIB        := $(BUILD)/libcortex.a
 CLI        := $(BUILD)/cortex
-HARNESS_SRC := $(filter-out harness/bench_main.c harness/counters_papi.c,$(wildcard harness/*.c))
+HARNESS_ALL := $(sort $(shell find harness -name '*.c'))
+HARNESS_HDR := $(shell find harness -name '*.h')
+HARNESS_SRC := $(filter-out %/bench_main.c %/counters_papi.c,$(HARNESS_ALL))
 ifeq ($(PAPI),1)
-HARNESS_SRC += harness/counters_papi.c
+HARNESS_SRC += $(filter %/counters_papi.c,$(HARNESS_ALL))
 CPPFLAGS    += -DCORTEX_PAPI $(shell pkg-config --cflags papi)
 LDLIBS      += $(shell pkg-config --libs papi)
 endif
@@ -47,15 +51,17 @@ HARNESS_OBJ := $(HARNESS_SRC:%.c=$(BUILD)/%.o)
 HLIB       := $(BUILD)/libcortexbench.a
 BENCH      := $(BUILD)/cortex-bench
 VERSION_H  := $(BUILD)/gen/version.h
-TEST_SRC   := $(wildcard tests/unit/test_*.c)
-TEST_BIN   := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# Unit tests live in tests/unit/ and its subfolders; each builds to build/tests/NAME.
+TEST_SRC   := $(sort $(shell find tests/unit -name 'test_*.c'))
+TEST_BIN   := $(addprefix $(BUILD)/tests/,$(basename $(notdir $(TEST_SRC))))
+vpath test_%.c $(sort $(dir $(TEST_SRC)))
 TOOL_SRC   := $(wildcard tests/tools/*.c)
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
 .PHONY: all test sanitize fuzz bench clean FORCE
 all: $(LIB) $(CLI) $(BENCH) $(TEST_BIN) $(TOOL_BIN)
 
-$(BUILD)/%.o: %.c $(wildcard engine/include/*.h engine/src/*.h engine/src/kernels/*.h)
+$(BUILD)/%.o: %.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -c $< -o $@
 
@@ -63,7 +69,7 @@ $(BUILD)/%.o: %.c $(wildcard engine/include/*.h engine/src/*.h engine/src/kernel
 # dispatcher (engine/src/kernels/dispatch.c) calls them only after CPUID says so,
 # so one binary runs on any x86-64. (An AVX-512 set would be *_avx512.c.)
 ISA_AVX2 = -mavx2 -mfma -mf16c
-$(BUILD)/%_avx2.o: %_avx2.c $(wildcard engine/include/*.h engine/src/*.h engine/src/kernels/*.h)
+$(BUILD)/%_avx2.o: %_avx2.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
 
@@ -84,12 +90,12 @@ $(VERSION_H): FORCE
 	  "$(GIT_COMMIT)" "$(GIT_DIRTY)" "$(BUILD_TYPE)" "$(CC_VERSION) $(CFLAGS)" "$(CURDIR)" >$@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
-$(BUILD)/harness/%.o: harness/%.c $(wildcard harness/*.h engine/include/*.h)
+$(BUILD)/harness/%.o: harness/%.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iharness $(WARN) $(CFLAGS) -c $< -o $@
 
 # Harness *_avx2.c (cortex-bench hw's kernels): AVX2 flags too (this rule's shorter stem wins over the one above).
-$(BUILD)/harness/%_avx2.o: harness/%_avx2.c $(wildcard harness/*.h engine/include/*.h)
+$(BUILD)/harness/%_avx2.o: harness/%_avx2.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iharness $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
 
@@ -98,16 +104,16 @@ $(HLIB): $(HARNESS_OBJ)
 	ar rcs $@ $^
 
 # Only the files that record the build's provenance depend on version.h.
-$(BUILD)/harness/run_cmd.o $(BUILD)/harness/gate_cmd.o: $(BUILD)/harness/%.o: harness/%.c $(VERSION_H) $(wildcard harness/*.h engine/include/*.h)
+$(BUILD)/harness/run_cmd.o $(BUILD)/harness/gate_cmd.o: $(BUILD)/harness/%.o: harness/%.c $(VERSION_H) $(HARNESS_HDR) $(wildcard engine/include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iharness -I$(BUILD)/gen $(WARN) $(CFLAGS) -c $< -o $@
 
 $(BENCH): $(BUILD)/harness/bench_main.o $(HLIB) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lsqlite3 $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/testing.h $(LIB) $(HLIB)
+$(BUILD)/tests/test_%: test_%.c tests/unit/testing.h $(LIB) $(HLIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iengine/src -Iharness $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Iengine/src -Iharness -Itests/unit $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(LDLIBS)
 
 $(BUILD)/tests/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -127,15 +133,15 @@ FUZZ_FLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=al
 FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 # The AVX2 kernel files need their ISA flags, so they are compiled apart.
 FUZZ_AVX2_OBJ = $(patsubst %.c,build-fuzz/obj/%.o,$(filter %_avx2.c,$(ENGINE_SRC)))
-build-fuzz/obj/%_avx2.o: %_avx2.c $(wildcard engine/src/*.h engine/src/kernels/*.h engine/include/*.h)
+build-fuzz/obj/%_avx2.o: %_avx2.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX2) -c $< -o $@
-build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(wildcard engine/src/*.h engine/include/*.h)
+build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(ENGINE_HDR)
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread
 
 # The workload fuzzer needs the harness's parsers rather than the engine.
-build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(wildcard harness/*.c harness/*.h)
+build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) -Iharness $(WARN) $(FUZZ_FLAGS) $< harness/json.c harness/workload.c harness/sha256.c harness/trace_gen.c harness/rng.c -o $@ -lm
 
