@@ -2,7 +2,8 @@
 # tests/run.sh - run every test: C unit tests (build/tests/test_*), the CLI
 # checks (tests/cli/*.sh) and the numpy reference checks (the model reference,
 # and the K-quant layouts: tests/reference/kquant_ref.py). Prints one line per
-# suite and ends with "N passed, N failed" over the suites.
+# suite and ends with "N passed, N failed" over the suites; with RESULT_FILE
+# set, also writes "PASSED FAILED" there. Exits non-zero if any suite failed.
 # Needs ../shared/models for the reference check; without it that suite
 # skips with a message (CI sets CI=true, where a missing directory fails).
 set -u
@@ -47,4 +48,6 @@ fi
 echo
 [ ${#failed[@]} -gt 0 ] && echo "failed suites: ${failed[*]}"
 echo "$pass passed, $fail failed"
+# For .ci/run's totals: the counts as data, not as text to scrape.
+[ -n "${RESULT_FILE:-}" ] && echo "$pass $fail" >"$RESULT_FILE"
 [ "$fail" -eq 0 ]

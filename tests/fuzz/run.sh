@@ -8,7 +8,8 @@
 # corpus tests/fuzz/corpus/<name without fuzz_>/ (if present), so the
 # repository is never written to. Crash artifacts go to build-fuzz/artifacts/.
 # Prints per target the executions and "ok" or "CRASH"; exits non-zero if any
-# target failed. Run from anywhere: paths are taken relative to the repo root.
+# target failed (with RESULT_FILE set, "PASSED FAILED" targets are written
+# there too). Run from anywhere: paths are taken relative to the repo root.
 set -u
 cd "$(dirname "$0")/../.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
@@ -47,4 +48,5 @@ for bin in "$@"; do
             sed 's/^/    /'
     fi
 done
+[ -n "${RESULT_FILE:-}" ] && echo "$(($# - failed)) $failed" >"$RESULT_FILE"
 exit $((failed > 0))
