@@ -4,7 +4,9 @@
  *   - a prompt evaluated in one call (batched prefill, several passes when it
  *     is longer than a batch) gives the logits of the same tokens fed one at a
  *     time (decode): bit for bit for f32/f16 (every gemm value equals its dot
- *     and attention tiles start at fixed positions), within 1e-4 relative RMS
+ *     and attention tiles start at fixed positions, and element-wise kernels
+ *     give each element the same arithmetic wherever it sits: a width of 172
+ *     is checked too), within 1e-4 relative RMS
  *     for q8_0/q4_0/q4_k_m, whose AVX2 prefill kernel sums eight rows in
  *     another order than the decode kernel;
  *   - 1 and 2 threads give bit-identical logits;
@@ -42,9 +44,10 @@ static int logits_after(cx_model *m, const int32_t *toks, int n, int step, int t
     return 0;
 }
 
-static void check_type(const char *type_name, int n_tokens) {
+static void check_type(const char *type_name, int n_tokens, int n_ff) {
     cx_shape sh = *cx_shape_find("test-tiny");
     sh.n_ctx = 640; /* longer than one prefill batch (256) */
+    if (n_ff) sh.n_ff = n_ff;
     char path[256];
     snprintf(path, sizeof path, "%s/tiny-%s.gguf", dir, type_name);
     cx_err err = {0};
@@ -120,9 +123,14 @@ static void run_all(void) {
     }
     const char *types[] = {"f32", "f16", "q8_0", "q4_0", "q4_k_m"};
     for (int i = 0; i < 5; i++) {
-        check_type(types[i], 5);
-        check_type(types[i], 300); /* two prefill passes; attention tiles of 64 */
+        check_type(types[i], 5, 0);
+        check_type(types[i], 300, 0); /* two prefill passes; attention tiles of 64 */
     }
+    /* A feed-forward width that is no multiple of the SIMD width (172, as the
+     * 260K models): the element-wise kernels' tails must not make prefill (one
+     * call over all rows) differ from decode (one call per row). */
+    check_type("f32", 40, 172);
+    check_type("f16", 40, 172);
     rmdir(dir);
 }
 

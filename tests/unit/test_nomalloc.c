@@ -219,7 +219,7 @@ static void check_shared(cx_model *m, const cx_kv_params *kv, int batched) {
 /* Check the wrappers count, then every configuration on a synthetic q8_0 model. */
 static void run_all(void) {
 #ifdef NOMALLOC_ASAN
-    printf("SKIP: AddressSanitizer replaces malloc; the count needs glibc's\n");
+    TEST_SKIP_ALL("AddressSanitizer replaces malloc; the count needs glibc's");
     return;
 #else
     atomic_store(&counting, 1);

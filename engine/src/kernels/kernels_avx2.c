@@ -639,15 +639,27 @@ static void rope(float *v, int n_heads, int head_dim, const float *cs) {
     }
 }
 
+/* silu(g) * u for 8 lanes. */
+ALWAYS_INLINE __m256 swiglu8(__m256 g, __m256 u) {
+    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+    return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_xor_ps(g, neg)))), u);
+}
+
+/* The tail goes through the same vector arithmetic (padded to 8 lanes), so
+ * an element's result does not depend on where it sits: a prefill pass
+ * (one call over T rows) and decode (one call per row) agree bit for bit,
+ * which is what lets a preempted sequence be recomputed exactly. */
 static void swiglu(float *gate, const float *up, int n) {
     int i = 0;
-    const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
-    for (; i + 8 <= n; i += 8) {
-        __m256 g = _mm256_loadu_ps(gate + i);
-        __m256 e = exp8(_mm256_xor_ps(g, neg));
-        _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(gate + i, swiglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+    if (i < n) {
+        float g[8] = {0}, u[8] = {0};
+        memcpy(g, gate + i, sizeof(float) * (size_t)(n - i));
+        memcpy(u, up + i, sizeof(float) * (size_t)(n - i));
+        _mm256_storeu_ps(g, swiglu8(_mm256_loadu_ps(g), _mm256_loadu_ps(u)));
+        memcpy(gate + i, g, sizeof(float) * (size_t)(n - i));
     }
-    for (; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
 static int argmax(const float *x, int n) {
