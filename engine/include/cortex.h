@@ -197,6 +197,12 @@ cx_kv_params cx_kv_defaults(void);
 /* Parse "f32|f16|q8|q4" (-1 if unknown); "lru|lfu" likewise. */
 int cx_kv_type_from_name(const char *name);
 int cx_kv_policy_from_name(const char *name);
+/* Name of a CX_KV_* type ("f32", "f16", "q8", "q4") or policy ("lru", "lfu"); NULL for another number. */
+const char *cx_kv_type_name(int type);
+const char *cx_kv_policy_name(int policy);
+/* The types tier CX_KV_HOT or CX_KV_WARM keeps blocks in, '|'-separated
+ * ("f32|f16|q8", "q8|q4"), written into buf (cap bytes); returns buf. */
+const char *cx_kv_tier_types(int tier, char *buf, size_t cap);
 
 /* A cache several sessions of the same model share (so they share prefixes).
  * Passes over it run one at a time (cx_eval and cx_batch_eval hold its lock).
