@@ -72,7 +72,7 @@ static const flag FLAGS[] = {
     {"--frequency-penalty", NULL, "F", GEN, K_FLOAT, O(sp.frequency_penalty), -100, 100, NULL,
      "subtract F times its count in the window from each token's logit; 0: off"},
     {"--seed", NULL, "S", GEN, K_SEED, O(sp.seed), -1, 4294967295.0, NULL,
-     "sampling seed; -1: a random one, printed to stderr (fixed by default so runs repeat; llama.cpp's is random)"},
+     "sampling seed, fixed so runs repeat; -1: a random one (llama.cpp's choice), printed to stderr"},
     {"--threads", "-t", "N", GEN | CMD_QUALITY, K_LONG, O(threads), 1, 256, NULL, "threads"},
     {"--ctx", "-c", "CTX", GEN, K_LONG, O(ctx), 0, 1 << 24, "0: the model's, at most 4096", "context size in tokens"},
     {"--no-echo", NULL, NULL, GEN, K_SWITCH, O(no_echo), 0, 0, NULL, "do not print the prompt first"},
