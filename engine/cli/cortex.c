@@ -2,8 +2,9 @@
  * cortex.c - the `cortex` command: generate, info, synth, tokenize, quantize,
  * quality.
  *
- * A thin shell over the public API: parse flags, call the engine, print.
- * Errors print one line "cortex: <what>: <problem>" and exit 1 (2 for usage).
+ * A thin shell over the public API: parse flags (cli_flags.c: one table for
+ * parsing and every command's --help), call the engine, print. Errors print
+ * one line "cortex: <what>: <problem>" and exit 1 (2 for usage).
  */
 #include <errno.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include "cli_flags.h"
 #include "cortex.h"
 
+/* Monotonic seconds, for the timings generate and synth print. */
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -54,6 +56,7 @@ static char *load_prompt(const opts *o, size_t *len) {
     return strdup(o->prompt);
 }
 
+/* Load a model (with -z for a llama2.c checkpoint); NULL after printing why. */
 static cx_model *load_model(const opts *o, const char *path) {
     cx_model *m;
     cx_err err = {0};
@@ -99,6 +102,8 @@ static void print_kv_stats(const cx_session *s) {
             (long long)st.prefix_lookups, 100.0 * st.prefix_hit_rate, (long long)st.prefix_tokens);
 }
 
+/* cortex generate: prefill the prompt, then sample, print (text or --ids) and
+ * feed one token at a time until EOS, -n tokens or a full context. */
 static int cmd_generate(opts *o) {
     size_t len = 0;
     char *text = load_prompt(o, &len);
@@ -194,6 +199,7 @@ out:
     return rc;
 }
 
+/* cortex tokenize: the text's ids, space-separated, on one line. */
 static int cmd_tokenize(opts *o) {
     size_t len = 0;
     char *text = load_prompt(o, &len);
@@ -212,6 +218,7 @@ static int cmd_tokenize(opts *o) {
     return rc;
 }
 
+/* A byte count in KiB, MiB or GiB. */
 static void human_bytes(uint64_t b, char *out, size_t cap) {
     if (b >= (1ull << 30)) snprintf(out, cap, "%.2f GiB", (double)b / (1ull << 30));
     else if (b >= (1ull << 20)) snprintf(out, cap, "%.2f MiB", (double)b / (1ull << 20));
@@ -269,6 +276,7 @@ static int cmd_info(opts *o) {
     return 0;
 }
 
+/* cortex synth: --list the shapes, or write a synthetic model. */
 static int cmd_synth(opts *o) {
     if (o->list) {
         printf("%-16s %6s %6s %6s %6s %6s %7s %7s\n", "shape", "embd", "ff", "layers", "heads", "kv", "vocab", "ctx");
