@@ -77,7 +77,10 @@ $(LIB): $(ENGINE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(CLI): $(BUILD)/engine/cli/cortex.o $(LIB)
+# The cortex command: every engine/cli/*.c, rebuilt when its headers change.
+CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard engine/cli/*.c)))
+$(CLI_OBJ): $(wildcard engine/cli/*.h)
+$(CLI): $(CLI_OBJ) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # Build provenance for cortex-bench: rewritten only when it changes.

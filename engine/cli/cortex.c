@@ -2,8 +2,9 @@
  * cortex.c - the `cortex` command: generate, info, synth, tokenize, quantize,
  * quality.
  *
- * A thin shell over the public API: parse flags, call the engine, print.
- * Errors print one line "cortex: <what>: <problem>" and exit 1 (2 for usage).
+ * A thin shell over the public API: parse flags (cli_flags.c: one table for
+ * parsing and every command's --help), call the engine, print. Errors print
+ * one line "cortex: <what>: <problem>" and exit 1 (2 for usage).
  */
 #include <errno.h>
 #include <math.h>
@@ -11,110 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "cli_flags.h"
 #include "cortex.h"
 
-static int usage(void) {
-    fprintf(stderr,
-            "usage: cortex <command> [options]\n"
-            "  generate -m MODEL [-z TOKENIZER] (-p PROMPT | -f PROMPT_FILE) [-n N] [--temp T] [--top-k K]\n"
-            "           [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S]\n"
-            "           [-t THREADS] [-c CTX] [--no-echo] [KV cache options: cortex generate --help]\n"
-            "  info MODEL [-z TOKENIZER]\n"
-            "  synth --shape NAME --type f32|f16|q8_0|q4_0 -o FILE.gguf [--seed S] [-c CTX]   (synth --list: shapes)\n"
-            "  tokenize -m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos]\n"
-            "  quantize IN OUT --type f32|f16|q8_0|q4_0|q4_k_m [-z TOKENIZER]\n"
-            "  quality --ref REF_MODEL --model MODEL [-z TOKENIZER] [--positions N] [--text FILE] [-t THREADS] [--json]\n"
-            "cortex <command> --help: more about one command\n");
-    return 2;
-}
-
-/* Detailed help of the commands that have more to say than one usage line. */
-static int command_help(const char *cmd) {
-    if (!strcmp(cmd, "generate")) {
-        printf("usage: cortex generate -m MODEL [-z TOKENIZER] (-p PROMPT | -f PROMPT_FILE) [-n N] [sampling] [-t N] [-c CTX]\n"
-               "\n"
-               "KV cache (docs/kv-cache.md): blocks of 16 positions in three tiers with byte budgets.\n"
-               "  --kv-type f32|f16|q8     hot blocks' format (default f32)\n"
-               "  --kv-warm-type q8|q4     warm blocks' format (default q8)\n"
-               "  --kv-hot BYTES           hot tier budget, e.g. 64K, 2M (default unlimited)\n"
-               "  --kv-warm BYTES          warm tier budget; 0: none, hot blocks go to cold losslessly\n"
-               "  --kv-cold BYTES          cold (zlib pages) budget in memory\n"
-               "  --kv-spill FILE          cold pages past the cold budget go to FILE\n"
-               "  --kv-policy lru|lfu      which block leaves a tier first (default lru)\n"
-               "  --prefix-cache           reuse cached blocks of an identical prompt prefix\n"
-               "  --kv-stats               print the cache's counters to stderr at the end\n");
-        return 0;
-    }
-    if (!strcmp(cmd, "quantize")) {
-        printf("usage: cortex quantize IN OUT --type f32|f16|q8_0|q4_0|q4_k_m [-z TOKENIZER]\n"
-               "\n"
-               "Convert IN into a GGUF v3 file OUT whose weight matrices are stored as --type.\n"
-               "IN is an F32/F16 GGUF (metadata copied, general.file_type rewritten) or a llama2.c\n"
-               "checkpoint with its tokenizer.bin given by -z/--tokenizer (the vocabulary is embedded\n"
-               "as llama.cpp's converter does). 1-D tensors (norms) stay f32; a matrix whose rows a\n"
-               "block does not divide falls back to another type (e.g. 172 columns -> f16), and\n"
-               "q4_k_m mixes q4_K and q6_K as llama.cpp does. --type f32 converts a llama2.c\n"
-               "checkpoint without losing anything. Already-quantized inputs are refused.\n"
-               "Tensors stream from the mapped input into OUT.tmp, which is loaded back as a check\n"
-               "and renamed to OUT: a failure leaves neither file behind.\n");
-        return 0;
-    }
-    if (!strcmp(cmd, "quality")) {
-        printf("usage: cortex quality --ref REF_MODEL --model MODEL [-z TOKENIZER] [--positions N]\n"
-               "                      [--text FILE] [-t THREADS] [--json]\n"
-               "\n"
-               "Compare MODEL's next-token distributions with REF_MODEL's on the same tokens\n"
-               "(teacher forcing). Tokens come from FILE (--text: BOS + context-sized chunks) or,\n"
-               "by default, from greedy generation with the reference from fixed prompts: EOS is\n"
-               "never fed (the next best token continues), a new sequence starts when the context\n"
-               "fills, and each new round over the prompts branches at its first generated token.\n"
-               "Reports over N positions (default 1000): top-1 agreement, mean and max\n"
-               "KL(ref || model) in nats (log-softmax in double), the largest logit difference,\n"
-               "and the number of sequences. -z applies to whichever model is a llama2.c checkpoint.\n"
-               "Both models must share the vocabulary. --json prints one machine-readable line.\n");
-        return 0;
-    }
-    usage(); /* the others: their usage lines */
-    return 0;
-}
-
-static int die(const char *fmt, const char *a, const char *b) {
-    fprintf(stderr, "cortex: ");
-    fprintf(stderr, fmt, a, b);
-    fputc('\n', stderr);
-    return 1;
-}
-
+/* Monotonic seconds, for the timings generate and synth print. */
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Parse a whole-string number; report the flag on failure. */
-static int parse_long(const char *flag, const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "cortex: %s: '%s' is not an integer in [%ld, %ld]\n", flag, s, lo, hi);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_float(const char *flag, const char *s, double lo, double hi, float *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "cortex: %s: '%s' is not a number in [%g, %g]\n", flag, s, lo, hi);
-        return -1;
-    }
-    *out = (float)v;
-    return 0;
 }
 
 /* Read a whole file into a malloc'd buffer. */
@@ -136,100 +43,6 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-typedef struct opts {
-    const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type, *ref, *text;
-    long n_predict, threads, ctx, seed, positions;
-    int no_bos, no_echo, list, json, help;
-    const char *pos[2]; /* positional arguments (info MODEL, quantize IN OUT) */
-    int n_pos;
-    cx_sampler_params sp;
-    cx_kv_params kv;
-    int kv_stats;
-} opts;
-
-/* A tier budget: bytes with an optional K/M/G suffix, or "unlimited". */
-static int parse_budget(const char *flag, const char *v, int64_t *out) {
-    *out = !strcmp(v, "unlimited") ? CX_KV_UNLIMITED : cx_parse_bytes(v);
-    if (*out == -1 && strcmp(v, "unlimited")) {
-        fprintf(stderr, "cortex: %s: '%s' is not a byte count (e.g. 65536, 64K, 1.5M) or 'unlimited'\n", flag, v);
-        return 2;
-    }
-    return 0;
-}
-
-/* A KV cache option; 0, 2 (usage) or -1 if `a` is not one. */
-static int parse_kv_opt(const char *a, const char *v, opts *o) {
-    static const char *tiers[CX_KV_TIERS] = {"--kv-hot", "--kv-warm", "--kv-cold"};
-    for (int t = 0; t < CX_KV_TIERS; t++)
-        if (!strcmp(a, tiers[t])) return parse_budget(a, v, &o->kv.budget[t]);
-    int *field = !strcmp(a, "--kv-type") ? &o->kv.type : !strcmp(a, "--kv-warm-type") ? &o->kv.warm_type : NULL;
-    if (field) {
-        *field = cx_kv_type_from_name(v);
-        if (*field < 0) { fprintf(stderr, "cortex: %s: unknown KV type '%s'\n", a, v); return 2; }
-        return 0;
-    }
-    if (!strcmp(a, "--kv-policy")) {
-        o->kv.policy = cx_kv_policy_from_name(v);
-        if (o->kv.policy < 0) { fprintf(stderr, "cortex: --kv-policy: '%s' is not lru or lfu\n", v); return 2; }
-        return 0;
-    }
-    if (!strcmp(a, "--kv-spill")) { o->kv.spill_path = v; return 0; }
-    return -1;
-}
-
-/* Parse the flags shared by all subcommands; returns 0, or an exit code. */
-static int parse_opts(int argc, char **argv, opts *o) {
-    o->n_predict = 128;
-    o->positions = 1000;
-    o->threads = 1;
-    o->sp = cx_sampler_defaults();
-    o->kv = cx_kv_defaults();
-    o->seed = -1;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
-        long n;
-        if (!strcmp(a, "--no-bos")) { o->no_bos = 1; takes = 0; }
-        else if (!strcmp(a, "--no-echo")) { o->no_echo = 1; takes = 0; }
-        else if (!strcmp(a, "--list")) { o->list = 1; takes = 0; }
-        else if (!strcmp(a, "--json")) { o->json = 1; takes = 0; }
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { o->help = 1; takes = 0; }
-        else if (!strcmp(a, "--prefix-cache")) { o->kv.prefix_cache = 1; takes = 0; }
-        else if (!strcmp(a, "--kv-stats")) { o->kv_stats = 1; takes = 0; }
-        else if (a[0] != '-') {
-            if (o->n_pos == 2) { fprintf(stderr, "cortex: unexpected argument '%s'\n", a); return 2; }
-            o->pos[o->n_pos++] = a;
-            takes = 0;
-        } else if (!v) { fprintf(stderr, "cortex: %s needs a value\n", a); return 2; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
-        else if (!strcmp(a, "-z") || !strcmp(a, "--tokenizer")) o->tokenizer = v;
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
-        else if (!strcmp(a, "-f") || !strcmp(a, "--prompt-file")) o->prompt_file = v;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
-        else if (!strcmp(a, "--shape")) o->shape = v;
-        else if (!strcmp(a, "--type")) o->type = v;
-        else if (!strcmp(a, "--ref")) o->ref = v;
-        else if (!strcmp(a, "--text")) o->text = v;
-        else if (!strncmp(a, "--kv-", 5) && (n = parse_kv_opt(a, v, o)) >= 0) { if (n) return 2; }
-        else if (!strcmp(a, "--positions")) { if (parse_long(a, v, 1, 100000000, &o->positions)) return 2; }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { if (parse_long(a, v, 0, 1 << 24, &o->n_predict)) return 2; }
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (parse_long(a, v, 1, 256, &o->threads)) return 2; }
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (parse_long(a, v, 1, 1 << 24, &o->ctx)) return 2; }
-        else if (!strcmp(a, "--seed")) { if (parse_long(a, v, 0, 0x7fffffffL, &o->seed)) return 2; }
-        else if (!strcmp(a, "--temp")) { if (parse_float(a, v, 0, 100, &o->sp.temperature)) return 2; }
-        else if (!strcmp(a, "--top-k")) { if (parse_long(a, v, 0, 1 << 24, &n)) return 2; o->sp.top_k = (int)n; }
-        else if (!strcmp(a, "--top-p")) { if (parse_float(a, v, 0, 1, &o->sp.top_p)) return 2; }
-        else if (!strcmp(a, "--min-p")) { if (parse_float(a, v, 0, 1, &o->sp.min_p)) return 2; }
-        else if (!strcmp(a, "--repeat-penalty")) { if (parse_float(a, v, 0.01, 100, &o->sp.repeat_penalty)) return 2; }
-        else if (!strcmp(a, "--repeat-last-n")) { if (parse_long(a, v, 0, 1 << 20, &n)) return 2; o->sp.repeat_last_n = (int)n; }
-        else { fprintf(stderr, "cortex: unknown option '%s'\n", a); return 2; }
-        i += takes;
-    }
-    if (o->seed >= 0) o->sp.seed = (uint64_t)o->seed;
-    return 0;
-}
-
 /* The prompt bytes from -p or -f; NULL (after printing why) if neither works. */
 static char *load_prompt(const opts *o, size_t *len) {
     if (o->prompt && o->prompt_file) { fprintf(stderr, "cortex: give -p or -f, not both\n"); return NULL; }
@@ -243,6 +56,7 @@ static char *load_prompt(const opts *o, size_t *len) {
     return strdup(o->prompt);
 }
 
+/* Load a model (with -z for a llama2.c checkpoint); NULL after printing why. */
 static cx_model *load_model(const opts *o, const char *path) {
     cx_model *m;
     cx_err err = {0};
@@ -288,13 +102,15 @@ static void print_kv_stats(const cx_session *s) {
             (long long)st.prefix_lookups, 100.0 * st.prefix_hit_rate, (long long)st.prefix_tokens);
 }
 
+/* cortex generate: prefill the prompt, then sample, print (text or --ids) and
+ * feed one token at a time until EOS, -n tokens or a full context. */
 static int cmd_generate(opts *o) {
     size_t len = 0;
     char *text = load_prompt(o, &len);
     if (!text) return 1;
     if (len == 0) {
         free(text);
-        return die("empty prompt: give some text with -p or -f%s%s", "", "");
+        return die("empty prompt: give some text with -p or -f");
     }
     cx_model *m = load_model(o, o->model);
     if (!m) { free(text); return 1; }
@@ -310,7 +126,18 @@ static int cmd_generate(opts *o) {
     sp.n_ctx = (int)o->ctx;
     sp.n_threads = (int)o->threads;
     sp.kv = o->kv;
-    if (cx_session_new_ex(m, &sp, &s, &err) || cx_sampler_new(mi->n_vocab, &o->sp, &smp, &err)) {
+    if (cx_session_new_ex(m, &sp, &s, &err)) {
+        fprintf(stderr, "cortex: %s\n", err.msg);
+        goto out;
+    }
+    if (o->sp.repeat_last_n < 0) o->sp.repeat_last_n = cx_session_n_ctx(s); /* -1: the context, as llama.cpp */
+    if (o->random_seed) { /* --seed -1: llama.cpp's random seed; printed so the run can be repeated */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        o->sp.seed = ((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)getpid() << 20) & 0xffffffffu;
+        fprintf(stderr, "seed: %llu\n", (unsigned long long)o->sp.seed);
+    }
+    if (cx_sampler_new(mi->n_vocab, &o->sp, &smp, &err)) {
         fprintf(stderr, "cortex: %s\n", err.msg);
         goto out;
     }
@@ -321,7 +148,10 @@ static int cmd_generate(opts *o) {
     }
     for (int i = 0; i < n_prompt; i++) cx_sampler_accept(smp, ids[i]);
     if (!o->no_echo) { /* like llama.cpp: the prompt, then what the model adds */
-        fwrite(text, 1, len, stdout);
+        if (o->ids)
+            for (int i = 0; i < n_prompt; i++) printf(i ? " %d" : "%d", ids[i]);
+        else
+            fwrite(text, 1, len, stdout);
         fflush(stdout);
     }
     const float *logits;
@@ -334,10 +164,14 @@ static int cmd_generate(opts *o) {
         int tok = cx_sampler_sample(smp, logits);
         if (n_gen == 0) t_first = now_s();
         if (tok == cx_token_eos(m)) break;
-        char tmp[2];
-        const char *piece;
-        size_t k = cx_token_piece(m, prev, tok, tmp, &piece);
-        fwrite(piece, 1, k, stdout);
+        if (o->ids) {
+            printf(n_gen || !o->no_echo ? " %d" : "%d", tok);
+        } else {
+            char tmp[2];
+            const char *piece;
+            size_t k = cx_token_piece(m, prev, tok, tmp, &piece);
+            fwrite(piece, 1, k, stdout);
+        }
         fflush(stdout);
         cx_sampler_accept(smp, tok);
         prev = tok;
@@ -365,6 +199,7 @@ out:
     return rc;
 }
 
+/* cortex tokenize: the text's ids, space-separated, on one line. */
 static int cmd_tokenize(opts *o) {
     size_t len = 0;
     char *text = load_prompt(o, &len);
@@ -383,20 +218,25 @@ static int cmd_tokenize(opts *o) {
     return rc;
 }
 
+/* A byte count in KiB, MiB or GiB. */
 static void human_bytes(uint64_t b, char *out, size_t cap) {
     if (b >= (1ull << 30)) snprintf(out, cap, "%.2f GiB", (double)b / (1ull << 30));
     else if (b >= (1ull << 20)) snprintf(out, cap, "%.2f MiB", (double)b / (1ull << 20));
     else snprintf(out, cap, "%.2f KiB", (double)b / 1024.0);
 }
 
-static int cmd_info(opts *o, const char *path) {
-    cx_model *m = load_model(o, path ? path : o->model);
+/* cortex info MODEL: the model's header, hyper-parameters and tensor table. */
+static int cmd_info(opts *o) {
+    const char *path = o->n_pos ? o->pos[0] : o->model;
+    if (!path) return die_usage("info: no model: give MODEL (see cortex info --help)");
+    if (o->n_pos && o->model) return die_usage("info: give the model once, as MODEL or as -m MODEL");
+    cx_model *m = load_model(o, path);
     if (!m) return 1;
     const cx_model_info *i = cx_model_get_info(m);
     char wb[32], fb[32];
     human_bytes(i->weight_bytes, wb, sizeof wb);
     human_bytes(i->file_bytes, fb, sizeof fb);
-    printf("file:           %s\n", path ? path : o->model);
+    printf("file:           %s\n", path);
     printf("format:         %s", i->format);
     if (i->format_version) printf(" v%u", i->format_version);
     printf("\nname:           %s\n", i->name);
@@ -436,6 +276,7 @@ static int cmd_info(opts *o, const char *path) {
     return 0;
 }
 
+/* cortex synth: --list the shapes, or write a synthetic model. */
 static int cmd_synth(opts *o) {
     if (o->list) {
         printf("%-16s %6s %6s %6s %6s %6s %7s %7s\n", "shape", "embd", "ff", "layers", "heads", "kv", "vocab", "ctx");
@@ -444,20 +285,17 @@ static int cmd_synth(opts *o) {
                    s->n_head_kv, s->n_vocab, s->n_ctx);
         return 0;
     }
-    if (!o->shape || !o->out) {
-        fprintf(stderr, "cortex: synth needs --shape NAME and -o FILE (see cortex synth --list)\n");
-        return 2;
-    }
+    if (!o->shape || !o->out) return die_usage("synth needs --shape NAME and -o FILE (see cortex synth --help)");
     const cx_shape *found = cx_shape_find(o->shape);
-    if (!found) return die("unknown shape '%s'%s (see cortex synth --list)", o->shape, "");
+    if (!found) return die_usage("synth: unknown shape '%s' (see cortex synth --list)", o->shape);
     cx_shape shape = *found; /* --ctx makes e.g. a long-context variant of a real shape */
     if (o->ctx) shape.n_ctx = (int)o->ctx;
     const cx_shape *sh = &shape;
-    int type = cx_type_from_name(o->type ? o->type : "f32");
-    if (type < 0) return die("unknown type '%s'%s (f32, f16, q8_0, q4_0)", o->type, "");
+    int type = cx_type_from_name(o->type ? o->type : "f32"); /* the default cortex synth --help shows */
+    if (type < 0) return die_usage("synth: unknown type '%s' (see cortex synth --help)", o->type);
     cx_err err = {0};
     double t0 = now_s();
-    if (cx_synth_write(sh, type, o->seed >= 0 ? (uint64_t)o->seed : 0, o->out, &err)) {
+    if (cx_synth_write(sh, type, (uint64_t)o->seed, o->out, &err)) {
         fprintf(stderr, "cortex: %s\n", err.msg);
         return 1;
     }
@@ -469,16 +307,11 @@ static int cmd_synth(opts *o) {
 
 /* cortex quantize IN OUT --type T [-z TOK]: convert, then report what was written. */
 static int cmd_quantize(opts *o) {
-    if (o->n_pos != 2) {
-        fprintf(stderr, "cortex: quantize needs IN and OUT: cortex quantize IN OUT --type TYPE (see --help)\n");
-        return 2;
-    }
-    if (!o->type) {
-        fprintf(stderr, "cortex: quantize needs --type f32|f16|q8_0|q4_0|q4_k_m\n");
-        return 2;
-    }
+    if (o->n_pos != 2)
+        return die_usage("quantize needs IN and OUT: cortex quantize IN OUT --type TYPE (see cortex quantize --help)");
+    if (!o->type) return die_usage("quantize needs --type TYPE (see cortex quantize --help)");
     int ftype = cx_type_from_name(o->type);
-    if (ftype < 0) return die("unknown --type '%s'%s (f32, f16, q8_0, q4_0, q4_k_m)", o->type, "");
+    if (ftype < 0) return die_usage("quantize: unknown type '%s' (see cortex quantize --help)", o->type);
     const char *in = o->pos[0], *out = o->pos[1];
     cx_quantize_stats st;
     cx_err err = {0};
@@ -745,27 +578,79 @@ out:
     return rc;
 }
 
+/* ---- the commands and main ------------------------------------------------ */
+
+static const cli_command COMMANDS[] = {
+    {"generate", CMD_GENERATE, 0, "-m MODEL [-z TOKENIZER] (-p PROMPT | -f FILE) [-n N] [sampling] [KV cache] [options]",
+     "Generate text after the prompt: the prompt is printed, then each token as it is sampled; prompt size,\n"
+     "time to first token and speeds go to stderr. Sampling is llama.cpp's chain with its defaults:\n"
+     "penalties -> top-k -> top-p -> min-p -> temperature; --temp 0 is greedy. The KV cache keeps blocks of\n"
+     "16 positions in hot, warm and cold tiers with byte budgets (docs/kv-cache.md).\n",
+     "cortex generate -m ../shared/models/aidreams260K.gguf -p \"Echoes of\" -n 100 --temp 0", cmd_generate},
+    {"info", CMD_INFO, 1, "MODEL [-z TOKENIZER]",
+     "Print a model's format, hyper-parameters, weight types and every tensor's type, shape, offset and size.\n",
+     "cortex info ../shared/models/stories260K.gguf", cmd_info},
+    {"synth", CMD_SYNTH, 0, "--shape NAME -o FILE.gguf [--type TYPE] [--seed S] [-c CTX] | --list",
+     "Write a GGUF v3 model with deterministic synthetic weights (normal, std 0.02) in a real model's shape\n"
+     "and a synthetic vocabulary, for benchmarks. Same shape, type and seed: the same bytes.\n",
+     "cortex synth --shape stories15m --type q8_0 -o models/stories15m-q8_0.gguf", cmd_synth},
+    {"tokenize", CMD_TOKENIZE, 0, "-m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos]",
+     "Print the token ids of the text (SentencePiece BPE with the model's vocabulary), space-separated.\n",
+     "cortex tokenize -m ../shared/models/stories260K.gguf -p \"Once upon a time\"", cmd_tokenize},
+    {"quantize", CMD_QUANTIZE, 2, "IN OUT --type TYPE [-z TOKENIZER]",
+     "Convert IN into a GGUF v3 file OUT whose weight matrices are stored as --type.\n"
+     "IN is an F32/F16 GGUF (metadata copied, general.file_type rewritten) or a llama2.c\n"
+     "checkpoint with its tokenizer.bin given by -z/--tokenizer (the vocabulary is embedded\n"
+     "as llama.cpp's converter does). 1-D tensors (norms) stay f32; a matrix whose rows a\n"
+     "block does not divide falls back to another type (e.g. 172 columns -> f16), and\n"
+     "q4_k_m mixes q4_k and q6_k as llama.cpp does. --type f32 converts a llama2.c\n"
+     "checkpoint without losing anything. Already-quantized inputs are refused.\n"
+     "Tensors stream from the mapped input into OUT.tmp, which is loaded back as a check\n"
+     "and renamed to OUT: a failure leaves neither file behind.\n",
+     "cortex quantize ../shared/models/stories260K.gguf stories260K-q8_0.gguf --type q8_0", cmd_quantize},
+    {"quality", CMD_QUALITY, 0, "--ref REF_MODEL --model MODEL [-z TOKENIZER] [--positions N] [--text FILE] [--json]",
+     "Compare MODEL's next-token distributions with REF_MODEL's on the same tokens\n"
+     "(teacher forcing). Tokens come from FILE (--text: BOS + context-sized chunks) or,\n"
+     "by default, from greedy generation with the reference from fixed prompts: EOS is\n"
+     "never fed (the next best token continues), a new sequence starts when the context\n"
+     "fills, and each new round over the prompts branches at its first generated token.\n"
+     "Reports top-1 agreement, mean and max KL(ref || model) in nats (log-softmax in\n"
+     "double), the largest logit difference, and the number of sequences. -z applies to\n"
+     "whichever model is a llama2.c checkpoint. Both models must share the vocabulary.\n",
+     "cortex quality --ref stories260K.gguf --model stories260K-q4_0.gguf --positions 1000", cmd_quality},
+};
+#define N_COMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
+
+/* The command named `name`, or NULL. */
+static const cli_command *find_command(const char *name) {
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(name, COMMANDS[i].name)) return &COMMANDS[i];
+    return NULL;
+}
+
+/* cortex COMMAND [options]; cortex --help; cortex help [COMMAND]. */
 int main(int argc, char **argv) {
-    if (argc < 2) return usage();
-    const char *cmd = argv[1];
-    opts o = {0};
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        usage();
+    if (argc < 2) {
+        cli_usage(COMMANDS, N_COMMANDS, stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
+        const cli_command *c = argc > 2 && !strcmp(name, "help") ? find_command(argv[2]) : NULL;
+        if (argc > 2 && !strcmp(name, "help") && !c)
+            return die_usage("help: unknown command '%s' (cortex --help lists them)", argv[2]);
+        if (c) cli_help(c);
+        else cli_usage(COMMANDS, N_COMMANDS, stdout);
         return 0;
     }
-    int rc = parse_opts(argc - 2, argv + 2, &o);
-    if (rc) return rc;
-    if (o.help) return command_help(cmd);
-    if (o.n_pos > (!strcmp(cmd, "info") ? 1 : !strcmp(cmd, "quantize") ? 2 : 0)) {
-        fprintf(stderr, "cortex: unexpected argument '%s'\n", o.pos[o.n_pos - 1]);
-        return usage();
+    const cli_command *c = find_command(name);
+    if (!c) return die_usage("unknown command '%s' (cortex --help lists them)", name);
+    opts o;
+    cli_defaults(&o);
+    int rc = cli_parse(c, argc - 2, argv + 2, &o);
+    if (rc == 1) {
+        cli_help(c);
+        return 0;
     }
-    if (!strcmp(cmd, "generate")) return cmd_generate(&o);
-    if (!strcmp(cmd, "info")) return cmd_info(&o, o.pos[0]);
-    if (!strcmp(cmd, "synth")) return cmd_synth(&o);
-    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(&o);
-    if (!strcmp(cmd, "quantize")) return cmd_quantize(&o);
-    if (!strcmp(cmd, "quality")) return cmd_quality(&o);
-    fprintf(stderr, "cortex: unknown command '%s'\n", cmd);
-    return usage();
+    return rc ? rc : c->run(&o);
 }

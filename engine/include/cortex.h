@@ -197,6 +197,12 @@ cx_kv_params cx_kv_defaults(void);
 /* Parse "f32|f16|q8|q4" (-1 if unknown); "lru|lfu" likewise. */
 int cx_kv_type_from_name(const char *name);
 int cx_kv_policy_from_name(const char *name);
+/* Name of a CX_KV_* type ("f32", "f16", "q8", "q4") or policy ("lru", "lfu"); NULL for another number. */
+const char *cx_kv_type_name(int type);
+const char *cx_kv_policy_name(int policy);
+/* The types tier CX_KV_HOT or CX_KV_WARM keeps blocks in, '|'-separated
+ * ("f32|f16|q8", "q8|q4"), written into buf (cap bytes); returns buf. */
+const char *cx_kv_tier_types(int tier, char *buf, size_t cap);
 
 /* A cache several sessions of the same model share (so they share prefixes).
  * Passes over it run one at a time (cx_eval and cx_batch_eval hold its lock).
@@ -290,23 +296,29 @@ double cx_kv_bytes_per_pos(const cx_model *m, int kv_type);
 
 /* ---- sampler ------------------------------------------------------------ */
 
+/* llama.cpp's sampler chain and its current defaults (common_params_sampling):
+ * penalties -> top-k -> top-p -> min-p -> temperature -> draw. */
 typedef struct cx_sampler_params {
-    float temperature;     /* <= 0: greedy (argmax) */
-    int top_k;             /* <= 0: off */
-    float top_p;           /* >= 1: off */
-    float min_p;           /* <= 0: off */
-    float repeat_penalty;  /* 1: off */
-    int repeat_last_n;     /* how many recent tokens the penalty looks at */
-    uint64_t seed;
+    float temperature;       /* <= 0: greedy (argmax, lowest id on ties); default 0.8 */
+    int top_k;               /* <= 0: off; default 40 */
+    float top_p;             /* >= 1: off; default 0.95 */
+    float min_p;             /* <= 0: off; default 0.05 */
+    float repeat_penalty;    /* 1: off (default); a token seen in the window has its logit divided
+                                by it (multiplied if the logit is <= 0), once however often seen */
+    int repeat_last_n;       /* the window: the last N accepted tokens; 0: every penalty off; default 64 */
+    uint64_t seed;           /* of the draw's splitmix64 stream; default 42 (fixed: runs repeat) */
+    float presence_penalty;  /* 0: off (default); subtracted from the logit of a token seen in the window */
+    float frequency_penalty; /* 0: off (default); subtracted once per occurrence in the window */
 } cx_sampler_params;
 
 typedef struct cx_sampler cx_sampler;
 
-/* Defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, penalty 1.1/64, seed 42. */
+/* The defaults above: llama.cpp's, except the seed (llama.cpp draws a random one). */
 cx_sampler_params cx_sampler_defaults(void);
 int cx_sampler_new(int n_vocab, const cx_sampler_params *p, cx_sampler **out, cx_err *err);
 void cx_sampler_free(cx_sampler *s);
-/* Remember an accepted token (prompt or generated) for the repetition penalty. */
+/* Remember an accepted token (prompt or generated) for the penalties' window;
+ * a token outside the vocabulary is not remembered. */
 void cx_sampler_accept(cx_sampler *s, int token);
 /* Choose the next token from logits (the array is not modified). */
 int cx_sampler_sample(cx_sampler *s, const float *logits);

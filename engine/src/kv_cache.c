@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,19 +28,57 @@ cx_kv_params cx_kv_defaults(void) {
     return p;
 }
 
+/* Names of the public KV block types, indexed by CX_KV_*, and of the policies. */
+static const char *const KV_TYPE_NAMES[] = {"f32", "f16", "q8", "q4"};
+static const char *const KV_POLICY_NAMES[] = {"lru", "lfu"};
+#define KV_N_TYPES ((int)(sizeof KV_TYPE_NAMES / sizeof KV_TYPE_NAMES[0]))
+#define KV_N_POLICIES ((int)(sizeof KV_POLICY_NAMES / sizeof KV_POLICY_NAMES[0]))
+
+/* See cortex.h. */
+const char *cx_kv_type_name(int type) { return type >= 0 && type < KV_N_TYPES ? KV_TYPE_NAMES[type] : NULL; }
+
+/* See cortex.h. */
+const char *cx_kv_policy_name(int policy) {
+    return policy >= 0 && policy < KV_N_POLICIES ? KV_POLICY_NAMES[policy] : NULL;
+}
+
 /* See cortex.h. */
 int cx_kv_type_from_name(const char *name) {
-    static const char *names[] = {"f32", "f16", "q8", "q4"}; /* CX_KV_F32.. */
-    for (int f = 0; f < 4; f++)
-        if (!strcasecmp(name, names[f])) return f;
+    for (int t = 0; t < KV_N_TYPES; t++)
+        if (!strcasecmp(name, KV_TYPE_NAMES[t])) return t;
     return -1;
 }
 
 /* See cortex.h. */
 int cx_kv_policy_from_name(const char *name) {
-    if (!strcasecmp(name, "lru")) return CX_KV_LRU;
-    if (!strcasecmp(name, "lfu")) return CX_KV_LFU;
+    for (int p = 0; p < KV_N_POLICIES; p++)
+        if (!strcasecmp(name, KV_POLICY_NAMES[p])) return p;
     return -1;
+}
+
+/* See cortex.h: from the codec's own test of which types a tier stores. */
+const char *cx_kv_tier_types(int tier, char *buf, size_t cap) {
+    assert(cap > 0);
+    size_t at = 0;
+    buf[0] = 0;
+    for (int t = 0; t < KV_N_TYPES; t++) {
+        if ((tier == CX_KV_HOT ? kv_fmt_hot(t) : tier == CX_KV_WARM ? kv_fmt_warm(t) : -1) < 0) continue;
+        int w = snprintf(buf + at, cap - at, "%s%s", at ? "|" : "", KV_TYPE_NAMES[t]);
+        if (w < 0 || (size_t)w >= cap - at) { /* does not fit: keep the whole names before it */
+            buf[at] = 0;
+            break;
+        }
+        at += (size_t)w;
+    }
+    return buf;
+}
+
+/* A KV type for messages: its name, or its number when it has none. */
+static const char *kv_type_label(int type, char *buf, size_t cap) {
+    const char *n = cx_kv_type_name(type);
+    if (n) return n;
+    snprintf(buf, cap, "%d", type);
+    return buf;
 }
 
 /* See cortex.h: a number with an optional K/M/G/T suffix (powers of 1024). */
@@ -67,11 +106,15 @@ static int model_kv_dim(const cx_model *m) { return m->info.n_head_kv * m->info.
 
 /* See kv_cache.h. */
 int kv_check_params(const cx_model *m, const cx_kv_params *p, cx_err *err) {
-    if (kv_fmt_hot(p->type) < 0) return cx_fail(err, CX_EINVAL, "KV type %d is not one of f32, f16, q8", p->type);
+    char num[16], list[64];
+    if (kv_fmt_hot(p->type) < 0)
+        return cx_fail(err, CX_EINVAL, "KV type %s is not one of %s", kv_type_label(p->type, num, sizeof num),
+                       cx_kv_tier_types(CX_KV_HOT, list, sizeof list));
     if (kv_fmt_warm(p->warm_type) < 0)
-        return cx_fail(err, CX_EINVAL, "warm KV type %d is not one of q8, q4", p->warm_type);
-    if (p->policy != CX_KV_LRU && p->policy != CX_KV_LFU)
-        return cx_fail(err, CX_EINVAL, "KV policy %d is not lru or lfu", p->policy);
+        return cx_fail(err, CX_EINVAL, "warm KV type %s is not one of %s", kv_type_label(p->warm_type, num, sizeof num),
+                       cx_kv_tier_types(CX_KV_WARM, list, sizeof list));
+    if (!cx_kv_policy_name(p->policy))
+        return cx_fail(err, CX_EINVAL, "KV policy %d is not one of lru|lfu (CX_KV_LRU, CX_KV_LFU)", p->policy);
     if (p->zlib_level < 1 || p->zlib_level > 9)
         return cx_fail(err, CX_EINVAL, "zlib level %d is not in 1..9", p->zlib_level);
     if (p->max_tokens < 0) return cx_fail(err, CX_EINVAL, "KV cache capacity %d tokens is negative", p->max_tokens);

@@ -1,12 +1,22 @@
 /*
  * sampler.c - turn logits into the next token.
  *
- * The chain, in llama.cpp's order: repetition penalty -> top-k -> top-p ->
- * min-p -> temperature -> draw. top-p and min-p see the untempered distribution
- * (as in llama.cpp), temperature only reshapes what survives. Temperature <= 0
- * is greedy. All buffers are allocated once; the RNG is seeded explicitly, so
- * the same seed and logits give the same token on every machine.
+ * llama.cpp's chain, semantics and defaults (common_params_sampling):
+ * penalties -> top-k -> top-p -> min-p -> temperature -> draw.
+ *   penalties  over the last repeat_last_n accepted tokens, each distinct token
+ *              once: logit / repeat_penalty (logit * repeat_penalty if <= 0),
+ *              then - count * frequency_penalty - presence_penalty;
+ *   top-k      the k largest logits;
+ *   top-p      the smallest prefix (by probability, descending) reaching top_p;
+ *   min-p      tokens with p >= min_p * p_max;
+ *   temperature reshapes what survives (top-p and min-p see the untempered
+ *              distribution, as in llama.cpp); <= 0 is greedy: the argmax of
+ *              the penalised logits, lowest id on ties.
+ * All buffers are allocated in cx_sampler_new; sampling and accepting
+ * allocate nothing. The RNG is seeded explicitly, so the same seed and logits
+ * give the same token on every machine.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,33 +29,56 @@ typedef struct cand { float logit; int id; } cand;
 struct cx_sampler {
     cx_sampler_params p;
     int n_vocab;
-    cand *c;
-    int *recent;       /* ring buffer of the last repeat_last_n tokens */
+    cand *c;           /* candidates, n_vocab */
+    int penalties;     /* 1 if any penalty is on (window > 0 and some penalty not neutral) */
+    int *recent;       /* ring of the last repeat_last_n accepted tokens; next write at head */
     int n_recent, head;
+    int *count;        /* count[t]: occurrences of t in the ring (llama.cpp's token_count) */
     uint32_t *stamp;   /* dedupes penalised tokens without clearing a table */
     uint32_t epoch;
     uint64_t rng;
 };
 
+/* See cortex.h: llama.cpp's common_params_sampling defaults, a fixed seed. */
 cx_sampler_params cx_sampler_defaults(void) {
-    cx_sampler_params p = {0.8f, 40, 0.95f, 0.05f, 1.1f, 64, 42};
+    cx_sampler_params p;
+    memset(&p, 0, sizeof p);
+    p.temperature = 0.80f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.repeat_penalty = 1.00f;
+    p.repeat_last_n = 64;
+    p.presence_penalty = 0.00f;
+    p.frequency_penalty = 0.00f;
+    p.seed = 42;
     return p;
 }
 
+/* See cortex.h. Refuses NaN/infinite parameters and a penalty <= 0. */
 int cx_sampler_new(int n_vocab, const cx_sampler_params *p, cx_sampler **out, cx_err *err) {
     *out = NULL;
     if (n_vocab < 1) return cx_fail(err, CX_EINVAL, "sampler needs a vocabulary (got %d tokens)", n_vocab);
-    if (!(p->temperature == p->temperature) || p->top_p < 0 || p->min_p < 0 || p->min_p > 1 ||
-        !(p->repeat_penalty > 0) || p->repeat_last_n < 0)
-        return cx_fail(err, CX_EINVAL, "sampler parameters out of range (top-p >= 0, min-p in [0,1], penalty > 0)");
+    if (!(p->temperature == p->temperature) || !(p->top_p >= 0) || !(p->min_p >= 0 && p->min_p <= 1) ||
+        !(p->repeat_penalty > 0 && isfinite(p->repeat_penalty)) || p->repeat_last_n < 0 ||
+        !isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty))
+        return cx_fail(err, CX_EINVAL, "sampler parameters out of range (top-p >= 0, min-p in [0,1], repeat penalty "
+                       "> 0, repeat-last-n >= 0, finite presence and frequency penalties)");
     cx_sampler *s = calloc(1, sizeof *s);
     if (!s) return cx_fail(err, CX_ENOMEM, "out of memory");
     s->p = *p;
     s->n_vocab = n_vocab;
+    s->penalties = p->repeat_last_n > 0 &&
+                   (p->repeat_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f);
     s->c = malloc(sizeof(cand) * (size_t)n_vocab);
-    s->stamp = calloc((size_t)n_vocab, sizeof(uint32_t));
-    s->recent = malloc(sizeof(int) * (size_t)(p->repeat_last_n ? p->repeat_last_n : 1));
-    if (!s->c || !s->stamp || !s->recent) {
+    int ok = s->c != NULL;
+    if (s->penalties) {
+        s->stamp = calloc((size_t)n_vocab, sizeof(uint32_t));
+        s->count = calloc((size_t)n_vocab, sizeof(int));
+        s->recent = malloc(sizeof(int) * (size_t)p->repeat_last_n);
+        ok = ok && s->stamp && s->count && s->recent;
+    }
+    if (!ok) {
         cx_sampler_free(s);
         return cx_fail(err, CX_ENOMEM, "out of memory for a sampler over %d tokens", n_vocab);
     }
@@ -54,19 +87,51 @@ int cx_sampler_new(int n_vocab, const cx_sampler_params *p, cx_sampler **out, cx
     return 0;
 }
 
+/* See cortex.h. */
 void cx_sampler_free(cx_sampler *s) {
     if (!s) return;
     free(s->c);
     free(s->stamp);
+    free(s->count);
     free(s->recent);
     free(s);
 }
 
+/* See cortex.h: push into the ring, dropping the oldest token (and its count)
+ * when the window is full, as llama.cpp's penalties sampler does. */
 void cx_sampler_accept(cx_sampler *s, int token) {
-    if (s->p.repeat_last_n <= 0) return;
+    if (!s->penalties || token < 0 || token >= s->n_vocab) return;
+    int n = s->p.repeat_last_n;
+    if (s->n_recent == n) {
+        int old = s->recent[s->head];
+        assert(s->count[old] > 0);
+        s->count[old]--;
+    } else {
+        s->n_recent++;
+    }
     s->recent[s->head] = token;
-    s->head = (s->head + 1) % s->p.repeat_last_n;
-    if (s->n_recent < s->p.repeat_last_n) s->n_recent++;
+    s->count[token]++;
+    s->head = (s->head + 1) % n;
+    assert(s->n_recent <= n && s->count[token] <= s->n_recent);
+}
+
+/* Apply the penalties to the candidates (still in id order), once per
+ * distinct token in the window. */
+static void apply_penalties(cx_sampler *s) {
+    if (!s->penalties || !s->n_recent) return;
+    if (++s->epoch == 0) { memset(s->stamp, 0, sizeof(uint32_t) * (size_t)s->n_vocab); s->epoch = 1; }
+    const cx_sampler_params *p = &s->p;
+    for (int i = 0; i < s->n_recent; i++) {
+        int t = s->recent[i];
+        assert(t >= 0 && t < s->n_vocab && s->c[t].id == t);
+        if (s->stamp[t] == s->epoch) continue;
+        s->stamp[t] = s->epoch;
+        int k = s->count[t];
+        assert(k > 0 && k <= s->n_recent);
+        float *l = &s->c[t].logit;
+        *l = *l <= 0 ? *l * p->repeat_penalty : *l / p->repeat_penalty;
+        *l -= (float)k * p->frequency_penalty + p->presence_penalty;
+    }
 }
 
 /* splitmix64: tiny, fast, well distributed, identical everywhere. */
@@ -87,8 +152,32 @@ static int cand_cmp(const void *a, const void *b) {
     return x->id - y->id;
 }
 
+/* Restore the heap below node i of c[0..n) (the root is the candidate that
+ * sorts last). */
+static void sift_down(cand *c, int n, int i) {
+    for (;;) {
+        int child = 2 * i + 1;
+        if (child >= n) return;
+        if (child + 1 < n && cand_cmp(&c[child + 1], &c[child]) > 0) child++;
+        if (cand_cmp(&c[child], &c[i]) <= 0) return;
+        cand t = c[i]; c[i] = c[child]; c[child] = t;
+        i = child;
+    }
+}
+
+/* Sort c[0..n) by cand_cmp in place: heapsort, because glibc's qsort may
+ * malloc a buffer and sampling allocates nothing. */
+static void sort_cands(cand *c, int n) {
+    for (int i = n / 2 - 1; i >= 0; i--) sift_down(c, n, i);
+    for (int end = n - 1; end > 0; end--) {
+        cand t = c[0]; c[0] = c[end]; c[end] = t;
+        sift_down(c, end, 0);
+    }
+}
+
 /* Move the k best candidates to the front (Hoare quickselect, deterministic pivots). */
 static void select_top_k(cand *c, int n, int k) {
+    assert(k >= 1 && k <= n);
     int lo = 0, hi = n - 1;
     while (lo < hi) {
         cand pivot = c[lo + (hi - lo) / 2];
@@ -107,23 +196,14 @@ static void select_top_k(cand *c, int n, int k) {
     }
 }
 
+/* See cortex.h: the chain in the file comment's order. */
 int cx_sampler_sample(cx_sampler *s, const float *logits) {
     int n = s->n_vocab;
     for (int i = 0; i < n; i++) {
         s->c[i].logit = logits[i];
         s->c[i].id = i;
     }
-    /* Repetition penalty, once per distinct recent token (as llama.cpp). */
-    if (s->p.repeat_penalty != 1.0f && s->n_recent) {
-        if (++s->epoch == 0) { memset(s->stamp, 0, sizeof(uint32_t) * (size_t)n); s->epoch = 1; }
-        for (int i = 0; i < s->n_recent; i++) {
-            int t = s->recent[i];
-            if (t < 0 || t >= n || s->stamp[t] == s->epoch) continue;
-            s->stamp[t] = s->epoch;
-            float *l = &s->c[t].logit;
-            *l = *l > 0 ? *l / s->p.repeat_penalty : *l * s->p.repeat_penalty;
-        }
-    }
+    apply_penalties(s);
     if (s->p.temperature <= 0.0f) { /* greedy */
         int best = 0;
         for (int i = 1; i < n; i++)
@@ -137,16 +217,19 @@ int cx_sampler_sample(cx_sampler *s, const float *logits) {
     }
     float max = s->c[0].logit;
     for (int i = 1; i < m; i++) max = fmaxf(max, s->c[i].logit);
-    double z = 0; /* untempered normaliser over the survivors of top-k */
+    double z = 0; /* normaliser of the survivors of top-k: what top-p sees */
     for (int i = 0; i < m; i++) z += exp((double)s->c[i].logit - max);
-    if (s->p.min_p > 0.0f) { /* keep p >= min_p * p_max, i.e. logit >= max + ln(min_p) */
+    /* min-p keeps logit >= max + ln(min_p), relative to the max, so applying
+     * it before top-p's prefix (with top-p's z from before) keeps the same
+     * set as llama.cpp's top-p then min-p, and leaves fewer to sort. */
+    if (s->p.min_p > 0.0f) {
         float cut = max + logf(s->p.min_p);
         int k = 0;
         for (int i = 0; i < m; i++)
             if (s->c[i].logit >= cut) s->c[k++] = s->c[i];
         m = k; /* never empty: the max itself passes */
     }
-    qsort(s->c, (size_t)m, sizeof(cand), cand_cmp);
+    sort_cands(s->c, m);
     if (s->p.top_p < 1.0f) { /* smallest prefix whose probability reaches top_p */
         double cum = 0;
         for (int i = 0; i < m; i++) {
@@ -154,6 +237,7 @@ int cx_sampler_sample(cx_sampler *s, const float *logits) {
             if (cum >= s->p.top_p) { m = i + 1; break; }
         }
     }
+    assert(m >= 1 && m <= n);
     double total = 0;
     for (int i = 0; i < m; i++) total += exp(((double)s->c[i].logit - max) / s->p.temperature);
     double r = next_unit(s) * total, acc = 0;

@@ -177,7 +177,7 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
     int rc = model_check_hparams(&h, sh->name, err);
     if (rc) return rc;
     if (!quant_supported(type) && type != CX_FTYPE_Q4_K_M)
-        return cx_fail(err, CX_EINVAL, "unsupported weight type %d for synth", type);
+        return cx_fail(err, CX_EINVAL, "unsupported weight type %s (%d) for synth", cx_type_name(type), type);
     int64_t E = sh->n_embd, F = sh->n_ff, KV = (int64_t)sh->n_head_kv * (sh->n_embd / sh->n_head);
     if (type == CX_TYPE_Q8_0 || type == CX_TYPE_Q4_0) {
         if (E % QK || F % QK)

@@ -33,6 +33,32 @@ gen() { "$CORTEX" generate -m "$tmp/tiny.gguf" -p "a b c" -n 40 --temp 1.5 --top
 check "same seed, same text" test "$(gen 11)" == "$(gen 11)"
 check "different seed, different text" test "$(gen 11)" != "$(gen 12)"
 
+# --ids: the prompt's ids (as cortex tokenize prints them), then the generated ones; --no-echo: only those.
+"$CORTEX" generate -m "$tmp/tiny.gguf" -p "hello world" -n 24 --temp 0 --ids >"$tmp/ids.out" 2>/dev/null
+check "--ids exits 0" test $? -eq 0
+prompt_ids=$("$CORTEX" tokenize -m "$tmp/tiny.gguf" -p "hello world")
+check "--ids: one line starting with the prompt's ids" sh -c "test \$(wc -l <'$tmp/ids.out') -eq 1 && grep -q '^$prompt_ids ' '$tmp/ids.out'"
+check "--ids: prompt + 24 ids" test "$(wc -w <"$tmp/ids.out")" -eq $(($(echo "$prompt_ids" | wc -w) + 24))
+gen_ids=$("$CORTEX" generate -m "$tmp/tiny.gguf" -p "hello world" -n 24 --temp 0 --ids --no-echo 2>/dev/null)
+check "--ids --no-echo: only the 24 generated ids" test "$prompt_ids $gen_ids" = "$(cat "$tmp/ids.out")"
+
+# --seed -1 draws a seed and prints it; that seed repeats the run.
+"$CORTEX" generate -m "$tmp/tiny.gguf" -p "a b c" -n 30 --temp 1.5 --seed -1 --no-echo >"$tmp/r1.out" 2>"$tmp/r1.err"
+seed=$(sed -n 's/^seed: //p' "$tmp/r1.err")
+check "--seed -1 prints the seed it drew ($seed)" test -n "$seed"
+check "--seed \$drawn repeats the --seed -1 run" \
+    test "$("$CORTEX" generate -m "$tmp/tiny.gguf" -p "a b c" -n 30 --temp 1.5 --seed "$seed" --no-echo 2>/dev/null)" \
+    == "$(cat "$tmp/r1.out")"
+# --repeat-last-n -1: the window is the whole context (the penalty then changes the greedy text).
+pen() { "$CORTEX" generate -m "$tmp/tiny.gguf" -p "hello world" -n 40 --temp 0 --no-echo --ids "$@" 2>/dev/null; }
+pen --repeat-penalty 1.5 --repeat-last-n -1 >"$tmp/p1.out"
+check "--repeat-last-n -1 is accepted" test $? -eq 0 -a -s "$tmp/p1.out"
+pen >"$tmp/p0.out"
+pen --repeat-penalty 5 --frequency-penalty 3 --repeat-last-n 0 >"$tmp/p2.out"
+check "--repeat-last-n 0 turns the penalties off" cmp -s "$tmp/p0.out" "$tmp/p2.out"
+pen --repeat-penalty 5 --frequency-penalty 3 >"$tmp/p3.out"
+check "... which are on with a window" test "$(cat "$tmp/p0.out")" != "$(cat "$tmp/p3.out")"
+
 # The real model: aidreams260K greedy text is coherent English, and the .gguf
 # conversion says exactly what the .bin + tokenizer pair says.
 if [ -f "$MODELS/aidreams260K.bin" ]; then

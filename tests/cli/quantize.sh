@@ -55,7 +55,7 @@ bad() { # name, expected stderr pattern, OUT, args...
 bad "missing input" "no-such.gguf: cannot open" "$tmp/o1.gguf" "$tmp/no-such.gguf" "$tmp/o1.gguf" --type q8_0
 bad "already quantized" "already quantized" "$tmp/o2.gguf" "$tmp/tiny-q8_0.gguf" "$tmp/o2.gguf" --type q4_0
 bad "same type already quantized" "already quantized" "$tmp/o3.gguf" "$tmp/tiny-q4_0.gguf" "$tmp/o3.gguf" --type q4_0
-bad "bad --type" "unknown --type 'q3_x'" "$tmp/o4.gguf" "$tmp/tiny.gguf" "$tmp/o4.gguf" --type q3_x
+bad "bad --type" "--type: 'q3_x' is not one of f32|f16|" "$tmp/o4.gguf" "$tmp/tiny.gguf" "$tmp/o4.gguf" --type q3_x
 bad "missing --type" "needs --type" "$tmp/o5.gguf" "$tmp/tiny.gguf" "$tmp/o5.gguf"
 bad "unwritable output" "cannot create" "$tmp/tiny.gguf/o6.gguf" "$tmp/tiny.gguf" "$tmp/tiny.gguf/o6.gguf" --type q8_0
 bad "output is the input" "would overwrite the input" "$tmp/nothing" "$tmp/tiny.gguf" "$tmp/tiny.gguf" --type q8_0

@@ -7,11 +7,19 @@ model: llama2.c `.bin` checkpoints and GGUF v3 files with F32 (or F16) tensors.
 
 CLI:
   llama_ref.py --model PATH --steps N [--tokens-in FILE] --out FILE
+  llama_ref.py --model PATH --prompt-ids "1 400 79" --steps N
+               [--repeat-penalty R] [--frequency-penalty F] [--presence-penalty P] [--repeat-last-n N]
 
 Greedy mode (no --tokens-in): t_0 = 1 (BOS) at position 0; step i feeds t_i at
 position i and records logits_i; t_{i+1} = argmax(logits_i) (ties -> lowest id).
 Teacher forcing (--tokens-in FILE, a dump file as below): feeds the file's input
 tokens instead. N is capped at the model's context length (and the file's length).
+
+Continuation (--prompt-ids): feeds the given ids (BOS included, if wanted) at
+positions 0.. then appends up to N greedy tokens, stopping before EOS (id 2) or
+after the token the context's last position predicts, and prints prompt and continuation ids on one line,
+space-separated (what `cortex generate --temp 0 --ids` prints). The penalty
+options apply llama.cpp's penalties (see penalize) before each argmax.
 
 Dump format (little endian):
   int32 magic 0x43584C47 ('GLXC'), int32 n_steps, int32 n_vocab,
@@ -27,6 +35,7 @@ import numpy as np
 
 DUMP_MAGIC = 0x43584C47  # 'GLXC' as a little-endian int32
 BOS_ID = 1
+EOS_ID = 2
 
 
 # ----------------------------------------------------------------------------
@@ -381,6 +390,47 @@ def run(model, n_steps, tokens_in=None):
     return inputs, nexts, logits
 
 
+def penalize(logits, window, repeat=1.0, freq=0.0, presence=0.0):
+    """llama.cpp's penalties sampler, written from its definition: for each
+    distinct token t in `window` (the last N tokens) with count c, the logit is
+    divided by `repeat` (multiplied if <= 0), then c * freq + presence is
+    subtracted. Returns a new array."""
+    out = np.array(logits, dtype=np.float64)
+    counts = {}
+    for t in window:
+        counts[t] = counts.get(t, 0) + 1
+    for t, c in counts.items():
+        out[t] = out[t] * repeat if out[t] <= 0 else out[t] / repeat
+        out[t] -= c * freq + presence
+    return out
+
+
+def continue_greedy(model, prompt, n_new, repeat=1.0, freq=0.0, presence=0.0, last_n=64):
+    """prompt ids + up to n_new greedy ids (argmax of the penalised logits,
+    lowest id on ties; the penalties look at the last `last_n` tokens, prompt
+    included), stopping before EOS or after the token the last position of the
+    context predicts (as llama2.c's run and cortex generate do)."""
+    if not prompt:
+        raise ValueError("the prompt has no tokens")
+    if len(prompt) > model.config.seq_len:
+        raise ValueError("the prompt (%d tokens) exceeds the context (%d)" % (len(prompt), model.config.seq_len))
+    tr = Transformer(model)
+    out = list(prompt)
+    logits = None
+    for pos, tok in enumerate(prompt):
+        logits = tr.forward(int(tok), pos)
+    for _ in range(n_new):
+        window = out[-last_n:] if last_n > 0 else []
+        nxt = int(np.argmax(penalize(logits, window, repeat, freq, presence)))
+        if nxt == EOS_ID:
+            break
+        out.append(nxt)
+        if len(out) > model.config.seq_len:  # predicted at the last position: printed, never fed
+            break
+        logits = tr.forward(nxt, len(out) - 1)
+    return out
+
+
 # ----------------------------------------------------------------------------
 # Dump files
 # ----------------------------------------------------------------------------
@@ -423,11 +473,32 @@ def main(argv=None):
     ap.add_argument("--model", required=True, help=".bin (llama2.c) or .gguf model file")
     ap.add_argument("--steps", type=int, default=None, help="number of steps (default/cap: context length)")
     ap.add_argument("--tokens-in", default=None, help="dump file whose input tokens are fed (teacher forcing)")
-    ap.add_argument("--out", required=True, help="output dump file")
+    ap.add_argument("--prompt-ids", default=None,
+                    help="continue these ids (space-separated) greedily for --steps tokens; print all ids")
+    ap.add_argument("--repeat-penalty", type=float, default=1.0, help="with --prompt-ids (default 1: off)")
+    ap.add_argument("--frequency-penalty", type=float, default=0.0, help="with --prompt-ids (default 0: off)")
+    ap.add_argument("--presence-penalty", type=float, default=0.0, help="with --prompt-ids (default 0: off)")
+    ap.add_argument("--repeat-last-n", type=int, default=64, help="the penalties' window (default 64; 0: off)")
+    ap.add_argument("--out", default=None, help="output dump file (not with --prompt-ids)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print config and timing to stderr")
     a = ap.parse_args(argv)
+    if (a.prompt_ids is None) == (a.out is None):
+        ap.error("give --out (a dump) or --prompt-ids (a continuation), one of them")
     t0 = time.time()
     model = load_model(a.model)
+    if a.prompt_ids is not None:
+        try:
+            prompt = [int(x) for x in a.prompt_ids.split()]
+        except ValueError:
+            ap.error("--prompt-ids: %r is not a list of integers" % a.prompt_ids)
+        if not prompt or any(not 0 <= t < model.config.vocab_size for t in prompt):
+            ap.error("--prompt-ids: need ids in [0, %d)" % model.config.vocab_size)
+        if a.steps is None or a.steps < 0:
+            ap.error("--prompt-ids needs --steps N >= 0")
+        ids = continue_greedy(model, prompt, a.steps, a.repeat_penalty, a.frequency_penalty, a.presence_penalty,
+                              a.repeat_last_n)
+        print(" ".join(map(str, ids)))
+        return 0
     steps = model.config.seq_len if a.steps is None else a.steps
     if steps < 1:
         ap.error("--steps must be >= 1")

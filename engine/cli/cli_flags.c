@@ -1,0 +1,342 @@
+/*
+ * cli_flags.c - see cli_flags.h: the flag table, the parser and the help
+ * printer it drives. Accepted values of the enumerated flags come from the
+ * engine's own tables (weight type names, KV tier types and policies, model
+ * shapes), defaults from cli_defaults().
+ */
+#include "cli_flags.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* How a flag's value is read. */
+enum {
+    K_SWITCH,  /* no value: int field set to 1 */
+    K_STR,     /* const char * */
+    K_LONG,    /* long in [lo, hi] */
+    K_INT,     /* int in [lo, hi] */
+    K_FLOAT,   /* float in [lo, hi] */
+    K_SEED,    /* uint64_t from [-1, hi]; -1: draw one at start (opts.random_seed) */
+    K_BUDGET,  /* int64_t bytes with a K/M/G suffix, or "unlimited" */
+    K_KV_TYPE, /* int CX_KV_* among the types tier (int)lo stores */
+    K_POLICY,  /* int CX_KV_LRU/LFU */
+    K_WTYPE,   /* const char * naming a weight/file type */
+    K_SHAPE,   /* const char * naming a synth shape */
+    K_HELP     /* -h/--help */
+};
+
+typedef struct flag {
+    const char *name, *alias; /* "--model", "-m" (or NULL) */
+    const char *meta;         /* the value's placeholder; NULL for a switch */
+    unsigned cmds;            /* CMD_* bits of the commands taking it */
+    int kind;
+    size_t off;               /* offsetof(opts, field) */
+    double lo, hi;            /* numbers: the range; K_KV_TYPE: lo is the tier */
+    const char *dflt;         /* the default in words, instead of the field's value; or NULL */
+    const char *help;
+} flag;
+
+#define O(f) offsetof(opts, f)
+#define GEN CMD_GENERATE
+static const flag FLAGS[] = {
+    {"--model", "-m", "MODEL", GEN | CMD_TOKENIZE | CMD_INFO, K_STR, O(model), 0, 0, NULL,
+     "model file: GGUF (v2, v3) or a llama2.c checkpoint (then -z)"},
+    {"--model", "-m", "MODEL", CMD_QUALITY, K_STR, O(model), 0, 0, NULL, "the model compared with the reference"},
+    {"--ref", NULL, "REF_MODEL", CMD_QUALITY, K_STR, O(ref), 0, 0, NULL, "the reference model"},
+    {"--tokenizer", "-z", "TOKENIZER", GEN | CMD_INFO | CMD_TOKENIZE | CMD_QUANTIZE | CMD_QUALITY, K_STR, O(tokenizer),
+     0, 0, NULL, "llama2.c tokenizer.bin, for a llama2.c checkpoint"},
+    {"--prompt", "-p", "PROMPT", GEN, K_STR, O(prompt), 0, 0, NULL, "the prompt text"},
+    {"--prompt", "-p", "TEXT", CMD_TOKENIZE, K_STR, O(prompt), 0, 0, NULL, "the text to tokenize"},
+    {"--prompt-file", "-f", "FILE", GEN | CMD_TOKENIZE, K_STR, O(prompt_file), 0, 0, NULL,
+     "read the text from FILE instead (its bytes as they are)"},
+    {"--n-predict", "-n", "N", GEN, K_LONG, O(n_predict), 0, 1 << 24, NULL,
+     "tokens to generate at most (fewer at end-of-text or a full context)"},
+    {"--temp", NULL, "T", GEN, K_FLOAT, O(sp.temperature), 0, 100, NULL,
+     "temperature; 0: greedy (the argmax after the penalties, lowest id on ties)"},
+    {"--top-k", NULL, "K", GEN, K_INT, O(sp.top_k), 0, 1 << 24, NULL, "keep the K most likely tokens; 0: off"},
+    {"--top-p", NULL, "P", GEN, K_FLOAT, O(sp.top_p), 0, 1, NULL,
+     "keep the fewest most likely tokens whose probability reaches P; 1: off"},
+    {"--min-p", NULL, "P", GEN, K_FLOAT, O(sp.min_p), 0, 1, NULL,
+     "keep tokens at least P times as likely as the most likely one; 0: off"},
+    {"--repeat-penalty", NULL, "R", GEN, K_FLOAT, O(sp.repeat_penalty), 0.01, 100, NULL,
+     "divide the logit of each token in the window by R (multiply if <= 0), once per token; 1: off"},
+    {"--repeat-last-n", NULL, "N", GEN, K_INT, O(sp.repeat_last_n), -1, 1 << 20, NULL,
+     "the penalties' window: the last N tokens, prompt included; 0: penalties off; -1: the context size"},
+    {"--presence-penalty", NULL, "P", GEN, K_FLOAT, O(sp.presence_penalty), -100, 100, NULL,
+     "subtract P from the logit of each token in the window; 0: off"},
+    {"--frequency-penalty", NULL, "F", GEN, K_FLOAT, O(sp.frequency_penalty), -100, 100, NULL,
+     "subtract F times its count in the window from each token's logit; 0: off"},
+    {"--seed", NULL, "S", GEN, K_SEED, O(sp.seed), -1, 4294967295.0, NULL,
+     "sampling seed, fixed so runs repeat; -1: a random one (llama.cpp's choice), printed to stderr"},
+    {"--threads", "-t", "N", GEN | CMD_QUALITY, K_LONG, O(threads), 1, 256, NULL, "threads"},
+    {"--ctx", "-c", "CTX", GEN, K_LONG, O(ctx), 0, 1 << 24, "0: the model's, at most 4096", "context size in tokens"},
+    {"--no-echo", NULL, NULL, GEN, K_SWITCH, O(no_echo), 0, 0, NULL, "do not print the prompt first"},
+    {"--ids", NULL, NULL, GEN, K_SWITCH, O(ids), 0, 0, NULL,
+     "print token ids instead of text, on one line: the prompt's (BOS first; not with --no-echo), then the "
+     "generated ones (end-of-text excluded)"},
+    {"--kv-type", NULL, "TYPE", GEN, K_KV_TYPE, O(kv.type), CX_KV_HOT, 0, NULL, "hot KV blocks' format"},
+    {"--kv-warm-type", NULL, "TYPE", GEN, K_KV_TYPE, O(kv.warm_type), CX_KV_WARM, 0, NULL, "warm KV blocks' format"},
+    {"--kv-hot", NULL, "BYTES", GEN, K_BUDGET, O(kv.budget[CX_KV_HOT]), 0, 0, NULL,
+     "hot tier budget: bytes with K/M/G, e.g. 64K, 2M, or unlimited"},
+    {"--kv-warm", NULL, "BYTES", GEN, K_BUDGET, O(kv.budget[CX_KV_WARM]), 0, 0, NULL,
+     "warm tier budget; 0: no warm tier, hot blocks go to cold losslessly"},
+    {"--kv-cold", NULL, "BYTES", GEN, K_BUDGET, O(kv.budget[CX_KV_COLD]), 0, 0, NULL,
+     "cold tier (zlib pages) budget in memory"},
+    {"--kv-spill", NULL, "FILE", GEN, K_STR, O(kv.spill_path), 0, 0, "none",
+     "cold pages past the cold budget go to FILE"},
+    {"--kv-policy", NULL, "POLICY", GEN, K_POLICY, O(kv.policy), 0, 0, NULL, "which block leaves a tier first"},
+    {"--prefix-cache", NULL, NULL, GEN, K_SWITCH, O(kv.prefix_cache), 0, 0, NULL,
+     "reuse the cached blocks of an identical prompt prefix"},
+    {"--kv-stats", NULL, NULL, GEN, K_SWITCH, O(kv_stats), 0, 0, NULL, "print the KV cache's counters to stderr at the end"},
+    {"--no-bos", NULL, NULL, CMD_TOKENIZE, K_SWITCH, O(no_bos), 0, 0, NULL, "do not put the BOS token first"},
+    {"--shape", NULL, "NAME", CMD_SYNTH, K_SHAPE, O(shape), 0, 0, NULL, "a real model's shape (sizes: --list)"},
+    {"--type", NULL, "TYPE", CMD_SYNTH, K_WTYPE, O(type), 0, 0, "f32", "the matrices' weight type"},
+    {"--type", NULL, "TYPE", CMD_QUANTIZE, K_WTYPE, O(type), 0, 0, "none, required", "OUT's file type"},
+    {"--output", "-o", "FILE", CMD_SYNTH, K_STR, O(out), 0, 0, NULL, "the GGUF file to write"},
+    {"--seed", NULL, "S", CMD_SYNTH, K_LONG, O(seed), 0, 0x7fffffff, NULL, "the weights' seed"},
+    {"--ctx", "-c", "CTX", CMD_SYNTH, K_LONG, O(ctx), 1, 1 << 24, "the shape's", "the context length written to the file"},
+    {"--list", NULL, NULL, CMD_SYNTH, K_SWITCH, O(list), 0, 0, NULL, "list the shapes and their sizes, then exit"},
+    {"--positions", NULL, "N", CMD_QUALITY, K_LONG, O(positions), 1, 100000000, NULL, "positions to score"},
+    {"--text", NULL, "FILE", CMD_QUALITY, K_STR, O(text), 0, 0, "greedy text from fixed prompts",
+     "score the tokens of FILE (BOS + context-sized chunks)"},
+    {"--json", NULL, NULL, CMD_QUALITY, K_SWITCH, O(json), 0, 0, NULL, "print one JSON line instead of the table"},
+    {"--help", "-h", NULL, CMD_ALL, K_HELP, 0, 0, 0, NULL, "print this help and exit"},
+};
+#undef GEN
+#undef O
+#define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
+
+/* See cli_flags.h. */
+void cli_defaults(opts *o) {
+    memset(o, 0, sizeof *o);
+    o->n_predict = 128;
+    o->positions = 1000;
+    o->threads = 1;
+    o->sp = cx_sampler_defaults();
+    o->kv = cx_kv_defaults();
+}
+
+/* Print "cortex: " + the message + newline to stderr. */
+static void report(const char *fmt, va_list ap) {
+    fputs("cortex: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+/* See cli_flags.h. */
+int die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    report(fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
+/* See cli_flags.h. */
+int die_usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    report(fmt, ap);
+    va_end(ap);
+    return 2;
+}
+
+/* Append "|name" (no bar first) to the list in buf; a name that does not fit is left out. */
+static void list_add(char *buf, size_t cap, const char *name) {
+    size_t at = strlen(buf);
+    int w = snprintf(buf + at, cap - at, "%s%s", at ? "|" : "", name);
+    if (w < 0 || (size_t)w >= cap - at) buf[at] = 0;
+}
+
+/* The values an enumerated flag accepts, '|'-separated, from the engine's
+ * tables; NULL for a flag that is not enumerated. */
+static const char *flag_values(const flag *f, char *buf, size_t cap) {
+    buf[0] = 0;
+    switch (f->kind) {
+    case K_KV_TYPE: return cx_kv_tier_types((int)f->lo, buf, cap);
+    case K_POLICY:
+        for (int p = 0; cx_kv_policy_name(p); p++) list_add(buf, cap, cx_kv_policy_name(p));
+        return buf;
+    case K_WTYPE: /* every tensor type id with a name, then the file types (one today) */
+        for (int t = 0; t < CX_QUANT_NTYPES; t++)
+            if (strcmp(cx_type_name(t), "?")) list_add(buf, cap, cx_type_name(t));
+        list_add(buf, cap, cx_type_name(CX_FTYPE_Q4_K_M));
+        return buf;
+    case K_SHAPE:
+        for (const cx_shape *s = cx_shapes(); s->name; s++) list_add(buf, cap, s->name);
+        return buf;
+    default: return NULL;
+    }
+}
+
+/* 1 if `v` is one of the '|'-separated names in list (case-insensitive). */
+static int in_list(const char *list, const char *v) {
+    size_t n = strlen(v);
+    for (const char *p = list; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t k = bar ? (size_t)(bar - p) : strlen(p);
+        if (k == n && !strncasecmp(p, v, n)) return 1;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return 0;
+}
+
+/* The default of f in o, in words, into buf; NULL when it has none to show. */
+static const char *flag_default(const flag *f, const opts *o, char *buf, size_t cap) {
+    if (f->dflt) return f->dflt;
+    const char *at = (const char *)o + f->off;
+    switch (f->kind) {
+    case K_STR: case K_WTYPE: case K_SHAPE: {
+        const char *s;
+        memcpy(&s, at, sizeof s);
+        return s;
+    }
+    case K_LONG: snprintf(buf, cap, "%ld", *(const long *)(const void *)at); return buf;
+    case K_INT: snprintf(buf, cap, "%d", *(const int *)(const void *)at); return buf;
+    case K_FLOAT: snprintf(buf, cap, "%g", (double)*(const float *)(const void *)at); return buf;
+    case K_SEED: snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)(const void *)at); return buf;
+    case K_BUDGET: {
+        int64_t b = *(const int64_t *)(const void *)at;
+        if (b == CX_KV_UNLIMITED) return "unlimited";
+        snprintf(buf, cap, "%lld", (long long)b);
+        return buf;
+    }
+    case K_KV_TYPE: return cx_kv_type_name(*(const int *)(const void *)at);
+    case K_POLICY: return cx_kv_policy_name(*(const int *)(const void *)at);
+    default: return NULL;
+    }
+}
+
+/* Parse a whole-string integer in [lo, hi]; -1 after printing why not. */
+static int parse_long(const char *what, const char *s, double lo, double hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        die_usage("%s: '%s' is not an integer in [%.0f, %.0f]", what, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Parse a whole-string number in [lo, hi]; -1 after printing why not. */
+static int parse_float(const char *what, const char *s, double lo, double hi, float *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        die_usage("%s: '%s' is not a number in [%g, %g]", what, s, lo, hi);
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+/* Store the value v of flag f (as written: `name`) into o; 0, or 2 after one error line. */
+static int flag_set(const flag *f, const char *name, const char *v, opts *o) {
+    void *at = (char *)o + f->off;
+    long n;
+    char list[512];
+    const char *vals = flag_values(f, list, sizeof list);
+    if (vals && !in_list(vals, v)) return die_usage("%s: '%s' is not one of %s", name, v, vals);
+    switch (f->kind) {
+    case K_STR: case K_WTYPE: case K_SHAPE: memcpy(at, &v, sizeof v); return 0;
+    case K_LONG:
+        if (parse_long(name, v, f->lo, f->hi, &n)) return 2;
+        *(long *)at = n;
+        return 0;
+    case K_INT:
+        if (parse_long(name, v, f->lo, f->hi, &n)) return 2;
+        *(int *)at = (int)n;
+        return 0;
+    case K_FLOAT: return parse_float(name, v, f->lo, f->hi, (float *)at) ? 2 : 0;
+    case K_SEED:
+        if (parse_long(name, v, f->lo, f->hi, &n)) return 2;
+        o->random_seed = n < 0;
+        if (n >= 0) *(uint64_t *)at = (uint64_t)n;
+        return 0;
+    case K_BUDGET: {
+        int64_t b = !strcmp(v, "unlimited") ? CX_KV_UNLIMITED : cx_parse_bytes(v);
+        if (b == -1 && strcmp(v, "unlimited"))
+            return die_usage("%s: '%s' is not a byte count (e.g. 65536, 64K, 1.5M) or 'unlimited'", name, v);
+        *(int64_t *)at = b;
+        return 0;
+    }
+    case K_KV_TYPE: *(int *)at = cx_kv_type_from_name(v); return 0;
+    case K_POLICY: *(int *)at = cx_kv_policy_from_name(v); return 0;
+    default: /* switches and --help take no value: cli_parse never gets here with one */
+        assert(0);
+        return die_usage("%s: takes no value", name);
+    }
+}
+
+/* The entry of flag `a` for command c, or NULL. */
+static const flag *flag_find(const cli_command *c, const char *a) {
+    for (int i = 0; i < N_FLAGS; i++) {
+        const flag *f = &FLAGS[i];
+        if ((f->cmds & c->bit) && (!strcmp(a, f->name) || (f->alias && !strcmp(a, f->alias)))) return f;
+    }
+    return NULL;
+}
+
+/* See cli_flags.h. */
+int cli_parse(const cli_command *c, int argc, char **argv, opts *o) {
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1]) { /* positional ("-" included) */
+            if (o->n_pos >= c->max_pos)
+                return die_usage("%s: unexpected argument '%s' (see cortex %s --help)", c->name, a, c->name);
+            o->pos[o->n_pos++] = a;
+            continue;
+        }
+        const flag *f = flag_find(c, a);
+        if (!f) return die_usage("%s: unknown option '%s' (see cortex %s --help)", c->name, a, c->name);
+        if (f->kind == K_HELP) return 1;
+        if (f->kind == K_SWITCH) {
+            *(int *)(void *)((char *)o + f->off) = 1;
+            continue;
+        }
+        if (i + 1 >= argc) return die_usage("%s: %s needs a value (%s)", c->name, a, f->meta);
+        int rc = flag_set(f, a, argv[++i], o);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* See cli_flags.h. */
+void cli_help(const cli_command *c) {
+    opts d;
+    cli_defaults(&d);
+    printf("usage: cortex %s %s\n\n%s\noptions:\n", c->name, c->synopsis, c->about);
+    for (int i = 0; i < N_FLAGS; i++) {
+        const flag *f = &FLAGS[i];
+        if (!(f->cmds & c->bit)) continue;
+        char left[64], vbuf[512], dbuf[64];
+        snprintf(left, sizeof left, "  %s%s%s%s%s", f->alias ? f->alias : "", f->alias ? ", " : "    ", f->name,
+                 f->meta ? " " : "", f->meta ? f->meta : "");
+        const char *vals = flag_values(f, vbuf, sizeof vbuf), *dflt = flag_default(f, &d, dbuf, sizeof dbuf);
+        if (strlen(left) > 30) printf("%s\n%31s", left, "");
+        else printf("%-30s ", left);
+        printf("%s", f->help);
+        if (vals || dflt)
+            printf(" (%s%s%s%s%s)", vals ? "one of " : "", vals ? vals : "", vals && dflt ? "; " : "",
+                   dflt ? "default " : "", dflt ? dflt : "");
+        putchar('\n');
+    }
+    printf("\nexample:\n  %s\n", c->example);
+}
+
+/* See cli_flags.h. */
+void cli_usage(const cli_command *cmds, int n, FILE *f) {
+    fprintf(f, "usage: cortex COMMAND [options]\n\ncommands:\n");
+    for (int i = 0; i < n; i++) fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].synopsis);
+    fprintf(f, "\ncortex COMMAND --help: what COMMAND does, every option with its accepted values and default, "
+               "an example\n");
+}
