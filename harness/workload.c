@@ -342,10 +342,12 @@ int wl_attach_meta(wl_workload *w, const char *buf, size_t n, const char *name, 
     const json_field *h = json_get(&o, "trace_sha256");
     if (h && h->type != JSON_STRING)
         rc = fail_at(err, errlen, CX_EFORMAT, name, 0, "\"trace_sha256\" must be a string, not %s", json_type_name(h->type));
-    else if (h && strcmp(h->str, w->sha256) != 0)
+    else if (h && strcmp(h->str, w->sha256) != 0) {
+        char b[48];
         rc = fail_at(err, errlen, CX_EFORMAT, name, 0,
                      "describes another file (\"trace_sha256\" %.12s..., but %s has %.12s...): regenerate the trace "
-                     "or delete the sidecar", h->str, w->source ? w->source : "the workload", w->sha256);
+                     "or delete the sidecar", for_msg(h->str, b), w->source ? w->source : "the workload", w->sha256);
+    }
     json_obj_free(&o);
     if (rc) return rc;
     while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\r' || buf[n - 1] == '\n')) n--;
