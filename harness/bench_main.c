@@ -89,8 +89,10 @@ static int cmd_trace(int argc, char **argv) {
         else return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
     }
     if (!out) return cli_fail(2, "%s", "trace needs -o FILE.jsonl");
-    if (trace_write(&p, out, err, sizeof err)) return cli_fail(1, "%s", err);
-    fprintf(stderr, "wrote %s: %d requests\n", out, p.requests);
+    char cmdline[2048]; /* as typed, for the sidecar: "cortex-bench trace ..." (argv[-2..-1] are ours) */
+    cli_join_argv(argc + 2, argv - 2, cmdline, sizeof cmdline);
+    if (trace_write(&p, out, cmdline, err, sizeof err)) return cli_fail(1, "%s", err);
+    fprintf(stderr, "wrote %s (%d requests) and its sidecar %s" WL_META_SUFFIX "\n", out, p.requests, out);
     return 0;
 }
 

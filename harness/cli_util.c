@@ -42,6 +42,14 @@ int cli_parse_double(const char *flag, const char *v, double lo, double hi, doub
     return 0;
 }
 
+/* Join the arguments; snprintf's return may pass cap, which ends the loop. */
+void cli_join_argv(int argc, char **argv, char *out, size_t cap) {
+    size_t k = 0;
+    out[0] = 0;
+    for (int i = 0; i < argc && k + 1 < cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? " " : "", argv[i]);
+}
+
 /* Make the directory holding `path` when it is the default reports/ folder. */
 void cli_ensure_default_dir(const char *db) {
     if (!strcmp(db, CLI_DEFAULT_DB)) mkdir("reports", 0777);

@@ -5,6 +5,7 @@
 #ifndef CB_CLI_UTIL_H
 #define CB_CLI_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store.h"
@@ -20,6 +21,9 @@ int cli_parse_double(const char *flag, const char *v, double lo, double hi, doub
 int cli_parse_id(const char *v, int64_t *id);
 /* The same without printing: -1 if `v` is not a run id. */
 int cli_parse_id_quiet(const char *v, int64_t *id);
+/* argv[0..argc) joined with spaces into out (truncated to cap - 1 bytes):
+ * the command line as typed, for provenance. */
+void cli_join_argv(int argc, char **argv, char *out, size_t cap);
 /* Create reports/ when `db` is the default database path. */
 void cli_ensure_default_dir(const char *db);
 /* Open an existing database (migrating it), never creating one; 0 or an exit code. */

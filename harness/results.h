@@ -82,6 +82,8 @@ typedef struct run_meta {
     int64_t hw_id;          /* the hw row the roofline figures came from; 0 = none */
     char cmdline[1024];
     char kv_config[256];    /* the KV cache configuration (kv_opts_config), schema v6 */
+    const char *workload_meta; /* the workload's sidecar JSON (wl_workload.meta, borrowed), NULL when
+                                * none; schema v7. Not in compare_key: workload_hash covers the requests */
     char compare_key[65];   /* sha256 of everything that must match for a comparison */
 } run_meta;
 

@@ -267,6 +267,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     snprintf(meta.workload_kind, sizeof meta.workload_kind, "%s", wl_path ? wl_kind_name(wl.kind) : "synthetic");
     /* multiseq/batched have the sizes of a pg test: the name tells them apart in compare */
     snprintf(meta.workload_hash, sizeof meta.workload_hash, "%s", wl_path ? wl.sha256 : nseq ? o.workload : "");
+    meta.workload_meta = wl.meta; /* the sidecar, if the file has one; wl outlives every run_one */
     snprintf(meta.mode, sizeof meta.mode, "%s", cfg.mode == RUN_OPEN ? "open" : cfg.mode == RUN_CLOSED ? "closed" : "synthetic");
     meta.concurrency = cfg.mode == RUN_CLOSED ? cfg.concurrency : 0;
     snprintf(meta.model_path, sizeof meta.model_path, "%s", o.model);
@@ -289,9 +290,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     snprintf(meta.build_type, sizeof meta.build_type, "%s", CORTEX_BUILD_TYPE);
     snprintf(meta.build_flags, sizeof meta.build_flags, "%s", CORTEX_BUILD_FLAGS);
     snprintf(meta.counter_mode, sizeof meta.counter_mode, "%s", ctr ? ctr_mode(ctr) : "none");
-    size_t k = 0;
-    for (int i = 0; i < argc && k < sizeof meta.cmdline - 1; i++)
-        k += (size_t)snprintf(meta.cmdline + k, sizeof meta.cmdline - k, "%s%s", i ? " " : "", argv[i]);
+    cli_join_argv(argc, argv, meta.cmdline, sizeof meta.cmdline);
 
     roof_model rm;
     int have_rm = roof_model_of(model, o.kv.type, &rm) == 0;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -249,6 +250,42 @@ void show_md_inline(FILE *f, const char *s) {
     }
 }
 
+/* The workload's sidecar, when the run stored one: the command that made it,
+ * then its other scalar fields as key=value (the file hash is already shown). */
+static void show_workload_meta(sqlite3 *db, int64_t id, FILE *out) {
+    char *meta = store_run_workload_meta(db, id);
+    json_obj o;
+    char err[256];
+    if (!meta || json_parse_object(meta, strlen(meta), &o, err, sizeof err) != 0) {
+        free(meta);
+        return;
+    }
+    const json_field *cmd = json_get(&o, "cmdline");
+    if (cmd && cmd->type == JSON_STRING) {
+        fprintf(out, "- workload made by `");
+        show_md_inline(out, cmd->str);
+        fprintf(out, "`\n");
+    }
+    fprintf(out, "- workload parameters (sidecar):");
+    for (size_t i = 0; i < o.n; i++) {
+        const json_field *f = &o.fields[i];
+        if (f == cmd || !strcmp(f->key, "trace_sha256") || f->type == JSON_OBJECT || f->type == JSON_ARRAY) continue;
+        char num[40];
+        const char *v = num;
+        if (f->type == JSON_STRING) v = f->str;
+        else if (f->type == JSON_NUMBER) json_format_number(num, sizeof num, f->number);
+        else if (f->type == JSON_BOOL) v = f->boolean ? "true" : "false";
+        else v = "null";
+        fprintf(out, " ");
+        show_md_inline(out, f->key);
+        fprintf(out, "=");
+        show_md_inline(out, v);
+    }
+    fprintf(out, "\n");
+    json_obj_free(&o);
+    free(meta);
+}
+
 int show_run_facts(sqlite3 *db, int64_t id, FILE *out) {
     sqlite3_stmt *st;
     const char *sql =
@@ -282,6 +319,7 @@ int show_run_facts(sqlite3 *db, int64_t id, FILE *out) {
             col(st, 28), col(st, 29));
     if (*col(st, 31)) fprintf(out, "- command `%s`\n", col(st, 31));
     sqlite3_finalize(st);
+    show_workload_meta(db, id, out);
     return 0;
 }
 

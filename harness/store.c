@@ -99,6 +99,10 @@ static const char *const MIGRATIONS[] = {
      * type, warm type, tier budgets, policy, prefix cache, spill); it decides
      * comparability. NULL for older runs, which used the default cache. */
     "ALTER TABLE runs ADD COLUMN kv_config TEXT;",
+    /* 6 -> 7: the workload's sidecar (FILE.meta.json: how a trace was
+     * generated), as JSON text; NULL when it has none. Provenance only: the
+     * requests themselves are in workload_hash. */
+    "ALTER TABLE runs ADD COLUMN workload_meta TEXT;",
 };
 
 /* Format an error as "DB: what: sqlite message". */
@@ -258,9 +262,9 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
         run_sql(s, "INSERT INTO runs (started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
-                   " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config)"
-                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "titittttttittttiiiiiitittiiititdt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                   " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config, workload_meta)"
+                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "titittttttittttiiiiiitittiiititdtt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,
@@ -268,7 +272,7 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                 (int64_t)m->test_prompt, (int64_t)m->test_gen, (int64_t)m->test_depth, m->counter_mode,
                 (int64_t)m->ignore_eos, m->isa[0] ? m->isa : NULL,
                 m->hw_id > 0 ? (double)m->hw_id : NAN /* NULL; the INTEGER column stores the id as an integer */,
-                m->kv_config[0] ? m->kv_config : NULL)) {
+                m->kv_config[0] ? m->kv_config : NULL, m->workload_meta)) {
         db_fail(s, err, n, "record run");
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
@@ -443,4 +447,20 @@ int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime, c
 
 void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime, const char *hex) {
     run_sql(s, "INSERT OR REPLACE INTO model_hashes VALUES (?,?,?,?)", "tiit", path, size, mtime, hex);
+}
+
+/* See store.h. */
+char *store_run_workload_meta(sqlite3 *db, int64_t id) {
+    sqlite3_stmt *st;
+    char *meta = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT workload_meta FROM runs WHERE id = ?", -1, &st, NULL) != SQLITE_OK) return NULL;
+    sqlite3_bind_int64(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        const char *t = (const char *)sqlite3_column_text(st, 0);
+        size_t n = t ? strlen(t) : 0;
+        meta = t ? malloc(n + 1) : NULL;
+        if (meta) memcpy(meta, t, n + 1);
+    }
+    sqlite3_finalize(st);
+    return meta;
 }

@@ -17,7 +17,7 @@
 #include "env.h"
 #include "results.h"
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 typedef struct store store;
 
@@ -42,6 +42,10 @@ int store_fail_run(store *s, int64_t run_id, const char *reason);
 /* Cached SHA-256 of a model file, keyed by path, size and mtime; 1 if found. */
 int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, char out[65]);
 void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, const char *hex);
+
+/* The run's workload sidecar JSON (runs.workload_meta), malloc'd; NULL when
+ * it has none or on error. Takes the raw handle as show and report do. */
+char *store_run_workload_meta(struct sqlite3 *db, int64_t run_id);
 
 /* Human output: a list of recent runs, and one run in md, csv or json. */
 int store_list(store *s, FILE *out, int limit, char *err, size_t errlen);

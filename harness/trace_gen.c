@@ -1,6 +1,7 @@
 /*
  * trace_gen.c - synthetic request traces: RNG, Zipf table, length
- * distributions, English-like prompt text, and the JSONL writer.
+ * distributions, English-like prompt text, and the writer of the JSONL
+ * file and its sidecar.
  *
  * Everything that reaches the file is computed with IEEE-754 basic
  * operations (+ - * / sqrt, exact floor/frexp/ldexp) and this file's rng_log
@@ -25,6 +26,7 @@
 
 #include "cortex.h"
 #include "json.h"
+#include "sha256.h"
 #include "workload.h"
 
 /* Write a printf-style message to err (if any) and return code. */
@@ -186,7 +188,7 @@ int trace_len_draw(const trace_len *d, rng *r) {
     return (int)floor(x + 0.5); /* <= hi: hi is an integer and x <= hi */
 }
 
-/* Canonical spec text with shortest numbers, for the trace header. */
+/* Canonical spec text with shortest numbers, for the sidecar. */
 void trace_len_format(const trace_len *d, char *buf, size_t cap) {
     char a[40], b[40];
     json_format_number(a, sizeof a, d->a);
@@ -381,25 +383,34 @@ void trace_gen_free(trace_gen *g) {
     g->joined_cap = 0;
 }
 
-/* The provenance comment: every parameter needed to regenerate the file. */
-void trace_header(const trace_params *p, char *buf, size_t cap) {
+/* The sidecar: a flat JSON object, one key per line, keys in a fixed order,
+ * numbers in their shortest exact form, so the bytes are reproducible. */
+void trace_meta_write(FILE *f, const trace_params *p, const char *trace_sha256, const char *cmdline) {
     char rate[40], zipf[40], pl[128], gl[128];
+    assert(trace_sha256 && strlen(trace_sha256) == 64);
     json_format_number(rate, sizeof rate, p->rate);
     json_format_number(zipf, sizeof zipf, p->zipf_s);
     trace_len_format(&p->prompt_len, pl, sizeof pl);
     trace_len_format(&p->gen_len, gl, sizeof gl);
-    int k = snprintf(buf, cap,
-                     "# cortex-bench trace v1 requests=%d rate=%s zipf=%s adapters=%d prompt_len=%s gen_len=%s seed=%llu",
-                     p->requests, rate, zipf, p->adapters, pl, gl, (unsigned long long)p->seed);
-    if (p->system_prefix > 0 && k >= 0 && (size_t)k < cap) /* only then: older traces keep their bytes */
-        snprintf(buf + k, cap - (size_t)k, " system_prefix=%d", p->system_prefix);
+    fprintf(f, "{\n  \"format\": \"cortex-bench trace\",\n  \"version\": %d,\n  \"requests\": %d,\n  \"rate\": %s,\n"
+               "  \"zipf\": %s,\n  \"adapters\": %d,\n  \"prompt_len\": ",
+            TRACE_FORMAT_VERSION, p->requests, rate, zipf, p->adapters);
+    json_write_string(f, pl, strlen(pl));
+    fputs(",\n  \"gen_len\": ", f);
+    json_write_string(f, gl, strlen(gl));
+    fprintf(f, ",\n  \"system_prefix\": %d,\n  \"seed\": %llu,\n  \"trace_sha256\": \"%s\"", p->system_prefix,
+            (unsigned long long)p->seed, trace_sha256);
+    if (cmdline) {
+        fputs(",\n  \"cmdline\": ", f);
+        json_write_string(f, cmdline, strlen(cmdline));
+    }
+    fputs("\n}\n", f);
 }
 
-/* Write every request of g to f as JSONL after the header. */
-static void write_lines(trace_gen *g, FILE *f, int *rc) {
-    char header[512];
-    trace_header(&g->p, header, sizeof header);
-    fprintf(f, "%s\n", header);
+/* Write every request of the generator `ctx` to f, one JSON object a line;
+ * 0, or CX_ENOMEM from the generator. */
+static int write_requests(FILE *f, void *ctx) {
+    trace_gen *g = ctx;
     trace_request r;
     int k;
     while ((k = trace_gen_next(g, &r)) == 1) {
@@ -410,41 +421,78 @@ static void write_lines(trace_gen *g, FILE *f, int *rc) {
         fputs("}\n", f);
         if (ferror(f)) break;
     }
-    *rc = k < 0 ? k : 0;
+    return k < 0 ? k : 0;
 }
 
-/* Generate into PATH.tmp, check every write and the close, then rename;
- * on any failure remove the temporary so no partial trace is left. */
-int trace_write(const trace_params *p, const char *path, char *err, size_t errlen) {
+/* What write_meta needs: the parameters, the trace's hash, the command line. */
+typedef struct meta_ctx {
+    const trace_params *p;
+    const char *sha256;
+    const char *cmdline;
+} meta_ctx;
+
+/* write_file body for the sidecar. */
+static int write_meta(FILE *f, void *ctx) {
+    const meta_ctx *m = ctx;
+    trace_meta_write(f, m->p, m->sha256, m->cmdline);
+    return 0;
+}
+
+/* Create `path`, fill it with body(f, ctx), and check every write and the
+ * close; on failure the message names the file and `path` is removed. */
+static int write_file(const char *path, int (*body)(FILE *, void *), void *ctx, char *err, size_t errlen) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return fail(err, errlen, CX_EIO, "%s: cannot create: %s", path, strerror(errno));
+    int rc = body(f, ctx);
+    int bad = ferror(f);
+    int saved = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        saved = errno;
+    }
+    if (rc) fail(err, errlen, rc, "%s: out of memory while generating the trace", path);
+    else if (bad) rc = fail(err, errlen, CX_EIO, "%s: write error: %s", path, strerror(saved));
+    if (rc) remove(path);
+    return rc;
+}
+
+/* A malloc'd a + b, or NULL. */
+static char *concat(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    char *s = malloc(na + nb + 1);
+    if (s) {
+        memcpy(s, a, na);
+        memcpy(s + na, b, nb + 1);
+    }
+    return s;
+}
+
+/* Generate into PATH.tmp, hash it, write PATH.meta.json.tmp, then rename the
+ * trace and the sidecar into place. If the sidecar's rename fails the new
+ * trace is removed again: a trace is never left without its sidecar. */
+int trace_write(const trace_params *p, const char *path, const char *cmdline, char *err, size_t errlen) {
     trace_gen g;
     int rc = trace_gen_init(&g, p, err, errlen);
     if (rc) return rc;
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 5);
-    if (!tmp) {
-        trace_gen_free(&g);
-        return fail(err, errlen, CX_ENOMEM, "out of memory");
+    char *tmp = concat(path, ".tmp"), *meta = concat(path, WL_META_SUFFIX);
+    char *meta_tmp = meta ? concat(meta, ".tmp") : NULL;
+    char sha[65];
+    if (!tmp || !meta || !meta_tmp) rc = fail(err, errlen, CX_ENOMEM, "out of memory");
+    if (!rc) rc = write_file(tmp, write_requests, &g, err, errlen);
+    if (!rc) rc = sha256_hex_file(tmp, sha, err, errlen);
+    meta_ctx m = {p, sha, cmdline};
+    if (!rc) rc = write_file(meta_tmp, write_meta, &m, err, errlen);
+    if (!rc && rename(tmp, path) != 0)
+        rc = fail(err, errlen, CX_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    else if (!rc && rename(meta_tmp, meta) != 0) {
+        rc = fail(err, errlen, CX_EIO, "cannot rename %s to %s: %s", meta_tmp, meta, strerror(errno));
+        remove(path);
     }
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".tmp", 5);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        rc = fail(err, errlen, CX_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-    } else {
-        write_lines(&g, f, &rc);
-        int bad = ferror(f);
-        int saved = errno;
-        if (fclose(f) != 0 && !bad) {
-            bad = 1;
-            saved = errno;
-        }
-        if (rc) fail(err, errlen, rc, "%s: out of memory while generating the trace", tmp);
-        else if (bad) rc = fail(err, errlen, CX_EIO, "%s: write error: %s", tmp, strerror(saved));
-        else if (rename(tmp, path) != 0)
-            rc = fail(err, errlen, CX_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        if (rc) remove(tmp);
-    }
+    if (rc && tmp) remove(tmp);
+    if (rc && meta_tmp) remove(meta_tmp);
     free(tmp);
+    free(meta);
+    free(meta_tmp);
     trace_gen_free(&g);
     return rc;
 }

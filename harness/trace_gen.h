@@ -24,12 +24,17 @@
  * functions, whose last bit differs between C libraries), and files are
  * written with integer formatting, so the bytes are the same on every
  * machine with IEEE doubles.
+ *
+ * The file holds nothing but the requests, one JSON object a line; the
+ * parameters go to the sidecar FILE.meta.json (trace_meta_write), which
+ * `cortex-bench run` stores with the run.
  */
 #ifndef CX_HARNESS_TRACE_GEN_H
 #define CX_HARNESS_TRACE_GEN_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rng.h"
 
@@ -141,14 +146,27 @@ size_t trace_text(rng *r, const trace_zipf *words, int target_tokens, char **buf
 /* Number of words in the built-in list. */
 int trace_word_count(void);
 
-/* The "# cortex-bench trace v1 ..." comment line (no newline) for p. */
-void trace_header(const trace_params *p, char *buf, size_t cap);
+/* The format version the sidecar records: 1 was a "# cortex-bench trace v1
+ * ..." comment as the trace's first line (readers still skip it); 2 is
+ * plain JSONL with the parameters in the sidecar. */
+#define TRACE_FORMAT_VERSION 2
 
 /*
- * Write the trace as JSONL (the header comment, then one request per line)
- * to PATH.tmp, then rename it to PATH, so a failure never leaves a partial
- * file. Returns 0, CX_EINVAL (bad parameters), CX_EIO or CX_ENOMEM.
+ * Write the sidecar of a trace (PATH.meta.json, docs/harness.md#traces) to f:
+ * a JSON object, one key per line, with the format and version, every
+ * generation parameter, the trace file's SHA-256 and, when not NULL, the
+ * command line that wrote it. The same arguments give the same bytes.
  */
-int trace_write(const trace_params *p, const char *path, char *err, size_t errlen);
+void trace_meta_write(FILE *f, const trace_params *p, const char *trace_sha256, const char *cmdline);
+
+/*
+ * Write the trace as plain JSONL (one request object per line, nothing else)
+ * to PATH and its sidecar to PATH.meta.json (WL_META_SUFFIX). Both are
+ * written to PATH.tmp and PATH.meta.json.tmp first and renamed once both are
+ * complete, so a failure leaves neither file new nor any temporary behind.
+ * `cmdline` (may be NULL) is recorded in the sidecar. Returns 0, CX_EINVAL
+ * (bad parameters), CX_EIO or CX_ENOMEM; err names the file and the problem.
+ */
+int trace_write(const trace_params *p, const char *path, const char *cmdline, char *err, size_t errlen);
 
 #endif

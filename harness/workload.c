@@ -220,6 +220,7 @@ void wl_free(wl_workload *w) {
     for (size_t i = 0; i < w->n; i++) request_free(&w->req[i]);
     free(w->req);
     free(w->source);
+    free(w->meta);
     memset(w, 0, sizeof *w);
 }
 
@@ -328,31 +329,96 @@ int wl_parse_buffer(const char *buf, size_t n, const char *name, wl_workload *w,
     return 0;
 }
 
-/* Read the whole file (growing the buffer; works for pipes too) and parse
- * it, so the hash covers exactly the bytes that were validated. */
-int wl_load(const char *path, wl_workload *w, char *err, size_t errlen) {
-    assert(path && w);
-    memset(w, 0, sizeof *w);
+/* Validate the sidecar as one JSON object that, if it names the trace's
+ * hash, names this file's; keep its text without trailing whitespace. */
+int wl_attach_meta(wl_workload *w, const char *buf, size_t n, const char *name, char *err, size_t errlen) {
+    assert(w && name && (buf || n == 0));
+    if (n > WL_META_MAX)
+        return fail_at(err, errlen, CX_EFORMAT, name, 0, "larger than %d bytes: too large for a sidecar", WL_META_MAX);
+    json_obj o;
+    char jerr[256];
+    int rc = json_parse_object(buf, n, &o, jerr, sizeof jerr);
+    if (rc) return fail_at(err, errlen, rc, name, 0, "%s", jerr);
+    const json_field *h = json_get(&o, "trace_sha256");
+    if (h && h->type != JSON_STRING)
+        rc = fail_at(err, errlen, CX_EFORMAT, name, 0, "\"trace_sha256\" must be a string, not %s", json_type_name(h->type));
+    else if (h && strcmp(h->str, w->sha256) != 0) {
+        char b[48];
+        rc = fail_at(err, errlen, CX_EFORMAT, name, 0,
+                     "describes another file (\"trace_sha256\" %.12s..., but %s has %.12s...): regenerate the trace "
+                     "or delete the sidecar", for_msg(h->str, b), w->source ? w->source : "the workload", w->sha256);
+    }
+    json_obj_free(&o);
+    if (rc) return rc;
+    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\r' || buf[n - 1] == '\n')) n--;
+    char *copy = dup_n(buf, n); /* no NUL inside: the JSON grammar has none outside escapes */
+    if (!copy) return fail_at(err, errlen, CX_ENOMEM, name, 0, "out of memory");
+    free(w->meta);
+    w->meta = copy;
+    return 0;
+}
+
+/* Read a whole file (growing the buffer; works for pipes too) into *out,
+ * *n_out bytes; with `max` > 0 it stops once it has more than max bytes (the
+ * caller reports the size). Messages are "PATH: problem". When `missing_ok`
+ * and the file does not exist: 0 with *out NULL. */
+static int read_all(const char *path, size_t max, int missing_ok, char **out, size_t *n_out, char *err, size_t errlen) {
+    *out = NULL;
+    *n_out = 0;
     FILE *f = fopen(path, "rb");
+    if (!f && missing_ok && errno == ENOENT) return 0;
     if (!f) return fail_at(err, errlen, CX_EIO, path, 0, "cannot open: %s", strerror(errno));
     size_t n = 0, cap = 1 << 16;
     char *buf = malloc(cap);
-    int rc = 0;
-    while (buf) {
+    int oom = !buf, rc = 0;
+    while (!oom && (!max || n <= max)) {
         if (n == cap) {
             char *nb = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!nb) break;
+            if (!nb) {
+                oom = 1;
+                break;
+            }
             buf = nb;
             cap *= 2;
         }
-        size_t got = fread(buf + n, 1, cap - n, f); /* n < cap here: n == cap after the loop means no memory */
+        size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
         if (got == 0) break;
     }
-    if (!buf || n == cap) rc = fail_at(err, errlen, CX_ENOMEM, path, 0, "out of memory reading the file");
+    if (oom) rc = fail_at(err, errlen, CX_ENOMEM, path, 0, "out of memory reading the file");
     else if (ferror(f)) rc = fail_at(err, errlen, CX_EIO, path, 0, "read error: %s", strerror(errno));
     fclose(f);
-    if (rc == 0) rc = wl_parse_buffer(buf, n, path, w, err, errlen);
+    if (rc) free(buf);
+    else {
+        *out = buf;
+        *n_out = n;
+    }
+    return rc;
+}
+
+/* Read and parse the file, so the hash covers exactly the bytes that were
+ * validated; then attach its sidecar, if any. */
+int wl_load(const char *path, wl_workload *w, char *err, size_t errlen) {
+    assert(path && w);
+    memset(w, 0, sizeof *w);
+    char *buf;
+    size_t n;
+    int rc = read_all(path, 0, 0, &buf, &n, err, errlen);
+    if (rc) return rc;
+    rc = wl_parse_buffer(buf, n, path, w, err, errlen);
     free(buf);
+    if (rc) return rc;
+    size_t pl = strlen(path);
+    char *meta_path = malloc(pl + sizeof WL_META_SUFFIX);
+    if (!meta_path) rc = fail_at(err, errlen, CX_ENOMEM, path, 0, "out of memory");
+    else {
+        memcpy(meta_path, path, pl);
+        memcpy(meta_path + pl, WL_META_SUFFIX, sizeof WL_META_SUFFIX);
+        rc = read_all(meta_path, WL_META_MAX, 1, &buf, &n, err, errlen);
+        if (!rc && buf) rc = wl_attach_meta(w, buf, n, meta_path, err, errlen);
+        free(buf);
+    }
+    free(meta_path);
+    if (rc) wl_free(w);
     return rc;
 }

@@ -8,8 +8,17 @@
  *                "prompt_len": 57, "max_tokens": 21, "text": "..."}
  *               (has "arrival_s"), replayed at its arrival times.
  * One JSON object per line; blank lines and lines whose first non-blank
- * character is '#' are skipped; unknown keys are allowed (ignored); CRLF line
- * ends and a leading UTF-8 BOM are accepted.
+ * character is '#' are skipped (traces written before format version 2
+ * began with a "# cortex-bench trace v1 ..." line; they still load);
+ * unknown keys are allowed (ignored); CRLF line ends and a leading UTF-8 BOM
+ * are accepted.
+ *
+ * A workload FILE may have a sidecar FILE.meta.json: one JSON object
+ * describing how it was made (`cortex-bench trace` writes one with its
+ * parameters). wl_load reads it when present and keeps its text, which
+ * `cortex-bench run` stores with the run; if it has "trace_sha256", that
+ * must be the SHA-256 of FILE (a sidecar left from another version of the
+ * file is an error, not silently wrong provenance).
  *
  * Every line is checked: required keys present with the right types, "text"
  * non-empty, "max_tokens" and "prompt_len" integers in 1..WL_MAX_TOKENS,
@@ -26,6 +35,8 @@
 
 #define WL_MAX_TOKENS 1000000
 #define WL_MAX_ADAPTER 1000000
+#define WL_META_SUFFIX ".meta.json" /* the sidecar of FILE is FILE.meta.json */
+#define WL_META_MAX 65536           /* bytes: a sidecar holds a few parameters */
 
 typedef enum wl_kind {
     WL_PROMPTS = 1, /* standard prompt set: no arrival times */
@@ -50,6 +61,7 @@ typedef struct wl_workload {
     size_t n;          /* >= 1 after a successful load */
     char sha256[65];   /* hex SHA-256 of the file bytes */
     char *source;      /* the path (or name) it was loaded from */
+    char *meta;        /* the sidecar's JSON text (trailing whitespace dropped), NULL when none */
 } wl_workload;
 
 /*
@@ -59,7 +71,17 @@ typedef struct wl_workload {
  */
 int wl_parse_buffer(const char *buf, size_t n, const char *name, wl_workload *w, char *err, size_t errlen);
 
-/* Read the whole file at `path` and wl_parse_buffer it (CX_EIO if unreadable). */
+/*
+ * Check sidecar bytes buf[0, n) for the loaded workload *w (one JSON object of
+ * at most WL_META_MAX bytes; "trace_sha256", when present, equal to
+ * w->sha256) and keep a copy in w->meta. `name` prefixes messages. On
+ * failure w->meta is unchanged and CX_EFORMAT (or CX_ENOMEM) is returned.
+ */
+int wl_attach_meta(wl_workload *w, const char *buf, size_t n, const char *name, char *err, size_t errlen);
+
+/* Read the whole file at `path` and wl_parse_buffer it (CX_EIO if
+ * unreadable), then its sidecar PATH.meta.json if one exists
+ * (wl_attach_meta; an unreadable or bad sidecar fails the load). */
 int wl_load(const char *path, wl_workload *w, char *err, size_t errlen);
 
 /* Free everything a successful load allocated; safe on a zeroed workload. */

@@ -35,6 +35,20 @@ check "show prints counters, hardware ones missing or counted" grep -qE "\| (pre
 # Trace generation and open-loop replay with per-adapter statistics.
 "$BENCH" trace --requests 8 --rate 50 --zipf 1.1 --adapters 3 --prompt-len uniform:8,24 --gen-len fixed:4 --seed 7 -o "$tmp/t.jsonl"
 check "trace written" test -s "$tmp/t.jsonl"
+check "trace is plain JSONL: one line per request" test "$(wc -l <"$tmp/t.jsonl")" -eq 8
+check "every trace line is a JSON object" "$PY" -c "import json,sys; [json.loads(l) for l in open(sys.argv[1])]" "$tmp/t.jsonl"
+check "every trace line is a request" "$PY" -c '
+import json, sys
+assert all(isinstance(json.loads(l), dict) and "arrival_s" in json.loads(l) for l in open(sys.argv[1]))' "$tmp/t.jsonl"
+check "sidecar holds the parameters, the hash and the command" "$PY" -c '
+import hashlib, json, sys
+m = json.load(open(sys.argv[1] + ".meta.json"))
+assert m["format"] == "cortex-bench trace" and m["version"] == 2, m
+assert (m["requests"], m["rate"], m["zipf"], m["adapters"], m["seed"]) == (8, 50, 1.1, 3, 7), m
+assert (m["prompt_len"], m["gen_len"], m["system_prefix"]) == ("uniform:8,24", "fixed:4", 0), m
+assert m["trace_sha256"] == hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest(), m
+assert m["cmdline"].endswith(" trace --requests 8 --rate 50 --zipf 1.1 --adapters 3 --prompt-len uniform:8,24 --gen-len fixed:4 --seed 7 -o " + sys.argv[1]), m' "$tmp/t.jsonl"
+check "no temporaries left" sh -c "! ls '$tmp'/t.jsonl*.tmp 2>/dev/null | grep -q ."
 "$BENCH" trace --requests 8 --rate 50 --zipf 1.1 --adapters 3 --prompt-len uniform:8,24 --gen-len fixed:4 --seed 7 -o "$tmp/t2.jsonl"
 check "same seed, same trace" cmp -s "$tmp/t.jsonl" "$tmp/t2.jsonl"
 "$BENCH" run --model "$tmp/tiny.gguf" --workload "trace:$tmp/t.jsonl" -t 1 --reps 1 --warmup 0 --db "$db" >/dev/null 2>&1
@@ -43,6 +57,20 @@ id=$(sql "$db" "select max(id) from runs")
 check "open loop mode recorded" test "$(sql "$db" "select mode from runs where id = $id")" = open
 check "per-adapter statistics stored" test "$(sql "$db" "select sum(requests) from adapter_stats where run_id = $id")" = 8
 check "arrivals follow the trace" test "$(sql "$db" "select count(*) from requests where run_id = $id and arrival_ms > 0")" = 8
+check "the run stores the trace's sidecar" "$PY" -c '
+import json, sys
+assert json.loads(sys.argv[1]) == json.load(open(sys.argv[2] + ".meta.json"))' "$(sql "$db" "select workload_meta from runs where id = $id")" "$tmp/t.jsonl"
+"$BENCH" show "$id" --db "$db" >"$tmp/show_t.out"
+check "show prints the trace's command and parameters" sh -c "grep -q '^- workload made by .*trace --requests 8 ' '$tmp/show_t.out' &&
+    grep -q '^- workload parameters (sidecar): format=cortex-bench trace version=2 requests=8 rate=50 zipf=1.1 ' '$tmp/show_t.out'"
+check "runs without a sidecar store NULL" test "$(sql "$db" "select count(*) from runs where workload = 'standard' and workload_meta is null")" = 1
+# An old-format trace (the v1 header line, no sidecar) still replays.
+{ echo "# cortex-bench trace v1 requests=8 rate=50 zipf=1.1 adapters=3 prompt_len=uniform:8,24 gen_len=fixed:4 seed=7"; cat "$tmp/t.jsonl"; } >"$tmp/old.jsonl"
+"$BENCH" run --model "$tmp/tiny.gguf" --workload "trace:$tmp/old.jsonl" -t 1 --reps 1 --warmup 0 --db "$db" >/dev/null 2>&1
+check "old-format trace replays" test $? -eq 0
+id=$(sql "$db" "select max(id) from runs")
+check "old-format trace: all 8 requests, no sidecar" \
+    test "$(sql "$db" "select count(*) from requests where run_id = $id"),$(sql "$db" "select workload_meta is null from runs where id = $id")" = "8,1"
 
 # SIGKILL mid-run: the database stays valid and the run stays 'incomplete'.
 "$BENCH" run --model "$tmp/tiny.gguf" --workload tg64 -t 1 --reps 10000 --warmup 0 --db "$tmp/kill.db" >/dev/null 2>&1 &
@@ -88,8 +116,11 @@ bad "missing model" "nope.gguf" run --model "$tmp/nope.gguf" --db "$db"
 bad "unwritable database path" "/nonexistent-dir/b.db" run --model "$tmp/tiny.gguf" --workload pp8 --db /nonexistent-dir/b.db
 bad "bad flag value" "reps" run --model "$tmp/tiny.gguf" --reps zero --db "$db"
 bad "bad trace distribution" "prompt-len" trace --prompt-len "uniform:5" -o "$tmp/x.jsonl"
+bad "unwritable trace path" "/nonexistent-dir/t.jsonl.tmp: cannot create" trace -o /nonexistent-dir/t.jsonl
+cp "$tmp/t.jsonl.meta.json" "$tmp/old.jsonl.meta.json"
+bad "sidecar of another file" "old.jsonl.meta.json: describes another file" run --model "$tmp/tiny.gguf" --workload "trace:$tmp/old.jsonl" --db "$db"
 bad "show of a missing run" "no run 999" show 999 --db "$db"
 check "bad input wrote no run" test "$(sql "$db" "select count(*) from runs")" = "$before"
-check "no half-written trace file" test ! -e "$tmp/x.jsonl"
+check "no half-written trace file or sidecar" sh -c "! ls '$tmp'/x.jsonl* 2>/dev/null | grep -q ."
 
 finish

@@ -13,10 +13,10 @@ db=$tmp/kv.db
 # A trace whose prompts share a system prompt.
 "$BENCH" trace --requests 6 --rate 200 --zipf 0 --adapters 1 --prompt-len fixed:8 --gen-len fixed:4 --seed 5 \
     --system-prefix 96 -o "$tmp/sp.jsonl" 2>/dev/null
-check "trace header records the system prefix" grep -q "^# cortex-bench trace v1 .* system_prefix=96$" "$tmp/sp.jsonl"
+check "trace sidecar records the system prefix" grep -q '^  "system_prefix": 96,$' "$tmp/sp.jsonl.meta.json"
 check "every prompt starts with the same system prompt" "$PY" -c '
 import json, sys
-t = [json.loads(l)["text"] for l in open(sys.argv[1]) if not l.startswith("#")]
+t = [json.loads(l)["text"] for l in open(sys.argv[1])]
 p = t[0][:200]
 assert len(t) == 6 and all(x.startswith(p) for x in t) and len(set(t)) == 6' "$tmp/sp.jsonl"
 

@@ -15,7 +15,11 @@
  *      success the workload must satisfy every documented invariant (ranges,
  *      non-empty NUL-free texts, sorted arrivals, unique ids, a 64-digit hash);
  *      on failure the message must start with "fuzz:".
- *   3. trace_len_parse on the first line as a spec; on success draws must lie
+ *   3. wl_attach_meta over the bytes as the sidecar of a fixed one-request
+ *      trace. On success the kept text must be the input without trailing
+ *      whitespace; on failure the message must start with "fuzz.meta.json:"
+ *      and the workload must keep no sidecar.
+ *   4. trace_len_parse on the first line as a spec; on success draws must lie
  *      in [1, max].
  * Seeds: tests/fuzz/corpus/jsonl/.
  */
@@ -119,6 +123,24 @@ static void check_workload(const uint8_t *data, size_t size) {
     wl_free(&w);
 }
 
+/* Property checks on the sidecar reader, against a fixed loaded trace. */
+static void check_meta(const uint8_t *data, size_t size) {
+    static const char trace[] =
+        "{\"id\": \"r1\", \"arrival_s\": 0.5, \"adapter\": 1, \"prompt_len\": 4, \"max_tokens\": 2, \"text\": \"hi\"}\n";
+    wl_workload w;
+    char err[512];
+    require(wl_parse_buffer(trace, sizeof trace - 1, "fuzz", &w, err, sizeof err) == 0 && w.meta == NULL);
+    int rc = wl_attach_meta(&w, (const char *)data, size, "fuzz.meta.json", err, sizeof err);
+    if (rc != 0) {
+        require(rc < 0 && strncmp(err, "fuzz.meta.json:", 15) == 0 && w.meta == NULL);
+    } else {
+        size_t n = size;
+        while (n > 0 && (data[n - 1] == ' ' || data[n - 1] == '\t' || data[n - 1] == '\r' || data[n - 1] == '\n')) n--;
+        require(w.meta && size <= WL_META_MAX && strlen(w.meta) == n && memcmp(w.meta, data, n) == 0);
+    }
+    wl_free(&w);
+}
+
 /* Property checks on the length-distribution spec parser. */
 static void check_len_spec(const uint8_t *data, size_t size) {
     char spec[128];
@@ -150,10 +172,11 @@ static void check_len_spec(const uint8_t *data, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* libFuzzer entry: the same bytes through all three parsers. */
+/* libFuzzer entry: the same bytes through all four parsers. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_object(data, size);
     check_workload(data, size);
+    check_meta(data, size);
     check_len_spec(data, size);
     return 0;
 }

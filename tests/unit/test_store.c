@@ -177,7 +177,7 @@ static void test_migrate_from_v5(void) {
     CHECK(store_open(path, &s, err, sizeof err) == 0, "migrate: %s", err);
     if (!s) return;
     db = store_db(s);
-    CHECK(store_version(s) == 6, "migrated to 6 (%d)", store_version(s));
+    CHECK(store_version(s) == STORE_SCHEMA_VERSION, "migrated to %d (%d)", STORE_SCHEMA_VERSION, store_version(s));
     CHECK(q_int(db, "SELECT threads FROM runs WHERE id = 1") == 2 &&
               !strcmp(q_text(db, "SELECT isa FROM runs WHERE id = 1", buf, sizeof buf), "avx2"),
           "old run kept");
@@ -196,6 +196,50 @@ static void test_migrate_from_v5(void) {
     CHECK(!strcmp(q_text(db, "SELECT kv_config FROM runs WHERE id = 2", buf, sizeof buf), "type=q8 prefix=on"),
           "new run stores its KV configuration (%s)", buf);
     check_integrity(db, "migrated from v5");
+    store_close(s);
+}
+
+/* A version-6 database with a run in it migrates to v7: the run is kept
+ * with no workload sidecar (NULL), and new runs store theirs (or NULL). */
+static void test_migrate_from_v6(void) {
+    char path[256], err[512], buf[256];
+    snprintf(path, sizeof path, "%s/v6.db", dir);
+    store *s;
+    CHECK(store_open_version(path, 6, &s, err, sizeof err) == 0 && store_version(s) == 6, "create v6: %s", err);
+    if (!s) return;
+    sqlite3 *db = store_db(s);
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
+                       "INSERT INTO runs (started_at, status, workload, env_id, threads, kv_config)"
+                       "  VALUES ('2026-01-01', 'complete', 'trace:t.jsonl', 1, 2, 'type=f32');",
+                       NULL, NULL, NULL) == SQLITE_OK, "seed v6 rows: %s", sqlite3_errmsg(db));
+    CHECK(q_int(db, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'workload_meta'") == 0,
+          "v6 has no workload_meta");
+    store_close(s);
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "migrate: %s", err);
+    if (!s) return;
+    db = store_db(s);
+    CHECK(store_version(s) == 7, "migrated to 7 (%d)", store_version(s));
+    CHECK(q_int(db, "SELECT threads FROM runs WHERE id = 1") == 2 &&
+              !strcmp(q_text(db, "SELECT kv_config FROM runs WHERE id = 1", buf, sizeof buf), "type=f32"),
+          "old run kept");
+    CHECK(q_int(db, "SELECT workload_meta IS NULL FROM runs WHERE id = 1") == 1 && store_run_workload_meta(db, 1) == NULL,
+          "old run: no workload sidecar");
+    env_info env;
+    env_collect(&env);
+    run_meta meta;
+    memset(&meta, 0, sizeof meta);
+    snprintf(meta.workload, sizeof meta.workload, "trace:t.jsonl");
+    meta.workload_meta = "{\"format\": \"cortex-bench trace\", \"seed\": 9}";
+    int64_t id = 0;
+    CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 2, "new run: %s", err);
+    char *got = store_run_workload_meta(db, 2);
+    CHECK(got && !strcmp(got, meta.workload_meta), "new run stores its workload sidecar (%s)", got ? got : "NULL");
+    free(got);
+    meta.workload_meta = NULL;
+    CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 3, "run without sidecar: %s", err);
+    CHECK(q_int(db, "SELECT workload_meta IS NULL FROM runs WHERE id = 3") == 1, "no sidecar: NULL");
+    check_integrity(db, "migrated from v6");
     store_close(s);
 }
 
@@ -303,6 +347,7 @@ TEST_MAIN({
     test_migrate_from_v1();
     test_migrate_from_v4();
     test_migrate_from_v5();
+    test_migrate_from_v6();
     test_newer_refused();
     test_run_lifecycle();
     char cmd[300];

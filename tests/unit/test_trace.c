@@ -82,13 +82,17 @@ static char *slurp(const char *path, size_t *n) {
     return buf;
 }
 
-/* Remove every scratch file (and any .tmp twin) and the directory. */
+/* Remove every scratch file (and any .tmp, sidecar and sidecar .tmp twin)
+ * and the directory. */
 static void cleanup(void) {
+    static const char *const twins[] = {".tmp", WL_META_SUFFIX, WL_META_SUFFIX ".tmp"};
     for (int i = 0; i < g_n_files; i++) {
         remove(g_files[i]);
-        char tmp[140];
-        snprintf(tmp, sizeof tmp, "%.127s.tmp", g_files[i]);
-        remove(tmp);
+        for (int k = 0; k < 3; k++) {
+            char tmp[160];
+            snprintf(tmp, sizeof tmp, "%.127s%s", g_files[i], twins[k]);
+            remove(tmp);
+        }
     }
     if (g_dir[0]) rmdir(g_dir);
 }
@@ -886,6 +890,72 @@ static int same_file(const char *a, const char *b) {
     return same;
 }
 
+/* PATH.meta.json (a static buffer: use before the next call). */
+static const char *meta_of(const char *path) {
+    static char buf[160];
+    snprintf(buf, sizeof buf, "%s" WL_META_SUFFIX, path);
+    return buf;
+}
+
+/* The file is plain JSONL: exactly `n` lines, each one JSON object, no
+ * comment; the line count is the request count. */
+static void check_plain_jsonl(const char *path, int n) {
+    size_t len;
+    char *text = slurp(path, &len);
+    int lines = 0, objects = 0;
+    for (size_t pos = 0; text && pos < len;) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        json_obj o;
+        char err[256];
+        lines++;
+        if (json_parse_object(text + pos, end - pos, &o, err, sizeof err) == 0) {
+            objects++;
+            json_obj_free(&o);
+        }
+        pos = end + 1;
+    }
+    CHECK(text && len > 0 && text[len - 1] == '\n' && lines == n && objects == n,
+          "%s: %d lines, %d JSON objects, want %d of each", path, lines, objects, n);
+    free(text);
+}
+
+/* The sidecar of trace `path` holds exactly p's parameters, the trace's
+ * hash and `cmdline`, and wl_load keeps it as the workload's meta. */
+static void check_sidecar(const trace_params *p, const char *path, const char *cmdline) {
+    char sha[65], err[512], pl[128], gl[128], rate[40], zipf[40], want[4096], cmd[1024] = "";
+    CHECK(sha256_hex_file(path, sha, err, sizeof err) == 0, "%s", err);
+    trace_len_format(&p->prompt_len, pl, sizeof pl);
+    trace_len_format(&p->gen_len, gl, sizeof gl);
+    json_format_number(rate, sizeof rate, p->rate);
+    json_format_number(zipf, sizeof zipf, p->zipf_s);
+    if (cmdline) { /* escaped as JSON: the test command lines hold no control characters */
+        size_t k = (size_t)snprintf(cmd, sizeof cmd, ",\n  \"cmdline\": \"");
+        for (const char *c = cmdline; *c && k + 4 < sizeof cmd; c++) {
+            if (*c == '"' || *c == '\\') cmd[k++] = '\\';
+            cmd[k++] = *c;
+        }
+        snprintf(cmd + k, sizeof cmd - k, "\"");
+    }
+    snprintf(want, sizeof want,
+             "{\n  \"format\": \"cortex-bench trace\",\n  \"version\": 2,\n  \"requests\": %d,\n  \"rate\": %s,\n"
+             "  \"zipf\": %s,\n  \"adapters\": %d,\n  \"prompt_len\": \"%s\",\n  \"gen_len\": \"%s\",\n"
+             "  \"system_prefix\": %d,\n  \"seed\": %llu,\n  \"trace_sha256\": \"%s\"%s\n}\n",
+             p->requests, rate, zipf, p->adapters, pl, gl, p->system_prefix, (unsigned long long)p->seed, sha, cmd);
+    size_t n;
+    char *got = slurp(meta_of(path), &n);
+    CHECK(got && strcmp(got, want) == 0, "sidecar of %s:\n%s\nwant:\n%s", path, got ? got : "(missing)", want);
+    wl_workload w;
+    if (wl_load(path, &w, err, sizeof err) == 0) {
+        want[strlen(want) - 1] = 0; /* kept without the final newline */
+        CHECK(w.meta && strcmp(w.meta, want) == 0, "wl_load keeps the sidecar of %s: %s", path, w.meta ? w.meta : "(none)");
+        wl_free(&w);
+    } else {
+        CHECK(0, "wl_load %s: %s", path, err);
+    }
+    free(got);
+}
+
 /* trace_write: reproducibility, loadability, stream independence, text
  * size, and failures that leave no partial file. */
 static void test_trace_files(void) {
@@ -893,11 +963,12 @@ static void test_trace_files(void) {
     char err[512];
     if (params(&p, 40, 2.5, 1.1, 4, "uniform:16,96", "uniform:8,32", 1)) return;
     const char *a = tmp_path("a.jsonl"), *b = tmp_path("b.jsonl"), *c = tmp_path("c.jsonl"), *d = tmp_path("d.jsonl");
-    CHECK(trace_write(&p, a, err, sizeof err) == 0, "trace_write: %s", err);
-    CHECK(trace_write(&p, b, err, sizeof err) == 0, "trace_write again: %s", err);
+    CHECK(trace_write(&p, a, NULL, err, sizeof err) == 0, "trace_write: %s", err);
+    CHECK(trace_write(&p, b, NULL, err, sizeof err) == 0, "trace_write again: %s", err);
     CHECK(same_file(a, b), "same parameters and seed -> identical bytes");
+    CHECK(same_file(meta_of(a), meta_of(b)), "... and identical sidecars");
     p.seed = 2;
-    CHECK(trace_write(&p, c, err, sizeof err) == 0, "trace_write seed 2: %s", err);
+    CHECK(trace_write(&p, c, NULL, err, sizeof err) == 0, "trace_write seed 2: %s", err);
     CHECK(!same_file(a, c), "different seed -> different bytes");
     p.seed = 1;
 
@@ -921,16 +992,12 @@ static void test_trace_files(void) {
         trace_gen_free(&g);
     }
     wl_free(&w);
-    size_t n;
-    char *text = slurp(a, &n);
-    const char *hdr = "# cortex-bench trace v1 requests=40 rate=2.5 zipf=1.1 adapters=4 prompt_len=uniform:16,96 "
-                      "gen_len=uniform:8,32 seed=1\n";
-    CHECK(text && strncmp(text, hdr, strlen(hdr)) == 0, "header line");
-    free(text);
+    check_plain_jsonl(a, 40);
+    check_sidecar(&p, a, NULL);
 
     /* Separate streams: a different Zipf exponent keeps arrivals and lengths. */
     p.zipf_s = 0;
-    CHECK(trace_write(&p, d, err, sizeof err) == 0, "%s", err);
+    CHECK(trace_write(&p, d, NULL, err, sizeof err) == 0, "%s", err);
     wl_workload w1, w2;
     if (wl_load(a, &w1, err, sizeof err) == 0 && wl_load(d, &w2, err, sizeof err) == 0) {
         int same = 1, adapters_differ = 0;
@@ -969,19 +1036,40 @@ static void test_trace_files(void) {
     /* Failures: bad parameters, unwritable path; no partial file left. */
     trace_params bad = p;
     bad.rate = 0;
-    rc = trace_write(&bad, tmp_path("bad.jsonl"), err, sizeof err);
+    rc = trace_write(&bad, tmp_path("bad.jsonl"), NULL, err, sizeof err);
     CHECK(rc == CX_EINVAL && strcmp(err, "--rate must be a number of requests per second in (0, 1e9] (got 0)") == 0, "%s", err);
     bad = p;
     bad.requests = 0;
-    CHECK(trace_write(&bad, tmp_path("bad.jsonl"), err, sizeof err) == CX_EINVAL && strstr(err, "--requests"), "%s", err);
+    CHECK(trace_write(&bad, tmp_path("bad.jsonl"), NULL, err, sizeof err) == CX_EINVAL && strstr(err, "--requests"), "%s", err);
     bad = p;
     bad.adapters = 0;
-    CHECK(trace_write(&bad, tmp_path("bad.jsonl"), err, sizeof err) == CX_EINVAL && strstr(err, "--adapters"), "%s", err);
+    CHECK(trace_write(&bad, tmp_path("bad.jsonl"), NULL, err, sizeof err) == CX_EINVAL && strstr(err, "--adapters"), "%s", err);
     bad = p;
     bad.zipf_s = -1;
-    CHECK(trace_write(&bad, tmp_path("bad.jsonl"), err, sizeof err) == CX_EINVAL && strstr(err, "--zipf"), "%s", err);
-    rc = trace_write(&p, "/nonexistent-dir/t.jsonl", err, sizeof err);
+    CHECK(trace_write(&bad, tmp_path("bad.jsonl"), NULL, err, sizeof err) == CX_EINVAL && strstr(err, "--zipf"), "%s", err);
+    rc = trace_write(&p, "/nonexistent-dir/t.jsonl", NULL, err, sizeof err);
     CHECK(rc == CX_EIO && strstr(err, "/nonexistent-dir/t.jsonl.tmp: cannot create: ") == err, "%s", err);
+    /* A directory in the way of the sidecar: the new trace is removed again. */
+    const char *lone = tmp_path("lone.jsonl");
+    char lone_meta[160], lone_sub[170];
+    snprintf(lone_meta, sizeof lone_meta, "%s", meta_of(lone));
+    snprintf(lone_sub, sizeof lone_sub, "%s/x", lone_meta);
+    FILE *lf = NULL;
+    if (mkdir(lone_meta, 0700) == 0) lf = fopen(lone_sub, "w");
+    if (!lf) {
+        CHECK(0, "mkdir %s", lone_meta);
+    } else {
+        fclose(lf);
+        rc = trace_write(&p, lone, NULL, err, sizeof err);
+        char t1[170], t2[180];
+        snprintf(t1, sizeof t1, "%s.tmp", lone);
+        snprintf(t2, sizeof t2, "%s.tmp", lone_meta);
+        CHECK(rc == CX_EIO && strstr(err, "cannot rename") && strstr(err, WL_META_SUFFIX) && access(lone, F_OK) != 0 &&
+                  access(t1, F_OK) != 0 && access(t2, F_OK) != 0,
+              "sidecar rename failure leaves no trace and no temporaries: %s", err);
+        remove(lone_sub);
+        rmdir(lone_meta);
+    }
     /* A directory in the way of the rename: the .tmp is removed. */
     const char *dir = tmp_path("isdir.jsonl");
     if (mkdir(dir, 0700) != 0) {
@@ -991,17 +1079,112 @@ static void test_trace_files(void) {
         snprintf(sub, sizeof sub, "%.127s/x", dir);
         FILE *f = fopen(sub, "w");
         if (f) fclose(f);
-        rc = trace_write(&p, dir, err, sizeof err);
-        char tmpf[140];
+        rc = trace_write(&p, dir, NULL, err, sizeof err);
+        char tmpf[140], meta_tmp[160];
         snprintf(tmpf, sizeof tmpf, "%.127s.tmp", dir);
-        CHECK(rc == CX_EIO && strstr(err, "cannot rename") && access(tmpf, F_OK) != 0, "rename failure cleans up: %s", err);
+        snprintf(meta_tmp, sizeof meta_tmp, "%.127s" WL_META_SUFFIX ".tmp", dir);
+        CHECK(rc == CX_EIO && strstr(err, "cannot rename") && access(tmpf, F_OK) != 0 && access(meta_tmp, F_OK) != 0 &&
+                  access(meta_of(dir), F_OK) != 0,
+              "rename failure cleans up: %s", err);
         remove(sub);
         rmdir(dir);
     }
 }
 
-/* The committed traces are exactly what the generator writes (prompts/README.md). */
+/* Write `content` as the sidecar of `trace` and return wl_load's result. */
+static int load_with_meta(const char *trace, const char *content, wl_workload *w, char *err, size_t errlen) {
+    FILE *f = fopen(meta_of(trace), "wb");
+    if (!f || fputs(content, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "cannot write %s\n", meta_of(trace));
+        exit(2);
+    }
+    return wl_load(trace, w, err, errlen);
+}
+
+/* Sidecars: the command line is recorded (escaped), old-format files with a
+ * "# cortex-bench trace v1" header still load, and a sidecar that is not
+ * one JSON object, or describes another file, is a one-line error. */
+static void test_sidecars(void) {
+    trace_params p;
+    char err[512], want[512];
+    if (params(&p, 12, 3, 1.0, 3, "fixed:20", "normal:10,3,max=16", 7)) return;
+    p.system_prefix = 30;
+    const char *t = tmp_path("cmd.jsonl");
+    const char *cmdline = "cortex-bench trace --requests 12 --seed 7 -o \"a \\ b.jsonl\"";
+    CHECK(trace_write(&p, t, cmdline, err, sizeof err) == 0, "%s", err);
+    check_plain_jsonl(t, 12);
+    check_sidecar(&p, t, cmdline);
+
+    /* An old trace: the v1 header line, then the same requests, no sidecar. */
+    size_t n;
+    char *body = slurp(t, &n);
+    const char *hdr = "# cortex-bench trace v1 requests=12 rate=3 zipf=1 adapters=3 prompt_len=fixed:20 "
+                      "gen_len=normal:10,3,max=16 seed=7 system_prefix=30\n";
+    char *old = malloc(strlen(hdr) + n + 1);
+    wl_workload w, w0;
+    if (body && old) {
+        memcpy(old, hdr, strlen(hdr));
+        memcpy(old + strlen(hdr), body, n + 1);
+        const char *oldp = write_tmp("old.jsonl", old, strlen(old));
+        int rc = wl_load(oldp, &w, err, sizeof err);
+        CHECK(rc == 0 && w.kind == WL_TRACE && w.n == 12 && w.meta == NULL && w.req[0].line == 2, "old format loads: %s", err);
+        if (rc == 0 && wl_load(t, &w0, err, sizeof err) == 0) {
+            int same = 1;
+            for (size_t i = 0; i < w.n; i++)
+                same &= !strcmp(w.req[i].id, w0.req[i].id) && !strcmp(w.req[i].text, w0.req[i].text) &&
+                        w.req[i].arrival_s == w0.req[i].arrival_s;
+            CHECK(same && strcmp(w.sha256, w0.sha256) != 0, "the same requests (the file hash differs)");
+            wl_free(&w0);
+        }
+        if (rc == 0) wl_free(&w);
+
+        /* The new trace's sidecar next to the old file: it names another hash. */
+        char *meta = slurp(meta_of(t), &n);
+        rc = meta ? load_with_meta(oldp, meta, &w, err, sizeof err) : -1;
+        snprintf(want, sizeof want, "%s: describes another file (\"trace_sha256\" ", meta_of(oldp));
+        CHECK(rc == CX_EFORMAT && strncmp(err, want, strlen(want)) == 0 && strstr(err, "delete the sidecar") && w.n == 0 &&
+                  w.meta == NULL,
+              "stale sidecar: %s", err);
+        free(meta);
+        /* A hand-written sidecar without a hash is kept as it is. */
+        rc = load_with_meta(oldp, "{\"source\": \"production log, 2026-11-01\"}\n\n", &w, err, sizeof err);
+        CHECK(rc == 0 && w.meta && !strcmp(w.meta, "{\"source\": \"production log, 2026-11-01\"}"), "hand-written: %s", err);
+        if (rc == 0) wl_free(&w);
+        /* Not a JSON object, a hash that is not a string, too large. */
+        rc = load_with_meta(oldp, "{\"requests\": 12,}", &w, err, sizeof err);
+        snprintf(want, sizeof want, "%s: column 16: trailing comma before '}'", meta_of(oldp));
+        CHECK(rc == CX_EFORMAT && !strcmp(err, want), "bad JSON: %s", err);
+        rc = load_with_meta(oldp, "[1, 2]", &w, err, sizeof err);
+        CHECK(rc == CX_EFORMAT && strncmp(err, meta_of(oldp), strlen(meta_of(oldp))) == 0, "an array: %s", err);
+        rc = load_with_meta(oldp, "{\"trace_sha256\": 5}", &w, err, sizeof err);
+        snprintf(want, sizeof want, "%s: \"trace_sha256\" must be a string, not a number", meta_of(oldp));
+        CHECK(rc == CX_EFORMAT && !strcmp(err, want), "numeric hash: %s", err);
+        char *big = malloc(WL_META_MAX + 64);
+        if (big) {
+            memset(big, ' ', WL_META_MAX + 63);
+            memcpy(big, "{\"x\": 1}", 8);
+            big[WL_META_MAX + 63] = 0;
+            rc = load_with_meta(oldp, big, &w, err, sizeof err);
+            snprintf(want, sizeof want, "%s: larger than %d bytes: too large for a sidecar", meta_of(oldp), WL_META_MAX);
+            CHECK(rc == CX_EFORMAT && !strcmp(err, want), "huge sidecar: %s", err);
+            free(big);
+        }
+        /* An unreadable sidecar (a directory) fails the load, naming it. */
+        remove(meta_of(oldp));
+        if (mkdir(meta_of(oldp), 0700) == 0) {
+            rc = wl_load(oldp, &w, err, sizeof err);
+            CHECK(rc == CX_EIO && strstr(err, WL_META_SUFFIX ": read error: Is a directory"), "directory sidecar: %s", err);
+            rmdir(meta_of(oldp));
+        }
+    }
+    free(body);
+    free(old);
+}
+
+/* The committed traces and their sidecars are exactly what their commands
+ * write (prompts/README.md lists the commands), and are plain JSONL. */
 static void test_committed_traces(void) {
+#define CMD(args, file) "cortex-bench trace " args " -o prompts/traces/" file
     static const struct {
         const char *file;
         int n;
@@ -1010,24 +1193,38 @@ static void test_committed_traces(void) {
         const char *pl, *gl;
         uint64_t seed;
         int system_prefix;
+        const char *cmdline;
     } traces[] = {
-        {"zipf-smoke.jsonl", 16, 4, 1.1, 4, "uniform:16,96", "uniform:8,32", 1, 0},
-        {"zipf-chat.jsonl", 64, 1, 1.2, 8, "lognormal:4.5,0.6", "uniform:32,128", 2, 0},
-        {"uniform-burst.jsonl", 32, 16, 0, 4, "normal:128,32,max=256", "fixed:32", 3, 0},
-        {"shared-prefix.jsonl", 16, 1, 0, 1, "uniform:16,48", "fixed:16", 4, 400},
+        {"zipf-smoke.jsonl", 16, 4, 1.1, 4, "uniform:16,96", "uniform:8,32", 1, 0,
+         CMD("--requests 16 --rate 4 --zipf 1.1 --adapters 4 --prompt-len uniform:16,96 --gen-len uniform:8,32 --seed 1",
+             "zipf-smoke.jsonl")},
+        {"zipf-chat.jsonl", 64, 1, 1.2, 8, "lognormal:4.5,0.6", "uniform:32,128", 2, 0,
+         CMD("--requests 64 --rate 1 --zipf 1.2 --adapters 8 --prompt-len lognormal:4.5,0.6 --gen-len uniform:32,128 --seed 2",
+             "zipf-chat.jsonl")},
+        {"uniform-burst.jsonl", 32, 16, 0, 4, "normal:128,32,max=256", "fixed:32", 3, 0,
+         CMD("--requests 32 --rate 16 --zipf 0 --adapters 4 --prompt-len normal:128,32,max=256 --gen-len fixed:32 --seed 3",
+             "uniform-burst.jsonl")},
+        {"shared-prefix.jsonl", 16, 1, 0, 1, "uniform:16,48", "fixed:16", 4, 400,
+         CMD("--requests 16 --rate 1 --zipf 0 --adapters 1 --prompt-len uniform:16,48 --gen-len fixed:16 --system-prefix 400 "
+             "--seed 4", "shared-prefix.jsonl")},
     };
+#undef CMD
     for (size_t i = 0; i < sizeof traces / sizeof traces[0]; i++) {
         trace_params p;
-        char err[512], committed[128];
+        char err[512], committed[128], committed_meta[160];
         if (params(&p, traces[i].n, traces[i].rate, traces[i].zipf, traces[i].k, traces[i].pl, traces[i].gl, traces[i].seed))
             continue;
         p.system_prefix = traces[i].system_prefix;
         const char *out = tmp_path(traces[i].file);
-        CHECK(trace_write(&p, out, err, sizeof err) == 0, "%s", err);
+        CHECK(trace_write(&p, out, traces[i].cmdline, err, sizeof err) == 0, "%s", err);
         snprintf(committed, sizeof committed, "prompts/traces/%s", traces[i].file);
+        snprintf(committed_meta, sizeof committed_meta, "%s", meta_of(committed));
         CHECK(same_file(out, committed), "%s is reproduced byte for byte by its command", committed);
+        CHECK(same_file(meta_of(out), committed_meta), "%s is reproduced byte for byte by its command", committed_meta);
+        check_plain_jsonl(committed, traces[i].n);
         wl_workload w;
-        CHECK(wl_load(committed, &w, err, sizeof err) == 0 && w.kind == WL_TRACE && w.n == (size_t)traces[i].n, "%s", err);
+        CHECK(wl_load(committed, &w, err, sizeof err) == 0 && w.kind == WL_TRACE && w.n == (size_t)traces[i].n && w.meta,
+              "%s", err);
         wl_free(&w);
     }
 }
@@ -1047,6 +1244,7 @@ TEST_MAIN({
     test_lengths();
     test_length_specs();
     test_trace_files();
+    test_sidecars();
     test_committed_traces();
     cleanup();
 })
