@@ -2,6 +2,7 @@
 #   make            library, cortex CLI, test tools          (build/)
 #   make test       unit tests, reference checks, CLI checks
 #   make sanitize   the same tests under ASan + UBSan         (build-san/)
+#   make tsan       the threaded tests under ThreadSanitizer  (build-tsan/)
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each      (build-fuzz/)
 #   make bench      the default benchmark (see README)
 # CC=clang works everywhere; kernels never use -march=native.
@@ -58,7 +59,7 @@ vpath test_%.c $(sort $(dir $(TEST_SRC)))
 TOOL_SRC   := $(wildcard tests/tools/*.c)
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test sanitize fuzz bench clean FORCE
+.PHONY: all test sanitize tsan fuzz bench clean FORCE
 all: $(LIB) $(CLI) $(BENCH) $(TEST_BIN) $(TOOL_BIN)
 
 $(BUILD)/%.o: %.c $(ENGINE_HDR)
@@ -132,6 +133,14 @@ sanitize:
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
+# ThreadSanitizer over the tests whose code runs on several threads (the
+# scheduler's run thread with submitters, the batch's and pool's workers).
+TSAN_TESTS = test_sched test_batch test_forward
+tsan:
+	$(MAKE) --no-print-directory BUILD=build-tsan CC=clang OPT=-O1 BUILD_TYPE=tsan \
+	  CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread" $(TSAN_TESTS:%=build-tsan/tests/%)
+	@set -e; for t in $(TSAN_TESTS); do TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/$$t | tail -1; done
+
 FUZZ_FLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 # The AVX2 kernel files need their ISA flags, so they are compiled apart.
@@ -164,4 +173,4 @@ bench: $(CLI) $(BENCH)
 	$(BENCH) run --model $(BENCH_MODEL) --workload trace:$(BENCH_TRACE) --reps 2 --warmup 0 $(BENCH_ARGS)
 
 clean:
-	rm -rf build build-san build-fuzz build-knob
+	rm -rf build build-san build-tsan build-fuzz build-knob

@@ -32,7 +32,8 @@ enum {
     CX_EUNSUP = -4,   /* valid, but a feature this engine does not support */
     CX_EINVAL = -5,   /* bad argument from the caller (empty prompt, bad flag) */
     CX_ENOMEM = -6,   /* allocation failed */
-    CX_ECTX = -7      /* the sequence would exceed the context length */
+    CX_ECTX = -7,     /* the sequence would exceed the context length */
+    CX_EBUSY = -8     /* the scheduler's waiting queue is full (or it is stopping): try later */
 };
 
 typedef struct cx_err {
@@ -322,6 +323,136 @@ void cx_sampler_free(cx_sampler *s);
 void cx_sampler_accept(cx_sampler *s, int token);
 /* Choose the next token from logits (the array is not modified). */
 int cx_sampler_sample(cx_sampler *s, const float *logits);
+
+/* ---- the request scheduler (docs/serving.md) ---------------------------- */
+
+/*
+ * A scheduler serves many requests on one model at once: each step is one
+ * cx_batch_eval pass holding the next token of every decoding sequence and,
+ * in the rest of a token budget, chunks of waiting prompts (continuous
+ * batching with chunked prefill). Requests wait in a bounded queue, are
+ * admitted by priority (aged, so a low class is never starved) when their
+ * KV blocks fit the shared cache, may be preempted when the cache runs out
+ * (their blocks are dropped and recomputed later: the tokens equal an
+ * uninterrupted run), end at a deadline or on cancellation, and report each
+ * token and their end through callbacks. Driven step by step by the caller
+ * (cx_sched_step) or by its own thread (cx_sched_start); submit, cancel and
+ * the statistics calls are safe from any thread.
+ */
+typedef struct cx_sched cx_sched;
+
+/* A request's states; the last four are final. */
+enum { CX_REQ_QUEUED, CX_REQ_PREFILL, CX_REQ_DECODE, CX_REQ_FINISHED, CX_REQ_CANCELLED, CX_REQ_TIMEOUT, CX_REQ_FAILED };
+/* Why a request stopped generating. */
+enum {
+    CX_STOP_NONE = 0,   /* not stopped, or ended by cancellation, deadline or failure */
+    CX_STOP_LENGTH,     /* max_tokens generated (or the context is full) */
+    CX_STOP_EOS,        /* the model's end-of-text token */
+    CX_STOP_TOKEN,      /* one of the request's stop token ids */
+    CX_STOP_STRING      /* one of the request's stop strings (it is not part of the text) */
+};
+
+/* One generated token, as the scheduler hands it to on_token. */
+typedef struct cx_token_event {
+    int64_t id;            /* the request */
+    int32_t token;
+    int index;             /* 0 for the first generated token */
+    const char *text;      /* bytes now final: may be empty while they could start a stop string, and
+                              then several tokens' bytes arrive at once (valid during the call) */
+    size_t len;
+    int64_t t_ns;          /* CLOCK_MONOTONIC time it was sampled */
+    const float *logits;   /* the n_vocab logits it was sampled from (valid during the call: logprobs) */
+} cx_token_event;
+
+/* A request's life, readable during on_done and by cx_sched_request_stats. */
+typedef struct cx_request_stats {
+    int64_t id;
+    int state, reason;     /* CX_REQ_*, CX_STOP_* */
+    int priority, adapter;
+    int n_prompt, n_gen;   /* prompt tokens; tokens generated */
+    int n_cached;          /* prompt tokens taken from the prefix cache instead of computed */
+    int n_preempted;       /* times its blocks were dropped to make room */
+    int64_t t_submit, t_start, t_first, t_end; /* CLOCK_MONOTONIC ns: submitted, first scheduled,
+                                                  first token, final state (0: not yet) */
+    const int64_t *itl_ns; /* [n_gen - 1] the gaps between consecutive tokens */
+    const int32_t *tokens; /* [n_gen] the generated ids */
+    const char *text;      /* the generated text, stop string excluded (NUL-terminated) */
+    size_t text_len;
+    char error[256];       /* CX_REQ_FAILED: why */
+} cx_request_stats;
+
+typedef void (*cx_token_cb)(void *user, const cx_token_event *ev);
+typedef void (*cx_done_cb)(void *user, const cx_request_stats *st);
+
+typedef struct cx_request {
+    const int32_t *prompt; /* token ids, or NULL to tokenize `text` (with BOS) */
+    int n_prompt;
+    const char *text;
+    cx_sampler_params sampling;
+    int max_tokens;        /* >= 1; capped at what the context leaves */
+    const int32_t *stop_ids;
+    int n_stop_ids;
+    const char *const *stop;   /* stop strings */
+    int n_stop;
+    int ignore_eos;        /* 1: the end-of-text token does not end the request */
+    int priority;          /* higher classes are admitted first; FIFO within a class */
+    int64_t deadline_ms;   /* > 0: end as CX_REQ_TIMEOUT this long after submission */
+    int adapter;           /* LoRA adapter (0: none; adapters are not served yet: others are refused) */
+    float adapter_scale;
+    void *user;            /* handed to the callbacks */
+    cx_token_cb on_token;  /* may be NULL; called on the stepping thread without the scheduler's lock */
+    cx_done_cb on_done;    /* may be NULL; called once, when the request reaches a final state */
+} cx_request;
+
+/* Sampling as cx_sampler_defaults(), 16 tokens, nothing else set. */
+cx_request cx_request_defaults(void);
+
+typedef struct cx_sched_params {
+    int max_seqs;          /* sequences running at once, >= 1 (default 8) */
+    int max_batch_tokens;  /* tokens per step over all sequences, 1..256 (default 256) */
+    int max_queue;         /* waiting requests, >= 1 (default 256); a submission beyond: CX_EBUSY */
+    int n_ctx;             /* each sequence's context (0: the model's, at most CX_DEFAULT_CTX) */
+    int n_threads;         /* threads of the forward pass (<= 0: 1) */
+    int aging_ms;          /* a waiting request climbs one priority class per aging_ms waited (0: never) */
+    int chunk;             /* most prompt tokens one sequence gets per step (0: what the budget leaves) */
+    cx_kv_params kv;       /* the shared cache; kv.max_tokens is its capacity in positions
+                              (0: max_seqs * n_ctx) */
+} cx_sched_params;
+
+/* Scheduler counters (cx_sched_get_stats). */
+typedef struct cx_sched_stats {
+    int running, waiting;          /* now */
+    int64_t submitted, rejected;   /* accepted submissions; refused ones (any reason) */
+    int64_t finished, cancelled, timed_out, failed, preemptions;
+    int64_t steps, prefill_tokens, decode_tokens;
+    int64_t step_ns, eval_ns;      /* time in steps, and inside their cx_batch_eval (the rest is
+                                      the scheduler's own overhead: batch forming, sampling, callbacks) */
+    int64_t kv_blocks_used, kv_blocks_max;
+} cx_sched_stats;
+
+/* max_seqs 8, max_batch_tokens 256, max_queue 256, aging 1000 ms, cx_kv_defaults() with the prefix cache on. */
+cx_sched_params cx_sched_defaults(void);
+int cx_sched_new(const cx_model *m, const cx_sched_params *p, cx_sched **out, cx_err *err);
+/* Stops its thread (cancelling what is left) and frees everything. */
+void cx_sched_free(cx_sched *s);
+/* Queue a request: its id (> 0), or CX_EBUSY (queue full or stopping), CX_ECTX (the prompt
+ * leaves no room to generate in the context), CX_EINVAL / CX_EUNSUP (bad request), CX_ENOMEM. */
+int64_t cx_sched_submit(cx_sched *s, const cx_request *r, cx_err *err);
+/* Ask request id to end (at the next step boundary) as CX_REQ_CANCELLED; CX_EINVAL if no such live request. */
+int cx_sched_cancel(cx_sched *s, int64_t id);
+/* One step: ends, admission, preemption, one pass, sampling, callbacks. Returns the
+ * requests still waiting or running (0: idle), or a CX_E* code (the thread is running). */
+int cx_sched_step(cx_sched *s, cx_err *err);
+/* Run steps on a thread of its own until cx_sched_stop. */
+int cx_sched_start(cx_sched *s, cx_err *err);
+/* Stop the thread: drain = 1 refuses new requests and returns once every
+ * admitted one has ended; drain = 0 cancels them. */
+void cx_sched_stop(cx_sched *s, int drain);
+/* A request's statistics (pointers valid until cx_sched_release); CX_EINVAL if unknown. */
+int cx_sched_request_stats(cx_sched *s, int64_t id, cx_request_stats *out);
+/* Forget an ended request's record (its text, tokens and gaps). CX_EINVAL if unknown or still live. */
+int cx_sched_release(cx_sched *s, int64_t id);
+void cx_sched_get_stats(cx_sched *s, cx_sched_stats *out);
 
 /* ---- kernels ------------------------------------------------------------ */
 

@@ -259,6 +259,13 @@ static int32_t drop_candidate(const kv_cache *c) {
     return best;
 }
 
+/* See kv_cache.h: free ids plus the cached prefixes nobody holds (kv_block_alloc drops those on demand). */
+int32_t kv_blocks_available(const kv_cache *c) {
+    int32_t n = c->n_free;
+    for (int32_t i = 0; i < c->max_blocks; i++) n += c->blocks[i].tier != KV_FREE && kv_block_droppable(&c->blocks[i]);
+    return n;
+}
+
 /* See kv_cache.h. The new block has one reference, no storage and no rows. */
 int32_t kv_block_alloc(kv_cache *c) {
     if (c->free_head < 0) {

@@ -112,6 +112,9 @@ int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks
 void kv_cache_destroy(kv_cache *c);
 /* Check params against the model; 0 or CX_EINVAL with a message. */
 int kv_check_params(const cx_model *m, const cx_kv_params *p, cx_err *err);
+/* Blocks kv_block_alloc can still hand out: free ones and droppable cached
+ * prefixes (a scan of the block array; the scheduler's admission check). */
+int32_t kv_blocks_available(const kv_cache *c);
 /* A free block id (dropping an unused cached prefix if none is free), or -1. */
 int32_t kv_block_alloc(kv_cache *c);
 /* One reference less; the block is freed at zero. */

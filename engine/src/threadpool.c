@@ -21,9 +21,14 @@
 /* Spin iterations before sleeping: roughly 100-300 us of pause instructions. */
 #define SPIN_LIMIT 4096
 
+typedef struct worker_arg { struct tp_pool *p; int index; } worker_arg;
+
 struct tp_pool {
     int n;
     pthread_t *threads;
+    worker_arg *args;      /* [n] each worker's argument, owned by the pool: a worker
+                            * that freed its own at start-up made an allocator call
+                            * whenever it got to run, in the middle of a decode */
     tp_fn fn;
     void *ctx;
     atomic_ulong generation;
@@ -34,7 +39,6 @@ struct tp_pool {
     pthread_cond_t wake;
 };
 
-typedef struct worker_arg { tp_pool *p; int index; } worker_arg;
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -62,7 +66,6 @@ static void *worker_main(void *arg) {
     worker_arg *w = arg;
     tp_pool *p = w->p;
     int index = w->index;
-    free(w);
     unsigned long seen = 0;
     for (;;) {
         seen = wait_for_job(p, seen);
@@ -83,17 +86,16 @@ tp_pool *tp_new(int n) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     p->threads = calloc((size_t)p->n, sizeof(pthread_t));
-    if (!p->threads) {
+    p->args = calloc((size_t)p->n, sizeof(worker_arg));
+    if (!p->threads || !p->args) {
+        free(p->threads);
+        free(p->args);
         free(p);
         return NULL;
     }
     for (int i = 1; i < p->n; i++) {
-        worker_arg *w = malloc(sizeof *w);
-        if (!w) { p->n = i; break; }
-        w->p = p;
-        w->index = i;
-        if (pthread_create(&p->threads[i], NULL, worker_main, w) != 0) {
-            free(w);
+        p->args[i] = (worker_arg){p, i};
+        if (pthread_create(&p->threads[i], NULL, worker_main, &p->args[i]) != 0) {
             p->n = i; /* run with the threads we got */
             break;
         }
@@ -111,6 +113,7 @@ void tp_free(tp_pool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     free(p->threads);
+    free(p->args);
     free(p);
 }
 

@@ -13,7 +13,8 @@
  * multiseq workload does; and the same three decoded in one batched pass
  * (cx_batch_eval, 2 threads), joined midway by a fourth sequence on its own
  * cache whose prompt shares a pass with their decode tokens, as the batched
- * workload and a continuous-batching server do.
+ * workload and a continuous-batching server do; and the request
+ * scheduler's steps (admission, chunked prefill, sampling, preemption).
  *
  * Skipped under AddressSanitizer, which owns malloc itself.
  */
@@ -216,6 +217,60 @@ static void check_shared(cx_model *m, const cx_kv_params *kv, int batched) {
 }
 #endif
 
+/* The request scheduler: every step (admission, prefill chunks beside
+ * decode tokens, sampling with stop strings, ends) counted; requests are
+ * submitted between steps (a submission allocates its record) and one joins
+ * midway. The cache is small enough that sequences get preempted. */
+static void check_sched(cx_model *m) {
+    cx_sched_params sp = cx_sched_defaults();
+    sp.max_seqs = 3;
+    sp.max_batch_tokens = 24;
+    sp.chunk = 16;
+    sp.n_threads = 2;
+    sp.kv.max_tokens = 160;
+    cx_sched *s;
+    cx_err err = {0};
+    if (cx_sched_new(m, &sp, &s, &err)) {
+        CHECK(0, "scheduler: %s", err.msg);
+        return;
+    }
+    int V = cx_model_get_info(m)->n_vocab;
+    int32_t prompt[4][40];
+    for (int q = 0; q < 4; q++)
+        for (int i = 0; i < 40; i++) prompt[q][i] = (int32_t)((i * 37 + 11 * q + 5) % V);
+    const char *stops[1] = {"never appears \x01"};
+    long calls = 0, steps = 0;
+    for (int q = 0; q < 4; q++) {
+        cx_request r = cx_request_defaults();
+        r.prompt = prompt[q];
+        r.n_prompt = 20 + 5 * q;
+        r.max_tokens = 50;
+        r.ignore_eos = 1;
+        r.stop = stops;
+        r.n_stop = 1;
+        if (q < 3) CHECK(cx_sched_submit(s, &r, &err) > 0, "submit: %s", err.msg);
+        int rounds = q < 3 ? 1 : 1000;
+        for (int i = 0; i < rounds; i++) {
+            long before = atomic_load(&n_calls);
+            atomic_store(&counting, 1);
+            int live = cx_sched_step(s, &err);
+            atomic_store(&counting, 0);
+            calls += atomic_load(&n_calls) - before;
+            steps++;
+            if (i == 10) CHECK(cx_sched_submit(s, &r, &err) > 0, "submit midway: %s", err.msg);
+            if (live <= 0 && i > 10) break;
+        }
+    }
+    cx_sched_stats st;
+    cx_sched_get_stats(s, &st);
+    CHECK(st.finished == 4 && st.preemptions > 0, "scheduler: 4 finished, with preemptions (%lld, %lld)",
+          (long long)st.finished, (long long)st.preemptions);
+    CHECK(calls == 0, "scheduler: %ld allocator calls in %ld steps", calls, steps);
+    printf("%-28s %ld allocator calls in %ld steps (%lld preemptions)\n", "scheduler", calls, steps,
+           (long long)st.preemptions);
+    cx_sched_free(s);
+}
+
 /* Check the wrappers count, then every configuration on a synthetic q8_0 model. */
 static void run_all(void) {
 #ifdef NOMALLOC_ASAN
@@ -271,6 +326,7 @@ static void run_all(void) {
     kv.max_tokens = 3 * 256;
     check_shared(m, &kv, 0);
     check_shared(m, &kv, 1);
+    check_sched(m);
     cx_model_free(m);
     unlink(path);
     rmdir(dir);

@@ -1,0 +1,346 @@
+/*
+ * sched_step.c - one step of the scheduler (sched.h, docs/serving.md):
+ *
+ *   1. ends: cancelled requests and those past their deadline, queued or
+ *      running, reach their final state and give their KV blocks back;
+ *   2. admission: waiting requests, best effective priority first (the
+ *      class plus one per aging_ms waited; FIFO within a class), take free
+ *      slots while their blocks fit the cache;
+ *   3. batch: every decoding sequence's next token, then prompt chunks of
+ *      the prefilling ones in admission order, up to max_batch_tokens;
+ *      when the pass would need more blocks than the cache has, the
+ *      lowest-priority, latest-arrived sequence is preempted: its blocks
+ *      are dropped and it waits again to be recomputed (its prompt and the
+ *      tokens it generated, prefilled; f32 prefill equals decode bit for
+ *      bit, and full blocks may still be in the prefix cache);
+ *   4. the pass: one cx_batch_eval, without the scheduler's lock;
+ *   5. sampling, stop conditions and on_token; then the ends and on_done.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../kv_cache.h"
+#include "../session.h"
+#include "sched.h"
+#include "../util.h"
+
+/* Effective priority of a waiting request at time now: its class, raised one per aging_ms waited. */
+static int64_t effective(const cx_sched *s, const sched_req *r, int64_t now) {
+    int64_t age = s->p.aging_ms ? (now - r->t_submit) / ((int64_t)s->p.aging_ms * 1000000) : 0;
+    return (int64_t)r->priority + age;
+}
+
+/* 1 if a should go before b (higher effective priority, then earlier submission). */
+static int before(const cx_sched *s, const sched_req *a, const sched_req *b, int64_t now) {
+    int64_t ea = effective(s, a, now), eb = effective(s, b, now);
+    if (ea != eb) return ea > eb;
+    return a->t_submit != b->t_submit ? a->t_submit < b->t_submit : a->id < b->id;
+}
+
+/* Tokens r still has to feed before it can sample: its prompt and generated tokens past its position. */
+static int pending(const cx_sched *s, const sched_req *r) {
+    int pos = r->slot >= 0 ? cx_session_pos(s->sess[r->slot]) : 0;
+    return r->n_prompt + r->n_gen - pos;
+}
+
+/* Blocks a sequence at pos allocates to hold n more tokens. */
+static int blocks_for(int pos, int n) { return (pos + n + CX_KV_BLOCK - 1) / CX_KV_BLOCK - (pos + CX_KV_BLOCK - 1) / CX_KV_BLOCK; }
+
+/* Blocks the shared cache can still hand out. */
+static int32_t available(cx_sched *s) {
+    pthread_mutex_lock(&s->cache->lock);
+    int32_t n = kv_blocks_available(s->cache);
+    pthread_mutex_unlock(&s->cache->lock);
+    return n;
+}
+
+/* Take r off the waiting queue (lock held), keeping the others' order. */
+static void unqueue(cx_sched *s, sched_req *r) {
+    for (int i = 0; i < s->n_wait; i++)
+        if (s->wait[i] == r) {
+            memmove(s->wait + i, s->wait + i + 1, sizeof *s->wait * (size_t)(s->n_wait - i - 1));
+            s->n_wait--;
+            return;
+        }
+}
+
+/* Free r's slot (lock held): its session's blocks go back to the cache. */
+static void unslot(cx_sched *s, sched_req *r) {
+    if (r->slot < 0) return;
+    cx_session_reset(s->sess[r->slot]);
+    s->run[r->slot] = NULL;
+    s->n_run--;
+    r->slot = -1;
+}
+
+/* See sched.h. */
+void sched_end(cx_sched *s, sched_req *r, int state, int reason) {
+    assert(state >= CX_REQ_FINISHED && r->state < CX_REQ_FINISHED);
+    if (r->slot >= 0) unslot(s, r);
+    else unqueue(s, r);
+    r->state = state;
+    r->reason = reason;
+    r->t_end = cx_now_ns();
+    r->reporting = 1;
+    s->st.finished += state == CX_REQ_FINISHED;
+    s->st.cancelled += state == CX_REQ_CANCELLED;
+    s->st.timed_out += state == CX_REQ_TIMEOUT;
+    s->st.failed += state == CX_REQ_FAILED;
+    s->ended[s->n_ended++] = r;
+}
+
+/* Fail r with a message (lock held). */
+static void fail(cx_sched *s, sched_req *r, const char *msg) {
+    snprintf(r->error, sizeof r->error, "%.*s", (int)sizeof r->error - 1, msg);
+    sched_end(s, r, CX_REQ_FAILED, CX_STOP_NONE);
+}
+
+/* Step 1 (lock held): cancellations and deadlines, queued or running. */
+static void end_expired(cx_sched *s, int64_t now) {
+    for (int i = s->n_wait - 1; i >= 0; i--) {
+        sched_req *r = s->wait[i];
+        if (r->cancel) sched_end(s, r, CX_REQ_CANCELLED, CX_STOP_NONE);
+        else if (r->deadline_ns && now >= r->deadline_ns) sched_end(s, r, CX_REQ_TIMEOUT, CX_STOP_NONE);
+    }
+    for (int k = 0; k < s->p.max_seqs; k++) {
+        sched_req *r = s->run[k];
+        if (!r) continue;
+        if (r->cancel) sched_end(s, r, CX_REQ_CANCELLED, CX_STOP_NONE);
+        else if (r->deadline_ns && now >= r->deadline_ns) sched_end(s, r, CX_REQ_TIMEOUT, CX_STOP_NONE);
+    }
+}
+
+/* Step 2 (lock held): admit the best waiting requests while slots and blocks last. A request
+ * that cannot fit even an empty cache fails (it would wait forever). */
+static void admit(cx_sched *s, int64_t now) {
+    int32_t avail = available(s);
+    int reserve = s->n_run; /* each running sequence may need one more block soon */
+    while (s->n_run < s->p.max_seqs && s->n_wait > 0) {
+        int best = 0;
+        for (int i = 1; i < s->n_wait; i++)
+            if (before(s, s->wait[i], s->wait[best], now)) best = i;
+        sched_req *r = s->wait[best];
+        int need = blocks_for(0, r->n_prompt + r->n_gen + 1);
+        if (need > s->cache->max_blocks) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "the request needs %d KV blocks; the whole cache has %d", need, s->cache->max_blocks);
+            fail(s, r, msg);
+            continue;
+        }
+        if (need > avail - reserve && s->n_run > 0) break; /* strict priority: no overtaking by smaller ones */
+        if (need > avail && s->n_run == 0) break;           /* cached prefixes are dropped as blocks are taken */
+        unqueue(s, r);
+        int k = 0;
+        while (s->run[k]) k++;
+        s->run[k] = r;
+        r->slot = k;
+        s->n_run++;
+        r->state = CX_REQ_PREFILL;
+        if (!r->t_start) r->t_start = now;
+        avail -= need;
+        reserve++;
+    }
+}
+
+/* Preempt r (lock held): its blocks go back, it waits again and will be recomputed. */
+static void preempt(cx_sched *s, sched_req *r) {
+    unslot(s, r);
+    r->state = CX_REQ_QUEUED;
+    r->n_preempted++;
+    s->st.preemptions++;
+    s->wait[s->n_wait++] = r; /* wait has room for max_queue + max_seqs */
+}
+
+/* The running request to preempt first: lowest effective priority, latest arrival. */
+static sched_req *victim(cx_sched *s, int64_t now) {
+    sched_req *v = NULL;
+    for (int k = 0; k < s->p.max_seqs; k++) {
+        sched_req *r = s->run[k];
+        if (r && (!v || before(s, v, r, now))) v = r;
+    }
+    return v;
+}
+
+/* Step 3 (lock held): the pass's segments into b_*; preempts until its blocks fit. Returns
+ * the number of segments. */
+static int form_batch(cx_sched *s, int64_t now) {
+    for (;;) {
+        int n = 0, budget = s->p.max_batch_tokens, need = 0;
+        for (int k = 0; k < s->p.max_seqs; k++) { /* decode first: one token each */
+            sched_req *r = s->run[k];
+            if (!r || r->n_gen == 0 || pending(s, r) != 1) continue;
+            int pos = cx_session_pos(s->sess[k]);
+            s->b_slot[n] = k;
+            s->b_tok[n] = r->toks + pos;
+            s->b_n[n++] = 1;
+            need += blocks_for(pos, 1);
+            budget--;
+        }
+        for (;;) { /* then prompt chunks, earliest admitted first */
+            sched_req *next = NULL;
+            for (int k = 0; k < s->p.max_seqs; k++) {
+                sched_req *r = s->run[k];
+                int taken = 0;
+                for (int i = 0; i < n; i++) taken |= s->b_slot[i] == k;
+                if (r && !taken && (next == NULL || r->t_start < next->t_start)) next = r;
+            }
+            if (!next || budget <= 0) break;
+            int k = next->slot, pos = cx_session_pos(s->sess[k]), T = pending(s, next);
+            if (s->p.chunk && T > s->p.chunk) T = s->p.chunk;
+            if (T > budget) T = budget;
+            /* A chunk cut short ends on a block boundary, so the next one can still meet the prefix cache. */
+            if (T < pending(s, next) && (pos + T) % CX_KV_BLOCK && (pos + T) / CX_KV_BLOCK * CX_KV_BLOCK > pos)
+                T = (pos + T) / CX_KV_BLOCK * CX_KV_BLOCK - pos;
+            s->b_slot[n] = k;
+            s->b_tok[n] = next->toks + pos;
+            s->b_n[n++] = T;
+            need += blocks_for(pos, T);
+            budget -= T;
+        }
+        if (n == 0 || need <= available(s)) return n;
+        sched_req *v = victim(s, now);
+        if (s->n_run == 1) { /* alone and still too big: the cache cannot hold this request */
+            char msg[200];
+            snprintf(msg, sizeof msg, "the KV cache (%d blocks of %d positions) cannot hold this request's %d tokens",
+                     s->cache->max_blocks, CX_KV_BLOCK, v->n_prompt + v->n_gen + 1);
+            fail(s, v, msg);
+        } else {
+            preempt(s, v);
+        }
+    }
+}
+
+/* Append token tok's bytes to r's text (its buffer was sized for max_tokens of the longest piece). */
+static void append_text(const cx_sched *s, sched_req *r, int prev, int tok) {
+    char tmp[2];
+    const char *bytes;
+    size_t len = cx_token_piece(s->m, prev, tok, tmp, &bytes);
+    assert(r->text_len + len < r->text_cap);
+    memcpy(r->text + r->text_len, bytes, len);
+    r->text_len += len;
+    r->text[r->text_len] = 0;
+}
+
+/* 1 if tok is one of r's stop ids. */
+static int is_stop_id(const sched_req *r, int tok) {
+    for (int i = 0; i < r->n_stop_ids; i++)
+        if (r->stop_ids[i] == tok) return 1;
+    return 0;
+}
+
+/* Step 5 for one sequence whose pass ended at its last token: sample, stop
+ * conditions, the token's event. Returns the reason it stops (CX_STOP_*, or
+ * CX_STOP_NONE to go on). Runs without the lock: only the stepping thread
+ * touches a running request. */
+static int sample(cx_sched *s, sched_req *r, const float *logits, int64_t now) {
+    int tok = cx_sampler_sample(r->smp, logits);
+    cx_sampler_accept(r->smp, tok);
+    int at = r->n_prompt + r->n_gen, prev = r->toks[at - 1];
+    r->toks[at] = tok;
+    if (r->n_gen) r->itl[r->n_gen - 1] = now - r->t_last;
+    else r->t_first = now;
+    r->t_last = now;
+    r->n_gen++;
+    int reason = CX_STOP_NONE;
+    size_t old = r->text_len;
+    if (tok == s->eos && !r->ignore_eos) reason = CX_STOP_EOS;
+    else if (is_stop_id(r, tok)) reason = CX_STOP_TOKEN;
+    else {
+        append_text(s, r, prev, tok);
+        long p = r->stops.n ? sched_stops_find(&r->stops, r->text, r->text_len, old) : -1;
+        if (p >= 0) {
+            r->text_len = (size_t)p;
+            r->text[p] = 0;
+            reason = CX_STOP_STRING;
+        }
+    }
+    if (!reason && r->n_gen >= r->max_tokens) reason = CX_STOP_LENGTH;
+    size_t final = reason ? r->text_len : sched_stops_safe(&r->stops, r->text, r->text_len);
+    if (final < r->emitted) final = r->emitted; /* released bytes stay released */
+    if (r->on_token) {
+        cx_token_event ev = {r->id, tok, r->n_gen - 1, r->text + r->emitted, final - r->emitted, now, logits};
+        r->on_token(r->user, &ev);
+    }
+    r->emitted = final;
+    return reason;
+}
+
+/* Call on_done for every request that ended this step, then free those
+ * released meanwhile (cx_sched_release defers while a record reports). */
+static void report_ends(cx_sched *s) {
+    for (int i = 0; i < s->n_ended; i++) {
+        sched_req *r = s->ended[i];
+        if (r->on_done) {
+            cx_request_stats st;
+            sched_req_stats(r, &st);
+            r->on_done(r->user, &st);
+        }
+        pthread_mutex_lock(&s->mu);
+        r->reporting = 0;
+        int release = r->release;
+        pthread_mutex_unlock(&s->mu);
+        if (release) cx_sched_release(s, r->id);
+    }
+    s->n_ended = 0;
+}
+
+/* See sched.h. */
+int sched_step(cx_sched *s, cx_err *err) {
+    int64_t t0 = cx_now_ns();
+    pthread_mutex_lock(&s->mu);
+    end_expired(s, t0);
+    admit(s, t0);
+    int n = form_batch(s, t0);
+    for (int i = 0; i < n; i++) s->b_sess[i] = s->sess[s->b_slot[i]];
+    pthread_mutex_unlock(&s->mu);
+
+    int rc = 0, tokens = 0, prefill = 0;
+    int64_t t1 = cx_now_ns(), t2 = t1;
+    const float **logits = NULL;
+    if (n > 0) {
+        rc = cx_batch_eval(s->batch, s->b_sess, s->b_tok, s->b_n, n, &logits, err);
+        t2 = cx_now_ns();
+    }
+    if (rc) { /* out of blocks after all (copy-on-write, say): make room; anything else fails the pass */
+        pthread_mutex_lock(&s->mu);
+        if (rc == CX_ENOMEM && s->n_run > 1) preempt(s, victim(s, t0));
+        else
+            for (int i = 0; i < n; i++)
+                if (s->run[s->b_slot[i]]) fail(s, s->run[s->b_slot[i]], err ? err->msg : "the forward pass failed");
+        pthread_mutex_unlock(&s->mu);
+        n = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        sched_req *r = s->run[s->b_slot[i]];
+        cx_session *ss = s->b_sess[i];
+        tokens += s->b_n[i];
+        if (r->n_gen == 0 || s->b_n[i] > 1) {
+            prefill += s->b_n[i];
+            cx_kv_stats kv;
+            cx_session_kv_stats(ss, &kv);
+            r->n_cached += kv.last_reused;
+        }
+        if (cx_session_pos(ss) != r->n_prompt + r->n_gen) continue; /* more prompt to come */
+        int reason = sample(s, r, logits[i], t2);
+        pthread_mutex_lock(&s->mu);
+        if (reason) sched_end(s, r, CX_REQ_FINISHED, reason);
+        else r->state = CX_REQ_DECODE;
+        pthread_mutex_unlock(&s->mu);
+    }
+    int64_t t3 = cx_now_ns();
+    pthread_mutex_lock(&s->mu);
+    if (n > 0) {
+        s->st.steps++;
+        s->st.prefill_tokens += prefill;
+        s->st.decode_tokens += tokens - prefill;
+        s->st.eval_ns += t2 - t1;
+        s->st.step_ns += t3 - t0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    report_ends(s);
+    pthread_mutex_lock(&s->mu);
+    int live = s->n_wait + s->n_run;
+    pthread_mutex_unlock(&s->mu);
+    return live;
+}
