@@ -23,8 +23,8 @@
 
 #include "arena.h"
 #include "kernels/kernels.h"
-#include "kv_cache.h"
-#include "kv_view.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_view.h"
 #include "model.h"
 #include "threadpool.h"
 

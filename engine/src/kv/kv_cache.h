@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buddy.h"
+#include "../buddy.h"
 #include "cortex.h"
 #include "kv_codec.h"
 #include "kv_prefix.h"

@@ -12,8 +12,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "model.h"
-#include "util.h"
+#include "../model.h"
+#include "../util.h"
 
 /* See cortex.h. */
 cx_kv_params cx_kv_defaults(void) {

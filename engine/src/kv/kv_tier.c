@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "kv_cache.h"
-#include "util.h"
+#include "../util.h"
 
 static const char *tier_name[KV_TIERS] = {"hot", "warm", "cold"};
 
