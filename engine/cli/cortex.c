@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 
 static int usage(void) {
     fprintf(stderr,

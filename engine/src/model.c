@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cortex_tools.h"
 #include "kernels/kernels.h"
 #include "quant.h"
 #include "util.h"

@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "cortex_tools.h"
 #include "gguf.h"
 #include "gguf_write.h"
 #include "model.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cortex_tools.h"
 #include "gguf.h"
 #include "gguf_write.h"
 #include "model.h"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "cortex_tools.h"
 #include "gguf_write.h"
 #include "testing.h"
 

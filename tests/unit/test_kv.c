@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_view.h"
 #include "model.h"

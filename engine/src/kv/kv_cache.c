@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cortex_tools.h"
 #include "../model.h"
 #include "../util.h"
 
