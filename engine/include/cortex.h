@@ -81,8 +81,9 @@ typedef struct cx_model_info {
     uint64_t file_bytes;
     int main_type;            /* type of the attention/FFN matrices; if they mix types: CX_FTYPE_Q4_K_M
                                  for a Q4_K_M file, else the type holding most of their weights */
-    const char *weights_memory; /* "mmap", "hugepages" or "hugepages, repacked x8" (CORTEX_WEIGHTS,
-                                   CORTEX_REPACK: see engine/src/model.c) */
+    const char *weights_memory; /* "mmap", "hugepages" or "hugepages, repacked x8" (cx_model_params
+                                   weights and repack) */
+    const char *isa;          /* the kernel instruction set this model's passes run with ("scalar", "avx2") */
 } cx_model_info;
 
 typedef struct cx_tensor_info {
@@ -94,11 +95,41 @@ typedef struct cx_tensor_info {
     uint64_t nbytes;
 } cx_tensor_info;
 
+/* Where a model's weights live (cx_model_params.weights). Decode reads every
+ * weight once per token; with 4 KiB pages a 1 GiB model needs 262,144 TLB
+ * entries per token, and 2 MiB pages cut that 512-fold, at the price of a
+ * copy (about 0.5 s per GiB) counted as anonymous memory. */
+enum {
+    CX_WEIGHTS_AUTO = 0,      /* copy files of 64 MiB and more when the kernel offers transparent huge pages, map the rest */
+    CX_WEIGHTS_MMAP = 1,      /* map the file (pages shared with the page cache) */
+    CX_WEIGHTS_HUGEPAGES = 2  /* copy the file into memory advised for 2 MiB huge pages */
+};
+
+/* How to load a model. The library reads no environment variables: the
+ * `cortex` and `cortex-bench` commands fill this from CORTEX_WEIGHTS,
+ * CORTEX_REPACK and CORTEX_ISA (cx_model_params_from_env in cortex_env.h). */
+typedef struct cx_model_params {
+    int weights;          /* CX_WEIGHTS_* (default CX_WEIGHTS_AUTO) */
+    int repack;           /* 1 (default): a huge-page copy's q8_0/q4_0 matrices are interleaved 8 rows at a
+                             time where the kernels read that faster (AVX2); 0: the file's layout, to measure
+                             what repacking buys */
+    const char *isa;      /* kernel instruction set: NULL or "auto" (default) the best this CPU runs; "scalar"
+                             or "avx2" force one, and loading fails (CX_EINVAL) if it is unknown or unavailable.
+                             Per model: every session and batch of the model runs this table */
+} cx_model_params;
+
+/* The defaults above. */
+cx_model_params cx_model_defaults(void);
+
 /*
- * Load a model by mmap. `path` is a GGUF file or a llama2.c checkpoint (.bin);
+ * Load a model. `path` is a GGUF file or a llama2.c checkpoint (.bin);
  * llama2.c checkpoints need `tokenizer_path` (a llama2.c tokenizer.bin), GGUF
- * files carry their vocabulary and ignore it when NULL.
+ * files carry their vocabulary and ignore it when NULL. `p` NULL means
+ * cx_model_defaults().
  */
+int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_model_params *p, cx_model **out,
+                     cx_err *err);
+/* cx_model_load_ex with the defaults. */
 int cx_model_load(const char *path, const char *tokenizer_path, cx_model **out, cx_err *err);
 void cx_model_free(cx_model *m);
 const cx_model_info *cx_model_get_info(const cx_model *m);
@@ -150,6 +181,30 @@ int cx_session_n_ctx(const cx_session *s);
  * valid until the next call.
  */
 int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, cx_err *err);
+
+/*
+ * Feed `n` tokens like cx_eval and write the logits after every one of them:
+ * row i of `logits` (the caller's array of n * n_vocab floats) holds the
+ * logits after tokens[i], i.e. the prediction of token i+1. Computed in the
+ * same passes as a prompt (up to the session's batch of tokens each), not one
+ * call per token: teacher forcing, perplexity and quality measurements read
+ * every row. Every position is computed (the prefix cache is not consulted;
+ * full blocks are still indexed for others). Row i equals the logits of
+ * feeding the tokens one cx_eval at a time: bit for bit for f32/f16 weights,
+ * within the prefill/decode rounding for quantized ones (see cx_batch_eval).
+ */
+int cx_eval_all(cx_session *s, const int32_t *tokens, int n, float *logits, cx_err *err);
+
+/*
+ * Keep the first n_pos positions of the sequence and forget the rest (a KV
+ * rewind: rejected speculative tokens, a regenerated reply). Blocks past
+ * n_pos go back to the cache; blocks another session or the prefix cache
+ * shares stay intact for them (the partial last block is copied before its
+ * next write). Evaluating from n_pos then gives the logits a fresh session fed
+ * the same tokens gives (bit for bit with an f32 cache without a warm tier).
+ * CX_EINVAL, changing nothing, when n_pos < 0 or n_pos > cx_session_pos(s).
+ */
+int cx_session_truncate(cx_session *s, int n_pos, cx_err *err);
 
 /* ---- the KV cache: paged, tiered, with prefix reuse (docs/kv-cache.md) --- */
 
@@ -305,10 +360,11 @@ int cx_sampler_sample(cx_sampler *s, const float *logits);
 
 /* ---- kernels ------------------------------------------------------------ */
 
-/* The instruction set the kernels run with ("scalar", "avx2"): the best this
- * CPU offers, or the one CORTEX_ISA=scalar|avx2 forces. NULL, with a message
- * in err, when CORTEX_ISA names one that is unknown or not available here. */
-const char *cx_isa(cx_err *err);
+/* The instruction set a model loaded with cx_model_params.isa = `isa` runs its
+ * kernels with ("scalar", "avx2"; NULL or "auto": the best this CPU offers),
+ * known before loading one (the harness records it). NULL, with a message in
+ * err (CX_EINVAL), when `isa` is unknown or not available here. */
+const char *cx_isa_resolve(const char *isa, cx_err *err);
 /* What CPUID reports that the kernels care about, e.g. "sse4.2 avx avx2 fma f16c". */
 const char *cx_cpu_features(void);
 

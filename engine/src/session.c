@@ -7,6 +7,7 @@
  * cache is its own or shared with other sessions; every call that changes
  * the cache holds the cache's lock.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,18 +165,21 @@ int session_commit(cx_session *s, const int32_t *tokens, int T, cx_err *err) {
     return 0;
 }
 
-/* cx_eval with the cache locked: take cached prefix blocks, then passes of
- * at most `batch` tokens (fewer when the hot tier cannot hold the blocks of
- * a full batch), each prepared (block moves), run, and committed. */
-static int eval_locked(cx_session *s, const int32_t *tokens, int n, cx_err *err) {
+/* cx_eval / cx_eval_all with the cache locked: take cached prefix blocks
+ * (not for `all`, which wants every position computed), then passes of at
+ * most `batch` tokens (fewer when the hot tier cannot hold the blocks of a
+ * full batch), each prepared (block moves), run, and committed. With `all`,
+ * each pass's rows' logits go to all[i..i+T) right after it. */
+static int eval_locked(cx_session *s, const int32_t *tokens, int n, float *all, cx_err *err) {
     kv_cache *c = s->cache;
-    for (int i = session_take_prefix(s, tokens, n); i < n;) {
+    for (int i = all ? 0 : session_take_prefix(s, tokens, n); i < n;) {
         int T = n - i < s->ws.batch ? n - i : s->ws.batch, limit = kv_pass_limit(c, s->pos);
         if (T > limit) T = limit;
         int rc = kv_prepare(c, &s->seq, s->pos, T, err);
         if (rc) return rc;
-        fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, i + T == n ? 0 : -1};
+        fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, i + T == n && !all ? 0 : -1};
         fwd_pass(&s->ws, &seg, 1, tokens + i, T);
+        if (all) fwd_logits(&s->ws, T, all + (size_t)i * (size_t)s->m->info.n_vocab);
         rc = session_commit(s, tokens + i, T, err);
         if (rc) return rc;
         i += T;
@@ -188,9 +192,35 @@ int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, c
     int rc = session_check_tokens(s, tokens, n, err);
     if (rc) return rc;
     pthread_mutex_lock(&s->cache->lock);
-    rc = eval_locked(s, tokens, n, err);
+    rc = eval_locked(s, tokens, n, NULL, err);
     pthread_mutex_unlock(&s->cache->lock);
     if (rc) return rc;
     if (logits) *logits = s->ws.logits;
+    return 0;
+}
+
+/* See cortex.h. */
+int cx_eval_all(cx_session *s, const int32_t *tokens, int n, float *logits, cx_err *err) {
+    if (!logits) return cx_fail(err, CX_EINVAL, "cx_eval_all needs a logits array (%d x %d floats)", n,
+                                s->m->info.n_vocab);
+    int rc = session_check_tokens(s, tokens, n, err);
+    if (rc) return rc;
+    pthread_mutex_lock(&s->cache->lock);
+    s->last_reused = 0;
+    rc = eval_locked(s, tokens, n, logits, err);
+    pthread_mutex_unlock(&s->cache->lock);
+    return rc;
+}
+
+/* See cortex.h. */
+int cx_session_truncate(cx_session *s, int n_pos, cx_err *err) {
+    if (n_pos < 0 || n_pos > s->pos)
+        return cx_fail(err, CX_EINVAL, "cannot truncate a session of %d positions to %d (0..%d)", s->pos, n_pos,
+                       s->pos);
+    pthread_mutex_lock(&s->cache->lock);
+    kv_truncate(s->cache, &s->seq, n_pos);
+    pthread_mutex_unlock(&s->cache->lock);
+    s->pos = n_pos;
+    s->last_reused = 0;
     return 0;
 }
