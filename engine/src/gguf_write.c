@@ -52,6 +52,7 @@ gguf_writer *gguf_writer_new(uint64_t alignment) {
     return w;
 }
 
+/* See gguf_write.h: the buffers and the writer. */
 void gguf_writer_free(gguf_writer *w) {
     if (!w) return;
     free(w->kv.p);
@@ -69,6 +70,7 @@ static void gw_key(gguf_writer *w, const char *key, uint32_t type) {
     w->n_kv++;
 }
 
+/* See gguf_write.h: whole entries, key then typed value. */
 void gguf_w_str(gguf_writer *w, const char *key, const char *val) { gw_key(w, key, GGUF_STR); gw_str(&w->kv, val, strlen(val)); }
 void gguf_w_u32(gguf_writer *w, const char *key, uint32_t val) { gw_key(w, key, GGUF_U32); gw_u32(&w->kv, val); }
 void gguf_w_f32(gguf_writer *w, const char *key, float val) { gw_key(w, key, GGUF_F32); gw_f32(&w->kv, val); }
@@ -84,12 +86,14 @@ void gguf_w_arr_begin(gguf_writer *w, const char *key, uint32_t elem_type, uint6
     gw_u32(&w->kv, elem_type);
     gw_u64(&w->kv, n);
 }
+/* See gguf_write.h: one array element, appended to the entry being built. */
 void gguf_w_elem_u32(gguf_writer *w, uint32_t v) { gw_u32(&w->kv, v); }
 void gguf_w_elem_u64(gguf_writer *w, uint64_t v) { gw_u64(&w->kv, v); }
 void gguf_w_elem_f32(gguf_writer *w, float v) { gw_f32(&w->kv, v); }
 void gguf_w_elem_str(gguf_writer *w, const char *s, uint64_t len) { gw_str(&w->kv, s, len); }
 void gguf_w_elem_bytes(gguf_writer *w, const void *p, size_t n) { gw_put(&w->kv, p, n); }
 
+/* See gguf_write.h: whole arrays. */
 void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *vals, uint64_t n) {
     gguf_w_arr_begin(w, key, GGUF_STR, n);
     for (uint64_t i = 0; i < n; i++) gw_str(&w->kv, vals[i], strlen(vals[i]));
