@@ -23,6 +23,7 @@
 
 #include "cli_util.h"
 #include "cortex.h"
+#include "cortex_env.h"
 #include "detmode.h"
 #include "env.h"
 #include "gate.h"
@@ -197,7 +198,8 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
     snprintf(m.build_type, sizeof m.build_type, "%s", CORTEX_BUILD_TYPE);
     snprintf(m.build_flags, sizeof m.build_flags, "%s", CORTEX_BUILD_FLAGS);
     snprintf(m.counter_mode, sizeof m.counter_mode, "%s", mode);
-    const char *isa = cx_isa(NULL); /* the micro child inherits CORTEX_ISA, so it runs these kernels */
+    cx_model_params mp; /* the micro child inherits CORTEX_ISA, so it runs these kernels */
+    const char *isa = cx_model_params_from_env(&mp, NULL) ? NULL : cx_isa_resolve(mp.isa, NULL);
     snprintf(m.isa, sizeof m.isa, "%s", isa ? isa : "");
     env_info e;
     env_collect(&e);

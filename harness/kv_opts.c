@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "cortex_tools.h"
 
 /* One error line naming the flag and its value; returns 2 (a usage error). */
 static int bad_value(const char *flag, const char *v, const char *what) {

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cortex.h"
+#include "cortex_env.h"
 #include "cli_util.h"
 #include "detmode.h"
 
@@ -106,7 +107,8 @@ int cmd_micro(int argc, char **argv) {
 
     cx_model *m;
     cx_err e = {0};
-    if (cx_model_load(model, NULL, &m, &e)) return micro_fail(2, e.msg);
+    cx_model_params mp; /* CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA */
+    if (cx_model_params_from_env(&mp, &e) || cx_model_load_ex(model, NULL, &mp, &m, &e)) return micro_fail(2, e.msg);
     const cx_model_info *mi = cx_model_get_info(m);
     int rc = 1;
     cx_session *s = NULL;

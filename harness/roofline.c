@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cortex_tools.h"
 #include "hw_store.h"
 
 void roof_model_from_numbers(roof_model *out, double weight_bytes, double embd_bytes, double n_vocab, int tied_output,

@@ -16,6 +16,7 @@
 
 #include "cli_util.h"
 #include "cortex.h"
+#include "cortex_env.h"
 #include "counters.h"
 #include "env.h"
 #include "hw_store.h"
@@ -217,14 +218,15 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     /* Everything that can be wrong with the input is checked before the
      * database is touched, so bad input leaves no trace in it. */
     cx_err ce = {0};
-    const char *isa = cx_isa(&ce); /* the kernels' instruction set (CORTEX_ISA may force one) */
-    if (!isa) {
+    cx_model_params mp; /* CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA */
+    if (cx_model_params_from_env(&mp, &ce)) {
         wl_free(&wl);
         return cli_fail(2, "%s", ce.msg);
     }
+    const char *isa = cx_isa_resolve(mp.isa, NULL); /* the kernels' instruction set (valid: checked above) */
     snprintf(meta.isa, sizeof meta.isa, "%s", isa);
     cx_model *model;
-    if (cx_model_load(o.model, o.tokenizer, &model, &ce)) {
+    if (cx_model_load_ex(o.model, o.tokenizer, &mp, &model, &ce)) {
         wl_free(&wl);
         return cli_fail(1, "%s", ce.msg);
     }

@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 
 #if defined(__GNUC__)
 #define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))

@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 #include "cli_flags.h"
-#include "cortex.h"
+#include "cortex_env.h"
+#include "cortex_tools.h"
 
 /* Monotonic seconds, for the timings generate and synth print. */
 static double now_s(void) {
@@ -56,12 +57,15 @@ static char *load_prompt(const opts *o, size_t *len) {
     return strdup(o->prompt);
 }
 
-/* Load a model (with -z for a llama2.c checkpoint); NULL after printing why. */
+/* Load a model with the parameters the environment asks for (cortex_env.h:
+ * CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA), with -z for a llama2.c
+ * checkpoint; NULL after printing why. */
 static cx_model *load_model(const opts *o, const char *path) {
     cx_model *m;
     cx_err err = {0};
+    cx_model_params mp;
     if (!path) { fprintf(stderr, "cortex: no model: give -m MODEL\n"); return NULL; }
-    if (cx_model_load(path, o->tokenizer, &m, &err)) {
+    if (cx_model_params_from_env(&mp, &err) || cx_model_load_ex(path, o->tokenizer, &mp, &m, &err)) {
         fprintf(stderr, "cortex: %s\n", err.msg);
         return NULL;
     }
@@ -356,11 +360,17 @@ static const char *const QUALITY_PROMPTS[] = {
 };
 #define N_QUALITY_PROMPTS ((int)(sizeof QUALITY_PROMPTS / sizeof QUALITY_PROMPTS[0]))
 
+/* Positions per cx_eval_all call of each model: up to one full pass (256),
+ * fewer for large vocabularies so each logits array stays near 32 MiB. */
+#define QUALITY_CHUNK_BYTES ((size_t)32 << 20)
+
 typedef struct quality {
     const cx_model *ref, *mod;
     cx_session *sr, *sm;
-    int n_vocab, n_ctx;
+    int n_vocab, n_ctx, chunk;
     double *lp_ref, *lp_mod;  /* log-softmax of the current position, n_vocab each */
+    float *lr, *lm;           /* logits of a chunk of positions, [chunk][n_vocab] each */
+    int32_t *seq;             /* the tokens of the current sequence, [n_ctx] */
     long target, positions, sequences, agree;
     double kl_sum, kl_max, dlogit_max;
 } quality;
@@ -393,12 +403,9 @@ static int ranked_token(const float *x, int n, int rank, int skip) {
     return prev;
 }
 
-/* Feed `tok` to both models and score the position: top-1 agreement,
- * KL(ref || model), largest logit difference. *ref_logits gets the reference's
- * logits (valid until its next evaluation). */
-static int quality_step(quality *q, int tok, const float **ref_logits, cx_err *err) {
-    const float *lr, *lm;
-    if (cx_eval(q->sr, &tok, 1, &lr, err) || cx_eval(q->sm, &tok, 1, &lm, err)) return -1;
+/* Score one position from the two models' logits there: top-1 agreement,
+ * KL(ref || model), largest logit difference. */
+static void quality_score(quality *q, const float *lr, const float *lm) {
     int V = q->n_vocab;
     log_softmax(lr, V, q->lp_ref);
     log_softmax(lm, V, q->lp_mod);
@@ -414,21 +421,30 @@ static int quality_step(quality *q, int tok, const float **ref_logits, cx_err *e
     if (kl > q->kl_max) q->kl_max = kl;
     if (dmax > q->dlogit_max) q->dlogit_max = dmax;
     q->positions++;
-    *ref_logits = lr;
-    return 0;
 }
 
-/* Start a new sequence in both sessions. */
-static void quality_restart(quality *q) {
+/* Teacher-force toks[0..n) (n <= n_ctx) through both models as a new
+ * sequence, q->chunk positions per cx_eval_all call (one forward pass each
+ * rather than one per token), and score every position. */
+static int quality_sequence(quality *q, const int32_t *toks, int n, cx_err *err) {
     cx_session_reset(q->sr);
     cx_session_reset(q->sm);
     q->sequences++;
+    size_t V = (size_t)q->n_vocab;
+    for (int i = 0; i < n; i += q->chunk) {
+        int k = n - i < q->chunk ? n - i : q->chunk;
+        if (cx_eval_all(q->sr, toks + i, k, q->lr, err) || cx_eval_all(q->sm, toks + i, k, q->lm, err)) return -1;
+        for (int t = 0; t < k; t++) quality_score(q, q->lr + (size_t)t * V, q->lm + (size_t)t * V);
+    }
+    return 0;
 }
 
 /* Tokens from greedy generation with the reference: BOS + a prompt, then the
- * reference's best token (never EOS: the next best continues). A sequence ends
- * when the context fills; round r over the prompts takes the (r+1)-th best
- * token at its first generated position, so no sequence repeats. */
+ * reference's best token (never EOS: the next best continues), one decode
+ * step each; the sequence is then scored as a whole. A sequence ends when the
+ * context fills or the position budget does; round r over the prompts takes
+ * the (r+1)-th best token at its first generated position, so no sequence
+ * repeats. */
 static int quality_greedy(quality *q, cx_err *err) {
     int eos = cx_token_eos(q->ref);
     for (long seq = 0; q->positions < q->target; seq++) {
@@ -436,13 +452,17 @@ static int quality_greedy(quality *q, cx_err *err) {
         int round = (int)(seq / N_QUALITY_PROMPTS), n = 0;
         int32_t ids[128];
         if (cx_tokenize(q->ref, p, strlen(p), 1, ids, 128, &n, err)) return -1;
-        quality_restart(q);
+        long room = q->target - q->positions;
+        int len = room < q->n_ctx ? (int)room : q->n_ctx;
+        cx_session_reset(q->sr);
         const float *lr;
-        for (int i = 0, tok = ids[0];; i++) {
-            if (quality_step(q, tok, &lr, err)) return -1;
-            if (q->positions >= q->target || cx_session_pos(q->sr) >= q->n_ctx) break;
+        for (int i = 0, tok = ids[0]; i < len; i++) {
+            q->seq[i] = tok;
+            if (i + 1 == len) break;
+            if (cx_eval(q->sr, &tok, 1, &lr, err)) return -1;
             tok = i + 1 < n ? ids[i + 1] : ranked_token(lr, q->n_vocab, i + 1 == n ? round : 0, eos);
         }
+        if (quality_sequence(q, q->seq, len, err)) return -1;
     }
     return 0;
 }
@@ -452,13 +472,13 @@ static int quality_greedy(quality *q, cx_err *err) {
 static int quality_text(quality *q, const int32_t *ids, int n_ids, cx_err *err) {
     int at = 0;
     while (at < n_ids && q->positions < q->target) {
-        quality_restart(q);
-        const float *lr;
-        for (int tok = cx_token_bos(q->ref);;) {
-            if (quality_step(q, tok, &lr, err)) return -1;
-            if (q->positions >= q->target || cx_session_pos(q->sr) >= q->n_ctx || at >= n_ids) break;
-            tok = ids[at++];
-        }
+        long room = q->target - q->positions, len = 1 + (long)(n_ids - at);
+        if (len > room) len = room;
+        if (len > q->n_ctx) len = q->n_ctx;
+        q->seq[0] = cx_token_bos(q->ref);
+        memcpy(q->seq + 1, ids + at, sizeof(int32_t) * (size_t)(len - 1));
+        at += (int)len - 1;
+        if (quality_sequence(q, q->seq, (int)len, err)) return -1;
     }
     return 0;
 }
@@ -552,9 +572,15 @@ static int cmd_quality(opts *o) {
     q.n_ctx = ri->n_ctx < mi->n_ctx ? ri->n_ctx : mi->n_ctx;
     if (q.n_ctx > CX_DEFAULT_CTX) q.n_ctx = CX_DEFAULT_CTX;
     q.target = o->positions;
+    size_t per_row = sizeof(float) * (size_t)q.n_vocab;
+    q.chunk = QUALITY_CHUNK_BYTES / per_row < 256 ? (int)(QUALITY_CHUNK_BYTES / per_row) : 256;
+    if (q.chunk < 1) q.chunk = 1;
     q.lp_ref = malloc(sizeof(double) * (size_t)q.n_vocab);
     q.lp_mod = malloc(sizeof(double) * (size_t)q.n_vocab);
-    if (!q.lp_ref || !q.lp_mod) {
+    q.lr = malloc(per_row * (size_t)q.chunk);
+    q.lm = malloc(per_row * (size_t)q.chunk);
+    q.seq = malloc(sizeof(int32_t) * (size_t)q.n_ctx);
+    if (!q.lp_ref || !q.lp_mod || !q.lr || !q.lm || !q.seq) {
         fprintf(stderr, "cortex: out of memory\n");
         goto out;
     }
@@ -569,6 +595,9 @@ static int cmd_quality(opts *o) {
 out:
     free(q.lp_ref);
     free(q.lp_mod);
+    free(q.lr);
+    free(q.lm);
+    free(q.seq);
     cx_session_free(q.sr);
     cx_session_free(q.sm);
     free(ids);

@@ -1,8 +1,11 @@
 /*
  * cortex.h - the public C API of the Cortex inference engine.
  *
- * This is the only header the CLI and the benchmark harness include. Everything
- * behind it (file formats, kernels, caches) may change without callers noticing.
+ * This header is the whole API for running models: load, tokenize, evaluate,
+ * sample, the KV cache. The tools around inference (synthetic models,
+ * quantization, flag parsers, the roofline's byte counts) are declared in
+ * cortex_tools.h. Everything behind the two (file formats, kernels, caches)
+ * may change without callers noticing.
  *
  * Conventions:
  *   - Every call that can fail returns 0 on success or a negative CX_E* code and,
@@ -61,8 +64,6 @@ enum {
 
 /* Name of a weight type ("f32", "q8_0", "q4_k", ...) or file type ("q4_k_m"); "?" if unknown. */
 const char *cx_type_name(int type);
-/* Parse "f32|f16|q8_0|q4_0|q4_k|q6_k|q4_k_m" (case-insensitive); returns -1 if unknown. */
-int cx_type_from_name(const char *name);
 
 /* ---- models ------------------------------------------------------------- */
 
@@ -81,8 +82,9 @@ typedef struct cx_model_info {
     uint64_t file_bytes;
     int main_type;            /* type of the attention/FFN matrices; if they mix types: CX_FTYPE_Q4_K_M
                                  for a Q4_K_M file, else the type holding most of their weights */
-    const char *weights_memory; /* "mmap", "hugepages" or "hugepages, repacked x8" (CORTEX_WEIGHTS,
-                                   CORTEX_REPACK: see engine/src/model.c) */
+    const char *weights_memory; /* "mmap", "hugepages" or "hugepages, repacked x8" (cx_model_params
+                                   weights and repack) */
+    const char *isa;          /* the kernel instruction set this model's passes run with ("scalar", "avx2") */
 } cx_model_info;
 
 typedef struct cx_tensor_info {
@@ -94,11 +96,41 @@ typedef struct cx_tensor_info {
     uint64_t nbytes;
 } cx_tensor_info;
 
+/* Where a model's weights live (cx_model_params.weights). Decode reads every
+ * weight once per token; with 4 KiB pages a 1 GiB model needs 262,144 TLB
+ * entries per token, and 2 MiB pages cut that 512-fold, at the price of a
+ * copy (about 0.5 s per GiB) counted as anonymous memory. */
+enum {
+    CX_WEIGHTS_AUTO = 0,      /* copy files of 64 MiB and more when the kernel offers transparent huge pages, map the rest */
+    CX_WEIGHTS_MMAP = 1,      /* map the file (pages shared with the page cache) */
+    CX_WEIGHTS_HUGEPAGES = 2  /* copy the file into memory advised for 2 MiB huge pages */
+};
+
+/* How to load a model. The library reads no environment variables: the
+ * `cortex` and `cortex-bench` commands fill this from CORTEX_WEIGHTS,
+ * CORTEX_REPACK and CORTEX_ISA (cx_model_params_from_env in cortex_env.h). */
+typedef struct cx_model_params {
+    int weights;          /* CX_WEIGHTS_* (default CX_WEIGHTS_AUTO) */
+    int repack;           /* 1 (default): a huge-page copy's q8_0/q4_0 matrices are interleaved 8 rows at a
+                             time where the kernels read that faster (AVX2); 0: the file's layout, to measure
+                             what repacking buys */
+    const char *isa;      /* kernel instruction set: NULL or "auto" (default) the best this CPU runs; "scalar"
+                             or "avx2" force one, and loading fails (CX_EINVAL) if it is unknown or unavailable.
+                             Per model: every session and batch of the model runs this table */
+} cx_model_params;
+
+/* The defaults above. */
+cx_model_params cx_model_defaults(void);
+
 /*
- * Load a model by mmap. `path` is a GGUF file or a llama2.c checkpoint (.bin);
+ * Load a model. `path` is a GGUF file or a llama2.c checkpoint (.bin);
  * llama2.c checkpoints need `tokenizer_path` (a llama2.c tokenizer.bin), GGUF
- * files carry their vocabulary and ignore it when NULL.
+ * files carry their vocabulary and ignore it when NULL. `p` NULL means
+ * cx_model_defaults().
  */
+int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_model_params *p, cx_model **out,
+                     cx_err *err);
+/* cx_model_load_ex with the defaults. */
 int cx_model_load(const char *path, const char *tokenizer_path, cx_model **out, cx_err *err);
 void cx_model_free(cx_model *m);
 const cx_model_info *cx_model_get_info(const cx_model *m);
@@ -151,6 +183,30 @@ int cx_session_n_ctx(const cx_session *s);
  */
 int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, cx_err *err);
 
+/*
+ * Feed `n` tokens like cx_eval and write the logits after every one of them:
+ * row i of `logits` (the caller's array of n * n_vocab floats) holds the
+ * logits after tokens[i], i.e. the prediction of token i+1. Computed in the
+ * same passes as a prompt (up to the session's batch of tokens each), not one
+ * call per token: teacher forcing, perplexity and quality measurements read
+ * every row. Every position is computed (the prefix cache is not consulted;
+ * full blocks are still indexed for others). Row i equals the logits of
+ * feeding the tokens one cx_eval at a time: bit for bit for f32/f16 weights,
+ * within the prefill/decode rounding for quantized ones (see cx_batch_eval).
+ */
+int cx_eval_all(cx_session *s, const int32_t *tokens, int n, float *logits, cx_err *err);
+
+/*
+ * Keep the first n_pos positions of the sequence and forget the rest (a KV
+ * rewind: rejected speculative tokens, a regenerated reply). Blocks past
+ * n_pos go back to the cache; blocks another session or the prefix cache
+ * shares stay intact for them (the partial last block is copied before its
+ * next write). Evaluating from n_pos then gives the logits a fresh session fed
+ * the same tokens gives (bit for bit with an f32 cache without a warm tier).
+ * CX_EINVAL, changing nothing, when n_pos < 0 or n_pos > cx_session_pos(s).
+ */
+int cx_session_truncate(cx_session *s, int n_pos, cx_err *err);
+
 /* ---- the KV cache: paged, tiered, with prefix reuse (docs/kv-cache.md) --- */
 
 /*
@@ -195,15 +251,6 @@ typedef struct cx_kv_params {
 
 /* The defaults above. */
 cx_kv_params cx_kv_defaults(void);
-/* Parse "f32|f16|q8|q4" (-1 if unknown); "lru|lfu" likewise. */
-int cx_kv_type_from_name(const char *name);
-int cx_kv_policy_from_name(const char *name);
-/* Name of a CX_KV_* type ("f32", "f16", "q8", "q4") or policy ("lru", "lfu"); NULL for another number. */
-const char *cx_kv_type_name(int type);
-const char *cx_kv_policy_name(int policy);
-/* The types tier CX_KV_HOT or CX_KV_WARM keeps blocks in, '|'-separated
- * ("f32|f16|q8", "q8|q4"), written into buf (cap bytes); returns buf. */
-const char *cx_kv_tier_types(int tier, char *buf, size_t cap);
 
 /* A cache several sessions of the same model share (so they share prefixes).
  * Passes over it run one at a time (cx_eval and cx_batch_eval hold its lock).
@@ -288,12 +335,6 @@ typedef struct cx_kv_stats {
 /* Counters of a session's cache (shared or its own). */
 void cx_session_kv_stats(const cx_session *s, cx_kv_stats *out);
 void cx_kv_cache_stats(cx_kv_cache *c, cx_kv_stats *out);
-/* Parse a byte count "123", "64K", "1.5M", "2G" (binary units); -1 if invalid. */
-int64_t cx_parse_bytes(const char *s);
-/* Bytes one position takes in a hot block of `kv_type` (CX_KV_F32/F16/Q8):
- * keys and values of every layer, scales included; -1 for another type.
- * What attention reads per position attended (the roofline's KV term). */
-double cx_kv_bytes_per_pos(const cx_model *m, int kv_type);
 
 /* ---- sampler ------------------------------------------------------------ */
 
@@ -456,76 +497,13 @@ void cx_sched_get_stats(cx_sched *s, cx_sched_stats *out);
 
 /* ---- kernels ------------------------------------------------------------ */
 
-/* The instruction set the kernels run with ("scalar", "avx2"): the best this
- * CPU offers, or the one CORTEX_ISA=scalar|avx2 forces. NULL, with a message
- * in err, when CORTEX_ISA names one that is unknown or not available here. */
-const char *cx_isa(cx_err *err);
+/* The instruction set a model loaded with cx_model_params.isa = `isa` runs its
+ * kernels with ("scalar", "avx2"; NULL or "auto": the best this CPU offers),
+ * known before loading one (the harness records it). NULL, with a message in
+ * err (CX_EINVAL), when `isa` is unknown or not available here. */
+const char *cx_isa_resolve(const char *isa, cx_err *err);
 /* What CPUID reports that the kernels care about, e.g. "sse4.2 avx avx2 fma f16c". */
 const char *cx_cpu_features(void);
-
-/* ---- synthetic models --------------------------------------------------- */
-
-typedef struct cx_shape {
-    const char *name;
-    int n_embd, n_ff, n_layer, n_head, n_head_kv, n_vocab, n_ctx;
-    float rope_base, rms_eps;
-    int tied_output;
-} cx_shape;
-
-/* The built-in shape presets, terminated by an entry with name == NULL. */
-const cx_shape *cx_shapes(void);
-const cx_shape *cx_shape_find(const char *name);
-
-/*
- * Write a GGUF v3 file with deterministic pseudo-random weights (normal, std
- * 0.02; norm weights 1) of `shape`, matrices stored as `type`, and a synthetic
- * SentencePiece vocabulary. Same (shape, type, seed) => same bytes. `type` may
- * be CX_FTYPE_Q4_K_M; matrices whose rows do not fit a type's block size fall
- * back to q8_0 or f16 (quant_mix_type in engine/src/quant.h).
- */
-int cx_synth_write(const cx_shape *shape, int type, uint64_t seed, const char *path, cx_err *err);
-
-/* ---- quantization (quantize.c) ------------------------------------------ */
-
-/* A file's weight type is a tensor type (CX_TYPE_*: every matrix whose rows
- * fit that type's block) or CX_FTYPE_Q4_K_M (the mixture); quant_mix_type in
- * engine/src/quant.h gives each tensor its storage type, cx_type_name and
- * cx_type_from_name name both kinds. (One namespace: CX_FTYPE_Q4_K_M = 1015
- * lies far above every ggml tensor type id.) */
-
-#define CX_QUANT_NTYPES 32        /* ggml type ids counted per type below */
-#define CX_QUANT_MAX_FALLBACKS 8  /* distinct fallback kinds listed */
-
-/* Tensors the mixture rule had to store in another type than it wanted,
- * grouped by (wanted, stored, row length). */
-typedef struct cx_quantize_fallback {
-    int wanted, stored;   /* ggml type ids */
-    int64_t cols;         /* the row length the wanted type's block does not divide */
-    int count;
-    char example[64];     /* the first such tensor's name */
-} cx_quantize_fallback;
-
-typedef struct cx_quantize_stats {
-    const char *input_format;              /* "gguf" or "llama2c" */
-    int n_tensors;
-    int count[CX_QUANT_NTYPES];            /* tensors written per ggml type id */
-    uint64_t bytes[CX_QUANT_NTYPES];       /* their bytes */
-    uint64_t in_file_bytes, out_file_bytes;
-    uint64_t in_weight_bytes, out_weight_bytes;
-    int n_fallback;                        /* tensors stored other than the rule wanted */
-    int n_fallback_groups;
-    cx_quantize_fallback fallback[CX_QUANT_MAX_FALLBACKS];
-} cx_quantize_stats;
-
-/*
- * Convert `in` (an F32/F16 GGUF, or a llama2.c checkpoint with `tokenizer`, its
- * tokenizer.bin) into a GGUF v3 file `out` of file type `ftype` (a CX_TYPE_* or CX_FTYPE_Q4_K_M, see above).
- * Streams tensor by tensor from the mapped input into `out`.tmp, checks that
- * the result loads, then renames it to `out`; on failure neither is left.
- * Already-quantized inputs are refused. `stats` (may be NULL) gets the counts.
- */
-int cx_quantize_file(const char *in, const char *tokenizer, const char *out, int ftype, cx_quantize_stats *stats,
-                     cx_err *err);
 
 #ifdef __cplusplus
 }

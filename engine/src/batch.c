@@ -15,6 +15,8 @@
  * order, so two batches over the same caches cannot deadlock. Every array a
  * pass needs is allocated by cx_batch_new: evaluating allocates nothing.
  */
+#include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +133,7 @@ static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const 
         sg->T = n[i] - reused;
         sg->row = rows;
         sg->out = i;
+        assert(sg->T >= 1 && rows + sg->T <= b->ws.batch); /* checked by check_request; the last token is computed */
         memcpy(b->tokens + rows, tokens[i] + reused, sizeof(int32_t) * (size_t)sg->T);
         rows += sg->T;
     }
@@ -141,6 +144,8 @@ static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const 
             b->pos[g1 - g0] = b->seg[g1].pos;
             b->T[g1 - g0] = b->seg[g1].T;
         }
+        /* sorted by cache: each cache's segments form one run, prepared once */
+        assert(g1 == n_seq || (uintptr_t)b->seg[g1].cache > (uintptr_t)c);
         int rc = kv_prepare_batch(c, b->seqs, b->pos, b->T, g1 - g0, err);
         if (rc) return rc;
     }
@@ -159,6 +164,7 @@ int cx_batch_eval(cx_batch *b, cx_session *const *sessions, const int32_t *const
                   const float ***logits, cx_err *err) {
     int rc = check_request(b, sessions, tokens, n, n_seq, err);
     if (rc) return rc;
+    assert(n_seq <= b->ws.batch && n_seq <= b->ws.n_out); /* every session has a token and a logits row */
     order_by_cache(b->order, sessions, n_seq);
     for (int g = 0; g < n_seq; g++) {
         cx_session *s = sessions[b->order[g]];

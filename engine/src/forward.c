@@ -99,8 +99,6 @@ void fwd_ws_free(fwd_ws *w) {
 
 /* See forward.h. */
 int fwd_check_setup(int *n_threads, cx_err *err) {
-    char msg[512];
-    if (kern_init(msg, sizeof msg)) return cx_fail(err, CX_EINVAL, "%s", msg);
     if (*n_threads > 256) return cx_fail(err, CX_EINVAL, "thread count %d is out of range (1..256)", *n_threads);
     if (*n_threads < 1) *n_threads = 1;
     return 0;
@@ -130,7 +128,7 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     }
 #endif
     w->m = m;
-    w->k = kern;
+    w->k = m->kern;
     w->batch = batch;
     w->n_out = n_out;
     w->n_threads = n_threads;
@@ -475,4 +473,17 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
 #ifdef CORTEX_TEST_KNOBS
     knob_slowdown(w, T, n_out);
 #endif
+}
+
+/* See forward.h. The final norm and the classifier of the last pass's rows,
+ * in the pass's scratch: the same kernels fwd_pass runs on its logit rows. */
+void fwd_logits(fwd_ws *w, int rows, float *out) {
+    const cx_model *m = w->m;
+    const cx_model_info *h = &m->info;
+    int E = h->n_embd;
+    assert(rows >= 1 && rows <= w->pass_rows);
+    for (int t = 0; t < rows; t++)
+        w->k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, m->out_norm, E, h->rms_eps);
+    set_input(w, w->xb, rows, E);
+    matmul(w, &m->output, out);
 }

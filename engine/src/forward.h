@@ -23,8 +23,8 @@
 
 #include "arena.h"
 #include "kernels/kernels.h"
-#include "kv_cache.h"
-#include "kv_view.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_view.h"
 #include "model.h"
 #include "threadpool.h"
 
@@ -80,9 +80,9 @@ typedef struct fwd_seg {
     int out;                  /* logits row for its last token, or -1 for none */
 } fwd_seg;
 
-/* The checks every workspace's owner makes first: the kernel table is
- * chosen (kern_init), and *n_threads is in range (<= 0 becomes 1; over 256
- * is an error). 0 or CX_EINVAL with a message. */
+/* The check every workspace's owner makes first: *n_threads is in range
+ * (<= 0 becomes 1; over 256 is an error). 0 or CX_EINVAL with a message.
+ * (The kernel table was chosen when the model loaded: cx_model.kern.) */
 int fwd_check_setup(int *n_threads, cx_err *err);
 /* A workspace for passes of up to `batch` rows and `n_out` logit rows on
  * n_threads threads. 0 or a CX_E* code with a message. */
@@ -95,5 +95,9 @@ void fwd_ws_free(fwd_ws *w);
  * caches' blocks must have been prepared (kv_prepare*) for exactly these
  * positions; the caller commits them afterwards. */
 void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows);
+/* After fwd_pass: the logits of its rows 0..rows-1 into out ([rows][n_vocab],
+ * the caller's memory), for cx_eval_all (every position's logits from one
+ * pass). Row t equals what fwd_pass gives a segment ending at row t. */
+void fwd_logits(fwd_ws *w, int rows, float *out);
 
 #endif

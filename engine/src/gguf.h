@@ -1,5 +1,5 @@
 /*
- * gguf.h - GGUF (v2, v3) reader over a byte buffer, and a streaming writer.
+ * gguf.h - GGUF (v2, v3) reader over a byte buffer (the writer: gguf_write.h).
  *
  * The reader never copies tensor data: tensors point into the caller's buffer
  * (normally an mmap of the file). Every length, count and offset read from the
@@ -91,25 +91,7 @@ uint64_t gguf_type_block_elems(uint32_t type);
 /* Name of any ggml type id, including ones the engine cannot run. */
 const char *gguf_type_name(uint32_t type);
 
-/* ---- writer ---- */
-typedef struct gguf_writer gguf_writer;
-
-gguf_writer *gguf_writer_new(void);
-void gguf_writer_free(gguf_writer *w);
-void gguf_w_str(gguf_writer *w, const char *key, const char *val);
-void gguf_w_u32(gguf_writer *w, const char *key, uint32_t val);
-void gguf_w_f32(gguf_writer *w, const char *key, float val);
-void gguf_w_bool(gguf_writer *w, const char *key, int val);
-void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *vals, uint64_t n);
-void gguf_w_arr_f32(gguf_writer *w, const char *key, const float *vals, uint64_t n);
-void gguf_w_arr_i32(gguf_writer *w, const char *key, const int32_t *vals, uint64_t n);
-/* Declare the next tensor; data must later be written in declaration order. */
-void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, int n_dims, const int64_t *ne);
 /* Bytes a tensor of this type and shape occupies. */
 uint64_t gguf_tensor_nbytes(uint32_t type, int n_dims, const int64_t *ne);
-/* Write header, metadata, tensor infos and padding up to the data section. */
-int gguf_w_header(gguf_writer *w, FILE *f, const char *label, cx_err *err);
-/* Pad after `nbytes` of tensor data so the next tensor starts aligned. */
-int gguf_w_pad(FILE *f, uint64_t nbytes);
 
 #endif

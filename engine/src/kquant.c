@@ -1,6 +1,7 @@
 /*
- * kquant.c - Q4_K and Q6_K: unpacking, dequantization, quantization and the
- * scalar reference dot products against KERN_ACT_Q8_256 activations.
+ * kquant.c - Q4_K and Q6_K: unpacking, dequantization and quantization (the
+ * format code; the scalar dot products live in kernels/kquant_scalar.c beside
+ * their AVX2 twins).
  * Layouts are described in kquant.h; everything here works on bytes, so rows
  * need no particular alignment.
  */
@@ -26,15 +27,6 @@ static void pack_scale_min_k4(const uint8_t *ls, const uint8_t *lm, uint8_t *q) 
             q[j] |= (uint8_t)((lm[j] >> 4) << 6);
         }
     }
-}
-
-/* Code q (0..63) of weight i (0..255) of a Q6_K block, in ggml's interleaving. */
-static int q6_code(const uint8_t *blk, int i) {
-    const uint8_t *ql = blk + 64 * (i / 128), *qh = blk + 128 + 32 * (i / 128);
-    int k = (i % 128) / 32, l = i % 32; /* k: which quarter of the half */
-    int lo = k & 1 ? ql[l + 32] : ql[l];
-    lo = k & 2 ? lo >> 4 : lo & 0x0F;
-    return lo | (((qh[l] >> (2 * k)) & 3) << 4);
 }
 
 /* Code q (0..15) of weight i (0..255) of a Q4_K block. */
@@ -65,7 +57,7 @@ void kq_dequantize_row_q6_k(const void *src, float *dst, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; b++, p += sizeof(block_q6_k), dst += QK_K) {
         float d = cx_fp16_to_fp32(cx_rd16(p + 208));
         const int8_t *sc = (const int8_t *)(p + 192);
-        for (int i = 0; i < QK_K; i++) dst[i] = d * (float)sc[i / 16] * (float)(q6_code(p, i) - 32);
+        for (int i = 0; i < QK_K; i++) dst[i] = d * (float)sc[i / 16] * (float)(kq_q6_code(p, i) - 32);
     }
 }
 
@@ -225,59 +217,4 @@ void kq_quantize_row_q6_k(const float *src, void *dst, int64_t n) {
             qh[l] |= (uint8_t)((q >> 4) << (2 * k));
         }
     }
-}
-
-/* ---------------------------------------------------------------- dot products */
-
-/* Q4_K . Q8_256 row t: per super-block isum = sum_j sc_j*(q.a)_j and
- * imin = sum_j m_j*(sum of the codes of sub-block j, from two bsums), both
- * exact in int32 (|isum| <= 8*63*32*15*127 < 2^25); then
- * sum += (d*da)*isum - (dmin*da)*imin in float. */
-float kq_dot_q4_k_scalar(const void *row, const kern_act *a, int t) {
-    assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && t >= 0 && t < a->T);
-    const int64_t n = a->n, nb = n / QK_K;
-    const uint8_t *p = row;
-    const int8_t *q8 = a->qs + (int64_t)t * n;
-    const float *ad = a->d + (int64_t)t * nb;
-    const int16_t *bs = a->bsum + (int64_t)t * (n / 16);
-    float sum = 0;
-    for (int64_t b = 0; b < nb; b++, p += sizeof(block_q4_k), q8 += QK_K, bs += QK_K / 16) {
-        int32_t isum = 0, imin = 0;
-        for (int j = 0; j < 8; j++) {
-            uint8_t sc, m;
-            kq_scale_min_k4(j, p + 4, &sc, &m);
-            const uint8_t *qs = p + 16 + 32 * (j / 2);
-            int shift = 4 * (j % 2);
-            int32_t dot = 0;
-            for (int l = 0; l < 32; l++) dot += ((qs[l] >> shift) & 0x0F) * q8[32 * j + l];
-            isum += sc * dot;
-            imin += m * (bs[2 * j] + bs[2 * j + 1]);
-        }
-        float d = cx_fp16_to_fp32(cx_rd16(p)) * ad[b], dm = cx_fp16_to_fp32(cx_rd16(p + 2)) * ad[b];
-        sum += d * (float)isum - dm * (float)imin;
-    }
-    return sum;
-}
-
-/* Q6_K . Q8_256 row t: per super-block isum = sum_j scale_j*((q-32).a)_j over the
- * 16 sub-blocks, exact in int32 (|isum| <= 16*128*16*32*127 < 2^28); then
- * sum += (d*da)*isum in float. */
-float kq_dot_q6_k_scalar(const void *row, const kern_act *a, int t) {
-    assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && t >= 0 && t < a->T);
-    const int64_t n = a->n, nb = n / QK_K;
-    const uint8_t *p = row;
-    const int8_t *q8 = a->qs + (int64_t)t * n;
-    const float *ad = a->d + (int64_t)t * nb;
-    float sum = 0;
-    for (int64_t b = 0; b < nb; b++, p += sizeof(block_q6_k), q8 += QK_K) {
-        const int8_t *sc = (const int8_t *)(p + 192);
-        int32_t isum = 0;
-        for (int j = 0; j < 16; j++) {
-            int32_t dot = 0;
-            for (int l = 0; l < 16; l++) dot += (q6_code(p, 16 * j + l) - 32) * q8[16 * j + l];
-            isum += sc[j] * dot;
-        }
-        sum += (cx_fp16_to_fp32(cx_rd16(p + 208)) * ad[b]) * (float)isum;
-    }
-    return sum;
 }

@@ -71,6 +71,16 @@ static inline void kq_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t
     }
 }
 
+/* Code q (0..63) of weight i (0..255) of a Q6_K block, in ggml's interleaving
+ * (inline: dequantization and the scalar dot both unpack every weight). */
+static inline int kq_q6_code(const uint8_t *blk, int i) {
+    const uint8_t *ql = blk + 64 * (i / 128), *qh = blk + 128 + 32 * (i / 128);
+    int k = (i % 128) / 32, l = i % 32; /* k: which quarter of the half */
+    int lo = k & 1 ? ql[l + 32] : ql[l];
+    lo = k & 2 ? lo >> 4 : lo & 0x0F;
+    return lo | (((qh[l] >> (2 * k)) & 3) << 4);
+}
+
 /* Expand n weights (n % 256 == 0) into floats. */
 void kq_dequantize_row_q4_k(const void *src, float *dst, int64_t n);
 void kq_dequantize_row_q6_k(const void *src, float *dst, int64_t n);

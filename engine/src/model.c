@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cortex_tools.h"
 #include "kernels/kernels.h"
 #include "quant.h"
 #include "util.h"
@@ -27,21 +28,16 @@
 static size_t copy_len(size_t size) { return (size + HUGE_2M - 1) & ~(HUGE_2M - 1); }
 
 /*
- * Weights memory policy. CORTEX_WEIGHTS=mmap maps the file (pages shared with
- * the page cache, 4 KiB each); CORTEX_WEIGHTS=hugepages copies it into
- * anonymous memory advised for 2 MiB transparent huge pages. Decode reads
- * every weight once per token, and with 4 KiB pages a 1 GiB model needs
- * 262,144 TLB entries per token, each miss a two-level walk in a VM; huge
- * pages cut that 512-fold (measured on tinyllama q8_0: docs/performance.md).
- * The cost: the copy (about 0.5 s per GiB from the page cache) and the image
- * counts as anonymous memory (the file's page cache copy stays evictable).
- * Default: copy files of 64 MiB and more when the kernel offers transparent
- * huge pages (enabled = always or madvise), map everything else.
+ * Weights memory policy (cx_model_params.weights, see cortex.h): CX_WEIGHTS_MMAP
+ * maps the file (pages shared with the page cache, 4 KiB each);
+ * CX_WEIGHTS_HUGEPAGES copies it into anonymous memory advised for 2 MiB
+ * transparent huge pages (measured on tinyllama q8_0: docs/performance.md).
+ * CX_WEIGHTS_AUTO copies files of 64 MiB and more when the kernel offers
+ * transparent huge pages (enabled = always or madvise), maps everything else.
  */
-static int model_want_copy(size_t size) {
-    const char *w = getenv("CORTEX_WEIGHTS");
-    if (w && !strcmp(w, "mmap")) return 0;
-    if (w && !strcmp(w, "hugepages")) return 1;
+static int model_want_copy(size_t size, int weights) {
+    if (weights == CX_WEIGHTS_MMAP) return 0;
+    if (weights == CX_WEIGHTS_HUGEPAGES) return 1;
     if (size < COPY_MIN_BYTES) return 0;
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
     if (!f) return 0;
@@ -79,10 +75,10 @@ static void *model_copy_hugepages(int fd, size_t size) {
 
 int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err) {
     int copied_unused;
-    return model_load_file(path, map, size, &copied_unused, 0, err);
+    return model_load_file(path, map, size, &copied_unused, CX_WEIGHTS_MMAP, err);
 }
 
-int model_load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int allow_copy, cx_err *err) {
+int model_load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int weights, cx_err *err) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return cx_fail(err, CX_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -95,7 +91,7 @@ int model_load_file(const char *path, const uint8_t **map, size_t *size, int *co
         return cx_fail(err, CX_EFORMAT, "%s: empty file", path);
     }
     void *p = MAP_FAILED;
-    if (allow_copy && model_want_copy((size_t)st.st_size)) p = model_copy_hugepages(fd, (size_t)st.st_size);
+    if (model_want_copy((size_t)st.st_size, weights)) p = model_copy_hugepages(fd, (size_t)st.st_size);
     if (p != MAP_FAILED) {
         *copied = 1;
     } else {
@@ -120,14 +116,14 @@ void model_unmap_file(const uint8_t *map, size_t size) {
  * for a copied image (a file mapping is read-only and shared with the page
  * cache), only for row counts that are multiples of 8, never the token
  * embedding (embedding lookups read single rows; a tied classifier shares it).
- * CORTEX_REPACK=0 turns it off, to measure what it buys. No memory is added:
- * each group of eight rows keeps its bytes (one 8-row scratch during the pass).
+ * cx_model_params.repack = 0 turns it off, to measure what it buys. No memory
+ * is added: each group of eight rows keeps its bytes (one 8-row scratch during
+ * the pass). The model's own kernel table decides, so a scalar model is not
+ * repacked.
  */
-static void model_repack(cx_model *m) {
-    const char *env = getenv("CORTEX_REPACK");
-    if (!m->map_copied || (env && !strcmp(env, "0"))) return;
-    char msg[512];
-    if (kern_init(msg, sizeof msg)) return; /* the session will report the bad CORTEX_ISA */
+static void model_repack(cx_model *m, int repack) {
+    if (!m->map_copied || !repack) return;
+    const kern_ops *kern = m->kern;
     cx_weight *list[7 * 1024 + 1];
     int n = 0;
     for (int l = 0; l < m->info.n_layer && n + 7 < (int)(sizeof list / sizeof *list); l++) {
@@ -377,12 +373,35 @@ done:
 
 /* ---------------------------------------------------------------- API */
 
+/* See cortex.h. */
+cx_model_params cx_model_defaults(void) {
+    cx_model_params p = {CX_WEIGHTS_AUTO, 1, NULL};
+    return p;
+}
+
+/* See cortex.h. */
 int cx_model_load(const char *path, const char *tokenizer_path, cx_model **out, cx_err *err) {
+    return cx_model_load_ex(path, tokenizer_path, NULL, out, err);
+}
+
+/* See cortex.h: parameters checked first (a bad isa costs no file access),
+ * then the file mapped or copied, parsed, repacked for the model's kernels,
+ * sealed read-only. */
+int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_model_params *params, cx_model **out,
+                     cx_err *err) {
     *out = NULL;
+    cx_model_params p = params ? *params : cx_model_defaults();
     if (!path || !*path) return cx_fail(err, CX_EINVAL, "no model path given");
+    if (p.weights != CX_WEIGHTS_AUTO && p.weights != CX_WEIGHTS_MMAP && p.weights != CX_WEIGHTS_HUGEPAGES)
+        return cx_fail(err, CX_EINVAL, "weights memory mode %d is not one of CX_WEIGHTS_AUTO, _MMAP, _HUGEPAGES",
+                       p.weights);
+    const kern_ops *kern;
+    char msg[512];
+    if (kern_select(p.isa, &kern, msg, sizeof msg)) return cx_fail(err, CX_EINVAL, "%s", msg);
     cx_model *m = calloc(1, sizeof *m);
     if (!m) return cx_fail(err, CX_ENOMEM, "out of memory");
-    int rc = model_load_file(path, &m->map, &m->map_size, &m->map_copied, 1, err);
+    m->kern = kern;
+    int rc = model_load_file(path, &m->map, &m->map_size, &m->map_copied, p.weights, err);
     if (rc) {
         free(m);
         return rc;
@@ -407,8 +426,9 @@ int cx_model_load(const char *path, const char *tokenizer_path, cx_model **out, 
     }
     m->info.name = m->name;
     m->info.n_tensors = m->n_tensors;
-    model_repack(m);
+    model_repack(m, p.repack);
     model_seal(m);
+    m->info.isa = m->kern->name;
     m->info.weights_memory = m->map_copied ? (m->n_repacked ? "hugepages, repacked x8" : "hugepages") : "mmap";
     *out = m;
     return 0;

@@ -10,6 +10,7 @@
 
 #include "cortex.h"
 #include "gguf.h"
+#include "kernels/kernels.h"
 #include "tokenizer.h"
 
 /* A weight matrix of `rows` rows by `cols` columns, stored row-major as `type`. */
@@ -42,6 +43,7 @@ struct cx_model {
     size_t map_size;
     int map_copied;      /* 1: a huge-page copy (model_load_file), 0: an mmap */
     int n_repacked;      /* matrices repacked to KERN_LAYOUT_X8 at load */
+    const kern_ops *kern;/* the kernel table every pass over this model runs (cx_model_params.isa) */
     tok_vocab vocab;
     cx_weight tok_embd, output;
     const float *out_norm;
@@ -54,10 +56,10 @@ struct cx_model {
 /* Map a whole file read-only; *size gets its length. */
 int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err);
 void model_unmap_file(const uint8_t *map, size_t size);
-/* Like model_map_file, but with allow_copy the weights-memory policy (see
- * model.c: CORTEX_WEIGHTS) may copy the file into huge pages; *copied says
- * which happened. Release with model_release_file. */
-int model_load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int allow_copy, cx_err *err);
+/* Like model_map_file, but the weights-memory policy `weights` (CX_WEIGHTS_*,
+ * see model.c) may copy the file into huge pages; *copied says which
+ * happened. Release with model_release_file. */
+int model_load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int weights, cx_err *err);
 void model_release_file(const uint8_t *map, size_t size, int copied);
 
 /* Fill m from a GGUF image / a llama2.c checkpoint (+ tokenizer image). */

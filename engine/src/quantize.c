@@ -30,60 +30,15 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "cortex_tools.h"
 #include "gguf.h"
+#include "gguf_write.h"
 #include "model.h"
 #include "quant.h"
 #include "util.h"
 
 #define QZ_NAME_MAX 128            /* longest tensor name accepted (llama.cpp: 64) */
-#define QZ_NTYPES 32               /* ggml type ids counted in the statistics */
 #define QZ_QUANT_VERSION 2         /* general.quantization_version, as ggml writes */
-
-/* ---- file types ---------------------------------------------------------- */
-
-/* general.file_type (llama.cpp's llama_ftype) of a file type this converter
- * writes, -1 for any other. llama.cpp has no all-q4_K type: MOSTLY_Q4_K_S (14)
- * is the nearest, as synth.c also writes. */
-static int llama_ftype(int ftype) {
-    switch (ftype) {
-    case CX_TYPE_F32: return 0;
-    case CX_TYPE_F16: return 1;
-    case CX_TYPE_Q4_0: return 2;
-    case CX_TYPE_Q8_0: return 7;
-    case CX_TYPE_Q4_K: return 14;
-    case CX_TYPE_Q6_K: return 18;
-    case CX_FTYPE_Q4_K_M: return 15;
-    default: return -1;
-    }
-}
-
-/* ---- a growable byte buffer for the header ------------------------------- */
-
-typedef struct qz_buf { uint8_t *p; size_t n, cap; int oom; } qz_buf;
-
-/* Append n bytes; on allocation failure remember it and drop further writes. */
-static void buf_put(qz_buf *b, const void *src, size_t n) {
-    if (b->oom || n == 0) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n) cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, src, n);
-    b->n += n;
-}
-
-/* Little-endian scalars and GGUF strings (u64 length + bytes). */
-static void buf_u32(qz_buf *b, uint32_t v) {
-    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-    buf_put(b, x, 4);
-}
-static void buf_u64(qz_buf *b, uint64_t v) { buf_u32(b, (uint32_t)v); buf_u32(b, (uint32_t)(v >> 32)); }
-static void buf_f32(qz_buf *b, float f) { uint32_t u; memcpy(&u, &f, 4); buf_u32(b, u); }
-static void buf_str(qz_buf *b, const char *s, size_t n) { buf_u64(b, n); buf_put(b, s, n); }
 
 /* ---- the conversion job --------------------------------------------------- */
 
@@ -109,28 +64,8 @@ typedef struct qz_job {
     cx_model *model;         /* the input, loaded and validated by the ordinary loader */
     qz_tensor *t;
     int n_t;
-    qz_buf kv;               /* metadata entries as they will be written */
-    uint64_t n_kv, alignment;
+    gguf_writer *w;          /* the output's header, built while planning */
 } qz_job;
-
-/* ---- metadata entries (typed, for llama2.c inputs) ---- */
-
-/* Start an entry: key string and value type; meta_u32/f32/str add a whole one. */
-static void meta_key(qz_job *j, const char *key, uint32_t type) {
-    buf_str(&j->kv, key, strlen(key));
-    buf_u32(&j->kv, type);
-    j->n_kv++;
-}
-static void meta_u32(qz_job *j, const char *key, uint32_t v) { meta_key(j, key, GGUF_U32); buf_u32(&j->kv, v); }
-static void meta_f32(qz_job *j, const char *key, float v) { meta_key(j, key, GGUF_F32); buf_f32(&j->kv, v); }
-static void meta_str(qz_job *j, const char *key, const char *v) { meta_key(j, key, GGUF_STR); buf_str(&j->kv, v, strlen(v)); }
-
-/* Start an array entry of n elements of type et; the caller appends them. */
-static void meta_arr(qz_job *j, const char *key, uint32_t et, uint64_t n) {
-    meta_key(j, key, GGUF_ARR);
-    buf_u32(&j->kv, et);
-    buf_u64(&j->kv, n);
-}
 
 /* ---- raw copy of GGUF metadata ---- */
 
@@ -162,8 +97,7 @@ static void copy_gguf_metadata(qz_job *j) {
         if (gguf_str_eq(kv->key, "general.file_type") || gguf_str_eq(kv->key, "general.quantization_version")) continue;
         const uint8_t *entry = (const uint8_t *)kv->key.ptr - 8; /* u64 key length precedes the key */
         const uint8_t *value = (const uint8_t *)kv->key.ptr + kv->key.len + 4;
-        buf_put(&j->kv, entry, (size_t)(value - entry) + (size_t)value_bytes(value, kv->type));
-        j->n_kv++;
+        gguf_w_entry_raw(j->w, entry, (size_t)(value - entry) + (size_t)value_bytes(value, kv->type));
     }
 }
 
@@ -174,33 +108,34 @@ static void copy_gguf_metadata(qz_job *j) {
  * <unk>, <s>, </s>, types unknown/control/byte/normal (empty pieces control). */
 static void l2c_tokenizer_metadata(qz_job *j) {
     const tok_vocab *v = &j->model->vocab;
-    meta_str(j, "tokenizer.ggml.model", "llama");
-    meta_arr(j, "tokenizer.ggml.tokens", GGUF_STR, (uint64_t)v->n);
+    gguf_writer *w = j->w;
+    gguf_w_str(j->w, "tokenizer.ggml.model", "llama");
+    gguf_w_arr_begin(w, "tokenizer.ggml.tokens", GGUF_STR, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) {
         static const char *special[3] = {"<unk>", "<s>", "</s>"};
         if (i < 3) {
-            buf_str(&j->kv, special[i], strlen(special[i]));
+            gguf_w_elem_str(w, special[i], strlen(special[i]));
             continue;
         }
         const char *s = v->text + v->off[i];
         uint64_t n = v->len[i], spaces = 0;
         for (uint64_t k = 0; k < n; k++) spaces += s[k] == ' ';
-        buf_u64(&j->kv, n + 2 * spaces); /* each space becomes 3 bytes */
-        for (uint64_t k = 0; k < n; k++) buf_put(&j->kv, s[k] == ' ' ? "\xE2\x96\x81" : &s[k], s[k] == ' ' ? 3 : 1);
+        gguf_w_elem_u64(w, n + 2 * spaces); /* each space becomes 3 bytes */
+        for (uint64_t k = 0; k < n; k++) gguf_w_elem_bytes(w, s[k] == ' ' ? "\xE2\x96\x81" : &s[k], s[k] == ' ' ? 3 : 1);
     }
-    meta_arr(j, "tokenizer.ggml.scores", GGUF_F32, (uint64_t)v->n);
-    for (int i = 0; i < v->n; i++) buf_f32(&j->kv, v->score[i]);
-    meta_arr(j, "tokenizer.ggml.token_type", GGUF_I32, (uint64_t)v->n);
+    gguf_w_arr_begin(w, "tokenizer.ggml.scores", GGUF_F32, (uint64_t)v->n);
+    for (int i = 0; i < v->n; i++) gguf_w_elem_f32(w, v->score[i]);
+    gguf_w_arr_begin(w, "tokenizer.ggml.token_type", GGUF_I32, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) {
         uint32_t type = i == 0 ? TOK_UNKNOWN : i < 3 || v->len[i] == 0 ? TOK_CONTROL
                       : v->type[i] == TOK_BYTE ? TOK_BYTE : TOK_NORMAL;
-        buf_u32(&j->kv, type);
+        gguf_w_elem_u32(w, type);
     }
-    meta_u32(j, "tokenizer.ggml.unknown_token_id", 0);
-    meta_u32(j, "tokenizer.ggml.bos_token_id", 1);
-    meta_u32(j, "tokenizer.ggml.eos_token_id", 2);
-    meta_u32(j, "tokenizer.ggml.seperator_token_id", UINT32_MAX); /* sic: llama.cpp's key spelling */
-    meta_u32(j, "tokenizer.ggml.padding_token_id", UINT32_MAX);
+    gguf_w_u32(j->w, "tokenizer.ggml.unknown_token_id", 0);
+    gguf_w_u32(j->w, "tokenizer.ggml.bos_token_id", 1);
+    gguf_w_u32(j->w, "tokenizer.ggml.eos_token_id", 2);
+    gguf_w_u32(j->w, "tokenizer.ggml.seperator_token_id", UINT32_MAX); /* sic: llama.cpp's key spelling */
+    gguf_w_u32(j->w, "tokenizer.ggml.padding_token_id", UINT32_MAX);
 }
 
 /* Architecture metadata of a llama2.c checkpoint. The context length is the
@@ -211,17 +146,17 @@ static void l2c_model_metadata(qz_job *j) {
     snprintf(name, sizeof name, "%s", cx_basename(j->in));
     char *dot = strrchr(name, '.');
     if (dot && dot != name) *dot = 0;
-    meta_str(j, "general.architecture", "llama");
-    meta_str(j, "general.name", name);
-    meta_u32(j, "llama.context_length", (uint32_t)h->n_ctx);
-    meta_u32(j, "llama.embedding_length", (uint32_t)h->n_embd);
-    meta_u32(j, "llama.feed_forward_length", (uint32_t)h->n_ff);
-    meta_u32(j, "llama.attention.head_count", (uint32_t)h->n_head);
-    meta_u32(j, "llama.attention.head_count_kv", (uint32_t)h->n_head_kv);
-    meta_u32(j, "llama.block_count", (uint32_t)h->n_layer);
-    meta_u32(j, "llama.rope.dimension_count", (uint32_t)h->head_dim);
-    meta_f32(j, "llama.rope.freq_base", h->rope_base);
-    meta_f32(j, "llama.attention.layer_norm_rms_epsilon", h->rms_eps);
+    gguf_w_str(j->w, "general.architecture", "llama");
+    gguf_w_str(j->w, "general.name", name);
+    gguf_w_u32(j->w, "llama.context_length", (uint32_t)h->n_ctx);
+    gguf_w_u32(j->w, "llama.embedding_length", (uint32_t)h->n_embd);
+    gguf_w_u32(j->w, "llama.feed_forward_length", (uint32_t)h->n_ff);
+    gguf_w_u32(j->w, "llama.attention.head_count", (uint32_t)h->n_head);
+    gguf_w_u32(j->w, "llama.attention.head_count_kv", (uint32_t)h->n_head_kv);
+    gguf_w_u32(j->w, "llama.block_count", (uint32_t)h->n_layer);
+    gguf_w_u32(j->w, "llama.rope.dimension_count", (uint32_t)h->head_dim);
+    gguf_w_f32(j->w, "llama.rope.freq_base", h->rope_base);
+    gguf_w_f32(j->w, "llama.attention.layer_norm_rms_epsilon", h->rms_eps);
 }
 
 /* ---- tensor planning ---- */
@@ -296,7 +231,7 @@ static int check_gguf_types(qz_job *j) {
 
 /* GGUF input: metadata copied, tensors in file order. */
 static int plan_gguf(qz_job *j) {
-    j->alignment = j->g.alignment;
+    if (!(j->w = gguf_writer_new(j->g.alignment))) return cx_fail(j->err, CX_ENOMEM, "%s: out of memory", j->in);
     j->tied = gguf_find_tensor(&j->g, "output.weight") == NULL;
     copy_gguf_metadata(j);
     j->t = calloc(j->g.n_tensors ? j->g.n_tensors : 1, sizeof *j->t);
@@ -328,7 +263,7 @@ static int l2c_add(qz_job *j, const char *name, const char *src) {
 /* llama2.c input: metadata built, tensors in llama.cpp's converter order. */
 static int plan_llama2c(qz_job *j) {
     const cx_model_info *h = &j->model->info;
-    j->alignment = GGUF_DEFAULT_ALIGNMENT;
+    if (!(j->w = gguf_writer_new(GGUF_DEFAULT_ALIGNMENT))) return cx_fail(j->err, CX_ENOMEM, "%s: out of memory", j->in);
     l2c_model_metadata(j);
     l2c_tokenizer_metadata(j);
     j->t = calloc(3 + 9 * (size_t)h->n_layer, sizeof *j->t);
@@ -349,55 +284,16 @@ static int plan_llama2c(qz_job *j) {
 
 /* ---- writing ---- */
 
-/* x rounded up to a multiple of a. */
-static uint64_t align_to(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
-
-/* Write `pad` zero bytes. */
-static int write_zeros(FILE *f, uint64_t pad) {
-    static const uint8_t zeros[256];
-    while (pad) {
-        size_t k = pad < sizeof zeros ? (size_t)pad : sizeof zeros;
-        if (fwrite(zeros, 1, k, f) != k) return -1;
-        pad -= k;
-    }
-    return 0;
-}
-
-/* Header: magic, version 3, counts, metadata, tensor infos (offsets assigned
- * here), padding to the alignment. Returns the data section's start. */
-static int write_header(qz_job *j, FILE *f, const char *path, uint64_t *data_start) {
-    meta_u32(j, "general.file_type", (uint32_t)llama_ftype(j->ftype));
-    meta_u32(j, "general.quantization_version", QZ_QUANT_VERSION);
-    qz_buf ti = {0};
-    uint64_t off = 0;
+/* Header: the two rewritten metadata entries last, tensor infos (offsets
+ * assigned by the writer), padding to the alignment. */
+static int write_header(qz_job *j, FILE *f, const char *path) {
+    gguf_w_u32(j->w, "general.file_type", (uint32_t)gguf_file_type(j->ftype));
+    gguf_w_u32(j->w, "general.quantization_version", QZ_QUANT_VERSION);
     for (int i = 0; i < j->n_t; i++) {
         qz_tensor *t = &j->t[i];
-        buf_str(&ti, t->name, strlen(t->name));
-        buf_u32(&ti, (uint32_t)t->n_dims);
-        for (int d = 0; d < t->n_dims; d++) buf_u64(&ti, (uint64_t)t->ne[d]);
-        buf_u32(&ti, t->out_type);
-        buf_u64(&ti, off);
-        t->offset = off;
-        off = align_to(off + t->out_bytes, j->alignment);
+        t->offset = gguf_w_tensor(j->w, t->name, t->out_type, t->n_dims, t->ne);
     }
-    qz_buf h = {0};
-    buf_put(&h, "GGUF", 4);
-    buf_u32(&h, 3);
-    buf_u64(&h, (uint64_t)j->n_t);
-    buf_u64(&h, j->n_kv);
-    int rc = 0;
-    if (h.oom || ti.oom || j->kv.oom) {
-        rc = cx_fail(j->err, CX_ENOMEM, "%s: out of memory building the header", path);
-    } else {
-        uint64_t n = h.n + j->kv.n + ti.n;
-        *data_start = align_to(n, j->alignment);
-        if (fwrite(h.p, 1, h.n, f) != h.n || fwrite(j->kv.p, 1, j->kv.n, f) != j->kv.n ||
-            fwrite(ti.p, 1, ti.n, f) != ti.n || write_zeros(f, *data_start - n))
-            rc = cx_fail(j->err, CX_EIO, "%s: write failed: %s", path, strerror(errno));
-    }
-    free(h.p);
-    free(ti.p);
-    return rc;
+    return gguf_w_header(j->w, f, path, NULL, j->err);
 }
 
 /* Stream one tensor row by row: input row -> floats -> output type -> file. */
@@ -417,7 +313,7 @@ static int write_tensor(qz_job *j, FILE *f, const char *path, const qz_tensor *t
         if (fwrite(dst, 1, out_rb, f) != out_rb)
             return cx_fail(j->err, CX_EIO, "%s: write failed in tensor %s: %s", path, t->name, strerror(errno));
     }
-    if (write_zeros(f, align_to(t->out_bytes, j->alignment) - t->out_bytes))
+    if (gguf_w_pad(j->w, f, t->out_bytes))
         return cx_fail(j->err, CX_EIO, "%s: write failed after tensor %s: %s", path, t->name, strerror(errno));
     return 0;
 }
@@ -434,8 +330,7 @@ static int write_file(qz_job *j, const char *path, uint64_t *out_bytes) {
     if (!f) rc = cx_fail(j->err, CX_EIO, "%s: cannot create: %s", path, strerror(errno));
     else if (!row || !qrow) rc = cx_fail(j->err, CX_ENOMEM, "%s: out of memory", path);
     if (!rc) setvbuf(f, NULL, _IOFBF, 1 << 20);
-    uint64_t data_start = 0;
-    if (!rc) rc = write_header(j, f, path, &data_start);
+    if (!rc) rc = write_header(j, f, path);
     for (int i = 0; !rc && i < j->n_t; i++) rc = write_tensor(j, f, path, &j->t[i], row, qrow);
     if (f) {
         if (!rc && (fflush(f) != 0 || ferror(f)))
@@ -521,7 +416,7 @@ static int same_file(const char *a, const char *b) {
 int cx_quantize_file(const char *in, const char *tokenizer, const char *out, int ftype, cx_quantize_stats *stats,
                      cx_err *err) {
     if (!in || !*in || !out || !*out) return cx_fail(err, CX_EINVAL, "quantize needs an input and an output path");
-    if (llama_ftype(ftype) < 0)
+    if (gguf_file_type(ftype) < 0)
         return cx_fail(err, CX_EINVAL, "cannot write file type %s (%d): f32, f16, q8_0, q4_0, q4_k, q6_k or q4_k_m",
                        cx_type_name(ftype), ftype);
     if (same_file(in, out)) return cx_fail(err, CX_EINVAL, "%s: the output would overwrite the input", out);
@@ -546,7 +441,7 @@ int cx_quantize_file(const char *in, const char *tokenizer, const char *out, int
     if (!rc && stats) fill_stats(&j, out_bytes, stats);
     free(tmp);
     free(j.t);
-    free(j.kv.p);
+    gguf_writer_free(j.w);
     if (j.have_g) gguf_free(&j.g);
     model_unmap_file(j.map, j.map_size);
     cx_model_free(j.model);

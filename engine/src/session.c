@@ -7,6 +7,7 @@
  * cache is its own or shared with other sessions; every call that changes
  * the cache holds the cache's lock.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,7 @@ void cx_session_reset(cx_session *s) {
     pthread_mutex_unlock(&s->cache->lock);
     s->pos = 0;
     s->last_reused = 0;
+    assert(s->seq.n_blocks == 0 && s->seq.n_tokens == 0);
 }
 
 /* See cortex.h. The logits are not copied: dst's are valid after its next cx_eval. */
@@ -119,6 +121,7 @@ int cx_session_fork(cx_session *dst, const cx_session *src, cx_err *err) {
     pthread_mutex_unlock(&dst->cache->lock);
     dst->pos = src->pos;
     dst->last_reused = 0;
+    assert(dst->seq.n_tokens == dst->pos && dst->seq.n_blocks == src->seq.n_blocks);
     return 0;
 }
 
@@ -148,6 +151,7 @@ int session_check_tokens(const cx_session *s, const int32_t *tokens, int n, cx_e
 /* See session.h. */
 int session_take_prefix(cx_session *s, const int32_t *tokens, int n) {
     int reused = kv_match(s->cache, &s->seq, tokens, n);
+    assert(reused >= 0 && reused < n && s->pos + reused <= s->n_ctx); /* the last token is always computed */
     s->last_reused = reused;
     s->pos += reused;
     return reused;
@@ -156,6 +160,7 @@ int session_take_prefix(cx_session *s, const int32_t *tokens, int n) {
 /* See session.h. */
 int session_commit(cx_session *s, const int32_t *tokens, int T, cx_err *err) {
     kv_cache *c = s->cache;
+    assert(T >= 1 && s->pos + T <= s->n_ctx);
     kv_commit(c, &s->seq, s->pos, T, tokens);
     s->pos += T;
     if (kv_view_collect(&s->view, c))
@@ -164,18 +169,22 @@ int session_commit(cx_session *s, const int32_t *tokens, int T, cx_err *err) {
     return 0;
 }
 
-/* cx_eval with the cache locked: take cached prefix blocks, then passes of
- * at most `batch` tokens (fewer when the hot tier cannot hold the blocks of
- * a full batch), each prepared (block moves), run, and committed. */
-static int eval_locked(cx_session *s, const int32_t *tokens, int n, cx_err *err) {
+/* cx_eval / cx_eval_all with the cache locked: take cached prefix blocks
+ * (not for `all`, which wants every position computed), then passes of at
+ * most `batch` tokens (fewer when the hot tier cannot hold the blocks of a
+ * full batch), each prepared (block moves), run, and committed. With `all`,
+ * each pass's rows' logits go to all[i..i+T) right after it. Inline, so
+ * cx_eval's copy folds `all` away (the deterministic gate counts it). */
+static inline int eval_locked(cx_session *s, const int32_t *tokens, int n, float *all, cx_err *err) {
     kv_cache *c = s->cache;
-    for (int i = session_take_prefix(s, tokens, n); i < n;) {
+    for (int i = all ? 0 : session_take_prefix(s, tokens, n); i < n;) {
         int T = n - i < s->ws.batch ? n - i : s->ws.batch, limit = kv_pass_limit(c, s->pos);
         if (T > limit) T = limit;
         int rc = kv_prepare(c, &s->seq, s->pos, T, err);
         if (rc) return rc;
-        fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, i + T == n ? 0 : -1};
+        fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, i + T == n && !all ? 0 : -1};
         fwd_pass(&s->ws, &seg, 1, tokens + i, T);
+        if (all) fwd_logits(&s->ws, T, all + (size_t)i * (size_t)s->m->info.n_vocab);
         rc = session_commit(s, tokens + i, T, err);
         if (rc) return rc;
         i += T;
@@ -187,10 +196,38 @@ static int eval_locked(cx_session *s, const int32_t *tokens, int n, cx_err *err)
 int cx_eval(cx_session *s, const int32_t *tokens, int n, const float **logits, cx_err *err) {
     int rc = session_check_tokens(s, tokens, n, err);
     if (rc) return rc;
+    assert(s->pos == s->seq.n_tokens); /* the session's position is its sequence's length */
     pthread_mutex_lock(&s->cache->lock);
-    rc = eval_locked(s, tokens, n, err);
+    rc = eval_locked(s, tokens, n, NULL, err);
     pthread_mutex_unlock(&s->cache->lock);
     if (rc) return rc;
     if (logits) *logits = s->ws.logits;
+    return 0;
+}
+
+/* See cortex.h. */
+int cx_eval_all(cx_session *s, const int32_t *tokens, int n, float *logits, cx_err *err) {
+    if (!logits) return cx_fail(err, CX_EINVAL, "cx_eval_all needs a logits array (%d x %d floats)", n,
+                                s->m->info.n_vocab);
+    int rc = session_check_tokens(s, tokens, n, err);
+    if (rc) return rc;
+    pthread_mutex_lock(&s->cache->lock);
+    s->last_reused = 0;
+    rc = eval_locked(s, tokens, n, logits, err);
+    pthread_mutex_unlock(&s->cache->lock);
+    return rc;
+}
+
+/* See cortex.h. */
+int cx_session_truncate(cx_session *s, int n_pos, cx_err *err) {
+    if (n_pos < 0 || n_pos > s->pos)
+        return cx_fail(err, CX_EINVAL, "cannot truncate a session of %d positions to %d (0..%d)", s->pos, n_pos,
+                       s->pos);
+    pthread_mutex_lock(&s->cache->lock);
+    kv_truncate(s->cache, &s->seq, n_pos);
+    pthread_mutex_unlock(&s->cache->lock);
+    assert(s->seq.n_tokens == n_pos && s->seq.n_blocks == (n_pos + KV_BLOCK - 1) / KV_BLOCK);
+    s->pos = n_pos;
+    s->last_reused = 0;
     return 0;
 }

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cortex_tools.h"
 #include "gguf.h"
+#include "gguf_write.h"
 #include "model.h"
 #include "quant.h"
 #include "tokenizer.h"
@@ -136,24 +138,10 @@ static void free_vocab(vocab_out *v) {
 
 /* ---- writing ---- */
 
-/* llama.cpp's llama_ftype for general.file_type. It has no all-q4_k type: plain
- * q4_k files say MOSTLY_Q4_K_S (14), the nearest; q6_k is MOSTLY_Q6_K (18). */
-static uint32_t llama_ftype(int type) {
-    switch (type) {
-    case CX_TYPE_F16: return 1;
-    case CX_TYPE_Q4_0: return 2;
-    case CX_TYPE_Q8_0: return 7;
-    case CX_TYPE_Q4_K: return 14;
-    case CX_TYPE_Q6_K: return 18;
-    case CX_FTYPE_Q4_K_M: return 15;
-    default: return 0; /* f32 */
-    }
-}
-
 typedef struct tensor_plan { char name[64]; int type, n_dims; int64_t ne[2]; int is_norm; } tensor_plan;
 
 /* Stream one tensor: generate a row of floats, convert, write, pad. */
-static int write_tensor(FILE *f, const tensor_plan *t, uint64_t seed, float *row, void *qrow) {
+static int write_tensor(const gguf_writer *w, FILE *f, const tensor_plan *t, uint64_t seed, float *row, void *qrow) {
     uint64_t st = name_seed(seed, t->name);
     int64_t cols = t->ne[0], rows = t->n_dims > 1 ? t->ne[1] : 1;
     size_t rb = quant_row_bytes(t->type, cols);
@@ -166,7 +154,7 @@ static int write_tensor(FILE *f, const tensor_plan *t, uint64_t seed, float *row
         quant_quantize_row(t->type, row, qrow, cols);
         if (fwrite(qrow, 1, rb, f) != rb) return CX_EIO;
     }
-    return gguf_w_pad(f, rb * (uint64_t)rows);
+    return gguf_w_pad(w, f, rb * (uint64_t)rows);
 }
 
 int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path, cx_err *err) {
@@ -176,7 +164,7 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
     h.rope_base = sh->rope_base; h.rms_eps = sh->rms_eps;
     int rc = model_check_hparams(&h, sh->name, err);
     if (rc) return rc;
-    if (!quant_supported(type) && type != CX_FTYPE_Q4_K_M)
+    if (gguf_file_type(type) < 0)
         return cx_fail(err, CX_EINVAL, "unsupported weight type %s (%d) for synth", cx_type_name(type), type);
     int64_t E = sh->n_embd, F = sh->n_ff, KV = (int64_t)sh->n_head_kv * (sh->n_embd / sh->n_head);
     if (type == CX_TYPE_Q8_0 || type == CX_TYPE_Q4_0) {
@@ -187,7 +175,7 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
     int n_t = 2 + (sh->tied_output ? 0 : 1) + 9 * sh->n_layer;
     tensor_plan *plan = calloc((size_t)n_t, sizeof *plan);
     vocab_out voc = {0};
-    gguf_writer *w = gguf_writer_new();
+    gguf_writer *w = gguf_writer_new(0);
     char *tmp = malloc(strlen(path) + 8);
     float *row = malloc(sizeof(float) * (size_t)(E > F ? E : F) + 8);
     void *qrow = malloc(sizeof(float) * (size_t)(E > F ? E : F) + 8);
@@ -228,7 +216,7 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
     snprintf(name, sizeof name, "cortex-synth %s %s seed %llu", sh->name, cx_type_name(type), (unsigned long long)seed);
     gguf_w_str(w, "general.architecture", "llama");
     gguf_w_str(w, "general.name", name);
-    gguf_w_u32(w, "general.file_type", llama_ftype(type));
+    gguf_w_u32(w, "general.file_type", (uint32_t)gguf_file_type(type));
     gguf_w_u32(w, "general.quantization_version", 2);
     gguf_w_u32(w, "llama.context_length", (uint32_t)sh->n_ctx);
     gguf_w_u32(w, "llama.embedding_length", (uint32_t)E);
@@ -257,9 +245,9 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
         rc = cx_fail(err, CX_EIO, "%s: cannot create: %s", tmp, strerror(errno));
         goto done;
     }
-    if ((rc = gguf_w_header(w, f, path, err))) goto done;
+    if ((rc = gguf_w_header(w, f, path, NULL, err))) goto done;
     for (int i = 0; i < n_t; i++)
-        if (write_tensor(f, &plan[i], seed, row, qrow)) {
+        if (write_tensor(w, f, &plan[i], seed, row, qrow)) {
             rc = cx_fail(err, CX_EIO, "%s: write failed in tensor %s: %s", tmp, plan[i].name, strerror(errno));
             goto done;
         }

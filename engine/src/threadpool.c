@@ -14,6 +14,7 @@
  */
 #include "threadpool.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -66,6 +67,7 @@ static void *worker_main(void *arg) {
     worker_arg *w = arg;
     tp_pool *p = w->p;
     int index = w->index;
+    assert(index >= 1 && index < p->n);
     unsigned long seen = 0;
     for (;;) {
         seen = wait_for_job(p, seen);
@@ -124,6 +126,8 @@ void tp_run(tp_pool *p, tp_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
+    /* one job at a time: the last one has finished on every worker */
+    assert(fn && atomic_load_explicit(&p->pending, memory_order_relaxed) == 0);
     p->fn = fn;
     p->ctx = ctx;
     atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);

@@ -17,7 +17,7 @@
 #include <zlib.h>
 
 #include "cortex.h"
-#include "kv_cache.h"
+#include "kv/kv_cache.h"
 
 /* Raw-deflate size of the n_seg segments at p, at a zlib level (kv_zip). */
 static size_t deflated(const uint8_t *p, const size_t *seg, int n_seg, int level) {

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "testing.h"
 
 #define NSEQ 4
@@ -153,10 +153,10 @@ static cx_model *tiny(const char *type, int repack) {
         CHECK(0, "synth %s: %s", type, err.msg);
         return NULL;
     }
-    if (repack) setenv("CORTEX_WEIGHTS", "hugepages", 1);
+    cx_model_params mp = cx_model_defaults();
+    if (repack) mp.weights = CX_WEIGHTS_HUGEPAGES;
     cx_model *m = NULL;
-    int rc = cx_model_load(path, NULL, &m, &err);
-    unsetenv("CORTEX_WEIGHTS");
+    int rc = cx_model_load_ex(path, NULL, &mp, &m, &err);
     CHECK(rc == 0, "load %s: %s", type, err.msg);
     return rc ? NULL : m;
 }

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "testing.h"
 
 static char dir[] = "/tmp/cortex-fwd-XXXXXX";
@@ -60,10 +60,10 @@ static void check_type(const char *type_name, int n_tokens, int n_ff) {
     }
     /* The same file copied into huge pages, where the AVX2 table repacks
      * q8_0/q4_0 matrices into the interleaved layout. */
-    setenv("CORTEX_WEIGHTS", "hugepages", 1);
+    cx_model_params hp = cx_model_defaults();
+    hp.weights = CX_WEIGHTS_HUGEPAGES;
     cx_model *mr;
-    int loaded = cx_model_load(path, NULL, &mr, &err) == 0;
-    unsetenv("CORTEX_WEIGHTS");
+    int loaded = cx_model_load_ex(path, NULL, &hp, &mr, &err) == 0;
     CHECK(loaded, "load %s into huge pages: %s", type_name, err.msg);
     if (!loaded) mr = NULL;
     int V = cx_model_get_info(m)->n_vocab;

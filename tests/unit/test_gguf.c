@@ -1,10 +1,14 @@
 /*
  * test_gguf.c - the GGUF reader on hand-built images covering every metadata
- * value type (including nested arrays), and a writer -> reader round trip.
+ * value type (including nested arrays), a writer -> reader round trip, and
+ * the one general.file_type mapping (gguf_write.h).
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "gguf.h"
+#include "cortex_tools.h"
+#include "gguf_write.h"
 #include "testing.h"
 
 typedef struct img { uint8_t b[4096]; size_t n; } img;
@@ -94,7 +98,7 @@ static void test_writer_roundtrip(void) {
     CHECK(fd >= 0, "mkstemp");
     if (fd < 0) return;
     FILE *f = fdopen(fd, "wb");
-    gguf_writer *w = gguf_writer_new();
+    gguf_writer *w = gguf_writer_new(0);
     const char *toks[3] = {"a", ("\xE2\x96\x81" "b"), ""};
     float sc[3] = {0, -1, -2};
     int32_t ty[3] = {1, 1, 3};
@@ -109,14 +113,14 @@ static void test_writer_roundtrip(void) {
     gguf_w_tensor(w, "x", 0, 1, ne1);
     gguf_w_tensor(w, "y", 2, 2, ne2);
     cx_err err = {0};
-    CHECK(gguf_w_header(w, f, path, &err) == 0, "header: %s", err.msg);
+    CHECK(gguf_w_header(w, f, path, NULL, &err) == 0, "header: %s", err.msg);
     float xs[3] = {1, 2, 3};
     fwrite(xs, 4, 3, f);
-    gguf_w_pad(f, 12);
+    gguf_w_pad(w, f, 12);
     uint8_t q[54];
     for (int i = 0; i < 54; i++) q[i] = (uint8_t)i;
     fwrite(q, 1, 54, f);
-    gguf_w_pad(f, 54);
+    gguf_w_pad(w, f, 54);
     long size = ftell(f);
     fclose(f);
     gguf_writer_free(w);
@@ -168,8 +172,86 @@ static void test_alignment(void) {
           err.msg);
 }
 
+/* Element-by-element arrays, raw entries and a non-default alignment: what
+ * quantize writes, read back. */
+static void test_writer_elements(void) {
+    char path[] = "/tmp/cortex-gguf-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return;
+    FILE *f = fdopen(fd, "wb");
+    gguf_writer *w = gguf_writer_new(64);
+    gguf_w_arr_begin(w, "toks", GGUF_STR, 2);
+    gguf_w_elem_str(w, "ab", 2);
+    gguf_w_elem_u64(w, 4);
+    gguf_w_elem_bytes(w, "\xE2\x96\x81", 3);
+    gguf_w_elem_bytes(w, "c", 1);
+    gguf_w_arr_begin(w, "sc", GGUF_F32, 1);
+    gguf_w_elem_f32(w, -1.5f);
+    img e = {{0}, 0};
+    key(&e, "raw", GGUF_U32);
+    u32(&e, 99);
+    gguf_w_entry_raw(w, e.b, e.n);
+    int64_t ne[1] = {3};
+    CHECK(gguf_w_tensor(w, "a", 0, 1, ne) == 0 && gguf_w_tensor(w, "b", 0, 1, ne) == 64, "offsets follow alignment 64");
+    gguf_w_u32(w, "general.alignment", 64);
+    cx_err err = {0};
+    uint64_t start = 0;
+    CHECK(gguf_w_header(w, f, path, &start, &err) == 0 && start % 64 == 0, "header: %s", err.msg);
+    float xs[3] = {1, 2, 3};
+    for (int t = 0; t < 2; t++) {
+        fwrite(xs, 4, 3, f);
+        CHECK(gguf_w_pad(w, f, 12) == 0, "pad");
+    }
+    long size = ftell(f);
+    fclose(f);
+    gguf_writer_free(w);
+    CHECK((uint64_t)size == start + 128, "file ends after two aligned tensors (%ld bytes)", size);
+    uint8_t *buf = malloc((size_t)size);
+    f = fopen(path, "rb");
+    CHECK(buf && fread(buf, 1, (size_t)size, f) == (size_t)size, "read back");
+    fclose(f);
+    remove(path);
+    gguf_ctx g;
+    int rc = gguf_parse(buf, (uint64_t)size, path, &g, &err);
+    CHECK(rc == 0, "parse: %s", err.msg);
+    if (!rc) {
+        const uint8_t *p = gguf_find(&g, "toks")->arr_data;
+        gguf_str s0 = gguf_arr_next_str(&p), s1 = gguf_arr_next_str(&p);
+        CHECK(gguf_str_eq(s0, "ab") && gguf_str_eq(s1, "\xE2\x96\x81" "c"), "element strings");
+        CHECK(gguf_arr_num(gguf_find(&g, "sc"), 0) == -1.5, "element f32");
+        uint32_t v;
+        CHECK(gguf_get_u32(&g, "raw", &v) == 1 && v == 99, "raw entry");
+        CHECK(g.data_offset == start && gguf_find_tensor(&g, "b")->offset == 64, "data section and tensor b");
+        gguf_free(&g);
+    }
+    free(buf);
+}
+
+/* One general.file_type mapping for synth and quantize: llama.cpp's numbers
+ * for what the engine writes, -1 (refused by both) for anything else. */
+static void test_file_type(void) {
+    CHECK(gguf_file_type(CX_TYPE_F32) == 0 && gguf_file_type(CX_TYPE_F16) == 1 && gguf_file_type(CX_TYPE_Q4_0) == 2 &&
+          gguf_file_type(CX_TYPE_Q8_0) == 7 && gguf_file_type(CX_TYPE_Q4_K) == 14 &&
+          gguf_file_type(CX_TYPE_Q6_K) == 18 && gguf_file_type(CX_FTYPE_Q4_K_M) == 15, "known file types");
+    const int unknown[] = {3, 6, 13, 15, 99, -1, 1014};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+        CHECK(gguf_file_type(unknown[i]) == -1, "type %d unknown", unknown[i]);
+    cx_err err = {0};
+    char path[] = "/tmp/cortex-gguf-ftype-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    CHECK(cx_synth_write(cx_shape_find("test-tiny"), 3, 1, path, &err) == CX_EINVAL && strstr(err.msg, "type"),
+          "synth refuses type 3: %s", err.msg);
+    CHECK(cx_quantize_file(path, NULL, "/tmp/cortex-gguf-ftype-out.gguf", 3, NULL, &err) == CX_EINVAL &&
+          strstr(err.msg, "file type"), "quantize refuses type 3: %s", err.msg);
+    remove(path);
+}
+
 TEST_MAIN({
     test_all_types();
+    test_writer_elements();
+    test_file_type();
     test_writer_roundtrip();
     test_alignment();
 })

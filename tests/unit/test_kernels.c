@@ -357,12 +357,18 @@ static void test_dispatch(void) {
     CHECK(kern_table("scalar") == &kern_scalar_ops, "scalar table");
     CHECK(kern_table("avx512") == NULL && kern_table("bogus") == NULL, "unknown tables are NULL");
     char msg[256] = "";
-    CHECK(kern_init(msg, sizeof msg) == 0, "kern_init: %s", msg);
-    CHECK(kern != NULL && (kern == &kern_scalar_ops || kern == avx2), "a known table is selected");
-    const char *want = getenv("CORTEX_ISA");
-    if (!want || !*want || !strcmp(want, "auto"))
-        CHECK(kern == (avx2 ? avx2 : &kern_scalar_ops), "the best table is chosen by default");
-    printf("cpu: %s; table in use: %s\n", kern_cpu_features(), kern->name);
+    const kern_ops *k = NULL, *best = avx2 ? avx2 : &kern_scalar_ops;
+    CHECK(kern_select(NULL, &k, msg, sizeof msg) == 0 && k == best, "NULL: the best table: %s", msg);
+    CHECK(kern_select("auto", &k, msg, sizeof msg) == 0 && k == best, "auto: the best table: %s", msg);
+    CHECK(kern_select("scalar", &k, msg, sizeof msg) == 0 && k == &kern_scalar_ops, "scalar: %s", msg);
+    CHECK(kern_select("avx2", &k, msg, sizeof msg) == (avx2 ? 0 : -1) && k == avx2, "avx2 iff the CPU has it");
+    CHECK(kern_select("bogus", &k, msg, sizeof msg) == -1 && !k && strstr(msg, "'bogus' is not one of"),
+          "unknown: %s", msg);
+    CHECK(kern_select("avx512", &k, msg, sizeof msg) == -1 && strstr(msg, "no AVX-512 kernels"), "avx512: %s", msg);
+    cx_err err = {0};
+    CHECK(cx_isa_resolve(NULL, &err) && !strcmp(cx_isa_resolve(NULL, &err), best->name), "cx_isa_resolve(NULL)");
+    CHECK(!cx_isa_resolve("bogus", &err) && err.code == CX_EINVAL && strstr(err.msg, "bogus"), "cx_isa_resolve bad");
+    printf("cpu: %s; best table: %s\n", kern_cpu_features(), best->name);
 }
 
 static void run_all(void) {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "kquant.h"
 #include "quant.h"
 #include "testing.h"

@@ -1,5 +1,5 @@
 /*
- * test_kv.c - the paged, tiered KV cache (engine/src/kv_*.c):
+ * test_kv.c - the paged, tiered KV cache (engine/src/kv/kv_*.c):
  *   - formats: f32/f16 exact round trips, int8/4-bit within half a step per
  *     element, byte planes and zlib pages restore every byte;
  *   - the prefix index (insert, find, backward-shift removal) and slot pools;
@@ -20,9 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex.h"
-#include "kv_cache.h"
-#include "kv_view.h"
+#include "cortex_tools.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_view.h"
 #include "model.h"
 #include "testing.h"
 #include "util.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "testing.h"
 
 /* Names round-trip through the parsers; unknown numbers have none. */

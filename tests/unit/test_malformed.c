@@ -24,8 +24,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "gguf.h"
+#include "gguf_write.h"
 #include "testing.h"
 
 static char g_dir[256];      /* scratch directory for the bad files */
@@ -219,7 +220,7 @@ static int write_tiny(const char *path, const tiny_spec *s) {
     const char **pp = calloc((size_t)V, sizeof *pp);
     float *scores = calloc((size_t)V, sizeof *scores);
     int32_t *types = calloc((size_t)V, sizeof *types);
-    gguf_writer *w = gguf_writer_new();
+    gguf_writer *w = gguf_writer_new(0);
     FILE *f = NULL;
     cx_err err = {0};
     int rc = -1;
@@ -261,7 +262,7 @@ static int write_tiny(const char *path, const tiny_spec *s) {
         if (!s->skip_tensor || strcmp(s->skip_tensor, T[i].name)) gguf_w_tensor(w, T[i].name, ty[i], T[i].nd, ne);
     }
     f = fopen(path, "wb");
-    if (!f || gguf_w_header(w, f, path, &err)) goto done;
+    if (!f || gguf_w_header(w, f, path, NULL, &err)) goto done;
     for (int i = 0; i < NT; i++) {
         if (s->skip_tensor && !strcmp(s->skip_tensor, T[i].name)) continue;
         int64_t ne[2] = {T[i].ne0, T[i].ne1};
@@ -272,7 +273,7 @@ static int write_tiny(const char *path, const tiny_spec *s) {
             memcpy(q, &one, 4);
             if (fwrite(q, 1, nb - k < 4 ? nb - k : 4, f) == 0) goto done;
         }
-        if (gguf_w_pad(f, nb)) goto done;
+        if (gguf_w_pad(w, f, nb)) goto done;
     }
     rc = 0;
 done:

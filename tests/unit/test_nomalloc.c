@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "testing.h"
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "env.h"
 #include "hw_store.h"
 #include "roofline.h"

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "testing.h"
 
 static char dir[] = "/tmp/cortex-sched-XXXXXX";

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "counters.h"
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "env.h"
 #include "hw_store.h"
 #include "runner.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex.h"
+#include "cortex_tools.h"
 #include "testing.h"
 
 static char dir[] = "/tmp/cortex-synth-XXXXXX";

@@ -1,12 +1,14 @@
 /*
- * dispatch.c - choose the kernel table once per process.
+ * dispatch.c - choose a kernel table.
  *
- * CPUID says what the processor has; XGETBV says whether the OS saves the
- * wide registers (an AVX2 CPU under an OS that does not enable YMM state must
- * not run AVX2 code). CORTEX_ISA=scalar|avx2 forces a table, for measuring
- * each SIMD kernel's speed-up and for tests; asking for one the CPU lacks is
- * an error rather than a silent fallback, so a benchmark never runs
- * something other than what it says.
+ * CPUID says what the processor has (read once per process); XGETBV says
+ * whether the OS saves the wide registers (an AVX2 CPU under an OS that does
+ * not enable YMM state must not run AVX2 code). Each model gets its table at
+ * load (cx_model_params.isa: the best by default; "scalar" or "avx2" force
+ * one, for measuring each SIMD kernel's speed-up and for tests); asking for
+ * one the CPU lacks is an error rather than a silent fallback, so a benchmark
+ * never runs something other than what it says. There is no process-wide
+ * table: two models of one process may run different instruction sets.
  *
  * AVX-512 (F/BW/VL) and VNNI are detected and reported, but have no kernels
  * yet: this machine cannot run them, and untested SIMD code is not shipped.
@@ -21,20 +23,17 @@
 
 #include "cortex.h"
 #include "kernels.h"
+#include "../util.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define CX_X86 1
 #endif
 
-const kern_ops *kern = &kern_scalar_ops;
-
 typedef struct cpu_caps { int sse42, avx, avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, os_ymm, os_zmm; } cpu_caps;
 
 static cpu_caps caps;
 static char features[160];
-static char init_msg[512];
-static int init_rc;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 #ifdef CX_X86
@@ -100,44 +99,29 @@ static const kern_ops *best_table(void) {
     return &kern_scalar_ops;
 }
 
-/* Runs once: detect, then honour CORTEX_ISA or take the best table. */
-static void choose(void) {
-    const char *want = getenv("CORTEX_ISA");
-    if (!want || !*want || !strcmp(want, "auto")) {
-        kern = best_table();
-        return;
-    }
-    if (!strcmp(want, "avx512") || !strcmp(want, "avx512vnni")) {
-        snprintf(init_msg, sizeof init_msg,
-                 "CORTEX_ISA=%s: no AVX-512 kernels are built (they could not be tested on the development "
-                 "machine); use auto, scalar or avx2 (CPU has: %s)", want, features);
-        init_rc = -1;
-        return;
-    }
-    if (strcmp(want, "scalar") && strcmp(want, "avx2")) {
-        snprintf(init_msg, sizeof init_msg, "CORTEX_ISA='%s' is not one of auto, scalar, avx2", want);
-        init_rc = -1;
-        return;
-    }
-    const kern_ops *t = !strcmp(want, "scalar") ? &kern_scalar_ops : NULL;
-#ifdef CX_X86
-    if (!t && avx2_usable()) t = &kern_avx2_ops;
-#endif
-    if (!t) {
-        snprintf(init_msg, sizeof init_msg, "CORTEX_ISA=%s: this CPU does not support it (CPU has: %s)", want, features);
-        init_rc = -1;
-        return;
-    }
-    kern = t;
-}
-
-static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
-
-int kern_init(char *msg, size_t msg_size) {
+/* See kernels.h: NULL, "" or "auto" is the best table; a name the CPU lacks is
+ * an error rather than a silent fallback. */
+int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_size) {
     pthread_once(&once, detect);
-    pthread_once(&choose_once, choose);
-    if (init_rc && msg && msg_size) snprintf(msg, msg_size, "%s", init_msg);
-    return init_rc;
+    *out = NULL;
+    if (!isa || !*isa || !strcmp(isa, "auto")) {
+        *out = best_table();
+        return 0;
+    }
+    if (!strcmp(isa, "avx512") || !strcmp(isa, "avx512vnni")) {
+        snprintf(msg, msg_size, "instruction set '%s': no AVX-512 kernels are built (they could not be tested on "
+                 "the development machine); use auto, scalar or avx2 (CPU has: %s)", isa, features);
+        return -1;
+    }
+    if (strcmp(isa, "scalar") && strcmp(isa, "avx2")) {
+        snprintf(msg, msg_size, "instruction set '%s' is not one of auto, scalar, avx2", isa);
+        return -1;
+    }
+    if (!(*out = kern_table(isa))) {
+        snprintf(msg, msg_size, "instruction set '%s': this CPU does not support it (CPU has: %s)", isa, features);
+        return -1;
+    }
+    return 0;
 }
 
 const char *kern_cpu_features(void) {
@@ -147,16 +131,15 @@ const char *kern_cpu_features(void) {
 
 const char *cx_cpu_features(void) { return kern_cpu_features(); }
 
-const char *cx_isa(cx_err *err) {
+/* See cortex.h: the name of the table kern_select gives, or NULL with err. */
+const char *cx_isa_resolve(const char *isa, cx_err *err) {
     char msg[512];
-    if (kern_init(msg, sizeof msg)) {
-        if (err) {
-            err->code = CX_EINVAL;
-            snprintf(err->msg, sizeof err->msg, "%s", msg);
-        }
+    const kern_ops *k;
+    if (kern_select(isa, &k, msg, sizeof msg)) {
+        cx_fail(err, CX_EINVAL, "%s", msg);
         return NULL;
     }
-    return kern->name;
+    return k->name;
 }
 
 /* ---- activation buffers ---- */

@@ -5,8 +5,9 @@
  * (kernels_scalar.c, written for clarity and exact agreement with the block
  * formats in quant.h / kquant.h) and SIMD versions (kernels_avx2.c,
  * kquant_avx2.c; AVX-512/VNNI has a slot but no code: this machine cannot run
- * it). kern_init() picks one table with CPUID once per process; the forward
- * pass calls through `kern`. CORTEX_ISA=scalar|avx2 forces a table.
+ * it). kern_select() picks a table (CPUID is read once per process); a model
+ * keeps the one it was loaded with and its passes call through it
+ * (cx_model_params.isa may force "scalar" or "avx2").
  *
  * Matrix products consume activations prepared once per matrix product
  * (kern_act): for quantized weights the activations are quantized to 8-bit
@@ -89,13 +90,11 @@ typedef struct kern_ops {
     void (*add)(float *y, const float *x, int n);
 } kern_ops;
 
-/* The table in use; valid after kern_init(). */
-extern const kern_ops *kern;
-
-/* Choose the table once: CORTEX_ISA if set, else the best the CPU supports.
- * Returns 0, or -1 with a message in msg when CORTEX_ISA names an unknown or
- * unavailable instruction set. Safe to call repeatedly and from many threads. */
-int kern_init(char *msg, size_t msg_size);
+/* The table for instruction set `isa` ("scalar", "avx2"; NULL, "" or "auto":
+ * the best this CPU supports) in *out. Returns 0, or -1 with a message in msg
+ * when isa is unknown or unavailable here. Thread-safe. A model keeps the
+ * table it was loaded with (cx_model_params.isa); its passes call through it. */
+int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_size);
 /* The tables themselves, for tests that compare them. NULL if not compiled in
  * or not supported by this CPU. */
 const kern_ops *kern_table(const char *isa);

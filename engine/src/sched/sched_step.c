@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../kv_cache.h"
+#include "../kv/kv_cache.h"
 #include "../session.h"
 #include "sched.h"
 #include "../util.h"

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buddy.h"
+#include "../buddy.h"
 #include "cortex.h"
 #include "kv_codec.h"
 #include "kv_prefix.h"
@@ -202,6 +202,9 @@ void kv_commit(kv_cache *c, kv_seq *s, int pos, int T, const int32_t *tokens);
 /* Take the cached blocks that continue seq with tokens[0..n) (prefix cache);
  * returns the tokens reused (at most n - 1: the last one must be computed). */
 int kv_match(kv_cache *c, kv_seq *s, const int32_t *tokens, int n);
+/* Keep the first n (0..n_tokens) positions of seq, giving the blocks past
+ * them back; shared blocks stay intact for their other holders. */
+void kv_truncate(kv_cache *c, kv_seq *s, int n);
 /* Drop every block of seq (it becomes empty). */
 void kv_release(kv_cache *c, kv_seq *s);
 /* dst becomes a copy of src sharing every block. */

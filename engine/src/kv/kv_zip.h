@@ -28,7 +28,7 @@
 
 #include <zlib.h>
 
-#include "arena.h"
+#include "../arena.h"
 
 typedef struct kv_zip {
     z_stream z;

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "util.h"
+#include "../util.h"
 
 /* See kv_codec.h. */
 int kv_fmt_hot(int cx_type) {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "kv_cache.h"
-#include "util.h"
+#include "../util.h"
 
 static const char *tier_name[KV_TIERS] = {"hot", "warm", "cold"};
 
@@ -226,7 +226,10 @@ static int cow(kv_cache *c, kv_seq *s, int i, cx_err *err) {
     }
     take_slot(c, id, KV_HOT, slot);
     const kv_block *sb = &c->blocks[src];
-    b->filled = sb->filled;
+    /* The rows seq owns: all the source's, or fewer when seq was truncated
+     * inside the block (kv_truncate) while another holder kept it whole. */
+    int own = s->n_tokens - i * KV_BLOCK;
+    b->filled = (int16_t)(own < 0 ? 0 : own < sb->filled ? own : sb->filled);
     b->index = i;
     b->stamp = sb->stamp;
     b->uses = sb->uses;

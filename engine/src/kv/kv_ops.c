@@ -1,7 +1,8 @@
 /*
  * kv_ops.c - what a sequence does with the cache besides preparing a pass:
  * store the rows a pass computes, commit its tokens (keying full blocks for
- * the prefix cache), take cached blocks for a prompt's prefix, fork, release.
+ * the prefix cache), take cached blocks for a prompt's prefix, fork, truncate,
+ * release.
  * See kv_cache.h.
  */
 #include <assert.h>
@@ -93,6 +94,28 @@ void kv_release(kv_cache *c, kv_seq *s) {
     for (int i = 0; i < s->n_blocks; i++) kv_block_unref(c, s->table[i]);
     s->n_blocks = 0;
     s->n_tokens = 0;
+}
+
+/* See kv_cache.h. Blocks wholly past n are unreferenced (freed unless another
+ * sequence or the prefix index holds them). The partial last block, when the
+ * sequence holds it alone, forgets its rows past n and its prefix key (its
+ * tokens will change); when it is shared it stays intact for the others and
+ * the next write copies it, keeping only this sequence's rows (cow in
+ * kv_tier.c). */
+void kv_truncate(kv_cache *c, kv_seq *s, int n) {
+    int keep = (n + KV_BLOCK - 1) / KV_BLOCK;
+    assert(n >= 0 && n <= s->n_tokens && keep <= s->n_blocks);
+    for (int i = keep; i < s->n_blocks; i++) kv_block_unref(c, s->table[i]);
+    s->n_blocks = keep;
+    s->n_tokens = n;
+    if (n % KV_BLOCK) {
+        kv_block *b = &c->blocks[s->table[keep - 1]];
+        if (b->refs == 1) {
+            assert(!b->cached);
+            if (b->filled > n % KV_BLOCK) b->filled = (int16_t)(n % KV_BLOCK);
+            b->keyed = 0;
+        }
+    }
 }
 
 /* See kv_cache.h. */

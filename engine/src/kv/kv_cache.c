@@ -13,8 +13,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "model.h"
-#include "util.h"
+#include "cortex_tools.h"
+#include "../model.h"
+#include "../util.h"
 
 /* See cortex.h. */
 cx_kv_params cx_kv_defaults(void) {

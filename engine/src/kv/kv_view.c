@@ -2,7 +2,7 @@
  * kv_view.c - see kv_view.h.
  */
 #include "kv_view.h"
-#include "util.h"
+#include "../util.h"
 
 #include <assert.h>
 #include <stdlib.h>

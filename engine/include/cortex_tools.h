@@ -1,0 +1,104 @@
+/*
+ * cortex_tools.h - the tools around the inference API (cortex.h): shape
+ * presets and synthetic models, quantization, and the parsers and byte counts
+ * the command lines and the harness use. Nothing here is needed to load a
+ * model and run it; a program that only runs models includes cortex.h alone.
+ */
+#ifndef CORTEX_TOOLS_H
+#define CORTEX_TOOLS_H
+
+#include "cortex.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- parsers for flags and configuration files -------------------------- */
+
+/* Parse "f32|f16|q8_0|q4_0|q4_k|q6_k|q4_k_m" (case-insensitive); returns -1 if unknown. */
+int cx_type_from_name(const char *name);
+/* Parse "f32|f16|q8|q4" (-1 if unknown); "lru|lfu" likewise. */
+int cx_kv_type_from_name(const char *name);
+int cx_kv_policy_from_name(const char *name);
+/* Name of a CX_KV_* type ("f32", "f16", "q8", "q4") or policy ("lru", "lfu"); NULL for another number. */
+const char *cx_kv_type_name(int type);
+const char *cx_kv_policy_name(int policy);
+/* The types tier CX_KV_HOT or CX_KV_WARM keeps blocks in, '|'-separated
+ * ("f32|f16|q8", "q8|q4"), written into buf (cap bytes); returns buf. */
+const char *cx_kv_tier_types(int tier, char *buf, size_t cap);
+
+/* Parse a byte count "123", "64K", "1.5M", "2G" (binary units); -1 if invalid. */
+int64_t cx_parse_bytes(const char *s);
+/* Bytes one position takes in a hot block of `kv_type` (CX_KV_F32/F16/Q8):
+ * keys and values of every layer, scales included; -1 for another type.
+ * What attention reads per position attended (the roofline's KV term). */
+double cx_kv_bytes_per_pos(const cx_model *m, int kv_type);
+
+/* ---- synthetic models --------------------------------------------------- */
+
+typedef struct cx_shape {
+    const char *name;
+    int n_embd, n_ff, n_layer, n_head, n_head_kv, n_vocab, n_ctx;
+    float rope_base, rms_eps;
+    int tied_output;
+} cx_shape;
+
+/* The built-in shape presets, terminated by an entry with name == NULL. */
+const cx_shape *cx_shapes(void);
+const cx_shape *cx_shape_find(const char *name);
+
+/*
+ * Write a GGUF v3 file with deterministic pseudo-random weights (normal, std
+ * 0.02; norm weights 1) of `shape`, matrices stored as `type`, and a synthetic
+ * SentencePiece vocabulary. Same (shape, type, seed) => same bytes. `type` may
+ * be CX_FTYPE_Q4_K_M; matrices whose rows do not fit a type's block size fall
+ * back to q8_0 or f16 (quant_mix_type in engine/src/quant.h).
+ */
+int cx_synth_write(const cx_shape *shape, int type, uint64_t seed, const char *path, cx_err *err);
+
+/* ---- quantization (quantize.c) ------------------------------------------ */
+
+/* A file's weight type is a tensor type (CX_TYPE_*: every matrix whose rows
+ * fit that type's block) or CX_FTYPE_Q4_K_M (the mixture); quant_mix_type in
+ * engine/src/quant.h gives each tensor its storage type, cx_type_name and
+ * cx_type_from_name name both kinds. (One namespace: CX_FTYPE_Q4_K_M = 1015
+ * lies far above every ggml tensor type id.) */
+
+#define CX_QUANT_NTYPES 32        /* ggml type ids counted per type below */
+#define CX_QUANT_MAX_FALLBACKS 8  /* distinct fallback kinds listed */
+
+/* Tensors the mixture rule had to store in another type than it wanted,
+ * grouped by (wanted, stored, row length). */
+typedef struct cx_quantize_fallback {
+    int wanted, stored;   /* ggml type ids */
+    int64_t cols;         /* the row length the wanted type's block does not divide */
+    int count;
+    char example[64];     /* the first such tensor's name */
+} cx_quantize_fallback;
+
+typedef struct cx_quantize_stats {
+    const char *input_format;              /* "gguf" or "llama2c" */
+    int n_tensors;
+    int count[CX_QUANT_NTYPES];            /* tensors written per ggml type id */
+    uint64_t bytes[CX_QUANT_NTYPES];       /* their bytes */
+    uint64_t in_file_bytes, out_file_bytes;
+    uint64_t in_weight_bytes, out_weight_bytes;
+    int n_fallback;                        /* tensors stored other than the rule wanted */
+    int n_fallback_groups;
+    cx_quantize_fallback fallback[CX_QUANT_MAX_FALLBACKS];
+} cx_quantize_stats;
+
+/*
+ * Convert `in` (an F32/F16 GGUF, or a llama2.c checkpoint with `tokenizer`, its
+ * tokenizer.bin) into a GGUF v3 file `out` of file type `ftype` (a CX_TYPE_* or CX_FTYPE_Q4_K_M, see above).
+ * Streams tensor by tensor from the mapped input into `out`.tmp, checks that
+ * the result loads, then renames it to `out`; on failure neither is left.
+ * Already-quantized inputs are refused. `stats` (may be NULL) gets the counts.
+ */
+int cx_quantize_file(const char *in, const char *tokenizer, const char *out, int ftype, cx_quantize_stats *stats,
+                     cx_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CORTEX_TOOLS_H */
