@@ -111,6 +111,14 @@ static cx_request greedy(const int32_t *p, int n, int gen, got *g) {
     return r;
 }
 
+/* A scheduler with sp, or NULL after a failed check. */
+static cx_sched *open_sched(cx_model *m, const cx_sched_params *sp, const char *what) {
+    cx_sched *s = NULL;
+    cx_err err = {0};
+    if (cx_sched_new(m, sp, &s, &err)) CHECK(0, "%s: cx_sched_new: %s", what, err.msg);
+    return s;
+}
+
 /* Step until idle (bounded). */
 static void drain(cx_sched *s) {
     cx_err err = {0};
@@ -156,12 +164,9 @@ static void check_equal_alone(cx_model *m, const char *what, int max_seqs, int c
     sp.n_threads = threads;
     sp.kv.prefix_cache = 0;
     if (preempt_kv) sp.kv.max_tokens = preempt_kv;
-    cx_sched *s;
+    cx_sched *s = open_sched(m, &sp, __func__);
     cx_err err = {0};
-    if (cx_sched_new(m, &sp, &s, &err)) {
-        CHECK(0, "%s: sched: %s", what, err.msg);
-        return;
-    }
+    if (!s) return;
     int64_t id[NREQ];
     for (int q = 0; q < NREQ; q++) {
         cx_request r = greedy(p[q], plen[q], GEN, &g[q]);
@@ -209,12 +214,9 @@ static void check_cancel(cx_model *m) {
     sp.max_batch_tokens = 16;
     sp.chunk = 16;
     sp.kv.prefix_cache = 0;
-    cx_sched *s;
+    cx_sched *s = open_sched(m, &sp, __func__);
     cx_err err = {0};
-    if (cx_sched_new(m, &sp, &s, &err)) {
-        CHECK(0, "sched: %s", err.msg);
-        return;
-    }
+    if (!s) return;
     int32_t p[100];
     make_prompt(1, 100, p);
     static got a, b;
@@ -257,12 +259,9 @@ static void check_deadline_queue(cx_model *m) {
     sp.max_batch_tokens = 16;
     sp.max_queue = 3;
     sp.kv.prefix_cache = 0;
-    cx_sched *s;
+    cx_sched *s = open_sched(m, &sp, __func__);
     cx_err err = {0};
-    if (cx_sched_new(m, &sp, &s, &err)) {
-        CHECK(0, "sched: %s", err.msg);
-        return;
-    }
+    if (!s) return;
     int32_t p[8];
     make_prompt(2, 8, p);
     static got a, b, c, d;
@@ -303,12 +302,9 @@ static void check_priority(cx_model *m, int aging_ms, int expect_low_first) {
     sp.max_batch_tokens = 16;
     sp.aging_ms = aging_ms;
     sp.kv.prefix_cache = 0;
-    cx_sched *s;
+    cx_sched *s = open_sched(m, &sp, __func__);
     cx_err err = {0};
-    if (cx_sched_new(m, &sp, &s, &err)) {
-        CHECK(0, "sched: %s", err.msg);
-        return;
-    }
+    if (!s) return;
     int32_t p[4];
     make_prompt(3, 4, p);
     static got g[5];
@@ -342,12 +338,9 @@ static void check_stops_prefix(cx_model *m) {
     cx_sched_params sp = cx_sched_defaults();
     sp.max_seqs = 2;
     sp.max_batch_tokens = 64;
-    cx_sched *s;
+    cx_sched *s = open_sched(m, &sp, __func__);
     cx_err err = {0};
-    if (cx_sched_new(m, &sp, &s, &err)) {
-        CHECK(0, "sched: %s", err.msg);
-        return;
-    }
+    if (!s) return;
     int32_t p[40];
     make_prompt(4, 40, p);
     static got free_run, stopped, by_id;
