@@ -5,6 +5,9 @@
 #ifndef CB_GATE_H
 #define CB_GATE_H
 
+/* Most values of one metric read for one run (repetitions x requests). */
+#define GATE_MAX_VALUES 1024
+
 #include <stddef.h>
 #include <stdint.h>
 

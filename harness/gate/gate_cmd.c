@@ -1,7 +1,5 @@
 /*
- * gate_cmd.c - `cortex-bench gate`, `tag`, `calibrate` and `trend`.
- *
- * gate: run the configured suite (wall-clock) or the micro workload under an
+ * gate_cmd.c - `cortex-bench gate`: run the configured suite (wall-clock) or the micro workload under an
  * instruction counter (deterministic), find each run's baseline, judge every
  * configured metric, settle inconclusive ones with more repetitions (within a
  * budget), check the correctness canaries, store the decision, print a verdict
@@ -36,7 +34,6 @@
 #include "version.h"
 
 #define MAX_VERDICTS 256
-#define MAX_VALUES 1024
 
 typedef struct gate_opts {
     const char *model, *baseline, *gate_file, *db, *junit, *summary, *threads, *det_mode;
@@ -87,34 +84,15 @@ static void judge_canaries(store *s, int64_t base, int64_t cand, const char *wl,
     }
 }
 
-/* Run one workload through the normal run path; returns the run id or -1. */
-static int64_t run_workload(const gate_opts *o, const char *wl, int reps, int warmup, int argc, char **argv) {
-    run_opts ro;
-    run_opts_init(&ro);
-    ro.model = o->model;
-    ro.workload = wl;
-    ro.db = o->db;
-    ro.reps = reps;
-    ro.warmup = warmup;
-    ro.threads = o->threads;
-    ro.no_progress = 1;
-    ro.argc = argc;
-    ro.argv = argv;
-    int64_t ids[RUN_MAX_THREADS];
-    int n = 0;
-    if (run_execute(&ro, ids, &n) || n != 1) return -1;
-    return ids[0];
-}
-
 /* Judge every configured metric both runs have, settling inconclusive ones
  * with up to `budget` extra candidate repetitions. */
 static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const char *wl, int64_t base, int64_t cand,
                        gate_state *g, int argc, char **argv) {
-    static double bv[MAX_VALUES], cv[MAX_VALUES];
+    static double bv[GATE_MAX_VALUES], cv[GATE_MAX_VALUES];
     int first = g->n;
     for (int i = 0; i < c->n_metrics; i++) {
-        size_t nb = gate_values(s, base, c->metrics[i].name, bv, MAX_VALUES);
-        size_t nc = gate_values(s, cand, c->metrics[i].name, cv, MAX_VALUES);
+        size_t nb = gate_values(s, base, c->metrics[i].name, bv, GATE_MAX_VALUES);
+        size_t nc = gate_values(s, cand, c->metrics[i].name, cv, GATE_MAX_VALUES);
         if (!nb) continue; /* the baseline never had it: nothing to hold the candidate to */
         gate_verdict *v = add_verdict(g);
         if (!v) return;
@@ -147,7 +125,7 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
     if (inconclusive && c->budget > 0 && !o->deterministic) {
         fprintf(stderr, "cortex-bench gate: %s: %d inconclusive metric(s), running %d more repetitions\n", wl,
                 inconclusive, c->budget);
-        int64_t extra = run_workload(o, wl, c->budget, 1, argc, argv);
+        int64_t extra = run_once(o->model, wl, o->db, o->threads, c->budget, 1, argc, argv);
         if (extra < 0) {
             snprintf(g->error, sizeof g->error, "the extra repetitions of %s failed", wl);
             return;
@@ -156,9 +134,9 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
             if (g->v[k].v != GATE_INCONCLUSIVE) continue;
             const gate_metric *rule = gate_conf_metric(c, g->v[k].metric);
             if (!rule) continue;
-            size_t nb = gate_values(s, base, rule->name, bv, MAX_VALUES);
-            size_t nc = gate_values(s, cand, rule->name, cv, MAX_VALUES);
-            nc += gate_values(s, extra, rule->name, cv + nc, MAX_VALUES - nc);
+            size_t nb = gate_values(s, base, rule->name, bv, GATE_MAX_VALUES);
+            size_t nc = gate_values(s, cand, rule->name, cv, GATE_MAX_VALUES);
+            nc += gate_values(s, extra, rule->name, cv + nc, GATE_MAX_VALUES - nc);
             gate_judge(rule, bv, nb, cv, nc, c->alpha, c->bootstrap, &g->v[k]);
         }
     }
@@ -331,26 +309,8 @@ static int write_junit(const char *path, const gate_state *g, const char *mode) 
     return fclose(f);
 }
 
-/* Tag a complete run; 0 on success. */
-static int tag_run(store *s, int64_t id, const char *name) {
-    sqlite3_stmt *st;
-    int rc = -1;
-    char now[32];
-    time_t t = time(NULL);
-    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-    if (sqlite3_prepare_v2(store_db(s), "INSERT OR REPLACE INTO tags (name, run_id, created_at) SELECT ?, id, ? FROM runs"
-                                        " WHERE id = ? AND status = 'complete'", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 3, id);
-        if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(store_db(s)) == 1) rc = 0;
-        sqlite3_finalize(st);
-    }
-    return rc;
-}
-
 /* Values of one metric from a `run -o json` table (one object per line). */
-typedef struct ab_values { double v[GATE_MAX_METRICS][MAX_VALUES]; size_t n[GATE_MAX_METRICS]; } ab_values;
+typedef struct ab_values { double v[GATE_MAX_METRICS][GATE_MAX_VALUES]; size_t n[GATE_MAX_METRICS]; } ab_values;
 
 /*
  * Run `bin run ... --reps 1 -o json` in a child process and append each
@@ -373,7 +333,7 @@ static int ab_rep(const char *bin, const gate_opts *o, const gate_conf *c, const
         if (json_parse_object(b, (size_t)(e - b + 1), &obj, jerr, sizeof jerr)) continue;
         const json_field *m = json_get(&obj, "metric"), *v = json_get(&obj, "median");
         for (int k = 0; m && v && m->type == JSON_STRING && v->type == JSON_NUMBER && k < c->n_metrics; k++)
-            if (!strcmp(m->str, c->metrics[k].name) && out->n[k] < MAX_VALUES) out->v[k][out->n[k]++] = v->number;
+            if (!strcmp(m->str, c->metrics[k].name) && out->n[k] < GATE_MAX_VALUES) out->v[k][out->n[k]++] = v->number;
         json_obj_free(&obj);
     }
     int st = pclose(p);
@@ -550,7 +510,7 @@ int cmd_gate(int argc, char **argv) {
                 if (bid > 0) gate_values(s, bid, "instructions", &base, 1);
             }
             if (isnan(base) && o.record_baseline) {
-                tag_run(s, cand, o.baseline);
+                store_tag_run(s, cand, o.baseline);
                 printf("no deterministic baseline '%s': tagged run %lld (%.0f instructions) as the baseline\n", o.baseline,
                        (long long)cand, instr);
             } else if (isnan(base)) {
@@ -572,14 +532,14 @@ int cmd_gate(int argc, char **argv) {
         int missing = 0;
         size_t k = 0;
         for (int w = 0; w < c.n_workloads; w++) {
-            int64_t cand = run_workload(&o, c.workloads[w], c.reps, 1, argc + 2, full);
+            int64_t cand = run_once(o.model, c.workloads[w], o.db, o.threads, c.reps, 1, argc + 2, full);
             if (cand < 0) {
                 snprintf(g.error, sizeof g.error, "the candidate run of %s failed", c.workloads[w]);
                 break;
             }
             int64_t base = gate_resolve(s, o.baseline, cand, err, sizeof err);
             if (base <= 0 && o.record_baseline) { /* first run of a new configuration: it becomes the baseline */
-                tag_run(s, cand, o.baseline);
+                store_tag_run(s, cand, o.baseline);
                 printf("no baseline '%s' for %s: tagged run %lld as the baseline\n", o.baseline, c.workloads[w],
                        (long long)cand);
                 continue;
@@ -622,213 +582,4 @@ int cmd_gate(int argc, char **argv) {
     store_close(s);
     if (g.error[0]) fprintf(stderr, "cortex-bench: gate: %s\n", g.error);
     return unavailable ? 3 : g.error[0] ? 2 : regressed ? 1 : 0;
-}
-
-int cmd_tag(int argc, char **argv) {
-    const char *db = CLI_DEFAULT_DB, *pos[2] = {0};
-    int np = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-        else if (argv[i][0] != '-' && np < 2) pos[np++] = argv[i];
-        else return cli_fail(2, "unexpected argument '%s' (tag RUN NAME [--db FILE])", argv[i]);
-    }
-    int64_t id;
-    if (np != 2 || cli_parse_id(pos[0], &id)) return cli_fail(2, "%s", "usage: cortex-bench tag RUN NAME [--db FILE]");
-    store *s;
-    if (cli_open_existing(db, &s)) return 1;
-    int rc = tag_run(s, id, pos[1]);
-    store_close(s);
-    if (rc) return cli_fail(1, "no complete run %s to tag", pos[0]);
-    printf("tagged run %lld as '%s'\n", (long long)id, pos[1]);
-    return 0;
-}
-
-/* A/A: run the same build against itself `pairs` times and report how far
- * each metric moves when nothing changed, to set thresholds from. */
-int cmd_calibrate(int argc, char **argv) {
-    gate_opts o;
-    memset(&o, 0, sizeof o);
-    o.db = CLI_DEFAULT_DB;
-    o.gate_file = "ci/gates.conf";
-    long pairs = 5;
-    const char *workload = NULL;
-    for (int i = 0; i < argc; i += 2) { /* every calibrate option takes a value */
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) return cli_fail(2, "%s needs a value", a);
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) o.model = v;
-        else if (!strcmp(a, "--db")) o.db = v;
-        else if (!strcmp(a, "--gate-file")) o.gate_file = v;
-        else if (!strcmp(a, "--workload")) workload = v;
-        else if (!strcmp(a, "-t")) o.threads = v;
-        else if (!strcmp(a, "--pairs")) { if (cli_parse_int(a, v, 1, 1000, &pairs)) return 2; }
-        else return cli_fail(2, "unknown option '%s'", a);
-    }
-    if (!o.model) return cli_fail(2, "%s", "calibrate needs --model MODEL");
-    gate_conf c;
-    char err[512];
-    if (gate_conf_load(o.gate_file, &c, err, sizeof err)) return cli_fail(2, "%s", err);
-    store *s;
-    cli_ensure_default_dir(o.db);
-    if (store_open(o.db, &s, err, sizeof err)) return cli_fail(2, "%s", err);
-    int nw = workload ? 1 : c.n_workloads;
-    printf("| workload | metric | pairs | median |change| | max |change| | A/A judged regressed | suggested threshold |\n"
-           "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
-    for (int w = 0; w < nw; w++) {
-        const char *wl = workload ? workload : c.workloads[w];
-        static double changes[GATE_MAX_METRICS][1000];
-        int false_alarms[GATE_MAX_METRICS] = {0}, n[GATE_MAX_METRICS] = {0};
-        for (long p = 0; p < pairs; p++) {
-            int64_t a = run_workload(&o, wl, c.reps, 1, argc + 2, argv - 2);
-            int64_t b = run_workload(&o, wl, c.reps, 1, argc + 2, argv - 2);
-            if (a < 0 || b < 0) { store_close(s); return cli_fail(1, "calibration run of %s failed", wl); }
-            for (int m = 0; m < c.n_metrics; m++) {
-                double va[MAX_VALUES], vb[MAX_VALUES];
-                size_t na = gate_values(s, a, c.metrics[m].name, va, MAX_VALUES);
-                size_t nb = gate_values(s, b, c.metrics[m].name, vb, MAX_VALUES);
-                if (!na || !nb) continue;
-                gate_verdict v;
-                gate_judge(&c.metrics[m], va, na, vb, nb, c.alpha, c.bootstrap, &v);
-                changes[m][n[m]++] = fabs(v.change);
-                false_alarms[m] += v.v == GATE_REGRESSED;
-            }
-            fprintf(stderr, "calibrate %s: pair %ld/%ld done\n", wl, p + 1, pairs);
-        }
-        for (int m = 0; m < c.n_metrics; m++) {
-            if (!n[m]) continue;
-            double med = sig_median(changes[m], (size_t)n[m]), max = changes[m][n[m] - 1]; /* sorted by sig_median */
-            double suggest = fmax(2.0 * max, 0.02);
-            printf("| %s | %s | %d | %.2f%% | %.2f%% | %d | %.0f%% (configured %.0f%%) |\n", wl, c.metrics[m].name, n[m],
-                   med * 100, max * 100, false_alarms[m], suggest * 100, c.metrics[m].threshold * 100);
-        }
-    }
-    store_close(s);
-    return 0;
-}
-
-/*
- * Chart one trend series with its fitted steps: points per run (x = run in
- * commit order, labelled with the commit) and the piecewise-constant fit as a
- * step line, as PNG and SVG via gnuplot. Returns 0, or -1 with a message.
- */
-static int trend_chart(const char *dir, const char *mname, const char *wl, int series, const double *y,
-                       const int64_t *run, char (*commit)[16], int n, const size_t *cp, size_t ncp, char *err, size_t en) {
-    char gp[1024], base[512], path[1200];
-    if (report_mkdirs(dir, err, en)) return -1;
-    snprintf(base, sizeof base, "trend-%s-%d", mname, series);
-    snprintf(path, sizeof path, "%s/%s.dat", dir, base);
-    FILE *f = fopen(path, "w");
-    if (!f) return snprintf(err, en, "%s: cannot write", path), -1;
-    static double fit[4096], tmp[4096];
-    for (size_t seg = 0; seg <= ncp; seg++) { /* each segment's median: the fitted level */
-        size_t a = seg ? cp[seg - 1] : 0, b = seg < ncp ? cp[seg] : (size_t)n;
-        memcpy(tmp, y + a, sizeof(double) * (b - a));
-        double m = sig_median(tmp, b - a);
-        for (size_t i = a; i < b; i++) fit[i] = m;
-    }
-    fprintf(f, "# index run commit value fit\n");
-    for (int i = 0; i < n; i++) {
-        fprintf(f, "%d %lld ", i, (long long)run[i]);
-        report_dat_label(f, commit[i]);
-        fprintf(f, " %.9g %.9g\n", y[i], fit[i]);
-    }
-    fclose(f);
-    snprintf(gp, sizeof gp, "%s/%s.gp", dir, base);
-    f = fopen(gp, "w");
-    if (!f) return snprintf(err, en, "%s: cannot write", gp), -1;
-    for (int t = 0; t < 2; t++) {
-        fprintf(f, "set terminal %s size 900,420\nset output '%s.%s'\n", t ? "svg" : "png", base, t ? "svg" : "png");
-        fprintf(f, "set title ");
-        char title[400];
-        snprintf(title, sizeof title, "%s (%s): %zu step%s", mname, wl, ncp, ncp == 1 ? "" : "s");
-        report_gp_string(f, title);
-        fprintf(f, "\nset xlabel 'run (commit order)'\nset ylabel ");
-        report_gp_string(f, mname);
-        fprintf(f, "\nset grid\nset key top left\nset xtics rotate by -45 font ',8'\n");
-        for (size_t i = 0; i < ncp; i++)
-            fprintf(f, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb '#cc0000'\n", cp[i] - 0.5, cp[i] - 0.5);
-        fprintf(f, "plot '%s.dat' using 1:4:xtic(stringcolumn(3)) with points pt 7 lc rgb '#1f77b4' title 'run median',"
-                   " '' using 1:5 with steps lw 2 lc rgb '#d62728' title 'fitted level (steps dashed)'\n", base);
-        fprintf(f, "unset arrow\n");
-    }
-    fclose(f);
-    char gnuplot[1024];
-    if (!report_gnuplot_find(gnuplot, sizeof gnuplot))
-        return snprintf(err, en, "gnuplot not found: wrote %s/%s.dat and .gp only (apt-get install gnuplot-nox)", dir, base), -1;
-    snprintf(path, sizeof path, "%s.gp", base);
-    return report_gnuplot_run(gnuplot, dir, path, err, en);
-}
-
-/* Fit steps to a metric's history (commit order) per comparable series and
- * name the commit where it stepped. */
-int cmd_trend(int argc, char **argv) {
-    const char *db = CLI_DEFAULT_DB, *mname = NULL, *workload = NULL, *chart = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-        else if (!strcmp(argv[i], "--chart") && i + 1 < argc) chart = argv[++i];
-        else if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
-        else if (argv[i][0] != '-' && !mname) mname = argv[i];
-        else return cli_fail(2, "unexpected argument '%s' (trend METRIC [--workload W] [--chart DIR] [--db FILE])", argv[i]);
-    }
-    if (!mname) return cli_fail(2, "%s", "usage: cortex-bench trend METRIC [--workload W] [--chart DIR] [--db FILE]");
-    store *s;
-    if (cli_open_existing(db, &s)) return 1;
-    sqlite3 *sdb = store_db(s);
-    sqlite3_stmt *st;
-    const char *sql = "SELECT r.compare_key, r.workload, r.id, substr(r.git_commit, 1, 10), r.git_dirty, m.median"
-                      " FROM runs r JOIN summary m ON m.run_id = r.id AND m.name = ?1"
-                      " WHERE r.status = 'complete' AND (?2 IS NULL OR r.workload = ?2)"
-                      " ORDER BY r.compare_key, r.workload, r.id";
-    if (sqlite3_prepare_v2(sdb, sql, -1, &st, NULL) != SQLITE_OK) {
-        store_close(s);
-        return cli_fail(1, "trend: %s", sqlite3_errmsg(sdb));
-    }
-    sqlite3_bind_text(st, 1, mname, -1, SQLITE_TRANSIENT);
-    if (workload) sqlite3_bind_text(st, 2, workload, -1, SQLITE_TRANSIENT);
-    else sqlite3_bind_null(st, 2);
-    enum { CAP = 4096 };
-    static double y[CAP];
-    static int64_t run[CAP];
-    static char commit[CAP][16];
-    char key[80] = "", wl[256] = "";
-    int n = 0, series = 0, more = 1;
-    while (more) {
-        more = sqlite3_step(st) == SQLITE_ROW;
-        const char *k = more ? (const char *)sqlite3_column_text(st, 0) : "";
-        const char *w = more ? (const char *)sqlite3_column_text(st, 1) : "";
-        if (n && (!more || strcmp(k ? k : "", key) || strcmp(w ? w : "", wl))) { /* a series ends: fit and report */
-            size_t cp[CAP], ncp = 0;
-            double pen = sig_default_penalty(y, (size_t)n);
-            if (n >= 4) sig_steps(y, (size_t)n, 2, pen, cp, &ncp);
-            printf("%s%s (%s), %d runs, series %.12s: ", series++ ? "\n" : "", mname, wl, n, key);
-            if (!ncp) printf("no step\n");
-            char cerr[2048];
-            if (chart && trend_chart(chart, mname, wl, series - 1, y, run, commit, n, cp, ncp, cerr, sizeof cerr))
-                fprintf(stderr, "cortex-bench: trend chart: %s\n", cerr);
-            else if (chart) printf("chart: %s/trend-%s-%d.png (and .svg)\n", chart, mname, series - 1);
-            for (size_t i = 0; i < ncp; i++) {
-                size_t a = i ? cp[i - 1] : 0, b = cp[i], e = i + 1 < ncp ? cp[i + 1] : (size_t)n;
-                static double tmp[CAP];
-                memcpy(tmp, y + a, sizeof(double) * (b - a));
-                double before = sig_median(tmp, b - a);
-                memcpy(tmp, y + b, sizeof(double) * (e - b));
-                double after = sig_median(tmp, e - b);
-                printf("%sstep at run %lld, commit %s: %.4g -> %.4g (%+.1f%%)\n", i ? "    " : "\n    ",
-                       (long long)run[b], commit[b], before, after, (after / before - 1) * 100);
-            }
-            n = 0;
-        }
-        if (!more) break;
-        snprintf(key, sizeof key, "%s", k ? k : "");
-        snprintf(wl, sizeof wl, "%s", w ? w : "");
-        if (n < CAP) {
-            run[n] = sqlite3_column_int64(st, 2);
-            snprintf(commit[n], sizeof commit[n], "%s%s", sqlite3_column_text(st, 3) ? (const char *)sqlite3_column_text(st, 3) : "?",
-                     sqlite3_column_int(st, 4) ? "+" : "");
-            y[n++] = sqlite3_column_double(st, 5);
-        }
-    }
-    sqlite3_finalize(st);
-    store_close(s);
-    if (!series) printf("no complete runs with mname %s%s%s\n", mname, workload ? " on " : "", workload ? workload : "");
-    return 0;
 }

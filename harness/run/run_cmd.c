@@ -310,6 +310,27 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     return rc;
 }
 
+/* See run_cmd.h. */
+int64_t run_once(const char *model, const char *wl, const char *db, const char *threads, int reps, int warmup, int argc,
+                 char **argv) {
+    run_opts ro;
+    run_opts_init(&ro);
+    ro.model = model;
+    ro.workload = wl;
+    ro.db = db;
+    ro.reps = reps;
+    ro.warmup = warmup;
+    ro.threads = threads;
+    ro.no_progress = 1;
+    ro.argc = argc;
+    ro.argv = argv;
+    int64_t ids[RUN_MAX_THREADS];
+    int n = 0;
+    if (run_execute(&ro, ids, &n) || n != 1) return -1;
+    return ids[0];
+}
+
+/* Parse, execute, print the results table and where the runs are stored. */
 int cmd_run(int argc, char **argv) {
     run_opts o;
     run_opts_init(&o);

@@ -29,6 +29,11 @@ int run_opts_parse(run_opts *o, int argc, char **argv);
 /* Run: one stored run per thread count, ids into `ids` (RUN_MAX_THREADS
  * entries). 0, 1 (the run failed) or 2 (bad input), after printing why. */
 int run_execute(const run_opts *o, int64_t *ids, int *n_ids);
+/* One run of workload `wl` through run_execute, as the gate and calibrate
+ * run their workloads (no progress line, one thread count); `argc`/`argv` is
+ * the command line recorded with it. The run id, or -1 after printing why. */
+int64_t run_once(const char *model, const char *wl, const char *db, const char *threads, int reps, int warmup, int argc,
+                 char **argv);
 /* The `run` subcommand: execute, then print the results table. */
 int cmd_run(int argc, char **argv);
 

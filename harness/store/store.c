@@ -444,3 +444,21 @@ int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime, c
 void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime, const char *hex) {
     run_sql(s, "INSERT OR REPLACE INTO model_hashes VALUES (?,?,?,?)", "tiit", path, size, mtime, hex);
 }
+
+/* See store.h. INSERT OR REPLACE: a tag names one run, the newest given. */
+int store_tag_run(store *s, int64_t id, const char *name) {
+    sqlite3_stmt *st;
+    int rc = -1;
+    char now[32];
+    time_t t = time(NULL);
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO tags (name, run_id, created_at) SELECT ?, id, ? FROM runs"
+                                        " WHERE id = ? AND status = 'complete'", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 3, id);
+        if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(s->db) == 1) rc = 0;
+        sqlite3_finalize(st);
+    }
+    return rc;
+}

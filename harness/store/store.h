@@ -39,6 +39,10 @@ int store_finish_run(store *s, int64_t run_id, const rep_result *reps, int n_rep
 /* Mark a run failed with a reason (best effort, own transaction). */
 int store_fail_run(store *s, int64_t run_id, const char *reason);
 
+/* Tag complete run `id` as `name` (moving the tag if it named another run);
+ * 0, or -1 when there is no such complete run. */
+int store_tag_run(store *s, int64_t id, const char *name);
+
 /* Cached SHA-256 of a model file, keyed by path, size and mtime; 1 if found. */
 int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, char out[65]);
 void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, const char *hex);
