@@ -189,7 +189,7 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
     if (store_begin_run(s, &m, &e, &id, err, n)) return -1;
     rep_result r;
     memset(&r, 0, sizeof r);
-    rep_set_metric(&r, "instructions", *instr);
+    rep_set_metric(&r, GATE_DET_METRIC, *instr);
     if (store_finish_run(s, id, &r, 1, err, n)) return -1;
     return id;
 }
@@ -402,6 +402,7 @@ static void ab_gate(const gate_conf *c, const gate_opts *o, gate_state *g) {
     self[k] = 0;
     snprintf(dba, sizeof dba, "%s/base.db", tmp);
     snprintf(dbb, sizeof dbb, "%s/cand.db", tmp);
+    int produced[GATE_MAX_METRICS] = {0};
     for (int w = 0; w < c->n_workloads && !g->error[0]; w++) {
         memset(&A, 0, sizeof A);
         memset(&B, 0, sizeof B);
@@ -424,6 +425,7 @@ static void ab_gate(const gate_conf *c, const gate_opts *o, gate_state *g) {
             }
         }
         g->n = first;
+        for (int m = 0; m < c->n_metrics; m++) produced[m] |= B.n[m] > 0;
         for (int m = 0; m < c->n_metrics && !g->error[0]; m++) {
             if (!A.n[m] || !B.n[m]) continue;
             gate_verdict *v = add_verdict(g);
@@ -434,6 +436,7 @@ static void ab_gate(const gate_conf *c, const gate_opts *o, gate_state *g) {
             snprintf(v->metric, sizeof v->metric, "%s", name);
         }
     }
+    if (!g->error[0]) gate_conf_unmeasured(c, produced, g->error, sizeof g->error);
     ab_canaries(dba, dbb, g);
     unlink(dba);
     unlink(dbb);
@@ -496,18 +499,18 @@ int cmd_gate(int argc, char **argv) {
     if (o.deterministic) {
         double instr = 0;
         int64_t cand = deterministic_run(s, &c, &o, &instr, err, sizeof err);
-        const gate_metric *rule = gate_conf_metric(&c, "instructions");
+        const gate_metric *rule = gate_conf_metric(&c, GATE_DET_METRIC);
         if (cand < 0) {
             unavailable = cand == DET_EUNAVAIL;
             snprintf(g.error, sizeof g.error, "%s%s", unavailable ? "no instruction counter on this machine: " : "", err);
         } else if (!rule) {
-            snprintf(g.error, sizeof g.error, "%s has no 'metric instructions' rule", c.path);
+            snprintf(g.error, sizeof g.error, "%s has no 'metric %s' rule", c.path, GATE_DET_METRIC);
         } else {
             double base = o.baseline_instructions;
             int64_t bid = 0;
             if (isnan(base)) {
                 bid = gate_resolve(s, o.baseline, cand, err, sizeof err);
-                if (bid > 0) gate_values(s, bid, "instructions", &base, 1);
+                if (bid > 0) gate_values(s, bid, GATE_DET_METRIC, &base, 1);
             }
             if (isnan(base) && o.record_baseline) {
                 store_tag_run(s, cand, o.baseline);
@@ -529,13 +532,18 @@ int cmd_gate(int argc, char **argv) {
         ab_gate(&c, &o, &g);
     } else {
         char **full = argv - 2;
-        int missing = 0;
+        int missing = 0, produced[GATE_MAX_METRICS] = {0}, ran = 0;
         size_t k = 0;
         for (int w = 0; w < c.n_workloads; w++) {
             int64_t cand = run_once(o.model, c.workloads[w], o.db, o.threads, c.reps, 1, argc + 2, full);
             if (cand < 0) {
                 snprintf(g.error, sizeof g.error, "the candidate run of %s failed", c.workloads[w]);
                 break;
+            }
+            ran++;
+            for (int m = 0; m < c.n_metrics; m++) {
+                double x;
+                produced[m] |= gate_values(s, cand, c.metrics[m].name, &x, 1) > 0;
             }
             int64_t base = gate_resolve(s, o.baseline, cand, err, sizeof err);
             if (base <= 0 && o.record_baseline) { /* first run of a new configuration: it becomes the baseline */
@@ -558,6 +566,8 @@ int cmd_gate(int argc, char **argv) {
         if (missing && k < sizeof g.error)
             snprintf(g.error + k, sizeof g.error - k, " (tag runs with: cortex-bench tag RUN %s, or rerun with --record-baseline)",
                      o.baseline);
+        /* a configured metric no workload produced could never fail the gate: refuse (this error replaces any other) */
+        if (ran == c.n_workloads) gate_conf_unmeasured(&c, produced, g.error, sizeof g.error);
     }
     int regressed = 0, inconclusive = 0;
     for (int i = 0; i < g.n; i++) {

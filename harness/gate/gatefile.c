@@ -87,6 +87,27 @@ int gate_conf_load(const char *path, gate_conf *c, char *err, size_t n) {
     return rc;
 }
 
+/* See gatefile.h. The message lists every missing metric, so one gate run
+ * shows the whole problem. */
+int gate_conf_unmeasured(const gate_conf *c, const int *produced, char *msg, size_t n) {
+    char names[512] = "", wls[512] = "";
+    size_t kn = 0, kw = 0;
+    int missing = 0;
+    for (int i = 0; i < c->n_metrics; i++) {
+        if (produced[i] || !strcmp(c->metrics[i].name, GATE_DET_METRIC)) continue;
+        if (kn < sizeof names) kn += (size_t)snprintf(names + kn, sizeof names - kn, "%s'%s'", missing ? ", " : "", c->metrics[i].name);
+        missing++;
+    }
+    for (int w = 0; w < c->n_workloads && kw < sizeof wls; w++)
+        kw += (size_t)snprintf(wls + kw, sizeof wls - kw, "%s%s", w ? ", " : "", c->workloads[w]);
+    if (missing)
+        snprintf(msg, n, "%s: metric%s %s %s measured by none of the gate's workloads (%s): add a workload that"
+                 " produces %s, or remove the metric line", c->path, missing > 1 ? "s" : "", names,
+                 missing > 1 ? "are" : "is", c->n_workloads ? wls : "none", missing > 1 ? "them" : "it");
+    return missing;
+}
+
+/* The rule for metric `name`, or NULL. */
 const gate_metric *gate_conf_metric(const gate_conf *c, const char *name) {
     for (int i = 0; i < c->n_metrics; i++)
         if (!strcmp(c->metrics[i].name, name)) return &c->metrics[i];

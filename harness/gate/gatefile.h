@@ -10,6 +10,9 @@
 
 #define GATE_MAX_METRICS 32
 #define GATE_MAX_WORKLOADS 8
+/* The deterministic mode's one metric (instructions of the micro workload);
+ * every other configured metric is a wall-clock metric. */
+#define GATE_DET_METRIC "instructions"
 
 typedef struct gate_metric {
     char name[40];
@@ -34,5 +37,10 @@ typedef struct gate_conf {
 int gate_conf_load(const char *path, gate_conf *c, char *err, size_t errlen);
 /* The metric's rule, or NULL when the gate does not judge it. */
 const gate_metric *gate_conf_metric(const gate_conf *c, const char *name);
+
+/* Every wall-clock metric of `c` (all but GATE_DET_METRIC) must come out of
+ * some workload of the gate: produced[i] says whether metric i did. Returns
+ * how many did not, naming them and the workloads in one line in `msg`. */
+int gate_conf_unmeasured(const gate_conf *c, const int *produced, char *msg, size_t n);
 
 #endif

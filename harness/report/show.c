@@ -24,7 +24,7 @@ int store_list(store *s, FILE *out, int limit, char *err, size_t n) {
     const char *sql =
         "SELECT r.id, r.started_at, r.status, r.workload, r.model_name, r.model_type, r.threads, r.reps,"
         " substr(r.git_commit, 1, 10), r.git_dirty,"
-        " (SELECT median FROM summary WHERE run_id = r.id AND name IN ('tps', 'output_tps') ORDER BY name LIMIT 1)"
+        " (SELECT median FROM summary WHERE run_id = r.id AND name IN ('tps', 'output_tps') ORDER BY name = 'tps' DESC LIMIT 1)"
         " FROM runs r ORDER BY r.id DESC LIMIT ?";
     if (sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, n, "list: %s", sqlite3_errmsg(store_db(s)));
