@@ -135,7 +135,7 @@ static const cli_flag trend_flags[] = {
 };
 
 static const cli_flag report_flags[] = {
-    {"--baseline", NULL, "REF", "a run id, tag or git commit to compare against (default: none)"},
+    {"--baseline", NULL, "REF", "a run id, tag or git commit to compare against; of several, one like RUN (default: none)"},
     {"--out", NULL, "DIR", "where report.md and its charts go (default: reports/RUN/)"},
     DB_FLAG,
     {NULL, NULL, NULL, NULL},
@@ -161,11 +161,11 @@ const cli_command bench_commands[] = {
     {"trace", cmd_trace, "", "write a synthetic request trace (JSONL) for --workload trace:FILE", trace_flags,
      "cortex-bench trace --requests 100 --rate 2 --adapters 4 --prompt-len uniform:32,256 -o t.jsonl"},
     {"list", cmd_list, "", "list the newest runs", list_flags, "cortex-bench list --limit 5"},
-    {"show", cmd_show, "RUN", "print one run (RUN: a run id)", show_flags,
+    {"show", cmd_show, "RUN", "print one run (RUN: a run id, a tag or a git commit)", show_flags,
      "cortex-bench show 12 -o json"},
     {"compare", cmd_compare, "BASE CAND", "compare two runs with the gate's statistics (run ids, tags or commits)",
      compare_flags, "cortex-bench compare baseline 14"},
-    {"tag", cmd_tag, "RUN NAME", "name a complete run (RUN: a run id)", tag_flags,
+    {"tag", cmd_tag, "RUN NAME", "name a complete run (RUN: a run id, a tag or a git commit)", tag_flags,
      "cortex-bench tag 12 baseline"},
     {"gate", cmd_gate, "", "judge this build against the baseline; exit 0 pass, 1 regression, 2 error, 3 no counter",
      gate_flags, "cortex-bench gate --model /tmp/gm.gguf --mode deterministic"},
@@ -175,7 +175,7 @@ const cli_command bench_commands[] = {
      calibrate_flags, "cortex-bench calibrate --model /tmp/gm.gguf --pairs 8"},
     {"trend", cmd_trend, "METRIC", "find the commits where a metric stepped", trend_flags,
      "cortex-bench trend decode_tps --workload tg32 --chart reports/trend"},
-    {"report", cmd_report, "RUN", "a markdown report of one run with charts (RUN: a run id)",
+    {"report", cmd_report, "RUN", "a markdown report of one run with charts (RUN: a run id, a tag or a git commit)",
      report_flags, "cortex-bench report 12 --baseline baseline"},
     {"dashboard", cmd_dashboard, "", "the static HTML dashboard of every run", dashboard_flags,
      "cortex-bench dashboard --out dashboards/site"},

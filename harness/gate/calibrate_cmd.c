@@ -13,6 +13,8 @@
 #include "gatefile.h"
 #include "run_cmd.h"
 #include "significance.h"
+#include "store_gate.h"
+#include "store_read.h"
 #include "store.h"
 
 /* A/A: run the same build against itself `pairs` times and report how far
@@ -52,8 +54,8 @@ int cmd_calibrate(int argc, char **argv) {
             if (a < 0 || b < 0) { store_close(s); return cli_fail(1, "calibration run of %s failed", wl); }
             for (int m = 0; m < c.n_metrics; m++) {
                 double va[GATE_MAX_VALUES], vb[GATE_MAX_VALUES];
-                size_t na = gate_values(s, a, c.metrics[m].name, va, GATE_MAX_VALUES);
-                size_t nb = gate_values(s, b, c.metrics[m].name, vb, GATE_MAX_VALUES);
+                size_t na = store_metric_values(s, a, c.metrics[m].name, va, GATE_MAX_VALUES);
+                size_t nb = store_metric_values(s, b, c.metrics[m].name, vb, GATE_MAX_VALUES);
                 if (!na || !nb) continue;
                 gate_verdict v;
                 gate_judge(&c.metrics[m], va, na, vb, nb, c.alpha, c.bootstrap, &v);

@@ -1,5 +1,6 @@
 /*
- * compare.h - side-by-side comparison of two stored runs.
+ * compare.h - side-by-side comparison of two stored runs (comparability:
+ * store_comparable in store_gate.h).
  */
 #ifndef CB_COMPARE_H
 #define CB_COMPARE_H
@@ -10,9 +11,6 @@
 #include "gatefile.h"
 #include "store.h"
 
-/* Which comparability fields differ between runs a and b, as "cpu, threads"
- * (empty when they may be compared); -1 if a run is missing. */
-int compare_check(store *s, int64_t a, int64_t b, char *diff, size_t n);
 
 /*
  * Print, per metric, both medians, the change, its bootstrap 95% CI, the

@@ -5,13 +5,13 @@
 #include "gate.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare.h"
 #include "significance.h"
+#include "store_gate.h"
+#include "store_read.h"
 
 const char *gate_v_name(gate_v v) {
     static const char *names[] = {"improved", "unchanged", "regressed", "inconclusive"};
@@ -75,19 +75,6 @@ void gate_judge(const gate_metric *rule, const double *base, size_t nb, const do
     else o->v = worse > 0 ? GATE_REGRESSED : GATE_IMPROVED;
 }
 
-size_t gate_values(store *s, int64_t run, const char *name, double *out, size_t cap) {
-    sqlite3_stmt *st;
-    size_t n = 0;
-    if (sqlite3_prepare_v2(store_db(s), "SELECT value FROM rep_metrics WHERE run_id = ? AND name = ? AND value IS NOT NULL"
-                                        " ORDER BY rep", -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    sqlite3_bind_int64(st, 1, run);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
-    while (sqlite3_step(st) == SQLITE_ROW && n < cap) out[n++] = sqlite3_column_double(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
-
 /* Is `ref` a whole positive number? */
 static int is_number(const char *ref) {
     if (!*ref) return 0;
@@ -96,43 +83,27 @@ static int is_number(const char *ref) {
     return 1;
 }
 
+/* See gate.h. The reference is resolved as every command resolves one
+ * (store_resolve_run, preferring runs of the candidate's configuration);
+ * the gate then insists on comparability. */
 int64_t gate_resolve(store *s, const char *ref, int64_t cand, char *err, size_t n) {
-    sqlite3 *db = store_db(s);
     char diff[512];
-    if (is_number(ref)) {
-        int64_t id = strtoll(ref, NULL, 10);
-        sqlite3_stmt *st;
-        int complete = 0;
-        if (sqlite3_prepare_v2(db, "SELECT status = 'complete' FROM runs WHERE id = ?", -1, &st, NULL) == SQLITE_OK) {
-            sqlite3_bind_int64(st, 1, id);
-            if (sqlite3_step(st) == SQLITE_ROW) complete = sqlite3_column_int(st, 0);
-            sqlite3_finalize(st);
-        }
-        if (!complete) return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
-        if (compare_check(s, id, cand, diff, sizeof diff) < 0)
-            return snprintf(err, n, "baseline run %s is not in the database", ref), -1;
-        if (diff[0]) return snprintf(err, n, "baseline run %s is not comparable: %s differ", ref, diff), -1;
-        return id;
+    int64_t id;
+    int numeric = is_number(ref);
+    if (store_resolve_run(s, ref, cand, cand, &id, err, n)) {
+        if (!numeric) return 0; /* no such tag or commit: no baseline */
+        return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
     }
-    /* Tagged runs first, then runs built from a commit with this prefix; newest comparable wins. */
-    const char *sql = "SELECT r.id FROM runs r WHERE r.status = 'complete' AND r.id != ?2 AND r.compare_key ="
-                      " (SELECT compare_key FROM runs WHERE id = ?2) AND r.workload = (SELECT workload FROM runs WHERE id = ?2)"
-                      " AND (r.id IN (SELECT run_id FROM tags WHERE name = ?1) OR"
-                      "      (NOT EXISTS (SELECT 1 FROM tags WHERE name = ?1) AND length(?1) >= 4 AND r.git_commit LIKE ?1 || '%'))"
-                      " ORDER BY r.id DESC";
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return snprintf(err, n, "resolve %s: %s", ref, sqlite3_errmsg(db)), -1;
-    sqlite3_bind_text(st, 1, ref, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, cand);
-    int64_t id = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t c = sqlite3_column_int64(st, 0);
-        if (compare_check(s, c, cand, diff, sizeof diff) == 0 && !diff[0]) {
-            id = c;
-            break;
-        }
+    store_run r;
+    if (store_run_load(s, id, &r) != 1 || strcmp(r.status, "complete")) {
+        if (!numeric) return 0;
+        return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
     }
-    sqlite3_finalize(st);
+    if (store_comparable(s, id, cand, diff, sizeof diff) < 0)
+        return snprintf(err, n, "baseline run %s is not in the database", ref), -1;
+    if (diff[0]) {
+        if (!numeric) return 0; /* the best match of a tag or commit is not comparable: none is */
+        return snprintf(err, n, "baseline run %s is not comparable: %s differ", ref, diff), -1;
+    }
     return id;
 }

@@ -49,7 +49,4 @@ void gate_judge(const gate_metric *rule, const double *base, size_t nb, const do
  */
 int64_t gate_resolve(store *s, const char *ref, int64_t cand_run, char *err, size_t errlen);
 
-/* Values of a metric over the repetitions of a run; returns the count. */
-size_t gate_values(store *s, int64_t run, const char *name, double *out, size_t cap);
-
 #endif

@@ -11,7 +11,6 @@
 #include "gate_cmd.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +25,14 @@
 #include "gate.h"
 #include "gatefile.h"
 #include "json.h"
-#include "report.h"
 #include "run_cmd.h"
 #include "sha256.h"
 #include "significance.h"
+#include "store_gate.h"
+#include "store_read.h"
 #include "store.h"
+#include "store_gate.h"
+#include "store_read.h"
 #include "version.h"
 
 #define MAX_VERDICTS 256
@@ -51,37 +53,44 @@ typedef struct gate_state {
 
 static gate_verdict *add_verdict(gate_state *g) { return g->n < MAX_VERDICTS ? &g->v[g->n++] : NULL; }
 
-/* Append canary verdicts: same model and item, different greedy tokens = regression. */
-static void judge_canaries(store *s, int64_t base, int64_t cand, const char *wl, gate_state *g) {
-    sqlite3_stmt *st;
-    const char *sql = "SELECT x.item, x.token_hash, y.token_hash FROM canaries x JOIN canaries y ON y.item = x.item"
-                      " JOIN runs rx ON rx.id = x.run_id JOIN runs ry ON ry.id = y.run_id"
-                      " WHERE x.run_id = ? AND y.run_id = ? AND rx.model_sha256 = ry.model_sha256";
-    if (sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL) != SQLITE_OK) return;
-    sqlite3_bind_int64(st, 1, base);
-    sqlite3_bind_int64(st, 2, cand);
-    int same = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *a = (const char *)sqlite3_column_text(st, 1), *b = (const char *)sqlite3_column_text(st, 2);
-        if (a && b && !strcmp(a, b)) { same++; continue; }
-        gate_verdict *v = add_verdict(g);
-        if (!v) break;
-        memset(v, 0, sizeof *v);
-        snprintf(v->metric, sizeof v->metric, "%s/canary:%s", wl, (const char *)sqlite3_column_text(st, 0));
-        v->base_median = v->cand_median = v->change = v->ci_lo = v->ci_hi = v->p = NAN;
+/* A canary verdict: the item's greedy tokens changed (regressed), or `same`
+ * items kept theirs (unchanged). `prefix` is "WORKLOAD/" or "". */
+static void add_canary(gate_state *g, const char *prefix, const store_canary_pair *p, int same) {
+    gate_verdict *v = add_verdict(g);
+    if (!v) return;
+    memset(v, 0, sizeof *v);
+    v->base_median = v->cand_median = v->change = v->ci_lo = v->ci_hi = v->p = NAN;
+    if (p) {
+        snprintf(v->metric, sizeof v->metric, "%scanary:%s", prefix, p->item);
         v->v = GATE_REGRESSED;
-        snprintf(v->note, sizeof v->note, "greedy tokens changed: %s -> %s (same model file)", a ? a : "?", b ? b : "?");
-    }
-    sqlite3_finalize(st);
-    if (same) {
-        gate_verdict *v = add_verdict(g);
-        if (!v) return;
-        memset(v, 0, sizeof *v);
-        snprintf(v->metric, sizeof v->metric, "%s/canaries", wl);
-        v->base_median = v->cand_median = v->change = v->ci_lo = v->ci_hi = v->p = NAN;
+        snprintf(v->note, sizeof v->note, "greedy tokens changed: %s -> %s (same model file)", *p->base ? p->base : "?",
+                 *p->cand ? p->cand : "?");
+    } else {
+        snprintf(v->metric, sizeof v->metric, "%scanaries", prefix);
         v->v = GATE_UNCHANGED;
         snprintf(v->note, sizeof v->note, "%d items: identical greedy tokens", same);
     }
+}
+
+/* Judge canary pairs: any changed item is a regression; otherwise one
+ * "unchanged" verdict for the items that kept their tokens. */
+static void judge_canary_pairs(gate_state *g, const char *prefix, const store_canary_pair *p, int n) {
+    int same = 0, changed = 0;
+    for (int i = 0; i < n; i++) {
+        if (*p[i].base && !strcmp(p[i].base, p[i].cand)) same++;
+        else changed++, add_canary(g, prefix, &p[i], 0);
+    }
+    if (same && !changed) add_canary(g, prefix, NULL, same);
+}
+
+/* Canary verdicts of two runs of the same model file. */
+static void judge_canaries(store *s, int64_t base, int64_t cand, const char *wl, gate_state *g) {
+    store_canary_pair *p;
+    int n;
+    char prefix[300];
+    snprintf(prefix, sizeof prefix, "%s/", wl);
+    if (!store_canary_pairs(s, base, cand, &p, &n)) judge_canary_pairs(g, prefix, p, n);
+    free(p);
 }
 
 /* Judge every configured metric both runs have, settling inconclusive ones
@@ -91,8 +100,8 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
     static double bv[GATE_MAX_VALUES], cv[GATE_MAX_VALUES];
     int first = g->n;
     for (int i = 0; i < c->n_metrics; i++) {
-        size_t nb = gate_values(s, base, c->metrics[i].name, bv, GATE_MAX_VALUES);
-        size_t nc = gate_values(s, cand, c->metrics[i].name, cv, GATE_MAX_VALUES);
+        size_t nb = store_metric_values(s, base, c->metrics[i].name, bv, GATE_MAX_VALUES);
+        size_t nc = store_metric_values(s, cand, c->metrics[i].name, cv, GATE_MAX_VALUES);
         if (!nb) continue; /* the baseline never had it: nothing to hold the candidate to */
         gate_verdict *v = add_verdict(g);
         if (!v) return;
@@ -108,7 +117,7 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
         return;
     }
     /* More failed requests than the baseline is a regression whatever the speed. */
-    size_t ne_b = gate_values(s, base, "errors", bv, 1), ne_c = gate_values(s, cand, "errors", cv, 1);
+    size_t ne_b = store_metric_values(s, base, "errors", bv, 1), ne_c = store_metric_values(s, cand, "errors", cv, 1);
     if (ne_b && ne_c && cv[0] > bv[0]) {
         gate_verdict *v = add_verdict(g);
         if (v) {
@@ -134,9 +143,9 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
             if (g->v[k].v != GATE_INCONCLUSIVE) continue;
             const gate_metric *rule = gate_conf_metric(c, g->v[k].metric);
             if (!rule) continue;
-            size_t nb = gate_values(s, base, rule->name, bv, GATE_MAX_VALUES);
-            size_t nc = gate_values(s, cand, rule->name, cv, GATE_MAX_VALUES);
-            nc += gate_values(s, extra, rule->name, cv + nc, GATE_MAX_VALUES - nc);
+            size_t nb = store_metric_values(s, base, rule->name, bv, GATE_MAX_VALUES);
+            size_t nc = store_metric_values(s, cand, rule->name, cv, GATE_MAX_VALUES);
+            nc += store_metric_values(s, extra, rule->name, cv + nc, GATE_MAX_VALUES - nc);
             gate_judge(rule, bv, nb, cv, nc, c->alpha, c->bootstrap, &g->v[k]);
         }
     }
@@ -194,50 +203,38 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
     return id;
 }
 
-/* Write the gate decision and its verdicts. */
+/* Write the gate decision and its verdicts (store_gate_insert). */
 static int64_t store_gate(store *s, const gate_conf *c, const char *mode, int64_t base, int64_t cand, const char *verdict,
                           const gate_state *g) {
-    sqlite3 *db = store_db(s);
-    char now[32];
-    time_t t = time(NULL);
-    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-    sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    sqlite3_stmt *st;
-    int64_t id = -1;
-    if (sqlite3_prepare_v2(db, "INSERT INTO gates (created_at, base_run, cand_run, mode, gate_file, gate_file_hash, verdict,"
-                               " summary) VALUES (?,?,?,?,?,?,?,?)", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
-        if (base > 0) sqlite3_bind_int64(st, 2, base); else sqlite3_bind_null(st, 2);
-        if (cand > 0) sqlite3_bind_int64(st, 3, cand); else sqlite3_bind_null(st, 3);
-        sqlite3_bind_text(st, 4, mode, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 5, c->path, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 6, c->sha256, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 7, verdict, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 8, g->error, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(st) == SQLITE_DONE) id = sqlite3_last_insert_rowid(db);
-        sqlite3_finalize(st);
-    }
-    for (int i = 0; id > 0 && i < g->n; i++) {
+    static store_gate_row row;
+    static store_verdict_row rows[MAX_VERDICTS];
+    memset(&row, 0, sizeof row);
+    row.base_run = base;
+    row.cand_run = cand;
+    snprintf(row.mode, sizeof row.mode, "%s", mode);
+    snprintf(row.gate_file, sizeof row.gate_file, "%s", c->path);
+    snprintf(row.gate_file_hash, sizeof row.gate_file_hash, "%s", c->sha256);
+    snprintf(row.verdict, sizeof row.verdict, "%s", verdict);
+    snprintf(row.summary, sizeof row.summary, "%s", g->error);
+    for (int i = 0; i < g->n; i++) {
         const gate_verdict *v = &g->v[i];
-        if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
-            break;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, v->metric, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 3, v->higher_is_better ? "higher" : "lower", -1, SQLITE_STATIC);
-        double d[8] = {v->threshold, v->base_median, v->cand_median, v->change, v->ci_lo, v->ci_hi, v->p, 0};
-        for (int k = 0; k < 7; k++) {
-            if (isnan(d[k])) sqlite3_bind_null(st, 4 + k);
-            else sqlite3_bind_double(st, 4 + k, d[k]);
-        }
-        sqlite3_bind_int(st, 11, v->n_base);
-        sqlite3_bind_int(st, 12, v->n_cand);
-        sqlite3_bind_text(st, 13, gate_v_name(v->v), -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 14, v->note, -1, SQLITE_TRANSIENT);
-        sqlite3_step(st);
-        sqlite3_finalize(st);
+        store_verdict_row *w = &rows[i];
+        memset(w, 0, sizeof *w);
+        snprintf(w->metric, sizeof w->metric, "%s", v->metric);
+        snprintf(w->direction, sizeof w->direction, "%s", v->higher_is_better ? "higher" : "lower");
+        snprintf(w->verdict, sizeof w->verdict, "%s", gate_v_name(v->v));
+        snprintf(w->note, sizeof w->note, "%s", v->note);
+        w->threshold = v->threshold;
+        w->base_median = v->base_median;
+        w->cand_median = v->cand_median;
+        w->change = v->change;
+        w->ci_lo = v->ci_lo;
+        w->ci_hi = v->ci_hi;
+        w->p = v->p;
+        w->n_base = (int)v->n_base;
+        w->n_cand = (int)v->n_cand;
     }
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    return id;
+    return store_gate_insert(s, &row, rows, g->n);
 }
 
 /* A percentage, or "-" for NAN. */
@@ -344,45 +341,29 @@ static int ab_rep(const char *bin, const gate_opts *o, const gate_conf *c, const
 /* A/B canaries: compare each item's greedy-token hash between the newest run
  * of the baseline's database and of the candidate's (same model file). */
 static void ab_canaries(const char *dba, const char *dbb, gate_state *g) {
-    sqlite3 *db;
-    if (sqlite3_open_v2(dbb, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-        sqlite3_close(db);
-        return;
+    store *sa = NULL, *sb = NULL;
+    store_canary *ca = NULL, *cb = NULL;
+    int na = 0, nb = 0;
+    char err[256];
+    if (!store_open(dba, &sa, err, sizeof err) && !store_open(dbb, &sb, err, sizeof err) &&
+        !store_latest_canaries(sa, &ca, &na) && !store_latest_canaries(sb, &cb, &nb)) {
+        store_canary_pair *p = calloc((size_t)(na ? na : 1), sizeof *p);
+        int n = 0;
+        for (int i = 0; p && i < na; i++)
+            for (int j = 0; j < nb; j++)
+                if (!strcmp(ca[i].item, cb[j].item)) {
+                    snprintf(p[n].item, sizeof p[n].item, "%s", ca[i].item);
+                    snprintf(p[n].base, sizeof p[n].base, "%s", ca[i].hash);
+                    snprintf(p[n].cand, sizeof p[n].cand, "%s", cb[j].hash);
+                    n++;
+                }
+        if (p) judge_canary_pairs(g, "", p, n);
+        free(p);
     }
-    char sql[1400];
-    snprintf(sql, sizeof sql, "ATTACH '%s' AS b", dba);
-    sqlite3_stmt *st;
-    int same = 0, changed = 0;
-    if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "SELECT x.item, x.token_hash, y.token_hash FROM b.canaries y JOIN main.canaries x"
-                               " ON x.item = y.item WHERE y.run_id = (SELECT max(run_id) FROM b.canaries c WHERE c.item = y.item)"
-                               " AND x.run_id = (SELECT max(run_id) FROM main.canaries c WHERE c.item = x.item)", -1, &st, NULL) == SQLITE_OK) {
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            const char *item = (const char *)sqlite3_column_text(st, 0);
-            const char *a = (const char *)sqlite3_column_text(st, 2), *b = (const char *)sqlite3_column_text(st, 1);
-            if (a && b && !strcmp(a, b)) { same++; continue; }
-            gate_verdict *v = add_verdict(g);
-            if (!v) break;
-            memset(v, 0, sizeof *v);
-            snprintf(v->metric, sizeof v->metric, "canary:%s", item ? item : "?");
-            v->base_median = v->cand_median = v->change = v->ci_lo = v->ci_hi = v->p = NAN;
-            v->v = GATE_REGRESSED;
-            snprintf(v->note, sizeof v->note, "greedy tokens changed: %s -> %s (same model file)", a ? a : "?", b ? b : "?");
-            changed++;
-        }
-        sqlite3_finalize(st);
-    }
-    if (same && !changed) {
-        gate_verdict *v = add_verdict(g);
-        if (v) {
-            memset(v, 0, sizeof *v);
-            snprintf(v->metric, sizeof v->metric, "canaries");
-            v->base_median = v->cand_median = v->change = v->ci_lo = v->ci_hi = v->p = NAN;
-            v->v = GATE_UNCHANGED;
-            snprintf(v->note, sizeof v->note, "%d items: identical greedy tokens", same);
-        }
-    }
-    sqlite3_close(db);
+    free(ca);
+    free(cb);
+    if (sa) store_close(sa);
+    if (sb) store_close(sb);
 }
 
 /*
@@ -510,7 +491,7 @@ int cmd_gate(int argc, char **argv) {
             int64_t bid = 0;
             if (isnan(base)) {
                 bid = gate_resolve(s, o.baseline, cand, err, sizeof err);
-                if (bid > 0) gate_values(s, bid, GATE_DET_METRIC, &base, 1);
+                if (bid > 0) store_metric_values(s, bid, GATE_DET_METRIC, &base, 1);
             }
             if (isnan(base) && o.record_baseline) {
                 store_tag_run(s, cand, o.baseline);
@@ -543,7 +524,7 @@ int cmd_gate(int argc, char **argv) {
             ran++;
             for (int m = 0; m < c.n_metrics; m++) {
                 double x;
-                produced[m] |= gate_values(s, cand, c.metrics[m].name, &x, 1) > 0;
+                produced[m] |= store_metric_values(s, cand, c.metrics[m].name, &x, 1) > 0;
             }
             int64_t base = gate_resolve(s, o.baseline, cand, err, sizeof err);
             if (base <= 0 && o.record_baseline) { /* first run of a new configuration: it becomes the baseline */

@@ -39,6 +39,7 @@
 #include "significance.h"
 
 #include "rng.h"
+#include "stats.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -47,12 +48,6 @@
 #include "cortex.h"
 
 /* ---- small helpers ---------------------------------------------------------- */
-
-/* qsort order for doubles; callers reject NaN first, so the order is total. */
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* numpy 'linear' percentile (0 <= p <= 100) of n >= 1 sorted values; the same
  * rule as stats_percentile, repeated so this file links on its own. */
@@ -73,7 +68,7 @@ static double median_sorted(const double *s, size_t n) {
  * their own scratch copy need nothing else. */
 double sig_median(double *x, size_t n) {
     if (!x || n == 0) return NAN;
-    qsort(x, n, sizeof *x, cmp_double);
+    stats_sort(x, n);
     return median_sorted(x, n);
 }
 
@@ -126,8 +121,8 @@ int sig_bootstrap_ratio_ci(const double *base, size_t nb, const double *cand, si
     double *sb = buf, *sc = buf + nb, *ratio = buf + nb + nc;
     memcpy(sb, base, nb * sizeof *sb);
     memcpy(sc, cand, nc * sizeof *sc);
-    qsort(sb, nb, sizeof *sb, cmp_double);
-    qsort(sc, nc, sizeof *sc, cmp_double);
+    stats_sort(sb, nb);
+    stats_sort(sc, nc);
     int rc = 0;
     if (!(median_sorted(sb, nb) > 0)) {
         rc = SIG_ENONPOS;
@@ -144,7 +139,7 @@ int sig_bootstrap_ratio_ci(const double *base, size_t nb, const double *cand, si
         }
         ratio[it] = mc / mb;
     }
-    qsort(ratio, nr, sizeof *ratio, cmp_double);
+    stats_sort(ratio, nr);
     *lo = percentile_sorted(ratio, nr, 100.0 * alpha / 2);
     *hi = percentile_sorted(ratio, nr, 100.0 * (1 - alpha / 2));
 out:

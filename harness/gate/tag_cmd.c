@@ -1,6 +1,6 @@
 /*
- * tag_cmd.c - `cortex-bench tag RUN NAME`: name a complete run, e.g. the
- * gate's baseline (store_tag_run).
+ * tag_cmd.c - `cortex-bench tag RUN NAME`: name a complete run (RUN: an id,
+ * a tag or a git commit, store_resolve_run), e.g. the gate's baseline.
  */
 #include "gate_cmd.h"
 
@@ -9,6 +9,7 @@
 
 #include "cli_util.h"
 #include "store.h"
+#include "store_read.h"
 
 /* Flags checked by cli_command_main; RUN and NAME are positional. */
 int cmd_tag(int argc, char **argv) {
@@ -20,9 +21,14 @@ int cmd_tag(int argc, char **argv) {
         else return cli_fail(2, "unexpected argument '%s' (tag RUN NAME [--db FILE])", argv[i]);
     }
     int64_t id;
-    if (np != 2 || cli_parse_id(pos[0], &id)) return cli_fail(2, "%s", "usage: cortex-bench tag RUN NAME [--db FILE]");
+    if (np != 2) return cli_fail(2, "%s", "usage: cortex-bench tag RUN NAME [--db FILE]");
     store *s;
     if (cli_open_existing(db, &s)) return 1;
+    char err[512];
+    if (store_resolve_run(s, pos[0], 0, 0, &id, err, sizeof err)) {
+        store_close(s);
+        return cli_fail(2, "%s", err);
+    }
     int rc = store_tag_run(s, id, pos[1]);
     store_close(s);
     if (rc) return cli_fail(1, "no complete run %s to tag", pos[0]);

@@ -5,14 +5,16 @@
  */
 #include "gate_cmd.h"
 
-#include <sqlite3.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli_util.h"
-#include "report.h"
+#include "plot.h"
 #include "significance.h"
 #include "store.h"
+#include "store_gate.h"
+#include "store_read.h"
 
 /*
  * Chart one trend series with its fitted steps: points per run (x = run in
@@ -22,7 +24,7 @@
 static int trend_chart(const char *dir, const char *mname, const char *wl, int series, const double *y,
                        const int64_t *run, char (*commit)[16], int n, const size_t *cp, size_t ncp, char *err, size_t en) {
     char gp[1024], base[512], path[1200];
-    if (report_mkdirs(dir, err, en)) return -1;
+    if (plot_mkdirs(dir, err, en)) return -1;
     snprintf(base, sizeof base, "trend-%s-%d", mname, series);
     snprintf(path, sizeof path, "%s/%s.dat", dir, base);
     FILE *f = fopen(path, "w");
@@ -37,7 +39,7 @@ static int trend_chart(const char *dir, const char *mname, const char *wl, int s
     fprintf(f, "# index run commit value fit\n");
     for (int i = 0; i < n; i++) {
         fprintf(f, "%d %lld ", i, (long long)run[i]);
-        report_dat_label(f, commit[i]);
+        plot_dat_label(f, commit[i]);
         fprintf(f, " %.9g %.9g\n", y[i], fit[i]);
     }
     fclose(f);
@@ -49,9 +51,9 @@ static int trend_chart(const char *dir, const char *mname, const char *wl, int s
         fprintf(f, "set title ");
         char title[400];
         snprintf(title, sizeof title, "%s (%s): %zu step%s", mname, wl, ncp, ncp == 1 ? "" : "s");
-        report_gp_string(f, title);
+        plot_gp_string(f, title);
         fprintf(f, "\nset xlabel 'run (commit order)'\nset ylabel ");
-        report_gp_string(f, mname);
+        plot_gp_string(f, mname);
         fprintf(f, "\nset grid\nset key top left\nset xtics rotate by -45 font ',8'\n");
         for (size_t i = 0; i < ncp; i++)
             fprintf(f, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb '#cc0000'\n", cp[i] - 0.5, cp[i] - 0.5);
@@ -61,10 +63,10 @@ static int trend_chart(const char *dir, const char *mname, const char *wl, int s
     }
     fclose(f);
     char gnuplot[1024];
-    if (!report_gnuplot_find(gnuplot, sizeof gnuplot))
+    if (!plot_gnuplot_find(gnuplot, sizeof gnuplot))
         return snprintf(err, en, "gnuplot not found: wrote %s/%s.dat and .gp only (apt-get install gnuplot-nox)", dir, base), -1;
     snprintf(path, sizeof path, "%s.gp", base);
-    return report_gnuplot_run(gnuplot, dir, path, err, en);
+    return plot_gnuplot_run(gnuplot, dir, path, err, en);
 }
 
 /* Fit steps to a metric's history (commit order) per comparable series and
@@ -81,30 +83,24 @@ int cmd_trend(int argc, char **argv) {
     if (!mname) return cli_fail(2, "%s", "usage: cortex-bench trend METRIC [--workload W] [--chart DIR] [--db FILE]");
     store *s;
     if (cli_open_existing(db, &s)) return 1;
-    sqlite3 *sdb = store_db(s);
-    sqlite3_stmt *st;
-    const char *sql = "SELECT r.compare_key, r.workload, r.id, substr(r.git_commit, 1, 10), r.git_dirty, m.median"
-                      " FROM runs r JOIN summary m ON m.run_id = r.id AND m.name = ?1"
-                      " WHERE r.status = 'complete' AND (?2 IS NULL OR r.workload = ?2)"
-                      " ORDER BY r.compare_key, r.workload, r.id";
-    if (sqlite3_prepare_v2(sdb, sql, -1, &st, NULL) != SQLITE_OK) {
+    store_history_point *h;
+    int nh;
+    if (store_metric_history(s, mname, workload, &h, &nh)) {
+        free(h);
+        int rc = cli_fail(1, "trend: %s", store_errmsg(s));
         store_close(s);
-        return cli_fail(1, "trend: %s", sqlite3_errmsg(sdb));
+        return rc;
     }
-    sqlite3_bind_text(st, 1, mname, -1, SQLITE_TRANSIENT);
-    if (workload) sqlite3_bind_text(st, 2, workload, -1, SQLITE_TRANSIENT);
-    else sqlite3_bind_null(st, 2);
     enum { CAP = 4096 };
     static double y[CAP];
     static int64_t run[CAP];
     static char commit[CAP][16];
     char key[80] = "", wl[256] = "";
-    int n = 0, series = 0, more = 1;
-    while (more) {
-        more = sqlite3_step(st) == SQLITE_ROW;
-        const char *k = more ? (const char *)sqlite3_column_text(st, 0) : "";
-        const char *w = more ? (const char *)sqlite3_column_text(st, 1) : "";
-        if (n && (!more || strcmp(k ? k : "", key) || strcmp(w ? w : "", wl))) { /* a series ends: fit and report */
+    int n = 0, series = 0;
+    for (int at = 0; at <= nh; at++) {
+        int more = at < nh;
+        const char *k = more ? h[at].key : "", *w = more ? h[at].workload : "";
+        if (n && (!more || strcmp(k, key) || strcmp(w, wl))) { /* a series ends: fit and report */
             size_t cp[CAP], ncp = 0;
             double pen = sig_default_penalty(y, (size_t)n);
             if (n >= 4) sig_steps(y, (size_t)n, 2, pen, cp, &ncp);
@@ -127,16 +123,15 @@ int cmd_trend(int argc, char **argv) {
             n = 0;
         }
         if (!more) break;
-        snprintf(key, sizeof key, "%s", k ? k : "");
-        snprintf(wl, sizeof wl, "%s", w ? w : "");
+        snprintf(key, sizeof key, "%s", k);
+        snprintf(wl, sizeof wl, "%s", w);
         if (n < CAP) {
-            run[n] = sqlite3_column_int64(st, 2);
-            snprintf(commit[n], sizeof commit[n], "%s%s", sqlite3_column_text(st, 3) ? (const char *)sqlite3_column_text(st, 3) : "?",
-                     sqlite3_column_int(st, 4) ? "+" : "");
-            y[n++] = sqlite3_column_double(st, 5);
+            run[n] = h[at].run;
+            snprintf(commit[n], sizeof commit[n], "%.10s%s", *h[at].commit ? h[at].commit : "?", h[at].dirty ? "+" : "");
+            y[n++] = h[at].median;
         }
     }
-    sqlite3_finalize(st);
+    free(h);
     store_close(s);
     if (!series) printf("no complete runs with mname %s%s%s\n", mname, workload ? " on " : "", workload ? workload : "");
     return 0;

@@ -5,11 +5,12 @@
 #include "roofline.h"
 
 #include <math.h>
-#include <sqlite3.h>
+
 #include <stdio.h>
 #include <string.h>
 
 #include "hw_store.h"
+#include "store_read.h"
 
 void roof_model_from_numbers(roof_model *out, double weight_bytes, double embd_bytes, double n_vocab, int tied_output,
                              int n_layer, int n_head_kv, int head_dim) {
@@ -65,42 +66,25 @@ typedef struct roof_view {
 } roof_view;
 
 /* Fill v for a run: 1 with a roofline, 0 nothing to say, -1 no hw row. */
-static int roof_view_of(sqlite3 *db, int64_t run, roof_view *v) {
+static int roof_view_of(store *s, int64_t run, roof_view *v) {
     memset(v, 0, sizeof *v);
-    v->decode = v->rt = v->frac = v->bpt = v->gbs = NAN;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT name, median FROM summary WHERE run_id = ? AND name IN"
-                               " ('decode_tps', 'bytes_per_token', 'roofline_tps', 'roofline_frac')", -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    sqlite3_bind_int64(st, 1, run);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        double x = sqlite3_column_type(st, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 1);
-        if (!name) continue;
-        if (!strcmp(name, "decode_tps")) v->decode = x;
-        else if (!strcmp(name, "bytes_per_token")) v->bpt = x;
-        else if (!strcmp(name, "roofline_tps")) v->rt = x;
-        else if (!strcmp(name, "roofline_frac")) v->frac = x;
-    }
-    sqlite3_finalize(st);
+    v->decode = store_metric_median(s, run, "decode_tps");
+    v->bpt = store_metric_median(s, run, "bytes_per_token");
+    v->rt = store_metric_median(s, run, "roofline_tps");
+    v->frac = store_metric_median(s, run, "roofline_frac");
+    v->gbs = NAN;
     if (isnan(v->decode) || isnan(v->bpt)) return 0;
-    int64_t env = 0;
-    /* hw_id is a v5 column: a database that lacks it has nothing stored either. */
-    if (sqlite3_prepare_v2(db, "SELECT env_id, threads, hw_id FROM runs WHERE id = ?", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, run);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            env = sqlite3_column_int64(st, 0);
-            v->threads = sqlite3_column_int(st, 1);
-            v->hw_id = sqlite3_column_int64(st, 2);
-        }
-        sqlite3_finalize(st);
+    store_run r;
+    if (store_run_load(s, run, &r) == 1) {
+        v->threads = r.threads;
+        v->hw_id = r.hw_id;
     }
     if (!isnan(v->rt) && !isnan(v->frac)) {
         v->gbs = v->rt * v->bpt / 1e9;
         return 1;
     }
     hw_ref h;
-    if (hw_store_lookup(db, NULL, env, v->threads, &h) != 1) return -1;
+    if (hw_store_lookup(s, NULL, r.env_id, v->threads, &h) != 1) return -1;
     v->late = 1;
     v->hw_id = h.id;
     v->gbs = h.read_gbs;
@@ -109,7 +93,7 @@ static int roof_view_of(sqlite3 *db, int64_t run, roof_view *v) {
     return 1;
 }
 
-int roof_describe(sqlite3 *db, int64_t run, char *buf, size_t n) {
+int roof_describe(store *db, int64_t run, char *buf, size_t n) {
     roof_view v;
     int rc = roof_view_of(db, run, &v);
     if (rc != 1) return rc;
@@ -120,7 +104,7 @@ int roof_describe(sqlite3 *db, int64_t run, char *buf, size_t n) {
     return 1;
 }
 
-void roof_fraction(sqlite3 *db, int64_t run, double *decode_tps, double *frac) {
+void roof_fraction(store *db, int64_t run, double *decode_tps, double *frac) {
     roof_view v;
     int rc = roof_view_of(db, run, &v);
     *decode_tps = v.decode;

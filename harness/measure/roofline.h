@@ -64,7 +64,7 @@ double roof_tps(double read_gbs, double bytes_per_token);
  * `shared` as roof_bytes_per_token. */
 void roof_apply(rep_result *reps, int n_reps, const roof_model *rm, double read_gbs, int shared);
 
-struct sqlite3;
+#include "store.h"
 
 /*
  * The sentence shown under a run's results, e.g. "decode 20.10 tok/s = 82%
@@ -75,10 +75,10 @@ struct sqlite3;
  * (the run did not decode, or predates the byte accounting); -1 when the run
  * decoded but the machine has no hw row (show ROOF_HINT once).
  */
-int roof_describe(struct sqlite3 *db, int64_t run_id, char *buf, size_t n);
+int roof_describe(store *s, int64_t run_id, char *buf, size_t n);
 
 /* Median decode TPS and roofline fraction of a run (NAN when absent),
  * by the same rules as roof_describe; for tables. */
-void roof_fraction(struct sqlite3 *db, int64_t run_id, double *decode_tps, double *frac);
+void roof_fraction(store *s, int64_t run_id, double *decode_tps, double *frac);
 
 #endif

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "report.h"
+#include "plot.h"
 #include "roofline.h"
+#include "store_gate.h"
+#include "store_read.h"
 
 /* Runs listed in the runs table (newest first); trends use every run. */
 #define DB_TABLE_RUNS 300
@@ -47,7 +48,7 @@ static const struct {
 /* A run as the dashboard shows it. */
 typedef struct db_run {
     int64_t id;
-    char started[40], status[16], error[256], commit[48], workload[256], mode[16], model[160], type[16], key[80];
+    char started[40], status[16], error[512], commit[48], workload[256], mode[16], model[160], type[16], key[80];
     char cpu[160], kernel[128], compiler[128], governor[32], fpr[20];
     int dirty, threads, reps, cores;
     double mem_gib;
@@ -59,7 +60,7 @@ typedef struct db_run {
 
 /* Everything the page is built from. */
 typedef struct db_ctx {
-    sqlite3 *db;
+    store *s;
     char dir[PATH_MAX], charts[PATH_MAX + 16];
     db_run *runs;  /* by id, ascending */
     int n_runs;
@@ -70,20 +71,9 @@ typedef struct db_ctx {
     size_t errlen;
 } db_ctx;
 
-/* A text column, never NULL. */
-static const char *db_col(sqlite3_stmt *st, int i) {
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? (const char *)t : "";
-}
-
-/* A numeric column, NAN when NULL. */
-static double db_num(sqlite3_stmt *st, int i) {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-/* Set the error from SQLite; -1. */
+/* Set the error from the store; -1. */
 static int db_fail(db_ctx *c, const char *what) {
-    snprintf(c->err, c->errlen, "dashboard: %s: %s", what, sqlite3_errmsg(c->db));
+    snprintf(c->err, c->errlen, "dashboard: %s: %s", what, store_errmsg(c->s));
     return -1;
 }
 
@@ -101,13 +91,6 @@ static void db_html(FILE *f, const char *s) {
     }
 }
 
-/* Format v with `prec` decimals, "–" when NAN. */
-static const char *db_fmt(char *buf, size_t n, double v, int prec) {
-    if (isnan(v)) snprintf(buf, n, "–");
-    else snprintf(buf, n, "%.*f", prec, v);
-    return buf;
-}
-
 /* Numbers with about three significant digits, for axes and tables. */
 static const char *db_short(char *buf, size_t n, double v) {
     double a = fabs(v);
@@ -123,76 +106,59 @@ static const char *db_short(char *buf, size_t n, double v) {
 
 /* Load every run (with its environment) and the headline summaries. */
 static int db_load(db_ctx *c) {
-    sqlite3_stmt *st;
-    const char *sql =
-        "SELECT r.id, r.started_at, r.status, r.error, r.git_commit, r.git_dirty, r.workload, r.mode, r.model_name,"
-        " r.model_type, r.compare_key, r.threads, r.reps, e.cpu_model, e.logical_cores, e.mem_bytes, e.kernel,"
-        " e.compiler, e.governor, e.fingerprint FROM runs r LEFT JOIN environments e ON e.id = r.env_id ORDER BY r.id";
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(c, "runs");
-    int cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (c->n_runs == cap) {
-            cap = cap ? cap * 2 : 64;
-            db_run *v = realloc(c->runs, (size_t)cap * sizeof *v);
-            if (!v) {
-                sqlite3_finalize(st);
-                return snprintf(c->err, c->errlen, "dashboard: out of memory"), -1;
-            }
-            c->runs = v;
-        }
+    store_run *all;
+    int n;
+    if (store_runs_all(c->s, &all, &n)) {
+        free(all);
+        return db_fail(c, "runs");
+    }
+    c->runs = n ? calloc((size_t)n, sizeof *c->runs) : NULL;
+    if (n && !c->runs) {
+        free(all);
+        return snprintf(c->err, c->errlen, "dashboard: out of memory"), -1;
+    }
+    static store_summary_row rows[256];
+    for (int i = 0; i < n; i++) {
+        const store_run *a = &all[i];
         db_run *r = &c->runs[c->n_runs++];
-        memset(r, 0, sizeof *r);
-        r->id = sqlite3_column_int64(st, 0);
-        snprintf(r->started, sizeof r->started, "%s", db_col(st, 1));
-        snprintf(r->status, sizeof r->status, "%s", db_col(st, 2));
-        snprintf(r->error, sizeof r->error, "%s", db_col(st, 3));
-        snprintf(r->commit, sizeof r->commit, "%s", db_col(st, 4));
-        r->dirty = sqlite3_column_int(st, 5);
-        snprintf(r->workload, sizeof r->workload, "%s", db_col(st, 6));
-        snprintf(r->mode, sizeof r->mode, "%s", db_col(st, 7));
-        snprintf(r->model, sizeof r->model, "%s", db_col(st, 8));
-        snprintf(r->type, sizeof r->type, "%s", db_col(st, 9));
-        snprintf(r->key, sizeof r->key, "%s", db_col(st, 10));
-        r->threads = sqlite3_column_int(st, 11);
-        r->reps = sqlite3_column_int(st, 12);
-        snprintf(r->cpu, sizeof r->cpu, "%s", db_col(st, 13));
-        r->cores = sqlite3_column_int(st, 14);
-        r->mem_gib = (double)sqlite3_column_int64(st, 15) / (1 << 30);
-        snprintf(r->kernel, sizeof r->kernel, "%s", db_col(st, 16));
-        snprintf(r->compiler, sizeof r->compiler, "%s", db_col(st, 17));
-        snprintf(r->governor, sizeof r->governor, "%s", db_col(st, 18));
-        snprintf(r->fpr, sizeof r->fpr, "%.12s", db_col(st, 19));
+        r->id = a->id;
+        snprintf(r->started, sizeof r->started, "%s", a->started);
+        snprintf(r->status, sizeof r->status, "%s", a->status);
+        snprintf(r->error, sizeof r->error, "%s", a->error);
+        snprintf(r->commit, sizeof r->commit, "%s", a->commit);
+        r->dirty = a->dirty;
+        snprintf(r->workload, sizeof r->workload, "%s", a->workload);
+        snprintf(r->mode, sizeof r->mode, "%s", a->mode);
+        snprintf(r->model, sizeof r->model, "%s", a->model);
+        snprintf(r->type, sizeof r->type, "%s", a->type);
+        snprintf(r->key, sizeof r->key, "%s", a->key);
+        r->threads = a->threads;
+        r->reps = a->reps;
+        snprintf(r->cpu, sizeof r->cpu, "%s", a->cpu_model);
+        r->cores = a->logical_cores;
+        r->mem_gib = (double)a->mem_bytes / (1 << 30);
+        snprintf(r->kernel, sizeof r->kernel, "%s", a->kernel);
+        snprintf(r->compiler, sizeof r->compiler, "%s", a->compiler);
+        snprintf(r->governor, sizeof r->governor, "%s", a->governor);
+        snprintf(r->fpr, sizeof r->fpr, "%.12s", a->fingerprint);
         for (int m = 0; m < DB_NM; m++) r->med[m] = r->lo[m] = r->hi[m] = NAN;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) return db_fail(c, "runs");
-    sql = "SELECT run_id, name, median, min, max FROM summary WHERE name IN"
-          " ('output_tps', 'decode_tps', 'prefill_tps', 'ttft_ms_p50', 'itl_ms_p99', 'tps')";
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(c, "summary");
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        int lo = 0, hi = c->n_runs - 1, at = -1;
-        while (lo <= hi) { /* runs are sorted by id */
-            int mid = (lo + hi) / 2;
-            if (c->runs[mid].id == id) { at = mid; break; }
-            if (c->runs[mid].id < id) lo = mid + 1;
-            else hi = mid - 1;
+        int nr = store_summary_load(c->s, r->id, rows, 256);
+        if (nr < 0) {
+            free(all);
+            return db_fail(c, "summary");
         }
-        if (at < 0) continue;
-        for (int m = 0; m < DB_NM; m++) {
-            if (strcmp(DB_METRICS[m].name, db_col(st, 1))) continue;
-            c->runs[at].med[m] = db_num(st, 2);
-            c->runs[at].lo[m] = db_num(st, 3);
-            c->runs[at].hi[m] = db_num(st, 4);
-        }
+        for (int k = 0; k < nr; k++)
+            for (int m = 0; m < DB_NM; m++) {
+                if (strcmp(DB_METRICS[m].name, rows[k].name)) continue;
+                r->med[m] = rows[k].med;
+                r->lo[m] = rows[k].min;
+                r->hi[m] = rows[k].max;
+            }
+        double dec; /* decode against the roofline (roofline.h) */
+        roof_fraction(c->s, r->id, &dec, &r->roof_frac);
+        r->roof_hint = !isnan(dec) && isnan(r->roof_frac);
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) return db_fail(c, "summary");
-    for (int i = 0; i < c->n_runs; i++) { /* decode against the roofline (roofline.h) */
-        double dec;
-        roof_fraction(c->db, c->runs[i].id, &dec, &c->runs[i].roof_frac);
-        c->runs[i].roof_hint = !isnan(dec) && isnan(c->runs[i].roof_frac);
-    }
+    free(all);
     return 0;
 }
 
@@ -367,7 +333,7 @@ static int db_trend_chart(db_ctx *c, const char *stem, db_run *const *rs, int n,
         double v = rs[i]->med[m], a = isnan(rs[i]->lo[m]) ? v : rs[i]->lo[m], b = isnan(rs[i]->hi[m]) ? v : rs[i]->hi[m];
         if (isnan(v)) fprintf(f, "%d\t?\t?\t?\t", i);
         else fprintf(f, "%d\t%.6g\t%.6g\t%.6g\t", i, v, a, b);
-        report_dat_label(f, lb);
+        plot_dat_label(f, lb);
         fprintf(f, "\t%lld\n", (long long)rs[i]->id);
     }
     int bad = ferror(f);
@@ -382,9 +348,9 @@ static int db_trend_chart(db_ctx *c, const char *stem, db_run *const *rs, int n,
                "set xrange [-0.5:%d.5]\nset yrange [%.6g:%.6g]\nset ytics %.6g\nset xtics rotate by -45 left font ',10'\n",
             stem, DB_METRICS[m].name, stem, DB_W, DB_H, stem, n - 1, y0, y1, db_tick_step(y1 - y0));
     fprintf(f, "set title ");
-    report_gp_string(f, title);
+    plot_gp_string(f, title);
     fprintf(f, "\nset ylabel ");
-    report_gp_string(f, ylabel);
+    plot_gp_string(f, ylabel);
     fprintf(f, "\nplot '%s.dat' using 1:2:3:4:xticlabels(5) with yerrorlines pt 7 ps 0.7 lw 1.5 lc rgb '#1f77b4'\n"
                "unset output\n",
             stem);
@@ -509,121 +475,100 @@ static const char *db_verdict_class(const char *v) {
 
 /* The latest gate with its per-metric verdicts, then the recent gates. */
 static int db_gates(db_ctx *c, FILE *out) {
-    sqlite3_stmt *st;
     fprintf(out, "<section id=\"gates\">\n<h2>Latest gate verdicts</h2>\n");
-    const char *sql = "SELECT g.id, g.created_at, g.base_run, g.cand_run, g.mode, g.gate_file, g.verdict, g.summary,"
-                      " r.git_commit, r.workload FROM gates g LEFT JOIN runs r ON r.id = g.cand_run"
-                      " ORDER BY g.id DESC LIMIT ?";
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        /* A database from before the gates existed: nothing to show. */
-        fprintf(out, "<p class=\"none\">No gate verdicts yet (this database has no gates table).</p>\n</section>\n");
-        return 0;
+    store_gate_row *gs;
+    int ng;
+    if (store_gates_recent(c->s, DB_RECENT_GATES, &gs, &ng)) {
+        free(gs);
+        return db_fail(c, "gates");
     }
-    sqlite3_bind_int(st, 1, DB_RECENT_GATES);
-    int n = 0, rc;
-    int64_t latest = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *v = db_col(st, 6);
-        if (!n) {
-            latest = sqlite3_column_int64(st, 0);
-            fprintf(out, "<div class=\"gate\"><p><span class=\"badge %s\">", db_verdict_class(v));
-            db_html(out, v);
-            fprintf(out, "</span> gate %lld, ", (long long)latest);
-            db_html(out, db_col(st, 1));
-            fprintf(out, ": candidate run %lld", (long long)sqlite3_column_int64(st, 3));
-            if (*db_col(st, 9)) {
-                fprintf(out, " (<code>");
-                db_html(out, db_col(st, 9));
-                fprintf(out, "</code>, commit <code>%.10s</code>)", db_col(st, 8));
-            }
-            if (sqlite3_column_type(st, 2) != SQLITE_NULL)
-                fprintf(out, " against baseline run %lld", (long long)sqlite3_column_int64(st, 2));
-            fprintf(out, ", mode ");
-            db_html(out, db_col(st, 4));
-            if (*db_col(st, 5)) {
-                fprintf(out, ", rules <code>");
-                db_html(out, db_col(st, 5));
-                fprintf(out, "</code>");
-            }
-            fprintf(out, ".</p>\n");
-            if (*db_col(st, 7)) {
-                fprintf(out, "<p class=\"summary\">");
-                db_html(out, db_col(st, 7));
-                fprintf(out, "</p>\n");
-            }
-            fprintf(out, "</div>\n");
-            break;
-        }
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_fail(c, "gates");
-    if (!latest) {
+    if (!ng) {
         fprintf(out, "<p class=\"none\">No gate verdicts yet: <code>cortex-bench gate</code> records them.</p>\n</section>\n");
         return 0;
     }
-    sql = "SELECT metric, verdict, change, ci_lo, ci_hi, p_value, base_median, cand_median, threshold, direction,"
-          " n_base, n_cand, note FROM verdicts WHERE gate_id = ? ORDER BY CASE verdict WHEN 'regressed' THEN 0"
-          " WHEN 'inconclusive' THEN 1 WHEN 'improved' THEN 2 ELSE 3 END, metric";
-    if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(c, "verdicts");
-    sqlite3_bind_int64(st, 1, latest);
+    const store_gate_row *g = &gs[0];
+    fprintf(out, "<div class=\"gate\"><p><span class=\"badge %s\">", db_verdict_class(g->verdict));
+    db_html(out, g->verdict);
+    fprintf(out, "</span> gate %lld, ", (long long)g->id);
+    db_html(out, g->created);
+    fprintf(out, ": candidate run %lld", (long long)g->cand_run);
+    if (*g->cand_workload) {
+        fprintf(out, " (<code>");
+        db_html(out, g->cand_workload);
+        fprintf(out, "</code>, commit <code>%.10s</code>)", g->cand_commit);
+    }
+    if (g->base_run) fprintf(out, " against baseline run %lld", (long long)g->base_run);
+    fprintf(out, ", mode ");
+    db_html(out, g->mode);
+    if (*g->gate_file) {
+        fprintf(out, ", rules <code>");
+        db_html(out, g->gate_file);
+        fprintf(out, "</code>");
+    }
+    fprintf(out, ".</p>\n");
+    if (*g->summary) {
+        fprintf(out, "<p class=\"summary\">");
+        db_html(out, g->summary);
+        fprintf(out, "</p>\n");
+    }
+    fprintf(out, "</div>\n");
+    store_verdict_row *vs;
+    int nv;
+    if (store_verdicts_load(c->s, g->id, &vs, &nv)) {
+        free(vs);
+        free(gs);
+        return db_fail(c, "verdicts");
+    }
     fprintf(out, "<table class=\"verdicts\">\n<thead><tr><th>metric</th><th>verdict</th><th>change</th><th>95%% CI</th>"
                  "<th>p</th><th>baseline</th><th>candidate</th><th>threshold</th><th>n</th><th>note</th></tr></thead>\n<tbody>\n");
-    n = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        char b[6][40];
-        const char *v = db_col(st, 1);
-        double ch = db_num(st, 2), lo = db_num(st, 3), hi = db_num(st, 4), thr = db_num(st, 8);
+    for (int i = 0; i < nv; i++) {
+        const store_verdict_row *v = &vs[i];
+        char b[3][40];
         fprintf(out, "<tr><td><code>");
-        db_html(out, db_col(st, 0));
-        fprintf(out, "</code></td><td><span class=\"badge %s\">", db_verdict_class(v));
-        db_html(out, v);
+        db_html(out, v->metric);
+        fprintf(out, "</code></td><td><span class=\"badge %s\">", db_verdict_class(v->verdict));
+        db_html(out, v->verdict);
         fprintf(out, "</span></td><td class=\"num\">");
-        if (isnan(ch)) fprintf(out, "–");
-        else fprintf(out, "%+.2f %%", 100 * ch);
+        if (isnan(v->change)) fprintf(out, "–");
+        else fprintf(out, "%+.2f %%", 100 * v->change);
         fprintf(out, "</td><td class=\"num\">");
-        if (isnan(lo) || isnan(hi)) fprintf(out, "–");
-        else fprintf(out, "[%+.2f, %+.2f] %%", 100 * lo, 100 * hi);
+        if (isnan(v->ci_lo) || isnan(v->ci_hi)) fprintf(out, "–");
+        else fprintf(out, "[%+.2f, %+.2f] %%", 100 * v->ci_lo, 100 * v->ci_hi);
         fprintf(out, "</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">",
-                db_fmt(b[0], 40, db_num(st, 5), 4), db_short(b[1], 40, db_num(st, 6)), db_short(b[2], 40, db_num(st, 7)));
-        if (isnan(thr)) fprintf(out, "–");
-        else fprintf(out, "%.1f %%", 100 * thr);
-        if (*db_col(st, 9)) {
+                plot_num(b[0], 40, v->p, 4), db_short(b[1], 40, v->base_median), db_short(b[2], 40, v->cand_median));
+        if (isnan(v->threshold)) fprintf(out, "–");
+        else fprintf(out, "%.1f %%", 100 * v->threshold);
+        if (*v->direction) {
             fprintf(out, " (");
-            db_html(out, db_col(st, 9));
+            db_html(out, v->direction);
             fprintf(out, ")");
         }
-        fprintf(out, "</td><td class=\"num\">%d / %d</td><td>", sqlite3_column_int(st, 10), sqlite3_column_int(st, 11));
-        db_html(out, db_col(st, 12));
+        fprintf(out, "</td><td class=\"num\">%d / %d</td><td>", v->n_base, v->n_cand);
+        db_html(out, v->note);
         fprintf(out, "</td></tr>\n");
-        n++;
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) return db_fail(c, "verdicts");
-    if (!n) fprintf(out, "<tr><td colspan=\"10\" class=\"none\">This gate recorded no per-metric verdicts.</td></tr>\n");
+    free(vs);
+    if (!nv) fprintf(out, "<tr><td colspan=\"10\" class=\"none\">This gate recorded no per-metric verdicts.</td></tr>\n");
     fprintf(out, "</tbody></table>\n");
 
     /* Recent gates. */
-    if (sqlite3_prepare_v2(c->db, "SELECT g.id, g.created_at, g.verdict, g.base_run, g.cand_run, g.mode, g.summary"
-                                  " FROM gates g ORDER BY g.id DESC LIMIT ?", -1, &st, NULL) != SQLITE_OK)
-        return db_fail(c, "gates");
-    sqlite3_bind_int(st, 1, DB_RECENT_GATES);
     fprintf(out, "<h3>Recent gates</h3>\n<table>\n<thead><tr><th>gate</th><th>when (UTC)</th><th>verdict</th>"
                  "<th>baseline → candidate</th><th>mode</th><th>summary</th></tr></thead>\n<tbody>\n");
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *v = db_col(st, 2);
-        fprintf(out, "<tr><td class=\"num\">%lld</td><td>", (long long)sqlite3_column_int64(st, 0));
-        db_html(out, db_col(st, 1));
-        fprintf(out, "</td><td><span class=\"badge %s\">", db_verdict_class(v));
-        db_html(out, v);
-        fprintf(out, "</span></td><td>%s → %s</td><td>", *db_col(st, 3) ? db_col(st, 3) : "–",
-                *db_col(st, 4) ? db_col(st, 4) : "–");
-        db_html(out, db_col(st, 5));
+    for (int i = 0; i < ng; i++) {
+        char base[24] = "–", cand[24] = "–";
+        if (gs[i].base_run) snprintf(base, sizeof base, "%lld", (long long)gs[i].base_run);
+        if (gs[i].cand_run) snprintf(cand, sizeof cand, "%lld", (long long)gs[i].cand_run);
+        fprintf(out, "<tr><td class=\"num\">%lld</td><td>", (long long)gs[i].id);
+        db_html(out, gs[i].created);
+        fprintf(out, "</td><td><span class=\"badge %s\">", db_verdict_class(gs[i].verdict));
+        db_html(out, gs[i].verdict);
+        fprintf(out, "</span></td><td>%s → %s</td><td>", base, cand);
+        db_html(out, gs[i].mode);
         fprintf(out, "</td><td>");
-        db_html(out, db_col(st, 6));
+        db_html(out, gs[i].summary);
         fprintf(out, "</td></tr>\n");
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) return db_fail(c, "gates");
+    free(gs);
     fprintf(out, "</tbody></table>\n</section>\n");
     return 0;
 }
@@ -697,12 +642,12 @@ static void db_runs(db_ctx *c, FILE *out) {
         db_html(out, r->type);
         char b[3][32], dec[64];
         double tps = !isnan(r->med[0]) ? r->med[0] : r->med[5];
-        db_fmt(dec, sizeof dec, r->med[1], 2);
+        plot_num(dec, sizeof dec, r->med[1], 2);
         if (!isnan(r->med[1]) && !isnan(r->roof_frac))
             snprintf(dec + strlen(dec), sizeof dec - strlen(dec), " (%.0f%%)", 100 * r->roof_frac);
         fprintf(out, "</small></td><td class=\"num\">%d</td><td class=\"num\">%d</td><td class=\"num\">%s</td>"
                      "<td class=\"num\">%s</td><td class=\"num\">%s</td><td>",
-                r->threads, r->reps, db_fmt(b[0], 32, tps, 2), dec, isnan(r->med[3]) ? "–" : db_fmt(b[2], 32, r->med[3], 2));
+                r->threads, r->reps, plot_num(b[0], 32, tps, 2), dec, isnan(r->med[3]) ? "–" : plot_num(b[2], 32, r->med[3], 2));
         db_html(out, r->cpu);
         fprintf(out, ", %d CPUs, %.1f GiB<br><small>", r->cores, r->mem_gib);
         db_html(out, r->kernel);
@@ -779,7 +724,7 @@ static void db_clean_charts(const char *dir) {
 int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
     db_ctx c;
     memset(&c, 0, sizeof c);
-    c.db = store_db(s);
+    c.s = s;
     c.err = err;
     c.errlen = errlen;
     snprintf(c.dir, sizeof c.dir, "%s", out_dir ? out_dir : DASHBOARD_DEFAULT_DIR);
@@ -787,10 +732,10 @@ int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
     int rc = -1;
     FILE *out = NULL;
     char path[PATH_MAX + 32], tmp[PATH_MAX + 48];
-    if (report_mkdirs(c.charts, err, errlen) || db_load(&c)) goto done;
+    if (plot_mkdirs(c.charts, err, errlen) || db_load(&c)) goto done;
     db_commit_order(&c);
     db_clean_charts(c.charts);
-    c.have_gp = report_gnuplot_find(c.gp, sizeof c.gp);
+    c.have_gp = plot_gnuplot_find(c.gp, sizeof c.gp);
     if (!c.have_gp) fprintf(stderr, "%s\n", DASHBOARD_NO_GNUPLOT_MSG);
     else {
         snprintf(path, sizeof path, "%s/all.gp", c.charts);
@@ -836,11 +781,11 @@ int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
             goto done;
         }
         c.all_gp = NULL;
-        if (c.n_charts && report_gnuplot_run(c.gp, c.charts, "all.gp", err, errlen)) goto done;
+        if (c.n_charts && plot_gnuplot_run(c.gp, c.charts, "all.gp", err, errlen)) goto done;
     }
     FILE *f = out;
     out = NULL;
-    if (report_commit_file(f, tmp, path, err, errlen)) goto done;
+    if (plot_commit_file(f, tmp, path, err, errlen)) goto done;
     rc = 0;
 done:
     if (out) {

@@ -4,43 +4,35 @@
  * `cortex-bench run` prints at the end (markdown, csv or json).
  */
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
 #include "roofline.h"
 #include "show.h"
 #include "store.h"
+#include "store_read.h"
 
-/* A text column, never NULL. */
-static const char *col(sqlite3_stmt *st, int i) {
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? (const char *)t : "";
-}
-
-int store_list(store *s, FILE *out, int limit, char *err, size_t n) {
-    sqlite3_stmt *st;
-    const char *sql =
-        "SELECT r.id, r.started_at, r.status, r.workload, r.model_name, r.model_type, r.threads, r.reps,"
-        " substr(r.git_commit, 1, 10), r.git_dirty,"
-        " (SELECT median FROM summary WHERE run_id = r.id AND name IN ('tps', 'output_tps') ORDER BY name = 'tps' DESC LIMIT 1)"
-        " FROM runs r ORDER BY r.id DESC LIMIT ?";
-    if (sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, n, "list: %s", sqlite3_errmsg(store_db(s)));
+/* `cortex-bench list`: the newest runs as a markdown table. */
+int show_list(store *s, FILE *out, int limit, char *err, size_t n) {
+    store_list_row *rows;
+    int nr;
+    if (store_list_runs(s, limit, &rows, &nr)) {
+        free(rows);
+        snprintf(err, n, "list: %s", store_errmsg(s));
         return -1;
     }
-    sqlite3_bind_int(st, 1, limit);
     fprintf(out, "| id | started (UTC) | status | workload | model | type | threads | reps | commit | TPS (median) |\n");
     fprintf(out, "| ---: | --- | --- | --- | --- | --- | ---: | ---: | --- | ---: |\n");
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    for (int i = 0; i < nr; i++) {
+        const store_list_row *w = &rows[i];
         char tps[32] = "";
-        if (sqlite3_column_type(st, 10) != SQLITE_NULL) snprintf(tps, sizeof tps, "%.2f", sqlite3_column_double(st, 10));
-        fprintf(out, "| %lld | %.19s | %s | %s | %s | %s | %d | %d | %s%s | %s |\n", (long long)sqlite3_column_int64(st, 0),
-                col(st, 1), col(st, 2), col(st, 3), col(st, 4), col(st, 5), sqlite3_column_int(st, 6),
-                sqlite3_column_int(st, 7), col(st, 8), sqlite3_column_int(st, 9) ? "+dirty" : "", tps);
+        if (!isnan(w->tps)) snprintf(tps, sizeof tps, "%.2f", w->tps);
+        fprintf(out, "| %lld | %.19s | %s | %s | %s | %s | %d | %d | %s%s | %s |\n", (long long)w->id, w->started, w->status,
+                w->workload, w->model, w->type, w->threads, w->reps, w->commit, w->dirty ? "+dirty" : "", tps);
     }
-    sqlite3_finalize(st);
+    free(rows);
     return 0;
 }
 
@@ -69,53 +61,15 @@ static const struct { const char *name, *label, *unit; } HEADLINE[] = {
 };
 #define NHEAD (int)(sizeof HEADLINE / sizeof HEADLINE[0])
 
-/* A summary row of one run. */
-typedef struct sum_row { char name[40]; double med, min, max, sd; int cnt; } sum_row;
+typedef store_summary_row sum_row;
 
-/* Identity of a run as the tables show it. */
-typedef struct run_id_info {
-    char model[128], type[16], wl[256], mode[16];
-    int threads, reps;
-    double params, bytes;
-} run_id_info;
-
-/* Read a run's identity and its summary rows (at most `cap`); returns the row count or -1. */
-static int load_run(sqlite3 *db, int64_t id, run_id_info *ri, sum_row *rows, int cap) {
-    sqlite3_stmt *st;
-    memset(ri, 0, sizeof *ri);
-    if (sqlite3_prepare_v2(db, "SELECT model_name, model_type, threads, workload, mode, reps, model_params, model_bytes"
-                               " FROM runs WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        snprintf(ri->model, sizeof ri->model, "%s", col(st, 0));
-        snprintf(ri->type, sizeof ri->type, "%s", col(st, 1));
-        ri->threads = sqlite3_column_int(st, 2);
-        snprintf(ri->wl, sizeof ri->wl, "%s", col(st, 3));
-        snprintf(ri->mode, sizeof ri->mode, "%s", col(st, 4));
-        ri->reps = sqlite3_column_int(st, 5);
-        ri->params = sqlite3_column_double(st, 6);
-        ri->bytes = sqlite3_column_double(st, 7);
-    }
-    sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(db, "SELECT name, median, min, max, stddev, n FROM summary WHERE run_id = ? ORDER BY rowid",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, id);
-    int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW && n < cap) {
-        sum_row *w = &rows[n++];
-        snprintf(w->name, sizeof w->name, "%s", col(st, 0));
-        w->med = sqlite3_column_double(st, 1);
-        w->min = sqlite3_column_double(st, 2);
-        w->max = sqlite3_column_double(st, 3);
-        w->sd = sqlite3_column_double(st, 4);
-        w->cnt = sqlite3_column_int(st, 5);
-    }
-    sqlite3_finalize(st);
-    return n;
+/* A run and its summary rows (at most `cap`); the row count, or -1. */
+static int load_run(store *s, int64_t id, store_run *ri, sum_row *rows, int cap) {
+    if (store_run_load(s, id, ri) < 0) return -1;
+    return store_summary_load(s, id, rows, cap);
 }
 
+/* The summary row of metric `name`, or NULL. */
 static const sum_row *find_row(const sum_row *rows, int n, const char *name) {
     for (int i = 0; i < n; i++)
         if (!strcmp(rows[i].name, name)) return &rows[i];
@@ -145,7 +99,7 @@ static int ordered(const sum_row *rows, int n, int full, const sum_row **out, co
 
 /* Under a markdown table: each run's decode speed against the bandwidth
  * roofline, or (once) how to get a roofline when the machine has none. */
-static void show_roofline(sqlite3 *db, const int64_t *ids, int n_ids, FILE *out) {
+static void show_roofline(store *db, const int64_t *ids, int n_ids, FILE *out) {
     int any = 0, hint = 0;
     for (int r = 0; r < n_ids; r++) {
         char line[512];
@@ -158,17 +112,17 @@ static void show_roofline(sqlite3 *db, const int64_t *ids, int n_ids, FILE *out)
 }
 
 /* llama-bench's table, for synthetic tests: one line per run. */
-static void synthetic_md(sqlite3 *db, const int64_t *ids, int n_ids, FILE *out) {
+static void synthetic_md(store *db, const int64_t *ids, int n_ids, FILE *out) {
     fprintf(out, "| model | size | params | type | threads | test | t/s |\n| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
     for (int r = 0; r < n_ids; r++) {
-        run_id_info ri;
+        store_run ri;
         sum_row rows[128];
         int n = load_run(db, ids[r], &ri, rows, 128);
         const sum_row *t = n > 0 ? find_row(rows, n, "tps") : NULL;
         char tps[48] = "failed (see show)";
         if (t) snprintf(tps, sizeof tps, "%.2f ± %.2f", t->med, t->sd);
-        fprintf(out, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %s |\n", ri.model, ri.bytes / (1 << 20), ri.params / 1e6,
-                ri.type, ri.threads, ri.wl, tps);
+        fprintf(out, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %s |\n", ri.model, (double)ri.model_bytes / (1 << 20), (double)ri.model_params / 1e6,
+                ri.type, ri.threads, ri.workload, tps);
     }
 }
 
@@ -178,10 +132,10 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         snprintf(err, n, "unknown output format '%s' (md, csv, json)", fmt);
         return -1;
     }
-    sqlite3 *db = store_db(s);
+    store *db = s;
     int all_synthetic = 1;
     for (int r = 0; r < n_ids; r++) {
-        run_id_info ri;
+        store_run ri;
         sum_row dummy[1];
         load_run(db, ids[r], &ri, dummy, 0);
         all_synthetic &= !strcmp(ri.mode, "synthetic");
@@ -195,11 +149,11 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
     else if (json) fprintf(out, "[");
     int first = 1;
     for (int r = 0; r < n_ids; r++) {
-        run_id_info ri;
+        store_run ri;
         sum_row rows[128];
         int nr = load_run(db, ids[r], &ri, rows, 128);
         if (nr < 0) {
-            snprintf(err, n, "show: %s", sqlite3_errmsg(db));
+            snprintf(err, n, "show: %s", store_errmsg(s));
             return -1;
         }
         const sum_row *ord[128];
@@ -208,17 +162,17 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         if (!csv && !json)
             fprintf(out, "%s**run %lld**: %s (%s), %d threads, `%s`, %s loop, median of %d repetitions\n\n"
                          "| metric | median | min | max | ± sd |\n| --- | ---: | ---: | ---: | ---: |\n",
-                    r ? "\n" : "", (long long)ids[r], ri.model, ri.type, ri.threads, ri.wl, ri.mode, ri.reps);
+                    r ? "\n" : "", (long long)ids[r], ri.model, ri.type, ri.threads, ri.workload, ri.mode, ri.reps);
         for (int i = 0; i < k; i++) {
             const sum_row *w = ord[i];
             if (csv) {
                 fprintf(out, "%lld,\"%s\",%s,%d,\"%s\",%s,%s,%.6g,%.6g,%.6g,%.6g,%d\n", (long long)ids[r], ri.model,
-                        ri.type, ri.threads, ri.wl, w->name, unit[i], w->med, w->min, w->max, w->sd, w->cnt);
+                        ri.type, ri.threads, ri.workload, w->name, unit[i], w->med, w->min, w->max, w->sd, w->cnt);
             } else if (json) {
                 fprintf(out, "%s\n  {\"run\": %lld, \"model\": ", first ? "" : ",", (long long)ids[r]);
                 json_write_string(out, ri.model, strlen(ri.model));
                 fprintf(out, ", \"type\": \"%s\", \"threads\": %d, \"workload\": ", ri.type, ri.threads);
-                json_write_string(out, ri.wl, strlen(ri.wl));
+                json_write_string(out, ri.workload, strlen(ri.workload));
                 fprintf(out, ", \"metric\": \"%s\", \"unit\": \"%s\", \"median\": ", w->name, unit[i]);
                 json_write_number(out, w->med);
                 fprintf(out, ", \"min\": ");
@@ -249,110 +203,93 @@ void show_md_inline(FILE *f, const char *s) {
     }
 }
 
-int show_run_facts(sqlite3 *db, int64_t id, FILE *out) {
-    sqlite3_stmt *st;
-    const char *sql =
-        "SELECT r.status, r.started_at, r.finished_at, r.error, r.workload, r.workload_kind, r.workload_hash, r.mode,"
-        " r.concurrency, r.model_path, r.model_sha256, r.model_type, r.model_params, r.threads, r.reps, r.warmup,"
-        " r.n_ctx, r.pinned, r.git_commit, r.git_dirty, r.build_type, r.build_flags, r.counter_mode,"
-        " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint,"
-        " r.cmdline, r.isa"
-        " FROM runs r LEFT JOIN environments e ON e.id = r.env_id WHERE r.id = ?";
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
-    sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_finalize(st);
-        return 1;
-    }
-    fprintf(out, "- status **%s**, started %s, finished %s%s", col(st, 0), col(st, 1),
-            *col(st, 2) ? col(st, 2) : "(never)", *col(st, 3) ? ", error: " : "");
-    show_md_inline(out, col(st, 3));
-    fprintf(out, "\n- workload `%s` (%s, sha256 %.16s), %s loop, concurrency %d\n", col(st, 4), col(st, 5), col(st, 6),
-            col(st, 7), sqlite3_column_int(st, 8));
-    fprintf(out, "- model `%s` (%s, %lld parameters, sha256 %.16s)\n", col(st, 9), col(st, 11),
-            (long long)sqlite3_column_int64(st, 12), col(st, 10));
-    fprintf(out, "- threads %d, repetitions %d (+%d warm-up), context %d, pinned to %s\n", sqlite3_column_int(st, 13),
-            sqlite3_column_int(st, 14), sqlite3_column_int(st, 15), sqlite3_column_int(st, 16),
-            *col(st, 17) ? col(st, 17) : "no CPUs (not pinned)");
-    fprintf(out, "- build %s `%s`, commit %s%s, kernels %s, counters %s\n", col(st, 20), col(st, 21), col(st, 18),
-            sqlite3_column_int(st, 19) ? " (dirty)" : "", *col(st, 32) ? col(st, 32) : "unknown (recorded before schema v5)",
-            col(st, 22));
-    fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s\n", col(st, 30), col(st, 23),
-            col(st, 24), sqlite3_column_int(st, 25), (double)sqlite3_column_int64(st, 26) / (1 << 30), col(st, 27),
-            col(st, 28), col(st, 29));
-    if (*col(st, 31)) fprintf(out, "- command `%s`\n", col(st, 31));
-    sqlite3_finalize(st);
+/* See show.h. */
+int show_run_facts(store *s, int64_t id, FILE *out) {
+    store_run r;
+    int found = store_run_load(s, id, &r);
+    if (found <= 0) return found < 0 ? -1 : 1;
+    fprintf(out, "- status **%s**, started %s, finished %s%s", r.status, r.started, *r.finished ? r.finished : "(never)",
+            *r.error ? ", error: " : "");
+    show_md_inline(out, r.error);
+    fprintf(out, "\n- workload `%s` (%s, sha256 %.16s), %s loop, concurrency %d\n", r.workload, r.kind, r.workload_hash,
+            r.mode, r.concurrency);
+    fprintf(out, "- model `%s` (%s, %lld parameters, sha256 %.16s)\n", r.model_path, r.type, (long long)r.model_params,
+            r.model_sha256);
+    fprintf(out, "- threads %d, repetitions %d (+%d warm-up), context %d, pinned to %s\n", r.threads, r.reps, r.warmup,
+            r.n_ctx, *r.pinned ? r.pinned : "no CPUs (not pinned)");
+    fprintf(out, "- build %s `%s`, commit %s%s, kernels %s, counters %s\n", r.build_type, r.build_flags, r.commit,
+            r.dirty ? " (dirty)" : "", *r.isa ? r.isa : "unknown (recorded before schema v5)", r.counter_mode);
+    fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s\n", r.fingerprint, r.cpu_model,
+            r.isa_flags, r.logical_cores, (double)r.mem_bytes / (1 << 30), r.kernel, r.compiler, r.governor);
+    if (*r.cmdline) fprintf(out, "- command `%s`\n", r.cmdline);
     return 0;
 }
 
-/* Per item (prompt / trace entry / test): medians over repetitions. */
-static void show_items(sqlite3 *db, int64_t id, FILE *out) {
-    sqlite3_stmt *st;
-    const char *sql =
-        "SELECT q.item, max(q.adapter), max(q.prompt_tokens), max(q.gen_tokens), avg(q.queue_ms), avg(q.ttft_ms),"
-        " avg(q.tpot_ms), avg(q.gen_tokens / ((q.e2e_ms - q.queue_ms) / 1000.0)), max(q.error), c.token_hash, c.stable"
-        " FROM requests q LEFT JOIN canaries c ON c.run_id = q.run_id AND c.item = q.item"
-        " WHERE q.run_id = ? GROUP BY q.idx ORDER BY q.idx";
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return;
-    sqlite3_bind_int64(st, 1, id);
+/* Per item (prompt / trace entry / test): means over repetitions. */
+static void show_items(store *s, int64_t id, FILE *out) {
+    store_run r;
+    store_item *it;
+    int n;
+    if (store_run_load(s, id, &r) != 1 || store_items_load(s, &r, &it, &n)) return;
     fprintf(out, "### requests (mean over repetitions)\n\n| item | adapter | prompt tok | gen tok | queue ms | TTFT ms |"
                  " TPOT ms | TPS | canary |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (*col(st, 8)) {
-            fprintf(out, "| %s | | %d | | | | | | error: %s |\n", col(st, 0), sqlite3_column_int(st, 2), col(st, 8));
+    for (int i = 0; i < n; i++) {
+        const store_item *q = &it[i];
+        if (*q->error && q->n_err == q->n) {
+            fprintf(out, "| %s | | %d | | | | | | error: %s |\n", q->item, q->prompt_tokens, q->error);
             continue;
         }
         char ad[16] = "";
-        if (sqlite3_column_int(st, 1) >= 0) snprintf(ad, sizeof ad, "%d", sqlite3_column_int(st, 1));
-        fprintf(out, "| %s | %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %s%s |\n", col(st, 0), ad, sqlite3_column_int(st, 2),
-                sqlite3_column_int(st, 3), sqlite3_column_double(st, 4), sqlite3_column_double(st, 5),
-                sqlite3_column_double(st, 6), sqlite3_column_double(st, 7), col(st, 9),
-                sqlite3_column_type(st, 10) != SQLITE_NULL && !sqlite3_column_int(st, 10) ? " (UNSTABLE)" : "");
+        if (q->adapter >= 0) snprintf(ad, sizeof ad, "%d", q->adapter);
+        fprintf(out, "| %s | %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %s%s%s%s |\n", q->item, ad, q->prompt_tokens,
+                q->gen_tokens, q->queue, q->ttft, q->tpot, q->tps, q->hash, q->stable == 0 ? " (UNSTABLE)" : "",
+                *q->error ? ", error: " : "", q->error);
     }
-    sqlite3_finalize(st);
+    free(it);
     fprintf(out, "\n");
 }
 
-static void show_counters(sqlite3 *db, int64_t id, FILE *out) {
-    sqlite3_stmt *st;
-    const char *sql = "SELECT phase, name, unit, status, avg(value), max(reason) FROM counters WHERE run_id = ?"
-                      " GROUP BY phase, name ORDER BY phase DESC, rowid";
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return;
-    sqlite3_bind_int64(st, 1, id);
+/* The counters per phase (total first), missing ones with their reason. */
+static void show_counters(store *s, int64_t id, FILE *out) {
+    store_counter *k;
+    int n;
+    if (store_counters_load(s, id, &k, &n)) return;
+    static const int order[3] = {2, 0, 1}; /* total, prefill, decode */
     int any = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (!any++) fprintf(out, "### counters (mean over repetitions)\n\n| phase | counter | value | unit |\n| --- | --- | ---: | --- |\n");
-        if (!strcmp(col(st, 3), "ok"))
-            fprintf(out, "| %s | %s | %.0f | %s |\n", col(st, 0), col(st, 1), sqlite3_column_double(st, 4), col(st, 2));
-        else
-            fprintf(out, "| %s | %s | missing | %s |\n", col(st, 0), col(st, 1), col(st, 5));
+    for (int o = 0; o < 3; o++) {
+        int p = order[o];
+        for (int i = 0; i < n; i++) {
+            if (!k[i].seen[p]) continue;
+            if (!any++) fprintf(out, "### counters (mean over repetitions)\n\n| phase | counter | value | unit |\n| --- | --- | ---: | --- |\n");
+            if (k[i].ok[p]) fprintf(out, "| %s | %s | %.0f | %s |\n", STORE_PHASES[p], k[i].name, k[i].v[p], k[i].unit);
+            else fprintf(out, "| %s | %s | missing | %s |\n", STORE_PHASES[p], k[i].name, k[i].reason[p]);
+        }
     }
-    sqlite3_finalize(st);
+    free(k);
     if (any) fprintf(out, "\n");
 }
 
-void show_adapters(sqlite3 *db, int64_t id, FILE *out) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT * FROM adapter_stats WHERE run_id = ? ORDER BY adapter", -1, &st, NULL) != SQLITE_OK)
-        return;
-    sqlite3_bind_int64(st, 1, id);
-    int any = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (!any++)
+/* See show.h. */
+void show_adapters(store *s, int64_t id, FILE *out) {
+    store_adapter *a;
+    int n;
+    if (store_adapters_load(s, id, &a, &n)) return;
+    for (int i = 0; i < n; i++) {
+        if (!i)
             fprintf(out, "### per adapter (all repetitions)\n\n| adapter | requests | TTFT p50 | TTFT p90 | TTFT p99 |"
                          " ITL p50 | ITL p90 | ITL p99 | e2e p50 |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-        fprintf(out, "| %d | %d |", sqlite3_column_int(st, 1), sqlite3_column_int(st, 2));
-        for (int c = 3; c <= 9; c++) fprintf(out, " %.2f |", sqlite3_column_double(st, c));
-        fprintf(out, "\n");
+        fprintf(out, "| %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", a[i].adapter, a[i].requests,
+                a[i].ttft_p50, a[i].ttft_p90, a[i].ttft_p99, a[i].itl_p50, a[i].itl_p90, a[i].itl_p99, a[i].e2e_p50);
     }
-    sqlite3_finalize(st);
-    if (any) fprintf(out, "\n");
+    free(a);
+    if (n) fprintf(out, "\n");
 }
 
-int store_show(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t n) {
+/* `cortex-bench show RUN`: md (facts, summary, items, adapters, KV, counters), or csv/json of the summary. */
+int show_run(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t n) {
     if (strcmp(fmt, "md")) return show_table(s, &id, 1, fmt, 1, out, err, n);
     fprintf(out, "## run %lld\n\n", (long long)id);
-    int rc = show_run_facts(store_db(s), id, out);
+    int rc = show_run_facts(s, id, out);
     fprintf(out, "\n");
     if (rc) {
         snprintf(err, n, rc > 0 ? "no run %lld in the database" : "show: query failed", (long long)id);
@@ -361,9 +298,9 @@ int store_show(store *s, int64_t id, const char *fmt, FILE *out, char *err, size
     fprintf(out, "### summary (over repetitions)\n\n");
     if (show_table(s, &id, 1, "md", 1, out, err, n)) return -1;
     fprintf(out, "\n");
-    show_items(store_db(s), id, out);
-    show_adapters(store_db(s), id, out);
-    show_kv(store_db(s), id, out);
-    show_counters(store_db(s), id, out);
+    show_items(s, id, out);
+    show_adapters(s, id, out);
+    show_kv(s, id, out);
+    show_counters(s, id, out);
     return 0;
 }

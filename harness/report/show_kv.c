@@ -3,11 +3,12 @@
  * `report`: the run's KV configuration and its kv_* metrics (medians over
  * repetitions) with their meaning and unit. Definitions: docs/metrics.md.
  */
-#include <sqlite3.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "show.h"
+#include "store_read.h"
 
 /* The kv_* metrics in display order. */
 static const struct { const char *name, *label, *unit; } KV_ROWS[] = {
@@ -34,27 +35,17 @@ static const struct { const char *name, *label, *unit; } KV_ROWS[] = {
 };
 
 /* See show.h. */
-void show_kv(sqlite3 *db, int64_t id, FILE *out) {
-    sqlite3_stmt *st;
-    char config[512] = "default (recorded before schema v6)";
-    if (sqlite3_prepare_v2(db, "SELECT kv_config FROM runs WHERE id = ?", -1, &st, NULL) != SQLITE_OK) return;
-    sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        snprintf(config, sizeof config, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(db, "SELECT median FROM summary WHERE run_id = ? AND name = ?", -1, &st, NULL) != SQLITE_OK)
-        return;
+void show_kv(store *s, int64_t id, FILE *out) {
+    store_run r;
+    if (store_run_load(s, id, &r) != 1) return;
+    const char *config = *r.kv_config ? r.kv_config : "default (recorded before schema v6)";
     fprintf(out, "### KV cache\n\n`%s`\n\n| metric | median | unit |\n| --- | ---: | --- |\n", config);
     for (size_t i = 0; i < sizeof KV_ROWS / sizeof KV_ROWS[0]; i++) {
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, KV_ROWS[i].name, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL) continue;
-        double v = sqlite3_column_double(st, 0);
+        double v = store_metric_median(s, id, KV_ROWS[i].name);
+        if (isnan(v)) continue;
         if (!strcmp(KV_ROWS[i].unit, "fraction")) fprintf(out, "| %s | %.3f (%.1f%%) | |\n", KV_ROWS[i].label, v, v * 100);
         else if (v == (double)(long long)v) fprintf(out, "| %s | %lld | %s |\n", KV_ROWS[i].label, (long long)v, KV_ROWS[i].unit);
         else fprintf(out, "| %s | %.3f | %s |\n", KV_ROWS[i].label, v, KV_ROWS[i].unit);
     }
-    sqlite3_finalize(st);
     fprintf(out, "\n");
 }

@@ -73,7 +73,7 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
     /* The machine's measured read bandwidth at this thread count, if `cortex-bench hw` ran here. */
     hw_ref hw;
     env_fingerprint(env, fp);
-    if (hw_store_lookup(store_db(db), fp, 0, meta.threads, &hw) != 1) memset(&hw, 0, sizeof hw);
+    if (hw_store_lookup(db, fp, 0, meta.threads, &hw) != 1) memset(&hw, 0, sizeof hw);
     meta.hw_id = hw.id;
     int64_t id;
     if (store_begin_run(db, &meta, env, &id, err, sizeof err)) return cli_fail(1, "%s", err);
@@ -349,8 +349,8 @@ int cmd_run(int argc, char **argv) {
     else if (!strcmp(o.fmt, "md")) {
         for (int i = 0; i < n_ids; i++) { /* under Zipf popularity: who pays */
             printf("\n");
-            show_adapters(store_db(db), ids[i], stdout);
-            show_kv(store_db(db), ids[i], stdout);
+            show_adapters(db, ids[i], stdout);
+            show_kv(db, ids[i], stdout);
         }
         printf("\nstored as run%s", n_ids > 1 ? "s" : "");
         for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);

@@ -344,15 +344,10 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* p50/p90/p99 of a sample into metrics "<name>_p50" etc. */
 static void set_percentiles(rep_result *out, const char *name, double *v, size_t n) {
     if (!n) return;
-    qsort(v, n, sizeof(double), cmp_double);
+    stats_sort(v, n);
     static const int ps[3] = {50, 90, 99};
     for (int i = 0; i < 3; i++) {
         char key[40];
@@ -417,7 +412,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic) {
             if (!q->error[0] && service > 0) v[k++] = q->gen_tokens / (service / 1e3);
         }
         if (k) {
-            qsort(v, k, sizeof(double), cmp_double);
+            stats_sort(v, k);
             rep_set_metric(out, "req_tps_min", v[0]);
             rep_set_metric(out, "req_tps_median", stats_percentile(v, k, 50));
             rep_set_metric(out, "req_tps_max", v[k - 1]);

@@ -1,9 +1,10 @@
 /*
  * runner.h - replay a workload against the engine and time every token.
  *
- * The engine serves one request at a time (it does not batch yet), so the
- * runner is also the scheduler: requests queue FCFS and their queueing delay
- * shows up in TTFT, as a user would see it.
+ * The runner is also the scheduler. Prompt sets and traces are served one
+ * request at a time (the engine can batch decode steps, cx_batch_eval, but no
+ * scheduler admits requests into a running batch yet): requests queue FCFS
+ * and their queueing delay shows up in TTFT, as a user would see it.
  *   - closed loop: `concurrency` clients; each issues its next request when its
  *     previous one completes (standard prompts: concurrency 1);
  *   - open loop: requests are issued at their trace arrival times whatever the

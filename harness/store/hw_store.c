@@ -2,6 +2,7 @@
  * hw_store.c - the `hw` table (see hw_store.h).
  */
 #include "hw_store.h"
+#include "store_row.h"
 
 #include <math.h>
 #include <sqlite3.h>
@@ -80,12 +81,13 @@ int hw_store_insert(store *s, const hw_result *r, const env_info *e, int64_t *id
     return 0;
 }
 
-int hw_store_lookup(sqlite3 *db, const char *fingerprint, int64_t env_id, int threads, hw_ref *out) {
+int hw_store_lookup(store *s, const char *fingerprint, int64_t env_id, int threads, hw_ref *out) {
     /* Rows of the machine; those measured at exactly `threads` first, then newest. */
     const char *sql =
         "SELECT h.id, h.threads, h.read_gbs_1t, h.read_gbs, h.measured_at FROM hw h JOIN environments e ON e.id = h.env_id"
         " WHERE (?1 IS NOT NULL AND e.fingerprint = ?1) OR (?1 IS NULL AND e.id = ?2)"
         " ORDER BY (?3 > 1 AND h.threads = ?3) DESC, h.id DESC LIMIT 1";
+    sqlite3 *db = store_db(s);
     sqlite3_stmt *st;
     memset(out, 0, sizeof *out);
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -98,13 +100,12 @@ int hw_store_lookup(sqlite3 *db, const char *fingerprint, int64_t env_id, int th
     sqlite3_bind_int(st, 3, threads);
     int rc = sqlite3_step(st), found = 0;
     if (rc == SQLITE_ROW) {
-        out->id = sqlite3_column_int64(st, 0);
-        out->hw_threads = sqlite3_column_int(st, 1);
-        int one = threads == 1 && sqlite3_column_type(st, 2) != SQLITE_NULL;
-        out->read_gbs = sqlite3_column_double(st, one ? 2 : 3);
+        out->id = row_int(st, "id");
+        out->hw_threads = (int)row_int(st, "threads");
+        int one = threads == 1 && !row_null(st, "read_gbs_1t");
+        out->read_gbs = row_num(st, one ? "read_gbs_1t" : "read_gbs");
         out->threads = one ? 1 : out->hw_threads;
-        const unsigned char *t = sqlite3_column_text(st, 4);
-        snprintf(out->measured_at, sizeof out->measured_at, "%s", t ? (const char *)t : "");
+        row_copy(st, "measured_at", out->measured_at, sizeof out->measured_at);
         found = out->read_gbs > 0;
     }
     sqlite3_finalize(st);

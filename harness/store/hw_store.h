@@ -12,8 +12,6 @@
 #include "hw.h"
 #include "store.h"
 
-struct sqlite3;
-
 /* Insert the measurement (and its environments row) in one transaction.
  * 0 and the row id, or -1 with a message. */
 int hw_store_insert(store *s, const hw_result *r, const env_info *e, int64_t *id, char *err, size_t errlen);
@@ -34,6 +32,6 @@ typedef struct hw_ref {
  * `threads` threads, else the newest row's all-threads figure. 1 when found,
  * 0 when the machine has no hw row (or no such table), -1 on a query error.
  */
-int hw_store_lookup(struct sqlite3 *db, const char *fingerprint, int64_t env_id, int threads, hw_ref *out);
+int hw_store_lookup(store *s, const char *fingerprint, int64_t env_id, int threads, hw_ref *out);
 
 #endif

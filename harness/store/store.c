@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "stats.h"
+#include "store_row.h"
 
 struct store {
     sqlite3 *db;
@@ -121,7 +122,7 @@ int store_version(store *s) {
     sqlite3_stmt *st;
     int v = -1;
     if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int(st, 0);
+        v = (int)row_int(st, "user_version");
     sqlite3_finalize(st);
     return v;
 }
@@ -243,7 +244,7 @@ int64_t store_env_id(store *s, const env_info *e) {
     int64_t id = -1;
     if (sqlite3_prepare_v2(s->db, "SELECT id FROM environments WHERE fingerprint = ?", -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, fp, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(st) == SQLITE_ROW) id = sqlite3_column_int64(st, 0);
+        if (sqlite3_step(st) == SQLITE_ROW) id = row_int(st, "id");
     }
     sqlite3_finalize(st);
     return id;
@@ -328,11 +329,6 @@ static int write_canaries(store *s, int64_t id, const rep_result *reps, int n_re
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Percentiles of TTFT, ITL and end-to-end latency per adapter, over all reps. */
 static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int n_reps) {
     int max_a = -1;
@@ -358,9 +354,9 @@ static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int
                 for (int k = 0; k < q->n_itl; k++) itl[ni++] = q->itl_ms[k];
             }
         if (!nt) continue;
-        qsort(ttft, nt, sizeof(double), cmp_double);
-        qsort(e2e, nt, sizeof(double), cmp_double);
-        qsort(itl, ni, sizeof(double), cmp_double);
+        stats_sort(ttft, nt);
+        stats_sort(e2e, nt);
+        stats_sort(itl, ni);
         double nanv = NAN;
         rc = run_sql(s, "INSERT INTO adapter_stats VALUES (?,?,?,?,?,?,?,?,?,?)", "iiiddddddd", id, (int64_t)a,
                      (int64_t)nt, stats_percentile(ttft, nt, 50), stats_percentile(ttft, nt, 90),
@@ -434,7 +430,7 @@ int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime, c
     sqlite3_bind_int64(st, 2, size);
     sqlite3_bind_int64(st, 3, mtime);
     if (sqlite3_step(st) == SQLITE_ROW) {
-        snprintf(out, 65, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(out, 65, "%s", row_text(st, "sha256"));
         found = 1;
     }
     sqlite3_finalize(st);

@@ -6,7 +6,9 @@
  * commits the run row as 'incomplete' (so a killed run is visible as such),
  * store_finish_run writes every result and flips it to 'complete' in one
  * transaction (so a run's results land whole or not at all). Schema:
- * docs/harness.md.
+ * docs/harness.md. Typed readers: store_read.h (runs, items, counters, the
+ * run-reference resolver) and store_gate.h (gates, verdicts, canaries,
+ * histories); the hw table: hw_store.h.
  */
 #ifndef CB_STORE_H
 #define CB_STORE_H
@@ -28,7 +30,9 @@ int store_open(const char *path, store **out, char *err, size_t errlen);
 int store_open_version(const char *path, int version, store **out, char *err, size_t errlen);
 void store_close(store *s);
 int store_version(store *s);
-/* The raw handle, for read-only queries by report code and tests. */
+/* The raw handle: for the store's own files (store_read.c, store_gate.c,
+ * hw_store.c) and for tests that check the schema; no other harness code
+ * speaks SQL. */
 struct sqlite3 *store_db(store *s);
 
 /* The environments row of `e` (inserted when new); its id, or -1. */
@@ -46,9 +50,5 @@ int store_tag_run(store *s, int64_t id, const char *name);
 /* Cached SHA-256 of a model file, keyed by path, size and mtime; 1 if found. */
 int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, char out[65]);
 void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, const char *hex);
-
-/* Human output: a list of recent runs, and one run in md, csv or json. */
-int store_list(store *s, FILE *out, int limit, char *err, size_t errlen);
-int store_show(store *s, int64_t run_id, const char *format, FILE *out, char *err, size_t errlen);
 
 #endif

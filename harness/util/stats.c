@@ -24,10 +24,14 @@ double stats_percentile(const double *sorted, size_t n, double p) {
     return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
 }
 
-/* qsort order for doubles (no NaNs: stats_summarize rejects them first). */
+/* qsort order for doubles (no NaNs: callers reject them first). */
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+void stats_sort(double *x, size_t n) {
+    if (n > 1) qsort(x, n, sizeof *x, cmp_double);
 }
 
 /* Sort a copy, then read min/max/percentiles off it; mean and sample
@@ -41,7 +45,7 @@ int stats_summarize(const double *x, size_t n, stats_summary *s) {
     double *v = malloc(n * sizeof *v);
     if (!v) return CX_ENOMEM;
     memcpy(v, x, n * sizeof *v);
-    qsort(v, n, sizeof *v, cmp_double);
+    stats_sort(v, n);
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += v[i];
     double mean = sum / (double)n, ss = 0;

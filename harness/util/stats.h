@@ -20,6 +20,10 @@ typedef struct stats_summary {
     double stddev;     /* sample standard deviation (divides by n - 1); 0 when n == 1 */
 } stats_summary;
 
+/* Sort n values ascending (qsort; the values must not be NaN). The one
+ * sort of samples in the harness. */
+void stats_sort(double *x, size_t n);
+
 /* The p-th percentile (0 <= p <= 100) of n >= 1 values sorted ascending. */
 double stats_percentile(const double *sorted, size_t n, double p);
 
