@@ -14,8 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -27,9 +25,6 @@
 #include "json.h"
 #include "run_cmd.h"
 #include "sha256.h"
-#include "significance.h"
-#include "store_gate.h"
-#include "store_read.h"
 #include "store.h"
 #include "store_gate.h"
 #include "store_read.h"
