@@ -42,6 +42,9 @@ LIB        := $(BUILD)/libcortex.a
 CLI        := $(BUILD)/cortex
 HARNESS_ALL := $(sort $(shell find harness -name '*.c'))
 HARNESS_HDR := $(shell find harness -name '*.h')
+# One -I per harness subsystem folder (harness/run/, harness/store/, ...): a
+# harness header is included by its name, whichever folder includes it.
+HARNESS_INC := $(patsubst %/,-I%,$(sort $(dir $(HARNESS_ALL) $(HARNESS_HDR))))
 HARNESS_SRC := $(filter-out %/bench_main.c %/counters_papi.c,$(HARNESS_ALL))
 ifeq ($(PAPI),1)
 HARNESS_SRC += $(filter %/counters_papi.c,$(HARNESS_ALL))
@@ -96,28 +99,28 @@ $(VERSION_H): FORCE
 
 $(BUILD)/harness/%.o: harness/%.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iharness $(WARN) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(CFLAGS) -c $< -o $@
 
 # Harness *_avx2.c (cortex-bench hw's kernels): AVX2 flags too (this rule's shorter stem wins over the one above).
 $(BUILD)/harness/%_avx2.o: harness/%_avx2.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iharness $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
 
 $(HLIB): $(HARNESS_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 # Only the files that record the build's provenance depend on version.h.
-$(BUILD)/harness/run_cmd.o $(BUILD)/harness/gate_cmd.o: $(BUILD)/harness/%.o: harness/%.c $(VERSION_H) $(HARNESS_HDR) $(wildcard engine/include/*.h)
+$(BUILD)/harness/run/run_cmd.o $(BUILD)/harness/gate/gate_cmd.o: $(BUILD)/harness/%.o: harness/%.c $(VERSION_H) $(HARNESS_HDR) $(wildcard engine/include/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iharness -I$(BUILD)/gen $(WARN) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) -I$(BUILD)/gen $(WARN) $(CFLAGS) -c $< -o $@
 
 $(BENCH): $(BUILD)/harness/bench_main.o $(HLIB) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lsqlite3 $(LDLIBS)
 
 $(BUILD)/tests/test_%: test_%.c tests/unit/testing.h $(LIB) $(HLIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iengine/src -Iharness -Itests/unit $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Iengine/src $(HARNESS_INC) -Itests/unit $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(LDLIBS)
 
 $(BUILD)/tests/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -155,7 +158,7 @@ build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(ENGINE_HDR)
 # The workload fuzzer needs the harness's parsers rather than the engine.
 build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iharness $(WARN) $(FUZZ_FLAGS) $< harness/json.c harness/workload.c harness/sha256.c harness/trace_gen.c harness/rng.c -o $@ -lm
+	clang $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(FUZZ_FLAGS) $< harness/util/json.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c -o $@ -lm
 
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)

@@ -123,4 +123,19 @@ bad "show of a missing run" "no run 999" show 999 --db "$db"
 check "bad input wrote no run" test "$(sql "$db" "select count(*) from runs")" = "$before"
 check "no half-written trace file or sidecar" sh -c "! ls '$tmp'/x.jsonl* 2>/dev/null | grep -q ."
 
+# Every command takes the same run references: an id, a tag, a commit prefix.
+first=$(sql "$db" "select min(id) from runs where status = 'complete'")
+commit=$(sql "$db" "select git_commit from runs where id = $first")
+"$BENCH" tag "$first" smoke --db "$db" >/dev/null
+check "tag RUN NAME" test "$(sql "$db" "select run_id from tags where name = 'smoke'")" = "$first"
+"$BENCH" show smoke --db "$db" >"$tmp/show-tag.out"
+check "show TAG shows the tagged run" grep -q "^## run $first\$" "$tmp/show-tag.out"
+"$BENCH" tag smoke smoke2 --db "$db" >/dev/null
+check "tag TAG NAME tags the same run" test "$(sql "$db" "select run_id from tags where name = 'smoke2'")" = "$first"
+if [ -n "$commit" ] && [ "$commit" != unknown ]; then
+    "$BENCH" show "${commit:0:8}" --db "$db" >/dev/null
+    check "show COMMIT-PREFIX resolves" test $? -eq 0
+fi
+bad "show of an unknown reference" "no-such-ref. is neither a run id, a tag, nor the commit" show no-such-ref --db "$db"
+
 finish

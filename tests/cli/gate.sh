@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/cli/gate.sh - the regression gate end to end in deterministic mode
+# tests/cli/gate.sh - the regression gate end to end: wall-clock mode measures
+# every configured metric and refuses one no workload produces; then deterministic mode
 # (instruction counts, so no timing enters a test): an unchanged build passes,
 # the knob build with a 5 % injected slowdown fails with exit 1, a missing
 # baseline is an error (exit 2) unless recorded; JUnit XML and the markdown
@@ -15,9 +16,27 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 check() { local what=$1; shift; if "$@"; then pass=$((pass + 1)); echo "ok - $what"; else fail=$((fail + 1)); echo "FAIL - $what"; fi; }
 sql() { "$PY" -c 'import sqlite3, sys; r = sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print("" if r is None else r[0])' "$@"; }
+
+# Wall-clock mode: every metric ci/gates.conf names comes out of its workloads
+# (fewer repetitions, same workloads and metrics; --record-baseline makes the
+# verdict independent of timing), and a metric no workload produces is refused.
+"$BUILD/cortex" synth --shape gate-micro --type q8_0 -o "$tmp/w.gguf" 2>/dev/null
+sed 's/^reps .*/reps 2/; s/^budget .*/budget 0/' ci/gates.conf >"$tmp/ci.conf"
+w() { "$BENCH" gate --model "$tmp/w.gguf" --db "$tmp/w.db" -t 1 "$@" >"$tmp/w.out" 2>"$tmp/w.err"; }
+w --gate-file "$tmp/ci.conf" --record-baseline
+check "wall-clock gate with ci/gates.conf's workloads and metrics: every metric measured (exit 0)" test $? -eq 0
+w --gate-file "$tmp/ci.conf"
+check "... and judged: a ttft_ms_p50 and an output_tps verdict" \
+    sh -c "grep -q '/ttft_ms_p50 |' '$tmp/w.out' && grep -q '/output_tps |' '$tmp/w.out'"
+sed 's/^metric tps /metric total_tps higher 0.1\nmetric tps /' "$tmp/ci.conf" >"$tmp/unmeasured.conf"
+w --gate-file "$tmp/unmeasured.conf"
+check "a configured metric no workload produces: exit 2" test $? -eq 2
+check "... one stderr line naming the metric and the workloads" \
+    sh -c "test \$(wc -l <'$tmp/w.err') -eq 1 && grep -q \"metric 'total_tps' is measured by none of the gate's workloads (tg32, pp64)\" '$tmp/w.err'"
+
 if [ ! -x "$KNOB" ]; then
     if [ "${CI:-}" = true ]; then check "knob build present ($KNOB: make KNOBS=1)" false; echo "$pass passed, $fail failed"; exit 1; fi
-    echo "SKIP: $KNOB not built (make KNOBS=1 build-knob/cortex-bench)"; echo "0 passed, 0 failed"; exit 0
+    echo "SKIP: $KNOB not built (make KNOBS=1 build-knob/cortex-bench)"; echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit
 fi
 "$BUILD/cortex" synth --shape gate-micro --type q8_0 -o "$tmp/m.gguf" 2>/dev/null
 db=$tmp/g.db

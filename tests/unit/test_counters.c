@@ -1,12 +1,12 @@
 /*
- * test_counters.c - harness/counters.c and harness/env.c: every counter is
+ * test_counters.c - harness/measure/counters.c and harness/measure/env.c: every counter is
  * either counted (non-negative, monotonic, growing with work) or unsupported
  * with a reason, never a silent 0; inherited counting covers threads created
  * after ctr_open; phase arithmetic; the environment fingerprint; CPU pinning;
  * peak RSS. No timing thresholds: only "grew", and counts compared with counts.
  *
- * Build: cc -std=c11 -D_GNU_SOURCE -Iharness tests/unit/test_counters.c
- *        harness/counters.c harness/env.c harness/sha256.c -lm -pthread
+ * Build: cc -std=c11 -D_GNU_SOURCE -Iharness/measure -Iharness/util tests/unit/test_counters.c
+ *        harness/measure/counters.c harness/measure/env.c harness/util/sha256.c -lm -pthread
  */
 #include <errno.h>
 #include <pthread.h>

@@ -91,7 +91,23 @@ static void test_gatefile(void) {
               i, err, bad[i].want);
 }
 
+/* A configured wall-clock metric that no workload produced is named, with
+ * the workloads, in one line; the deterministic metric is not asked for. */
+static void test_unmeasured(void) {
+    gate_conf c;
+    char err[512], msg[1024];
+    CHECK(parse("version 1\nworkload tg32\nworkload pp64\nmetric tps higher 0.1\nmetric ttft_ms_p50 lower 0.1\n"
+                "metric output_tps higher 0.1\nmetric instructions lower 0.02\n", &c, err, sizeof err) == 0, "parses: %s", err);
+    int all[4] = {1, 1, 1, 0}, some[4] = {1, 0, 0, 0};
+    msg[0] = 0;
+    CHECK(gate_conf_unmeasured(&c, all, msg, sizeof msg) == 0 && !msg[0], "every wall-clock metric produced: %s", msg);
+    CHECK(gate_conf_unmeasured(&c, some, msg, sizeof msg) == 2, "two metrics unmeasured");
+    CHECK(strstr(msg, "metrics 'ttft_ms_p50', 'output_tps' are measured by none of the gate's workloads (tg32, pp64)") &&
+          !strchr(msg, '\n') && !strstr(msg, "instructions"), "one line naming them and the workloads: %s", msg);
+}
+
 TEST_MAIN({
     test_verdicts();
     test_gatefile();
+    test_unmeasured();
 })

@@ -109,13 +109,12 @@ static void test_lookup_and_describe(void) {
     store *s;
     CHECK(store_open(path, &s, err, sizeof err) == 0, "open: %s", err);
     if (!s) return;
-    sqlite3 *db = store_db(s);
     env_info env;
     env_collect(&env);
     char fp[65];
     env_fingerprint(&env, fp);
     hw_ref h;
-    CHECK(hw_store_lookup(db, fp, 0, 2, &h) == 0, "no hw row yet");
+    CHECK(hw_store_lookup(s, fp, 0, 2, &h) == 0, "no hw row yet");
     /* A run that decoded, recorded before any hw row: the hint. */
     run_meta meta;
     memset(&meta, 0, sizeof meta);
@@ -132,9 +131,9 @@ static void test_lookup_and_describe(void) {
     roof_model_from_numbers(&rm, 1e6, 256000, 1000, 0, 4, 2, 64);
     roof_apply(&r, 1, &rm, 0, 1);
     CHECK(store_finish_run(s, id, &r, 1, err, sizeof err) == 0, "finish: %s", err);
-    CHECK(roof_describe(db, id, buf, sizeof buf) == -1, "decoded, no hw row: the caller prints the hint");
+    CHECK(roof_describe(s, id, buf, sizeof buf) == -1, "decoded, no hw row: the caller prints the hint");
     double dec, frac;
-    roof_fraction(db, id, &dec, &frac);
+    roof_fraction(s, id, &dec, &frac);
     CHECK(dec == 15000 && isnan(frac), "fraction unknown, decode known");
 
     /* Two rows: N = 2 at 20 GB/s (1 thread 12), then newer N = 1 at 11. */
@@ -151,16 +150,16 @@ static void test_lookup_and_describe(void) {
     hr.threads = 1;
     hr.read[0].best = hr.read[1].best = 11;
     CHECK(hw_store_insert(s, &hr, &env, &h2, err, sizeof err) == 0 && h2 > h1, "insert 2: %s", err);
-    CHECK(hw_store_lookup(db, fp, 0, 2, &h) == 1 && h.id == h1 && h.read_gbs == 20 && h.threads == 2,
+    CHECK(hw_store_lookup(s, fp, 0, 2, &h) == 1 && h.id == h1 && h.read_gbs == 20 && h.threads == 2,
           "2 threads: the row measured at 2 threads (row %lld, %.1f GB/s)", (long long)h.id, h.read_gbs);
-    CHECK(hw_store_lookup(db, fp, 0, 1, &h) == 1 && h.id == h2 && h.read_gbs == 11 && h.threads == 1,
+    CHECK(hw_store_lookup(s, fp, 0, 1, &h) == 1 && h.id == h2 && h.read_gbs == 11 && h.threads == 1,
           "1 thread: the newest row's 1-thread figure");
-    CHECK(hw_store_lookup(db, fp, 0, 4, &h) == 1 && h.id == h2 && h.read_gbs == 11,
+    CHECK(hw_store_lookup(s, fp, 0, 4, &h) == 1 && h.id == h2 && h.read_gbs == 11,
           "4 threads, never measured: the newest row's all-threads figure");
-    CHECK(hw_store_lookup(db, "not-this-machine", 0, 2, &h) == 0, "another machine has no row");
+    CHECK(hw_store_lookup(s, "not-this-machine", 0, 2, &h) == 0, "another machine has no row");
 
     /* The run recorded before the hw rows is now judged against row 1 (2 threads). */
-    CHECK(roof_describe(db, id, buf, sizeof buf) == 1, "described after hw ran");
+    CHECK(roof_describe(s, id, buf, sizeof buf) == 1, "described after hw ran");
     CHECK(strstr(buf, "decode 15000.00 tok/s = 87% of roofline 17333.19 tok/s") && strstr(buf, "measured after this run") &&
               strstr(buf, "1.154 MB read per token at 20.00 GB/s"),
           "late sentence: %s", buf);
@@ -175,10 +174,10 @@ static void test_lookup_and_describe(void) {
     CHECK(store_begin_run(s, &meta, &env, &id2, err, sizeof err) == 0 &&
               store_finish_run(s, id2, &r2, 1, err, sizeof err) == 0,
           "second run: %s", err);
-    CHECK(roof_describe(db, id2, buf, sizeof buf) == 1 && strstr(buf, "= 92% of roofline 17333.19 tok/s") &&
+    CHECK(roof_describe(s, id2, buf, sizeof buf) == 1 && strstr(buf, "= 92% of roofline 17333.19 tok/s") &&
               strstr(buf, "hw row 1)"),
           "stored sentence: %s", buf);
-    roof_fraction(db, id2, &dec, &frac);
+    roof_fraction(s, id2, &dec, &frac);
     CHECK_NEAR(frac, 0.9230848, 1e-6, "stored fraction");
     /* A run that never decoded (pp test): nothing to say. */
     int64_t id3 = 0;
@@ -187,7 +186,7 @@ static void test_lookup_and_describe(void) {
     rep_set_metric(&r3, "prefill_tps", 900);
     store_begin_run(s, &meta, &env, &id3, err, sizeof err);
     store_finish_run(s, id3, &r3, 1, err, sizeof err);
-    CHECK(roof_describe(db, id3, buf, sizeof buf) == 0, "no decode: no sentence, no hint");
+    CHECK(roof_describe(s, id3, buf, sizeof buf) == 0, "no decode: no sentence, no hint");
     store_close(s);
 }
 

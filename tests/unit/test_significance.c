@@ -1,5 +1,5 @@
 /*
- * test_significance.c - harness/significance.c: Mann-Whitney U (exact and
+ * test_significance.c - harness/gate/significance.c: Mann-Whitney U (exact and
  * asymptotic), the bootstrap CI of a ratio of medians, change-point
  * detection and the median helper.
  *

@@ -18,6 +18,7 @@
 #include "hw_store.h"
 #include "runner.h"
 #include "store.h"
+#include "store_read.h"
 #include "testing.h"
 
 static char dir[] = "/tmp/cortex-store-XXXXXX";
@@ -223,7 +224,7 @@ static void test_migrate_from_v6(void) {
     CHECK(q_int(db, "SELECT threads FROM runs WHERE id = 1") == 2 &&
               !strcmp(q_text(db, "SELECT kv_config FROM runs WHERE id = 1", buf, sizeof buf), "type=f32"),
           "old run kept");
-    CHECK(q_int(db, "SELECT workload_meta IS NULL FROM runs WHERE id = 1") == 1 && store_run_workload_meta(db, 1) == NULL,
+    CHECK(q_int(db, "SELECT workload_meta IS NULL FROM runs WHERE id = 1") == 1 && store_run_workload_meta(s, 1) == NULL,
           "old run: no workload sidecar");
     env_info env;
     env_collect(&env);
@@ -233,7 +234,7 @@ static void test_migrate_from_v6(void) {
     meta.workload_meta = "{\"format\": \"cortex-bench trace\", \"seed\": 9}";
     int64_t id = 0;
     CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 2, "new run: %s", err);
-    char *got = store_run_workload_meta(db, 2);
+    char *got = store_run_workload_meta(s, 2);
     CHECK(got && !strcmp(got, meta.workload_meta), "new run stores its workload sidecar (%s)", got ? got : "NULL");
     free(got);
     meta.workload_meta = NULL;
@@ -341,8 +342,48 @@ static void test_run_lifecycle(void) {
     cx_model_free(m);
 }
 
+/* One complete run of workload `wl` built from `commit`, with no results. */
+static int64_t resolver_run(store *s, const char *wl, const char *commit) {
+    env_info env;
+    env_collect(&env);
+    run_meta meta;
+    meta_for(&meta, wl);
+    snprintf(meta.git_commit, sizeof meta.git_commit, "%s", commit);
+    char err[256];
+    int64_t id = 0;
+    if (store_begin_run(s, &meta, &env, &id, err, sizeof err) || store_finish_run(s, id, NULL, 0, err, sizeof err)) return -1;
+    return id;
+}
+
+/* store_resolve_run: the same reference forms (id, tag, commit prefix) for
+ * every command; a tag prefers runs like `like`; `skip` is never chosen. */
+static void test_resolve(void) {
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/resolve.db", dir);
+    store *s;
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "open: %s", err);
+    if (!s) return;
+    int64_t a = resolver_run(s, "tg8", "aaaa1111"), b = resolver_run(s, "pp8", "bbbb2222"),
+            c = resolver_run(s, "tg8", "bbbb2222"), id = 0;
+    CHECK(a > 0 && b > a && c > b, "three runs");
+    CHECK(store_tag_run(s, a, "base") == 0 && store_tag_run(s, b, "base") == 0, "two runs tagged 'base'");
+    char ref[32];
+    snprintf(ref, sizeof ref, "%lld", (long long)b);
+    CHECK(store_resolve_run(s, ref, 0, 0, &id, err, sizeof err) == 0 && id == b, "a run id");
+    CHECK(store_resolve_run(s, "999", 0, 0, &id, err, sizeof err) == -1 && strstr(err, "no run 999"), "a missing id: %s", err);
+    CHECK(store_resolve_run(s, "base", 0, 0, &id, err, sizeof err) == 0 && id == b, "a tag: its newest run");
+    CHECK(store_resolve_run(s, "base", c, 0, &id, err, sizeof err) == 0 && id == a, "a tag: the run like `like` (tg8)");
+    CHECK(store_resolve_run(s, "bbbb", 0, 0, &id, err, sizeof err) == 0 && id == c, "a commit prefix: its newest run");
+    CHECK(store_resolve_run(s, "bbbb", 0, c, &id, err, sizeof err) == 0 && id == b, "never `skip`");
+    CHECK(store_resolve_run(s, "bbb", 0, 0, &id, err, sizeof err) == -1, "a commit prefix needs 4 characters");
+    CHECK(store_resolve_run(s, "nope", 0, 0, &id, err, sizeof err) == -1 && strstr(err, "'nope'") && !strchr(err, '\n'),
+          "neither: one line naming it: %s", err);
+    store_close(s);
+}
+
 TEST_MAIN({
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
+    test_resolve();
     test_fresh();
     test_migrate_from_v1();
     test_migrate_from_v4();

@@ -1,0 +1,11 @@
+/*
+ * compare_cmd.h - `cortex-bench compare BASE CAND`.
+ */
+#ifndef CB_COMPARE_CMD_H
+#define CB_COMPARE_CMD_H
+
+/* compare BASE CAND [--db FILE] [--force] [--gate-file F]: BASE and CAND are
+ * run ids, tags or git commits. 0, 1 or 2 (bad flag or reference). */
+int cmd_compare(int argc, char **argv);
+
+#endif

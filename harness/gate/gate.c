@@ -1,0 +1,109 @@
+/*
+ * gate.c - per-metric verdicts and baseline resolution (see gate.h). The
+ * statistics themselves live in significance.c; this file decides.
+ */
+#include "gate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "significance.h"
+#include "store_gate.h"
+#include "store_read.h"
+
+const char *gate_v_name(gate_v v) {
+    static const char *names[] = {"improved", "unchanged", "regressed", "inconclusive"};
+    return names[v];
+}
+
+/* Median of n values (copied; the input is left alone). */
+static double median_of(const double *x, size_t n) {
+    double *t = malloc(sizeof(double) * (n ? n : 1));
+    if (!t) return NAN;
+    memcpy(t, x, sizeof(double) * n);
+    double m = sig_median(t, n);
+    free(t);
+    return m;
+}
+
+void gate_judge(const gate_metric *rule, const double *base, size_t nb, const double *cand, size_t nc, double alpha,
+                int bootstrap, gate_verdict *o) {
+    memset(o, 0, sizeof *o);
+    snprintf(o->metric, sizeof o->metric, "%s", rule->name);
+    o->higher_is_better = rule->higher_is_better;
+    o->threshold = rule->threshold;
+    o->n_base = (int)nb;
+    o->n_cand = (int)nc;
+    o->p = o->ci_lo = o->ci_hi = NAN;
+    o->base_median = median_of(base, nb);
+    o->cand_median = median_of(cand, nc);
+    if (!nb || !nc || !(o->base_median > 0)) {
+        o->change = NAN;
+        o->v = GATE_INCONCLUSIVE;
+        snprintf(o->note, sizeof o->note, "no comparable values (%zu base, %zu candidate)", nb, nc);
+        return;
+    }
+    o->change = o->cand_median / o->base_median - 1.0;
+    double lo, hi;
+    if (sig_bootstrap_ratio_ci(base, nb, cand, nc, bootstrap, 0xC0FFEE, alpha, &lo, &hi) == 0) {
+        o->ci_lo = lo - 1.0;
+        o->ci_hi = hi - 1.0;
+    }
+    double worse = rule->higher_is_better ? -o->change : o->change; /* > 0: the wrong way */
+    if (fabs(o->change) <= rule->threshold) {
+        o->v = GATE_UNCHANGED;
+        snprintf(o->note, sizeof o->note, "within ±%.1f%%", rule->threshold * 100);
+        return;
+    }
+    int significant;
+    if (nb == 1 && nc == 1) {
+        significant = 1;
+        snprintf(o->note, sizeof o->note, "single deterministic measurement per side: the threshold decides");
+    } else if (sig_mw_min_p(nb, nc) <= alpha) {
+        double u;
+        sig_mann_whitney(base, nb, cand, nc, &u, &o->p);
+        significant = o->p < alpha;
+        snprintf(o->note, sizeof o->note, "Mann-Whitney U = %.1f, p = %.4f %s %.2f", u, o->p, significant ? "<" : ">=", alpha);
+    } else {
+        significant = !isnan(o->ci_lo) && (o->ci_lo > 0 || o->ci_hi < 0);
+        snprintf(o->note, sizeof o->note, "%zu vs %zu repetitions cannot reach p < %.2f (min p %.3f): 95%% CI %s 1",
+                 nb, nc, alpha, sig_mw_min_p(nb, nc), significant ? "excludes" : "includes");
+    }
+    if (!significant) o->v = GATE_INCONCLUSIVE;
+    else o->v = worse > 0 ? GATE_REGRESSED : GATE_IMPROVED;
+}
+
+/* Is `ref` a whole positive number? */
+static int is_number(const char *ref) {
+    if (!*ref) return 0;
+    for (const char *p = ref; *p; p++)
+        if (*p < '0' || *p > '9') return 0;
+    return 1;
+}
+
+/* See gate.h. The reference is resolved as every command resolves one
+ * (store_resolve_run, preferring runs of the candidate's configuration);
+ * the gate then insists on comparability. */
+int64_t gate_resolve(store *s, const char *ref, int64_t cand, char *err, size_t n) {
+    char diff[512];
+    int64_t id;
+    int numeric = is_number(ref);
+    if (store_resolve_run(s, ref, cand, cand, &id, err, n)) {
+        if (!numeric) return 0; /* no such tag or commit: no baseline */
+        return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
+    }
+    store_run r;
+    if (store_run_load(s, id, &r) != 1 || strcmp(r.status, "complete")) {
+        if (!numeric) return 0;
+        return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
+    }
+    if (store_comparable(s, id, cand, diff, sizeof diff) < 0)
+        return snprintf(err, n, "baseline run %s is not in the database", ref), -1;
+    if (diff[0]) {
+        if (!numeric) return 0; /* the best match of a tag or commit is not comparable: none is */
+        return snprintf(err, n, "baseline run %s is not comparable: %s differ", ref, diff), -1;
+    }
+    return id;
+}

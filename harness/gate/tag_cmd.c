@@ -1,0 +1,37 @@
+/*
+ * tag_cmd.c - `cortex-bench tag RUN NAME`: name a complete run (RUN: an id,
+ * a tag or a git commit, store_resolve_run), e.g. the gate's baseline.
+ */
+#include "gate_cmd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "store.h"
+#include "store_read.h"
+
+/* Flags checked by cli_command_main; RUN and NAME are positional. */
+int cmd_tag(int argc, char **argv) {
+    const char *db = CLI_DEFAULT_DB, *pos[2] = {0};
+    int np = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
+        else if (argv[i][0] != '-' && np < 2) pos[np++] = argv[i];
+        else return cli_fail(2, "unexpected argument '%s' (tag RUN NAME [--db FILE])", argv[i]);
+    }
+    int64_t id;
+    if (np != 2) return cli_fail(2, "%s", "usage: cortex-bench tag RUN NAME [--db FILE]");
+    store *s;
+    if (cli_open_existing(db, &s)) return 1;
+    char err[512];
+    if (store_resolve_run(s, pos[0], 0, 0, &id, err, sizeof err)) {
+        store_close(s);
+        return cli_fail(2, "%s", err);
+    }
+    int rc = store_tag_run(s, id, pos[1]);
+    store_close(s);
+    if (rc) return cli_fail(1, "no complete run %s to tag", pos[0]);
+    printf("tagged run %lld as '%s'\n", (long long)id, pos[1]);
+    return 0;
+}

@@ -1,0 +1,84 @@
+/*
+ * roofline.h - decode speed against the memory-bandwidth roofline.
+ *
+ * Generating a token reads every weight the step uses once, plus the KV cache
+ * up to the current position, so decode tokens/s cannot exceed
+ *
+ *     roofline_tps = read bandwidth (bytes/s) / bytes read per token
+ *     bytes per token = weight bytes read per step + kv_bytes_per_pos * positions attended
+ *
+ * weight bytes read per step: every tensor as stored, except that the token
+ * embedding contributes one row (a lookup), unless the output matrix is tied
+ * to it (then it is read whole by the classifier, plus that row).
+ * kv_bytes_per_pos: K and V of every layer in the run's hot KV format
+ * (cx_kv_bytes_per_pos: 2 * n_layer * n_head_kv * head_dim * 4 for f32,
+ * half for f16, ~1/4 for q8; tiered runs also read warm and cold blocks,
+ * which this does not model). A batched run decodes N sequences per pass,
+ * so each token carries 1/N of the weight bytes. Definitions and limits:
+ * docs/metrics.md.
+ *
+ * Per repetition the run stores decode_ctx_mean (from the runner),
+ * bytes_per_token, and with a `cortex-bench hw` row for the machine
+ * roofline_tps and roofline_frac = decode_tps / roofline_tps.
+ */
+#ifndef CB_ROOFLINE_H
+#define CB_ROOFLINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortex.h"
+#include "results.h"
+
+/* Bytes per element of an f32 KV cache (roof_model_from_numbers). */
+#define ROOF_KV_ELEM_BYTES 4
+
+/* Printed once when decode speeds are shown but the machine has no hw row. */
+#define ROOF_HINT "roofline: run `cortex-bench hw` first"
+
+/* What one decode step of a model reads. */
+typedef struct roof_model {
+    double weight_bytes;      /* weights read per step */
+    double kv_bytes_per_pos;  /* KV cache bytes per attended position */
+} roof_model;
+
+/* From the model's hyper-parameters and tensor list, with KV blocks of
+ * kv_type (CX_KV_F32/F16/Q8). 0, or -1 when the model has no
+ * token_embd.weight tensor to account for. */
+int roof_model_of(const cx_model *m, int kv_type, roof_model *out);
+
+/* The same from raw numbers (tests, and models described by numbers):
+ * weight_bytes of all tensors, the token embedding's bytes and rows; f32 KV. */
+void roof_model_from_numbers(roof_model *out, double weight_bytes, double embd_bytes, double n_vocab, int tied_output,
+                             int n_layer, int n_head_kv, int head_dim);
+
+/* Bytes a decoded token costs when it attends `ctx_mean` positions and
+ * `shared` tokens (sequences of a batched pass) share each weight read. */
+double roof_bytes_per_token(const roof_model *rm, double ctx_mean, int shared);
+
+/* Tokens/s the bandwidth allows: gbs * 1e9 / bytes_per_token (NAN if either <= 0). */
+double roof_tps(double read_gbs, double bytes_per_token);
+
+/* Add bytes_per_token to every repetition that decoded (has decode_tps and
+ * decode_ctx_mean), and roofline_tps and roofline_frac when read_gbs > 0;
+ * `shared` as roof_bytes_per_token. */
+void roof_apply(rep_result *reps, int n_reps, const roof_model *rm, double read_gbs, int shared);
+
+#include "store.h"
+
+/*
+ * The sentence shown under a run's results, e.g. "decode 20.10 tok/s = 82%
+ * of roofline 24.50 tok/s (1.020 MB read per token at 25.00 GB/s, hw row
+ * 3)"; callers prefix "roofline: ". Uses the run's stored figures; a run recorded before
+ * the machine had a hw row is judged against the row it has now (and says
+ * so). Returns 1 with the sentence in buf; 0 when there is nothing to say
+ * (the run did not decode, or predates the byte accounting); -1 when the run
+ * decoded but the machine has no hw row (show ROOF_HINT once).
+ */
+int roof_describe(store *s, int64_t run_id, char *buf, size_t n);
+
+/* Median decode TPS and roofline fraction of a run (NAN when absent),
+ * by the same rules as roof_describe; for tables. */
+void roof_fraction(store *s, int64_t run_id, double *decode_tps, double *frac);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * report_int.h - what report.c (loading, rendering, report.md) and
+ * report_charts.c (each chart's data and script) share: the report's
+ * context and its charts. Internal to `cortex-bench report`.
+ */
+#ifndef CB_REPORT_INT_H
+#define CB_REPORT_INT_H
+
+#include <limits.h>
+#include <stdio.h>
+
+#include "store.h"
+#include "store_read.h"
+
+/* A run's identity and its items. */
+typedef struct rp_run {
+    store_run info;
+    store_item *items;
+    int n_items;
+} rp_run;
+
+/* A chart: written (data + script), rendered (images exist), or why not. */
+typedef struct rp_chart {
+    const char *stem, *title;
+    int made, rendered;
+    char why[256]; /* not made: why; made: a note for the reader (may be empty) */
+} rp_chart;
+
+enum { CH_TPS, CH_TTFT, CH_ITL, CH_TIME, CH_COUNTERS, CH_ADAPTERS, CH_N };
+
+/* Everything a report is made from. */
+typedef struct rp_ctx {
+    store *s;
+    char dir[PATH_MAX];
+    rp_run run, base; /* base.info.id == 0: no baseline */
+    rp_chart charts[CH_N];
+    store_counter *counters;
+    int n_counters;
+    char *err;
+    size_t errlen;
+} rp_ctx;
+
+/* Set the error message from the store's last error and return -1. */
+int rp_db_fail(rp_ctx *c, const char *what);
+
+/* Each chart: write DIR/STEM.dat and STEM.gp and set ch->made, or say in
+ * ch->why why there is nothing to draw. 0, or -1 with a message in c->err. */
+int rp_chart_tps(rp_ctx *c, rp_chart *ch);
+int rp_chart_cdf(rp_ctx *c, rp_chart *ch, int itl);
+int rp_chart_time(rp_ctx *c, rp_chart *ch);
+int rp_chart_counters(rp_ctx *c, rp_chart *ch);
+int rp_chart_adapters(rp_ctx *c, rp_chart *ch);
+
+#endif

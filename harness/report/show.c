@@ -1,0 +1,343 @@
+/*
+ * show.c - read runs back out of the database for people and tools:
+ * `cortex-bench list`, `cortex-bench show RUN`, and the llama-bench-like table
+ * `cortex-bench run` prints at the end (markdown, csv or json).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "roofline.h"
+#include "show.h"
+#include "store.h"
+#include "store_read.h"
+
+/* `cortex-bench list`: the newest runs as a markdown table. */
+int show_list(store *s, FILE *out, int limit, char *err, size_t n) {
+    store_list_row *rows;
+    int nr;
+    if (store_list_runs(s, limit, &rows, &nr)) {
+        free(rows);
+        snprintf(err, n, "list: %s", store_errmsg(s));
+        return -1;
+    }
+    fprintf(out, "| id | started (UTC) | status | workload | model | type | threads | reps | commit | TPS (median) |\n");
+    fprintf(out, "| ---: | --- | --- | --- | --- | --- | ---: | ---: | --- | ---: |\n");
+    for (int i = 0; i < nr; i++) {
+        const store_list_row *w = &rows[i];
+        char tps[32] = "";
+        if (!isnan(w->tps)) snprintf(tps, sizeof tps, "%.2f", w->tps);
+        fprintf(out, "| %lld | %.19s | %s | %s | %s | %s | %d | %d | %s%s | %s |\n", (long long)w->id, w->started, w->status,
+                w->workload, w->model, w->type, w->threads, w->reps, w->commit, w->dirty ? "+dirty" : "", tps);
+    }
+    free(rows);
+    return 0;
+}
+
+/* Which metrics head the table, in order, with units; the rest follow. */
+static const struct { const char *name, *label, *unit; } HEADLINE[] = {
+    {"tps", "throughput", "tok/s"},
+    {"output_tps", "output throughput", "tok/s"},
+    {"total_tps", "total throughput (prompt + output)", "tok/s"},
+    {"prefill_tps", "prefill", "tok/s"},
+    {"decode_tps", "decode", "tok/s"},
+    {"req_tps_min", "per-request TPS, min", "tok/s"},
+    {"req_tps_median", "per-request TPS, median", "tok/s"},
+    {"req_tps_max", "per-request TPS, max", "tok/s"},
+    {"ttft_ms_p50", "TTFT p50", "ms"}, {"ttft_ms_p90", "TTFT p90", "ms"}, {"ttft_ms_p99", "TTFT p99", "ms"},
+    {"tpot_ms_p50", "TPOT p50", "ms"}, {"tpot_ms_p90", "TPOT p90", "ms"}, {"tpot_ms_p99", "TPOT p99", "ms"},
+    {"itl_ms_p50", "ITL p50", "ms"}, {"itl_ms_p90", "ITL p90", "ms"}, {"itl_ms_p99", "ITL p99", "ms"},
+    {"e2e_ms_p50", "end-to-end p50", "ms"}, {"e2e_ms_p99", "end-to-end p99", "ms"},
+    {"queue_ms_p50", "queue wait p50", "ms"}, {"queue_ms_p99", "queue wait p99", "ms"},
+    {"peak_rss_mib", "peak RSS", "MiB"},
+    {"prompt_tokens", "prompt tokens", ""}, {"gen_tokens", "generated tokens", ""},
+    {"requests", "requests", ""}, {"errors", "failed requests", ""},
+    {"decode_ctx_mean", "KV positions attended per decode step (mean)", ""},
+    {"bytes_per_token", "bytes read per decoded token", "B"},
+    {"roofline_tps", "bandwidth roofline for decode", "tok/s"},
+    {"roofline_frac", "decode / roofline", "fraction"},
+};
+#define NHEAD (int)(sizeof HEADLINE / sizeof HEADLINE[0])
+
+typedef store_summary_row sum_row;
+
+/* A run and its summary rows (at most `cap`); the row count, or -1. */
+static int load_run(store *s, int64_t id, store_run *ri, sum_row *rows, int cap) {
+    if (store_run_load(s, id, ri) < 0) return -1;
+    return store_summary_load(s, id, rows, cap);
+}
+
+/* The summary row of metric `name`, or NULL. */
+static const sum_row *find_row(const sum_row *rows, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name)) return &rows[i];
+    return NULL;
+}
+
+/* Rows in display order: headline metrics first (all others too when `full`). */
+static int ordered(const sum_row *rows, int n, int full, const sum_row **out, const char **label, const char **unit) {
+    int k = 0;
+    for (int h = 0; h < NHEAD; h++) {
+        const sum_row *w = find_row(rows, n, HEADLINE[h].name);
+        if (!w || (!full && h >= 22)) continue; /* token counts only in full tables */
+        out[k] = w;
+        label[k] = HEADLINE[h].label;
+        unit[k++] = HEADLINE[h].unit;
+    }
+    for (int i = 0; full && i < n; i++) {
+        int known = 0;
+        for (int h = 0; h < NHEAD; h++) known |= !strcmp(rows[i].name, HEADLINE[h].name);
+        if (known) continue;
+        out[k] = &rows[i];
+        label[k] = rows[i].name;
+        unit[k++] = "";
+    }
+    return k;
+}
+
+/* Under a markdown table: each run's decode speed against the bandwidth
+ * roofline, or (once) how to get a roofline when the machine has none. */
+static void show_roofline(store *db, const int64_t *ids, int n_ids, FILE *out) {
+    int any = 0, hint = 0;
+    for (int r = 0; r < n_ids; r++) {
+        char line[512];
+        int rc = roof_describe(db, ids[r], line, sizeof line);
+        if (rc == 1 && n_ids > 1) fprintf(out, "%sroofline, run %lld: %s\n", any++ ? "" : "\n", (long long)ids[r], line);
+        else if (rc == 1) fprintf(out, "\nroofline: %s\n", line);
+        hint |= rc < 0;
+    }
+    if (hint) fprintf(out, "\n%s\n", ROOF_HINT);
+}
+
+/* llama-bench's table, for synthetic tests: one line per run. */
+static void synthetic_md(store *db, const int64_t *ids, int n_ids, FILE *out) {
+    fprintf(out, "| model | size | params | type | threads | test | t/s |\n| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+    for (int r = 0; r < n_ids; r++) {
+        store_run ri;
+        sum_row rows[128];
+        int n = load_run(db, ids[r], &ri, rows, 128);
+        const sum_row *t = n > 0 ? find_row(rows, n, "tps") : NULL;
+        char tps[48] = "failed (see show)";
+        if (t) snprintf(tps, sizeof tps, "%.2f ± %.2f", t->med, t->sd);
+        fprintf(out, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %s |\n", ri.model, (double)ri.model_bytes / (1 << 20), (double)ri.model_params / 1e6,
+                ri.type, ri.threads, ri.workload, tps);
+    }
+}
+
+int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int full, FILE *out, char *err, size_t n) {
+    int json = !strcmp(fmt, "json"), csv = !strcmp(fmt, "csv");
+    if (!json && !csv && strcmp(fmt, "md")) {
+        snprintf(err, n, "unknown output format '%s' (md, csv, json)", fmt);
+        return -1;
+    }
+    store *db = s;
+    int all_synthetic = 1;
+    for (int r = 0; r < n_ids; r++) {
+        store_run ri;
+        sum_row dummy[1];
+        load_run(db, ids[r], &ri, dummy, 0);
+        all_synthetic &= !strcmp(ri.mode, "synthetic");
+    }
+    if (!csv && !json && all_synthetic && !full) {
+        synthetic_md(db, ids, n_ids, out);
+        show_roofline(db, ids, n_ids, out);
+        return 0;
+    }
+    if (csv) fprintf(out, "run,model,type,threads,workload,metric,unit,median,min,max,stddev,n\n");
+    else if (json) fprintf(out, "[");
+    int first = 1;
+    for (int r = 0; r < n_ids; r++) {
+        store_run ri;
+        sum_row rows[128];
+        int nr = load_run(db, ids[r], &ri, rows, 128);
+        if (nr < 0) {
+            snprintf(err, n, "show: %s", store_errmsg(s));
+            return -1;
+        }
+        const sum_row *ord[128];
+        const char *label[128], *unit[128];
+        int k = ordered(rows, nr, full || csv || json, ord, label, unit);
+        if (!csv && !json)
+            fprintf(out, "%s**run %lld**: %s (%s), %d threads, `%s`, %s loop, median of %d repetitions\n\n"
+                         "| metric | median | min | max | ± sd |\n| --- | ---: | ---: | ---: | ---: |\n",
+                    r ? "\n" : "", (long long)ids[r], ri.model, ri.type, ri.threads, ri.workload, ri.mode, ri.reps);
+        for (int i = 0; i < k; i++) {
+            const sum_row *w = ord[i];
+            if (csv) {
+                fprintf(out, "%lld,\"%s\",%s,%d,\"%s\",%s,%s,%.6g,%.6g,%.6g,%.6g,%d\n", (long long)ids[r], ri.model,
+                        ri.type, ri.threads, ri.workload, w->name, unit[i], w->med, w->min, w->max, w->sd, w->cnt);
+            } else if (json) {
+                fprintf(out, "%s\n  {\"run\": %lld, \"model\": ", first ? "" : ",", (long long)ids[r]);
+                json_write_string(out, ri.model, strlen(ri.model));
+                fprintf(out, ", \"type\": \"%s\", \"threads\": %d, \"workload\": ", ri.type, ri.threads);
+                json_write_string(out, ri.workload, strlen(ri.workload));
+                fprintf(out, ", \"metric\": \"%s\", \"unit\": \"%s\", \"median\": ", w->name, unit[i]);
+                json_write_number(out, w->med);
+                fprintf(out, ", \"min\": ");
+                json_write_number(out, w->min);
+                fprintf(out, ", \"max\": ");
+                json_write_number(out, w->max);
+                fprintf(out, ", \"stddev\": ");
+                json_write_number(out, w->sd);
+                fprintf(out, ", \"n\": %d}", w->cnt);
+            } else {
+                fprintf(out, "| %s%s%s%s | %.2f | %.2f | %.2f | %.2f |\n", label[i], *unit[i] ? " (" : "", unit[i],
+                        *unit[i] ? ")" : "", w->med, w->min, w->max, w->sd);
+            }
+            first = 0;
+        }
+    }
+    if (json) fprintf(out, "\n]\n");
+    else if (!csv) show_roofline(db, ids, n_ids, out);
+    return 0;
+}
+
+/* Text on one markdown line: '|' escaped, newlines flattened. */
+void show_md_inline(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '|') fputs("\\|", f);
+        else if (*s == '\n' || *s == '\r') fputc(' ', f);
+        else fputc(*s, f);
+    }
+}
+
+/* The workload's sidecar, when the run stored one: the command that made it,
+ * then its other scalar fields as key=value (the file hash is already shown). */
+static void show_workload_meta(store *st, int64_t id, FILE *out) {
+    char *meta = store_run_workload_meta(st, id);
+    json_obj o;
+    char err[256];
+    if (!meta || json_parse_object(meta, strlen(meta), &o, err, sizeof err) != 0) {
+        free(meta);
+        return;
+    }
+    const json_field *cmd = json_get(&o, "cmdline");
+    if (cmd && cmd->type == JSON_STRING) {
+        fprintf(out, "- workload made by `");
+        show_md_inline(out, cmd->str);
+        fprintf(out, "`\n");
+    }
+    fprintf(out, "- workload parameters (sidecar):");
+    for (size_t i = 0; i < o.n; i++) {
+        const json_field *f = &o.fields[i];
+        if (f == cmd || !strcmp(f->key, "trace_sha256") || f->type == JSON_OBJECT || f->type == JSON_ARRAY) continue;
+        char num[40];
+        const char *v = num;
+        if (f->type == JSON_STRING) v = f->str;
+        else if (f->type == JSON_NUMBER) json_format_number(num, sizeof num, f->number);
+        else if (f->type == JSON_BOOL) v = f->boolean ? "true" : "false";
+        else v = "null";
+        fprintf(out, " ");
+        show_md_inline(out, f->key);
+        fprintf(out, "=");
+        show_md_inline(out, v);
+    }
+    fprintf(out, "\n");
+    json_obj_free(&o);
+    free(meta);
+}
+
+/* See show.h. */
+int show_run_facts(store *s, int64_t id, FILE *out) {
+    store_run r;
+    int found = store_run_load(s, id, &r);
+    if (found <= 0) return found < 0 ? -1 : 1;
+    fprintf(out, "- status **%s**, started %s, finished %s%s", r.status, r.started, *r.finished ? r.finished : "(never)",
+            *r.error ? ", error: " : "");
+    show_md_inline(out, r.error);
+    fprintf(out, "\n- workload `%s` (%s, sha256 %.16s), %s loop, concurrency %d\n", r.workload, r.kind, r.workload_hash,
+            r.mode, r.concurrency);
+    fprintf(out, "- model `%s` (%s, %lld parameters, sha256 %.16s)\n", r.model_path, r.type, (long long)r.model_params,
+            r.model_sha256);
+    fprintf(out, "- threads %d, repetitions %d (+%d warm-up), context %d, pinned to %s\n", r.threads, r.reps, r.warmup,
+            r.n_ctx, *r.pinned ? r.pinned : "no CPUs (not pinned)");
+    fprintf(out, "- build %s `%s`, commit %s%s, kernels %s, counters %s\n", r.build_type, r.build_flags, r.commit,
+            r.dirty ? " (dirty)" : "", *r.isa ? r.isa : "unknown (recorded before schema v5)", r.counter_mode);
+    fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s\n", r.fingerprint, r.cpu_model,
+            r.isa_flags, r.logical_cores, (double)r.mem_bytes / (1 << 30), r.kernel, r.compiler, r.governor);
+    if (*r.cmdline) fprintf(out, "- command `%s`\n", r.cmdline);
+    show_workload_meta(s, id, out);
+    return 0;
+}
+
+/* Per item (prompt / trace entry / test): means over repetitions. */
+static void show_items(store *s, int64_t id, FILE *out) {
+    store_run r;
+    store_item *it;
+    int n;
+    if (store_run_load(s, id, &r) != 1 || store_items_load(s, &r, &it, &n)) return;
+    fprintf(out, "### requests (mean over repetitions)\n\n| item | adapter | prompt tok | gen tok | queue ms | TTFT ms |"
+                 " TPOT ms | TPS | canary |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    for (int i = 0; i < n; i++) {
+        const store_item *q = &it[i];
+        if (*q->error && q->n_err == q->n) {
+            fprintf(out, "| %s | | %d | | | | | | error: %s |\n", q->item, q->prompt_tokens, q->error);
+            continue;
+        }
+        char ad[16] = "";
+        if (q->adapter >= 0) snprintf(ad, sizeof ad, "%d", q->adapter);
+        fprintf(out, "| %s | %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %s%s%s%s |\n", q->item, ad, q->prompt_tokens,
+                q->gen_tokens, q->queue, q->ttft, q->tpot, q->tps, q->hash, q->stable == 0 ? " (UNSTABLE)" : "",
+                *q->error ? ", error: " : "", q->error);
+    }
+    free(it);
+    fprintf(out, "\n");
+}
+
+/* The counters per phase (total first), missing ones with their reason. */
+static void show_counters(store *s, int64_t id, FILE *out) {
+    store_counter *k;
+    int n;
+    if (store_counters_load(s, id, &k, &n)) return;
+    static const int order[3] = {2, 0, 1}; /* total, prefill, decode */
+    int any = 0;
+    for (int o = 0; o < 3; o++) {
+        int p = order[o];
+        for (int i = 0; i < n; i++) {
+            if (!k[i].seen[p]) continue;
+            if (!any++) fprintf(out, "### counters (mean over repetitions)\n\n| phase | counter | value | unit |\n| --- | --- | ---: | --- |\n");
+            if (k[i].ok[p]) fprintf(out, "| %s | %s | %.0f | %s |\n", STORE_PHASES[p], k[i].name, k[i].v[p], k[i].unit);
+            else fprintf(out, "| %s | %s | missing | %s |\n", STORE_PHASES[p], k[i].name, k[i].reason[p]);
+        }
+    }
+    free(k);
+    if (any) fprintf(out, "\n");
+}
+
+/* See show.h. */
+void show_adapters(store *s, int64_t id, FILE *out) {
+    store_adapter *a;
+    int n;
+    if (store_adapters_load(s, id, &a, &n)) return;
+    for (int i = 0; i < n; i++) {
+        if (!i)
+            fprintf(out, "### per adapter (all repetitions)\n\n| adapter | requests | TTFT p50 | TTFT p90 | TTFT p99 |"
+                         " ITL p50 | ITL p90 | ITL p99 | e2e p50 |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        fprintf(out, "| %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", a[i].adapter, a[i].requests,
+                a[i].ttft_p50, a[i].ttft_p90, a[i].ttft_p99, a[i].itl_p50, a[i].itl_p90, a[i].itl_p99, a[i].e2e_p50);
+    }
+    free(a);
+    if (n) fprintf(out, "\n");
+}
+
+/* `cortex-bench show RUN`: md (facts, summary, items, adapters, KV, counters), or csv/json of the summary. */
+int show_run(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t n) {
+    if (strcmp(fmt, "md")) return show_table(s, &id, 1, fmt, 1, out, err, n);
+    fprintf(out, "## run %lld\n\n", (long long)id);
+    int rc = show_run_facts(s, id, out);
+    fprintf(out, "\n");
+    if (rc) {
+        snprintf(err, n, rc > 0 ? "no run %lld in the database" : "show: query failed", (long long)id);
+        return -1;
+    }
+    fprintf(out, "### summary (over repetitions)\n\n");
+    if (show_table(s, &id, 1, "md", 1, out, err, n)) return -1;
+    fprintf(out, "\n");
+    show_items(s, id, out);
+    show_adapters(s, id, out);
+    show_kv(s, id, out);
+    show_counters(s, id, out);
+    return 0;
+}

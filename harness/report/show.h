@@ -1,0 +1,33 @@
+/*
+ * show.h - runs read back for people and tools (show.c, show_kv.c): `list`,
+ * `show`, the tables `run` prints, and the run header `report` shares.
+ */
+#ifndef CB_SHOW_H
+#define CB_SHOW_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store.h"
+
+/* `cortex-bench list`: the newest `limit` runs as a markdown table. */
+int show_list(store *s, FILE *out, int limit, char *err, size_t n);
+/* `cortex-bench show`: one run in md, csv or json; -1 with a message (no such run). */
+int show_run(store *s, int64_t run_id, const char *format, FILE *out, char *err, size_t n);
+
+/* Summary rows of several runs as md, csv or json; `full` adds every metric. */
+int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int full, FILE *out, char *err, size_t n);
+
+/* A run's identity, provenance and environment as a markdown bullet list;
+ * `show` and `report` both open with it. 0, 1 if no such run, -1 on error. */
+int show_run_facts(store *s, int64_t id, FILE *out);
+/* Text on one markdown line: '|' escaped, newlines flattened. */
+void show_md_inline(FILE *f, const char *s);
+
+/* The run's KV cache configuration and kv_* metrics (show_kv.c). */
+void show_kv(store *s, int64_t id, FILE *out);
+
+/* Per-adapter latency table of a trace run (nothing for other runs). */
+void show_adapters(store *s, int64_t id, FILE *out);
+
+#endif

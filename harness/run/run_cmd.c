@@ -1,0 +1,362 @@
+/*
+ * run_cmd.c - `cortex-bench run`. A run loads the model once, opens the
+ * counters (before any engine thread exists, so the thread pool is counted),
+ * records the run as incomplete, runs warm-up and counted repetitions, and
+ * stores everything in one transaction. One run per thread count of -t.
+ */
+#include "run_cmd.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "cortex.h"
+#include "cortex_env.h"
+#include "counters.h"
+#include "env.h"
+#include "hw_store.h"
+#include "kv_opts.h"
+#include "roofline.h"
+#include "runner.h"
+#include "sha256.h"
+#include "show.h"
+#include "store.h"
+#include "version.h"
+#include "workload.h"
+
+/* The model file's SHA-256, from the database's cache when size and mtime match. */
+static int model_hash(store *s, const char *path, char out[65], char *err, size_t n) {
+    struct stat st;
+    if (stat(path, &st) != 0) return snprintf(err, n, "%s: %s", path, strerror(errno)), -1;
+    int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (store_cached_hash(s, path, (int64_t)st.st_size, mt, out)) return 0;
+    if (sha256_hex_file(path, out, err, n)) return -1;
+    store_cache_hash(s, path, (int64_t)st.st_size, mt, out);
+    return 0;
+}
+
+/* Resolve "standard" to prompts/standard.jsonl: $CORTEX_PROMPTS, ./prompts, or the source tree. */
+static void standard_path(char *out, size_t n) {
+    const char *dir = getenv("CORTEX_PROMPTS");
+    if (dir) { snprintf(out, n, "%s/standard.jsonl", dir); return; }
+    snprintf(out, n, "prompts/standard.jsonl");
+    if (access(out, R_OK) != 0) snprintf(out, n, "%s/prompts/standard.jsonl", CORTEX_SRC_DIR);
+}
+
+/* SHA-256 of everything that must match for two runs to be compared. */
+static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
+    char buf[2048];
+    /* The KV configuration only when not the default, so default runs keep
+     * the key runs had before schema v6 (trends and baselines continue). */
+    int kv_default = !m->kv_config[0] || !strcmp(m->kv_config, KV_OPTS_DEFAULT_CONFIG);
+    snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d|conc=%d|eos=%d|kernels=%s%s%s",
+             e->cpu_model, e->isa_flags, e->logical_cores, m->model_sha256, m->model_type, m->threads, m->build_type,
+             m->n_ctx, m->concurrency, m->ignore_eos, m->isa, kv_default ? "" : "|kv=", kv_default ? "" : m->kv_config);
+    sha256_ctx c;
+    uint8_t d[32];
+    sha256_init(&c);
+    sha256_update(&c, buf, strlen(buf));
+    sha256_final(&c, d);
+    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* One run at one thread count: record, warm up, measure, add the roofline
+ * figures (rm may be NULL: the model's bytes per token are unknown), store. */
+static int run_one(store *db, const cx_model *model, const wl_workload *wl, const run_opts *o, run_config cfg,
+                   run_meta meta, const env_info *env, ctr_set *ctr, const roof_model *rm, int64_t *id_out) {
+    char err[512], fp[65];
+    compare_key(&meta, env, meta.compare_key);
+    /* The machine's measured read bandwidth at this thread count, if `cortex-bench hw` ran here. */
+    hw_ref hw;
+    env_fingerprint(env, fp);
+    if (hw_store_lookup(db, fp, 0, meta.threads, &hw) != 1) memset(&hw, 0, sizeof hw);
+    meta.hw_id = hw.id;
+    int64_t id;
+    if (store_begin_run(db, &meta, env, &id, err, sizeof err)) return cli_fail(1, "%s", err);
+    *id_out = id;
+    rep_result *reps = calloc((size_t)o->reps, sizeof(rep_result));
+    if (!reps) return cli_fail(1, "%s", "out of memory");
+    char label[64];
+    int rc = 0;
+    for (long w = 0; w < o->warmup && !rc; w++) {
+        rep_result tmp;
+        snprintf(label, sizeof label, "run %lld warm-up", (long long)id);
+        cfg.label = label;
+        rc = runner_rep(model, wl, &cfg, NULL, (int)w, (int)o->warmup, &tmp, err, sizeof err);
+        rep_free(&tmp);
+    }
+    snprintf(label, sizeof label, "run %lld t=%d", (long long)id, cfg.threads);
+    cfg.label = label;
+    for (long r = 0; r < o->reps && !rc; r++) rc = runner_rep(model, wl, &cfg, ctr, (int)r, (int)o->reps, &reps[r], err, sizeof err);
+    if (!rc && rm) roof_apply(reps, (int)o->reps, rm, hw.read_gbs, cfg.batched ? cfg.n_seq : 1);
+    if (rc) {
+        store_fail_run(db, id, err);
+        fprintf(stderr, "cortex-bench: run %lld failed: %s\n", (long long)id, err);
+    } else if (store_finish_run(db, id, reps, (int)o->reps, err, sizeof err)) {
+        fprintf(stderr, "cortex-bench: %s\n", err);
+        rc = -1;
+    }
+    for (long r = 0; r < o->reps; r++) rep_free(&reps[r]);
+    free(reps);
+    return rc ? 1 : 0;
+}
+
+void run_opts_init(run_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->workload = "standard";
+    o->db = CLI_DEFAULT_DB;
+    o->fmt = "md";
+    o->reps = 3;
+    o->warmup = 1;
+    o->concurrency = 1;
+    o->mode = -1;
+    o->kv = cx_kv_defaults();
+}
+
+int run_opts_parse(run_opts *op, int argc, char **argv) {
+    run_opts o = *op;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (!strcmp(a, "--respect-eos")) { o.respect_eos = 1; takes = 0; }
+        else if (!strcmp(a, "--no-progress")) { o.no_progress = 1; takes = 0; }
+        else if (!v) return cli_fail(2, "%s needs a value", a);
+        else if (!strcmp(a, "--model") || !strcmp(a, "-m")) o.model = v;
+        else if (!strcmp(a, "-z") || !strcmp(a, "--tokenizer")) o.tokenizer = v;
+        else if (!strcmp(a, "--workload") || !strcmp(a, "-w")) o.workload = v;
+        else if (!strcmp(a, "--db")) o.db = v;
+        else if (!strcmp(a, "-o")) o.fmt = v;
+        else if (!strcmp(a, "--pin")) o.pin = v;
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o.threads = v;
+        else if (!strcmp(a, "--reps")) { if (cli_parse_int(a, v, 1, 10000, &o.reps)) return 2; }
+        else if (!strcmp(a, "--warmup")) { if (cli_parse_int(a, v, 0, 10000, &o.warmup)) return 2; }
+        else if (!strcmp(a, "-d") || !strcmp(a, "--depth")) { if (cli_parse_int(a, v, 0, 1 << 24, &o.depth)) return 2; }
+        else if (!strcmp(a, "--concurrency")) { if (cli_parse_int(a, v, 1, 100000, &o.concurrency)) return 2; }
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (cli_parse_int(a, v, 1, 1 << 24, &o.ctx)) return 2; }
+        else if (!strcmp(a, "--mode")) {
+            if (!strcmp(v, "closed")) o.mode = RUN_CLOSED;
+            else if (!strcmp(v, "open")) o.mode = RUN_OPEN;
+            else return cli_fail(2, "--mode: '%s' is not closed or open", v);
+        } else {
+            int k = kv_opts_parse(a, v, &o.kv);
+            if (k > 0) return k;
+            if (k < 0) return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
+        }
+        i += takes;
+    }
+    if (!o.model) return cli_fail(2, "%s", "run needs --model MODEL");
+    if (strcmp(o.fmt, "md") && strcmp(o.fmt, "csv") && strcmp(o.fmt, "json"))
+        return cli_fail(2, "-o: unknown format '%s' (md, csv, json)", o.fmt);
+    *op = o;
+    return 0;
+}
+
+int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
+    run_opts o = *op;
+    int argc = o.argc;
+    char **argv = o.argv;
+    /* The workload: a prompt set, a trace, or a synthetic test. */
+    run_config cfg = {0};
+    run_meta meta = {0};
+    wl_workload wl = {0};
+    char err[512], path[1024];
+    int np = 0, ng = 0, nseq = 0, batched = 0;
+    const char *wl_path = NULL;
+    if (!strcmp(o.workload, "standard")) {
+        standard_path(path, sizeof path);
+        wl_path = path;
+    } else if (!strncmp(o.workload, "trace:", 6) || !strncmp(o.workload, "prompts:", 8)) {
+        wl_path = strchr(o.workload, ':') + 1;
+    } else if (!strncmp(o.workload, "multiseq:", 9) || !strncmp(o.workload, "batched:", 8)) {
+        if (runner_parse_multiseq(o.workload, &nseq, &np, &ng, &batched))
+            return cli_fail(2, batched ? "'%s' is not batched:NSEQ,CTX,GEN (NSEQ in 1..64, CTX and GEN >= 1)"
+                                       : "'%s' is not multiseq:NSEQ,CTX,GEN (NSEQ in 1..64, CTX and GEN >= 1)",
+                            o.workload);
+        if (o.depth) return cli_fail(2, "%s", "-d (KV depth) applies to ppN, tgN, pgN,M, not multiseq or batched");
+    } else if (runner_parse_test(o.workload, &np, &ng) != 0) {
+        return cli_fail(2, "unknown workload '%s' (standard, trace:FILE, prompts:FILE, ppN, tgN, pgN,M, multiseq:N,C,G, "
+                        "batched:N,C,G)", o.workload);
+    }
+    if (wl_path && wl_load(wl_path, &wl, err, sizeof err)) return cli_fail(2, "%s", err);
+    if (!wl_path && o.mode >= 0) return cli_fail(2, "--mode %s applies to prompt sets and traces, not synthetic tests",
+                                             o.mode == RUN_OPEN ? "open" : "closed");
+    if (o.depth && wl_path) return cli_fail(2, "%s", "-d (KV depth) applies to synthetic tests (ppN, tgN, pgN,M)");
+    cfg.mode = wl_path ? (o.mode >= 0 ? o.mode : wl.kind == WL_TRACE ? RUN_OPEN : RUN_CLOSED) : RUN_SYNTHETIC;
+    if (cfg.mode == RUN_OPEN && wl.kind != WL_TRACE) {
+        wl_free(&wl);
+        return cli_fail(2, "--mode open needs a trace with arrival times; '%s' is a prompt set", o.workload);
+    }
+    cfg.concurrency = (int)o.concurrency;
+    cfg.ignore_eos = !o.respect_eos;
+    cfg.test_prompt = np;
+    cfg.test_gen = ng;
+    cfg.test_depth = (int)o.depth;
+    cfg.n_seq = nseq;
+    cfg.batched = batched;
+    cfg.n_ctx = (int)o.ctx;
+    cfg.progress = !o.no_progress && isatty(2) && !(getenv("CI") && !strcmp(getenv("CI"), "true"));
+
+    /* Thread grid: "2" or "1,2,4". */
+    int threads[32], n_threads = 0;
+    char tbuf[128];
+    snprintf(tbuf, sizeof tbuf, "%s", o.threads ? o.threads : "");
+    for (char *tok = strtok(tbuf, ","); tok && n_threads < 32; tok = strtok(NULL, ",")) {
+        long t;
+        if (cli_parse_int("-t", tok, 1, 256, &t)) { wl_free(&wl); return 2; }
+        threads[n_threads++] = (int)t;
+    }
+    env_info env;
+    env_collect(&env);
+    if (!n_threads) threads[n_threads++] = env.logical_cores > 0 ? env.logical_cores : 1;
+
+    if (o.pin && env_pin_cpus(o.pin, err, sizeof err)) { wl_free(&wl); return cli_fail(2, "--pin: %s", err); }
+    /* Everything that can be wrong with the input is checked before the
+     * database is touched, so bad input leaves no trace in it. */
+    cx_err ce = {0};
+    cx_model_params mp; /* CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA */
+    if (cx_model_params_from_env(&mp, &ce)) {
+        wl_free(&wl);
+        return cli_fail(2, "%s", ce.msg);
+    }
+    const char *isa = cx_isa_resolve(mp.isa, NULL); /* the kernels' instruction set (valid: checked above) */
+    snprintf(meta.isa, sizeof meta.isa, "%s", isa);
+    cx_model *model;
+    if (cx_model_load_ex(o.model, o.tokenizer, &mp, &model, &ce)) {
+        wl_free(&wl);
+        return cli_fail(1, "%s", ce.msg);
+    }
+    /* The KV options against this model (a hot budget below one block, an
+     * unwritable spill file): a small cache made and freed at once. */
+    cx_kv_params probe = o.kv;
+    probe.max_tokens = 4 * CX_KV_BLOCK;
+    cx_kv_cache *probe_cache = NULL;
+    if (cx_kv_cache_new(model, &probe, &probe_cache, &ce)) {
+        cx_model_free(model);
+        wl_free(&wl);
+        return cli_fail(2, "%s", ce.msg);
+    }
+    cx_kv_cache_free(probe_cache);
+    cfg.kv = &o.kv;
+    kv_opts_config(&o.kv, meta.kv_config, sizeof meta.kv_config);
+    /* Weights in huge pages decode faster than mapped ones: part of the
+     * kernel configuration, so runs differing in it are not compared. */
+    const char *wm = cx_model_get_info(model)->weights_memory;
+    if (!strncmp(wm, "hugepages", 9)) snprintf(meta.isa, sizeof meta.isa, "%s+hp%s", isa, strstr(wm, "repacked") ? "x8" : "");
+    cli_ensure_default_dir(o.db);
+    store *db;
+    if (store_open(o.db, &db, err, sizeof err)) {
+        cx_model_free(model);
+        wl_free(&wl);
+        return cli_fail(1, "%s", err);
+    }
+    const cx_model_info *mi = cx_model_get_info(model);
+    if (model_hash(db, o.model, meta.model_sha256, err, sizeof err)) {
+        cx_model_free(model);
+        store_close(db);
+        wl_free(&wl);
+        return cli_fail(1, "%s", err);
+    }
+    /* Counters open before any session exists, so every engine thread is counted. */
+    ctr_set *ctr = ctr_open(err, sizeof err);
+    if (!ctr) fprintf(stderr, "cortex-bench: counters unavailable: %s\n", err);
+
+    snprintf(meta.workload, sizeof meta.workload, "%s", o.workload);
+    snprintf(meta.workload_kind, sizeof meta.workload_kind, "%s", wl_path ? wl_kind_name(wl.kind) : "synthetic");
+    /* multiseq/batched have the sizes of a pg test: the name tells them apart in compare */
+    snprintf(meta.workload_hash, sizeof meta.workload_hash, "%s", wl_path ? wl.sha256 : nseq ? o.workload : "");
+    meta.workload_meta = wl.meta; /* the sidecar, if the file has one; wl outlives every run_one */
+    snprintf(meta.mode, sizeof meta.mode, "%s", cfg.mode == RUN_OPEN ? "open" : cfg.mode == RUN_CLOSED ? "closed" : "synthetic");
+    meta.concurrency = cfg.mode == RUN_CLOSED ? cfg.concurrency : 0;
+    snprintf(meta.model_path, sizeof meta.model_path, "%s", o.model);
+    snprintf(meta.model_type, sizeof meta.model_type, "%s", cx_type_name(mi->main_type));
+    snprintf(meta.model_name, sizeof meta.model_name, "%s", mi->name);
+    meta.model_params = mi->n_params;
+    meta.model_bytes = mi->weight_bytes;
+    meta.reps = (int)o.reps;
+    meta.warmup = (int)o.warmup;
+    /* The context the sessions will really have (cx_session_new caps it at the model's). */
+    meta.n_ctx = o.ctx ? (int)o.ctx : CX_DEFAULT_CTX;
+    if (meta.n_ctx > mi->n_ctx) meta.n_ctx = mi->n_ctx;
+    meta.ignore_eos = cfg.ignore_eos;
+    meta.test_prompt = np;
+    meta.test_gen = ng;
+    meta.test_depth = (int)o.depth;
+    snprintf(meta.pinned, sizeof meta.pinned, "%s", o.pin ? o.pin : "");
+    snprintf(meta.git_commit, sizeof meta.git_commit, "%s", CORTEX_GIT_COMMIT);
+    meta.git_dirty = CORTEX_GIT_DIRTY;
+    snprintf(meta.build_type, sizeof meta.build_type, "%s", CORTEX_BUILD_TYPE);
+    snprintf(meta.build_flags, sizeof meta.build_flags, "%s", CORTEX_BUILD_FLAGS);
+    snprintf(meta.counter_mode, sizeof meta.counter_mode, "%s", ctr ? ctr_mode(ctr) : "none");
+    cli_join_argv(argc, argv, meta.cmdline, sizeof meta.cmdline);
+
+    roof_model rm;
+    int have_rm = roof_model_of(model, o.kv.type, &rm) == 0;
+    int rc = 0, n_ids = 0;
+    for (int t = 0; t < n_threads && !rc; t++) {
+        cfg.threads = threads[t];
+        meta.threads = threads[t];
+        rc = run_one(db, model, wl_path ? &wl : NULL, &o, cfg, meta, &env, ctr, have_rm ? &rm : NULL, &ids[n_ids]);
+        n_ids++;
+    }
+    *n_ids_out = n_ids;
+    ctr_close(ctr);
+    cx_model_free(model);
+    store_close(db);
+    wl_free(&wl);
+    return rc;
+}
+
+/* See run_cmd.h. */
+int64_t run_once(const char *model, const char *wl, const char *db, const char *threads, int reps, int warmup, int argc,
+                 char **argv) {
+    run_opts ro;
+    run_opts_init(&ro);
+    ro.model = model;
+    ro.workload = wl;
+    ro.db = db;
+    ro.reps = reps;
+    ro.warmup = warmup;
+    ro.threads = threads;
+    ro.no_progress = 1;
+    ro.argc = argc;
+    ro.argv = argv;
+    int64_t ids[RUN_MAX_THREADS];
+    int n = 0;
+    if (run_execute(&ro, ids, &n) || n != 1) return -1;
+    return ids[0];
+}
+
+/* Parse, execute, print the results table and where the runs are stored. */
+int cmd_run(int argc, char **argv) {
+    run_opts o;
+    run_opts_init(&o);
+    o.argc = argc + 2;
+    o.argv = argv - 2; /* "cortex-bench run ..." */
+    int rc = run_opts_parse(&o, argc, argv);
+    if (rc) return rc;
+    int64_t ids[RUN_MAX_THREADS];
+    int n_ids = 0;
+    rc = run_execute(&o, ids, &n_ids);
+    if (rc || !n_ids) return rc;
+    store *db;
+    char err[512];
+    if (store_open(o.db, &db, err, sizeof err)) return cli_fail(1, "%s", err);
+    if (show_table(db, ids, n_ids, o.fmt, 0, stdout, err, sizeof err)) rc = cli_fail(1, "%s", err);
+    else if (!strcmp(o.fmt, "md")) {
+        for (int i = 0; i < n_ids; i++) { /* under Zipf popularity: who pays */
+            printf("\n");
+            show_adapters(db, ids[i], stdout);
+            show_kv(db, ids[i], stdout);
+        }
+        printf("\nstored as run%s", n_ids > 1 ? "s" : "");
+        for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);
+        printf(" in %s (cortex-bench show RUN for details)\n", o.db);
+    }
+    store_close(db);
+    return rc;
+}

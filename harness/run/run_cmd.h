@@ -1,0 +1,40 @@
+/*
+ * run_cmd.h - `cortex-bench run`: options, and executing a run so that other
+ * commands (gate, calibrate) can run workloads the same way.
+ */
+#ifndef CB_RUN_CMD_H
+#define CB_RUN_CMD_H
+
+#include <stdint.h>
+
+#include "cortex.h"
+
+#define RUN_MAX_THREADS 32
+
+typedef struct run_opts {
+    const char *model, *tokenizer, *workload, *db, *fmt, *pin, *threads;
+    long reps, warmup, depth, concurrency, ctx;
+    int mode, respect_eos, no_progress;
+    cx_kv_params kv;  /* --kv-* and --prefix-cache (kv_opts.h) */
+    int argc;       /* the whole command line, recorded with the run */
+    char **argv;
+} run_opts;
+
+
+/* Defaults: standard workload, 3 repetitions after 1 warm-up, reports/cortex.db,
+ * the engine's default KV cache. */
+void run_opts_init(run_opts *o);
+/* Parse run flags onto `o`; 0, or 2 after printing the problem. */
+int run_opts_parse(run_opts *o, int argc, char **argv);
+/* Run: one stored run per thread count, ids into `ids` (RUN_MAX_THREADS
+ * entries). 0, 1 (the run failed) or 2 (bad input), after printing why. */
+int run_execute(const run_opts *o, int64_t *ids, int *n_ids);
+/* One run of workload `wl` through run_execute, as the gate and calibrate
+ * run their workloads (no progress line, one thread count); `argc`/`argv` is
+ * the command line recorded with it. The run id, or -1 after printing why. */
+int64_t run_once(const char *model, const char *wl, const char *db, const char *threads, int reps, int warmup, int argc,
+                 char **argv);
+/* The `run` subcommand: execute, then print the results table. */
+int cmd_run(int argc, char **argv);
+
+#endif

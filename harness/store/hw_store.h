@@ -1,0 +1,37 @@
+/*
+ * hw_store.h - the `hw` table (schema v5): writing one `cortex-bench hw`
+ * measurement, and finding the one a run's roofline is judged against.
+ */
+#ifndef CB_HW_STORE_H
+#define CB_HW_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "env.h"
+#include "hw.h"
+#include "store.h"
+
+/* Insert the measurement (and its environments row) in one transaction.
+ * 0 and the row id, or -1 with a message. */
+int hw_store_insert(store *s, const hw_result *r, const env_info *e, int64_t *id, char *err, size_t errlen);
+
+/* The read bandwidth a run at `threads` threads is held against. */
+typedef struct hw_ref {
+    int64_t id;            /* hw row */
+    double read_gbs;       /* best read GB/s at the chosen thread count */
+    int threads;           /* the thread count that figure was measured with */
+    int hw_threads;        /* the row's N */
+    char measured_at[40];
+} hw_ref;
+
+/*
+ * Pick the row for a machine: the environment with fingerprint `fingerprint`
+ * (or, when NULL, the environments row `env_id`). For threads == 1 the newest
+ * row's 1-thread figure; otherwise the newest row measured at exactly
+ * `threads` threads, else the newest row's all-threads figure. 1 when found,
+ * 0 when the machine has no hw row (or no such table), -1 on a query error.
+ */
+int hw_store_lookup(store *s, const char *fingerprint, int64_t env_id, int threads, hw_ref *out);
+
+#endif

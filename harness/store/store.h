@@ -1,0 +1,58 @@
+/*
+ * store.h - the benchmark database (SQLite).
+ *
+ * WAL journal, foreign keys on, a versioned schema migrated forward on open
+ * (PRAGMA user_version). A run is written in two steps: store_begin_run
+ * commits the run row as 'incomplete' (so a killed run is visible as such),
+ * store_finish_run writes every result and flips it to 'complete' in one
+ * transaction (so a run's results land whole or not at all). Schema:
+ * docs/harness.md. Typed readers: store_read.h (runs, items, counters, the
+ * run-reference resolver) and store_gate.h (gates, verdicts, canaries,
+ * histories); the hw table: hw_store.h.
+ */
+#ifndef CB_STORE_H
+#define CB_STORE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "env.h"
+#include "results.h"
+
+#define STORE_SCHEMA_VERSION 7
+
+typedef struct store store;
+
+/* Open (creating and migrating as needed). The parent directory must exist,
+ * except the default reports/ which callers create. */
+int store_open(const char *path, store **out, char *err, size_t errlen);
+/* Tests only: open and migrate no further than `version`. */
+int store_open_version(const char *path, int version, store **out, char *err, size_t errlen);
+void store_close(store *s);
+int store_version(store *s);
+/* The raw handle: for the store's own files (store_read.c, store_gate.c,
+ * hw_store.c) and for tests that check the schema; no other harness code
+ * speaks SQL. */
+struct sqlite3 *store_db(store *s);
+
+/* The environments row of `e` (inserted when new); its id, or -1. */
+int64_t store_env_id(store *s, const env_info *e);
+
+int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run_id, char *err, size_t errlen);
+int store_finish_run(store *s, int64_t run_id, const rep_result *reps, int n_reps, char *err, size_t errlen);
+/* Mark a run failed with a reason (best effort, own transaction). */
+int store_fail_run(store *s, int64_t run_id, const char *reason);
+
+/* Tag complete run `id` as `name` (moving the tag if it named another run);
+ * 0, or -1 when there is no such complete run. */
+int store_tag_run(store *s, int64_t id, const char *name);
+
+/* Cached SHA-256 of a model file, keyed by path, size and mtime; 1 if found. */
+int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, char out[65]);
+void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, const char *hex);
+
+/* The run's workload sidecar JSON (runs.workload_meta), malloc'd; NULL when
+ * it has none or on error. */
+char *store_run_workload_meta(store *s, int64_t run_id);
+
+#endif

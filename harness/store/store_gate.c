@@ -1,0 +1,254 @@
+/*
+ * store_gate.c - the gate's reads and writes (see store_gate.h). Queries name
+ * their columns and rows are read by name (store_row.h).
+ */
+#include "store_gate.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kv_opts.h"
+#include "store_row.h"
+
+/* Fields that must be equal, with the name printed when they are not. */
+static const struct { const char *sql, *name; } FIELDS[] = {
+    {"e.cpu_model", "CPU model"}, {"e.isa_flags", "ISA flags"}, {"e.logical_cores", "core count"},
+    {"r.model_sha256", "model file"}, {"r.model_type", "quantization"}, {"r.threads", "thread count"},
+    {"r.build_type", "build type"}, {"r.n_ctx", "context size"}, {"r.workload_hash", "workload"},
+    {"r.test_prompt", "test prompt size"}, {"r.test_gen", "test generation size"}, {"r.test_depth", "test KV depth"},
+    {"r.mode", "loop mode"}, {"r.concurrency", "concurrency"}, {"r.ignore_eos", "end-of-text handling"},
+    {"r.isa", "kernel instruction set (CORTEX_ISA)"},
+    /* runs before schema v6 have none: they used the engine's default cache */
+    {"coalesce(r.kv_config, '" KV_OPTS_DEFAULT_CONFIG "')", "KV cache configuration"},
+};
+#define N_FIELDS (sizeof FIELDS / sizeof FIELDS[0])
+
+/* See store_gate.h. One row per run: each field as text under its own alias
+ * (f0, f1, ...), compared by name. */
+int store_comparable(store *s, int64_t a, int64_t b, char *diff, size_t n) {
+    char sql[2048] = "SELECT ";
+    size_t k = strlen(sql);
+    for (size_t f = 0; f < N_FIELDS; f++)
+        k += (size_t)snprintf(sql + k, sizeof sql - k, "%s%s AS f%zu", f ? ", " : "", FIELDS[f].sql, f);
+    snprintf(sql + k, sizeof sql - k, " FROM runs r LEFT JOIN environments e ON e.id = r.env_id WHERE r.id = ?1");
+    sqlite3_stmt *st[2] = {NULL, NULL};
+    int rc = 0;
+    for (int side = 0; side < 2 && !rc; side++) {
+        if (sqlite3_prepare_v2(store_db(s), sql, -1, &st[side], NULL) != SQLITE_OK) rc = -1;
+        else sqlite3_bind_int64(st[side], 1, side ? b : a);
+        if (!rc && sqlite3_step(st[side]) != SQLITE_ROW) rc = -1;
+    }
+    diff[0] = 0;
+    k = 0;
+    for (size_t f = 0; f < N_FIELDS && !rc; f++) {
+        char name[8];
+        snprintf(name, sizeof name, "f%zu", f);
+        if (strcmp(row_text(st[0], name), row_text(st[1], name)) && k < n)
+            k += (size_t)snprintf(diff + k, n - k, "%s%s", k ? ", " : "", FIELDS[f].name);
+    }
+    sqlite3_finalize(st[0]);
+    sqlite3_finalize(st[1]);
+    return rc;
+}
+
+int store_common_metrics(store *s, int64_t a, int64_t b, char (**names)[40], int *n) {
+    *names = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, "SELECT x.name FROM summary x JOIN summary y ON y.name = x.name"
+                                   " WHERE x.run_id = ?1 AND y.run_id = ?2 ORDER BY x.rowid", a, b);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)names, *n, &cap, sizeof **names)) break;
+        row_copy(st, "name", (*names)[(*n)++], sizeof **names);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_canary_pairs(store *s, int64_t base, int64_t cand, store_canary_pair **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, "SELECT x.item, x.token_hash AS base, y.token_hash AS cand FROM canaries x"
+                                   " JOIN canaries y ON y.item = x.item JOIN runs rx ON rx.id = x.run_id"
+                                   " JOIN runs ry ON ry.id = y.run_id"
+                                   " WHERE x.run_id = ?1 AND y.run_id = ?2 AND rx.model_sha256 = ry.model_sha256", base, cand);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_canary_pair *p = &(*out)[(*n)++];
+        row_copy(st, "item", p->item, sizeof p->item);
+        row_copy(st, "base", p->base, sizeof p->base);
+        row_copy(st, "cand", p->cand, sizeof p->cand);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_latest_canaries(store *s, store_canary **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, "SELECT x.item, x.token_hash FROM canaries x"
+                                   " WHERE x.run_id = (SELECT max(run_id) FROM canaries c WHERE c.item = x.item)"
+                                   " ORDER BY x.item", 0, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_canary *c = &(*out)[(*n)++];
+        row_copy(st, "item", c->item, sizeof c->item);
+        row_copy(st, "token_hash", c->hash, sizeof c->hash);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Bind x to parameter i, NULL when NAN. */
+static void bind_num(sqlite3_stmt *st, int i, double x) {
+    if (isnan(x)) sqlite3_bind_null(st, i);
+    else sqlite3_bind_double(st, i, x);
+}
+
+/* Bind id to parameter i, NULL when 0 (none). */
+static void bind_run(sqlite3_stmt *st, int i, int64_t id) {
+    if (id > 0) sqlite3_bind_int64(st, i, id);
+    else sqlite3_bind_null(st, i);
+}
+
+int64_t store_gate_insert(store *s, const store_gate_row *g, const store_verdict_row *v, int n) {
+    sqlite3 *db = store_db(s);
+    char now[32];
+    time_t t = time(NULL);
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return -1;
+    sqlite3_stmt *st;
+    int64_t id = -1;
+    if (sqlite3_prepare_v2(db, "INSERT INTO gates (created_at, base_run, cand_run, mode, gate_file, gate_file_hash, verdict,"
+                               " summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
+        bind_run(st, 2, g->base_run);
+        bind_run(st, 3, g->cand_run);
+        sqlite3_bind_text(st, 4, g->mode, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 5, g->gate_file, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 6, g->gate_file_hash, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 7, g->verdict, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 8, g->summary, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_DONE) id = sqlite3_last_insert_rowid(db);
+        sqlite3_finalize(st);
+    }
+    if (id > 0 && sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO verdicts (gate_id, metric, direction, threshold,"
+                                         " base_median, cand_median, change, ci_lo, ci_hi, p_value, n_base, n_cand, verdict,"
+                                         " note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                                     -1, &st, NULL) == SQLITE_OK) {
+        for (int i = 0; i < n; i++) {
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, id);
+            sqlite3_bind_text(st, 2, v[i].metric, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(st, 3, v[i].direction, -1, SQLITE_TRANSIENT);
+            bind_num(st, 4, v[i].threshold);
+            bind_num(st, 5, v[i].base_median);
+            bind_num(st, 6, v[i].cand_median);
+            bind_num(st, 7, v[i].change);
+            bind_num(st, 8, v[i].ci_lo);
+            bind_num(st, 9, v[i].ci_hi);
+            bind_num(st, 10, v[i].p);
+            sqlite3_bind_int(st, 11, v[i].n_base);
+            sqlite3_bind_int(st, 12, v[i].n_cand);
+            sqlite3_bind_text(st, 13, v[i].verdict, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_text(st, 14, v[i].note, -1, SQLITE_TRANSIENT);
+            sqlite3_step(st);
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_exec(db, id > 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+    return id;
+}
+
+int store_gates_recent(store *s, int limit, store_gate_row **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, "SELECT g.id, g.created_at, g.base_run, g.cand_run, g.mode, g.gate_file, g.gate_file_hash,"
+                                   " g.verdict, g.summary, r.git_commit, r.workload FROM gates g"
+                                   " LEFT JOIN runs r ON r.id = g.cand_run ORDER BY g.id DESC LIMIT ?1", limit, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_gate_row *g = &(*out)[(*n)++];
+        g->id = row_int(st, "id");
+        g->base_run = row_int(st, "base_run");
+        g->cand_run = row_int(st, "cand_run");
+        row_copy(st, "created_at", g->created, sizeof g->created);
+        row_copy(st, "mode", g->mode, sizeof g->mode);
+        row_copy(st, "gate_file", g->gate_file, sizeof g->gate_file);
+        row_copy(st, "gate_file_hash", g->gate_file_hash, sizeof g->gate_file_hash);
+        row_copy(st, "verdict", g->verdict, sizeof g->verdict);
+        row_copy(st, "summary", g->summary, sizeof g->summary);
+        row_copy(st, "git_commit", g->cand_commit, sizeof g->cand_commit);
+        row_copy(st, "workload", g->cand_workload, sizeof g->cand_workload);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_verdicts_load(store *s, int64_t gate, store_verdict_row **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, "SELECT metric, verdict, change, ci_lo, ci_hi, p_value, base_median, cand_median,"
+                                   " threshold, direction, n_base, n_cand, note FROM verdicts WHERE gate_id = ?1"
+                                   " ORDER BY CASE verdict WHEN 'regressed' THEN 0 WHEN 'inconclusive' THEN 1"
+                                   " WHEN 'improved' THEN 2 ELSE 3 END, metric", gate, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_verdict_row *v = &(*out)[(*n)++];
+        row_copy(st, "metric", v->metric, sizeof v->metric);
+        row_copy(st, "verdict", v->verdict, sizeof v->verdict);
+        row_copy(st, "direction", v->direction, sizeof v->direction);
+        row_copy(st, "note", v->note, sizeof v->note);
+        v->change = row_num(st, "change");
+        v->ci_lo = row_num(st, "ci_lo");
+        v->ci_hi = row_num(st, "ci_hi");
+        v->p = row_num(st, "p_value");
+        v->base_median = row_num(st, "base_median");
+        v->cand_median = row_num(st, "cand_median");
+        v->threshold = row_num(st, "threshold");
+        v->n_base = (int)row_int(st, "n_base");
+        v->n_cand = (int)row_int(st, "n_cand");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_metric_history(store *s, const char *name, const char *workload, store_history_point **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(store_db(s), "SELECT r.compare_key, r.workload, r.id, substr(r.git_commit, 1, 10) AS commit10,"
+                                        " r.git_dirty, m.median FROM runs r JOIN summary m ON m.run_id = r.id AND m.name = ?1"
+                                        " WHERE r.status = 'complete' AND (?2 IS NULL OR r.workload = ?2)"
+                                        " ORDER BY r.compare_key, r.workload, r.id", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    if (workload) sqlite3_bind_text(st, 2, workload, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, 2);
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_history_point *p = &(*out)[(*n)++];
+        row_copy(st, "compare_key", p->key, sizeof p->key);
+        row_copy(st, "workload", p->workload, sizeof p->workload);
+        row_copy(st, "commit10", p->commit, sizeof p->commit);
+        p->run = row_int(st, "id");
+        p->dirty = (int)row_int(st, "git_dirty");
+        p->median = row_num(st, "median");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}

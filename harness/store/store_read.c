@@ -1,0 +1,388 @@
+/*
+ * store_read.c - typed readers of stored runs (see store_read.h). Every
+ * query names its columns (aliases), read back by name (store_row.h).
+ */
+#include "store_read.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+#include "store_row.h"
+
+const char *const STORE_PHASES[3] = {"prefill", "decode", "total"};
+
+const char *store_errmsg(store *s) { return sqlite3_errmsg(store_db(s)); }
+
+/* Every column of a run and its environment; a WHERE/ORDER clause follows. */
+#define RUN_SELECT                                                                                                         \
+    "SELECT r.id, r.status, r.started_at, r.finished_at, r.error, r.workload, r.workload_kind, r.workload_hash, r.mode,"   \
+    " r.concurrency, r.model_path, r.model_sha256, r.model_name, r.model_type, r.model_params, r.model_bytes,"             \
+    " r.threads, r.reps, r.warmup, r.n_ctx, r.pinned, r.git_commit, r.git_dirty, r.build_type, r.build_flags,"            \
+    " r.counter_mode, r.compare_key, r.cmdline, r.isa, r.kv_config, r.env_id, r.hw_id,"                                   \
+    " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint"            \
+    " FROM runs r LEFT JOIN environments e ON e.id = r.env_id"
+
+/* Fill *r from the current row of a RUN_SELECT query. */
+static void run_fill(sqlite3_stmt *st, store_run *r) {
+    memset(r, 0, sizeof *r);
+    r->id = row_int(st, "id");
+#define TEXT(field, col) row_copy(st, col, r->field, sizeof r->field)
+    TEXT(status, "status");
+    TEXT(started, "started_at");
+    TEXT(finished, "finished_at");
+    TEXT(error, "error");
+    TEXT(workload, "workload");
+    TEXT(kind, "workload_kind");
+    TEXT(workload_hash, "workload_hash");
+    TEXT(mode, "mode");
+    TEXT(model_path, "model_path");
+    TEXT(model_sha256, "model_sha256");
+    TEXT(model, "model_name");
+    TEXT(type, "model_type");
+    TEXT(pinned, "pinned");
+    TEXT(commit, "git_commit");
+    TEXT(build_type, "build_type");
+    TEXT(build_flags, "build_flags");
+    TEXT(counter_mode, "counter_mode");
+    TEXT(key, "compare_key");
+    TEXT(cmdline, "cmdline");
+    TEXT(isa, "isa");
+    TEXT(kv_config, "kv_config");
+    TEXT(cpu_model, "cpu_model");
+    TEXT(isa_flags, "isa_flags");
+    TEXT(kernel, "kernel");
+    TEXT(compiler, "compiler");
+    TEXT(governor, "governor");
+    TEXT(fingerprint, "fingerprint");
+#undef TEXT
+    r->concurrency = (int)row_int(st, "concurrency");
+    r->model_params = row_int(st, "model_params");
+    r->model_bytes = row_int(st, "model_bytes");
+    r->threads = (int)row_int(st, "threads");
+    r->reps = (int)row_int(st, "reps");
+    r->warmup = (int)row_int(st, "warmup");
+    r->n_ctx = (int)row_int(st, "n_ctx");
+    r->dirty = (int)row_int(st, "git_dirty");
+    r->env_id = row_int(st, "env_id");
+    r->hw_id = row_int(st, "hw_id");
+    r->logical_cores = (int)row_int(st, "logical_cores");
+    r->mem_bytes = row_int(st, "mem_bytes");
+}
+
+int store_run_load(store *s, int64_t id, store_run *r) {
+    memset(r, 0, sizeof *r);
+    r->id = id;
+    sqlite3_stmt *st = row_prepare(s, RUN_SELECT " WHERE r.id = ?1", id, 0);
+    if (!st) return -1;
+    int rc = sqlite3_step(st), found = rc == SQLITE_ROW;
+    if (found) run_fill(st, r);
+    sqlite3_finalize(st);
+    return found ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_runs_all(store *s, store_run **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, RUN_SELECT " ORDER BY r.id", 0, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        run_fill(st, &(*out)[(*n)++]);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_list_runs(store *s, int limit, store_list_row **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s,
+        "SELECT r.id, r.started_at, r.status, r.workload, r.model_name, r.model_type, r.threads, r.reps,"
+        " substr(r.git_commit, 1, 10) AS commit10, r.git_dirty,"
+        " (SELECT median FROM summary WHERE run_id = r.id AND name IN ('tps', 'output_tps') ORDER BY name = 'tps' DESC"
+        "  LIMIT 1) AS tps FROM runs r ORDER BY r.id DESC LIMIT ?1", limit, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_list_row *w = &(*out)[(*n)++];
+        w->id = row_int(st, "id");
+        row_copy(st, "started_at", w->started, sizeof w->started);
+        row_copy(st, "status", w->status, sizeof w->status);
+        row_copy(st, "workload", w->workload, sizeof w->workload);
+        row_copy(st, "model_name", w->model, sizeof w->model);
+        row_copy(st, "model_type", w->type, sizeof w->type);
+        row_copy(st, "commit10", w->commit, sizeof w->commit);
+        w->threads = (int)row_int(st, "threads");
+        w->reps = (int)row_int(st, "reps");
+        w->dirty = (int)row_int(st, "git_dirty");
+        w->tps = row_num(st, "tps");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_summary_load(store *s, int64_t run, store_summary_row *rows, int cap) {
+    sqlite3_stmt *st = row_prepare(s, "SELECT name, median, min, max, stddev, n FROM summary WHERE run_id = ?1"
+                                      " ORDER BY rowid", run, 0);
+    if (!st) return -1;
+    int n = 0, rc;
+    while (n < cap && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_summary_row *w = &rows[n++];
+        row_copy(st, "name", w->name, sizeof w->name);
+        w->med = row_num(st, "median");
+        w->min = row_num(st, "min");
+        w->max = row_num(st, "max");
+        w->sd = row_num(st, "stddev");
+        w->cnt = (int)row_int(st, "n");
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+int store_items_load(store *s, const store_run *r, store_item **items, int *n) {
+    *items = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s,
+        "SELECT min(q.item) AS item, max(q.adapter) AS adapter, max(q.prompt_tokens) AS prompt_tokens,"
+        " avg(CASE WHEN q.error IS NULL THEN q.gen_tokens END) AS gen_tokens,"
+        " avg(CASE WHEN q.error IS NULL THEN q.queue_ms END) AS queue,"
+        " avg(q.ttft_ms) AS ttft, avg(q.tpot_ms) AS tpot, avg(q.e2e_ms) AS e2e,"
+        " avg(CASE WHEN q.error IS NULL AND q.e2e_ms > q.queue_ms THEN q.gen_tokens / ((q.e2e_ms - q.queue_ms) / 1000.0) END) AS tps,"
+        " max(q.error) AS error, count(*) AS n, sum(q.error IS NOT NULL) AS n_err, max(c.token_hash) AS hash,"
+        " max(c.stable) AS stable"
+        " FROM requests q LEFT JOIN canaries c ON c.run_id = q.run_id AND c.item = q.item"
+        " WHERE q.run_id = ?1 GROUP BY q.idx ORDER BY q.idx", r->id, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)items, *n, &cap, sizeof **items)) break;
+        store_item *it = &(*items)[(*n)++];
+        memset(it, 0, sizeof *it);
+        row_copy(st, "item", it->item, sizeof it->item);
+        it->adapter = (int)row_int(st, "adapter");
+        it->prompt_tokens = (int)row_int(st, "prompt_tokens");
+        it->gen_tokens = row_num(st, "gen_tokens");
+        it->queue = row_num(st, "queue");
+        it->ttft = row_num(st, "ttft");
+        it->tpot = row_num(st, "tpot");
+        it->e2e = row_num(st, "e2e");
+        it->tps = row_num(st, "tps");
+        row_copy(st, "error", it->error, sizeof it->error);
+        it->n = (int)row_int(st, "n");
+        it->n_err = (int)row_int(st, "n_err");
+        row_copy(st, "hash", it->hash, sizeof it->hash);
+        it->stable = row_null(st, "stable") ? -1 : (int)row_int(st, "stable");
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return -1;
+    if (!strcmp(r->mode, "synthetic")) {
+        if (!(st = row_prepare(s, "SELECT avg(value) AS tps FROM rep_metrics WHERE run_id = ?1 AND name = 'tps'", r->id, 0)))
+            return -1;
+        double tps = sqlite3_step(st) == SQLITE_ROW ? row_num(st, "tps") : NAN;
+        sqlite3_finalize(st);
+        for (int i = 0; i < *n; i++) (*items)[i].tps = tps;
+    }
+    return 0;
+}
+
+int store_counters_load(store *s, int64_t run, store_counter **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, "SELECT phase, name, max(unit) AS unit, count(*) AS n, sum(status = 'ok') AS n_ok,"
+                                      " avg(CASE WHEN status = 'ok' THEN value END) AS value, max(reason) AS reason,"
+                                      " min(rowid) AS first FROM counters WHERE run_id = ?1 GROUP BY phase, name ORDER BY first",
+                                   run, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int ph = -1;
+        for (int p = 0; p < 3; p++)
+            if (!strcmp(row_text(st, "phase"), STORE_PHASES[p])) ph = p;
+        if (ph < 0) continue;
+        store_counter *k = NULL;
+        for (int i = 0; i < *n; i++)
+            if (!strcmp((*out)[i].name, row_text(st, "name"))) k = &(*out)[i];
+        if (!k) {
+            if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+            k = &(*out)[(*n)++];
+            memset(k, 0, sizeof *k);
+            row_copy(st, "name", k->name, sizeof k->name);
+            row_copy(st, "unit", k->unit, sizeof k->unit);
+        }
+        int cnt = (int)row_int(st, "n"), n_ok = (int)row_int(st, "n_ok");
+        const char *why = row_text(st, "reason");
+        k->seen[ph] = 1;
+        k->ok[ph] = cnt > 0 && n_ok == cnt;
+        k->v[ph] = row_num(st, "value");
+        if (!k->ok[ph]) {
+            if (n_ok > 0) snprintf(k->reason[ph], sizeof k->reason[ph], "counted in %d of %d repetitions: %s", n_ok, cnt, why);
+            else snprintf(k->reason[ph], sizeof k->reason[ph], "%s", *why ? why : "not counted");
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Append x to *v (count *n, capacity *cap); -1 when out of memory. */
+static int push(double **v, size_t *n, size_t *cap, double x) {
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        double *p = realloc(*v, c * sizeof *p);
+        if (!p) return -1;
+        *v = p;
+        *cap = c;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+int store_latency_samples(store *s, int64_t run, int itl, double **v, size_t *n) {
+    *v = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, itl ? "SELECT itl_ms AS x FROM requests WHERE run_id = ?1 AND error IS NULL AND itl_ms IS NOT NULL"
+                                          : "SELECT ttft_ms AS x FROM requests WHERE run_id = ?1 AND error IS NULL AND ttft_ms IS NOT NULL",
+                                   run, 0);
+    if (!st) return -1;
+    size_t cap = 0;
+    int rc, oom = 0;
+    while (!oom && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!itl) {
+            oom = push(v, n, &cap, row_num(st, "x"));
+            continue;
+        }
+        /* A JSON array of numbers, as store_finish_run writes it. */
+        const char *p = row_text(st, "x");
+        while (*p && !oom) {
+            if (*p == '[' || *p == ']' || *p == ',' || *p == ' ' || *p == '\n' || *p == '\t') {
+                p++;
+                continue;
+            }
+            char *end;
+            double x = strtod(p, &end);
+            if (end == p) break; /* not a number: stop reading this array */
+            if (isfinite(x)) oom = push(v, n, &cap, x);
+            p = end;
+        }
+    }
+    sqlite3_finalize(st);
+    if (oom || rc != SQLITE_DONE) {
+        free(*v);
+        *v = NULL;
+        *n = 0;
+        return -1;
+    }
+    if (*n) stats_sort(*v, *n);
+    return 0;
+}
+
+int store_request_times(store *s, int64_t run, store_request_time **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, "SELECT arrival_ms / 1000.0 AS arrival_s, ttft_ms, e2e_ms, rep, item, error"
+                                      " FROM requests WHERE run_id = ?1 ORDER BY rep, idx", run, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_request_time *t = &(*out)[(*n)++];
+        t->arrival_s = row_num(st, "arrival_s");
+        t->ttft_ms = row_num(st, "ttft_ms");
+        t->e2e_ms = row_num(st, "e2e_ms");
+        t->rep = (int)row_int(st, "rep");
+        t->failed = *row_text(st, "error") || row_null(st, "ttft_ms") || row_null(st, "e2e_ms");
+        row_copy(st, "item", t->item, sizeof t->item);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_adapters_load(store *s, int64_t run, store_adapter **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, "SELECT adapter, requests, ttft_p50, ttft_p90, ttft_p99, itl_p50, itl_p90, itl_p99,"
+                                      " e2e_p50 FROM adapter_stats WHERE run_id = ?1 ORDER BY adapter", run, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_adapter *a = &(*out)[(*n)++];
+        a->adapter = (int)row_int(st, "adapter");
+        a->requests = (int)row_int(st, "requests");
+        a->ttft_p50 = row_num(st, "ttft_p50");
+        a->ttft_p90 = row_num(st, "ttft_p90");
+        a->ttft_p99 = row_num(st, "ttft_p99");
+        a->itl_p50 = row_num(st, "itl_p50");
+        a->itl_p90 = row_num(st, "itl_p90");
+        a->itl_p99 = row_num(st, "itl_p99");
+        a->e2e_p50 = row_num(st, "e2e_p50");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+double store_metric_median(store *s, int64_t run, const char *name) {
+    sqlite3_stmt *st = row_prepare(s, "SELECT median FROM summary WHERE run_id = ?1 AND name = ?2", run, 0);
+    double v = NAN;
+    if (!st) return v;
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) v = row_num(st, "median");
+    sqlite3_finalize(st);
+    return v;
+}
+
+size_t store_metric_values(store *s, int64_t run, const char *name, double *out, size_t cap) {
+    sqlite3_stmt *st = row_prepare(s, "SELECT value FROM rep_metrics WHERE run_id = ?1 AND name = ?2 AND value IS NOT NULL"
+                                      " ORDER BY rep", run, 0);
+    size_t n = 0;
+    if (!st) return 0;
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    while (n < cap && sqlite3_step(st) == SQLITE_ROW) out[n++] = row_num(st, "value");
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* Is `ref` a whole decimal number (a run id)? */
+static int is_run_id(const char *ref, int64_t *id) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(ref, &end, 10);
+    if (!*ref || *end || errno || ref[0] == '-' || ref[0] == '+' || ref[0] == ' ') return 0;
+    *id = x;
+    return 1;
+}
+
+int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int64_t *id, char *err, size_t n) {
+    int64_t x;
+    if (is_run_id(ref, &x)) {
+        store_run r;
+        int found = x > 0 ? store_run_load(s, x, &r) : 0;
+        if (found < 0) return snprintf(err, n, "run %s: %s", ref, store_errmsg(s)), -1;
+        if (!found) return snprintf(err, n, "no run %s in the database", ref), -1;
+        *id = x;
+        return 0;
+    }
+    /* A tag; else (no such tag) a commit prefix of a complete run. */
+    sqlite3_stmt *st = row_prepare(s,
+        "SELECT r.id AS id FROM runs r LEFT JOIN runs me ON me.id = ?1"
+        " WHERE r.id != ?3 AND (r.id IN (SELECT run_id FROM tags WHERE name = ?2)"
+        "    OR (NOT EXISTS (SELECT 1 FROM tags WHERE name = ?2) AND length(?2) >= 4 AND r.status = 'complete'"
+        "        AND r.git_commit LIKE ?2 || '%'))"
+        " ORDER BY (r.compare_key IS me.compare_key AND r.workload = me.workload) DESC, r.workload = me.workload DESC,"
+        " (SELECT max(created_at) FROM tags t WHERE t.run_id = r.id AND t.name = ?2) DESC, r.id DESC LIMIT 1", like, 0);
+    if (!st) return snprintf(err, n, "run %s: %s", ref, store_errmsg(s)), -1;
+    sqlite3_bind_text(st, 2, ref, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, skip);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) *id = row_int(st, "id");
+    else if (rc == SQLITE_DONE) snprintf(err, n, "'%s' is neither a run id, a tag, nor the commit of a complete run", ref);
+    else snprintf(err, n, "run %s: %s", ref, store_errmsg(s));
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : -1;
+}

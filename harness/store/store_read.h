@@ -1,0 +1,112 @@
+/*
+ * store_read.h - typed readers of stored runs, for reports, the dashboard,
+ * `show` and the gate: a run's identity, its items (requests grouped by
+ * position), counters, latency samples, request timings, per-adapter
+ * statistics and metric values; and the one resolver of a run reference
+ * that every command taking RUN uses. Readers return 1/0 (found/missing) or
+ * 0 on success, and -1 on a database error (store_errmsg says which).
+ */
+#ifndef CB_STORE_READ_H
+#define CB_STORE_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* A run: its runs row and its environment (environments row). */
+typedef struct store_run {
+    int64_t id, env_id, hw_id, model_params, model_bytes, mem_bytes;
+    char status[16], workload[256], kind[24], mode[16], commit[48], key[80], started[40], model[160], type[16];
+    char finished[40], error[512], workload_hash[72], model_path[512], model_sha256[72], pinned[128], build_type[32];
+    char build_flags[512], counter_mode[32], cmdline[1024], isa[32], kv_config[512];
+    char cpu_model[128], isa_flags[512], kernel[128], compiler[128], governor[32], fingerprint[72];
+    int dirty, reps, threads, warmup, n_ctx, concurrency, logical_cores;
+} store_run;
+
+/* One row of `list`: a run with its headline throughput. */
+typedef struct store_list_row {
+    int64_t id;
+    char started[40], status[16], workload[256], model[160], type[16], commit[16];
+    int threads, reps, dirty;
+    double tps; /* median tps (synthetic tests) or output_tps, NAN when none */
+} store_list_row;
+
+/* A summary row: one metric over a run's repetitions. */
+typedef struct store_summary_row {
+    char name[40];
+    double med, min, max, sd;
+    int cnt;
+} store_summary_row;
+
+/* One item (prompt, trace request, synthetic test): means over repetitions. */
+typedef struct store_item {
+    char item[64];
+    int adapter, prompt_tokens, n, n_err, stable;   /* stable: 1, 0, -1 unknown */
+    double gen_tokens, queue, ttft, tpot, e2e, tps; /* NAN when no repetition served it */
+    char error[200], hash[24];
+} store_item;
+
+/* One counter over the phases prefill, decode, total (STORE_PHASES). */
+typedef struct store_counter {
+    char name[48], unit[16];
+    int ok[3], seen[3];
+    double v[3];
+    char reason[3][200];
+} store_counter;
+extern const char *const STORE_PHASES[3];
+
+/* One request of one repetition, for latency-over-time charts. */
+typedef struct store_request_time {
+    double arrival_s, ttft_ms, e2e_ms;
+    int rep, failed; /* failed: an error, or no latency recorded */
+    char item[64];
+} store_request_time;
+
+/* Per-adapter latency of a trace run (adapter_stats row), NAN when absent. */
+typedef struct store_adapter {
+    int adapter, requests;
+    double ttft_p50, ttft_p90, ttft_p99, itl_p50, itl_p90, itl_p99, e2e_p50;
+} store_adapter;
+
+/* SQLite's last error message on this store. */
+const char *store_errmsg(store *s);
+
+/* Run `id`: 1 found, 0 missing, -1 error. */
+int store_run_load(store *s, int64_t id, store_run *r);
+/* Every run, by id (malloc'd; free() it). 0 or -1. */
+int store_runs_all(store *s, store_run **out, int *n);
+/* The newest `limit` runs, newest first (malloc'd; free() it). 0 or -1. */
+int store_list_runs(store *s, int limit, store_list_row **out, int *n);
+/* A run's summary rows in stored order, at most `cap`: how many, or -1. */
+int store_summary_load(store *s, int64_t run, store_summary_row *rows, int cap);
+/* The items of run r (malloc'd array into *items, count *n; free() it). For
+ * synthetic tests an item's tps is the test's mean `tps`. 0 or -1. */
+int store_items_load(store *s, const store_run *r, store_item **items, int *n);
+/* Counters per name and phase: the mean over repetitions when every
+ * repetition counted it, else missing with a reason. 0 or -1. */
+int store_counters_load(store *s, int64_t run, store_counter **out, int *n);
+/* Latency samples of served requests, ascending: TTFT per request, or every
+ * inter-token gap (`itl`). 0, or -1 (error, or out of memory: *v NULL). */
+int store_latency_samples(store *s, int64_t run, int itl, double **v, size_t *n);
+/* Every request of every repetition, in order. 0 or -1. */
+int store_request_times(store *s, int64_t run, store_request_time **out, int *n);
+/* Per-adapter statistics, by adapter. 0 or -1. */
+int store_adapters_load(store *s, int64_t run, store_adapter **out, int *n);
+/* The median over repetitions of metric `name` (summary), NAN when absent. */
+double store_metric_median(store *s, int64_t run, const char *name);
+/* Values of metric `name` per repetition (rep_metrics), at most cap; how many. */
+size_t store_metric_values(store *s, int64_t run, const char *name, double *out, size_t cap);
+
+/*
+ * Resolve a run reference, the same forms for every command: a run id (the
+ * run must exist), else a tag, else a git commit prefix of 4 or more
+ * characters (complete runs built from it), never run `skip` (0: none) for a
+ * tag or commit. Among several runs, those of run `like`'s configuration
+ * (compare_key and workload) come first, then of its workload, then the
+ * newest; like = 0: the newest. 0 with *id, or -1 with one line naming `ref`
+ * in err.
+ */
+int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int64_t *id, char *err, size_t n);
+
+#endif
