@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run.sh - run every test: C unit tests (build/tests/test_*), the CLI
-# checks (tests/cli/*.sh) and the numpy reference checks (the model reference,
+# tests/run.sh - run every test: C unit tests (tests/unit/engine|harness/,
+# built into build/tests/test_*), the CLI checks (tests/cli/engine|harness/*.sh) and the numpy reference checks (the model reference,
 # and the K-quant layouts: tests/reference/kquant_ref.py). Prints one line per
 # suite and ends with "N passed, N failed" over the suites; with RESULT_FILE
 # set, also writes "PASSED FAILED" there. Exits non-zero if any suite failed.
@@ -32,11 +32,17 @@ run() { # name, command...
     fi
 }
 
-for t in "$BUILD"/tests/test_*; do
-    [ -x "$t" ] && run "unit/$(basename "$t")" "$t"
+# Unit tests: tests/unit/{engine,harness}/test_X.c, built as $BUILD/tests/test_X.
+for src in tests/unit/*/test_*.c; do
+    t="$BUILD/tests/$(basename "$src" .c)" part=$(basename "$(dirname "$src")")
+    if [ -x "$t" ]; then run "unit/$part/$(basename "$t")" "$t"
+    else run "unit/$part/$(basename "$t") (not built: make all)" false; fi
 done
-for t in tests/cli/*.sh; do
-    [ -f "$t" ] && run "cli/$(basename "$t" .sh)" bash "$t"
+# CLI checks: tests/cli/{engine,harness}/*.sh (tests/cli/lib/ holds their shared preamble).
+for t in tests/cli/*/*.sh; do
+    part=$(basename "$(dirname "$t")")
+    [ "$part" = lib ] && continue
+    run "cli/$part/$(basename "$t" .sh)" bash "$t"
 done
 if [ -x "$PY" ] && "$PY" -c 'import numpy' 2>/dev/null; then
     run "reference/test_reference.py" "$PY" tests/test_reference.py

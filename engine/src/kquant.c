@@ -71,7 +71,7 @@ void kq_dequantize_row_q6_k(const void *src, float *dst, int64_t n) {
  * stored. This is ggml's make_qkx2_quants / make_qx_quants idea, simpler:
  * unweighted (ggml weights each value by rms + |x|, trading RMS for the large
  * values), and no importance matrix. Relative RMS error measured on normal(0,1)
- * data (tests/unit/test_kquant.c, 64 rows of 4096): Q4_K 0.0712, Q6_K 0.0173.
+ * data (tests/unit/engine/test_kquant.c, 64 rows of 4096): Q4_K 0.0712, Q6_K 0.0173.
  */
 
 /* Round to nearest, ties to even (ggml's nearest_int), for |v| < 2^22. */

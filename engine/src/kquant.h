@@ -103,7 +103,7 @@ float kq_dot_q6_k_scalar(const void *row, const kern_act *a, int t);
  * and F16C). Integer parts are exact; the float scaling accumulates per lane,
  * so they differ from the scalar versions by float rounding only:
  * |avx2 - scalar| <= 1e-5 * sum_i |w_i * x_i| with w split into its scale and
- * min parts (tests/unit/test_kquant.c states and checks this).
+ * min parts (tests/unit/engine/test_kquant.c states and checks this).
  */
 float kq_dot_q4_k_avx2(const void *row, const kern_act *a, int t);
 float kq_dot_q6_k_avx2(const void *row, const kern_act *a, int t);

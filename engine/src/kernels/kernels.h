@@ -17,7 +17,7 @@
  *   q8_0, q4_0       KERN_ACT_Q8_32  (int8 codes, one float scale per 32, code sums per 32)
  *   q4_k, q6_k       KERN_ACT_Q8_256 (int8 codes, one float scale per 256, code sums per 16)
  * The SIMD kernels must reproduce the scalar result up to float rounding
- * order; tests/unit/test_kernels.c states and checks each tolerance.
+ * order; tests/unit/engine/test_kernels.c states and checks each tolerance.
  */
 #ifndef CX_KERNELS_H
 #define CX_KERNELS_H

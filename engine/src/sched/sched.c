@@ -6,7 +6,7 @@
  * Everything a request needs while it runs (its token array, sampler, text
  * buffer, gaps) is allocated when it is submitted, and every array a step
  * needs when the scheduler is made, so a step in steady state calls no
- * allocator (tests/unit/test_nomalloc.c).
+ * allocator (tests/unit/engine/test_nomalloc.c).
  */
 #include <assert.h>
 #include <stdio.h>

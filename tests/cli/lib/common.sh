@@ -6,7 +6,7 @@
 #   check DESCRIPTION COMMAND...   run COMMAND; count and print "ok -"/"FAIL -"
 #   sql DB QUERY                   the first column of the first row ("" if none)
 #   finish [NAME]                  print "[NAME: ]N passed, N failed"; status 0 if none failed
-# (In tests/cli/lib/, not tests/cli/, so tests/run.sh does not run it as a suite.)
+# (In tests/cli/lib/, beside engine/ and harness/, so tests/run.sh does not run it as a suite.)
 BUILD=${BUILD:-build}
 CORTEX=${CORTEX_BIN:-$BUILD/cortex}
 BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}

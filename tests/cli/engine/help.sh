@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/cli/help.sh - every `cortex` command's help and flag errors. For each
+# tests/cli/engine/help.sh - every `cortex` command's help and flag errors. For each
 # command: --help and -h print the same usage to stdout and exit 0; it names
 # every flag the command takes (the list below, written independently of the
 # CLI's table), and no other; each flag with a valid value is accepted (the
@@ -8,7 +8,7 @@
 # help lists (weight types, KV types and policies, shapes) are each accepted,
 # and the sampler defaults shown are llama.cpp's. No model is needed.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 
 # command -> "flag value" words (a switch has the value "-")
 declare -A FLAGS=(

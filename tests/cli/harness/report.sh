@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/cli/report.sh - `cortex-bench report` and `cortex-bench dashboard` end
+# tests/cli/harness/report.sh - `cortex-bench report` and `cortex-bench dashboard` end
 # to end on real runs of a tiny synthetic model: the report's charts (PNG and
 # SVG, valid files) with a baseline given by run id and by tag, the text-only
 # report without gnuplot, the dashboard with and without gnuplot, and the
@@ -7,7 +7,7 @@
 # lands in reports/dashboard.png. Without Chromium the browser checks print
 # SKIP (and fail when CI=true). Run from the repository root (tests/run.sh).
 set -u
-root=$(cd "$(dirname "$0")/../.." && pwd)
+root=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$root"
 . tests/cli/lib/common.sh
 BENCH=$(cd "$(dirname "$BENCH")" && pwd)/$(basename "$BENCH")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/cli/malformed.sh - the cortex CLI on bad input: every case must exit
+# tests/cli/engine/malformed.sh - the cortex CLI on bad input: every case must exit
 # non-zero without crashing (exit code < 128, i.e. no signal), print nothing on
 # stdout and exactly one line on stderr starting with "cortex: ".
 # Run from the repo root (tests/run.sh does); the binary is $CORTEX_BIN

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/cli/greedy.sh - `cortex generate` with its default sampler flags and
+# tests/cli/engine/greedy.sh - `cortex generate` with its default sampler flags and
 # --temp 0 continues a prompt with exactly the token ids of the numpy
 # reference's greedy continuation (tests/reference/llama_ref.py --prompt-ids,
 # which agrees with llama2.c and llama.cpp), on both real models as .bin +
@@ -9,7 +9,7 @@
 # reference's own implementation of llama.cpp's penalties.
 # Skips without ../shared/models (CORTEX_MODELS), fails so under CI=true.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 REF=tests/reference
 
 if [ ! -f "$MODELS/aidreams260K.bin" ]; then

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tests/cli/kv.sh - the KV cache options of cortex generate: tiering with a
+# tests/cli/engine/kv.sh - the KV cache options of cortex generate: tiering with a
 # lossless cold tier changes no greedy token, --kv-stats reports the tiers,
 # q8 hot blocks and int8 warm pages still generate, bad values are refused.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 
 "$CORTEX" synth --shape test-tiny --type f32 --seed 9 -o "$tmp/tiny.gguf" 2>/dev/null
 gen() { "$CORTEX" generate -m "$tmp/tiny.gguf" -p "kv cache check" -n 100 --temp 0 --no-echo "$@" 2>"$tmp/err"; }

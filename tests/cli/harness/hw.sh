@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# tests/cli/hw.sh - `cortex-bench hw` end to end: a short measurement (64 MiB,
+# tests/cli/harness/hw.sh - `cortex-bench hw` end to end: a short measurement (64 MiB,
 # 2 passes) lands in one hw row with positive bandwidth; bad flags and an
 # unwritable database fail with one line and a non-zero exit; a tiny run then
 # reports its decode speed as a fraction of the bandwidth roofline, a run on a
 # machine without a hw row says how to get one (once), and runs with different
 # kernel instruction sets (CORTEX_ISA) are never compared silently.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 lines() { wc -l <"$1" | tr -d ' '; }
 db=$tmp/hw.db
 "$CORTEX" synth --shape test-tiny --type q8_0 -o "$tmp/tiny.gguf" 2>/dev/null

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# tests/cli/kvbench.sh - the KV cache in cortex-bench: bad KV flags are one
+# tests/cli/harness/kvbench.sh - the KV cache in cortex-bench: bad KV flags are one
 # error line and leave the database untouched; a shared-system-prefix trace
 # with --prefix-cache on records a prefix hit rate > 0; the KV counters are
 # stored as metrics and shown; runs with different KV settings are not
 # compared silently; multiseq keeps several sequences in one tiered cache;
 # batched decodes them in one pass per round and generates the same tokens.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 db=$tmp/kv.db
 "$CORTEX" synth --shape test-tiny --type f32 -c 1024 -o "$tmp/tiny.gguf" 2>/dev/null
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# tests/cli/bench.sh - cortex-bench end to end on a tiny synthetic model:
+# tests/cli/harness/bench.sh - cortex-bench end to end on a tiny synthetic model:
 # synthetic tests, the standard prompt set (including prompts longer than the
 # context, recorded as per-request errors), trace generation and open-loop
 # replay with per-adapter statistics, a SIGKILL mid-run, two runs writing one
 # database at once, and bad input rejected before the database is touched.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 db=$tmp/b.db
 "$CORTEX" synth --shape test-tiny --type q8_0 -o "$tmp/tiny.gguf" 2>/dev/null
 

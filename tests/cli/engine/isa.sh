@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# tests/cli/isa.sh - kernel dispatch from the outside: CORTEX_ISA picks the
+# tests/cli/engine/isa.sh - kernel dispatch from the outside: CORTEX_ISA picks the
 # table, bad values fail with one clear line, and for F32 models the greedy
 # text does not depend on the instruction set (the issue's "greedy text on
 # stories260K is unchanged by the ISA choice for F32").
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 have_avx2=0
 grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo && have_avx2=1
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/cli/gate.sh - the regression gate end to end: wall-clock mode measures
+# tests/cli/harness/gate.sh - the regression gate end to end: wall-clock mode measures
 # every configured metric and refuses one no workload produces; then deterministic mode
 # (instruction counts, so no timing enters a test): an unchanged build passes,
 # the knob build with a 5 % injected slowdown fails with exit 1, a missing

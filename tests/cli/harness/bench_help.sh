@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# tests/cli/bench_help.sh - every cortex-bench subcommand answers -h and
+# tests/cli/harness/bench_help.sh - every cortex-bench subcommand answers -h and
 # --help with its own usage on stdout (exit 0), and an unknown flag, or a
 # flag missing its value, is one error line naming it (exit 2). The
 # subcommands are read from the command table (harness/commands.c), so a new
 # one is walked too; every flag a subcommand's parser compares against (a
 # "-x"/"--xyz" literal in the file defining cmd_NAME) must appear in its usage.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 BENCH=$(cd "$(dirname "$BENCH")" && pwd)/$(basename "$BENCH")
 src=$PWD/harness
 cd "$tmp" # nothing below may touch a real database or write into the tree

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/cli/generate.sh - the cortex command end to end: synth -> info ->
+# tests/cli/engine/generate.sh - the cortex command end to end: synth -> info ->
 # generate (greedy and seeded sampling), and coherent text from aidreams260K.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 
 # synth writes a loadable model; info reports its exact shape.
 "$CORTEX" synth --shape test-tiny --type q8_0 --seed 3 -o "$tmp/tiny.gguf" 2>"$tmp/synth.err"

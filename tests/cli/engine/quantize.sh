@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# tests/cli/quantize.sh - `cortex quantize` and `cortex quality` end to end:
+# tests/cli/engine/quantize.sh - `cortex quantize` and `cortex quality` end to end:
 # synthetic models of every file type, the real models (.gguf and .bin +
 # tokenizer) to q8_0/q4_0 with quality bounds, the lossless llama2.c -> GGUF
 # conversion, and bad input (one error line, non-zero exit, no OUT or OUT.tmp).
 # The real-model part needs ../shared/models (or $CORTEX_MODELS); without it
 # that part skips with a message (CI sets CI=true, where a missing directory fails).
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; } # float a >= b
 json_field() { sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p" "$1"; }         # FILE KEY -> value
 info_has_type() { # MODEL TYPE: `cortex info` lists at least one tensor of TYPE

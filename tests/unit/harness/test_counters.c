@@ -5,7 +5,7 @@
  * after ctr_open; phase arithmetic; the environment fingerprint; CPU pinning;
  * peak RSS. No timing thresholds: only "grew", and counts compared with counts.
  *
- * Build: cc -std=c11 -D_GNU_SOURCE -Iharness/measure -Iharness/util tests/unit/test_counters.c
+ * Build: cc -std=c11 -D_GNU_SOURCE -Iharness/measure -Iharness/util tests/unit/harness/test_counters.c
  *        harness/measure/counters.c harness/measure/env.c harness/util/sha256.c -lm -pthread
  */
 #include <errno.h>
