@@ -260,31 +260,15 @@ static int ctr_open_group(ctr_set *s) {
     return 1;
 }
 
-/* Open each hardware event alone (per-event mode). */
-static void ctr_open_each(ctr_set *s) {
-    struct perf_event_attr a;
-    for (int i = 0; i < s->n; i++) {
-        ctr_event *ev = &s->ev[i];
-        if (ev->def->kind != CTR_KIND_HW) continue;
-        ctr_attr(&a, ev->def, 0);
-        int fd = ctr_sys_open(&a, -1);
-        if (fd < 0) {
-            ctr_set_reason(ev, -fd);
-            continue;
-        }
-        ev->fd = fd;
-        ev->supported = 1;
-        ev->exclude_kernel = 1;
-    }
-}
 #endif /* !CORTEX_PAPI */
 
-/* Open the software events, each on its own. */
-static void ctr_open_sw(ctr_set *s) {
+/* Open every event of `kind` (CTR_KIND_HW: per-event mode; CTR_KIND_SW:
+ * always) on its own descriptor; a refusal becomes that event's reason. */
+static void ctr_open_alone(ctr_set *s, int kind) {
     struct perf_event_attr a;
     for (int i = 0; i < s->n; i++) {
         ctr_event *ev = &s->ev[i];
-        if (ev->def->kind != CTR_KIND_SW) continue;
+        if (ev->def->kind != kind) continue;
         ctr_attr(&a, ev->def, 0);
         int fd = ctr_sys_open(&a, -1);
         if (fd < 0) {
@@ -350,7 +334,7 @@ ctr_set *ctr_open(char *err, size_t errlen) {
         s->ev[i].exclude_kernel = 1;
     }
 #ifdef __linux__
-    ctr_open_sw(s);
+    ctr_open_alone(s, CTR_KIND_SW);
 #ifdef CORTEX_PAPI
     {
         const char *names[CTR_MAX_EVENTS];
@@ -381,7 +365,7 @@ ctr_set *ctr_open(char *err, size_t errlen) {
         snprintf(s->mode, sizeof s->mode, "%s", s->group_fd >= 0 ? "group" : "none");
     } else {
         ctr_close_hw(s);
-        ctr_open_each(s);
+        ctr_open_alone(s, CTR_KIND_HW);
         ctr_calibrate(s);
         snprintf(s->mode, sizeof s->mode, "per-event");
     }
