@@ -34,6 +34,14 @@ static const cli_flag run_flags[] = {
     {"--mode", NULL, "closed|open", "prompt sets and traces: closed (back to back) or open (arrival times)"
      " (default: open for a trace, closed for a prompt set)"},
     {"--concurrency", NULL, "C", "requests in flight in closed mode, 1..100000 (default: 1)"},
+    {"--rate", NULL, "R[,R...]|sweep", "open loop at a Poisson rate of R requests/s instead of the trace's arrival"
+     " times (a prompt set is replayed in order), one run per rate; sweep: measure the saturation rate closed-loop"
+     " (concurrency max-seqs), then run at 25, 50, 75, 90, 100 and 110% of it (default: the trace's times)"},
+    {"--max-seqs", NULL, "N", "scheduler: sequences decoded together, 1..256 (default: 8)"},
+    {"--max-batch-tokens", NULL, "T", "scheduler: tokens per step over all sequences, max-seqs..256 (default: 256)"},
+    {"--max-queue", NULL, "Q", "scheduler: waiting requests before new ones are rejected, 1..1000000 (default: 1024)"},
+    {"--slo", NULL, "ttft=MS,tpot=MS[,e2e=MS]", "goodput: the share and rate of requests meeting every SLO"
+     " (default: no SLO, no goodput)"},
     {"--ctx", "-c", "N", "context length of the session (default: the model's)"},
     {"--pin", NULL, "CPUS", "pin the run to these CPUs, e.g. 0-3,8 (default: no pinning)"},
     {"--respect-eos", NULL, NULL, "stop a request at end-of-sequence (default: generate the full length)"},
@@ -61,6 +69,10 @@ static const cli_flag trace_flags[] = {
     {"--gen-len", NULL, "DIST", "generated length, same forms (default: uniform:16,128)"},
     {"--seed", NULL, "X", "random seed; the same seed writes the same file (default: 1)"},
     {"--system-prefix", NULL, "TOKENS", "shared system prompt per adapter, in tokens (default: 0)"},
+    {"--priorities", NULL, "W0,W1,...", "priority classes 0..K-1 drawn with these weights, up to 16, written as"
+     " \"priority\" (default: no priority field)"},
+    {"--deadline-ms", NULL, "MS", "every request's \"deadline_ms\": it ends as timed out this long after it is issued"
+     " (default: none)"},
     {"-o", NULL, "FILE", "the JSONL trace to write (required)"},
     {NULL, NULL, NULL, NULL},
 };

@@ -494,6 +494,8 @@ int cx_sched_request_stats(cx_sched *s, int64_t id, cx_request_stats *out);
 /* Forget an ended request's record (its text, tokens and gaps). CX_EINVAL if unknown or still live. */
 int cx_sched_release(cx_sched *s, int64_t id);
 void cx_sched_get_stats(cx_sched *s, cx_sched_stats *out);
+/* The scheduler's shared KV cache, for its statistics (cx_kv_cache_stats); owned by the scheduler. */
+cx_kv_cache *cx_sched_cache(cx_sched *s);
 
 /* ---- kernels ------------------------------------------------------------ */
 

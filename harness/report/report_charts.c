@@ -295,30 +295,35 @@ int rp_chart_time(rp_ctx *c, rp_chart *ch) {
     return 0;
 }
 
-/* (e) Counters per phase: prefill and decode side by side, log scale. Only
- * counted values are plotted; the missing ones are listed in report.md. */
+/* (e) Counters per phase: prefill, decode and the whole repetition side by
+ * side, log scale (served runs have the total only: a scheduler step mixes
+ * both phases). Only counted values are plotted; the missing ones are
+ * listed in report.md. */
+static int counted(const store_counter *k) {
+    for (int p = 0; p < 3; p++)
+        if (k->ok[p] && k->v[p] > 0) return 1;
+    return 0;
+}
+
 int rp_chart_counters(rp_ctx *c, rp_chart *ch) {
     int n = 0;
-    for (int i = 0; i < c->n_counters; i++) {
-        const store_counter *k = &c->counters[i];
-        n += (k->ok[0] && k->v[0] > 0) || (k->ok[1] && k->v[1] > 0);
-    }
+    for (int i = 0; i < c->n_counters; i++) n += counted(&c->counters[i]);
     if (!n) {
-        snprintf(ch->why, sizeof ch->why, c->n_counters ? "no counter was counted in the prefill or decode phase"
+        snprintf(ch->why, sizeof ch->why, c->n_counters ? "no counter was counted in any phase"
                                                         : "the run has no counters");
         return 0;
     }
     FILE *f = rp_open(c, ch->stem, "dat");
     if (!f) return -1;
-    fprintf(f, "# %s\n# counter\tprefill\tdecode   ('?': missing or zero, not plotted)\n", ch->title);
+    fprintf(f, "# %s\n# counter\tprefill\tdecode\ttotal   ('?': missing or zero, not plotted)\n", ch->title);
     for (int i = 0; i < c->n_counters; i++) {
         const store_counter *k = &c->counters[i];
-        if (!((k->ok[0] && k->v[0] > 0) || (k->ok[1] && k->v[1] > 0))) continue;
+        if (!counted(k)) continue;
         char label[80];
         snprintf(label, sizeof label, "%s%s%s%s", k->name, strcmp(k->unit, "count") && *k->unit ? " (" : "",
                  strcmp(k->unit, "count") && *k->unit ? k->unit : "", strcmp(k->unit, "count") && *k->unit ? ")" : "");
         plot_dat_label(f, label);
-        for (int p = 0; p < 2; p++) {
+        for (int p = 0; p < 3; p++) {
             if (k->ok[p] && k->v[p] > 0) fprintf(f, "\t%.6g", k->v[p]);
             else fprintf(f, "\t?");
         }
@@ -333,7 +338,8 @@ int rp_chart_counters(rp_ctx *c, rp_chart *ch) {
                "set style fill solid 0.85 border rgb '#333333'\nset boxwidth 0.9 relative\n"
                "set logscale y\nset format y '%%.0e'\nset grid ytics lc rgb '#dddddd'\n"
                "set xtics rotate by -30 left\nset key outside top center horizontal\n"
-               "plot '%s.dat' using 2:xtic(1) title 'prefill' lc rgb '#2ca02c', '' using 3 title 'decode' lc rgb '#9467bd'\n",
+               "plot '%s.dat' using 2:xtic(1) title 'prefill' lc rgb '#2ca02c', '' using 3 title 'decode' lc rgb '#9467bd',"
+               " '' using 4 title 'total' lc rgb '#8c564b'\n",
             ch->stem);
     rp_gp_end(f, ch, 900, 520);
     if (rp_close(c, f, ch->stem, "gp")) return -1;

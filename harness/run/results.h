@@ -29,6 +29,10 @@ typedef struct req_result {
     double kv_attended;     /* sum over the timed decode steps of the KV positions each attended */
     char token_hash[17];    /* FNV-1a 64 of the generated ids: the correctness canary */
     char error[200];        /* non-empty: the request failed (e.g. prompt longer than context) */
+    char state[12];         /* served: "finished", "rejected", "timeout", "cancelled", "failed"; else "" */
+    int priority;           /* its scheduling class (trace "priority") */
+    int preempted;          /* times the scheduler dropped and recomputed its blocks */
+    int cached_tokens;      /* prompt tokens served from the prefix cache */
 } req_result;
 
 typedef struct metric {
@@ -84,6 +88,10 @@ typedef struct run_meta {
     char kv_config[256];    /* the KV cache configuration (kv_opts_config), schema v6 */
     const char *workload_meta; /* the workload's sidecar JSON (wl_workload.meta, borrowed), NULL when
                                 * none; schema v7. Not in compare_key: workload_hash covers the requests */
+    char sched_config[96];  /* served workloads: the scheduler ("seqs=8,batch=256,queue=1024"), schema v8 */
+    double rate;            /* open loop at this Poisson rate (requests/s); 0: the trace's times or closed loop */
+    char slo[96];           /* goodput's SLOs ("ttft=500,tpot=50"); "" when none */
+    int64_t sweep;          /* a rate sweep's runs share the id of its saturation run; 0: none */
     char compare_key[65];   /* sha256 of everything that must match for a comparison */
 } run_meta;
 

@@ -26,6 +26,7 @@
 #include "sha256.h"
 #include "show.h"
 #include "store.h"
+#include "store_read.h"
 #include "version.h"
 #include "workload.h"
 
@@ -54,15 +55,63 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     /* The KV configuration only when not the default, so default runs keep
      * the key runs had before schema v6 (trends and baselines continue). */
     int kv_default = !m->kv_config[0] || !strcmp(m->kv_config, KV_OPTS_DEFAULT_CONFIG);
-    snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d|conc=%d|eos=%d|kernels=%s%s%s",
+    int k = snprintf(buf, sizeof buf, "cpu=%s|isa=%s|cores=%d|model=%s|type=%s|threads=%d|build=%s|ctx=%d|conc=%d|eos=%d|kernels=%s%s%s",
              e->cpu_model, e->isa_flags, e->logical_cores, m->model_sha256, m->model_type, m->threads, m->build_type,
              m->n_ctx, m->concurrency, m->ignore_eos, m->isa, kv_default ? "" : "|kv=", kv_default ? "" : m->kv_config);
+    /* Served workloads: the scheduler, the offered rate and the SLOs decide what the numbers mean. */
+    if (m->sched_config[0] && k > 0 && (size_t)k < sizeof buf)
+        snprintf(buf + k, sizeof buf - (size_t)k, "|sched=%s|rate=%.6g|slo=%s", m->sched_config, m->rate, m->slo);
     sha256_ctx c;
     uint8_t d[32];
     sha256_init(&c);
     sha256_update(&c, buf, strlen(buf));
     sha256_final(&c, d);
     for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* --slo "ttft=MS,tpot=MS[,e2e=MS]" (any subset, each at most once) into
+ * cfg; its normal form ("ttft=500,tpot=50") into out. 0, or 2 after the message. */
+static int parse_slo(const char *v, run_config *cfg, char *out, size_t n) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", v);
+    int k = 0;
+    out[0] = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        double *slot = NULL;
+        if (eq) {
+            *eq = 0;
+            slot = !strcmp(tok, "ttft") ? &cfg->slo_ttft_ms : !strcmp(tok, "tpot") ? &cfg->slo_tpot_ms
+                 : !strcmp(tok, "e2e") ? &cfg->slo_e2e_ms : NULL;
+        }
+        if (!slot) return cli_fail(2, "--slo: '%s' is not ttft=MS, tpot=MS or e2e=MS", tok);
+        if (*slot > 0) return cli_fail(2, "--slo: %s given twice", tok);
+        char *end;
+        double ms = strtod(eq + 1, &end);
+        if (end == eq + 1 || *end || !(ms > 0) || ms > 1e9)
+            return cli_fail(2, "--slo: %s=%s is not a number of milliseconds in (0, 1e9]", tok, eq + 1);
+        *slot = ms;
+        k += snprintf(out + k, n - (size_t)k, "%s%s=%g", k ? "," : "", tok, ms);
+    }
+    if (!k) return cli_fail(2, "%s", "--slo needs ttft=MS, tpot=MS and/or e2e=MS");
+    return 0;
+}
+
+/* --rate "R[,R...]" (requests/s, each > 0) into rates, or "sweep". 0, or 2 after the message. */
+static int parse_rates(const char *v, double *rates, int *n, int *sweep) {
+    *n = 0;
+    *sweep = !strcmp(v, "sweep");
+    if (*sweep) return 0;
+    for (const char *p = v; *p;) {
+        char *end;
+        double r = strtod(p, &end);
+        if (end == p || !(r > 0) || r > 1e6 || (*end && *end != ',') || *n == RUN_MAX_RATES)
+            return cli_fail(2, "--rate '%s' is not sweep or up to %d rates R[,R...] in requests/s (0 < R <= 1e6)", v,
+                            RUN_MAX_RATES);
+        rates[(*n)++] = r;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
 }
 
 /* One run at one thread count: record, warm up, measure, add the roofline
@@ -87,12 +136,18 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
         rep_result tmp;
         snprintf(label, sizeof label, "run %lld warm-up", (long long)id);
         cfg.label = label;
-        rc = runner_rep(model, wl, &cfg, NULL, (int)w, (int)o->warmup, &tmp, err, sizeof err);
+        cfg.rep_index = (int)w;
+        cfg.reps_total = (int)o->warmup;
+        rc = runner_rep(model, wl, &cfg, NULL, &tmp, err, sizeof err);
         rep_free(&tmp);
     }
     snprintf(label, sizeof label, "run %lld t=%d", (long long)id, cfg.threads);
     cfg.label = label;
-    for (long r = 0; r < o->reps && !rc; r++) rc = runner_rep(model, wl, &cfg, ctr, (int)r, (int)o->reps, &reps[r], err, sizeof err);
+    cfg.reps_total = (int)o->reps;
+    for (long r = 0; r < o->reps && !rc; r++) {
+        cfg.rep_index = (int)r;
+        rc = runner_rep(model, wl, &cfg, ctr, &reps[r], err, sizeof err);
+    }
     if (!rc && rm) roof_apply(reps, (int)o->reps, rm, hw.read_gbs, cfg.batched ? cfg.n_seq : 1);
     if (rc) {
         store_fail_run(db, id, err);
@@ -116,6 +171,9 @@ void run_opts_init(run_opts *o) {
     o->concurrency = 1;
     o->mode = -1;
     o->kv = cx_kv_defaults();
+    o->max_seqs = 8;
+    o->max_batch_tokens = 256;
+    o->max_queue = 1024;
 }
 
 int run_opts_parse(run_opts *op, int argc, char **argv) {
@@ -137,6 +195,15 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
         else if (!strcmp(a, "--warmup")) { if (cli_parse_int(a, v, 0, 10000, &o.warmup)) return 2; }
         else if (!strcmp(a, "-d") || !strcmp(a, "--depth")) { if (cli_parse_int(a, v, 0, 1 << 24, &o.depth)) return 2; }
         else if (!strcmp(a, "--concurrency")) { if (cli_parse_int(a, v, 1, 100000, &o.concurrency)) return 2; }
+        else if (!strcmp(a, "--max-seqs")) { if (cli_parse_int(a, v, 1, 256, &o.max_seqs)) return 2; o.sched_given = 1; }
+        else if (!strcmp(a, "--max-batch-tokens")) {
+            if (cli_parse_int(a, v, 1, 256, &o.max_batch_tokens)) return 2;
+            o.sched_given = 1;
+        } else if (!strcmp(a, "--max-queue")) {
+            if (cli_parse_int(a, v, 1, 1000000, &o.max_queue)) return 2;
+            o.sched_given = 1;
+        } else if (!strcmp(a, "--rate")) o.rate = v;
+        else if (!strcmp(a, "--slo")) o.slo = v;
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (cli_parse_int(a, v, 1, 1 << 24, &o.ctx)) return 2; }
         else if (!strcmp(a, "--mode")) {
             if (!strcmp(v, "closed")) o.mode = RUN_CLOSED;
@@ -152,6 +219,9 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
     if (!o.model) return cli_fail(2, "%s", "run needs --model MODEL");
     if (strcmp(o.fmt, "md") && strcmp(o.fmt, "csv") && strcmp(o.fmt, "json"))
         return cli_fail(2, "-o: unknown format '%s' (md, csv, json)", o.fmt);
+    if (o.max_batch_tokens < o.max_seqs)
+        return cli_fail(2, "--max-batch-tokens %ld is below --max-seqs %ld: every running sequence decodes one token "
+                        "per step", o.max_batch_tokens, o.max_seqs);
     *op = o;
     return 0;
 }
@@ -191,6 +261,26 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         wl_free(&wl);
         return cli_fail(2, "--mode open needs a trace with arrival times; '%s' is a prompt set", o.workload);
     }
+    /* The request scheduler serves prompt sets and traces; synthetic tests drive the engine directly. */
+    double rates[RUN_MAX_RATES];
+    int n_rates = 0, sweep = 0;
+    if (!wl_path && (o.sched_given || o.rate || o.slo)) {
+        wl_free(&wl);
+        return cli_fail(2, "--%s applies to prompt sets and traces (served by the scheduler), not synthetic tests",
+                        o.rate ? "rate" : o.slo ? "slo" : "max-seqs/--max-batch-tokens/--max-queue");
+    }
+    if (o.rate && parse_rates(o.rate, rates, &n_rates, &sweep)) { wl_free(&wl); return 2; }
+    if (o.rate && o.mode == RUN_CLOSED) {
+        wl_free(&wl);
+        return cli_fail(2, "%s", "--rate is an open loop (Poisson arrivals); --mode closed takes --concurrency instead");
+    }
+    if (o.slo && parse_slo(o.slo, &cfg, meta.slo, sizeof meta.slo)) { wl_free(&wl); return 2; }
+    cfg.max_seqs = (int)o.max_seqs;
+    cfg.max_batch_tokens = (int)o.max_batch_tokens;
+    cfg.max_queue = (int)o.max_queue;
+    if (wl_path)
+        snprintf(meta.sched_config, sizeof meta.sched_config, "seqs=%d,batch=%d,queue=%d", cfg.max_seqs,
+                 cfg.max_batch_tokens, cfg.max_queue);
     cfg.concurrency = (int)o.concurrency;
     cfg.ignore_eos = !o.respect_eos;
     cfg.test_prompt = np;
@@ -297,11 +387,45 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     roof_model rm;
     int have_rm = roof_model_of(model, o.kv.type, &rm) == 0;
     int rc = 0, n_ids = 0;
-    for (int t = 0; t < n_threads && !rc; t++) {
+    const roof_model *rmp = have_rm ? &rm : NULL;
+    const wl_workload *wlp = wl_path ? &wl : NULL;
+    for (int t = 0; t < n_threads && !rc && n_ids < RUN_MAX_RUNS; t++) {
         cfg.threads = threads[t];
         meta.threads = threads[t];
-        rc = run_one(db, model, wl_path ? &wl : NULL, &o, cfg, meta, &env, ctr, have_rm ? &rm : NULL, &ids[n_ids]);
-        n_ids++;
+        if (sweep) { /* the saturation rate closed loop (every sequence busy), then open loops below and past it */
+            static const double share[] = {0.25, 0.5, 0.75, 0.9, 1.0, 1.1};
+            run_config sat_cfg = cfg;
+            run_meta sat_meta = meta;
+            sat_cfg.mode = RUN_CLOSED;
+            sat_cfg.concurrency = cfg.max_seqs;
+            snprintf(sat_meta.mode, sizeof sat_meta.mode, "closed");
+            sat_meta.concurrency = cfg.max_seqs;
+            rc = run_one(db, model, wlp, &o, sat_cfg, sat_meta, &env, ctr, rmp, &ids[n_ids]);
+            int64_t sat_id = ids[n_ids++];
+            double sat = rc ? NAN : store_metric_median(db, sat_id, "request_rps");
+            if (!rc && (store_run_set_sweep(db, sat_id, sat_id) || !(sat > 0)))
+                rc = cli_fail(1, "rate sweep: run %lld measured no saturation rate", (long long)sat_id);
+            if (!rc) printf("rate sweep: saturation %.3f requests/s (run %lld, closed loop, %d clients)\n", sat,
+                            (long long)sat_id, cfg.max_seqs);
+            for (int k = 0; k < 6 && !rc && n_ids < RUN_MAX_RUNS; k++) {
+                cfg.rate = meta.rate = sat * share[k];
+                meta.sweep = sat_id;
+                snprintf(meta.mode, sizeof meta.mode, "open");
+                meta.concurrency = 0;
+                rc = run_one(db, model, wlp, &o, cfg, meta, &env, ctr, rmp, &ids[n_ids]);
+                n_ids++;
+            }
+            continue;
+        }
+        for (int k = 0; k < (n_rates ? n_rates : 1) && !rc && n_ids < RUN_MAX_RUNS; k++) {
+            if (n_rates) {
+                cfg.rate = meta.rate = rates[k];
+                snprintf(meta.mode, sizeof meta.mode, "open");
+                meta.concurrency = 0;
+            }
+            rc = run_one(db, model, wlp, &o, cfg, meta, &env, ctr, rmp, &ids[n_ids]);
+            n_ids++;
+        }
     }
     *n_ids_out = n_ids;
     ctr_close(ctr);
@@ -325,7 +449,7 @@ int64_t run_once(const char *model, const char *wl, const char *db, const char *
     ro.no_progress = 1;
     ro.argc = argc;
     ro.argv = argv;
-    int64_t ids[RUN_MAX_THREADS];
+    int64_t ids[RUN_MAX_RUNS];
     int n = 0;
     if (run_execute(&ro, ids, &n) || n != 1) return -1;
     return ids[0];
@@ -339,7 +463,7 @@ int cmd_run(int argc, char **argv) {
     o.argv = argv - 2; /* "cortex-bench run ..." */
     int rc = run_opts_parse(&o, argc, argv);
     if (rc) return rc;
-    int64_t ids[RUN_MAX_THREADS];
+    int64_t ids[RUN_MAX_RUNS];
     int n_ids = 0;
     rc = run_execute(&o, ids, &n_ids);
     if (rc || !n_ids) return rc;

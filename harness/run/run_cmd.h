@@ -10,11 +10,17 @@
 #include "cortex.h"
 
 #define RUN_MAX_THREADS 32
+#define RUN_MAX_RATES 16
+#define RUN_MAX_RUNS 128   /* thread counts x rates (a sweep: its saturation run and 6 rates) */
 
 typedef struct run_opts {
     const char *model, *tokenizer, *workload, *db, *fmt, *pin, *threads;
     long reps, warmup, depth, concurrency, ctx;
     int mode, respect_eos, no_progress;
+    long max_seqs, max_batch_tokens, max_queue; /* the scheduler (--max-seqs ...) */
+    int sched_given;  /* one of them was given: refused for synthetic tests */
+    const char *rate; /* --rate R[,R...]|sweep, NULL: none */
+    const char *slo;  /* --slo ttft=MS,tpot=MS[,e2e=MS], NULL: none */
     cx_kv_params kv;  /* --kv-* and --prefix-cache (kv_opts.h) */
     int argc;       /* the whole command line, recorded with the run */
     char **argv;
@@ -26,7 +32,7 @@ typedef struct run_opts {
 void run_opts_init(run_opts *o);
 /* Parse run flags onto `o`; 0, or 2 after printing the problem. */
 int run_opts_parse(run_opts *o, int argc, char **argv);
-/* Run: one stored run per thread count, ids into `ids` (RUN_MAX_THREADS
+/* Run: one stored run per thread count (and per --rate), ids into `ids` (RUN_MAX_RUNS
  * entries). 0, 1 (the run failed) or 2 (bad input), after printing why. */
 int run_execute(const run_opts *o, int64_t *ids, int *n_ids);
 /* One run of workload `wl` through run_execute, as the gate and calibrate

@@ -22,13 +22,6 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Sleep until the monotonic clock reads `t_ms` (open-loop arrivals). */
-static void sleep_until(double t_ms) {
-    struct timespec ts;
-    ts.tv_sec = (time_t)(t_ms / 1e3);
-    ts.tv_nsec = (long)((t_ms - (double)ts.tv_sec * 1e3) * 1e6);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
-}
 
 int runner_parse_test(const char *name, int *np, int *ng) {
     char *end;
@@ -79,6 +72,22 @@ typedef struct canary { uint64_t h; } canary;
 static void canary_init(canary *c) { c->h = 1469598103934665603ull; }
 static void canary_add(canary *c, int32_t tok) {
     for (int i = 0; i < 4; i++) c->h = (c->h ^ (uint8_t)((uint32_t)tok >> (8 * i))) * 1099511628211ull;
+}
+
+/* See runner.h. */
+void runner_token_hash(const int32_t *tokens, int n, char out[17]) {
+    canary c;
+    canary_init(&c);
+    for (int i = 0; i < n; i++) canary_add(&c, tokens[i]);
+    snprintf(out, 17, "%016llx", (unsigned long long)c.h);
+}
+
+/* See runner.h: a bar over all repetitions' requests, redrawn in place. */
+void runner_progress(const run_config *cfg, int done, int n) {
+    int total = cfg->reps_total * n, at = cfg->rep_index * n + done, width = 30, fill = total ? at * width / total : 0;
+    fprintf(stderr, "\r%s [%.*s%*s] %3d%%  rep %d/%d  request %d/%d ", cfg->label, fill, "##############################",
+            width - fill, "", total ? at * 100 / total : 0, cfg->rep_index + 1, cfg->reps_total, done, n);
+    fflush(stderr);
 }
 
 /* Everything one repetition needs while serving. */
@@ -143,40 +152,6 @@ static int decode_tokens(rep_state *st, const float *l, int max_gen, req_result 
     q->tpot_ms = gen > 1 ? q->decode_ms / (gen - 1) : NAN;
     snprintf(q->token_hash, sizeof q->token_hash, "%016llx", (unsigned long long)c.h);
     return 0;
-}
-
-/* Serve one request issued at `issue_ms`: tokenize, prefill, decode. */
-static int serve(rep_state *st, const wl_request *r, double issue_ms, req_result *q, char *err, size_t errlen) {
-    cx_err e = {0};
-    double t_start = now_ms();
-    q->queue_ms = t_start - issue_ms;
-    cx_session_reset(st->s);
-    int n = 0;
-    int need = (int)(r->text_len + 2);
-    if (need > st->ids_cap) {
-        int32_t *p = realloc(st->ids, sizeof(int32_t) * (size_t)need);
-        if (!p) return snprintf(err, errlen, "out of memory"), -1;
-        st->ids = p;
-        st->ids_cap = need;
-    }
-    if (cx_tokenize(st->m, r->text, r->text_len, 1, st->ids, st->ids_cap, &n, &e))
-        return snprintf(err, errlen, "request %s: %s", r->id, e.msg), -1;
-    q->prompt_tokens = n;
-    int n_ctx = cx_session_n_ctx(st->s);
-    if (n >= n_ctx) { /* the user's error, not the engine's: record it, go on */
-        snprintf(q->error, sizeof q->error, "prompt of %d tokens does not fit the context of %d tokens", n, n_ctx);
-        q->ttft_ms = q->e2e_ms = q->prefill_ms = q->decode_ms = q->tpot_ms = NAN;
-        return 0;
-    }
-    int max_gen = r->max_tokens < n_ctx - n ? r->max_tokens : n_ctx - n;
-    ctr_snap snap;
-    const float *l;
-    phase_begin(st, &snap);
-    double t0 = now_ms();
-    if (cx_eval(st->s, st->ids, n, &l, &e)) return snprintf(err, errlen, "request %s: %s", r->id, e.msg), -1;
-    q->prefill_ms = now_ms() - t0;
-    phase_end(st, &snap, &st->prefill);
-    return decode_tokens(st, l, max_gen, q, issue_ms, err, errlen);
 }
 
 /* Deterministic token ids for synthetic tests: any normal id, never BOS/EOS. */
@@ -356,8 +331,37 @@ static void set_percentiles(rep_result *out, const char *name, double *v, size_t
     }
 }
 
+/* 1 if q finished and met every SLO the run set (docs/metrics.md, goodput). */
+static int meets_slo(const req_result *q, const run_config *cfg) {
+    if (strcmp(q->state, "finished")) return 0;
+    if (cfg->slo_ttft_ms > 0 && !(q->ttft_ms <= cfg->slo_ttft_ms)) return 0;
+    if (cfg->slo_tpot_ms > 0 && q->gen_tokens > 1 && !(q->tpot_ms <= cfg->slo_tpot_ms)) return 0;
+    if (cfg->slo_e2e_ms > 0 && !(q->e2e_ms <= cfg->slo_e2e_ms)) return 0;
+    return 1;
+}
+
+/* A served run's request outcomes, request rate and goodput (vLLM's
+ * definition: requests meeting every SLO, per second of the run). */
+static void served_metrics(rep_result *out, double makespan_ms, const run_config *cfg) {
+    static const char *const states[] = {"finished", "rejected", "timeout", "cancelled", "failed"};
+    static const char *const names[] = {"requests_finished", "requests_rejected", "requests_timed_out",
+                                        "requests_cancelled", "requests_failed"};
+    int count[5] = {0}, good = 0;
+    for (int i = 0; i < out->n_req; i++) {
+        const req_result *q = &out->req[i];
+        for (int k = 0; k < 5; k++) count[k] += !strcmp(q->state, states[k]);
+        good += meets_slo(q, cfg);
+    }
+    for (int k = 0; k < 5; k++) rep_set_metric(out, names[k], count[k]);
+    rep_set_metric(out, "request_rps", count[0] / (makespan_ms / 1e3));
+    if (cfg->slo_ttft_ms > 0 || cfg->slo_tpot_ms > 0 || cfg->slo_e2e_ms > 0) {
+        rep_set_metric(out, "goodput_share", out->n_req ? (double)good / out->n_req : 0);
+        rep_set_metric(out, "goodput_rps", good / (makespan_ms / 1e3));
+    }
+}
+
 /* Run-level metrics from the per-request results (docs/metrics.md). */
-static void summarize(rep_result *out, double makespan_ms, int synthetic) {
+static void summarize(rep_result *out, double makespan_ms, int synthetic, const run_config *cfg) {
     size_t n = (size_t)out->n_req, n_itl = 0;
     for (int i = 0; i < out->n_req; i++) n_itl += (size_t)out->req[i].n_itl;
     double *v = malloc(sizeof(double) * (n + n_itl + 1));
@@ -395,6 +399,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic) {
     } else if (makespan_ms > 0) {
         rep_set_metric(out, "output_tps", gen / (makespan_ms / 1e3));
         rep_set_metric(out, "total_tps", (prompt + gen) / (makespan_ms / 1e3));
+        served_metrics(out, makespan_ms, cfg);
     }
 #define COLLECT(field, cond) do { size_t k = 0; for (int i = 0; i < out->n_req; i++) { \
         const req_result *q = &out->req[i]; if (!q->error[0] && (cond)) v[k++] = q->field; } \
@@ -440,22 +445,16 @@ static void counter_rows(rep_result *out, ctr_set *ctr, const char *phase, const
     }
 }
 
-int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, ctr_set *ctr, int rep, int reps,
-               rep_result *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
-    rep_state st;
-    memset(&st, 0, sizeof st);
-    st.m = m;
-    st.cfg = cfg;
-    st.ctr = ctr;
-    ctr_phase_init(&st.prefill, "prefill");
-    ctr_phase_init(&st.decode, "decode");
+/* The synthetic tests' repetition: one session on one cache, the test timed
+ * in phases (prefill, decode) with their counters. */
+static int synthetic_rep(const cx_model *m, const run_config *cfg, rep_state *st, rep_result *out, double *makespan,
+                         char *err, size_t errlen) {
     cx_err e = {0};
     cx_sampler_params gp = cx_sampler_defaults();
     gp.temperature = 0; /* greedy: deterministic tokens, so the canary means something */
     gp.repeat_penalty = 1;
-    /* One cache for the repetition, holding a context and (prefix cache on)
-     * as much again of cached prefixes, which are dropped when it runs out. */
+    /* One cache holding a context per sequence and (prefix cache on) as much
+     * again of cached prefixes, which are dropped when it runs out. */
     cx_kv_params kp = cfg->kv ? *cfg->kv : cx_kv_defaults();
     int model_ctx = cx_model_get_info(m)->n_ctx, n_ctx = cfg->n_ctx > 0 ? cfg->n_ctx : CX_DEFAULT_CTX;
     if (n_ctx > model_ctx) n_ctx = model_ctx;
@@ -465,59 +464,52 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
     cx_session_params sp = cx_session_defaults();
     sp.n_ctx = cfg->n_ctx;
     sp.n_threads = cfg->threads;
-    if (cx_kv_cache_new(m, &kp, &st.cache, &e) || (sp.cache = st.cache, cx_session_new_ex(m, &sp, &st.s, &e)) ||
-        cx_sampler_new(cx_model_get_info(m)->n_vocab, &gp, &st.greedy, &e)) {
-        snprintf(err, errlen, "%s", e.msg);
-        cx_session_free(st.s);
-        cx_kv_cache_free(st.cache);
-        return -1;
-    }
+    if (cx_kv_cache_new(m, &kp, &st->cache, &e) || (sp.cache = st->cache, cx_session_new_ex(m, &sp, &st->s, &e)) ||
+        cx_sampler_new(cx_model_get_info(m)->n_vocab, &gp, &st->greedy, &e))
+        return snprintf(err, errlen, "%s", e.msg), -1;
+    req_result *q = &out->req[0];
+    q->adapter = -1;
+    if (cfg->progress) runner_progress(cfg, 0, 1);
+    double t0 = now_ms();
+    int rc = cfg->n_seq ? serve_multiseq(st, q, err, errlen) : serve_synthetic(st, q, err, errlen);
+    *makespan = now_ms() - t0;
+    kv_metrics_sample(st->cache, &st->peak);
+    return rc;
+}
+
+/* See runner.h. */
+int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, ctr_set *ctr, rep_result *out,
+               char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    rep_state st;
+    memset(&st, 0, sizeof st);
+    st.m = m;
+    st.cfg = cfg;
+    st.ctr = ctr;
+    ctr_phase_init(&st.prefill, "prefill");
+    ctr_phase_init(&st.decode, "decode");
     int synthetic = cfg->mode == RUN_SYNTHETIC;
     int n = synthetic ? 1 : (int)wl->n;
     out->req = calloc((size_t)n, sizeof(req_result));
-    double *finish = calloc((size_t)n, sizeof(double));
-    int rc = (out->req && finish) ? 0 : (snprintf(err, errlen, "out of memory"), -1);
-    out->n_req = rc ? 0 : n;
+    if (!out->req) return snprintf(err, errlen, "out of memory"), -1;
+    out->n_req = n;
     env_peak_rss_reset();
     ctr_snap all0;
     if (ctr) ctr_snapshot(ctr, &all0);
-    double t0 = now_ms(), last = t0;
-    for (int i = 0; i < n && !rc; i++) {
-        req_result *q = &out->req[i];
-        q->idx = i;
-        q->adapter = -1;
-        if (cfg->progress) { /* a bar over all repetitions' requests, redrawn in place */
-            int done = rep * n + i, total = reps * n, width = 30, fill = total ? done * width / total : 0;
-            fprintf(stderr, "\r%s [%.*s%*s] %3d%%  rep %d/%d  request %d/%d ", cfg->label, fill,
-                    "##############################", width - fill, "", total ? done * 100 / total : 0, rep + 1, reps,
-                    i + 1, n);
-            fflush(stderr);
-        }
-        if (synthetic) {
-            rc = cfg->n_seq ? serve_multiseq(&st, q, err, errlen) : serve_synthetic(&st, q, err, errlen);
-            last = now_ms();
-            kv_metrics_sample(st.cache, &st.peak);
-            continue;
-        }
-        const wl_request *r = &wl->req[i];
-        snprintf(q->item, sizeof q->item, "%s", r->id);
-        q->adapter = r->adapter;
-        double issue;
-        if (cfg->mode == RUN_OPEN) {
-            issue = t0 + r->arrival_s * 1e3;
-            if (now_ms() < issue) sleep_until(issue); /* idle until it arrives */
-        } else { /* closed loop: client (i mod C) issues when its previous request finished */
-            issue = i < cfg->concurrency ? t0 : finish[i - cfg->concurrency];
-        }
-        q->arrival_ms = issue - t0;
-        rc = serve(&st, r, issue, q, err, errlen);
-        finish[i] = last = now_ms();
-        kv_metrics_sample(st.cache, &st.peak); /* the request's sequence is still held: its largest */
+    double makespan = 0;
+    cx_sched *sched = NULL;
+    cx_kv_cache *cache = NULL;
+    int rc;
+    if (synthetic) {
+        rc = synthetic_rep(m, cfg, &st, out, &makespan, err, errlen);
+        cache = st.cache;
+    } else { /* prompt sets and traces go through the request scheduler */
+        rc = serve_rep(m, wl, cfg, out, &makespan, &st.peak, &cache, &sched, err, errlen);
     }
     if (cfg->progress) fprintf(stderr, "\r%*s\r", 100, "");
     if (!rc) {
-        summarize(out, last - t0, synthetic);
-        kv_metrics_store(st.cache, &st.peak, rep_get_metric(out, "prompt_tokens"), out);
+        summarize(out, makespan, synthetic, cfg);
+        kv_metrics_store(cache, &st.peak, rep_get_metric(out, "prompt_tokens"), out);
         long rss = env_peak_rss_kib();
         if (rss > 0) rep_set_metric(out, "peak_rss_mib", (double)rss / 1024.0);
         if (ctr) {
@@ -526,12 +518,13 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
             ctr_phase_init(&total, "total");
             ctr_snapshot(ctr, &all1);
             ctr_accumulate(&total, &all0, &all1);
+            /* a scheduler step mixes prefill and decode rows: served runs count the total only */
             counter_rows(out, ctr, "prefill", &st.prefill);
             counter_rows(out, ctr, "decode", &st.decode);
             counter_rows(out, ctr, "total", &total);
         }
     }
-    free(finish);
+    cx_sched_free(sched);
     free(st.ids);
     cx_sampler_free(st.greedy);
     cx_session_free(st.s);

@@ -1,14 +1,14 @@
 /*
  * runner.h - replay a workload against the engine and time every token.
  *
- * The runner is also the scheduler. Prompt sets and traces are served one
- * request at a time (the engine can batch decode steps, cx_batch_eval, but no
- * scheduler admits requests into a running batch yet): requests queue FCFS
- * and their queueing delay shows up in TTFT, as a user would see it.
- *   - closed loop: `concurrency` clients; each issues its next request when its
- *     previous one completes (standard prompts: concurrency 1);
- *   - open loop: requests are issued at their trace arrival times whatever the
- *     engine's pace (real time: the runner sleeps while idle);
+ *   - prompt sets and traces go through the engine's request scheduler
+ *     (serve.c, cx_sched): up to max_seqs sequences decoded together, each
+ *     step one batched pass, as a server would serve them;
+ *       closed loop: `concurrency` clients, each issuing its next request
+ *       when its previous one ended (standard prompts: concurrency 1);
+ *       open loop: requests issued at their trace arrival times, or at
+ *       Poisson arrivals of `rate` per second, whatever the engine's pace
+ *       (real time: the runner sleeps while idle);
  *   - synthetic: llama-bench style pp N / tg N / pg N,M at KV depth D, or
  *     multiseq:N,C,G: N sessions on one KV cache, each prefilled with C
  *     tokens, then G greedy tokens decoded for each in turn (round-robin), so
@@ -21,6 +21,7 @@
 
 #include "cortex.h"
 #include "counters.h"
+#include "kv_metrics.h"
 #include "results.h"
 #include "workload.h"
 
@@ -37,6 +38,10 @@ typedef struct run_config {
     const cx_kv_params *kv; /* the repetition's shared KV cache; NULL: cx_kv_defaults() */
     int n_seq;           /* synthetic multiseq:N,C,G: N sequences alive at once (0: a pp/tg/pg test) */
     int batched;         /* batched:N,C,G: decode rounds are one cx_batch_eval pass */
+    int max_seqs, max_batch_tokens, max_queue; /* the scheduler (prompt sets and traces) */
+    double rate;         /* > 0: open loop at Poisson arrivals of this many requests/s */
+    double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms; /* goodput's SLOs; 0: not set */
+    int rep_index, reps_total; /* the repetition being run (progress bar) */
 } run_config;
 
 /* Parse "pp512", "tg128", "pg512,128" into sizes; 0 on success. */
@@ -55,7 +60,18 @@ int runner_parse_multiseq(const char *name, int *n_seq, int *n_ctx, int *n_gen, 
  * are recorded in the request, not returned; only engine errors fail the run.
  * The cache's counters become kv_* metrics (kv_metrics.h).
  */
-int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, ctr_set *ctr, int rep, int reps,
-               rep_result *out, char *err, size_t errlen);
+int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, ctr_set *ctr, rep_result *out,
+               char *err, size_t errlen);
+
+/* serve.c: a prompt set or trace through a scheduler made for the repetition
+ * (returned in *sched for its cache's counters, *cache; the caller frees it);
+ * fills out->req and the scheduler's metrics, the KV byte peaks into *peak. */
+int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, rep_result *out, double *makespan_ms,
+              kv_peak *peak, cx_kv_cache **cache, cx_sched **sched, char *err, size_t errlen);
+
+/* The correctness canary of a token sequence: FNV-1a 64 of the ids, 16 hex digits. */
+void runner_token_hash(const int32_t *tokens, int n, char out[17]);
+/* Redraw the progress line: request `done` of n, in repetition cfg->rep_index of cfg->reps_total. */
+void runner_progress(const run_config *cfg, int done, int n);
 
 #endif

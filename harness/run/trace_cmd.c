@@ -39,6 +39,8 @@ int cmd_trace(int argc, char **argv) {
         else if (!strcmp(a, "--prompt-len")) { if (trace_len_parse(v, a, &p.prompt_len, err, sizeof err)) return cli_fail(2, "%s", err); }
         else if (!strcmp(a, "--gen-len")) { if (trace_len_parse(v, a, &p.gen_len, err, sizeof err)) return cli_fail(2, "%s", err); }
         else if (!strcmp(a, "--system-prefix")) { if (cli_parse_int(a, v, 0, TRACE_MAX_LEN / 2, &x)) return 2; p.system_prefix = (int)x; }
+        else if (!strcmp(a, "--priorities")) { if (trace_prio_parse(v, &p, err, sizeof err)) return cli_fail(2, "%s", err); }
+        else if (!strcmp(a, "--deadline-ms")) { if (cli_parse_double(a, v, 1e-3, 1e9, &d)) return 2; p.deadline_ms = d; }
         else if (!strcmp(a, "-o")) out = v;
         else return cli_fail(2, "trace: unknown option '%s' (cortex-bench trace --help lists them)", a);
     }

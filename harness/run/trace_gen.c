@@ -281,7 +281,8 @@ size_t trace_text(rng *r, const trace_zipf *words, int target_tokens, char **buf
 
 /* ---- generator ------------------------------------------------------------ */
 
-enum { STREAM_ARRIVALS = 1, STREAM_ADAPTERS, STREAM_PROMPT_LEN, STREAM_GEN_LEN, STREAM_SYSTEM, STREAM_TEXT = 1000 };
+enum { STREAM_ARRIVALS = 1, STREAM_ADAPTERS, STREAM_PROMPT_LEN, STREAM_GEN_LEN, STREAM_SYSTEM, STREAM_PRIORITY,
+       STREAM_TEXT = 1000 }; /* a new quantity takes a new stream: the others' draws stay as they were */
 
 /* Range checks for the CLI flags, each message naming its flag. */
 int trace_params_check(const trace_params *p, char *err, size_t errlen) {
@@ -293,9 +294,30 @@ int trace_params_check(const trace_params *p, char *err, size_t errlen) {
         return fail(err, errlen, CX_EINVAL, "--zipf must be an exponent in [0, 100] (got %g)", p->zipf_s);
     if (p->adapters < 1 || p->adapters > WL_MAX_ADAPTER)
         return fail(err, errlen, CX_EINVAL, "--adapters must be in 1..%d (got %d)", WL_MAX_ADAPTER, p->adapters);
+    if (p->deadline_ms < 0 || p->deadline_ms > 1e9)
+        return fail(err, errlen, CX_EINVAL, "--deadline-ms must be in 0..1e9 (got %g)", p->deadline_ms);
     if (p->system_prefix < 0 || p->system_prefix > TRACE_MAX_LEN / 2)
         return fail(err, errlen, CX_EINVAL, "--system-prefix must be in 0..%d tokens (got %d)", TRACE_MAX_LEN / 2,
                     p->system_prefix);
+    return 0;
+}
+
+/* See trace_gen.h. */
+int trace_prio_parse(const char *v, trace_params *p, char *err, size_t errlen) {
+    int n = 0;
+    double total = 0;
+    for (const char *q = v; *q;) {
+        char *end;
+        double w = strtod(q, &end);
+        if (end == q || !(w >= 0) || w > 1e9 || (*end && *end != ',') || n == TRACE_MAX_CLASSES)
+            return fail(err, errlen, CX_EINVAL, "--priorities '%s' is not up to %d non-negative weights W0,W1,... "
+                        "(class k drawn with weight Wk)", v, TRACE_MAX_CLASSES);
+        p->prio_w[n++] = w;
+        total += w;
+        q = *end ? end + 1 : end;
+    }
+    if (!n || !(total > 0)) return fail(err, errlen, CX_EINVAL, "--priorities '%s' has no positive weight", v);
+    p->n_prio = n;
     return 0;
 }
 
@@ -309,6 +331,7 @@ int trace_gen_init(trace_gen *g, const trace_params *p, char *err, size_t errlen
     rng_seed(&g->adapters, p->seed, STREAM_ADAPTERS);
     rng_seed(&g->prompt_lens, p->seed, STREAM_PROMPT_LEN);
     rng_seed(&g->gen_lens, p->seed, STREAM_GEN_LEN);
+    rng_seed(&g->priorities, p->seed, STREAM_PRIORITY);
     rc = trace_zipf_init(&g->zipf, p->adapters, p->zipf_s, err, errlen);
     if (!rc) rc = trace_zipf_init(&g->words, N_WORDS, 1.0, err, errlen);
     if (!rc && p->system_prefix > 0) { /* the shared system prompt, from its own stream */
@@ -344,6 +367,17 @@ int trace_gen_next(trace_gen *g, trace_request *r) {
     r->adapter = trace_zipf_draw(&g->zipf, &g->adapters);
     r->prompt_len = trace_len_draw(&g->p.prompt_len, &g->prompt_lens);
     r->max_tokens = trace_len_draw(&g->p.gen_len, &g->gen_lens);
+    if (g->p.n_prio > 1) { /* class by its weight: the first whose cumulative share passes u */
+        double total = 0, u, acc = 0;
+        for (int k = 0; k < g->p.n_prio; k++) total += g->p.prio_w[k];
+        u = rng_uniform(&g->priorities) * total;
+        r->priority = g->p.n_prio - 1;
+        for (int k = 0; k < g->p.n_prio; k++)
+            if (u < (acc += g->p.prio_w[k])) {
+                r->priority = k;
+                break;
+            }
+    }
     rng text_rng; /* per request: a text depends only on (seed, index, prompt_len) */
     rng_seed(&text_rng, g->p.seed, STREAM_TEXT + (uint64_t)i);
     r->text_len = trace_text(&text_rng, &g->words, r->prompt_len, &g->text, &g->text_cap);
@@ -400,6 +434,20 @@ void trace_meta_write(FILE *f, const trace_params *p, const char *trace_sha256, 
     json_write_string(f, gl, strlen(gl));
     fprintf(f, ",\n  \"system_prefix\": %d,\n  \"seed\": %llu,\n  \"trace_sha256\": \"%s\"", p->system_prefix,
             (unsigned long long)p->seed, trace_sha256);
+    if (p->n_prio) { /* only when given: older sidecars keep their bytes */
+        fputs(",\n  \"priorities\": \"", f);
+        for (int k = 0; k < p->n_prio; k++) {
+            char w[40];
+            json_format_number(w, sizeof w, p->prio_w[k]);
+            fprintf(f, "%s%s", k ? "," : "", w);
+        }
+        fputs("\"", f);
+    }
+    if (p->deadline_ms > 0) {
+        char dl[40];
+        json_format_number(dl, sizeof dl, p->deadline_ms);
+        fprintf(f, ",\n  \"deadline_ms\": %s", dl);
+    }
     if (cmdline) {
         fputs(",\n  \"cmdline\": ", f);
         json_write_string(f, cmdline, strlen(cmdline));
@@ -414,9 +462,16 @@ static int write_requests(FILE *f, void *ctx) {
     trace_request r;
     int k;
     while ((k = trace_gen_next(g, &r)) == 1) {
-        fprintf(f, "{\"id\": \"%s\", \"arrival_s\": %lld.%06lld, \"adapter\": %d, \"prompt_len\": %d, \"max_tokens\": %d, \"text\": ",
+        fprintf(f, "{\"id\": \"%s\", \"arrival_s\": %lld.%06lld, \"adapter\": %d, \"prompt_len\": %d, \"max_tokens\": %d, ",
                 r.id, (long long)(r.arrival_us / 1000000), (long long)(r.arrival_us % 1000000), r.adapter, r.prompt_len,
                 r.max_tokens);
+        if (g->p.n_prio) fprintf(f, "\"priority\": %d, ", r.priority);
+        if (g->p.deadline_ms > 0) {
+            char dl[40];
+            json_format_number(dl, sizeof dl, g->p.deadline_ms);
+            fprintf(f, "\"deadline_ms\": %s, ", dl);
+        }
+        fputs("\"text\": ", f);
         json_write_string(f, r.text, r.text_len);
         fputs("}\n", f);
         if (ferror(f)) break;

@@ -86,6 +86,7 @@ void trace_len_format(const trace_len *d, char *buf, size_t cap);
 /* ---- traces --------------------------------------------------------------- */
 
 #define TRACE_MAX_REQUESTS 10000000
+#define TRACE_MAX_CLASSES 16     /* priority classes --priorities can weigh */
 
 typedef struct trace_params {
     int requests;        /* --requests N, 1..TRACE_MAX_REQUESTS */
@@ -97,6 +98,9 @@ typedef struct trace_params {
     uint64_t seed;       /* --seed X */
     int system_prefix;   /* --system-prefix N: target tokens of one system prompt every request's
                             text starts with (then a space, then its own text); 0: none */
+    double prio_w[TRACE_MAX_CLASSES]; /* --priorities W0,W1,...: class k drawn with weight prio_w[k] */
+    int n_prio;          /* classes given (0: no "priority" field written) */
+    double deadline_ms;  /* --deadline-ms MS: every request's "deadline_ms" (0: none written) */
 } trace_params;
 
 /* One generated request; text is owned by the generator and valid until the
@@ -109,13 +113,14 @@ typedef struct trace_request {
     int adapter;           /* 1..adapters */
     int prompt_len;        /* target prompt tokens (system prefix included) */
     int max_tokens;        /* tokens to generate at most */
+    int priority;          /* class 0..n_prio-1 (0 when no classes were given) */
     const char *text;
     size_t text_len;
 } trace_request;
 
 typedef struct trace_gen {
     trace_params p;
-    rng arrivals, adapters, prompt_lens, gen_lens;
+    rng arrivals, adapters, prompt_lens, gen_lens, priorities;
     trace_zipf zipf;       /* adapters */
     trace_zipf words;      /* Zipf(1) over the word list: frequent words come up often */
     double t;              /* current arrival time, seconds */
@@ -128,6 +133,8 @@ typedef struct trace_gen {
     size_t joined_cap;
 } trace_gen;
 
+/* Parse "--priorities W0,W1,..." (non-negative weights, at least one positive) into p; 0 or CX_EINVAL. */
+int trace_prio_parse(const char *v, trace_params *p, char *err, size_t errlen);
 /* Check parameters; messages name the flag ("--rate must be > 0 (got 0)"). */
 int trace_params_check(const trace_params *p, char *err, size_t errlen);
 /* Start generating (checks p). */

@@ -178,6 +178,35 @@ static int take_id(const line_ctx *c, json_obj *o, char **out) {
     return take_string(c, f, "id", 1, out, NULL);
 }
 
+/* The optional scheduling fields of any request: "priority", an integer
+ * class in -WL_MAX_PRIORITY..WL_MAX_PRIORITY (higher first, default 0), and
+ * "deadline_ms", a positive number of milliseconds after the request is
+ * issued (absent or null: none). */
+static int read_sched_fields(const line_ctx *c, const json_obj *o, wl_request *r) {
+    char nb[40];
+    const json_field *f = json_get(o, "priority");
+    if (f && f->type != JSON_NULL) {
+        if (f->type != JSON_NUMBER || f->number != floor(f->number))
+            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"priority\" must be an integer class, not %s",
+                           f->type == JSON_NUMBER ? num_str(f->number, nb) : json_type_name(f->type));
+        if (fabs(f->number) > WL_MAX_PRIORITY)
+            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"priority\" %s is outside -%d..%d",
+                           num_str(f->number, nb), WL_MAX_PRIORITY, WL_MAX_PRIORITY);
+        r->priority = (int)f->number;
+    }
+    f = json_get(o, "deadline_ms");
+    if (f && f->type != JSON_NULL) {
+        if (f->type != JSON_NUMBER)
+            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                           "\"deadline_ms\" must be a number of milliseconds, not %s", json_type_name(f->type));
+        if (!(f->number > 0) || f->number > 1e9)
+            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                           "\"deadline_ms\" must be in (0, 1e9] milliseconds (got %s)", num_str(f->number, nb));
+        r->deadline_ms = f->number;
+    }
+    return 0;
+}
+
 /* Fill r from a parsed line of a workload of kind `kind`. */
 static int read_request(const line_ctx *c, json_obj *o, wl_kind kind, wl_request *r) {
     const json_field *f;
@@ -185,6 +214,7 @@ static int read_request(const line_ctx *c, json_obj *o, wl_kind kind, wl_request
     if (!rc) rc = need(c, o, "text", &f);
     if (!rc) rc = take_string(c, (json_field *)f, "text", 1, &r->text, &r->text_len);
     if (!rc) rc = need_int(c, o, "max_tokens", 1, WL_MAX_TOKENS, &r->max_tokens);
+    if (!rc) rc = read_sched_fields(c, o, r);
     if (rc) return rc;
     r->adapter = -1;
     if (kind == WL_PROMPTS) {

@@ -23,7 +23,9 @@
  * Every line is checked: required keys present with the right types, "text"
  * non-empty, "max_tokens" and "prompt_len" integers in 1..WL_MAX_TOKENS,
  * "adapter" an integer in 0..WL_MAX_ADAPTER, "arrival_s" finite, >= 0 and
- * non-decreasing, ids (strings, or integers written as decimal) unique.
+ * non-decreasing, ids (strings, or integers written as decimal) unique;
+ * the optional scheduling keys "priority" (an integer class) and
+ * "deadline_ms" (a positive number) of any request are checked too.
  * The first problem is reported as "FILE:LINE: problem", e.g.
  *   prompts/x.jsonl:7: "max_tokens" must be a positive integer
  * and the SHA-256 of the exact bytes parsed is kept for provenance.
@@ -35,6 +37,7 @@
 
 #define WL_MAX_TOKENS 1000000
 #define WL_MAX_ADAPTER 1000000
+#define WL_MAX_PRIORITY 1000000
 #define WL_META_SUFFIX ".meta.json" /* the sidecar of FILE is FILE.meta.json */
 #define WL_META_MAX 65536           /* bytes: a sidecar holds a few parameters */
 
@@ -52,6 +55,8 @@ typedef struct wl_request {
     double arrival_s;  /* traces: seconds after the start; prompt sets: 0 */
     int adapter;       /* traces: adapter id (0..WL_MAX_ADAPTER); prompt sets: -1 */
     int prompt_len;    /* traces: target prompt tokens the text was built for; prompt sets: 0 */
+    int priority;      /* optional "priority": scheduling class, higher first (default 0) */
+    double deadline_ms;/* optional "deadline_ms": ends as timed out this long after issue; 0: none */
     size_t line;       /* 1-based line in the file, for later messages */
 } wl_request;
 

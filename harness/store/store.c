@@ -104,6 +104,19 @@ static const char *const MIGRATIONS[] = {
      * generated), as JSON text; NULL when it has none. Provenance only: the
      * requests themselves are in workload_hash. */
     "ALTER TABLE runs ADD COLUMN workload_meta TEXT;",
+    /* 7 -> 8: prompt sets and traces are served by the request scheduler:
+     * its configuration, the open-loop rate, the goodput SLOs and the rate
+     * sweep a run belongs to (the id of the sweep's saturation run); per
+     * request its final state, priority class, preemptions and prompt
+     * tokens served from the prefix cache. NULL for older runs. */
+    "ALTER TABLE runs ADD COLUMN sched_config TEXT;"
+    "ALTER TABLE runs ADD COLUMN rate REAL;"
+    "ALTER TABLE runs ADD COLUMN slo TEXT;"
+    "ALTER TABLE runs ADD COLUMN sweep INTEGER;"
+    "ALTER TABLE requests ADD COLUMN state TEXT;"
+    "ALTER TABLE requests ADD COLUMN priority INTEGER;"
+    "ALTER TABLE requests ADD COLUMN preempted INTEGER;"
+    "ALTER TABLE requests ADD COLUMN cached_tokens INTEGER;",
 };
 
 /* Format an error as "DB: what: sqlite message". */
@@ -263,9 +276,10 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
         run_sql(s, "INSERT INTO runs (started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
-                   " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config, workload_meta)"
-                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "titittttttittttiiiiiitittiiititdtt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                   " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config, workload_meta,"
+                   " sched_config, rate, slo, sweep)"
+                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "titittttttittttiiiiiitittiiititdtttdtd", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,
@@ -273,7 +287,8 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                 (int64_t)m->test_prompt, (int64_t)m->test_gen, (int64_t)m->test_depth, m->counter_mode,
                 (int64_t)m->ignore_eos, m->isa[0] ? m->isa : NULL,
                 m->hw_id > 0 ? (double)m->hw_id : NAN /* NULL; the INTEGER column stores the id as an integer */,
-                m->kv_config[0] ? m->kv_config : NULL, m->workload_meta)) {
+                m->kv_config[0] ? m->kv_config : NULL, m->workload_meta, m->sched_config[0] ? m->sched_config : NULL,
+                m->rate > 0 ? m->rate : NAN, m->slo[0] ? m->slo : NULL, m->sweep > 0 ? (double)m->sweep : NAN)) {
         db_fail(s, err, n, "record run");
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
@@ -387,11 +402,15 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
         for (int i = 0; i < rp->n_req && !rc; i++) {
             const req_result *q = &rp->req[i];
             char *itl = itl_json(q);
-            rc = !itl || run_sql(s, "INSERT INTO requests VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                 "iiitiddddddd" "iittt", id, (int64_t)r, (int64_t)q->idx, q->item, (int64_t)q->adapter,
-                                 q->arrival_ms, q->queue_ms, q->prefill_ms, q->ttft_ms, q->decode_ms, q->e2e_ms,
-                                 q->tpot_ms, (int64_t)q->prompt_tokens, (int64_t)q->gen_tokens, itl, q->token_hash,
-                                 q->error[0] ? q->error : NULL);
+            rc = !itl || run_sql(s, "INSERT INTO requests (run_id, rep, idx, item, adapter, arrival_ms, queue_ms,"
+                                    " prefill_ms, ttft_ms, decode_ms, e2e_ms, tpot_ms, prompt_tokens, gen_tokens, itl_ms,"
+                                    " token_hash, error, state, priority, preempted, cached_tokens)"
+                                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 "iiitiddddddd" "iittt" "tiii", id, (int64_t)r, (int64_t)q->idx, q->item,
+                                 (int64_t)q->adapter, q->arrival_ms, q->queue_ms, q->prefill_ms, q->ttft_ms, q->decode_ms,
+                                 q->e2e_ms, q->tpot_ms, (int64_t)q->prompt_tokens, (int64_t)q->gen_tokens, itl,
+                                 q->token_hash, q->error[0] ? q->error : NULL, q->state[0] ? q->state : NULL,
+                                 (int64_t)q->priority, (int64_t)q->preempted, (int64_t)q->cached_tokens);
             free(itl);
         }
         what = "write counters";
@@ -443,6 +462,11 @@ int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime, c
 
 void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime, const char *hex) {
     run_sql(s, "INSERT OR REPLACE INTO model_hashes VALUES (?,?,?,?)", "tiit", path, size, mtime, hex);
+}
+
+/* See store.h. */
+int store_run_set_sweep(store *s, int64_t id, int64_t sweep) {
+    return run_sql(s, "UPDATE runs SET sweep = ? WHERE id = ?", "ii", sweep, id);
 }
 
 /* See store.h. INSERT OR REPLACE: a tag names one run, the newest given. */

@@ -19,7 +19,7 @@
 #include "env.h"
 #include "results.h"
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 
 typedef struct store store;
 
@@ -50,6 +50,9 @@ int store_tag_run(store *s, int64_t id, const char *name);
 /* Cached SHA-256 of a model file, keyed by path, size and mtime; 1 if found. */
 int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, char out[65]);
 void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, const char *hex);
+
+/* Mark run id as part of the rate sweep whose saturation run is `sweep`; 0 or -1. */
+int store_run_set_sweep(store *s, int64_t id, int64_t sweep);
 
 /* The run's workload sidecar JSON (runs.workload_meta), malloc'd; NULL when
  * it has none or on error. */

@@ -351,6 +351,9 @@ void cx_sched_get_stats(cx_sched *s, cx_sched_stats *out) {
 }
 
 /* See cortex.h. */
+cx_kv_cache *cx_sched_cache(cx_sched *s) { return s->cache; }
+
+/* See cortex.h. */
 int cx_sched_step(cx_sched *s, cx_err *err) {
     pthread_mutex_lock(&s->mu);
     int threaded = s->threaded;

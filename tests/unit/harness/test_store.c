@@ -220,7 +220,7 @@ static void test_migrate_from_v6(void) {
     CHECK(store_open(path, &s, err, sizeof err) == 0, "migrate: %s", err);
     if (!s) return;
     db = store_db(s);
-    CHECK(store_version(s) == 7, "migrated to 7 (%d)", store_version(s));
+    CHECK(store_version(s) == STORE_SCHEMA_VERSION, "migrated to %d (%d)", STORE_SCHEMA_VERSION, store_version(s));
     CHECK(q_int(db, "SELECT threads FROM runs WHERE id = 1") == 2 &&
               !strcmp(q_text(db, "SELECT kv_config FROM runs WHERE id = 1", buf, sizeof buf), "type=f32"),
           "old run kept");
@@ -240,6 +240,17 @@ static void test_migrate_from_v6(void) {
     meta.workload_meta = NULL;
     CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 3, "run without sidecar: %s", err);
     CHECK(q_int(db, "SELECT workload_meta IS NULL FROM runs WHERE id = 3") == 1, "no sidecar: NULL");
+    /* v8: a served run's scheduler, rate, SLOs and sweep; NULL for the older run */
+    snprintf(meta.sched_config, sizeof meta.sched_config, "seqs=8,batch=256,queue=1024");
+    meta.rate = 2.5;
+    snprintf(meta.slo, sizeof meta.slo, "ttft=500,tpot=50");
+    meta.sweep = 3;
+    CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 4, "served run: %s", err);
+    CHECK(!strcmp(q_text(db, "SELECT sched_config || '|' || rate || '|' || slo || '|' || sweep FROM runs WHERE id = 4",
+                         buf, sizeof buf), "seqs=8,batch=256,queue=1024|2.5|ttft=500,tpot=50|3"),
+          "served run's scheduler fields stored (%s)", buf);
+    CHECK(q_int(db, "SELECT sched_config IS NULL AND rate IS NULL AND sweep IS NULL FROM runs WHERE id = 1") == 1,
+          "old run: no scheduler fields");
     check_integrity(db, "migrated from v6");
     store_close(s);
 }
@@ -302,8 +313,11 @@ static void test_run_lifecycle(void) {
     cfg.test_gen = 8;
     cfg.label = "test";
     rep_result reps[2];
-    for (int r = 0; r < 2; r++)
-        CHECK(runner_rep(m, NULL, &cfg, ctr, r, 2, &reps[r], err, sizeof err) == 0, "rep %d: %s", r, err);
+    cfg.reps_total = 2;
+    for (int r = 0; r < 2; r++) {
+        cfg.rep_index = r;
+        CHECK(runner_rep(m, NULL, &cfg, ctr, &reps[r], err, sizeof err) == 0, "rep %d: %s", r, err);
+    }
     CHECK(store_finish_run(s, id, reps, 2, err, sizeof err) == 0, "finish: %s", err);
     CHECK(!strcmp(q_text(store_db(s), sql, buf, sizeof buf), "complete"), "finished run is complete (%s)", buf);
     sqlite3 *db = store_db(s);

@@ -1,0 +1,238 @@
+/*
+ * serve.c - a prompt set or a trace replayed through the engine's request
+ * scheduler (cx_sched, docs/serving.md), as a server would serve it: many
+ * requests in flight, each step one batched pass. The harness drives the
+ * scheduler step by step on its own thread and issues requests between
+ * steps:
+ *   - closed loop: `concurrency` clients; whenever fewer are in flight, the
+ *     next request (in file order) is issued;
+ *   - open loop: each request at its arrival time (the trace's, or Poisson
+ *     arrivals at cfg->rate requests/s); the runner sleeps while nothing is
+ *     in flight and the next arrival is ahead.
+ * Every time is measured from the request's issue: the request's own
+ * scheduler timestamps (admission, first token, each gap) are on the same
+ * monotonic clock. A request the queue refuses is recorded as rejected.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kv_metrics.h"
+#include "rng.h"
+#include "runner.h"
+
+/* One request of the replay: its prompt ids and where it stands. */
+typedef struct serve_req {
+    int32_t *ids;
+    int n_ids;
+    double issue_ms;     /* absolute, CLOCK_MONOTONIC */
+    struct serve_state *ss;
+    int idx;
+} serve_req;
+
+typedef struct serve_state {
+    const run_config *cfg;
+    const wl_workload *wl;
+    rep_result *out;
+    serve_req *rq;
+    int n, next, done, in_flight;
+    int n_ctx;           /* each sequence's context */
+    double t0, last_ms;  /* start; the last final state */
+} serve_state;
+
+/* Milliseconds on the monotonic clock (the scheduler's clock, in ns, divided). */
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Sleep until the monotonic clock reads t_ms. */
+static void sleep_until_ms(double t_ms) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)(t_ms / 1e3);
+    ts.tv_nsec = (long)((t_ms - (double)ts.tv_sec * 1e3) * 1e6);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+}
+
+/* The final state's name, as stored per request. */
+static const char *state_name(int state) {
+    switch (state) {
+    case CX_REQ_FINISHED: return "finished";
+    case CX_REQ_CANCELLED: return "cancelled";
+    case CX_REQ_TIMEOUT: return "timeout";
+    default: return "failed";
+    }
+}
+
+/* on_done: the request's statistics into its req_result (times from its issue). */
+static void on_done(void *user, const cx_request_stats *st) {
+    serve_req *sr = user;
+    serve_state *ss = sr->ss;
+    req_result *q = &ss->out->req[sr->idx];
+    double issue = sr->issue_ms, ns = 1e-6;
+    int64_t t_last = st->t_first;
+    for (int k = 0; k + 1 < st->n_gen; k++) t_last += st->itl_ns[k];
+    q->prompt_tokens = st->n_prompt;
+    q->gen_tokens = st->n_gen;
+    q->queue_ms = st->t_start ? (double)st->t_start * ns - issue : NAN;
+    q->ttft_ms = st->t_first ? (double)st->t_first * ns - issue : NAN;
+    q->prefill_ms = st->t_first ? (double)(st->t_first - st->t_start) * ns : NAN;
+    q->decode_ms = st->t_first ? (double)(t_last - st->t_first) * ns : NAN;
+    q->e2e_ms = (double)(st->n_gen ? t_last : st->t_end) * ns - issue;
+    q->tpot_ms = st->n_gen > 1 ? q->decode_ms / (st->n_gen - 1) : NAN;
+    q->preempted = st->n_preempted;
+    q->cached_tokens = st->n_cached;
+    /* the KV positions the decode steps attended: position n_prompt + k at step k */
+    q->kv_attended = (double)(st->n_gen - 1 > 0 ? st->n_gen - 1 : 0) * st->n_prompt +
+                     (double)(st->n_gen - 1 > 0 ? st->n_gen - 1 : 0) * st->n_gen / 2.0;
+    q->itl_ms = st->n_gen > 1 ? malloc(sizeof(float) * (size_t)(st->n_gen - 1)) : NULL;
+    for (int k = 0; q->itl_ms && k + 1 < st->n_gen; k++) q->itl_ms[q->n_itl++] = (float)((double)st->itl_ns[k] * ns);
+    runner_token_hash(st->tokens, st->n_gen, q->token_hash);
+    snprintf(q->state, sizeof q->state, "%s", state_name(st->state));
+    if (st->state == CX_REQ_FAILED) snprintf(q->error, sizeof q->error, "%.*s", (int)sizeof q->error - 1, st->error);
+    else if (st->state == CX_REQ_TIMEOUT)
+        snprintf(q->error, sizeof q->error, "timed out after %.0f ms with %d tokens", q->e2e_ms, st->n_gen);
+    ss->in_flight--;
+    ss->done++;
+    ss->last_ms = now_ms();
+}
+
+/* Issue request i now: submit it, or record why it was refused. */
+static void issue(serve_state *ss, cx_sched *s, int i, double t_issue) {
+    const wl_request *w = &ss->wl->req[i];
+    serve_req *sr = &ss->rq[i];
+    req_result *q = &ss->out->req[i];
+    sr->issue_ms = t_issue;
+    q->arrival_ms = t_issue - ss->t0;
+    q->priority = w->priority;
+    cx_request r = cx_request_defaults();
+    r.prompt = sr->ids;
+    r.n_prompt = sr->n_ids;
+    r.sampling.temperature = 0; /* greedy: the canary means something */
+    r.sampling.repeat_penalty = 1;
+    r.max_tokens = w->max_tokens;
+    r.ignore_eos = ss->cfg->ignore_eos;
+    r.priority = w->priority;
+    /* the deadline counts from the issue; the scheduler's clock starts at submission */
+    r.deadline_ms = w->deadline_ms > 0 ? (int64_t)ceil(w->deadline_ms - (now_ms() - t_issue)) : 0;
+    if (w->deadline_ms > 0 && r.deadline_ms < 1) r.deadline_ms = 1;
+    r.user = sr;
+    r.on_done = on_done;
+    cx_err e = {0};
+    int64_t id = cx_sched_submit(s, &r, &e);
+    if (id > 0) {
+        ss->in_flight++;
+        return;
+    }
+    /* refused at once: the queue is full (a server's 429), or the request cannot run */
+    snprintf(q->state, sizeof q->state, "%s", id == CX_EBUSY ? "rejected" : "failed");
+    if (id == CX_ECTX) /* the user's error, not the engine's: recorded, the run goes on */
+        snprintf(q->error, sizeof q->error, "prompt of %d tokens does not fit the context of %d tokens", sr->n_ids,
+                 ss->n_ctx);
+    else snprintf(q->error, sizeof q->error, "%s%.180s", id == CX_EBUSY ? "rejected: " : "", e.msg);
+    q->prompt_tokens = sr->n_ids;
+    q->ttft_ms = q->e2e_ms = q->prefill_ms = q->decode_ms = q->tpot_ms = q->queue_ms = NAN;
+    ss->done++;
+}
+
+/* The issue time of request i in open loop: the trace's arrival, or a
+ * Poisson arrival at cfg->rate (arr[] precomputed). */
+static double arrival_ms(const serve_state *ss, const double *arr, int i) {
+    return ss->t0 + (arr ? arr[i] : ss->wl->req[i].arrival_s * 1e3);
+}
+
+/* Scheduler counters of the repetition as metrics. */
+static void sched_metrics(cx_sched *s, rep_result *out) {
+    cx_sched_stats st;
+    cx_sched_get_stats(s, &st);
+    rep_set_metric(out, "steps", (double)st.steps);
+    rep_set_metric(out, "preemptions", (double)st.preemptions);
+    if (st.steps) rep_set_metric(out, "batch_tokens_mean", (double)(st.prefill_tokens + st.decode_tokens) / st.steps);
+    if (st.step_ns > 0) /* forming batches, sampling, callbacks: the scheduler's own share of its steps */
+        rep_set_metric(out, "sched_overhead_pct", 100.0 * (double)(st.step_ns - st.eval_ns) / (double)st.step_ns);
+}
+
+/* See runner.h. */
+int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, rep_result *out, double *makespan_ms,
+              kv_peak *peak, cx_kv_cache **cache_stats_out, cx_sched **sched_out, char *err, size_t errlen) {
+    serve_state ss;
+    memset(&ss, 0, sizeof ss);
+    ss.cfg = cfg;
+    ss.wl = wl;
+    ss.out = out;
+    ss.n = (int)wl->n;
+    int model_ctx = cx_model_get_info(m)->n_ctx;
+    ss.n_ctx = cfg->n_ctx > 0 ? cfg->n_ctx : CX_DEFAULT_CTX;
+    if (ss.n_ctx > model_ctx) ss.n_ctx = model_ctx;
+    ss.rq = calloc((size_t)ss.n, sizeof *ss.rq);
+    double *arr = cfg->rate > 0 ? malloc(sizeof(double) * (size_t)ss.n) : NULL;
+    if (!ss.rq || (cfg->rate > 0 && !arr)) {
+        free(ss.rq);
+        free(arr);
+        return snprintf(err, errlen, "out of memory"), -1;
+    }
+    cx_err e = {0};
+    int rc = 0;
+    /* Tokenize before the clock starts: a server tokenizes too, but that is not what is measured here. */
+    for (int i = 0; i < ss.n && !rc; i++) {
+        const wl_request *w = &wl->req[i];
+        int cap = (int)w->text_len + 2;
+        ss.rq[i].ids = malloc(sizeof(int32_t) * (size_t)cap);
+        ss.rq[i].ss = &ss;
+        ss.rq[i].idx = i;
+        if (!ss.rq[i].ids) rc = (snprintf(err, errlen, "out of memory"), -1);
+        else if (cx_tokenize(m, w->text, w->text_len, 1, ss.rq[i].ids, cap, &ss.rq[i].n_ids, &e))
+            rc = (snprintf(err, errlen, "request %s: %s", w->id, e.msg), -1);
+        snprintf(out->req[i].item, sizeof out->req[i].item, "%s", w->id);
+        out->req[i].idx = i;
+        out->req[i].adapter = w->adapter;
+    }
+    if (arr) { /* Poisson arrivals, the same for every repetition */
+        rng r;
+        rng_seed(&r, 1, 7);
+        double t = 0;
+        for (int i = 0; i < ss.n; i++) arr[i] = (t += rng_exponential(&r, cfg->rate)) * 1e3;
+    }
+    cx_sched_params sp = cx_sched_defaults();
+    sp.max_seqs = cfg->max_seqs;
+    sp.max_batch_tokens = cfg->max_batch_tokens;
+    sp.max_queue = cfg->max_queue;
+    sp.n_ctx = cfg->n_ctx;
+    sp.n_threads = cfg->threads;
+    sp.kv = cfg->kv ? *cfg->kv : cx_kv_defaults();
+    cx_sched *s = NULL;
+    if (!rc && cx_sched_new(m, &sp, &s, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+    int open = cfg->mode == RUN_OPEN || cfg->rate > 0;
+    ss.t0 = ss.last_ms = now_ms();
+    while (!rc && ss.done < ss.n) {
+        double now = now_ms();
+        if (open) {
+            while (ss.next < ss.n && arrival_ms(&ss, arr, ss.next) <= now) {
+                issue(&ss, s, ss.next, arrival_ms(&ss, arr, ss.next));
+                ss.next++;
+            }
+        } else {
+            while (ss.next < ss.n && ss.in_flight < cfg->concurrency) issue(&ss, s, ss.next++, now);
+        }
+        if (ss.in_flight == 0) {
+            if (ss.next < ss.n && open) sleep_until_ms(arrival_ms(&ss, arr, ss.next)); /* idle until it arrives */
+            continue;
+        }
+        int live = cx_sched_step(s, &e);
+        if (live < 0) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+        kv_metrics_sample(cx_sched_cache(s), peak);
+        if (cfg->progress) runner_progress(cfg, ss.done, ss.n);
+    }
+    *makespan_ms = ss.last_ms - ss.t0;
+    if (!rc) sched_metrics(s, out);
+    for (int i = 0; i < ss.n; i++) free(ss.rq[i].ids);
+    free(ss.rq);
+    free(arr);
+    *sched_out = s; /* the caller reads the cache's counters, then frees it */
+    *cache_stats_out = s ? cx_sched_cache(s) : NULL;
+    return rc;
+}
