@@ -767,10 +767,11 @@ int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
                  "<header>\n<h1>Cortex benchmark dashboard</h1>\n<p class=\"meta\">Generated %s by"
                  " <code>cortex-bench dashboard</code> from %d run%s (%d complete, %d failed, %d incomplete)."
                  " Metric definitions: docs/metrics.md.</p>\n"
-                 "<nav><a href=\"#gates\">Gate verdicts</a><a href=\"#trends\">Trends</a><a href=\"#runs\">Runs</a></nav>\n"
+                 "<nav><a href=\"#gates\">Gate verdicts</a><a href=\"#trends\">Trends</a><a href=\"#sweeps\">Rate sweeps</a>"
+                 "<a href=\"#runs\">Runs</a></nav>\n"
                  "</header>\n",
             DB_CSS, now, c.n_runs, c.n_runs == 1 ? "" : "s", complete, failed, c.n_runs - complete - failed);
-    if (db_gates(&c, out) || db_trends(&c, out)) goto done;
+    if (db_gates(&c, out) || db_trends(&c, out) || dashboard_sweeps(s, out, c.charts, err, errlen)) goto done;
     db_runs(&c, out);
     fprintf(out, "<script>\n%s</script>\n</body>\n</html>\n", DB_JS);
     if (c.all_gp) {

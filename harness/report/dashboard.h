@@ -18,6 +18,7 @@
 #define CB_DASHBOARD_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "store.h"
 
@@ -30,5 +31,9 @@
 /* Write `out_dir`/index.html and `out_dir`/charts/ (NULL: dashboards/site,
  * created as needed). 0, or -1 with a message (database, file or gnuplot error). */
 int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen);
+
+/* dashboard_sweep.c: the "Rate sweeps" section (nothing when there is no
+ * sweep), its SVG charts written into charts_dir. 0, or -1 with a message. */
+int dashboard_sweeps(store *s, FILE *out, const char *charts_dir, char *err, size_t errlen);
 
 #endif

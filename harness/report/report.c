@@ -293,6 +293,7 @@ int report_write(store *s, int64_t run_id, int64_t baseline_run, const char *out
         {"latency_time", "Latency over time"},
         {"counters", "Counters per phase"},
         {"adapter_ttft", "TTFT per adapter"},
+        {"rate_sweep", "Rate sweep: throughput and latency against offered load"},
     };
     for (int i = 0; i < CH_N; i++) {
         c.charts[i].stem = CH[i].stem;
@@ -340,7 +341,8 @@ int report_write(store *s, int64_t run_id, int64_t baseline_run, const char *out
     }
     if (rp_chart_tps(&c, &c.charts[CH_TPS]) || rp_chart_cdf(&c, &c.charts[CH_TTFT], 0) ||
         rp_chart_cdf(&c, &c.charts[CH_ITL], 1) || rp_chart_time(&c, &c.charts[CH_TIME]) ||
-        rp_chart_counters(&c, &c.charts[CH_COUNTERS]) || rp_chart_adapters(&c, &c.charts[CH_ADAPTERS]))
+        rp_chart_counters(&c, &c.charts[CH_COUNTERS]) || rp_chart_adapters(&c, &c.charts[CH_ADAPTERS]) ||
+        rp_chart_sweep(&c, &c.charts[CH_SWEEP]))
         goto out;
 
     /* Render. */

@@ -393,3 +393,72 @@ int rp_chart_adapters(rp_ctx *c, rp_chart *ch) {
     ch->made = 1;
     return 0;
 }
+
+/* (g) A rate sweep's throughput-latency curve (the run's sweep): TTFT p50
+ * and p99 and TPOT p50 against the offered rate (left axis, log), the
+ * achieved request rate and goodput (right axis), the saturation rate of
+ * the closed-loop run marked. */
+int rp_chart_sweep(rp_ctx *c, rp_chart *ch) {
+    if (!c->run.info.sweep) {
+        snprintf(ch->why, sizeof ch->why, "the run is not part of a rate sweep (cortex-bench run --rate sweep)");
+        return 0;
+    }
+    store_sweep_point *pt;
+    int n;
+    if (store_sweep_load(c->s, c->run.info.sweep, &pt, &n)) {
+        free(pt);
+        return rp_db_fail(c, "runs (sweep)");
+    }
+    double sat = NAN;
+    int open = 0;
+    for (int i = 0; i < n; i++) {
+        if (pt[i].rate == 0) sat = pt[i].request_rps;
+        else open++;
+    }
+    FILE *f = open ? rp_open(c, ch->stem, "dat") : NULL;
+    if (open && !f) {
+        free(pt);
+        return -1;
+    }
+    if (f) {
+        fprintf(f, "# %s (sweep of run %lld; saturation %.6g req/s)\n# offered_rps\tachieved_rps\tgoodput_rps\t"
+                   "ttft_p50_ms\tttft_p99_ms\ttpot_p50_ms\trun\n", ch->title, (long long)c->run.info.sweep, sat);
+        for (int i = 0; i < n; i++) {
+            if (pt[i].rate == 0) continue;
+            double v[6] = {pt[i].rate, pt[i].request_rps, pt[i].goodput_rps, pt[i].ttft_p50, pt[i].ttft_p99, pt[i].tpot_p50};
+            for (int k = 0; k < 6; k++) {
+                if (isnan(v[k])) fprintf(f, "%s?", k ? "\t" : "");
+                else fprintf(f, "%s%.6g", k ? "\t" : "", v[k]);
+            }
+            fprintf(f, "\t%lld\n", (long long)pt[i].id);
+        }
+    }
+    free(pt);
+    if (f && rp_close(c, f, ch->stem, "dat")) return -1;
+    if (!open) {
+        snprintf(ch->why, sizeof ch->why, "the sweep of run %lld has no open-loop run yet", (long long)c->run.info.sweep);
+        return 0;
+    }
+    if (!(f = rp_open(c, ch->stem, "gp"))) return -1;
+    rp_gp_begin(f, ch, 900, 520);
+    fprintf(f, "set title 'Rate sweep: latency and throughput against offered load (saturation %.3g req/s)'\n"
+               "set xlabel 'offered load (requests/s, Poisson)'\nset ylabel 'latency (ms, log scale)'\n"
+               "set y2label 'achieved (requests/s)'\nset logscale y\nset ytics nomirror\nset y2tics\n"
+               "set datafile missing '?'\nset grid xtics ytics lc rgb '#dddddd'\nset key outside top center horizontal\n"
+               "set xrange [0:*]\nset y2range [0:*]\n",
+            sat);
+    if (!isnan(sat))
+        fprintf(f, "set arrow from %.6g, graph 0 to %.6g, graph 1 nohead dt 2 lc rgb '#555555'\n"
+                   "set label 'saturation' at %.6g, graph 0.95 left offset 0.5,0 tc rgb '#555555'\n",
+                sat, sat, sat);
+    fprintf(f, "plot '%s.dat' using 1:4 with linespoints title 'TTFT p50' lc rgb '#1f77b4',"
+               " '' using 1:5 with linespoints title 'TTFT p99' lc rgb '#d62728',"
+               " '' using 1:6 with linespoints title 'TPOT p50' lc rgb '#9467bd',"
+               " '' using 1:2 axes x1y2 with linespoints title 'achieved req/s' lc rgb '#2ca02c' dt 3,"
+               " '' using 1:3 axes x1y2 with linespoints title 'goodput req/s' lc rgb '#ff7f0e' dt 4\n",
+            ch->stem);
+    rp_gp_end(f, ch, 900, 520);
+    if (rp_close(c, f, ch->stem, "gp")) return -1;
+    ch->made = 1;
+    return 0;
+}

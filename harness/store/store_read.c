@@ -24,6 +24,7 @@ const char *store_errmsg(store *s) { return sqlite3_errmsg(store_db(s)); }
     " r.concurrency, r.model_path, r.model_sha256, r.model_name, r.model_type, r.model_params, r.model_bytes,"             \
     " r.threads, r.reps, r.warmup, r.n_ctx, r.pinned, r.git_commit, r.git_dirty, r.build_type, r.build_flags,"            \
     " r.counter_mode, r.compare_key, r.cmdline, r.isa, r.kv_config, r.env_id, r.hw_id,"                                   \
+    " r.sched_config, r.rate, r.slo, r.sweep,"                                                                              \
     " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint"            \
     " FROM runs r LEFT JOIN environments e ON e.id = r.env_id"
 
@@ -53,6 +54,8 @@ static void run_fill(sqlite3_stmt *st, store_run *r) {
     TEXT(cmdline, "cmdline");
     TEXT(isa, "isa");
     TEXT(kv_config, "kv_config");
+    TEXT(sched_config, "sched_config");
+    TEXT(slo, "slo");
     TEXT(cpu_model, "cpu_model");
     TEXT(isa_flags, "isa_flags");
     TEXT(kernel, "kernel");
@@ -72,6 +75,39 @@ static void run_fill(sqlite3_stmt *st, store_run *r) {
     r->hw_id = row_int(st, "hw_id");
     r->logical_cores = (int)row_int(st, "logical_cores");
     r->mem_bytes = row_int(st, "mem_bytes");
+    r->rate = row_null(st, "rate") ? 0 : row_num(st, "rate");
+    r->sweep = row_int(st, "sweep");
+}
+
+/* See store_read.h: the sweep's runs in id order (the saturation run first). */
+int store_sweep_load(store *s, int64_t sweep, store_sweep_point **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s,
+        "SELECT r.id AS id, r.rate AS rate,"
+        " (SELECT median FROM summary WHERE run_id = r.id AND name = 'request_rps') AS rps,"
+        " (SELECT median FROM summary WHERE run_id = r.id AND name = 'output_tps') AS otps,"
+        " (SELECT median FROM summary WHERE run_id = r.id AND name = 'ttft_ms_p50') AS t50,"
+        " (SELECT median FROM summary WHERE run_id = r.id AND name = 'ttft_ms_p99') AS t99,"
+        " (SELECT median FROM summary WHERE run_id = r.id AND name = 'tpot_ms_p50') AS p50,"
+        " (SELECT median FROM summary WHERE run_id = r.id AND name = 'goodput_rps') AS good"
+        " FROM runs r WHERE r.sweep = ?1 AND r.status = 'complete' ORDER BY r.id", sweep, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_sweep_point *p = &(*out)[(*n)++];
+        p->id = row_int(st, "id");
+        p->rate = row_null(st, "rate") ? 0 : row_num(st, "rate");
+        p->request_rps = row_num(st, "rps");
+        p->output_tps = row_num(st, "otps");
+        p->ttft_p50 = row_num(st, "t50");
+        p->ttft_p99 = row_num(st, "t99");
+        p->tpot_p50 = row_num(st, "p50");
+        p->goodput_rps = row_num(st, "good");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
 }
 
 int store_run_load(store *s, int64_t id, store_run *r) {

@@ -21,8 +21,18 @@ typedef struct store_run {
     char finished[40], error[512], workload_hash[72], model_path[512], model_sha256[72], pinned[128], build_type[32];
     char build_flags[512], counter_mode[32], cmdline[1024], isa[32], kv_config[512];
     char cpu_model[128], isa_flags[512], kernel[128], compiler[128], governor[32], fingerprint[72];
+    char sched_config[96], slo[96]; /* served runs (schema v8); "" otherwise */
     int dirty, reps, threads, warmup, n_ctx, concurrency, logical_cores;
+    double rate;    /* open loop at this Poisson rate; 0: none */
+    int64_t sweep;  /* the rate sweep's saturation run; 0: not in a sweep */
 } store_run;
+
+/* One run of a rate sweep: the offered rate (0: the closed-loop saturation
+ * run) and what it achieved (medians over repetitions; NAN when missing). */
+typedef struct store_sweep_point {
+    int64_t id;
+    double rate, request_rps, output_tps, ttft_p50, ttft_p99, tpot_p50, goodput_rps;
+} store_sweep_point;
 
 /* One row of `list`: a run with its headline throughput. */
 typedef struct store_list_row {
@@ -76,6 +86,8 @@ const char *store_errmsg(store *s);
 int store_run_load(store *s, int64_t id, store_run *r);
 /* Every run, by id (malloc'd; free() it). 0 or -1. */
 int store_runs_all(store *s, store_run **out, int *n);
+/* Every complete run of rate sweep `sweep` (malloc'd array), saturation run first; 0 or -1. */
+int store_sweep_load(store *s, int64_t sweep, store_sweep_point **out, int *n);
 /* The newest `limit` runs, newest first (malloc'd; free() it). 0 or -1. */
 int store_list_runs(store *s, int limit, store_list_row **out, int *n);
 /* A run's summary rows in stored order, at most `cap`: how many, or -1. */
