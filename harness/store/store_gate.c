@@ -24,6 +24,8 @@ static const struct { const char *sql, *name; } FIELDS[] = {
     {"r.isa", "kernel instruction set (CORTEX_ISA)"},
     /* runs before schema v6 have none: they used the engine's default cache */
     {"coalesce(r.kv_config, '" KV_OPTS_DEFAULT_CONFIG "')", "KV cache configuration"},
+    /* served workloads (schema v8): what the scheduler was allowed, the offered load, the SLOs */
+    {"r.sched_config", "scheduler configuration"}, {"r.rate", "open-loop rate"}, {"r.slo", "goodput SLOs"},
 };
 #define N_FIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
