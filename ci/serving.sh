@@ -9,7 +9,7 @@
 #   4. the rate sweep of the zipf-chat trace (saturation closed loop, then
 #      25..110 % of it), drawn by `cortex-bench report`.
 #   ci/serving.sh [DB]         (default reports/serving.db)
-# Environment: TYPES (default "q4_0 q8_0"), THREADS (2), REPS (1),
+# Environment: TYPES (default "q4_0 q8_0"), THREADS (2), REPS (1), WARMUP (0),
 # SWEEP_TYPE (q4_0; empty: no sweep), SWEEP_TRACE (prompts/traces/zipf-chat.jsonl).
 # Models are synthesized into models/ when missing (about a minute each).
 set -eu
@@ -21,9 +21,9 @@ TYPES=${TYPES:-q4_0 q8_0} THREADS=${THREADS:-2} REPS=${REPS:-1}
 SWEEP_TYPE=${SWEEP_TYPE-q4_0} SWEEP_TRACE=${SWEEP_TRACE:-prompts/traces/zipf-chat.jsonl}
 [ -n "${NO_BUILD:-}" ] || make -s "$BENCH" "$CORTEX"
 mkdir -p models "$(dirname "$DB")"
-run() { # model, args...: the new run's id
+run() { # model, args...: the new run's id (warm-up: WARMUP, default 0; each run is its own process)
     local m=$1; shift
-    "$BENCH" run --model "$m" -t "$THREADS" --reps "$REPS" --warmup 1 --db "$DB" --no-progress "$@" >/dev/null
+    "$BENCH" run --model "$m" -t "$THREADS" --reps "$REPS" --warmup "${WARMUP:-0}" --db "$DB" --no-progress "$@" >/dev/null
     sqlite3 "$DB" "select max(id) from runs"
 }
 q() { sqlite3 "$DB" "select coalesce(printf('%.3f', median), '-') from summary where run_id = $1 and name = '$2'"; }
