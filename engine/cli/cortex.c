@@ -72,12 +72,12 @@ static cx_model *load_model(const opts *o, const char *path) {
     return m;
 }
 
-/* Encode text with BOS; returns a malloc'd id array or NULL after an error. */
-static int32_t *encode(const cx_model *m, const char *text, size_t len, int add_bos, int *n) {
+/* Encode text (flags: CX_TOKENIZE_*); returns a malloc'd id array or NULL after an error. */
+static int32_t *encode(const cx_model *m, const char *text, size_t len, int flags, int *n) {
     cx_err err = {0};
     int cap = (int)(len + 2 < 1u << 28 ? len + 2 : 1u << 28);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)cap);
-    if (!ids || cx_tokenize(m, text, len, add_bos, ids, cap, n, &err)) {
+    if (!ids || cx_tokenize(m, text, len, flags, ids, cap, n, &err)) {
         fprintf(stderr, "cortex: tokenize: %s\n", ids ? err.msg : "out of memory");
         free(ids);
         return NULL;
@@ -124,7 +124,7 @@ static int cmd_generate(opts *o) {
     cx_err err = {0};
     int rc = 1, n_prompt = 0;
     double t0 = now_s();
-    int32_t *ids = encode(m, text, len, 1, &n_prompt);
+    int32_t *ids = encode(m, text, len, CX_TOKENIZE_BOS | (o->no_special ? 0 : CX_TOKENIZE_SPECIAL), &n_prompt);
     if (!ids) goto out;
     cx_session_params sp = cx_session_defaults();
     sp.n_ctx = (int)o->ctx;
@@ -210,7 +210,8 @@ static int cmd_tokenize(opts *o) {
     if (!text) return 1;
     cx_model *m = load_model(o, o->model);
     int n = 0, rc = 1;
-    int32_t *ids = m ? encode(m, text, len, !o->no_bos, &n) : NULL;
+    int flags = (o->no_bos ? 0 : CX_TOKENIZE_BOS) | (o->no_special ? 0 : CX_TOKENIZE_SPECIAL);
+    int32_t *ids = m ? encode(m, text, len, flags, &n) : NULL;
     if (ids) {
         for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
         printf("\n");
@@ -244,7 +245,15 @@ static int cmd_info(opts *o) {
     printf("format:         %s", i->format);
     if (i->format_version) printf(" v%u", i->format_version);
     printf("\nname:           %s\n", i->name);
-    printf("architecture:   llama\n");
+    printf("architecture:   %s\n", i->arch);
+    printf("tokenizer:      %s%s%s, %d tokens\n", i->tokenizer, i->tokenizer_pre ? ", pre-tokenizer " : "",
+           i->tokenizer_pre ? i->tokenizer_pre : "", i->n_vocab);
+    if (i->vocab_only) {
+        printf("vocabulary only: no tensors (tokenizes, does not run)\nfile bytes:     %llu (%s)\n",
+               (unsigned long long)i->file_bytes, fb);
+        cx_model_free(m);
+        return 0;
+    }
     printf("n_embd:         %d\nn_ff:           %d\nn_layer:        %d\n", i->n_embd, i->n_ff, i->n_layer);
     printf("n_head:         %d\nn_head_kv:      %d\nhead_dim:       %d\n", i->n_head, i->n_head_kv, i->head_dim);
     printf("n_vocab:        %d\nn_ctx:          %d\n", i->n_vocab, i->n_ctx);
@@ -623,8 +632,10 @@ static const cli_command COMMANDS[] = {
      "Write a GGUF v3 model with deterministic synthetic weights (normal, std 0.02) in a real model's shape\n"
      "and a synthetic vocabulary, for benchmarks. Same shape, type and seed: the same bytes.\n",
      "cortex synth --shape stories15m --type q8_0 -o models/stories15m-q8_0.gguf", cmd_synth},
-    {"tokenize", CMD_TOKENIZE, 0, "-m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos]",
-     "Print the token ids of the text (SentencePiece BPE with the model's vocabulary), space-separated.\n",
+    {"tokenize", CMD_TOKENIZE, 0, "-m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos] [--no-special]",
+     "Print the token ids of the text, space-separated, with the model's tokenizer (SentencePiece or\n"
+     "byte-level BPE). MODEL may be a vocabulary-only GGUF (no tensors), such as llama.cpp's\n"
+     "ggml-vocab-*.gguf files.\n",
      "cortex tokenize -m ../shared/models/stories260K.gguf -p \"Once upon a time\"", cmd_tokenize},
     {"quantize", CMD_QUANTIZE, 2, "IN OUT --type TYPE [-z TOKENIZER]",
      "Convert IN into a GGUF v3 file OUT whose weight matrices are stored as --type.\n"

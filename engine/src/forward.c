@@ -116,6 +116,7 @@ static void *carve(fwd_ws *w, size_t bytes) {
 int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_threads, cx_err *err) {
     const cx_model_info *h = &m->info;
     memset(w, 0, sizeof *w);
+    if (model_require_weights(m, err)) return CX_EUNSUP;
     assert(batch >= 1 && n_out >= 1 && n_out <= batch && n_threads >= 1);
 #ifdef CORTEX_TEST_KNOBS
     /* Test knob, read once per workspace: CORTEX_SLOWDOWN_PCT=P (0..1000). */

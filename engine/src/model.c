@@ -294,6 +294,30 @@ static int main_type(const cx_model *m, const gguf_ctx *g) {
     return best;
 }
 
+/* Fill m from a GGUF with no tensors: the vocabulary alone, whatever the
+ * architecture (tokenizing needs nothing else); sessions refuse such a model
+ * (model_require_weights). */
+static int model_vocab_only(cx_model *m, const gguf_ctx *g, const char *L, cx_err *err) {
+    gguf_str s;
+    if (gguf_get_str(g, "general.name", &s) == 1)
+        snprintf(m->name, sizeof m->name, "%.*s", (int)(s.len > 127 ? 127 : s.len), s.ptr);
+    if (gguf_get_str(g, "general.architecture", &s) == 1)
+        snprintf(m->arch, sizeof m->arch, "%.*s", (int)(s.len > 31 ? 31 : s.len), s.ptr);
+    int rc = tok_load_gguf(&m->vocab, g, L, err);
+    if (rc) return rc;
+    m->info.vocab_only = 1;
+    m->info.n_vocab = m->vocab.n;
+    m->info.main_type = -1;
+    return 0;
+}
+
+/* See model.h. */
+int model_require_weights(const cx_model *m, cx_err *err) {
+    if (!m->info.vocab_only) return 0;
+    return cx_fail(err, CX_EUNSUP, "%s: a vocabulary-only file (no weights): it can tokenize, not run", m->info.name);
+}
+
+/* See model.h. */
 int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
     gguf_ctx g;
     int rc = gguf_parse(m->map, m->map_size, L, &g, err);
@@ -303,6 +327,10 @@ int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
     h->format = "gguf";
     h->format_version = g.version;
     gguf_str s;
+    if (g.n_tensors == 0) { /* a vocabulary-only file, as llama.cpp ships its tokenizer tests */
+        rc = model_vocab_only(m, &g, L, err);
+        goto done;
+    }
     if (gguf_get_str(&g, "general.architecture", &s) != 1) {
         rc = cx_fail(err, CX_EFORMAT, "%s: general.architecture is missing", L);
         goto done;
@@ -425,6 +453,9 @@ int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_mode
         return rc;
     }
     m->info.name = m->name;
+    m->info.arch = m->arch[0] ? m->arch : "llama";
+    m->info.tokenizer = m->vocab.kind == TOK_BPE ? "gpt2" : "llama";
+    m->info.tokenizer_pre = m->vocab.pre ? tok_pre_name(m->vocab.pre) : NULL;
     m->info.n_tensors = m->n_tensors;
     model_repack(m, p.repack);
     model_seal(m);
@@ -460,10 +491,14 @@ int cx_model_tensor(const cx_model *m, int i, cx_tensor_info *out) {
 
 int cx_token_bos(const cx_model *m) { return m->vocab.bos; }
 int cx_token_eos(const cx_model *m) { return m->vocab.eos; }
+int cx_token_eot(const cx_model *m) { return m->vocab.eot; }
 
-int cx_tokenize(const cx_model *m, const char *text, size_t len, int add_bos, int32_t *out, int cap, int *n_out,
+_Static_assert((int)CX_TOKENIZE_BOS == (int)TOK_ADD_BOS && (int)CX_TOKENIZE_SPECIAL == (int)TOK_PARSE_SPECIAL, "tokenize flags");
+
+/* See cortex.h. */
+int cx_tokenize(const cx_model *m, const char *text, size_t len, int flags, int32_t *out, int cap, int *n_out,
                 cx_err *err) {
-    return tok_encode(&m->vocab, text, len, add_bos, out, cap, n_out, err);
+    return tok_encode(&m->vocab, text, len, flags, out, cap, n_out, err);
 }
 
 size_t cx_token_piece(const cx_model *m, int prev, int token, char tmp[2], const char **bytes) {

@@ -39,6 +39,7 @@ typedef struct cx_tensor_rec {
 struct cx_model {
     cx_model_info info;
     char name[128];
+    char arch[32];       /* general.architecture ("llama", "qwen2", or any name for a vocabulary-only file) */
     const uint8_t *map;  /* the model file, mapped or copied (read-only either way) */
     size_t map_size;
     int map_copied;      /* 1: a huge-page copy (model_load_file), 0: an mmap */
@@ -67,6 +68,9 @@ int model_from_gguf(cx_model *m, const char *label, cx_err *err);
 int model_from_llama2c(cx_model *m, const char *label, const uint8_t *tok, size_t tok_size, const char *tok_label,
                        cx_err *err);
 
+/* CX_EUNSUP naming the file if m is vocabulary-only (cx_model_info.vocab_only):
+ * every path that evaluates calls this first. */
+int model_require_weights(const cx_model *m, cx_err *err);
 /* Validate hyper-parameters: every shape the forward pass relies on. */
 int model_check_hparams(const cx_model_info *h, const char *label, cx_err *err);
 /* Record a tensor for `info` and add it to the parameter and byte totals. */

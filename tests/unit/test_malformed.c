@@ -618,8 +618,11 @@ static void case_unsupported_model(void) {
     s.arch = "gpt2";
     expect_tiny("architecture-gpt2", &s, CX_EUNSUP, "architecture 'gpt2' is not supported");
     s = tiny_default();
-    s.tok_model = "gpt2";
-    expect_tiny("tokenizer-gpt2", &s, CX_EUNSUP, "tokenizer model 'gpt2' is not supported");
+    s.tok_model = "bert";
+    expect_tiny("tokenizer-bert", &s, CX_EUNSUP, "tokenizer model 'bert' is not supported");
+    s = tiny_default();
+    s.tok_model = "gpt2"; /* byte-level BPE without its merges */
+    expect_tiny("tokenizer-gpt2-no-merges", &s, CX_EFORMAT, "tokenizer.ggml.merges is missing");
     s = tiny_default();
     s.alignment = 3;
     expect_tiny("alignment-3", &s, CX_EFORMAT, "general.alignment must be");
