@@ -258,6 +258,10 @@ static int cmd_info(opts *o) {
     printf("n_head:         %d\nn_head_kv:      %d\nhead_dim:       %d\n", i->n_head, i->n_head_kv, i->head_dim);
     printf("n_vocab:        %d\nn_ctx:          %d\n", i->n_vocab, i->n_ctx);
     printf("rope_base:      %g\nrms_eps:        %g\n", i->rope_base, i->rms_eps);
+    printf("rope:           %s pairs%s", i->rope_neox ? "NeoX (i, i+d/2)" : "adjacent (2i, 2i+1)",
+           i->rope_freq_factors ? ", rope_freqs.weight factors" : "");
+    if (i->rope_freq_scale != 1.0f) printf(", linear scaling x%g", 1.0 / i->rope_freq_scale);
+    printf("\nqkv bias:       %s\n", i->qkv_bias ? "yes" : "no");
     printf("output:         %s\n", i->tied_output ? "tied to token_embd" : "separate output.weight");
     printf("main type:      %s\n", cx_type_name(i->main_type));
     printf("weights memory: %s\n", i->weights_memory);

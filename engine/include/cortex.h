@@ -88,7 +88,11 @@ typedef struct cx_model_info {
     int vocab_only;           /* a GGUF without tensors: tokenizes, but sessions refuse it (n_layer etc. are 0) */
     const char *tokenizer;    /* tokenizer model: "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
     const char *tokenizer_pre;/* byte-level BPE: the pre-tokenizer's canonical name ("gpt-2", "llama-bpe", ...); else NULL */
-    const char *arch;         /* general.architecture ("llama" for llama2.c checkpoints) */
+    const char *arch;         /* general.architecture: "llama" or "qwen2" ("llama" for llama2.c checkpoints) */
+    int rope_neox;            /* RoPE rotates dimension i with i + head_dim/2 (qwen2), not 2i with 2i+1 (llama) */
+    float rope_freq_scale;    /* positions are multiplied by this (1/rope.scaling.factor for linear scaling, else 1) */
+    int rope_freq_factors;    /* per-frequency divisors (rope_freqs.weight, Llama 3 scaling) are applied */
+    int qkv_bias;             /* the attention projections have biases (qwen2) */
 } cx_model_info;
 
 typedef struct cx_tensor_info {

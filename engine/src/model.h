@@ -13,6 +13,9 @@
 #include "kernels/kernels.h"
 #include "tokenizer.h"
 
+/* The widest attention head a NeoX-RoPE model may have (the forward pass reorders heads on the stack). */
+#define MODEL_MAX_HEAD_DIM 1024
+
 /* A weight matrix of `rows` rows by `cols` columns, stored row-major as `type`. */
 typedef struct cx_weight {
     const void *data;
@@ -26,6 +29,7 @@ typedef struct cx_layer {
     const float *attn_norm, *ffn_norm; /* f32 copies owned by the model */
     cx_weight wq, wk, wv, wo;          /* wq: [n_embd x n_embd], wk/wv: [kv_dim x n_embd] */
     cx_weight w_gate, w_up, w_down;    /* gate/up: [n_ff x n_embd], down: [n_embd x n_ff] */
+    const float *bq, *bk, *bv;         /* QKV biases (Qwen 2), f32 copies owned by the model; NULL if none */
 } cx_layer;
 
 /* A named tensor as found in the file, kept for `cortex info`. */
@@ -49,7 +53,8 @@ struct cx_model {
     cx_weight tok_embd, output;
     const float *out_norm;
     cx_layer *layers;
-    float *norms;        /* storage behind every norm pointer */
+    float *norms;        /* storage behind every norm, bias and RoPE factor pointer */
+    const float *rope_factors; /* head_dim/2 divisors of the RoPE frequencies (rope_freqs.weight), or NULL */
     cx_tensor_rec *tensors;
     int n_tensors;
 };
