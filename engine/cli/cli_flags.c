@@ -103,6 +103,9 @@ static const flag FLAGS[] = {
     {"--output", "-o", "FILE", CMD_SYNTH, K_STR, O(out), 0, 0, NULL, "the GGUF file to write"},
     {"--seed", NULL, "S", CMD_SYNTH, K_LONG, O(seed), 0, 0x7fffffff, NULL, "the weights' seed"},
     {"--ctx", "-c", "CTX", CMD_SYNTH, K_LONG, O(ctx), 1, 1 << 24, "the shape's", "the context length written to the file"},
+    {"--vocab", NULL, "FILE.gguf", CMD_SYNTH, K_STR, O(vocab), 0, 0, "a synthetic SentencePiece one",
+     "take the vocabulary (every tokenizer.* entry) of this GGUF, e.g. a real byte-level BPE one; the vocabulary size "
+     "becomes its token count"},
     {"--list", NULL, NULL, CMD_SYNTH, K_SWITCH, O(list), 0, 0, NULL, "list the shapes and their sizes, then exit"},
     {"--positions", NULL, "N", CMD_QUALITY, K_LONG, O(positions), 1, 100000000, NULL, "positions to score"},
     {"--text", NULL, "FILE", CMD_QUALITY, K_STR, O(text), 0, 0, "greedy text from fixed prompts",

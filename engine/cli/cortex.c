@@ -312,7 +312,7 @@ static int cmd_synth(opts *o) {
     if (type < 0) return die_usage("synth: unknown type '%s' (see cortex synth --help)", o->type);
     cx_err err = {0};
     double t0 = now_s();
-    if (cx_synth_write(sh, type, (uint64_t)o->seed, o->out, &err)) {
+    if (cx_synth_write_ex(sh, type, (uint64_t)o->seed, o->vocab, o->out, &err)) {
         fprintf(stderr, "cortex: %s\n", err.msg);
         return 1;
     }
@@ -632,9 +632,11 @@ static const cli_command COMMANDS[] = {
     {"info", CMD_INFO, 1, "MODEL [-z TOKENIZER]",
      "Print a model's format, hyper-parameters, weight types and every tensor's type, shape, offset and size.\n",
      "cortex info ../shared/models/stories260K.gguf", cmd_info},
-    {"synth", CMD_SYNTH, 0, "--shape NAME -o FILE.gguf [--type TYPE] [--seed S] [-c CTX] | --list",
+    {"synth", CMD_SYNTH, 0, "--shape NAME -o FILE.gguf [--type TYPE] [--seed S] [-c CTX] [--vocab FILE.gguf] | --list",
      "Write a GGUF v3 model with deterministic synthetic weights (normal, std 0.02) in a real model's shape\n"
-     "and a synthetic vocabulary, for benchmarks. Same shape, type and seed: the same bytes.\n",
+     "(architecture, RoPE scaling and biases included: llama-3.2-1b, qwen2.5-0.5b, ...) and a synthetic\n"
+     "vocabulary, or with --vocab the real vocabulary of a GGUF file, for benchmarks. Same shape, type,\n"
+     "seed and vocabulary: the same bytes.\n",
      "cortex synth --shape stories15m --type q8_0 -o models/stories15m-q8_0.gguf", cmd_synth},
     {"tokenize", CMD_TOKENIZE, 0, "-m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos] [--no-special]",
      "Print the token ids of the text, space-separated, with the model's tokenizer (SentencePiece or\n"
