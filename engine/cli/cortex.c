@@ -167,7 +167,7 @@ static int cmd_generate(opts *o) {
     for (; n_gen < o->n_predict; n_gen++) {
         int tok = cx_sampler_sample(smp, logits);
         if (n_gen == 0) t_first = now_s();
-        if (tok == cx_token_eos(m)) break;
+        if (cx_token_is_eog(m, tok)) break;
         if (o->ids) {
             printf(n_gen || !o->no_echo ? " %d" : "%d", tok);
         } else {

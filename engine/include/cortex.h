@@ -152,6 +152,8 @@ int cx_model_tensor(const cx_model *m, int i, cx_tensor_info *out);
 int cx_token_bos(const cx_model *m);
 int cx_token_eos(const cx_model *m);
 int cx_token_eot(const cx_model *m);
+/* 1 if `token` ends generation: EOS or EOT (a chat model's end of turn). */
+int cx_token_is_eog(const cx_model *m, int token);
 
 /* Flags of cx_tokenize (its `flags` argument; 1 keeps its old meaning, "add BOS"). */
 enum {

@@ -579,6 +579,7 @@ int cx_model_tensor(const cx_model *m, int i, cx_tensor_info *out) {
 int cx_token_bos(const cx_model *m) { return m->vocab.bos; }
 int cx_token_eos(const cx_model *m) { return m->vocab.eos; }
 int cx_token_eot(const cx_model *m) { return m->vocab.eot; }
+int cx_token_is_eog(const cx_model *m, int token) { return token >= 0 && (token == m->vocab.eos || token == m->vocab.eot); }
 
 _Static_assert((int)CX_TOKENIZE_BOS == (int)TOK_ADD_BOS && (int)CX_TOKENIZE_SPECIAL == (int)TOK_PARSE_SPECIAL, "tokenize flags");
 

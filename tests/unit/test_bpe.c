@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cortex.h"
+#include "gguf_write.h"
 #include "model.h"
 #include "testing.h"
 #include "tok_roundtrip.h"
@@ -193,7 +194,53 @@ static void test_real(void) {
     }
 }
 
+/* A vocabulary-only GGUF written here (no shared files needed): the BPE
+ * loader's defaults, EOT found by its text, end of generation, BOS policy. */
+static void test_gguf_vocab(void) {
+    const char *path = "/tmp/cortex-test-bpe-vocab.gguf";
+    static char bytes[256][3];
+    const char *tokens[258];
+    int32_t types[258];
+    for (int b = 0; b < 256; b++) {
+        map_byte(b, bytes[b]);
+        tokens[b] = bytes[b];
+        types[b] = TOK_NORMAL;
+    }
+    tokens[256] = "<|endoftext|>", types[256] = TOK_CONTROL;
+    tokens[257] = "<|im_end|>", types[257] = TOK_CONTROL;
+    const char *merges[] = {"a b"};
+    gguf_writer *w = gguf_writer_new(0);
+    gguf_w_str(w, "general.architecture", "qwen2");
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", "qwen2");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tokens, 258);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, 258);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, 1);
+    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 256);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 256);
+    FILE *f = fopen(path, "wb");
+    cx_err err = {0};
+    CHECK(f && gguf_w_header(w, f, path, NULL, &err) == 0, "write %s: %s", path, err.msg);
+    if (f) fclose(f);
+    gguf_writer_free(w);
+    cx_model *m;
+    if (cx_model_load(path, NULL, &m, &err)) {
+        CHECK(0, "load: %s", err.msg);
+        return;
+    }
+    CHECK(cx_token_eot(m) == 257 && cx_token_is_eog(m, 257) && cx_token_is_eog(m, 256) && !cx_token_is_eog(m, 'a'),
+          "EOT is <|im_end|> by its text; EOS and EOT end generation (eot %d)", cx_token_eot(m));
+    int32_t ids[16];
+    int n = 0;
+    CHECK(cx_tokenize(m, "a<|im_end|>", 11, CX_TOKENIZE_BOS | CX_TOKENIZE_SPECIAL, ids, 16, &n, &err) == 0 && n == 2 &&
+              ids[0] == 'a' && ids[1] == 257,
+          "qwen2: no BOS by default, control token parsed (%d tokens)", n);
+    cx_model_free(m);
+    remove(path);
+}
+
 TEST_MAIN({
+    test_gguf_vocab();
     test_mapping();
     test_merges();
     test_malformed();
