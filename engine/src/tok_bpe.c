@@ -16,26 +16,18 @@
 #include "util.h"
 
 /* 1 if byte b stands for itself in GPT-2's mapping. */
-static int bpe_printable(int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255); }
+static int bpe_printable(uint32_t b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255); }
 
-/* The byte that code point cp stands for, or -1. */
+/* The byte that code point cp stands for, or -1: the 68 others are, in
+ * order, 0-32, 127-160 and 173, mapped to U+0100.. U+0143. */
 static int bpe_byte_of(uint32_t cp) {
-    if (cp < 256) return bpe_printable((int)cp) ? (int)cp : -1;
-    if (cp >= 256 + 68) return -1;
-    int k = (int)(cp - 256);
-    for (int b = 0; b < 256; b++)
-        if (!bpe_printable(b) && k-- == 0) return b;
-    return -1;
+    if (cp < 256) return bpe_printable(cp) ? (int)cp : -1;
+    uint32_t k = cp - 256;
+    return k < 33 ? (int)k : k < 67 ? (int)(127 + k - 33) : k == 67 ? 173 : -1;
 }
 
 /* See tokenizer.h. */
 int64_t tok_bpe_unmap(const char *s, size_t n, char *out) {
-    static int16_t table[256 + 68];
-    static int ready;
-    if (!ready) { /* idempotent: racing threads write the same values */
-        for (uint32_t cp = 0; cp < 256 + 68; cp++) table[cp] = (int16_t)bpe_byte_of(cp);
-        ready = 1;
-    }
     const unsigned char *u = (const unsigned char *)s;
     size_t o = 0;
     for (size_t i = 0; i < n;) {
@@ -49,8 +41,9 @@ int64_t tok_bpe_unmap(const char *s, size_t n, char *out) {
         } else {
             return -1; /* every mapped character is below U+0800: two bytes at most */
         }
-        if (cp >= 256 + 68 || table[cp] < 0) return -1;
-        out[o++] = (char)table[cp];
+        int b = bpe_byte_of(cp);
+        if (b < 0) return -1;
+        out[o++] = (char)b;
     }
     return (int64_t)o;
 }

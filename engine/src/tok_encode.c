@@ -29,6 +29,7 @@ static int bigram_before(const bigram *a, const bigram *b) {
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
+/* Add x to the max-heap h of *n entries. */
 static void heap_push(bigram *h, int *n, bigram x) {
     int i = (*n)++;
     while (i > 0) {
@@ -40,6 +41,7 @@ static void heap_push(bigram *h, int *n, bigram x) {
     h[i] = x;
 }
 
+/* Remove and return the best entry of the max-heap h (*n > 0). */
 static bigram heap_pop(bigram *h, int *n) {
     bigram top = h[0], x = h[--(*n)];
     int i = 0;

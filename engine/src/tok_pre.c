@@ -72,15 +72,11 @@ struct tok_pre {
 };
 
 /* See tok_pre.h. */
-const char *const *tok_pre_names(void) {
-    static const char *all[PRE_NDEFS * 12 + 1];
-    if (!all[0]) {
-        size_t k = 0;
-        for (size_t d = 0; d < PRE_NDEFS; d++)
-            for (int i = 0; i < 12 && PRE_DEFS[d].names[i]; i++) all[k++] = PRE_DEFS[d].names[i];
-        all[k] = NULL;
-    }
-    return all;
+const char *tok_pre_name_at(int k) {
+    for (size_t d = 0; d < PRE_NDEFS; d++)
+        for (int i = 0; i < 12 && PRE_DEFS[d].names[i]; i++)
+            if (k-- == 0) return PRE_DEFS[d].names[i];
+    return NULL;
 }
 
 /* See tok_pre.h. */

@@ -25,8 +25,8 @@ int tok_pre_new(const char *name, size_t name_len, tok_pre **out, int *ignore_me
 void tok_pre_free(tok_pre *p);
 /* The canonical name of the pre-tokenizer's regex set ("gpt-2", "llama-bpe", ...). */
 const char *tok_pre_name(const tok_pre *p);
-/* Every name tok_pre_new accepts, NULL-terminated (docs, tests, fuzzing). */
-const char *const *tok_pre_names(void);
+/* The k-th name tok_pre_new accepts (k from 0), NULL past the last (tests). */
+const char *tok_pre_name_at(int k);
 
 /*
  * Split text[0..len) into words: each regex of the set in turn cuts every piece

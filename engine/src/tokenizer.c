@@ -35,6 +35,7 @@ int tok_lookup(const tok_vocab *v, const char *s, size_t n) {
     }
 }
 
+/* Value of a hexadecimal digit, or -1. */
 static int hex_digit(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -49,12 +50,24 @@ static int parse_byte_piece(const char *s, uint32_t n) {
     return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
+/* A special token and its length, for sorting. */
+typedef struct special_key { uint32_t len; int32_t id; } special_key;
+
 /* Order of the special-token list: longer first, then lower id. */
-static const tok_vocab *special_sort_vocab;
 static int special_cmp(const void *a, const void *b) {
-    int x = *(const int32_t *)a, y = *(const int32_t *)b;
-    uint32_t lx = special_sort_vocab->len[x], ly = special_sort_vocab->len[y];
-    return lx != ly ? (lx > ly ? -1 : 1) : (x > y) - (x < y);
+    const special_key *x = a, *y = b;
+    return x->len != y->len ? (x->len > y->len ? -1 : 1) : (x->id > y->id) - (x->id < y->id);
+}
+
+/* Sort v->special longest first; 0, or CX_ENOMEM. */
+static int sort_specials(tok_vocab *v) {
+    special_key *k = malloc(sizeof *k * (size_t)(v->n_special ? v->n_special : 1));
+    if (!k) return CX_ENOMEM;
+    for (int i = 0; i < v->n_special; i++) k[i] = (special_key){v->len[v->special[i]], v->special[i]};
+    qsort(k, (size_t)v->n_special, sizeof *k, special_cmp);
+    for (int i = 0; i < v->n_special; i++) v->special[i] = k[i].id;
+    free(k);
+    return 0;
 }
 
 /* Build v of `kind` from pieces already in their stored form (see
@@ -119,8 +132,10 @@ static int vocab_build(tok_vocab *v, int kind, int n, const char *const *pieces,
             v->ht[h] = i;
         }
     }
-    special_sort_vocab = v; /* qsort has no context argument; loads are not concurrent with this call's data */
-    qsort(v->special, (size_t)v->n_special, sizeof(int32_t), special_cmp);
+    if (sort_specials(v)) {
+        tok_free(v);
+        return cx_fail(err, CX_ENOMEM, "out of memory for a vocabulary of %d pieces", n);
+    }
     for (int id = 0; id < 3; id++) {
         int t = id == 0 ? bos : id == 1 ? eos : unk;
         if (t < -1 || t >= n) {

@@ -136,7 +136,9 @@ static void words(const char *name, const char *s, char *out, size_t cap) {
 static void test_pre(void) {
     const char *text = "Hello, World! it's 12345 \xe4\xbd\xa0\xe5\xa5\xbd\r\n\n  x\xff\xfe  ";
     int all_ok = 1, count = 0;
-    for (const char *const *nm = tok_pre_names(); *nm; nm++, count++) {
+    const char *name;
+    for (int k = 0; (name = tok_pre_name_at(k)); k++, count++) {
+        const char *const *nm = &name;
         tok_pre *p;
         int im, ab;
         cx_err err = {0};

@@ -215,7 +215,6 @@ static void check_shared(cx_model *m, const cx_kv_params *kv, int batched) {
     cx_batch_free(b);
     cx_kv_cache_free(cache);
 }
-#endif
 
 /* The request scheduler: every step (admission, prefill chunks beside
  * decode tokens, sampling with stop strings, ends) counted; requests are
@@ -270,6 +269,7 @@ static void check_sched(cx_model *m) {
            (long long)st.preemptions);
     cx_sched_free(s);
 }
+#endif
 
 /* Check the wrappers count, then every configuration on a synthetic q8_0 model. */
 static void run_all(void) {
