@@ -175,7 +175,8 @@ int cx_tokenize(const cx_model *m, const char *text, size_t len, int flags,
  * The bytes a token contributes when it follows `prev` (-1 at the start):
  * byte tokens give their raw byte, control tokens nothing, byte-level BPE
  * tokens the bytes their characters stand for, and the leading space
- * SentencePiece adds is dropped right after BOS. Returns the length and
+ * SentencePiece adds is dropped where encoding adds it: at the start, after
+ * BOS and after any other special token. Returns the length and
  * points *bytes at storage owned by the model (or by `tmp` for byte tokens).
  */
 size_t cx_token_piece(const cx_model *m, int prev, int token, char tmp[2], const char **bytes);

@@ -469,7 +469,10 @@ size_t tok_piece(const tok_vocab *v, int prev, int token, char tmp[2], const cha
     if (token < 0 || token >= v->n) return 0;
     uint8_t t = v->type[token];
     if (t == TOK_CONTROL || t == TOK_UNUSED) return 0;
-    int at_start = v->add_space_prefix && (prev < 0 || prev == v->bos);
+    /* where encoding put the dummy prefix: before the first piece of raw text
+     * at the start and after a special token (never before a special token) */
+    int at_start = v->add_space_prefix && !is_special(t) &&
+                   (prev < 0 || prev == v->bos || (prev < v->n && is_special(v->type[prev])));
     if (t == TOK_BYTE) {
         if (at_start && v->byte_val[token] == ' ') return 0; /* the dummy prefix, byte-encoded */
         tmp[0] = (char)v->byte_val[token];

@@ -151,7 +151,41 @@ static void test_real_vocab(void) {
     tok_free(&v);
 }
 
+/* A user-defined token is split out of the text; the dummy prefix goes at
+ * the start and after it (as llama.cpp does), and decoding takes it back. */
+static void test_user_token(void) {
+    const char *pieces[3 + 256 + 2];
+    uint32_t lens[3 + 256 + 2];
+    uint8_t types[3 + 256 + 2];
+    static char bytes[256][7];
+    pieces[0] = "<unk>", pieces[1] = "<s>", pieces[2] = "</s>";
+    types[0] = TOK_UNKNOWN, types[1] = types[2] = TOK_CONTROL;
+    for (int b = 0; b < 256; b++) {
+        snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
+        pieces[3 + b] = bytes[b];
+        types[3 + b] = TOK_BYTE;
+    }
+    pieces[259] = " a", types[259] = TOK_NORMAL;
+    pieces[260] = "<user>", types[260] = TOK_USER;
+    for (int i = 0; i < 261; i++) lens[i] = (uint32_t)strlen(pieces[i]);
+    tok_vocab v;
+    cx_err err = {0};
+    CHECK(tok_build(&v, 261, pieces, lens, NULL, types, 1, 2, 0, &err) == 0, "build: %s", err.msg);
+    int32_t ids[16];
+    int n = encode(&v, "a<user>a", 8, 1, ids);
+    CHECK(n == 4 && ids[0] == 1 && ids[1] == 259 && ids[2] == 260 && ids[3] == 259,
+          "BOS, ' a', <user>, ' a' (%d tokens)", n);
+    char out[32];
+    size_t k = decode(&v, ids, n, out);
+    CHECK(k == 8 && !memcmp(out, "a<user>a", 8), "decodes back without the dummy spaces (%zu bytes)", k);
+    n = encode(&v, "<user> a", 8, 0, ids);
+    k = decode(&v, ids, n, out);
+    CHECK(k == 8 && !memcmp(out, "<user> a", 8), "a real space after the token survives (%zu bytes)", k);
+    tok_free(&v);
+}
+
 TEST_MAIN({
+    test_user_token();
     test_merge_order();
     test_leading_space();
     tok_vocab v;
