@@ -284,13 +284,16 @@ int tok_load_gguf(tok_vocab *v, const gguf_ctx *g, const char *label, cx_err *er
     uint8_t *types = malloc(n);
     const char **mpieces = malloc(sizeof(char *) * (nm + 1));
     uint32_t *mlens = malloc(sizeof(uint32_t) * (nm + 1));
-    char *buf = malloc(g->size ? g->size : 1); /* pieces only shrink when unescaped */
+    uint64_t text_bytes = 0; /* SentencePiece pieces only shrink when unescaped */
+    const uint8_t *p = tk->arr_data;
+    for (uint64_t i = 0; i < n && !bpe; i++) text_bytes += gguf_arr_next_str(&p).len;
+    char *buf = malloc(text_bytes ? text_bytes : 1);
     int rc = 0;
     if (!pieces || !lens || !scores || !types || !mpieces || !mlens || !buf) {
         rc = cx_fail(err, CX_ENOMEM, "%s: out of memory loading the vocabulary", label);
         goto done;
     }
-    const uint8_t *p = tk->arr_data;
+    p = tk->arr_data;
     size_t pos = 0;
     for (uint64_t i = 0; i < n; i++) {
         gguf_str s = gguf_arr_next_str(&p);

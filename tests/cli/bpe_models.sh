@@ -3,8 +3,8 @@
 # vocabulary (cortex synth --vocab ../shared/vocab/ggml-vocab-gpt-2.gguf) in
 # the new shapes at test size (test-llama3: RoPE factors; test-qwen2: qwen2,
 # QKV biases, NeoX RoPE) run end to end: `cortex generate --temp 0 --ids`
-# continues a prompt with exactly the numpy reference's greedy ids, and
-# cortex-bench runs and stores them. With CORTEX_FULL_SHAPES=1 the real
+# continues a prompt with exactly the numpy reference's greedy ids,
+# cortex-bench runs and stores them, and cortex quantize keeps their features. With CORTEX_FULL_SHAPES=1 the real
 # llama-3.2-1b and qwen2.5-0.5b shapes (q4_0, 512-token context) go through
 # generate and cortex-bench too (minutes and gigabytes, so not by default).
 # Skips without ../shared/vocab (CORTEX_VOCAB), fails so under CI=true.
@@ -33,6 +33,16 @@ for shape in test-llama3 test-qwen2; do
     check "$shape: cortex-bench runs it" test $? -eq 0
 done
 check "cortex-bench stored both runs" test "$(sql "$tmp/b.db" "select count(*) from runs")" = 2
+# quantize keeps the architecture, biases, RoPE factors and the BPE vocabulary
+for shape in test-llama3 test-qwen2; do
+    "$CORTEX" quantize "$tmp/$shape.gguf" "$tmp/$shape-q8.gguf" --type q8_0 >/dev/null 2>&1
+    check "$shape: quantize to q8_0" test $? -eq 0
+    "$CORTEX" info "$tmp/$shape-q8.gguf" >"$tmp/qinfo" 2>&1
+    check "$shape: the q8_0 file keeps its features" grep -q "$([ $shape = test-qwen2 ] && echo 'qkv bias:       yes' || echo 'rope_freqs.weight factors')" "$tmp/qinfo"
+    check "$shape: and its tokenizer" test "$("$CORTEX" tokenize -m "$tmp/$shape-q8.gguf" -p "$PROMPT")" = "$("$CORTEX" tokenize -m "$tmp/$shape.gguf" -p "$PROMPT")"
+    "$CORTEX" generate -m "$tmp/$shape-q8.gguf" -p "$PROMPT" -n 4 --temp 0 >/dev/null 2>&1
+    check "$shape: the q8_0 file generates" test $? -eq 0
+done
 if [ "${CORTEX_FULL_SHAPES:-0}" = 1 ]; then
     for shape in llama-3.2-1b qwen2.5-0.5b; do
         m=$tmp/$shape.gguf
