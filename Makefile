@@ -21,7 +21,7 @@ CFLAGS  ?= $(OPT) -g
 # and clang (clang contracts a*b-c*d by default once -mfma is on).
 WARN     = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter -ffp-contract=off
 CPPFLAGS = -D_GNU_SOURCE -Iengine/include
-LDLIBS   = -lm -lz -pthread
+LDLIBS   = -lm -lz -pthread $(shell pkg-config --libs libpcre2-8)
 ifeq ($(KNOBS),1)
 CPPFLAGS += -DCORTEX_TEST_KNOBS
 endif
@@ -118,7 +118,7 @@ $(BUILD)/harness/run/run_cmd.o $(BUILD)/harness/gate/gate_cmd.o: $(BUILD)/harnes
 $(BENCH): $(BUILD)/harness/bench_main.o $(HLIB) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lsqlite3 $(LDLIBS)
 
-$(BUILD)/tests/test_%: test_%.c tests/unit/testing.h $(LIB) $(HLIB)
+$(BUILD)/tests/test_%: test_%.c $(wildcard tests/unit/*.h) $(LIB) $(HLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iengine/src $(HARNESS_INC) -Itests/unit $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(LDLIBS)
 
@@ -153,7 +153,7 @@ build-fuzz/obj/%_avx2.o: %_avx2.c $(ENGINE_HDR)
 	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX2) -c $< -o $@
 build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(ENGINE_HDR)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread
+	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread $(shell pkg-config --libs libpcre2-8)
 
 # The workload fuzzer needs the harness's parsers rather than the engine.
 build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)

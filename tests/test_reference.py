@@ -175,6 +175,28 @@ def check_model(res, tmp, models_dir, model, tok):
     return np.concatenate([c[0], c[1][-1:]])  # t_0 .. t_n: inputs plus the last greedy token
 
 
+def check_feature_matters(res, tmp, model, feature, steps=48):
+    """The C logits must match the reference with `feature` far better (100x)
+    than the reference without it: at these small weights a feature's effect
+    can be near the 1e-4 tolerance, so this shows the comparison sees it."""
+    c = llama_ref.read_dump(os.path.join(tmp, model + ".c.dump"))
+    def worst(m):
+        tr = llama_ref.Transformer(m)
+        return max(float(np.max(np.abs(tr.forward(int(t), i) - c[2][i]))) for i, t in enumerate(c[0][:steps]))
+    m = llama_ref.load_model(os.path.join(tmp, model))
+    with_it = worst(m)
+    if feature == "factors":
+        m.config.rope_factors = None
+    elif feature == "neox":
+        m.config.rope_neox = False
+    else:
+        for l in m.layers:
+            l.bq = l.bk = l.bv = None
+    without = worst(m)
+    res.check("%s: the engine applies %s (max |dlogit| %.2g with, %.2g without)" % (model, feature, with_it, without),
+              without > 100 * with_it)
+
+
 def check_tokenizer(res, tmp, models_dir, model, tok):
     """Compare `cortex tokenize` with spm_ref.encode on every TOKENIZER_CASES string."""
     vocab = spm_ref.load_vocab(os.path.join(models_dir, tok or model))
@@ -249,12 +271,26 @@ def main():
             check_tokenizer(res, tmp, models_dir, model, tok)
         # The engine's own GGUF writer, read back by the independent reader:
         # same logits, same greedy tokens, same tokenization of its vocabulary.
-        synth = "synth-test-tiny-f32.gguf"
-        rc, _, err = run_cmd([CORTEX_BIN, "synth", "--shape", "test-tiny", "--type", "f32", "--seed", "5",
-                              "-o", os.path.join(tmp, synth)])
-        if res.check("cortex synth writes %s" % synth, rc == 0, "exit %d: %s" % (rc, short(err))):
-            check_model(res, tmp, tmp, synth, None)
-            check_tokenizer(res, tmp, tmp, synth, None)
+        # test-llama3 and test-qwen2 carry the Llama 3 / Qwen 2 features (RoPE
+        # factors; NeoX RoPE, QKV biases, a separate classifier) at test size.
+        for shape in ("test-tiny", "test-llama3", "test-qwen2"):
+            synth = "synth-%s-f32.gguf" % shape
+            rc, _, err = run_cmd([CORTEX_BIN, "synth", "--shape", shape, "--type", "f32", "--seed", "5",
+                                  "-o", os.path.join(tmp, synth)])
+            if res.check("cortex synth writes %s" % synth, rc == 0, "exit %d: %s" % (rc, short(err))):
+                m = llama_ref.load_model(os.path.join(tmp, synth))
+                if shape == "test-llama3":
+                    f = m.config.rope_factors
+                    res.check("%s: RoPE factors span all three regimes" % shape,
+                              f is not None and f.min() == 1.0 and f.max() == 8.0 and len(set(f.tolist())) > 3,
+                              "factors %s" % (None if f is None else f.tolist()))
+                if shape == "test-qwen2":
+                    res.check("%s: NeoX RoPE, biases and a separate classifier" % shape,
+                              m.config.rope_neox and m.layers[0].bq is not None and not m.shared_cls)
+                check_model(res, tmp, tmp, synth, None)
+                check_tokenizer(res, tmp, tmp, synth, None)
+                for feature in {"test-llama3": ("factors",), "test-qwen2": ("neox", "bias")}.get(shape, ()):
+                    check_feature_matters(res, tmp, synth, feature)
 
     print("%d passed, %d failed" % (res.passed, res.failed))
     return 1 if res.failed else 0

@@ -27,9 +27,9 @@ enum {
 
 /* Every option of every command; a command reads the ones it takes. */
 typedef struct opts {
-    const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type, *ref, *text;
+    const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type, *ref, *text, *vocab;
     long n_predict, threads, ctx, seed, positions;
-    int no_bos, no_echo, list, json, ids, kv_stats;
+    int no_bos, no_special, no_echo, list, json, ids, kv_stats;
     int random_seed;    /* generate --seed -1: draw the seed at start */
     const char *pos[2]; /* positional arguments (info MODEL, quantize IN OUT) */
     int n_pos;

@@ -72,12 +72,12 @@ static cx_model *load_model(const opts *o, const char *path) {
     return m;
 }
 
-/* Encode text with BOS; returns a malloc'd id array or NULL after an error. */
-static int32_t *encode(const cx_model *m, const char *text, size_t len, int add_bos, int *n) {
+/* Encode text (flags: CX_TOKENIZE_*); returns a malloc'd id array or NULL after an error. */
+static int32_t *encode(const cx_model *m, const char *text, size_t len, int flags, int *n) {
     cx_err err = {0};
     int cap = (int)(len + 2 < 1u << 28 ? len + 2 : 1u << 28);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)cap);
-    if (!ids || cx_tokenize(m, text, len, add_bos, ids, cap, n, &err)) {
+    if (!ids || cx_tokenize(m, text, len, flags, ids, cap, n, &err)) {
         fprintf(stderr, "cortex: tokenize: %s\n", ids ? err.msg : "out of memory");
         free(ids);
         return NULL;
@@ -124,7 +124,7 @@ static int cmd_generate(opts *o) {
     cx_err err = {0};
     int rc = 1, n_prompt = 0;
     double t0 = now_s();
-    int32_t *ids = encode(m, text, len, 1, &n_prompt);
+    int32_t *ids = encode(m, text, len, CX_TOKENIZE_BOS | (o->no_special ? 0 : CX_TOKENIZE_SPECIAL), &n_prompt);
     if (!ids) goto out;
     cx_session_params sp = cx_session_defaults();
     sp.n_ctx = (int)o->ctx;
@@ -167,7 +167,7 @@ static int cmd_generate(opts *o) {
     for (; n_gen < o->n_predict; n_gen++) {
         int tok = cx_sampler_sample(smp, logits);
         if (n_gen == 0) t_first = now_s();
-        if (tok == cx_token_eos(m)) break;
+        if (cx_token_is_eog(m, tok)) break;
         if (o->ids) {
             printf(n_gen || !o->no_echo ? " %d" : "%d", tok);
         } else {
@@ -210,7 +210,8 @@ static int cmd_tokenize(opts *o) {
     if (!text) return 1;
     cx_model *m = load_model(o, o->model);
     int n = 0, rc = 1;
-    int32_t *ids = m ? encode(m, text, len, !o->no_bos, &n) : NULL;
+    int flags = (o->no_bos ? 0 : CX_TOKENIZE_BOS) | (o->no_special ? 0 : CX_TOKENIZE_SPECIAL);
+    int32_t *ids = m ? encode(m, text, len, flags, &n) : NULL;
     if (ids) {
         for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
         printf("\n");
@@ -244,11 +245,23 @@ static int cmd_info(opts *o) {
     printf("format:         %s", i->format);
     if (i->format_version) printf(" v%u", i->format_version);
     printf("\nname:           %s\n", i->name);
-    printf("architecture:   llama\n");
+    printf("architecture:   %s\n", i->arch);
+    printf("tokenizer:      %s%s%s, %d tokens\n", i->tokenizer, i->tokenizer_pre ? ", pre-tokenizer " : "",
+           i->tokenizer_pre ? i->tokenizer_pre : "", i->n_vocab);
+    if (i->vocab_only) {
+        printf("vocabulary only: no tensors (tokenizes, does not run)\nfile bytes:     %llu (%s)\n",
+               (unsigned long long)i->file_bytes, fb);
+        cx_model_free(m);
+        return 0;
+    }
     printf("n_embd:         %d\nn_ff:           %d\nn_layer:        %d\n", i->n_embd, i->n_ff, i->n_layer);
     printf("n_head:         %d\nn_head_kv:      %d\nhead_dim:       %d\n", i->n_head, i->n_head_kv, i->head_dim);
     printf("n_vocab:        %d\nn_ctx:          %d\n", i->n_vocab, i->n_ctx);
     printf("rope_base:      %g\nrms_eps:        %g\n", i->rope_base, i->rms_eps);
+    printf("rope:           %s pairs%s", i->rope_neox ? "NeoX (i, i+d/2)" : "adjacent (2i, 2i+1)",
+           i->rope_freq_factors ? ", rope_freqs.weight factors" : "");
+    if (i->rope_freq_scale != 1.0f) printf(", linear scaling x%g", 1.0 / i->rope_freq_scale);
+    printf("\nqkv bias:       %s\n", i->qkv_bias ? "yes" : "no");
     printf("output:         %s\n", i->tied_output ? "tied to token_embd" : "separate output.weight");
     printf("main type:      %s\n", cx_type_name(i->main_type));
     printf("weights memory: %s\n", i->weights_memory);
@@ -299,7 +312,7 @@ static int cmd_synth(opts *o) {
     if (type < 0) return die_usage("synth: unknown type '%s' (see cortex synth --help)", o->type);
     cx_err err = {0};
     double t0 = now_s();
-    if (cx_synth_write(sh, type, (uint64_t)o->seed, o->out, &err)) {
+    if (cx_synth_write_ex(sh, type, (uint64_t)o->seed, o->vocab, o->out, &err)) {
         fprintf(stderr, "cortex: %s\n", err.msg);
         return 1;
     }
@@ -619,12 +632,16 @@ static const cli_command COMMANDS[] = {
     {"info", CMD_INFO, 1, "MODEL [-z TOKENIZER]",
      "Print a model's format, hyper-parameters, weight types and every tensor's type, shape, offset and size.\n",
      "cortex info ../shared/models/stories260K.gguf", cmd_info},
-    {"synth", CMD_SYNTH, 0, "--shape NAME -o FILE.gguf [--type TYPE] [--seed S] [-c CTX] | --list",
+    {"synth", CMD_SYNTH, 0, "--shape NAME -o FILE.gguf [--type TYPE] [--seed S] [-c CTX] [--vocab FILE.gguf] | --list",
      "Write a GGUF v3 model with deterministic synthetic weights (normal, std 0.02) in a real model's shape\n"
-     "and a synthetic vocabulary, for benchmarks. Same shape, type and seed: the same bytes.\n",
+     "(architecture, RoPE scaling and biases included: llama-3.2-1b, qwen2.5-0.5b, ...) and a synthetic\n"
+     "vocabulary, or with --vocab the real vocabulary of a GGUF file, for benchmarks. Same shape, type,\n"
+     "seed and vocabulary: the same bytes.\n",
      "cortex synth --shape stories15m --type q8_0 -o models/stories15m-q8_0.gguf", cmd_synth},
-    {"tokenize", CMD_TOKENIZE, 0, "-m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos]",
-     "Print the token ids of the text (SentencePiece BPE with the model's vocabulary), space-separated.\n",
+    {"tokenize", CMD_TOKENIZE, 0, "-m MODEL [-z TOKENIZER] (-p TEXT | -f FILE) [--no-bos] [--no-special]",
+     "Print the token ids of the text, space-separated, with the model's tokenizer (SentencePiece or\n"
+     "byte-level BPE). MODEL may be a vocabulary-only GGUF (no tensors), such as llama.cpp's\n"
+     "ggml-vocab-*.gguf files.\n",
      "cortex tokenize -m ../shared/models/stories260K.gguf -p \"Once upon a time\"", cmd_tokenize},
     {"quantize", CMD_QUANTIZE, 2, "IN OUT --type TYPE [-z TOKENIZER]",
      "Convert IN into a GGUF v3 file OUT whose weight matrices are stored as --type.\n"

@@ -85,6 +85,14 @@ typedef struct cx_model_info {
     const char *weights_memory; /* "mmap", "hugepages" or "hugepages, repacked x8" (cx_model_params
                                    weights and repack) */
     const char *isa;          /* the kernel instruction set this model's passes run with ("scalar", "avx2") */
+    int vocab_only;           /* a GGUF without tensors: tokenizes, but sessions refuse it (n_layer etc. are 0) */
+    const char *tokenizer;    /* tokenizer model: "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
+    const char *tokenizer_pre;/* byte-level BPE: the pre-tokenizer's canonical name ("gpt-2", "llama-bpe", ...); else NULL */
+    const char *arch;         /* general.architecture: "llama" or "qwen2" ("llama" for llama2.c checkpoints) */
+    int rope_neox;            /* RoPE rotates dimension i with i + head_dim/2 (qwen2), not 2i with 2i+1 (llama) */
+    float rope_freq_scale;    /* positions are multiplied by this (1/rope.scaling.factor for linear scaling, else 1) */
+    int rope_freq_factors;    /* per-frequency divisors (rope_freqs.weight, Llama 3 scaling) are applied */
+    int qkv_bias;             /* the attention projections have biases (qwen2) */
 } cx_model_info;
 
 typedef struct cx_tensor_info {
@@ -138,20 +146,37 @@ int cx_model_tensor(const cx_model *m, int i, cx_tensor_info *out);
 
 /* ---- tokenizer ---------------------------------------------------------- */
 
+/* Special token ids, -1 when the vocabulary has none. EOT is the end-of-turn
+ * token of chat models (tokenizer.ggml.eot_token_id, else found by its text:
+ * "<|eot_id|>", "<|im_end|>", ...). */
 int cx_token_bos(const cx_model *m);
 int cx_token_eos(const cx_model *m);
+int cx_token_eot(const cx_model *m);
+/* 1 if `token` ends generation: EOS or EOT (a chat model's end of turn). */
+int cx_token_is_eog(const cx_model *m, int token);
+
+/* Flags of cx_tokenize (its `flags` argument; 1 keeps its old meaning, "add BOS"). */
+enum {
+    CX_TOKENIZE_BOS = 1,     /* start with BOS when the vocabulary asks for it (tokenizer.ggml.add_bos_token;
+                                default yes for SentencePiece and Llama 3, no for other byte-level BPE) */
+    CX_TOKENIZE_SPECIAL = 2  /* text matching a control token ("<|eot_id|>", "<s>") becomes that token;
+                                user-defined tokens are always matched, as llama.cpp does */
+};
 
 /*
- * Encode `len` bytes of text with SentencePiece BPE. Writes at most `cap` ids to
- * `out` and the number needed to `*n_out`; returns CX_ERANGE if cap was too small.
+ * Encode `len` bytes of text with the model's tokenizer (SentencePiece or
+ * byte-level BPE). Writes at most `cap` ids to `out` and the number needed to
+ * `*n_out`; returns CX_ERANGE if cap was too small.
  */
-int cx_tokenize(const cx_model *m, const char *text, size_t len, int add_bos,
+int cx_tokenize(const cx_model *m, const char *text, size_t len, int flags,
                 int32_t *out, int cap, int *n_out, cx_err *err);
 
 /*
  * The bytes a token contributes when it follows `prev` (-1 at the start):
- * byte tokens give their raw byte, control tokens nothing, and the leading
- * space SentencePiece adds is dropped right after BOS. Returns the length and
+ * byte tokens give their raw byte, control tokens nothing, byte-level BPE
+ * tokens the bytes their characters stand for, and the leading space
+ * SentencePiece adds is dropped where encoding adds it: at the start, after
+ * BOS and after any other special token. Returns the length and
  * points *bytes at storage owned by the model (or by `tmp` for byte tokens).
  */
 size_t cx_token_piece(const cx_model *m, int prev, int token, char tmp[2], const char **bytes);

@@ -41,6 +41,12 @@ typedef struct cx_shape {
     int n_embd, n_ff, n_layer, n_head, n_head_kv, n_vocab, n_ctx;
     float rope_base, rms_eps;
     int tied_output;
+    const char *arch;         /* general.architecture; NULL means "llama" */
+    int qkv_bias;             /* Q, K, V biases (qwen2) */
+    /* Llama 3 RoPE scaling, written as rope_freqs.weight factors (0: none):
+     * factor, low and high frequency factors, original context length */
+    float rope_factor, rope_low, rope_high;
+    int rope_orig_ctx;
 } cx_shape;
 
 /* The built-in shape presets, terminated by an entry with name == NULL. */
@@ -55,6 +61,11 @@ const cx_shape *cx_shape_find(const char *name);
  * back to q8_0 or f16 (quant_mix_type in engine/src/quant.h).
  */
 int cx_synth_write(const cx_shape *shape, int type, uint64_t seed, const char *path, cx_err *err);
+/* cx_synth_write with the vocabulary of the GGUF file `vocab` (its
+ * tokenizer.* metadata copied as it is, e.g. a real Llama 3 or Qwen 2.5
+ * byte-level BPE vocabulary; the shape's n_vocab becomes its token count);
+ * NULL: the synthetic SentencePiece vocabulary. */
+int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char *vocab, const char *path, cx_err *err);
 
 /* ---- quantization (quantize.c) ------------------------------------------ */
 

@@ -116,6 +116,7 @@ static void *carve(fwd_ws *w, size_t bytes) {
 int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_threads, cx_err *err) {
     const cx_model_info *h = &m->info;
     memset(w, 0, sizeof *w);
+    if (model_require_weights(m, err)) return CX_EUNSUP;
     assert(batch >= 1 && n_out >= 1 && n_out <= batch && n_threads >= 1);
 #ifdef CORTEX_TEST_KNOBS
     /* Test knob, read once per workspace: CORTEX_SLOWDOWN_PCT=P (0..1000). */
@@ -168,8 +169,11 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     w->att_acc = carve(w, (size_t)n_threads * w->att_stride[1] * sizeof(double));
     w->att_ml = carve(w, (size_t)n_threads * w->att_stride[2] * sizeof(double));
     w->pass_mark = arena_mark(&w->mem);
+    /* RoPE frequencies: base^(-2i/d), times the linear scaling's position scale,
+     * divided by the per-frequency factors where the file has them (Llama 3). */
     for (size_t i = 0; i < hd / 2; i++)
-        w->inv_freq[i] = 1.0 / pow((double)h->rope_base, (double)(2 * i) / (double)h->head_dim);
+        w->inv_freq[i] = (double)h->rope_freq_scale / pow((double)h->rope_base, (double)(2 * i) / (double)h->head_dim) /
+                         (m->rope_factors ? (double)m->rope_factors[i] : 1.0);
     return 0;
 }
 
@@ -402,6 +406,26 @@ static void knob_slowdown(fwd_ws *s, int T, int n_out) {
 }
 #endif
 
+/*
+ * NeoX-style RoPE (qwen2) rotates dimension i with i + d/2 of each head; the
+ * kernels rotate 2i with 2i+1. Reordering each head of q and k to
+ * (x0, x_{d/2}, x1, x_{d/2+1}, ...) turns one into the other, and since q and
+ * k get the same order (and the cache keeps k in it), every q.k score is
+ * unchanged; v is never reordered.
+ */
+static void interleave_halves(float *v, int n_heads, int hd) {
+    float tmp[MODEL_MAX_HEAD_DIM];
+    assert(hd <= MODEL_MAX_HEAD_DIM && hd % 2 == 0);
+    for (int hh = 0; hh < n_heads; hh++) {
+        float *x = v + (size_t)hh * (size_t)hd;
+        for (int i = 0; i < hd / 2; i++) {
+            tmp[2 * i] = x[i];
+            tmp[2 * i + 1] = x[i + hd / 2];
+        }
+        memcpy(x, tmp, sizeof(float) * (size_t)hd);
+    }
+}
+
 /* See forward.h. */
 void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows) {
     const cx_model *m = w->m;
@@ -438,6 +462,15 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         matmul(w, &wl->wk, w->kk);
         matmul(w, &wl->wv, w->vv);
         for (int t = 0; t < T; t++) {
+            if (wl->bq) { /* QKV biases (qwen2) */
+                k->add(w->q + (size_t)t * E, wl->bq, E);
+                k->add(w->kk + (size_t)t * kv_dim, wl->bk, kv_dim);
+                k->add(w->vv + (size_t)t * kv_dim, wl->bv, kv_dim);
+            }
+            if (h->rope_neox) {
+                interleave_halves(w->q + (size_t)t * E, h->n_head, hd);
+                interleave_halves(w->kk + (size_t)t * kv_dim, h->n_head_kv, hd);
+            }
             k->rope(w->q + (size_t)t * E, h->n_head, hd, w->rope_cs + (size_t)t * hd);
             k->rope(w->kk + (size_t)t * kv_dim, h->n_head_kv, hd, w->rope_cs + (size_t)t * hd);
         }

@@ -10,6 +10,7 @@
  */
 #include "gguf.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -391,4 +392,31 @@ uint64_t gguf_tensor_nbytes(uint32_t type, int n_dims, const int64_t *ne) {
     uint64_t n = 1;
     for (int d = 0; d < n_dims; d++) n *= (uint64_t)ne[d];
     return n / gguf_type_block_elems(type) * gguf_type_block_bytes(type);
+}
+
+/* Bytes of a value of `type` starting at p. The parser has already checked
+ * that every value lies inside the file, so this walk cannot overrun. */
+static uint64_t gguf_value_bytes(const uint8_t *p, uint32_t type) {
+    switch (type) {
+    case GGUF_U8: case GGUF_I8: case GGUF_BOOL: return 1;
+    case GGUF_U16: case GGUF_I16: return 2;
+    case GGUF_U32: case GGUF_I32: case GGUF_F32: return 4;
+    case GGUF_U64: case GGUF_I64: case GGUF_F64: return 8;
+    case GGUF_STR: return 8 + cx_rd64(p);
+    case GGUF_ARR: {
+        uint32_t et = cx_rd32(p);
+        uint64_t n = cx_rd64(p + 4), pos = 12;
+        if (et != GGUF_STR && et != GGUF_ARR) return pos + n * gguf_value_bytes(p + pos, et);
+        for (uint64_t i = 0; i < n; i++) pos += gguf_value_bytes(p + pos, et);
+        return pos;
+    }
+    default: assert(!"value type was validated by the parser"); return 0;
+    }
+}
+
+/* See gguf.h: the u64 key length precedes the key, the u32 type follows it. */
+size_t gguf_kv_entry(const gguf_kv *kv, const uint8_t **entry) {
+    *entry = (const uint8_t *)kv->key.ptr - 8;
+    const uint8_t *value = (const uint8_t *)kv->key.ptr + kv->key.len + 4;
+    return (size_t)(value - *entry) + (size_t)gguf_value_bytes(value, kv->type);
 }

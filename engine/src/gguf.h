@@ -85,6 +85,10 @@ double gguf_arr_num(const gguf_kv *kv, uint64_t i);
 /* Walk a string array: *p starts at kv->arr_data; returns the next string. */
 gguf_str gguf_arr_next_str(const uint8_t **p);
 
+/* The whole metadata entry of kv as it lies in the buffer (key length, key,
+ * type, value): *entry points at it, the return value is its size. For a
+ * byte-for-byte copy into another file (gguf_w_entry_raw). */
+size_t gguf_kv_entry(const gguf_kv *kv, const uint8_t **entry);
 /* Bytes of one block / elements per block of a ggml type; 0 if unknown. */
 uint64_t gguf_type_block_bytes(uint32_t type);
 uint64_t gguf_type_block_elems(uint32_t type);

@@ -199,7 +199,8 @@ typedef struct gguf_loader {
     const gguf_ctx *g;
     const char *L;
     cx_err *err;
-    float *norm_next; /* where the next norm vector is copied */
+    float *norm_next; /* where the next norm, bias or factor vector is copied */
+    const char *arch; /* the metadata key prefix: general.architecture */
 } gguf_loader;
 
 /* Find tensor `name` of shape [cols, rows] (rows 0 means 1-D) in a supported type. */
@@ -236,20 +237,26 @@ static int load_matrix(gguf_loader *ld, const char *name, int64_t cols, int64_t 
     return 0;
 }
 
-static int load_norm(gguf_loader *ld, const char *name, int64_t n, const float **out) {
+/* A 1-D tensor of n values (norm weights, biases, RoPE factors), copied as
+ * f32 into the model's vector storage; *out stays NULL if optional and absent. */
+static int load_vec(gguf_loader *ld, const char *name, int64_t n, int optional, const float **out) {
     const gguf_tensor *t;
-    int rc = get_tensor(ld, name, n, 0, 0, &t);
-    if (rc) return rc;
+    int rc = get_tensor(ld, name, n, 0, optional, &t);
+    if (rc || !t) return rc;
     quant_dequantize_row((int)t->type, t->data, ld->norm_next, n);
     *out = ld->norm_next;
     ld->norm_next += n;
     return 0;
 }
 
-/* Read an integer hyper-parameter "llama.<key>"; absent + required is an error. */
+static int load_norm(gguf_loader *ld, const char *name, int64_t n, const float **out) {
+    return load_vec(ld, name, n, 0, out);
+}
+
+/* Read an integer hyper-parameter "<arch>.<key>"; absent + required is an error. */
 static int hp_u32(gguf_loader *ld, const char *key, int required, uint32_t dflt, int *out) {
     char full[96];
-    snprintf(full, sizeof full, "llama.%s", key);
+    snprintf(full, sizeof full, "%s.%s", ld->arch, key);
     uint32_t v = dflt;
     int r = gguf_get_u32(ld->g, full, &v);
     if (r < 0) return cx_fail(ld->err, CX_EFORMAT, "%s: metadata '%s' is not an integer in range", ld->L, full);
@@ -259,9 +266,10 @@ static int hp_u32(gguf_loader *ld, const char *key, int required, uint32_t dflt,
     return 0;
 }
 
+/* Read a float hyper-parameter "<arch>.<key>", dflt if absent. */
 static int hp_f32(gguf_loader *ld, const char *key, float dflt, float *out) {
     char full[96];
-    snprintf(full, sizeof full, "llama.%s", key);
+    snprintf(full, sizeof full, "%s.%s", ld->arch, key);
     *out = dflt;
     if (gguf_get_f32(ld->g, full, out) < 0)
         return cx_fail(ld->err, CX_EFORMAT, "%s: metadata '%s' is not a number", ld->L, full);
@@ -294,24 +302,97 @@ static int main_type(const cx_model *m, const gguf_ctx *g) {
     return best;
 }
 
+/* Fill m from a GGUF with no tensors: the vocabulary alone, whatever the
+ * architecture (tokenizing needs nothing else); sessions refuse such a model
+ * (model_require_weights). */
+static int model_vocab_only(cx_model *m, const gguf_ctx *g, const char *L, cx_err *err) {
+    gguf_str s;
+    if (gguf_get_str(g, "general.name", &s) == 1)
+        snprintf(m->name, sizeof m->name, "%.*s", (int)(s.len > 127 ? 127 : s.len), s.ptr);
+    if (gguf_get_str(g, "general.architecture", &s) == 1)
+        snprintf(m->arch, sizeof m->arch, "%.*s", (int)(s.len > 31 ? 31 : s.len), s.ptr);
+    int rc = tok_load_gguf(&m->vocab, g, L, err);
+    if (rc) return rc;
+    m->info.vocab_only = 1;
+    m->info.n_vocab = m->vocab.n;
+    m->info.main_type = -1;
+    return 0;
+}
+
+/* See model.h. */
+int model_require_weights(const cx_model *m, cx_err *err) {
+    if (!m->info.vocab_only) return 0;
+    return cx_fail(err, CX_EUNSUP, "%s: a vocabulary-only file (no weights): it can tokenize, not run", m->info.name);
+}
+
+/*
+ * Metadata that changes the computation beyond what this engine does is
+ * refused by name: RoPE scaling other than linear (YaRN, LongRoPE, ...; Llama
+ * 3's scaling arrives as rope_freqs.weight factors), attention key/value
+ * lengths other than n_embd / n_head, sliding windows, soft-capping, expert
+ * counts. Linear scaling sets rope_freq_scale.
+ */
+static int model_check_arch_keys(gguf_loader *ld) {
+    cx_model_info *h = &ld->m->info;
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", ld->arch);
+    gguf_str st;
+    int r = gguf_get_str(ld->g, key, &st);
+    if (r < 0) return cx_fail(ld->err, CX_EFORMAT, "%s: %s is not a string", ld->L, key);
+    if (r == 1 && gguf_str_eq(st, "linear")) {
+        float f = 1.0f;
+        if (hp_f32(ld, "rope.scaling.factor", 1.0f, &f)) return CX_EFORMAT;
+        if (!(f >= 1.0f && f <= 1024.0f))
+            return cx_fail(ld->err, CX_ERANGE, "%s: %s.rope.scaling.factor %g is out of range", ld->L, ld->arch, f);
+        h->rope_freq_scale = 1.0f / f;
+    } else if (r == 1 && !gguf_str_eq(st, "none")) {
+        return cx_fail(ld->err, CX_EUNSUP, "%s: RoPE scaling '%.*s' (%s) is not supported (none, linear, and Llama 3's "
+                       "rope_freqs.weight are)", ld->L, (int)(st.len > 32 ? 32 : st.len), st.ptr, key);
+    }
+    static const char *len_keys[2] = {"attention.key_length", "attention.value_length"};
+    for (int i = 0; i < 2; i++) {
+        int v = 0;
+        if (hp_u32(ld, len_keys[i], 0, (uint32_t)h->head_dim, &v)) return CX_EFORMAT;
+        if (v != h->head_dim)
+            return cx_fail(ld->err, CX_EUNSUP, "%s: %s.%s = %d differs from n_embd / n_head = %d: not supported", ld->L,
+                           ld->arch, len_keys[i], v, h->head_dim);
+    }
+    static const char *refused[] = {"attention.sliding_window", "attn_logit_softcapping", "final_logit_softcapping",
+                                    "expert_count", "rope.scaling.yarn_log_multiplier"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        snprintf(key, sizeof key, "%s.%s", ld->arch, refused[i]);
+        if (gguf_find(ld->g, key)) return cx_fail(ld->err, CX_EUNSUP, "%s: metadata '%s' is not supported", ld->L, key);
+    }
+    return 0;
+}
+
+/* See model.h. */
 int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
     gguf_ctx g;
     int rc = gguf_parse(m->map, m->map_size, L, &g, err);
     if (rc) return rc;
-    gguf_loader ld = {m, &g, L, err, NULL};
+    gguf_loader ld = {m, &g, L, err, NULL, "llama"};
     cx_model_info *h = &m->info;
     h->format = "gguf";
     h->format_version = g.version;
     gguf_str s;
+    if (g.n_tensors == 0) { /* a vocabulary-only file, as llama.cpp ships its tokenizer tests */
+        rc = model_vocab_only(m, &g, L, err);
+        goto done;
+    }
     if (gguf_get_str(&g, "general.architecture", &s) != 1) {
         rc = cx_fail(err, CX_EFORMAT, "%s: general.architecture is missing", L);
         goto done;
     }
-    if (!gguf_str_eq(s, "llama")) {
-        rc = cx_fail(err, CX_EUNSUP, "%s: architecture '%.*s' is not supported (only 'llama')", L,
+    if (!gguf_str_eq(s, "llama") && !gguf_str_eq(s, "qwen2")) {
+        rc = cx_fail(err, CX_EUNSUP, "%s: architecture '%.*s' is not supported (only 'llama' and 'qwen2')", L,
                      (int)(s.len > 32 ? 32 : s.len), s.ptr);
         goto done;
     }
+    snprintf(m->arch, sizeof m->arch, "%.*s", (int)s.len, s.ptr);
+    ld.arch = m->arch;
+    int qwen2 = gguf_str_eq(s, "qwen2");
+    h->rope_neox = qwen2; /* llama.cpp's converter permutes llama's Q/K rows for pairwise RoPE, not qwen2's */
     if (gguf_get_str(&g, "general.name", &s) == 1)
         snprintf(m->name, sizeof m->name, "%.*s", (int)(s.len > 127 ? 127 : s.len), s.ptr);
     int rope_dim = 0;
@@ -331,10 +412,17 @@ int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
         rc = cx_fail(err, CX_EUNSUP, "%s: partial RoPE (%d of %d dimensions) is not supported", L, rope_dim, h->head_dim);
         goto done;
     }
+    if ((rc = model_check_arch_keys(&ld))) goto done;
+    if (h->rope_neox && h->head_dim > MODEL_MAX_HEAD_DIM) {
+        rc = cx_fail(err, CX_EUNSUP, "%s: NeoX RoPE over heads of %d dimensions (above %d) is not supported", L,
+                     h->head_dim, MODEL_MAX_HEAD_DIM);
+        goto done;
+    }
     int64_t E = h->n_embd, F = h->n_ff, KV = (int64_t)h->n_head_kv * h->head_dim, V = h->n_vocab;
     m->layers = calloc((size_t)h->n_layer, sizeof *m->layers);
-    m->norms = malloc(sizeof(float) * (size_t)E * (2 * (size_t)h->n_layer + 1));
-    m->tensors = calloc(3 + 9 * (size_t)h->n_layer, sizeof *m->tensors);
+    m->norms = malloc(sizeof(float) * ((size_t)E * (3 * (size_t)h->n_layer + 1) + 2 * (size_t)KV * h->n_layer +
+                                       (size_t)h->head_dim));
+    m->tensors = calloc(4 + 12 * (size_t)h->n_layer, sizeof *m->tensors);
     if (!m->layers || !m->norms || !m->tensors) {
         rc = cx_fail(err, CX_ENOMEM, "%s: out of memory", L);
         goto done;
@@ -352,6 +440,8 @@ int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
         goto done;
     h->tied_output = m->output.data == NULL;
     if (h->tied_output) m->output = m->tok_embd;
+    if ((rc = load_vec(&ld, "rope_freqs.weight", h->head_dim / 2, 1, &m->rope_factors))) goto done;
+    h->rope_freq_factors = m->rope_factors != NULL;
     for (int l = 0; l < h->n_layer; l++) {
         cx_layer *y = &m->layers[l];
         char n[9][64];
@@ -364,6 +454,30 @@ int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
             (rc = load_matrix(&ld, n[6], E, F, 0, &y->w_gate)) || (rc = load_matrix(&ld, n[7], E, F, 0, &y->w_up)) ||
             (rc = load_matrix(&ld, n[8], F, E, 0, &y->w_down)))
             goto done;
+        char b[3][64];
+        static const char *bparts[3] = {"attn_q", "attn_k", "attn_v"};
+        for (int i = 0; i < 3; i++) snprintf(b[i], sizeof b[i], "blk.%d.%s.bias", l, bparts[i]);
+        if ((rc = load_vec(&ld, b[0], E, !qwen2, &y->bq)) || (rc = load_vec(&ld, b[1], KV, !qwen2, &y->bk)) ||
+            (rc = load_vec(&ld, b[2], KV, !qwen2, &y->bv)))
+            goto done;
+        if (!y->bq != !y->bk || !y->bq != !y->bv) {
+            rc = cx_fail(err, CX_EFORMAT, "%s: layer %d has some but not all of the Q, K and V biases", L, l);
+            goto done;
+        }
+        h->qkv_bias |= y->bq != NULL;
+    }
+    if ((uint64_t)m->n_tensors != g.n_tensors) { /* every tensor is used, or the model would run wrong */
+        for (uint64_t i = 0; i < g.n_tensors; i++) {
+            int used = 0;
+            const gguf_tensor *t = &g.tensors[i];
+            for (int k = 0; k < m->n_tensors && !used; k++)
+                used = strlen(m->tensors[k].name) == t->name.len && !memcmp(m->tensors[k].name, t->name.ptr, t->name.len);
+            if (!used) {
+                rc = cx_fail(err, CX_EUNSUP, "%s: tensor '%.*s' is not supported by this engine (architecture %s)", L,
+                             (int)(t->name.len > 64 ? 64 : t->name.len), t->name.ptr, m->arch);
+                goto done;
+            }
+        }
     }
     h->main_type = main_type(m, &g);
 done:
@@ -408,6 +522,7 @@ int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_mode
     }
     snprintf(m->name, sizeof m->name, "%s", cx_basename(path));
     m->info.file_bytes = m->map_size;
+    m->info.rope_freq_scale = 1.0f;
     if (m->map_size >= 4 && memcmp(m->map, "GGUF", 4) == 0) {
         rc = model_from_gguf(m, path, err);
     } else {
@@ -425,6 +540,9 @@ int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_mode
         return rc;
     }
     m->info.name = m->name;
+    m->info.arch = m->arch[0] ? m->arch : "llama";
+    m->info.tokenizer = m->vocab.kind == TOK_BPE ? "gpt2" : "llama";
+    m->info.tokenizer_pre = m->vocab.pre ? tok_pre_name(m->vocab.pre) : NULL;
     m->info.n_tensors = m->n_tensors;
     model_repack(m, p.repack);
     model_seal(m);
@@ -460,10 +578,15 @@ int cx_model_tensor(const cx_model *m, int i, cx_tensor_info *out) {
 
 int cx_token_bos(const cx_model *m) { return m->vocab.bos; }
 int cx_token_eos(const cx_model *m) { return m->vocab.eos; }
+int cx_token_eot(const cx_model *m) { return m->vocab.eot; }
+int cx_token_is_eog(const cx_model *m, int token) { return token >= 0 && (token == m->vocab.eos || token == m->vocab.eot); }
 
-int cx_tokenize(const cx_model *m, const char *text, size_t len, int add_bos, int32_t *out, int cap, int *n_out,
+_Static_assert((int)CX_TOKENIZE_BOS == (int)TOK_ADD_BOS && (int)CX_TOKENIZE_SPECIAL == (int)TOK_PARSE_SPECIAL, "tokenize flags");
+
+/* See cortex.h. */
+int cx_tokenize(const cx_model *m, const char *text, size_t len, int flags, int32_t *out, int cap, int *n_out,
                 cx_err *err) {
-    return tok_encode(&m->vocab, text, len, add_bos, out, cap, n_out, err);
+    return tok_encode(&m->vocab, text, len, flags, out, cap, n_out, err);
 }
 
 size_t cx_token_piece(const cx_model *m, int prev, int token, char tmp[2], const char **bytes) {

@@ -13,6 +13,9 @@
 #include "kernels/kernels.h"
 #include "tokenizer.h"
 
+/* The widest attention head a NeoX-RoPE model may have (the forward pass reorders heads on the stack). */
+#define MODEL_MAX_HEAD_DIM 1024
+
 /* A weight matrix of `rows` rows by `cols` columns, stored row-major as `type`. */
 typedef struct cx_weight {
     const void *data;
@@ -26,6 +29,7 @@ typedef struct cx_layer {
     const float *attn_norm, *ffn_norm; /* f32 copies owned by the model */
     cx_weight wq, wk, wv, wo;          /* wq: [n_embd x n_embd], wk/wv: [kv_dim x n_embd] */
     cx_weight w_gate, w_up, w_down;    /* gate/up: [n_ff x n_embd], down: [n_embd x n_ff] */
+    const float *bq, *bk, *bv;         /* QKV biases (Qwen 2), f32 copies owned by the model; NULL if none */
 } cx_layer;
 
 /* A named tensor as found in the file, kept for `cortex info`. */
@@ -39,6 +43,7 @@ typedef struct cx_tensor_rec {
 struct cx_model {
     cx_model_info info;
     char name[128];
+    char arch[32];       /* general.architecture ("llama", "qwen2", or any name for a vocabulary-only file) */
     const uint8_t *map;  /* the model file, mapped or copied (read-only either way) */
     size_t map_size;
     int map_copied;      /* 1: a huge-page copy (model_load_file), 0: an mmap */
@@ -48,7 +53,8 @@ struct cx_model {
     cx_weight tok_embd, output;
     const float *out_norm;
     cx_layer *layers;
-    float *norms;        /* storage behind every norm pointer */
+    float *norms;        /* storage behind every norm, bias and RoPE factor pointer */
+    const float *rope_factors; /* head_dim/2 divisors of the RoPE frequencies (rope_freqs.weight), or NULL */
     cx_tensor_rec *tensors;
     int n_tensors;
 };
@@ -67,6 +73,9 @@ int model_from_gguf(cx_model *m, const char *label, cx_err *err);
 int model_from_llama2c(cx_model *m, const char *label, const uint8_t *tok, size_t tok_size, const char *tok_label,
                        cx_err *err);
 
+/* CX_EUNSUP naming the file if m is vocabulary-only (cx_model_info.vocab_only):
+ * every path that evaluates calls this first. */
+int model_require_weights(const cx_model *m, cx_err *err);
 /* Validate hyper-parameters: every shape the forward pass relies on. */
 int model_check_hparams(const cx_model_info *h, const char *label, cx_err *err);
 /* Record a tensor for `info` and add it to the parameter and byte totals. */

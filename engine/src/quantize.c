@@ -69,35 +69,15 @@ typedef struct qz_job {
 
 /* ---- raw copy of GGUF metadata ---- */
 
-/* Bytes of a value of `type` starting at p. The parser has already checked
- * that every value lies inside the file, so this walk cannot overrun. */
-static uint64_t value_bytes(const uint8_t *p, uint32_t type) {
-    switch (type) {
-    case GGUF_U8: case GGUF_I8: case GGUF_BOOL: return 1;
-    case GGUF_U16: case GGUF_I16: return 2;
-    case GGUF_U32: case GGUF_I32: case GGUF_F32: return 4;
-    case GGUF_U64: case GGUF_I64: case GGUF_F64: return 8;
-    case GGUF_STR: return 8 + cx_rd64(p);
-    case GGUF_ARR: {
-        uint32_t et = cx_rd32(p);
-        uint64_t n = cx_rd64(p + 4), pos = 12;
-        if (et != GGUF_STR && et != GGUF_ARR) return pos + n * value_bytes(p + pos, et);
-        for (uint64_t i = 0; i < n; i++) pos += value_bytes(p + pos, et);
-        return pos;
-    }
-    default: assert(!"value type was validated by the parser"); return 0;
-    }
-}
-
 /* Copy every metadata entry of the input except the two this conversion
  * rewrites, byte for byte: any value type, nested arrays included. */
 static void copy_gguf_metadata(qz_job *j) {
     for (uint64_t i = 0; i < j->g.n_kv; i++) {
         const gguf_kv *kv = &j->g.kv[i];
         if (gguf_str_eq(kv->key, "general.file_type") || gguf_str_eq(kv->key, "general.quantization_version")) continue;
-        const uint8_t *entry = (const uint8_t *)kv->key.ptr - 8; /* u64 key length precedes the key */
-        const uint8_t *value = (const uint8_t *)kv->key.ptr + kv->key.len + 4;
-        gguf_w_entry_raw(j->w, entry, (size_t)(value - entry) + (size_t)value_bytes(value, kv->type));
+        const uint8_t *entry;
+        size_t n = gguf_kv_entry(kv, &entry);
+        gguf_w_entry_raw(j->w, entry, n);
     }
 }
 

@@ -24,17 +24,22 @@
 #include "util.h"
 
 static const cx_shape SHAPES[] = {
-    /* name            embd   ff     layers heads kv  vocab   ctx     rope      eps    tied */
-    {"test-tiny",      64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1},
+    /* name            embd   ff     layers heads kv  vocab   ctx     rope      eps    tied arch bias rope scaling (factor low high ctx) */
+    {"test-tiny",      64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
+    /* the new architecture features at test size: Llama 3 RoPE factors (a short original context, so
+     * every regime of the formula occurs in 8 frequencies); qwen2's biases, NeoX RoPE, separate output */
+    {"test-llama3",    64,    192,   2,     4,    2,  512,    128,    500000.0f, 1e-5f, 1, "llama", 0, 8, 1, 32, 4000},
+    {"test-qwen2",     64,    192,   2,     4,    2,  512,    128,    1000000.0f, 1e-6f, 0, "qwen2", 1, 0, 0, 0, 0},
     /* the deterministic gate's micro workload: 16 prompt tokens + 8 steps = ~1.1e8 instructions (docs/gates.md) */
-    {"gate-micro",     128,   384,   2,     4,    2,  2048,   256,    10000.0f, 1e-5f, 1},
-    {"stories15m",     288,   768,   6,     6,    6,  32000,  256,    10000.0f, 1e-5f, 1},
-    {"stories42m",     512,   1376,  8,     8,    8,  32000,  1024,   10000.0f, 1e-5f, 1},
-    {"stories110m",    768,   2048,  12,    12,   12, 32000,  1024,   10000.0f, 1e-5f, 1},
-    {"tinyllama-1.1b", 2048,  5632,  22,    32,   4,  32000,  2048,   10000.0f, 1e-5f, 0},
-    {"llama-3.2-1b",   2048,  8192,  16,    32,   8,  128256, 131072, 500000.0f, 1e-5f, 1},
-    {"llama-2-7b",     4096,  11008, 32,    32,   32, 32000,  4096,   10000.0f, 1e-5f, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"gate-micro",     128,   384,   2,     4,    2,  2048,   256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
+    {"stories15m",     288,   768,   6,     6,    6,  32000,  256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
+    {"stories42m",     512,   1376,  8,     8,    8,  32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
+    {"stories110m",    768,   2048,  12,    12,   12, 32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
+    {"tinyllama-1.1b", 2048,  5632,  22,    32,   4,  32000,  2048,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0},
+    {"llama-3.2-1b",   2048,  8192,  16,    32,   8,  128256, 131072, 500000.0f, 1e-5f, 1, "llama", 0, 32, 1, 4, 8192},
+    {"qwen2.5-0.5b",   896,   4864,  24,    14,   2,  151936, 32768,  1000000.0f, 1e-6f, 1, "qwen2", 1, 0, 0, 0, 0},
+    {"llama-2-7b",     4096,  11008, 32,    32,   32, 32000,  4096,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0},
+    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0},
 };
 
 const cx_shape *cx_shapes(void) { return SHAPES; }
@@ -138,18 +143,44 @@ static void free_vocab(vocab_out *v) {
 
 /* ---- writing ---- */
 
+/* What a tensor holds: weights N(0, 0.02^2), norm weights 1, biases
+ * N(0, 0.5^2) (large, so a test sees them), or Llama 3's RoPE factors. */
+enum { FILL_WEIGHT = 0, FILL_ONES = 1, FILL_BIAS = 2, FILL_ROPE = 3 };
 typedef struct tensor_plan { char name[64]; int type, n_dims; int64_t ne[2]; int is_norm; } tensor_plan;
 
+/*
+ * Llama 3's RoPE scaling as per-frequency divisors (rope_freqs.weight), the
+ * way llama.cpp's converter computes them from the Hugging Face config:
+ * wavelengths shorter than orig_ctx / high keep their frequency, longer than
+ * orig_ctx / low are divided by `factor`, and those between blend the two.
+ */
+static void llama3_rope_factors(const cx_shape *sh, float *out, int n) {
+    int hd = sh->n_embd / sh->n_head;
+    double lo_wl = sh->rope_orig_ctx / sh->rope_low, hi_wl = sh->rope_orig_ctx / sh->rope_high;
+    for (int i = 0; i < n; i++) {
+        double freq = 1.0 / pow((double)sh->rope_base, (double)(2 * i) / hd), wl = 2 * 3.141592653589793 / freq;
+        if (wl < hi_wl) out[i] = 1.0f;
+        else if (wl > lo_wl) out[i] = sh->rope_factor;
+        else {
+            double smooth = (sh->rope_orig_ctx / wl - sh->rope_low) / (sh->rope_high - sh->rope_low);
+            out[i] = (float)(1.0 / ((1 - smooth) / sh->rope_factor + smooth));
+        }
+    }
+}
+
 /* Stream one tensor: generate a row of floats, convert, write, pad. */
-static int write_tensor(const gguf_writer *w, FILE *f, const tensor_plan *t, uint64_t seed, float *row, void *qrow) {
+static int write_tensor(const gguf_writer *w, FILE *f, const tensor_plan *t, const cx_shape *sh, uint64_t seed,
+                        float *row, void *qrow) {
     uint64_t st = name_seed(seed, t->name);
     int64_t cols = t->ne[0], rows = t->n_dims > 1 ? t->ne[1] : 1;
     size_t rb = quant_row_bytes(t->type, cols);
     for (int64_t r = 0; r < rows; r++) {
-        if (t->is_norm) {
+        if (t->is_norm == FILL_ONES) {
             for (int64_t i = 0; i < cols; i++) row[i] = 1.0f;
+        } else if (t->is_norm == FILL_ROPE) {
+            llama3_rope_factors(sh, row, (int)cols);
         } else {
-            fill_normal(&st, row, cols, 0.02f);
+            fill_normal(&st, row, cols, t->is_norm == FILL_BIAS ? 0.5f : 0.02f);
         }
         quant_quantize_row(t->type, row, qrow, cols);
         if (fwrite(qrow, 1, rb, f) != rb) return CX_EIO;
@@ -157,13 +188,47 @@ static int write_tensor(const gguf_writer *w, FILE *f, const tensor_plan *t, uin
     return gguf_w_pad(w, f, rb * (uint64_t)rows);
 }
 
+/* See cortex_tools.h. */
 int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path, cx_err *err) {
+    return cx_synth_write_ex(sh, type, seed, NULL, path, err);
+}
+
+/* The vocabulary file `path`, loaded (so a bad one fails here, with the
+ * loader's message) and kept mapped for its metadata entries; 0 or an error. */
+static int synth_open_vocab(const char *path, cx_model **vm, gguf_ctx *g, cx_err *err) {
+    int rc = cx_model_load(path, NULL, vm, err);
+    if (rc) return rc;
+    return gguf_parse((*vm)->map, (*vm)->map_size, path, g, err);
+}
+
+/* See cortex_tools.h. */
+int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char *vocab, const char *path,
+                      cx_err *err) {
+    cx_shape shv = *shape;
+    const cx_shape *sh = &shv;
+    cx_model *vm = NULL;
+    gguf_ctx vg;
+    int have_vg = 0;
+    if (vocab) {
+        int vrc = synth_open_vocab(vocab, &vm, &vg, err);
+        have_vg = vrc == 0 && vm;
+        if (vrc) {
+            cx_model_free(vm);
+            return vrc;
+        }
+        shv.n_vocab = cx_model_get_info(vm)->n_vocab;
+    }
+    const char *arch = sh->arch ? sh->arch : "llama";
     cx_model_info h = {0};
     h.n_embd = sh->n_embd; h.n_ff = sh->n_ff; h.n_layer = sh->n_layer; h.n_head = sh->n_head;
     h.n_head_kv = sh->n_head_kv; h.n_vocab = sh->n_vocab; h.n_ctx = sh->n_ctx;
     h.rope_base = sh->rope_base; h.rms_eps = sh->rms_eps;
     int rc = model_check_hparams(&h, sh->name, err);
-    if (rc) return rc;
+    if (rc) {
+        if (have_vg) gguf_free(&vg);
+        cx_model_free(vm);
+        return rc;
+    }
     if (gguf_file_type(type) < 0)
         return cx_fail(err, CX_EINVAL, "unsupported weight type %s (%d) for synth", cx_type_name(type), type);
     int64_t E = sh->n_embd, F = sh->n_ff, KV = (int64_t)sh->n_head_kv * (sh->n_embd / sh->n_head);
@@ -172,7 +237,7 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
             return cx_fail(err, CX_EINVAL, "shape %s: embedding %lld and feed-forward %lld must be multiples of 32 for %s",
                            sh->name, (long long)E, (long long)F, cx_type_name(type));
     }
-    int n_t = 2 + (sh->tied_output ? 0 : 1) + 9 * sh->n_layer;
+    int n_t = 2 + (sh->tied_output ? 0 : 1) + (sh->rope_factor > 0) + (sh->qkv_bias ? 12 : 9) * sh->n_layer;
     tensor_plan *plan = calloc((size_t)n_t, sizeof *plan);
     vocab_out voc = {0};
     gguf_writer *w = gguf_writer_new(0);
@@ -181,7 +246,7 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
     void *qrow = malloc(sizeof(float) * (size_t)(E > F ? E : F) + 8);
     FILE *f = NULL;
     if (tmp) tmp[0] = 0;
-    if (!plan || !w || !tmp || !row || !qrow || make_vocab(&voc, sh->n_vocab)) {
+    if (!plan || !w || !tmp || !row || !qrow || (!vocab && make_vocab(&voc, sh->n_vocab))) {
         rc = cx_fail(err, CX_ENOMEM, "out of memory preparing %s", sh->name);
         goto done;
     }
@@ -196,6 +261,7 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
     PLAN("output_norm.weight", CX_TYPE_F32, 1, E, 1, 1);
     if (!sh->tied_output) PLAN("output.weight", quant_mix_type(type, "output.weight", -1, sh->n_layer, E), 2, E,
                                sh->n_vocab, 0);
+    if (sh->rope_factor > 0) PLAN("rope_freqs.weight", CX_TYPE_F32, 1, E / sh->n_head / 2, 1, FILL_ROPE);
     for (int l = 0; l < sh->n_layer; l++) {
         char nm[64];
 #define LPLAN(part, ty, nd, c, r, norm) do { snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, part); \
@@ -205,6 +271,13 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
         LPLAN("attn_k", type, 2, E, KV, 0);
         LPLAN("attn_v", type, 2, E, KV, 0);
         LPLAN("attn_output", type, 2, E, E, 0);
+        if (sh->qkv_bias) {
+            static const char *bias[3] = {"attn_q", "attn_k", "attn_v"};
+            for (int b = 0; b < 3; b++) {
+                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, bias[b]);
+                PLAN(nm, CX_TYPE_F32, 1, b ? KV : E, 1, FILL_BIAS);
+            }
+        }
         LPLAN("ffn_norm", CX_TYPE_F32, 1, E, 1, 1);
         LPLAN("ffn_gate", type, 2, E, F, 0);
         LPLAN("ffn_up", type, 2, E, F, 0);
@@ -214,28 +287,41 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
 #undef PLAN
     char name[160];
     snprintf(name, sizeof name, "cortex-synth %s %s seed %llu", sh->name, cx_type_name(type), (unsigned long long)seed);
-    gguf_w_str(w, "general.architecture", "llama");
+    gguf_w_str(w, "general.architecture", arch);
     gguf_w_str(w, "general.name", name);
     gguf_w_u32(w, "general.file_type", (uint32_t)gguf_file_type(type));
     gguf_w_u32(w, "general.quantization_version", 2);
-    gguf_w_u32(w, "llama.context_length", (uint32_t)sh->n_ctx);
-    gguf_w_u32(w, "llama.embedding_length", (uint32_t)E);
-    gguf_w_u32(w, "llama.feed_forward_length", (uint32_t)F);
-    gguf_w_u32(w, "llama.block_count", (uint32_t)sh->n_layer);
-    gguf_w_u32(w, "llama.attention.head_count", (uint32_t)sh->n_head);
-    gguf_w_u32(w, "llama.attention.head_count_kv", (uint32_t)sh->n_head_kv);
-    gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)(E / sh->n_head));
-    gguf_w_f32(w, "llama.rope.freq_base", sh->rope_base);
-    gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", sh->rms_eps);
-    gguf_w_u32(w, "llama.vocab_size", (uint32_t)sh->n_vocab);
-    gguf_w_str(w, "tokenizer.ggml.model", "llama");
-    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)voc.pieces, (uint64_t)voc.n);
-    gguf_w_arr_f32(w, "tokenizer.ggml.scores", voc.scores, (uint64_t)voc.n);
-    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", voc.types, (uint64_t)voc.n);
-    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
-    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    char key[96];
+#define ARCH_KEY(k) (snprintf(key, sizeof key, "%s.%s", arch, k), key)
+    gguf_w_u32(w, ARCH_KEY("context_length"), (uint32_t)sh->n_ctx);
+    gguf_w_u32(w, ARCH_KEY("embedding_length"), (uint32_t)E);
+    gguf_w_u32(w, ARCH_KEY("feed_forward_length"), (uint32_t)F);
+    gguf_w_u32(w, ARCH_KEY("block_count"), (uint32_t)sh->n_layer);
+    gguf_w_u32(w, ARCH_KEY("attention.head_count"), (uint32_t)sh->n_head);
+    gguf_w_u32(w, ARCH_KEY("attention.head_count_kv"), (uint32_t)sh->n_head_kv);
+    gguf_w_u32(w, ARCH_KEY("rope.dimension_count"), (uint32_t)(E / sh->n_head));
+    gguf_w_f32(w, ARCH_KEY("rope.freq_base"), sh->rope_base);
+    gguf_w_f32(w, ARCH_KEY("attention.layer_norm_rms_epsilon"), sh->rms_eps);
+    gguf_w_u32(w, ARCH_KEY("vocab_size"), (uint32_t)sh->n_vocab);
+#undef ARCH_KEY
+    if (vocab) { /* the given file's tokenizer metadata, byte for byte */
+        for (uint64_t i = 0; i < vg.n_kv; i++) {
+            const gguf_kv *kv = &vg.kv[i];
+            if (kv->key.len < 10 || memcmp(kv->key.ptr, "tokenizer.", 10)) continue;
+            const uint8_t *entry;
+            size_t n = gguf_kv_entry(kv, &entry);
+            gguf_w_entry_raw(w, entry, n);
+        }
+    } else {
+        gguf_w_str(w, "tokenizer.ggml.model", "llama");
+        gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)voc.pieces, (uint64_t)voc.n);
+        gguf_w_arr_f32(w, "tokenizer.ggml.scores", voc.scores, (uint64_t)voc.n);
+        gguf_w_arr_i32(w, "tokenizer.ggml.token_type", voc.types, (uint64_t)voc.n);
+        gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
+        gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
+        gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+        gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    }
     for (int i = 0; i < n_t; i++) gguf_w_tensor(w, plan[i].name, (uint32_t)plan[i].type, plan[i].n_dims, plan[i].ne);
 
     /* Write beside the target and rename at the end: never a half-written model. */
@@ -247,7 +333,7 @@ int cx_synth_write(const cx_shape *sh, int type, uint64_t seed, const char *path
     }
     if ((rc = gguf_w_header(w, f, path, NULL, err))) goto done;
     for (int i = 0; i < n_t; i++)
-        if (write_tensor(w, f, &plan[i], seed, row, qrow)) {
+        if (write_tensor(w, f, &plan[i], sh, seed, row, qrow)) {
             rc = cx_fail(err, CX_EIO, "%s: write failed in tensor %s: %s", tmp, plan[i].name, strerror(errno));
             goto done;
         }
@@ -263,6 +349,8 @@ done:
     if (rc && tmp && tmp[0]) remove(tmp);
     free(plan);
     free_vocab(&voc);
+    if (have_vg) gguf_free(&vg);
+    cx_model_free(vm);
     gguf_writer_free(w);
     free(tmp);
     free(row);

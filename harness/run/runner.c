@@ -132,7 +132,7 @@ static int decode_tokens(rep_state *st, const float *l, int max_gen, req_result 
     canary_add(&c, tok);
     int gen = 1;
     phase_begin(st, &snap);
-    while (gen < max_gen && (st->cfg->ignore_eos || tok != eos)) {
+    while (gen < max_gen && (st->cfg->ignore_eos || (tok != eos && tok != cx_token_eot(st->m)))) {
         q->kv_attended += cx_session_pos(st->s) + 1; /* this step attends positions 0..pos */
         if (cx_eval(st->s, &tok, 1, &l, &e)) {
             snprintf(err, errlen, "%s", e.msg);

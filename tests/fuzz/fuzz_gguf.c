@@ -66,10 +66,9 @@ static void walk_gguf(const gguf_ctx *g, const uint8_t *data, size_t size) {
     require(gguf_find(g, "general.alignment") || g->alignment == GGUF_DEFAULT_ALIGNMENT);
 }
 
-/* After a successful load: weight views in the input, a usable vocabulary. */
-static void check_model(const cx_model *m, const uint8_t *data, size_t size) {
+/* The weight views of a loaded model lie in the input. */
+static void check_weights(const cx_model *m, const uint8_t *data, size_t size) {
     const cx_model_info *h = &m->info;
-    require(h->n_vocab == m->vocab.n && h->n_layer >= 1 && m->layers && m->norms);
     require(inside(m->tok_embd.data, m->tok_embd.row_bytes * (uint64_t)m->tok_embd.rows, data, size));
     require(inside(m->output.data, m->output.row_bytes * (uint64_t)m->output.rows, data, size));
     for (int l = 0; l < h->n_layer; l++) {
@@ -78,10 +77,19 @@ static void check_model(const cx_model *m, const uint8_t *data, size_t size) {
         for (int k = 0; k < 7; k++) require(inside(w[k]->data, w[k]->row_bytes * (uint64_t)w[k]->rows, data, size));
         g_sink += (uint64_t)(y->attn_norm[0] != 0) + (uint64_t)(y->ffn_norm[h->n_embd - 1] != 0);
     }
+}
+
+/* After a successful load: weight views in the input (none for a
+ * vocabulary-only file, which has no tensors), a usable vocabulary. */
+static void check_model(const cx_model *m, const uint8_t *data, size_t size) {
+    const cx_model_info *h = &m->info;
+    require(h->n_vocab == m->vocab.n);
+    require(h->vocab_only ? !m->layers && m->n_tensors == 0 : h->n_layer >= 1 && m->layers && m->norms);
+    if (!h->vocab_only) check_weights(m, data, size);
     int32_t ids[64];
     int n = 0;
     cx_err err;
-    if (tok_encode(&m->vocab, "Hello w\xc3\xb6rld \xff!", 15, 1, ids, 64, &n, &err) == 0)
+    if (tok_encode(&m->vocab, "Hello w\xc3\xb6rld \xff!<s>", 18, TOK_ADD_BOS | TOK_PARSE_SPECIAL, ids, 64, &n, &err) == 0)
         for (int i = 0; i < n; i++) require(ids[i] >= 0 && ids[i] < m->vocab.n);
 }
 

@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Independent numpy reference for the Llama forward pass (float64).
 
+Also Llama 3 and Qwen 2 features: RoPE frequency factors (rope_freqs.weight),
+linear RoPE scaling, NeoX-style RoPE (qwen2: dimension i pairs with i + d/2),
+and Q/K/V biases.
+
 Written from the math, in the spirit of llama2.c's run.c, to check the C engine.
 It imports nothing from the C project. Two loaders produce the same in-memory
 model: llama2.c `.bin` checkpoints and GGUF v3 files with F32 (or F16) tensors.
@@ -46,7 +50,8 @@ class Config:
     """Hyper-parameters of a Llama model (same meaning for .bin and .gguf)."""
 
     def __init__(self, dim, hidden_dim, n_layers, n_heads, n_kv_heads,
-                 vocab_size, seq_len, rms_eps=1e-5, rope_base=10000.0):
+                 vocab_size, seq_len, rms_eps=1e-5, rope_base=10000.0,
+                 rope_neox=False, rope_scale=1.0, rope_factors=None):
         self.dim = dim
         self.hidden_dim = hidden_dim
         self.n_layers = n_layers
@@ -56,6 +61,9 @@ class Config:
         self.seq_len = seq_len
         self.rms_eps = rms_eps
         self.rope_base = rope_base
+        self.rope_neox = rope_neox        # pairs (i, i + d/2) instead of (2i, 2i+1)
+        self.rope_scale = rope_scale      # positions times this (linear scaling: 1/factor)
+        self.rope_factors = rope_factors  # per-frequency divisors (head_dim/2,) or None
         self.head_dim = dim // n_heads
         self.kv_dim = n_kv_heads * self.head_dim
 
@@ -70,9 +78,10 @@ class Config:
 class Layer:
     """Weights of one transformer block; every matrix is (out, in)."""
 
-    def __init__(self, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3):
+    def __init__(self, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, bq=None, bk=None, bv=None):
         self.rms_att, self.wq, self.wk, self.wv, self.wo = rms_att, wq, wk, wv, wo
         self.rms_ffn, self.w1, self.w2, self.w3 = rms_ffn, w1, w2, w3
+        self.bq, self.bk, self.bv = bq, bk, bv  # Q/K/V biases (qwen2), or None
 
 
 class Model:
@@ -253,9 +262,15 @@ def load_gguf(path):
         """Tensor as float32 (F16 tensors are widened)."""
         return t[name].astype(np.float32, copy=False)
 
+    if arch not in ("llama", "qwen2"):
+        raise ValueError("%s: architecture %s not supported" % (path, arch))
     dim = int(hp("embedding_length"))
     n_heads = int(hp("attention.head_count"))
     tok_emb = f32("token_embd.weight")
+    scaling = meta.get("%s.rope.scaling.type" % arch, "none")
+    if scaling not in ("none", "linear"):
+        raise ValueError("%s: RoPE scaling %s not supported" % (path, scaling))
+    scale = 1.0 / float(hp("rope.scaling.factor", 1.0)) if scaling == "linear" else 1.0
     cfg = Config(dim=dim,
                  hidden_dim=int(hp("feed_forward_length")),
                  n_layers=int(hp("block_count")),
@@ -264,18 +279,21 @@ def load_gguf(path):
                  vocab_size=tok_emb.shape[0],
                  seq_len=int(hp("context_length")),
                  rms_eps=float(hp("attention.layer_norm_rms_epsilon", 1e-5)),
-                 rope_base=float(hp("rope.freq_base", 10000.0)))
+                 rope_base=float(hp("rope.freq_base", 10000.0)),
+                 rope_neox=(arch == "qwen2"), rope_scale=scale,
+                 rope_factors=f32("rope_freqs.weight") if "rope_freqs.weight" in t else None)
     rope_dims = int(hp("rope.dimension_count", cfg.head_dim))
     if rope_dims != cfg.head_dim:
         raise ValueError("%s: partial RoPE (%d of %d dims) not supported" % (path, rope_dims, cfg.head_dim))
     layers = []
     for i in range(cfg.n_layers):
         b = "blk.%d." % i
+        bias = [f32(b + n + ".bias") if b + n + ".bias" in t else None for n in ("attn_q", "attn_k", "attn_v")]
         layers.append(Layer(f32(b + "attn_norm.weight"), f32(b + "attn_q.weight"),
                             f32(b + "attn_k.weight"), f32(b + "attn_v.weight"),
                             f32(b + "attn_output.weight"), f32(b + "ffn_norm.weight"),
                             f32(b + "ffn_gate.weight"), f32(b + "ffn_down.weight"),
-                            f32(b + "ffn_up.weight")))
+                            f32(b + "ffn_up.weight"), *bias))
     shared = "output.weight" not in t
     wcls = tok_emb if shared else f32("output.weight")
     return Model(cfg, tok_emb, layers, f32("output_norm.weight"), wcls, shared)
@@ -297,18 +315,28 @@ def rmsnorm(x, w, eps):
     return x / np.sqrt(np.mean(x * x) + eps) * w
 
 
-def rope(x, pos, head_dim, base):
-    """Rotate adjacent pairs (x[2i], x[2i+1]) of every head by pos * base^(-2i/head_dim).
+def rope(x, pos, head_dim, base, neox=False, scale=1.0, factors=None):
+    """Rotate pairs of every head by theta_i = pos * scale * base^(-2i/head_dim) / factors[i].
 
-    x has shape (n_heads, head_dim); this is llama2.c's / llama.cpp's "normal" RoPE.
+    x has shape (n_heads, head_dim). Pairs are adjacent (x[2i], x[2i+1]):
+    llama2.c's / llama.cpp's "normal" RoPE; or, with neox, (x[i], x[i + d/2]).
     """
     i = np.arange(head_dim // 2, dtype=np.float64)
-    theta = pos * base ** (-2.0 * i / head_dim)
+    theta = pos * scale * base ** (-2.0 * i / head_dim)
+    if factors is not None:
+        theta = theta / np.asarray(factors, dtype=np.float64)
     c, s = np.cos(theta), np.sin(theta)
-    x0, x1 = x[:, 0::2], x[:, 1::2]
+    if neox:
+        x0, x1 = x[:, :head_dim // 2], x[:, head_dim // 2:]
+    else:
+        x0, x1 = x[:, 0::2], x[:, 1::2]
     out = np.empty_like(x)
-    out[:, 0::2] = x0 * c - x1 * s
-    out[:, 1::2] = x0 * s + x1 * c
+    if neox:
+        out[:, :head_dim // 2] = x0 * c - x1 * s
+        out[:, head_dim // 2:] = x0 * s + x1 * c
+    else:
+        out[:, 0::2] = x0 * c - x1 * s
+        out[:, 1::2] = x0 * s + x1 * c
     return out
 
 
@@ -330,8 +358,8 @@ class Transformer:
         self.cfg = c = model.config
         d = lambda a: np.asarray(a, dtype=np.float64)
         self.tok_emb = d(model.tok_emb)
-        self.layers = [Layer(*(d(getattr(l, n)) for n in
-                               ("rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3")))
+        self.layers = [Layer(*(None if getattr(l, n, None) is None else d(getattr(l, n)) for n in
+                               ("rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3", "bq", "bk", "bv")))
                        for l in model.layers]
         self.rms_final = d(model.rms_final)
         self.wcls = d(model.wcls)
@@ -348,11 +376,12 @@ class Transformer:
         for li, l in enumerate(self.layers):
             # --- attention ---
             xb = rmsnorm(x, l.rms_att, c.rms_eps)
-            q = (l.wq @ xb).reshape(nh, hd)
-            k = (l.wk @ xb).reshape(nkv, hd)
-            v = (l.wv @ xb).reshape(nkv, hd)
-            q = rope(q, pos, hd, c.rope_base)
-            k = rope(k, pos, hd, c.rope_base)
+            q, k, v = l.wq @ xb, l.wk @ xb, l.wv @ xb
+            if l.bq is not None:
+                q, k, v = q + l.bq, k + l.bk, v + l.bv
+            q, k, v = q.reshape(nh, hd), k.reshape(nkv, hd), v.reshape(nkv, hd)
+            q = rope(q, pos, hd, c.rope_base, c.rope_neox, c.rope_scale, c.rope_factors)
+            k = rope(k, pos, hd, c.rope_base, c.rope_neox, c.rope_scale, c.rope_factors)
             self.k_cache[li, pos] = k
             self.v_cache[li, pos] = v
             keys = self.k_cache[li, :pos + 1]    # (T, nkv, hd)

@@ -108,6 +108,7 @@ static int model_kv_dim(const cx_model *m) { return m->info.n_head_kv * m->info.
 /* See kv_cache.h. */
 int kv_check_params(const cx_model *m, const cx_kv_params *p, cx_err *err) {
     char num[16], list[64];
+    if (model_require_weights(m, err)) return CX_EUNSUP;
     if (kv_fmt_hot(p->type) < 0)
         return cx_fail(err, CX_EINVAL, "KV type %s is not one of %s", kv_type_label(p->type, num, sizeof num),
                        cx_kv_tier_types(CX_KV_HOT, list, sizeof list));

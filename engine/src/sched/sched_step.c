@@ -244,7 +244,7 @@ static int sample(cx_sched *s, sched_req *r, const float *logits, int64_t now) {
     r->n_gen++;
     int reason = CX_STOP_NONE;
     size_t old = r->text_len;
-    if (tok == s->eos && !r->ignore_eos) reason = CX_STOP_EOS;
+    if (cx_token_is_eog(s->m, tok) && !r->ignore_eos) reason = CX_STOP_EOS;
     else if (is_stop_id(r, tok)) reason = CX_STOP_TOKEN;
     else {
         append_text(s, r, prev, tok);

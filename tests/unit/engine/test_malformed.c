@@ -201,11 +201,15 @@ typedef struct tiny_spec {
     const char *odd_tensor;               /* tensor stored as odd_type */
     uint32_t odd_type;
     uint32_t alignment;                   /* general.alignment to write (0: none) */
+    const char *str_key, *str_val;        /* an extra string entry (NULL: none) */
+    const char *u32_key;                  /* an extra integer entry of value u32_val */
+    uint32_t u32_val;
+    const char *extra_tensor;             /* an extra 1-D tensor of n_embd floats */
 } tiny_spec;
 
 /* The valid defaults: embd 32, ff 256 (so a K-quant ffn_down is possible), vocab 260. */
 static tiny_spec tiny_default(void) {
-    tiny_spec s = {32, 256, 260, 0, "llama", "llama", NULL, NULL, NULL, 0, 0};
+    tiny_spec s = {32, 256, 260, 0, "llama", "llama", NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, 0, NULL};
     return s;
 }
 
@@ -247,24 +251,28 @@ static int write_tiny(const char *path, const tiny_spec *s) {
     if (KEEP("tokenizer.ggml.tokens")) gguf_w_arr_str(w, "tokenizer.ggml.tokens", pp, (uint64_t)V);
     if (KEEP("tokenizer.ggml.scores")) gguf_w_arr_f32(w, "tokenizer.ggml.scores", scores, (uint64_t)V);
     if (KEEP("tokenizer.ggml.token_type")) gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, (uint64_t)V);
+    if (s->str_key) gguf_w_str(w, s->str_key, s->str_val);
+    if (s->u32_key) gguf_w_u32(w, s->u32_key, s->u32_val);
 #undef KEEP
     struct { const char *name; int nd; int64_t ne0, ne1; } T[] = {
         {"token_embd.weight", 2, E, s->emb_rows ? s->emb_rows : V}, {"output_norm.weight", 1, E, 1},
         {"blk.0.attn_norm.weight", 1, E, 1}, {"blk.0.attn_q.weight", 2, E, E}, {"blk.0.attn_k.weight", 2, E, E},
         {"blk.0.attn_v.weight", 2, E, E}, {"blk.0.attn_output.weight", 2, E, E}, {"blk.0.ffn_norm.weight", 1, E, 1},
         {"blk.0.ffn_gate.weight", 2, E, F}, {"blk.0.ffn_up.weight", 2, E, F}, {"blk.0.ffn_down.weight", 2, F, E},
+        {s->extra_tensor ? s->extra_tensor : "", 1, E, 1},
     };
     enum { NT = sizeof T / sizeof T[0] };
     uint32_t ty[NT];
     for (int i = 0; i < NT; i++) {
         int64_t ne[2] = {T[i].ne0, T[i].ne1};
         ty[i] = s->odd_tensor && !strcmp(s->odd_tensor, T[i].name) ? s->odd_type : CX_TYPE_F32;
+        if (!T[i].name[0]) continue; /* no extra tensor */
         if (!s->skip_tensor || strcmp(s->skip_tensor, T[i].name)) gguf_w_tensor(w, T[i].name, ty[i], T[i].nd, ne);
     }
     f = fopen(path, "wb");
     if (!f || gguf_w_header(w, f, path, NULL, &err)) goto done;
     for (int i = 0; i < NT; i++) {
-        if (s->skip_tensor && !strcmp(s->skip_tensor, T[i].name)) continue;
+        if (!T[i].name[0] || (s->skip_tensor && !strcmp(s->skip_tensor, T[i].name))) continue;
         int64_t ne[2] = {T[i].ne0, T[i].ne1};
         uint64_t nb = gguf_tensor_nbytes(ty[i], T[i].nd, ne);
         float one = T[i].nd == 1 && ty[i] == CX_TYPE_F32 ? 1.0f : 0.0f;
@@ -618,8 +626,29 @@ static void case_unsupported_model(void) {
     s.arch = "gpt2";
     expect_tiny("architecture-gpt2", &s, CX_EUNSUP, "architecture 'gpt2' is not supported");
     s = tiny_default();
-    s.tok_model = "gpt2";
-    expect_tiny("tokenizer-gpt2", &s, CX_EUNSUP, "tokenizer model 'gpt2' is not supported");
+    s.tok_model = "bert";
+    expect_tiny("tokenizer-bert", &s, CX_EUNSUP, "tokenizer model 'bert' is not supported");
+    s = tiny_default();
+    s.tok_model = "gpt2"; /* byte-level BPE without its merges */
+    expect_tiny("tokenizer-gpt2-no-merges", &s, CX_EFORMAT, "tokenizer.ggml.merges is missing");
+    s = tiny_default();
+    s.str_key = "llama.rope.scaling.type", s.str_val = "yarn";
+    expect_tiny("rope-scaling-yarn", &s, CX_EUNSUP, "RoPE scaling 'yarn' (llama.rope.scaling.type) is not supported");
+    s = tiny_default();
+    s.u32_key = "llama.attention.key_length", s.u32_val = 8;
+    expect_tiny("key-length-8", &s, CX_EUNSUP, "llama.attention.key_length = 8 differs from n_embd / n_head = 16");
+    s = tiny_default();
+    s.u32_key = "llama.expert_count", s.u32_val = 8;
+    expect_tiny("experts", &s, CX_EUNSUP, "metadata 'llama.expert_count' is not supported");
+    s = tiny_default();
+    s.extra_tensor = "blk.0.attn_output.bias";
+    expect_tiny("unused-tensor", &s, CX_EUNSUP, "tensor 'blk.0.attn_output.bias' is not supported by this engine");
+    s = tiny_default();
+    s.extra_tensor = "blk.0.attn_q.bias"; /* a Q bias without K and V biases */
+    expect_tiny("partial-bias", &s, CX_EFORMAT, "some but not all of the Q, K and V biases");
+    s = tiny_default();
+    s.arch = "qwen2"; /* its hyper-parameters are under qwen2.*, which this file lacks */
+    expect_tiny("qwen2-keys", &s, CX_EFORMAT, "'qwen2.embedding_length' is missing");
     s = tiny_default();
     s.alignment = 3;
     expect_tiny("alignment-3", &s, CX_EFORMAT, "general.alignment must be");

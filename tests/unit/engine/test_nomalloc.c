@@ -215,7 +215,6 @@ static void check_shared(cx_model *m, const cx_kv_params *kv, int batched) {
     cx_batch_free(b);
     cx_kv_cache_free(cache);
 }
-#endif
 
 /* The request scheduler: every step (admission, prefill chunks beside
  * decode tokens, sampling with stop strings, ends) counted; requests are

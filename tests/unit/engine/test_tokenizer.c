@@ -9,6 +9,7 @@
 
 #include "cortex.h"
 #include "testing.h"
+#include "tok_roundtrip.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -47,19 +48,6 @@ static int id_of(const tok_vocab *v, const char *piece) {
         if (v->len[i] == strlen(piece) && !memcmp(v->text + v->off[i], piece, v->len[i]) && v->type[i] == TOK_NORMAL)
             return i;
     return -1;
-}
-
-/* Decode ids the way cx_detokenize does, into buf; returns the length. */
-static size_t decode(const tok_vocab *v, const int32_t *ids, int n, char *buf) {
-    size_t k = 0;
-    for (int i = 0; i < n; i++) {
-        char tmp[2];
-        const char *p;
-        size_t m = tok_piece(v, i ? ids[i - 1] : -1, ids[i], tmp, &p);
-        memcpy(buf + k, p, m);
-        k += m;
-    }
-    return k;
 }
 
 static int encode(const tok_vocab *v, const char *s, size_t n, int bos, int32_t *ids) {
@@ -121,50 +109,6 @@ static void test_leading_space(void) {
     tok_free(&v);
 }
 
-/* Random byte strings (mostly invalid UTF-8) and random valid UTF-8 round-trip. */
-static void roundtrip_random(const tok_vocab *v, const char *what) {
-    uint64_t st = 0x1234567;
-    int bad = 0;
-    static int32_t ids[8192];
-    static char text[2048], out[16384];
-    for (int iter = 0; iter < 3000; iter++) {
-        int len = 0, max = 1 + iter % 300;
-        while (len < max) {
-            st = st * 6364136223846793005ull + 1442695040888963407ull;
-            uint32_t r = (uint32_t)(st >> 33);
-            if (iter % 3 == 0) { /* raw bytes */
-                text[len++] = (char)(r & 0xff);
-            } else if (iter % 3 == 1) { /* ASCII words */
-                text[len++] = (r % 7 == 0) ? ' ' : (char)('a' + r % 26);
-            } else { /* valid UTF-8 code points of 1-4 bytes */
-                uint32_t cp = r % 5 == 0 ? 0x10000 + r % 0xFFFF : r % 3 == 0 ? 0x800 + r % 0xF000 : 0x20 + r % 0x700;
-                if (cp >= 0xD800 && cp < 0xE000) cp = 'x';
-                if (len + 4 > max) cp = 'y';
-                if (cp < 0x80) text[len++] = (char)cp;
-                else if (cp < 0x800) { text[len++] = (char)(0xC0 | cp >> 6); text[len++] = (char)(0x80 | (cp & 63)); }
-                else if (cp < 0x10000) {
-                    text[len++] = (char)(0xE0 | cp >> 12); text[len++] = (char)(0x80 | ((cp >> 6) & 63));
-                    text[len++] = (char)(0x80 | (cp & 63));
-                } else {
-                    text[len++] = (char)(0xF0 | cp >> 18); text[len++] = (char)(0x80 | ((cp >> 12) & 63));
-                    text[len++] = (char)(0x80 | ((cp >> 6) & 63)); text[len++] = (char)(0x80 | (cp & 63));
-                }
-            }
-        }
-        int n = 0;
-        cx_err err = {0};
-        if (tok_encode(v, text, (size_t)len, 1, ids, 8192, &n, &err)) { bad++; continue; }
-        for (int i = 0; i < n; i++)
-            if (ids[i] < 0 || ids[i] >= v->n) bad++;
-        size_t k = decode(v, ids, n, out);
-        if (k != (size_t)len || memcmp(out, text, k)) {
-            if (bad < 3) fprintf(stderr, "%s: round trip failed at iteration %d (len %d -> %zu)\n", what, iter, len, k);
-            bad++;
-        }
-    }
-    CHECK(bad == 0, "%s: %d of 3000 random strings failed to round-trip", what, bad);
-}
-
 /* The real aidreams vocabulary, when the shared models are here. */
 static void test_real_vocab(void) {
     const char *dir = getenv("CORTEX_MODELS");
@@ -184,7 +128,7 @@ static void test_real_vocab(void) {
     tok_vocab v;
     cx_err err = {0};
     CHECK(tok_load_llama2c(&v, buf, n, 512, path, &err) == 0, "load: %s", err.msg);
-    roundtrip_random(&v, "aidreams tokenizer.bin");
+    roundtrip_random(&v, "aidreams tokenizer.bin", 1, 0);
     /* Same vocabulary through the GGUF path gives the same ids. */
     cx_model *m;
     CHECK(cx_model_load(gpath, NULL, &m, &err) == 0, "load gguf: %s", err.msg);
@@ -207,12 +151,46 @@ static void test_real_vocab(void) {
     tok_free(&v);
 }
 
+/* A user-defined token is split out of the text; the dummy prefix goes at
+ * the start and after it (as llama.cpp does), and decoding takes it back. */
+static void test_user_token(void) {
+    const char *pieces[3 + 256 + 2];
+    uint32_t lens[3 + 256 + 2];
+    uint8_t types[3 + 256 + 2];
+    static char bytes[256][7];
+    pieces[0] = "<unk>", pieces[1] = "<s>", pieces[2] = "</s>";
+    types[0] = TOK_UNKNOWN, types[1] = types[2] = TOK_CONTROL;
+    for (int b = 0; b < 256; b++) {
+        snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
+        pieces[3 + b] = bytes[b];
+        types[3 + b] = TOK_BYTE;
+    }
+    pieces[259] = " a", types[259] = TOK_NORMAL;
+    pieces[260] = "<user>", types[260] = TOK_USER;
+    for (int i = 0; i < 261; i++) lens[i] = (uint32_t)strlen(pieces[i]);
+    tok_vocab v;
+    cx_err err = {0};
+    CHECK(tok_build(&v, 261, pieces, lens, NULL, types, 1, 2, 0, &err) == 0, "build: %s", err.msg);
+    int32_t ids[16];
+    int n = encode(&v, "a<user>a", 8, 1, ids);
+    CHECK(n == 4 && ids[0] == 1 && ids[1] == 259 && ids[2] == 260 && ids[3] == 259,
+          "BOS, ' a', <user>, ' a' (%d tokens)", n);
+    char out[32];
+    size_t k = decode(&v, ids, n, out);
+    CHECK(k == 8 && !memcmp(out, "a<user>a", 8), "decodes back without the dummy spaces (%zu bytes)", k);
+    n = encode(&v, "<user> a", 8, 0, ids);
+    k = decode(&v, ids, n, out);
+    CHECK(k == 8 && !memcmp(out, "<user> a", 8), "a real space after the token survives (%zu bytes)", k);
+    tok_free(&v);
+}
+
 TEST_MAIN({
+    test_user_token();
     test_merge_order();
     test_leading_space();
     tok_vocab v;
     build_small(&v);
-    roundtrip_random(&v, "small vocabulary");
+    roundtrip_random(&v, "small vocabulary", 1, 0);
     tok_free(&v);
     test_real_vocab();
 })
