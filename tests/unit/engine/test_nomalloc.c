@@ -220,7 +220,6 @@ static void check_shared(cx_model *m, const cx_kv_params *kv, int batched) {
  * decode tokens, sampling with stop strings, ends) counted; requests are
  * submitted between steps (a submission allocates its record) and one joins
  * midway. The cache is small enough that sequences get preempted. */
-#ifndef NOMALLOC_ASAN
 static void check_sched(cx_model *m) {
     cx_sched_params sp = cx_sched_defaults();
     sp.max_seqs = 3;
