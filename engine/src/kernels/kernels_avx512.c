@@ -1,0 +1,361 @@
+/*
+ * kernels_avx512.c - the AVX-512 kernels: the "avx512" (F/BW/VL/DQ) and
+ * "avx512vnni" (plus VNNI's vpdpbusd) tables' own entries.
+ *
+ * Built with the AVX-512 flags (this file only, see the Makefile); dispatch.c
+ * hands its tables out only after CPUID and XGETBV say the CPU and OS support
+ * them, and composes each from the AVX2 table with the entries below in place
+ * (kern_avx512_part, kern_avx512vnni_part): q8_0/q4_0 in the sixteen-row
+ * layout (KERN_LAYOUT_X16, kernels.h) and on row-major weights, f32/f16 with
+ * 16-lane FMA, and the Q8_256 activation quantizer. Everything else (Q4_K,
+ * Q6_K, attention, the elementwise operators, the Q8_32 quantizer) is AVX2's.
+ *
+ * q8_0 and q4_0, sixteen rows at a time. One 64-byte load of an X16 block is
+ * four codes of each of sixteen rows, one row per int32 lane; the matching
+ * four activation codes are broadcast to every lane, and one vpdpbusd (u8 x
+ * s8, four products summed into each int32 lane) advances all sixteen rows.
+ * A block's integer product is complete in each lane after eight of them:
+ * no horizontal sums. vpdpbusd's first operand is unsigned, so the weights
+ * are made unsigned and the offset taken back with the activation block's
+ * code sum (kern_act.bsum): q4_0's nibbles are 0..15 (offset 8, as in
+ * AVX2's X8 kernel), q8_0's codes are flipped to w + 128 (offset 128). The
+ * "avx512" table (no VNNI) does the same with maddubs + madd: exact for the
+ * nibbles (2 * 15 * 127 fits int16) but not for w + 128, so its q8_0 uses
+ * |w| against the activation carrying w's sign instead. The integer sums are
+ * exact either way, and each lane then does what AVX2's eight-row kernels
+ * do per block: acc = fma(dw * dx, (float)isum, acc). So both tables, and
+ * the AVX2 X8 kernels, give the same bits for every (row, token), at any
+ * token count: prefill and decode agree exactly.
+ *
+ * On row-major weights (a mapped file) the same kernel gathers each lane's
+ * four bytes (vpgatherdd) instead of loading them, for prefill; decode (fewer
+ * than four tokens) takes the AVX2 row kernels, as the AVX2 table does.
+ */
+#include <assert.h>
+#include <immintrin.h>
+#include <string.h>
+
+#include "cortex.h"
+#include "kernels.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+/* Per-token and per-chunk loops must unroll fully so their arrays become
+ * registers (see kernels_avx2.c: left as loops they live in memory). */
+#define UNROLL8 _Pragma("GCC unroll 8")
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 2048
+#endif
+
+/* ---- q8_0 and q4_0: sixteen rows per pass ---- */
+
+/* acc + the four-byte dot products of u (unsigned) and s (signed) per int32
+ * lane: vpdpbusd, or its AVX-512BW equivalent when every pair sum of u*s fits
+ * int16 (callers guarantee it). */
+ALWAYS_INLINE __m512i dp4(int VNNI, __m512i acc, __m512i u, __m512i s) {
+    if (VNNI) return _mm512_dpbusd_epi32(acc, u, s);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+}
+
+/* Four bytes of each of sixteen rows: lane r from p + idx[r] (GATHER, row-major
+ * weights) or lane r of the 64 bytes at p (X16). */
+ALWAYS_INLINE __m512i load16(int GATHER, const uint8_t *p, __m512i idx) {
+    return GATHER ? _mm512_i32gather_epi32(idx, p, 1) : _mm512_loadu_si512(p);
+}
+
+/* The sixteen rows' fp16 block scales as floats: contiguous in X16, or each
+ * row's first two block bytes, gathered. */
+ALWAYS_INLINE __m512 scales16(int GATHER, const uint8_t *base, __m512i idx) {
+    if (!GATHER) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)base));
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(idx, base, 1)));
+}
+
+/*
+ * out[k], lane r = dot(row r, token t0 + k) for k < NT, rows r = 0..15 of a
+ * group: X16 blocks from w0 (GATHER = 0), or row-major rows at w0 + idx[r]
+ * (GATHER = 1). Q4 selects q4_0 (else q8_0), VNNI vpdpbusd (else maddubs).
+ * Activation chunk j (codes 4j..4j+3) meets weight chunk j: q8_0's chunk j,
+ * or q4_0's low nibbles of packed chunk j (codes 4j..) for j < 4 and the
+ * high nibbles of packed chunk j - 4 (codes 16 + 4(j-4)..) for j >= 4.
+ */
+ALWAYS_INLINE void rows16(int VNNI, int Q4, int GATHER, const uint8_t *w0, __m512i idx, const kern_act *a, int t0,
+                          int NT, __m512 out[8]) {
+    const int64_t nb = a->n / 32;
+    const size_t bs = Q4 ? 18 : 34;
+    const __m512i low4 = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
+    const int offset = Q4 ? 8 : VNNI ? 128 : 0; /* what the unsigned weights carry */
+    __m512 acc[8];
+    const int8_t *x[8];
+    const float *dx[8];
+    const int16_t *bsum[8];
+    UNROLL8 for (int k = 0; k < NT; k++) {
+        acc[k] = _mm512_setzero_ps();
+        x[k] = a->qs + (size_t)(t0 + k) * (size_t)a->n;
+        dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
+        bsum[k] = a->bsum + (size_t)(t0 + k) * (size_t)nb;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *base = w0 + (size_t)b * (GATHER ? bs : 16 * bs);
+        const uint8_t *codes = base + (GATHER ? 2 : 32);
+        const size_t step = GATHER ? 4 : 64; /* from one chunk to the next */
+        if (NT == 1 && !GATHER) /* decode streams the weights once: ask for them early */
+            for (size_t o = 0; o < 16 * bs; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
+        __m512 dw = scales16(GATHER, base, idx);
+        __m512i u[8];
+        __mmask64 neg[8] = {0};
+        if (Q4) {
+            UNROLL8 for (int c = 0; c < 4; c++) {
+                __m512i raw = load16(GATHER, codes + step * (size_t)c, idx);
+                u[c] = _mm512_and_si512(raw, low4);
+                u[4 + c] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+            }
+        } else {
+            UNROLL8 for (int c = 0; c < 8; c++) {
+                __m512i raw = load16(GATHER, codes + step * (size_t)c, idx);
+                if (VNNI) u[c] = _mm512_xor_si512(raw, _mm512_set1_epi8((char)0x80));
+                else {
+                    neg[c] = _mm512_movepi8_mask(raw);
+                    u[c] = _mm512_abs_epi8(raw);
+                }
+            }
+        }
+        UNROLL8 for (int k = 0; k < NT; k++) {
+            const int8_t *xb = x[k] + b * 32;
+            __m512i s0 = zero, s1 = zero;
+            UNROLL8 for (int j = 0; j < 8; j++) {
+                int32_t four;
+                memcpy(&four, xb + 4 * j, 4);
+                __m512i xs = _mm512_set1_epi32(four);
+                if (!Q4 && !VNNI) xs = _mm512_mask_sub_epi8(xs, neg[j], zero, xs);
+                if (j & 1) s1 = dp4(VNNI, s1, u[j], xs);
+                else s0 = dp4(VNNI, s0, u[j], xs);
+            }
+            __m512i s = _mm512_add_epi32(s0, s1);
+            if (offset) s = _mm512_sub_epi32(s, _mm512_set1_epi32(offset * bsum[k][b]));
+            acc[k] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(dx[k][b])), _mm512_cvtepi32_ps(s), acc[k]);
+        }
+    }
+    UNROLL8 for (int k = 0; k < NT; k++) out[k] = acc[k];
+}
+
+/* Rows r0..r1 in groups of sixteen, tokens eight, then four, then one at a
+ * time. X16 (GATHER = 0): r0 and r1 are multiples of 16 and group g starts at
+ * w + 16 g rb. Row-major (GATHER = 1): a short last group repeats its final
+ * row in the unused lanes, which are not stored. */
+ALWAYS_INLINE void gemm16(int VNNI, int Q4, int GATHER, const uint8_t *w, size_t rb, int64_t r0, int64_t r1,
+                          const kern_act *a, float *y, int64_t ldy) {
+    assert(GATHER || (r0 % 16 == 0 && r1 % 16 == 0));
+    assert(!GATHER || rb * 15 <= 0x7fffffff);
+    for (int64_t r = r0; r < r1; r += 16) {
+        int nr = r1 - r < 16 ? (int)(r1 - r) : 16;
+        __mmask16 keep = (__mmask16)((1u << nr) - 1);
+        int32_t off[16];
+        for (int i = 0; i < 16; i++) off[i] = (int32_t)((size_t)(i < nr ? i : nr - 1) * rb);
+        __m512i idx = _mm512_loadu_si512(off);
+        const uint8_t *w0 = w + (size_t)r * rb;
+        __m512 acc[8];
+        int t = 0;
+#define TOKENS(NT_)                                                                         \
+    do {                                                                                    \
+        rows16(VNNI, Q4, GATHER, w0, idx, a, t, NT_, acc);                                  \
+        for (int k = 0; k < NT_; k++)                                                       \
+            _mm512_mask_storeu_ps(y + (size_t)(t + k) * (size_t)ldy + (size_t)r, keep, acc[k]); \
+        t += NT_;                                                                           \
+    } while (0)
+        while (t + 8 <= a->T) TOKENS(8);
+        while (t + 4 <= a->T) TOKENS(4);
+        while (t < a->T) TOKENS(1);
+#undef TOKENS
+    }
+}
+
+/* The X16 gemms, at every token count (decode and prefill agree bit for bit). */
+static void gemm_q8_0_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    gemm16(0, 0, 0, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_q4_0_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    gemm16(0, 1, 0, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_q8_0_x16_vnni(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                               int64_t ldy) {
+    gemm16(1, 0, 0, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_q4_0_x16_vnni(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                               int64_t ldy) {
+    gemm16(1, 1, 0, w, rb, r0, r1, a, y, ldy);
+}
+
+/* Row-major weights: prefill (four tokens or more) gathers into the sixteen-row
+ * kernel, so it gives the X16 kernel's bits; decode takes AVX2's row kernels
+ * (the tables' dot), which need no gather. */
+#define DEFINE_ROWS_GEMM(name, VNNI, Q4, TYPE)                                                                     \
+    static void name(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) { \
+        if (a->T >= 4) gemm16(VNNI, Q4, 1, w, rb, r0, r1, a, y, ldy);                                              \
+        else kern_avx2_ops.gemm[TYPE](w, rb, r0, r1, a, y, ldy);                                                   \
+    }
+DEFINE_ROWS_GEMM(gemm_q8_0_rows, 0, 0, CX_TYPE_Q8_0)
+DEFINE_ROWS_GEMM(gemm_q4_0_rows, 0, 1, CX_TYPE_Q4_0)
+DEFINE_ROWS_GEMM(gemm_q8_0_rows_vnni, 1, 0, CX_TYPE_Q8_0)
+DEFINE_ROWS_GEMM(gemm_q4_0_rows_vnni, 1, 1, CX_TYPE_Q4_0)
+#undef DEFINE_ROWS_GEMM
+
+/* ---- f32 and f16 weights against float activations ---- */
+
+/* Sixteen weights from column i (m: which lanes; the rest read as zero and
+ * are not touched in memory). */
+ALWAYS_INLINE __m512 load_w16(const uint8_t *row, int f16, int64_t i, __mmask16 m) {
+    if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
+    return _mm512_maskz_loadu_ps(m, (const float *)row + i);
+}
+
+/*
+ * NR (1..4) rows against NT (1..3) tokens of float activations, two
+ * accumulators per pair (columns 32i..32i+15 and 32i+16..32i+31), the tail
+ * through masked loads (no scalar loop), the pair's sum reduced last. The
+ * arithmetic of a pair does not depend on NR or NT, so the gemm equals the
+ * dot bit for bit. Four rows by three tokens: 24 accumulators, four weights
+ * and one activation of the 32 registers; seven loads per twelve FMAs.
+ */
+ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int f16, const kern_act *a, int t0, int NT,
+                              float out[4][3]) {
+    const int64_t n = a->n;
+    __m512 acc[4][3][2];
+    const float *x[3];
+    UNROLL8 for (int k = 0; k < NT; k++) x[k] = a->f + (size_t)(t0 + k) * (size_t)n;
+    UNROLL8 for (int r = 0; r < NR; r++) UNROLL8 for (int k = 0; k < NT; k++) acc[r][k][0] = acc[r][k][1] = _mm512_setzero_ps();
+#define FLOAT_STEP(i_, h, m)                                                                          \
+    do {                                                                                              \
+        __m512 wv[4];                                                                                 \
+        UNROLL8 for (int r = 0; r < NR; r++) wv[r] = load_w16(row[r], f16, (i_), (m));                \
+        UNROLL8 for (int k = 0; k < NT; k++) {                                                        \
+            __m512 xv = _mm512_maskz_loadu_ps((m), x[k] + (i_));                                      \
+            UNROLL8 for (int r = 0; r < NR; r++) acc[r][k][h] = _mm512_fmadd_ps(wv[r], xv, acc[r][k][h]); \
+        }                                                                                             \
+    } while (0)
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        FLOAT_STEP(i, 0, (__mmask16)0xffff);
+        FLOAT_STEP(i + 16, 1, (__mmask16)0xffff);
+    }
+    if (i + 16 <= n) {
+        FLOAT_STEP(i, 0, (__mmask16)0xffff);
+        i += 16;
+    }
+    if (i < n) FLOAT_STEP(i, 1, (__mmask16)((1u << (n - i)) - 1));
+#undef FLOAT_STEP
+    UNROLL8 for (int r = 0; r < NR; r++) UNROLL8 for (int k = 0; k < NT; k++)
+        out[r][k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][k][0], acc[r][k][1]));
+}
+
+/* One row, one token: the tile kernel at its smallest. */
+ALWAYS_INLINE float float_dot(const uint8_t *row, int f16, const kern_act *a, int t) {
+    const uint8_t *rows[4] = {row, row, row, row};
+    float o[4][3];
+    float_rows(rows, 1, f16, a, t, 1, o);
+    return o[0][0];
+}
+
+/* Rows in fours, tokens in threes; remainders with smaller tiles of the same kernel. */
+ALWAYS_INLINE void float_gemm(int f16, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                              int64_t ldy) {
+    float o[4][3];
+    int64_t r = r0;
+#define FLOAT_TILE(NR_, NT_)                                                                              \
+    do {                                                                                                  \
+        float_rows(rows, NR_, f16, a, t, NT_, o);                                                         \
+        for (int rr = 0; rr < NR_; rr++)                                                                  \
+            for (int k = 0; k < NT_; k++) y[(size_t)(t + k) * (size_t)ldy + (size_t)(r + rr)] = o[rr][k]; \
+    } while (0)
+    for (; r + 4 <= r1; r += 4) {
+        const uint8_t *rows[4] = {w + (size_t)r * rb, w + (size_t)(r + 1) * rb, w + (size_t)(r + 2) * rb,
+                                  w + (size_t)(r + 3) * rb};
+        int t = 0;
+        for (; t + 3 <= a->T; t += 3) FLOAT_TILE(4, 3);
+        for (; t < a->T; t++) FLOAT_TILE(4, 1);
+    }
+    for (; r < r1; r++) {
+        const uint8_t *rows[4] = {w + (size_t)r * rb, w + (size_t)r * rb, w + (size_t)r * rb, w + (size_t)r * rb};
+        int t = 0;
+        for (; t + 3 <= a->T; t += 3) FLOAT_TILE(1, 3);
+        for (; t < a->T; t++) FLOAT_TILE(1, 1);
+    }
+#undef FLOAT_TILE
+}
+
+static float dot_f32row(const void *row, const kern_act *a, int t) { return float_dot(row, 0, a, t); }
+static float dot_f16row(const void *row, const kern_act *a, int t) { return float_dot(row, 1, a, t); }
+static void gemm_f32(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    float_gemm(0, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_f16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    float_gemm(1, w, rb, r0, r1, a, y, ldy);
+}
+
+/* ---- activation quantization ---- */
+
+/*
+ * Q8_256 (the K-quant activations) with the scalar reference's exact codes,
+ * scales and sums (kern_quantize_act_scalar): the value of largest magnitude
+ * (the first one, on ties) gives iscale = -127 / max; codes are
+ * round-half-even(iscale * x) (cvtps under the default rounding mode, as
+ * nearbyintf) clamped to 127. Q8_32 is the AVX2 table's (already exact).
+ */
+static void quantize_act(const float *x, kern_act *a, int t) {
+    if (a->fmt != KERN_ACT_Q8_256) {
+        kern_avx2_ops.quantize_act(x, a, t);
+        return;
+    }
+    const int64_t n = a->n, nb = n / 256;
+    int8_t *q = a->qs + (size_t)t * (size_t)n;
+    float *d = a->d + (size_t)t * (size_t)nb;
+    int16_t *bs = a->bsum + (size_t)t * (size_t)(n / 16);
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * 256;
+        int8_t *qb = q + b * 256;
+        __m512 m = _mm512_setzero_ps();
+        for (int j = 0; j < 16; j++) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)));
+        float amax = _mm512_reduce_max_ps(m);
+        if (amax == 0.0f) {
+            d[b] = 0.0f;
+            memset(qb, 0, 256);
+            memset(bs + b * 16, 0, 16 * sizeof(int16_t));
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+            if (hit) {
+                max = xb[16 * j + __builtin_ctz(hit)];
+                break;
+            }
+        }
+        float iscale = -127.0f / max;
+        __m512 is = _mm512_set1_ps(iscale);
+        for (int j = 0; j < 16; j++) {
+            __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(is, _mm512_loadu_ps(xb + 16 * j)));
+            v = _mm512_min_epi32(v, _mm512_set1_epi32(127));
+            bs[b * 16 + j] = (int16_t)_mm512_reduce_add_epi32(v);
+            _mm_storeu_si128((__m128i *)(qb + 16 * j), _mm512_cvtsepi32_epi8(v));
+        }
+        d[b] = 1.0f / iscale;
+    }
+}
+
+/* ---- the tables' own entries (dispatch.c fills the rest from AVX2's) ---- */
+
+const kern_ops kern_avx512_part = {
+    .name = "avx512",
+    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row},
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows,
+             [CX_TYPE_Q4_0] = gemm_q4_0_rows},
+    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16},
+    .quantize_act = quantize_act,
+};
+
+const kern_ops kern_avx512vnni_part = {
+    .name = "avx512vnni",
+    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row},
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows_vnni,
+             [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni},
+    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni},
+    .quantize_act = quantize_act,
+};
