@@ -108,6 +108,10 @@ $(BUILD)/harness/%_avx2.o: harness/%_avx2.c $(HARNESS_HDR) $(wildcard engine/inc
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iharness $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
 
+$(BUILD)/harness/%_avx512.o: harness/%_avx512.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Iharness $(WARN) $(CFLAGS) $(ISA_AVX512) -c $< -o $@
+
 $(HLIB): $(HARNESS_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

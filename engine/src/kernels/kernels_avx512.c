@@ -7,8 +7,10 @@
  * them, and composes each from the AVX2 table with the entries below in place
  * (kern_avx512_part, kern_avx512vnni_part): q8_0/q4_0 in the sixteen-row
  * layout (KERN_LAYOUT_X16, kernels.h) and on row-major weights, f32/f16 with
- * 16-lane FMA, and the Q8_256 activation quantizer. Everything else (Q4_K,
- * Q6_K, attention, the elementwise operators, the Q8_32 quantizer) is AVX2's.
+ * 16-lane FMA, Q4_K/Q6_K 64 codes per step (kquant_avx512.c), and the Q8_256
+ * activation quantizer. Everything else (attention, the elementwise
+ * operators, the Q8_32 quantizer, q8_0/q4_0 decode on row-major weights) is
+ * AVX2's.
  *
  * q8_0 and q4_0, sixteen rows at a time. One 64-byte load of an X16 block is
  * four codes of each of sixteen rows, one row per int32 lane; the matching
@@ -35,6 +37,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "../kquant.h"
 #include "cortex.h"
 #include "kernels.h"
 
@@ -344,18 +347,21 @@ static void quantize_act(const float *x, kern_act *a, int t) {
 
 const kern_ops kern_avx512_part = {
     .name = "avx512",
-    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row},
+    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512,
+            [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows,
-             [CX_TYPE_Q4_0] = gemm_q4_0_rows},
+             [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx512, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx512},
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16},
     .quantize_act = quantize_act,
 };
 
 const kern_ops kern_avx512vnni_part = {
     .name = "avx512vnni",
-    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row},
+    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512,
+            [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows_vnni,
-             [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni},
+             [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni, [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx512,
+             [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx512},
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni},
     .quantize_act = quantize_act,
 };
