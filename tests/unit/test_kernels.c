@@ -155,9 +155,10 @@ static void test_dots(int type, const kern_ops *v) {
                 const kern_ops *k = tables[ti];
                 if (!k) continue;
                 /* A gemm of fewer than four tokens (decode) must equal the dot bit for
-                 * bit; a prefill gemm may sum in another order (the AVX2 q8_0/q4_0
-                 * eight-row kernel) and must then agree within the rounding bound
-                 * below. f32/f16 and K-quant gemms are exact at any T. */
+                 * bit; a prefill gemm may sum in another order (the eight- and
+                 * sixteen-row kernels of types with an interleaved layout) and must
+                 * then agree within the rounding bound below. Other gemms are exact
+                 * at any T. */
                 float *y = ys[ti];
                 if (k->gemm[type]) k->gemm[type](rows, rb, 0, R, &a, y, R);
                 else kern_gemm_generic(k, type, rows, rb, 0, R, &a, y, R);
@@ -173,7 +174,7 @@ static void test_dots(int type, const kern_ops *v) {
                         double dv = k->dot[type](rows + rb * (size_t)r, &a, t);
                         double tol = ((double)n / 16 + 16) * 0x1.0p-23 * abs_dot(type, rows + rb * (size_t)r, &a, t) + 1e-30;
                         close &= fabs(y[t * R + r] - dv) <= tol;
-                        if (type != CX_TYPE_Q8_0 && type != CX_TYPE_Q4_0) same &= y[t * R + r] == dv;
+                        if (!k->gemm_x8[type] && !k->gemm_x16[type]) same &= y[t * R + r] == dv;
                     }
                 }
                 CHECK(same, "%s %s n=%lld %s: gemm differs from dot", k->name, cx_type_name(type), (long long)n, fill_name[kind]);
@@ -253,6 +254,7 @@ static int check_repacked(const kern_ops *k, int type, int layout, int64_t n, co
     int group = kern_layout_group(layout);
     const char *lname = layout == KERN_LAYOUT_X16 ? "X16" : "X8";
     size_t rb = quant_row_bytes(type, n);
+
     uint8_t *packed = malloc(rb * RP_R), *scratch = malloc(rb * 16);
     memcpy(packed, rows, rb * RP_R);
     for (int gi = 0; gi < RP_R / group; gi++) {
@@ -265,6 +267,12 @@ static int check_repacked(const kern_ops *k, int type, int layout, int64_t n, co
     g(packed, rb, 0, RP_R, a, y, RP_R);
     CHECK(!memcmp(y1, y, sizeof(float) * RP_R * RP_T), "%s %s: %s gemm differs from the row-major gemm", k->name,
           cx_type_name(type), lname);
+    if (type == CX_TYPE_Q4_K) { /* its X16 kernel does the scalar reference's float arithmetic: equal bit for bit */
+        int exact = 1;
+        for (int t = 0; t < RP_T; t++)
+            for (int r = 0; r < RP_R; r++) exact &= y[t * RP_R + r] == kern_scalar_ops.dot[type](rows + rb * (size_t)r, a, t);
+        CHECK(exact, "%s %s: %s gemm differs from the scalar reference", k->name, cx_type_name(type), lname);
+    }
     /* the row-major kernel on a row count that is no multiple of the group: the same values */
     k->gemm[type](rows, rb, 0, RP_R - 5, a, y1, RP_R);
     int same = 1;
@@ -291,16 +299,17 @@ static int check_repacked(const kern_ops *k, int type, int layout, int64_t n, co
  * kernels sum each block the same way (exact int32, then fma(dw*dx, isum)),
  * so all of them must give the same bits. */
 static void test_repacked(int type) {
-    int64_t n = 288;
+    int64_t n = type == CX_TYPE_Q4_K ? 768 : 288;
+    int fmt = kern_act_format(type);
     size_t rb = quant_row_bytes(type, n);
     uint8_t *rows = malloc(rb * RP_R), *scratch = malloc(rb * 16);
     for (int r = 0; r < RP_R; r++) make_row(type, n, r % N_FILLS == FILL_ZERO ? FILL_RANDOM : r % N_FILLS, rows + rb * (size_t)r);
     CHECK(kern_repack_x8(CX_TYPE_F32, scratch, rb, n, scratch) == -1, "f32 has no X8 layout");
     CHECK(kern_repack_x16(CX_TYPE_F32, scratch, rb, n, scratch) == -1, "f32 has no X16 layout");
     float *x = malloc(sizeof(float) * (size_t)(n * RP_T));
-    void *mem = aligned_alloc(64, (kern_act_bytes(KERN_ACT_Q8_32, RP_T, n) + 63) & ~(size_t)63);
+    void *mem = aligned_alloc(64, (kern_act_bytes(fmt, RP_T, n) + 63) & ~(size_t)63);
     kern_act a;
-    kern_act_init(&a, KERN_ACT_Q8_32, RP_T, n, mem);
+    kern_act_init(&a, fmt, RP_T, n, mem);
     for (int t = 0; t < RP_T; t++) {
         fill(x + n * t, n, t % 3 == 2 ? FILL_EXTREME : FILL_RANDOM);
         kern_act_set(&kern_scalar_ops, &a, t, x + n * t);
@@ -451,6 +460,7 @@ static void run_all(void) {
     }
     test_repacked(CX_TYPE_Q8_0);
     test_repacked(CX_TYPE_Q4_0);
+    test_repacked(CX_TYPE_Q4_K);
 }
 
 TEST_MAIN(run_all())

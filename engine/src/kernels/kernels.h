@@ -146,6 +146,8 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
  * packed nibbles). One 64-byte load is then chunk c of all sixteen rows, one
  * int32 lane per row, against four activation codes broadcast to every lane:
  * each lane accumulates its row's block product with no horizontal sums.
+ * Q4_K: 4-byte word i of row r's 144-byte super-block at 64 i + 4 r (d and
+ * dmin, the packed scales, then the codes in 4-byte chunks).
  * Same bytes per group, in place; scratch holds 16 * row_bytes bytes.
  * Returns 0, or -1 for a type without an X16 layout.
  */

@@ -201,6 +201,130 @@ DEFINE_ROWS_GEMM(gemm_q8_0_rows_vnni, 1, 0, CX_TYPE_Q8_0)
 DEFINE_ROWS_GEMM(gemm_q4_0_rows_vnni, 1, 1, CX_TYPE_Q4_0)
 #undef DEFINE_ROWS_GEMM
 
+/* ---- Q4_K: sixteen rows per pass ---- */
+
+/*
+ * Q4_K in X16 (kern_repack_x16): 4-byte word i of row r's 144-byte block
+ * sits at 64 i + 4 r of the group's block, so one load is word i of all
+ * sixteen rows: word 0 the fp16 d and dmin, words 1-3 the packed scales and
+ * mins, words 4 + k the codes qs[4k..4k+3]. The scales unpack across the 16
+ * lanes with kquant_avx2.c's word arithmetic; sub-block j's codes (chunks
+ * 8(j/2)..8(j/2)+7, low nibbles for even j, high for odd) meet the
+ * activation codes 32j.. broadcast four at a time. Per row and super-block:
+ * isum = sum_j sc_j (q . a)_j and imin = sum_j m_j (sum of a over j), exact
+ * int32, then sum += (d*da)*isum - (dmin*da)*imin: the scalar reference's
+ * float operations, in its order, so each lane equals kq_dot_q4_k_scalar bit
+ * for bit. GATHER = 1 reads row-major rows through the same kernel.
+ */
+ALWAYS_INLINE void k4_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i idx, const kern_act *a, int t0, int NT,
+                             __m512 out[8]) {
+    const int64_t n = a->n, nb = n / 256;
+    const __m512i low4 = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
+    const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f),
+                  m2 = _mm512_set1_epi32(0x03030303), byte = _mm512_set1_epi32(0xff);
+    __m512 acc[8];
+    const int8_t *x[8];
+    const float *dx[8];
+    const int16_t *bsum[8];
+    UNROLL8 for (int k = 0; k < NT; k++) {
+        acc[k] = _mm512_setzero_ps();
+        x[k] = a->qs + (size_t)(t0 + k) * (size_t)n;
+        dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
+        bsum[k] = a->bsum + (size_t)(t0 + k) * (size_t)(n / 16);
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *base = w0 + (size_t)b * (GATHER ? 144 : 16 * 144);
+        const size_t word = GATHER ? 4 : 64; /* from one word of a row to the next */
+        if (NT == 1 && !GATHER)
+            for (size_t o = 0; o < 16 * 144; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
+        __m512i dd = load16(GATHER, base, idx);
+        __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+        __m512 dmw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+        __m512i u0 = load16(GATHER, base + word, idx), u1 = load16(GATHER, base + 2 * word, idx),
+                u2 = load16(GATHER, base + 3 * word, idx);
+        /* bytes of: scales 0..3, scales 4..7, mins 0..3, mins 4..7 (kq_scale_min_k4's bits) */
+        __m512i sc03 = _mm512_and_si512(u0, m6);
+        __m512i sc47 = _mm512_or_si512(_mm512_and_si512(u2, m4),
+                                       _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 6), m2), 4));
+        __m512i mn03 = _mm512_and_si512(u1, m6);
+        __m512i mn47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4),
+                                       _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), m2), 4));
+        __m512i isum[8], imin[8];
+        UNROLL8 for (int k = 0; k < NT; k++) isum[k] = imin[k] = zero;
+        for (int j = 0; j < 8; j++) {
+            const uint8_t *codes = base + (size_t)(4 + 8 * (j / 2)) * word;
+            __m512i v[8];
+            UNROLL8 for (int i = 0; i < 8; i++) {
+                __m512i raw = load16(GATHER, codes + (size_t)i * word, idx);
+                v[i] = _mm512_and_si512(j & 1 ? _mm512_srli_epi16(raw, 4) : raw, low4);
+            }
+            __m512i sc = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? sc03 : sc47, 8 * (j % 4)), byte);
+            __m512i mn = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? mn03 : mn47, 8 * (j % 4)), byte);
+            UNROLL8 for (int k = 0; k < NT; k++) {
+                const int8_t *xb = x[k] + b * 256 + 32 * j;
+                __m512i p0 = zero, p1 = zero;
+                UNROLL8 for (int i = 0; i < 8; i++) {
+                    int32_t four;
+                    memcpy(&four, xb + 4 * i, 4);
+                    if (i & 1) p1 = dp4(VNNI, p1, v[i], _mm512_set1_epi32(four));
+                    else p0 = dp4(VNNI, p0, v[i], _mm512_set1_epi32(four));
+                }
+                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(_mm512_add_epi32(p0, p1), sc));
+                const int16_t *bs = bsum[k] + b * 16 + 2 * j;
+                imin[k] = _mm512_add_epi32(imin[k], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bs[0] + bs[1])));
+            }
+        }
+        UNROLL8 for (int k = 0; k < NT; k++) {
+            __m512 da = _mm512_set1_ps(dx[k][b]);
+            __m512 t = _mm512_sub_ps(_mm512_mul_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(isum[k])),
+                                     _mm512_mul_ps(_mm512_mul_ps(dmw, da), _mm512_cvtepi32_ps(imin[k])));
+            acc[k] = _mm512_add_ps(acc[k], t);
+        }
+    }
+    UNROLL8 for (int k = 0; k < NT; k++) out[k] = acc[k];
+}
+
+/* Q4_K rows r0..r1 through k4_rows16, as gemm16 does for q8_0/q4_0. */
+ALWAYS_INLINE void k4_gemm16(int VNNI, int GATHER, const uint8_t *w, size_t rb, int64_t r0, int64_t r1,
+                             const kern_act *a, float *y, int64_t ldy) {
+    assert(GATHER || (r0 % 16 == 0 && r1 % 16 == 0));
+    assert(!GATHER || rb * 15 <= 0x7fffffff);
+    for (int64_t r = r0; r < r1; r += 16) {
+        int nr = r1 - r < 16 ? (int)(r1 - r) : 16;
+        __mmask16 keep = (__mmask16)((1u << nr) - 1);
+        int32_t off[16];
+        for (int i = 0; i < 16; i++) off[i] = (int32_t)((size_t)(i < nr ? i : nr - 1) * rb);
+        __m512i idx = _mm512_loadu_si512(off);
+        const uint8_t *w0 = w + (size_t)r * rb;
+        __m512 acc[8];
+        int t = 0;
+#define TOKENS(NT_)                                                                             do {                                                                                            k4_rows16(VNNI, GATHER, w0, idx, a, t, NT_, acc);                                           for (int k = 0; k < NT_; k++)                                                                   _mm512_mask_storeu_ps(y + (size_t)(t + k) * (size_t)ldy + (size_t)r, keep, acc[k]);         t += NT_;                                                                               } while (0)
+        while (t + 4 <= a->T) TOKENS(4);
+        while (t < a->T) TOKENS(1);
+#undef TOKENS
+    }
+}
+
+static void gemm_q4_k_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    k4_gemm16(0, 0, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_q4_k_x16_vnni(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                               int64_t ldy) {
+    k4_gemm16(1, 0, w, rb, r0, r1, a, y, ldy);
+}
+/* Row-major Q4_K: prefill gathers into the sixteen-row kernel (the X16 bits);
+ * decode takes the one-row kernel of kquant_avx512.c (the tables' dot). */
+static void gemm_q4_k_rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                           int64_t ldy) {
+    if (a->T >= 4) k4_gemm16(0, 1, w, rb, r0, r1, a, y, ldy);
+    else kq_gemm_q4_k_avx512(w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_q4_k_rows_vnni(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                                int64_t ldy) {
+    if (a->T >= 4) k4_gemm16(1, 1, w, rb, r0, r1, a, y, ldy);
+    else kq_gemm_q4_k_avx512(w, rb, r0, r1, a, y, ldy);
+}
+
 /* ---- f32 and f16 weights against float activations ---- */
 
 /* Sixteen weights from column i (m: which lanes; the rest read as zero and
@@ -350,8 +474,8 @@ const kern_ops kern_avx512_part = {
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512,
             [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows,
-             [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx512, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx512},
-    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16},
+             [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = gemm_q4_k_rows, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx512},
+    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16},
     .quantize_act = quantize_act,
 };
 
@@ -360,8 +484,9 @@ const kern_ops kern_avx512vnni_part = {
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512,
             [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows_vnni,
-             [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni, [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx512,
+             [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni, [CX_TYPE_Q4_K] = gemm_q4_k_rows_vnni,
              [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx512},
-    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni},
+    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,
+                 [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni},
     .quantize_act = quantize_act,
 };
