@@ -267,7 +267,7 @@ static int check_repacked(const kern_ops *k, int type, int layout, int64_t n, co
     g(packed, rb, 0, RP_R, a, y, RP_R);
     CHECK(!memcmp(y1, y, sizeof(float) * RP_R * RP_T), "%s %s: %s gemm differs from the row-major gemm", k->name,
           cx_type_name(type), lname);
-    if (type == CX_TYPE_Q4_K) { /* its X16 kernel does the scalar reference's float arithmetic: equal bit for bit */
+    if (type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K) { /* the scalar reference's float arithmetic: equal bit for bit */
         int exact = 1;
         for (int t = 0; t < RP_T; t++)
             for (int r = 0; r < RP_R; r++) exact &= y[t * RP_R + r] == kern_scalar_ops.dot[type](rows + rb * (size_t)r, a, t);
@@ -299,7 +299,7 @@ static int check_repacked(const kern_ops *k, int type, int layout, int64_t n, co
  * kernels sum each block the same way (exact int32, then fma(dw*dx, isum)),
  * so all of them must give the same bits. */
 static void test_repacked(int type) {
-    int64_t n = type == CX_TYPE_Q4_K ? 768 : 288;
+    int64_t n = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 768 : 288;
     int fmt = kern_act_format(type);
     size_t rb = quant_row_bytes(type, n);
     uint8_t *rows = malloc(rb * RP_R), *scratch = malloc(rb * 16);
@@ -461,6 +461,7 @@ static void run_all(void) {
     test_repacked(CX_TYPE_Q8_0);
     test_repacked(CX_TYPE_Q4_0);
     test_repacked(CX_TYPE_Q4_K);
+    test_repacked(CX_TYPE_Q6_K);
 }
 
 TEST_MAIN(run_all())

@@ -290,15 +290,18 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
 }
 
 int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch) {
-    if (type == CX_TYPE_Q4_K) { /* word i of row r's block at 64 i + 4 r */
+    if (type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K) { /* word i of row r's block at 64 i + 4 r */
+        size_t bs = type == CX_TYPE_Q4_K ? 144 : 210, words = bs / 4; /* Q6_K: 52 words, then d */
         int64_t nb = n / 256;
-        assert(row_bytes == (size_t)nb * 144);
+        assert(row_bytes == (size_t)nb * bs);
         memcpy(scratch, group, 16 * row_bytes);
         for (int64_t b = 0; b < nb; b++)
-            for (int r = 0; r < 16; r++)
-                for (size_t i = 0; i < 36; i++)
-                    memcpy(group + (size_t)b * 16 * 144 + (16 * i + (size_t)r) * 4,
-                           scratch + (size_t)r * row_bytes + (size_t)b * 144 + 4 * i, 4);
+            for (int r = 0; r < 16; r++) {
+                const uint8_t *src = scratch + (size_t)r * row_bytes + (size_t)b * bs;
+                uint8_t *dst = group + (size_t)b * 16 * bs;
+                for (size_t i = 0; i < words; i++) memcpy(dst + (16 * i + (size_t)r) * 4, src + 4 * i, 4);
+                if (type == CX_TYPE_Q6_K) memcpy(dst + 16 * 208 + 2 * (size_t)r, src + 208, 2);
+            }
         return 0;
     }
     size_t bs = repack_block_bytes(type), qb = bs - 2;

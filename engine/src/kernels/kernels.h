@@ -147,7 +147,8 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
  * int32 lane per row, against four activation codes broadcast to every lane:
  * each lane accumulates its row's block product with no horizontal sums.
  * Q4_K: 4-byte word i of row r's 144-byte super-block at 64 i + 4 r (d and
- * dmin, the packed scales, then the codes in 4-byte chunks).
+ * dmin, the packed scales, then the codes in 4-byte chunks); Q6_K: the same
+ * for the first 208 bytes of its 210 (ql, qh, scales), then the 16 fp16 d.
  * Same bytes per group, in place; scratch holds 16 * row_bytes bytes.
  * Returns 0, or -1 for a type without an X16 layout.
  */

@@ -140,67 +140,6 @@ ALWAYS_INLINE void rows16(int VNNI, int Q4, int GATHER, const uint8_t *w0, __m51
     UNROLL8 for (int k = 0; k < NT; k++) out[k] = acc[k];
 }
 
-/* Rows r0..r1 in groups of sixteen, tokens eight, then four, then one at a
- * time. X16 (GATHER = 0): r0 and r1 are multiples of 16 and group g starts at
- * w + 16 g rb. Row-major (GATHER = 1): a short last group repeats its final
- * row in the unused lanes, which are not stored. */
-ALWAYS_INLINE void gemm16(int VNNI, int Q4, int GATHER, const uint8_t *w, size_t rb, int64_t r0, int64_t r1,
-                          const kern_act *a, float *y, int64_t ldy) {
-    assert(GATHER || (r0 % 16 == 0 && r1 % 16 == 0));
-    assert(!GATHER || rb * 15 <= 0x7fffffff);
-    for (int64_t r = r0; r < r1; r += 16) {
-        int nr = r1 - r < 16 ? (int)(r1 - r) : 16;
-        __mmask16 keep = (__mmask16)((1u << nr) - 1);
-        int32_t off[16];
-        for (int i = 0; i < 16; i++) off[i] = (int32_t)((size_t)(i < nr ? i : nr - 1) * rb);
-        __m512i idx = _mm512_loadu_si512(off);
-        const uint8_t *w0 = w + (size_t)r * rb;
-        __m512 acc[8];
-        int t = 0;
-#define TOKENS(NT_)                                                                         \
-    do {                                                                                    \
-        rows16(VNNI, Q4, GATHER, w0, idx, a, t, NT_, acc);                                  \
-        for (int k = 0; k < NT_; k++)                                                       \
-            _mm512_mask_storeu_ps(y + (size_t)(t + k) * (size_t)ldy + (size_t)r, keep, acc[k]); \
-        t += NT_;                                                                           \
-    } while (0)
-        while (t + 8 <= a->T) TOKENS(8);
-        while (t + 4 <= a->T) TOKENS(4);
-        while (t < a->T) TOKENS(1);
-#undef TOKENS
-    }
-}
-
-/* The X16 gemms, at every token count (decode and prefill agree bit for bit). */
-static void gemm_q8_0_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    gemm16(0, 0, 0, w, rb, r0, r1, a, y, ldy);
-}
-static void gemm_q4_0_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    gemm16(0, 1, 0, w, rb, r0, r1, a, y, ldy);
-}
-static void gemm_q8_0_x16_vnni(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                               int64_t ldy) {
-    gemm16(1, 0, 0, w, rb, r0, r1, a, y, ldy);
-}
-static void gemm_q4_0_x16_vnni(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                               int64_t ldy) {
-    gemm16(1, 1, 0, w, rb, r0, r1, a, y, ldy);
-}
-
-/* Row-major weights: prefill (four tokens or more) gathers into the sixteen-row
- * kernel, so it gives the X16 kernel's bits; decode takes AVX2's row kernels
- * (the tables' dot), which need no gather. */
-#define DEFINE_ROWS_GEMM(name, VNNI, Q4, TYPE)                                                                     \
-    static void name(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) { \
-        if (a->T >= 4) gemm16(VNNI, Q4, 1, w, rb, r0, r1, a, y, ldy);                                              \
-        else kern_avx2_ops.gemm[TYPE](w, rb, r0, r1, a, y, ldy);                                                   \
-    }
-DEFINE_ROWS_GEMM(gemm_q8_0_rows, 0, 0, CX_TYPE_Q8_0)
-DEFINE_ROWS_GEMM(gemm_q4_0_rows, 0, 1, CX_TYPE_Q4_0)
-DEFINE_ROWS_GEMM(gemm_q8_0_rows_vnni, 1, 0, CX_TYPE_Q8_0)
-DEFINE_ROWS_GEMM(gemm_q4_0_rows_vnni, 1, 1, CX_TYPE_Q4_0)
-#undef DEFINE_ROWS_GEMM
-
 /* ---- Q4_K: sixteen rows per pass ---- */
 
 /*
@@ -284,9 +223,89 @@ ALWAYS_INLINE void k4_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
     UNROLL8 for (int k = 0; k < NT; k++) out[k] = acc[k];
 }
 
-/* Q4_K rows r0..r1 through k4_rows16, as gemm16 does for q8_0/q4_0. */
-ALWAYS_INLINE void k4_gemm16(int VNNI, int GATHER, const uint8_t *w, size_t rb, int64_t r0, int64_t r1,
-                             const kern_act *a, float *y, int64_t ldy) {
+/* ---- Q6_K: sixteen rows per pass ---- */
+
+/*
+ * Q6_K in X16 (kern_repack_x16): the first 208 bytes of each row's 210-byte
+ * super-block as 52 words, word i of row r at 64 i + 4 r (ql: words 0-31,
+ * qh: 32-47, the int8 scales: 48-51), then the sixteen fp16 d at 3328. Four
+ * codes of weights 128h + 32q + 4c.. (half h, quarter q, c < 8) are the
+ * nibble q / 2 of ql word 16h + 8(q % 2) + c with bits 2q, 2q+1 of qh word
+ * 32 + 8h + c above them: 0..63, unsigned, so (code - 32) . a = code . a -
+ * 32 * (sum of a). Per row and super-block isum = sum_j sc_j ((q - 32) . a)_j
+ * over the 16 sub-blocks of 16, exact int32, then sum += (d*da)*isum: the
+ * scalar reference's float operations, so each lane equals kq_dot_q6_k_scalar
+ * bit for bit. GATHER = 1 reads row-major rows (d gathered with the last
+ * two scales: bytes 206-209 of the block, never past its end).
+ */
+ALWAYS_INLINE void k6_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i idx, const kern_act *a, int t0, int NT,
+                             __m512 out[8]) {
+    const int64_t n = a->n, nb = n / 256;
+    const __m512i low4 = _mm512_set1_epi8(0x0f), two = _mm512_set1_epi8(0x03), zero = _mm512_setzero_si512();
+    __m512 acc[8];
+    const int8_t *x[8];
+    const float *dx[8];
+    const int16_t *bsum[8];
+    UNROLL8 for (int k = 0; k < NT; k++) {
+        acc[k] = _mm512_setzero_ps();
+        x[k] = a->qs + (size_t)(t0 + k) * (size_t)n;
+        dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
+        bsum[k] = a->bsum + (size_t)(t0 + k) * (size_t)(n / 16);
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *base = w0 + (size_t)b * (GATHER ? 210 : 16 * 210);
+        const size_t word = GATHER ? 4 : 64;
+        if (NT == 1 && !GATHER)
+            for (size_t o = 0; o < 16 * 210; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
+        __m512 dw = GATHER ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(load16(1, base + 206, idx), 16)))
+                           : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(base + 3328)));
+        __m512i isum[8];
+        UNROLL8 for (int k = 0; k < NT; k++) isum[k] = zero;
+        for (int hq = 0; hq < 8; hq++) { /* half h = hq / 4, quarter q = hq % 4: weights 32 hq .. 32 hq + 31 */
+            const int h = hq / 4, q = hq % 4;
+            __m512i v[8];
+            UNROLL8 for (int c = 0; c < 8; c++) {
+                __m512i ql = load16(GATHER, base + (size_t)(16 * h + 8 * (q % 2) + c) * word, idx);
+                __m512i qh = load16(GATHER, base + (size_t)(32 + 8 * h + c) * word, idx);
+                __m512i lo = _mm512_and_si512(q / 2 ? _mm512_srli_epi16(ql, 4) : ql, low4);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi32(qh, 2 * q), two);
+                v[c] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 4));
+            }
+            __m512i scw = load16(GATHER, base + (size_t)(48 + hq / 2) * word, idx); /* scales 4(hq/2) .. +3 */
+            /* sub-blocks 2 hq and 2 hq + 1: bytes 2(hq % 2) and 2(hq % 2) + 1 of that word, sign-extended */
+            __m512i sc0 = _mm512_srai_epi32(_mm512_slli_epi32(scw, 24 - 16 * (hq % 2)), 24);
+            __m512i sc1 = _mm512_srai_epi32(_mm512_slli_epi32(scw, 16 - 16 * (hq % 2)), 24);
+            UNROLL8 for (int k = 0; k < NT; k++) {
+                const int8_t *xb = x[k] + b * 256 + 32 * hq;
+                __m512i p0 = zero, p1 = zero;
+                UNROLL8 for (int c = 0; c < 8; c++) {
+                    int32_t four;
+                    memcpy(&four, xb + 4 * c, 4);
+                    if (c < 4) p0 = dp4(VNNI, p0, v[c], _mm512_set1_epi32(four));
+                    else p1 = dp4(VNNI, p1, v[c], _mm512_set1_epi32(four));
+                }
+                const int16_t *bs = bsum[k] + b * 16 + 2 * hq;
+                p0 = _mm512_sub_epi32(p0, _mm512_set1_epi32(32 * bs[0]));
+                p1 = _mm512_sub_epi32(p1, _mm512_set1_epi32(32 * bs[1]));
+                isum[k] = _mm512_add_epi32(isum[k], _mm512_add_epi32(_mm512_mullo_epi32(p0, sc0), _mm512_mullo_epi32(p1, sc1)));
+            }
+        }
+        UNROLL8 for (int k = 0; k < NT; k++)
+            acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(dx[k][b])), _mm512_cvtepi32_ps(isum[k])));
+    }
+    UNROLL8 for (int k = 0; k < NT; k++) out[k] = acc[k];
+}
+
+/* ---- the sixteen-row gemms ---- */
+
+enum { X16_Q8_0, X16_Q4_0, X16_Q4_K, X16_Q6_K };
+
+/* Rows r0..r1 of a KIND matrix in groups of sixteen, tokens eight, then four,
+ * then one at a time. X16 (GATHER = 0): r0 and r1 are multiples of 16 and
+ * group g starts at w + 16 g rb. Row-major (GATHER = 1): a short last group
+ * repeats its final row in the unused lanes, which are not stored. */
+ALWAYS_INLINE void gemm16(int KIND, int VNNI, int GATHER, const uint8_t *w, size_t rb, int64_t r0, int64_t r1,
+                          const kern_act *a, float *y, int64_t ldy) {
     assert(GATHER || (r0 % 16 == 0 && r1 % 16 == 0));
     assert(!GATHER || rb * 15 <= 0x7fffffff);
     for (int64_t r = r0; r < r1; r += 16) {
@@ -298,32 +317,46 @@ ALWAYS_INLINE void k4_gemm16(int VNNI, int GATHER, const uint8_t *w, size_t rb, 
         const uint8_t *w0 = w + (size_t)r * rb;
         __m512 acc[8];
         int t = 0;
-#define TOKENS(NT_)                                                                             do {                                                                                            k4_rows16(VNNI, GATHER, w0, idx, a, t, NT_, acc);                                           for (int k = 0; k < NT_; k++)                                                                   _mm512_mask_storeu_ps(y + (size_t)(t + k) * (size_t)ldy + (size_t)r, keep, acc[k]);         t += NT_;                                                                               } while (0)
+#define TOKENS(NT_)                                                                                  \
+    do {                                                                                             \
+        if (KIND == X16_Q4_K) k4_rows16(VNNI, GATHER, w0, idx, a, t, NT_, acc);                      \
+        else if (KIND == X16_Q6_K) k6_rows16(VNNI, GATHER, w0, idx, a, t, NT_, acc);                 \
+        else rows16(VNNI, KIND == X16_Q4_0, GATHER, w0, idx, a, t, NT_, acc);                        \
+        for (int k = 0; k < NT_; k++)                                                                \
+            _mm512_mask_storeu_ps(y + (size_t)(t + k) * (size_t)ldy + (size_t)r, keep, acc[k]);      \
+        t += NT_;                                                                                    \
+    } while (0)
+        while (t + 8 <= a->T) TOKENS(8);
         while (t + 4 <= a->T) TOKENS(4);
         while (t < a->T) TOKENS(1);
 #undef TOKENS
     }
 }
 
-static void gemm_q4_k_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    k4_gemm16(0, 0, w, rb, r0, r1, a, y, ldy);
-}
-static void gemm_q4_k_x16_vnni(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                               int64_t ldy) {
-    k4_gemm16(1, 0, w, rb, r0, r1, a, y, ldy);
-}
-/* Row-major Q4_K: prefill gathers into the sixteen-row kernel (the X16 bits);
- * decode takes the one-row kernel of kquant_avx512.c (the tables' dot). */
-static void gemm_q4_k_rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                           int64_t ldy) {
-    if (a->T >= 4) k4_gemm16(0, 1, w, rb, r0, r1, a, y, ldy);
-    else kq_gemm_q4_k_avx512(w, rb, r0, r1, a, y, ldy);
-}
-static void gemm_q4_k_rows_vnni(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                                int64_t ldy) {
-    if (a->T >= 4) k4_gemm16(1, 1, w, rb, r0, r1, a, y, ldy);
-    else kq_gemm_q4_k_avx512(w, rb, r0, r1, a, y, ldy);
-}
+/*
+ * Each type's X16 gemm (every token count: decode and prefill agree bit for
+ * bit) and row-major gemm: prefill (four tokens or more) gathers into the
+ * same sixteen-row kernel, so it gives the X16 bits; decode takes the
+ * one-row kernels (AVX2's for q8_0/q4_0, kquant_avx512.c's for the K-quants:
+ * the tables' dot), which need no gather.
+ */
+#define DEFINE_GEMMS(KIND, VNNI, x16, rows, one_row)                                                               \
+    static void x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) { \
+        gemm16(KIND, VNNI, 0, w, rb, r0, r1, a, y, ldy);                                                           \
+    }                                                                                                              \
+    static void rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) { \
+        if (a->T >= 4) gemm16(KIND, VNNI, 1, w, rb, r0, r1, a, y, ldy);                                            \
+        else one_row(w, rb, r0, r1, a, y, ldy);                                                                    \
+    }
+DEFINE_GEMMS(X16_Q8_0, 0, gemm_q8_0_x16, gemm_q8_0_rows, kern_avx2_ops.gemm[CX_TYPE_Q8_0])
+DEFINE_GEMMS(X16_Q4_0, 0, gemm_q4_0_x16, gemm_q4_0_rows, kern_avx2_ops.gemm[CX_TYPE_Q4_0])
+DEFINE_GEMMS(X16_Q4_K, 0, gemm_q4_k_x16, gemm_q4_k_rows, kq_gemm_q4_k_avx512)
+DEFINE_GEMMS(X16_Q6_K, 0, gemm_q6_k_x16, gemm_q6_k_rows, kq_gemm_q6_k_avx512)
+DEFINE_GEMMS(X16_Q8_0, 1, gemm_q8_0_x16_vnni, gemm_q8_0_rows_vnni, kern_avx2_ops.gemm[CX_TYPE_Q8_0])
+DEFINE_GEMMS(X16_Q4_0, 1, gemm_q4_0_x16_vnni, gemm_q4_0_rows_vnni, kern_avx2_ops.gemm[CX_TYPE_Q4_0])
+DEFINE_GEMMS(X16_Q4_K, 1, gemm_q4_k_x16_vnni, gemm_q4_k_rows_vnni, kq_gemm_q4_k_avx512)
+DEFINE_GEMMS(X16_Q6_K, 1, gemm_q6_k_x16_vnni, gemm_q6_k_rows_vnni, kq_gemm_q6_k_avx512)
+#undef DEFINE_GEMMS
 
 /* ---- f32 and f16 weights against float activations ---- */
 
@@ -474,8 +507,9 @@ const kern_ops kern_avx512_part = {
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512,
             [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows,
-             [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = gemm_q4_k_rows, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx512},
-    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16},
+             [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = gemm_q4_k_rows, [CX_TYPE_Q6_K] = gemm_q6_k_rows},
+    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16,
+                 [CX_TYPE_Q6_K] = gemm_q6_k_x16},
     .quantize_act = quantize_act,
 };
 
@@ -485,8 +519,8 @@ const kern_ops kern_avx512vnni_part = {
             [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows_vnni,
              [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni, [CX_TYPE_Q4_K] = gemm_q4_k_rows_vnni,
-             [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx512},
+             [CX_TYPE_Q6_K] = gemm_q6_k_rows_vnni},
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,
-                 [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni},
+                 [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni, [CX_TYPE_Q6_K] = gemm_q6_k_x16_vnni},
     .quantize_act = quantize_act,
 };
