@@ -69,13 +69,18 @@ $(BUILD)/%.o: %.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -c $< -o $@
 
-# SIMD kernels: only files named *_avx2.c get the AVX2 instruction set; the
-# dispatcher (engine/src/kernels/dispatch.c) calls them only after CPUID says so,
-# so one binary runs on any x86-64. (An AVX-512 set would be *_avx512.c.)
+# SIMD kernels: only files named *_avx2.c get the AVX2 instruction set, only
+# *_avx512.c the AVX-512 one (F/BW/VL/DQ, VNNI, BF16); the dispatcher
+# (engine/src/kernels/dispatch.c) calls them only after CPUID says so, so one
+# binary runs on any x86-64.
 ISA_AVX2 = -mavx2 -mfma -mf16c
+ISA_AVX512 = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
 $(BUILD)/%_avx2.o: %_avx2.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
+$(BUILD)/%_avx512.o: %_avx512.c $(ENGINE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX512) -c $< -o $@
 
 $(LIB): $(ENGINE_OBJ)
 	@rm -f $@
@@ -105,6 +110,10 @@ $(BUILD)/harness/%.o: harness/%.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
 $(BUILD)/harness/%_avx2.o: harness/%_avx2.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
+
+$(BUILD)/harness/%_avx512.o: harness/%_avx512.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(CFLAGS) $(ISA_AVX512) -c $< -o $@
 
 $(HLIB): $(HARNESS_OBJ)
 	@rm -f $@
@@ -146,14 +155,17 @@ tsan:
 
 FUZZ_FLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-# The AVX2 kernel files need their ISA flags, so they are compiled apart.
-FUZZ_AVX2_OBJ = $(patsubst %.c,build-fuzz/obj/%.o,$(filter %_avx2.c,$(ENGINE_SRC)))
+# The SIMD kernel files need their ISA flags, so they are compiled apart.
+FUZZ_AVX2_OBJ = $(patsubst %.c,build-fuzz/obj/%.o,$(filter %_avx2.c %_avx512.c,$(ENGINE_SRC)))
 build-fuzz/obj/%_avx2.o: %_avx2.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX2) -c $< -o $@
+build-fuzz/obj/%_avx512.o: %_avx512.c $(ENGINE_HDR)
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX512) -c $< -o $@
 build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(ENGINE_HDR)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread $(shell pkg-config --libs libpcre2-8)
+	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c %_avx512.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread $(shell pkg-config --libs libpcre2-8)
 
 # The workload fuzzer needs the harness's parsers rather than the engine.
 build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)

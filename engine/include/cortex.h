@@ -82,9 +82,10 @@ typedef struct cx_model_info {
     uint64_t file_bytes;
     int main_type;            /* type of the attention/FFN matrices; if they mix types: CX_FTYPE_Q4_K_M
                                  for a Q4_K_M file, else the type holding most of their weights */
-    const char *weights_memory; /* "mmap", "hugepages" or "hugepages, repacked x8" (cx_model_params
-                                   weights and repack) */
-    const char *isa;          /* the kernel instruction set this model's passes run with ("scalar", "avx2") */
+    const char *weights_memory; /* "mmap", "hugepages", "hugepages, repacked x8" (AVX2) or "hugepages,
+                                   repacked x16" (AVX-512) (cx_model_params weights and repack) */
+    const char *isa;          /* the kernel instruction set this model's passes run with ("scalar", "avx2",
+                                 "avx512", "avx512vnni") */
     int vocab_only;           /* a GGUF without tensors: tokenizes, but sessions refuse it (n_layer etc. are 0) */
     const char *tokenizer;    /* tokenizer model: "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
     const char *tokenizer_pre;/* byte-level BPE: the pre-tokenizer's canonical name ("gpt-2", "llama-bpe", ...); else NULL */
@@ -119,11 +120,12 @@ enum {
  * CORTEX_REPACK and CORTEX_ISA (cx_model_params_from_env in cortex_env.h). */
 typedef struct cx_model_params {
     int weights;          /* CX_WEIGHTS_* (default CX_WEIGHTS_AUTO) */
-    int repack;           /* 1 (default): a huge-page copy's q8_0/q4_0 matrices are interleaved 8 rows at a
-                             time where the kernels read that faster (AVX2); 0: the file's layout, to measure
-                             what repacking buys */
-    const char *isa;      /* kernel instruction set: NULL or "auto" (default) the best this CPU runs; "scalar"
-                             or "avx2" force one, and loading fails (CX_EINVAL) if it is unknown or unavailable.
+    int repack;           /* 1 (default): a huge-page copy's q8_0/q4_0 matrices are interleaved 8 rows (AVX2)
+                             or 16 rows (AVX-512) at a time where the kernels read that faster; 0: the file's
+                             layout, to measure what repacking buys */
+    const char *isa;      /* kernel instruction set: NULL or "auto" (default) the best this CPU runs; "scalar",
+                             "avx2", "avx512" or "avx512vnni" force one, and loading fails (CX_EINVAL) if it is
+                             unknown or unavailable.
                              Per model: every session and batch of the model runs this table */
 } cx_model_params;
 
@@ -525,7 +527,7 @@ cx_kv_cache *cx_sched_cache(cx_sched *s);
 /* ---- kernels ------------------------------------------------------------ */
 
 /* The instruction set a model loaded with cx_model_params.isa = `isa` runs its
- * kernels with ("scalar", "avx2"; NULL or "auto": the best this CPU offers),
+ * kernels with ("scalar", "avx2", "avx512", "avx512vnni"; NULL or "auto": the best this CPU offers),
  * known before loading one (the harness records it). NULL, with a message in
  * err (CX_EINVAL), when `isa` is unknown or not available here. */
 const char *cx_isa_resolve(const char *isa, cx_err *err);

@@ -229,8 +229,11 @@ static void matmul_part(void *ctx, int i, int n) {
     if (r1 > j->rows) r1 = j->rows;
     if (r0 >= r1) return;
     const uint8_t *w = j->w->data;
-    kern_gemm_fn gemm = j->w->layout == KERN_LAYOUT_X8 ? j->k->gemm_x8[j->w->type] : j->k->gemm[j->w->type];
-    assert(gemm || j->w->layout == KERN_LAYOUT_ROWS);
+    int layout = j->w->layout;
+    kern_gemm_fn gemm = layout == KERN_LAYOUT_X16 ? j->k->gemm_x16[j->w->type]
+                        : layout == KERN_LAYOUT_X8 ? j->k->gemm_x8[j->w->type] : j->k->gemm[j->w->type];
+    assert(gemm || layout == KERN_LAYOUT_ROWS);
+    assert(ROW_CHUNK % kern_layout_group(layout) == 0 && TILE_ROWS % kern_layout_group(layout) == 0);
     /* Tiles of TILE_ROWS weight rows x TILE_TOKENS tokens: the rows (~128 KiB
      * of q8_0 at n_embd 2048) and the token tile's activations (~64 KiB) stay
      * in L2 while every pair is computed; untiled, each weight row streamed
@@ -373,7 +376,8 @@ static void view_layer(fwd_ws *w, const fwd_seg *g, int l) {
  */
 static void knob_extra(fwd_ws *s, const cx_weight *w) {
     int64_t left = (int64_t)((double)w->rows * s->slowdown_pct / 100.0 + 0.5);
-    if (w->layout == KERN_LAYOUT_X8) left = (left + 7) / 8 * 8; /* whole interleaved groups */
+    int64_t group = kern_layout_group(w->layout);
+    left = (left + group - 1) / group * group; /* whole interleaved groups */
     while (left > 0) {
         int64_t rows = left < w->rows ? left : w->rows;
         matmul_rows(s, w, rows, s->knob_y, 0);

@@ -112,6 +112,14 @@ void kq_gemm_q4_k_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r
                        int64_t ldy);
 void kq_gemm_q6_k_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                        int64_t ldy);
+/* The same with 512-bit registers (kquant_avx512.c; call only when the CPU has
+ * AVX-512 F/BW/VL/DQ): 64 codes per integer step, 16 float lanes; same bound. */
+float kq_dot_q4_k_avx512(const void *row, const kern_act *a, int t);
+float kq_dot_q6_k_avx512(const void *row, const kern_act *a, int t);
+void kq_gemm_q4_k_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                         int64_t ldy);
+void kq_gemm_q6_k_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                         int64_t ldy);
 #endif
 
 #endif

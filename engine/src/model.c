@@ -112,12 +112,13 @@ void model_unmap_file(const uint8_t *map, size_t size) {
 
 /*
  * Repack the matrices the selected kernel table reads faster interleaved
- * (kern->gemm_x8: q8_0/q4_0 under AVX2) into KERN_LAYOUT_X8, in place. Only
- * for a copied image (a file mapping is read-only and shared with the page
- * cache), only for row counts that are multiples of 8, never the token
+ * into KERN_LAYOUT_X16 (kern->gemm_x16: q8_0/q4_0 under AVX-512) or else
+ * KERN_LAYOUT_X8 (kern->gemm_x8: under AVX2), in place. Only for a copied
+ * image (a file mapping is read-only and shared with the page cache), only
+ * for row counts that are multiples of the group (16 or 8), never the token
  * embedding (embedding lookups read single rows; a tied classifier shares it).
  * cx_model_params.repack = 0 turns it off, to measure what it buys. No memory
- * is added: each group of eight rows keeps its bytes (one 8-row scratch during
+ * is added: each group of rows keeps its bytes (one 16-row scratch during
  * the pass). The model's own kernel table decides, so a scalar model is not
  * repacked.
  */
@@ -135,16 +136,24 @@ static void model_repack(cx_model *m, int repack) {
     size_t max_rb = 0;
     for (int i = 0; i < n; i++)
         if (list[i]->row_bytes > max_rb) max_rb = list[i]->row_bytes;
-    uint8_t *scratch = malloc(8 * max_rb);
+    uint8_t *scratch = malloc(16 * max_rb);
     if (!scratch) return;
     for (int i = 0; i < n; i++) {
         cx_weight *w = list[i];
-        if (!kern->gemm_x8[w->type] || w->rows % 8 || w->layout != KERN_LAYOUT_ROWS) continue;
+        if (w->layout != KERN_LAYOUT_ROWS) continue;
+        int layout = kern->gemm_x16[w->type] && w->rows % 16 == 0 ? KERN_LAYOUT_X16
+                     : kern->gemm_x8[w->type] && w->rows % 8 == 0 ? KERN_LAYOUT_X8 : KERN_LAYOUT_ROWS;
+        if (layout == KERN_LAYOUT_ROWS) continue;
+        int group = kern_layout_group(layout);
         uint8_t *base = (uint8_t *)(uintptr_t)w->data;
-        for (int64_t g = 0; g < w->rows / 8; g++)
-            kern_repack_x8(w->type, base + (size_t)g * 8 * w->row_bytes, w->row_bytes, w->cols, scratch);
-        w->layout = KERN_LAYOUT_X8;
+        for (int64_t g = 0; g < w->rows / group; g++) {
+            uint8_t *p = base + (size_t)g * (size_t)group * w->row_bytes;
+            if (layout == KERN_LAYOUT_X16) kern_repack_x16(w->type, p, w->row_bytes, w->cols, scratch);
+            else kern_repack_x8(w->type, p, w->row_bytes, w->cols, scratch);
+        }
+        w->layout = layout;
         m->n_repacked++;
+        m->repacked_layout = layout;
     }
     free(scratch);
 }
@@ -547,7 +556,10 @@ int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_mode
     model_repack(m, p.repack);
     model_seal(m);
     m->info.isa = m->kern->name;
-    m->info.weights_memory = m->map_copied ? (m->n_repacked ? "hugepages, repacked x8" : "hugepages") : "mmap";
+    m->info.weights_memory = !m->map_copied ? "mmap"
+                             : !m->n_repacked ? "hugepages"
+                             : m->repacked_layout == KERN_LAYOUT_X16 ? "hugepages, repacked x16"
+                                                                     : "hugepages, repacked x8";
     *out = m;
     return 0;
 }

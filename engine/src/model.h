@@ -22,7 +22,7 @@ typedef struct cx_weight {
     int type;
     int64_t rows, cols;
     size_t row_bytes;
-    int layout;          /* KERN_LAYOUT_ROWS (as in the file) or KERN_LAYOUT_X8 (repacked at load) */
+    int layout;          /* KERN_LAYOUT_ROWS (as in the file) or KERN_LAYOUT_X8 or X16 (repacked at load) */
 } cx_weight;
 
 typedef struct cx_layer {
@@ -47,7 +47,8 @@ struct cx_model {
     const uint8_t *map;  /* the model file, mapped or copied (read-only either way) */
     size_t map_size;
     int map_copied;      /* 1: a huge-page copy (model_load_file), 0: an mmap */
-    int n_repacked;      /* matrices repacked to KERN_LAYOUT_X8 at load */
+    int n_repacked;      /* matrices repacked to KERN_LAYOUT_X8 or X16 at load */
+    int repacked_layout; /* the layout of the last one repacked (for info.weights_memory) */
     const kern_ops *kern;/* the kernel table every pass over this model runs (cx_model_params.isa) */
     tok_vocab vocab;
     cx_weight tok_embd, output;

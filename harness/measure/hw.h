@@ -37,7 +37,8 @@ typedef struct hw_result {
     hw_fig read[2], copy[2], triad[2];          /* GB/s */
     hw_fig fp32_scalar[2], fp32_avx2[2];        /* GFLOP/s; avx2 NAN without AVX2+FMA */
     hw_fig int8_avx2[2];                        /* GOP/s; NAN without AVX2 */
-    char avx512[80], vnni[80];                  /* availability, in words */
+    hw_fig fp32_avx512[2], int8_vnni[2];        /* GFLOP/s, GOP/s; NAN without AVX-512 F, resp. AVX-512 VNNI */
+    char avx512[80], vnni[80];                  /* availability, in words, with the peak when measured */
     char notes[256];                            /* caveats (buffer near the cache size, ...) */
 } hw_result;
 

@@ -44,6 +44,8 @@ static void hw_print(FILE *out, const hw_result *r, const env_info *e) {
     hw_row(out, "fp32 scalar mul+add", r->fp32_scalar, "GFLOP/s");
     hw_row(out, "fp32 AVX2 FMA", r->fp32_avx2, "GFLOP/s");
     hw_row(out, "int8 AVX2 dot (maddubs+madd)", r->int8_avx2, "GOP/s");
+    if (!isnan(r->fp32_avx512[0].best)) hw_row(out, "fp32 AVX-512 FMA", r->fp32_avx512, "GFLOP/s");
+    if (!isnan(r->int8_vnni[0].best)) hw_row(out, "int8 AVX-512 VNNI dot (vpdpbusd)", r->int8_vnni, "GOP/s");
     fprintf(out, "\n- AVX-512: %s\n- VNNI (AVX-512 VNNI or AVX-VNNI): %s\n", r->avx512, r->vnni);
     if (r->notes[0]) fprintf(out, "- note: %s\n", r->notes);
 }

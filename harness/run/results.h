@@ -80,9 +80,9 @@ typedef struct run_meta {
     char build_type[16];
     char build_flags[256];
     char counter_mode[32];
-    char isa[16];           /* the engine's kernel instruction set (cx_isa): "scalar", "avx2"; "+hp"
-                             * when the weights sit in huge pages, "+hpx8" when also repacked
-                             * (cx_model_info.weights_memory) */
+    char isa[32];           /* the engine's kernel instruction set (cx_isa): "scalar", "avx2", "avx512",
+                             * "avx512vnni"; "+hp" when the weights sit in huge pages, "+hpx8" or
+                             * "+hpx16" when also repacked (cx_model_info.weights_memory) */
     int64_t hw_id;          /* the hw row the roofline figures came from; 0 = none */
     char cmdline[1024];
     char kv_config[256];    /* the KV cache configuration (kv_opts_config), schema v6 */

@@ -336,7 +336,9 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     /* Weights in huge pages decode faster than mapped ones: part of the
      * kernel configuration, so runs differing in it are not compared. */
     const char *wm = cx_model_get_info(model)->weights_memory;
-    if (!strncmp(wm, "hugepages", 9)) snprintf(meta.isa, sizeof meta.isa, "%s+hp%s", isa, strstr(wm, "repacked") ? "x8" : "");
+    if (!strncmp(wm, "hugepages", 9))
+        snprintf(meta.isa, sizeof meta.isa, "%s+hp%s", isa,
+                 strstr(wm, "repacked x16") ? "x16" : strstr(wm, "repacked") ? "x8" : "");
     cli_ensure_default_dir(o.db);
     store *db;
     if (store_open(o.db, &db, err, sizeof err)) {

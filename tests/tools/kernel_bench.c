@@ -1,10 +1,12 @@
 /*
- * kernel_bench.c - what each SIMD kernel buys: every kernel of the scalar
- * table and the AVX2 table timed on the shapes TinyLlama-1.1B gives them, in
- * one process, interleaved (scalar, avx2, scalar, ...), median of 7 rounds of
+ * kernel_bench.c - what each SIMD kernel buys: every kernel of two tables
+ * (default: scalar and avx2) timed on the shapes TinyLlama-1.1B gives them, in
+ * one process, interleaved (base, other, base, ...), median of 7 rounds of
  * at least 20 ms each. Prints a markdown table of ns per call and the ratio.
+ * q8_0/q4_0 weights are repacked for each table as a model would be (X16
+ * where the table has gemm_x16, else X8 where it has gemm_x8).
  * A benchmark, not a test: nothing here passes or fails.
- *   build/tests/kernel_bench [--quick]
+ *   build/tests/kernel_bench [--quick] [--base ISA] [--isa ISA]
  * Matrix shapes are 256 rows x 2048 columns (the rows fit in L2, so this
  * measures arithmetic, not memory; memory-bound decode is cortex-bench's job).
  */
@@ -35,7 +37,7 @@ enum { ROWS = 256, COLS = 2048, TOK = 32, FF = 5632, VOCAB = 32000, HEADS = 32, 
 
 typedef struct bench_ctx {
     const kern_ops *k;
-    int type, T;
+    int type, T, layout;
     uint8_t *w;
     size_t rb;
     kern_act *act;
@@ -48,7 +50,9 @@ typedef void (*bench_fn)(bench_ctx *c);
 static void b_gemm(bench_ctx *c) {
     kern_act a = *c->act;
     a.T = c->T;
-    if (c->k->gemm[c->type]) c->k->gemm[c->type](c->w, c->rb, 0, ROWS, &a, c->y, ROWS);
+    if (c->layout == KERN_LAYOUT_X16) c->k->gemm_x16[c->type](c->w, c->rb, 0, ROWS, &a, c->y, ROWS);
+    else if (c->layout == KERN_LAYOUT_X8) c->k->gemm_x8[c->type](c->w, c->rb, 0, ROWS, &a, c->y, ROWS);
+    else if (c->k->gemm[c->type]) c->k->gemm[c->type](c->w, c->rb, 0, ROWS, &a, c->y, ROWS);
     else kern_gemm_generic(c->k, c->type, c->w, c->rb, 0, ROWS, &a, c->y, ROWS);
 }
 static void b_quant(bench_ctx *c) { c->k->quantize_act(c->x, c->act, 0); }
@@ -87,13 +91,38 @@ static double time_fn(bench_fn fn, bench_ctx *c, int rounds, double min_s, doubl
     return out[rounds / 2];
 }
 
+/* A copy of the row-major weights w (ROWS rows of rb bytes) in the layout
+ * table k's model would use for `type`; *layout says which. */
+static uint8_t *weights_for(const kern_ops *k, int type, const uint8_t *w, size_t rb, int *layout) {
+    uint8_t *p = malloc(rb * ROWS), *scratch = malloc(rb * 16);
+    memcpy(p, w, rb * ROWS);
+    *layout = k->gemm_x16[type] ? KERN_LAYOUT_X16 : k->gemm_x8[type] ? KERN_LAYOUT_X8 : KERN_LAYOUT_ROWS;
+    int g = kern_layout_group(*layout);
+    for (int r = 0; r < ROWS && g > 1; r += g) {
+        if (g == 16) kern_repack_x16(type, p + (size_t)r * rb, rb, COLS, scratch);
+        else kern_repack_x8(type, p + (size_t)r * rb, rb, COLS, scratch);
+    }
+    free(scratch);
+    return p;
+}
+
 int main(int argc, char **argv) {
-    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    int quick = 0;
+    const char *base = "scalar", *isa = "avx2";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--base") && i + 1 < argc) base = argv[++i];
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
+        else {
+            fprintf(stderr, "kernel_bench: unknown argument '%s' (usage: [--quick] [--base ISA] [--isa ISA])\n", argv[i]);
+            return 2;
+        }
+    }
     int rounds = quick ? 3 : 7;
     double min_s = quick ? 0.005 : 0.02;
-    const kern_ops *sc = kern_table("scalar"), *av = kern_table("avx2");
-    if (!av) {
-        printf("AVX2 table not available on this CPU (%s): nothing to compare\n", kern_cpu_features());
+    const kern_ops *sc = kern_table(base), *av = kern_table(isa);
+    if (!av || !sc) {
+        printf("table %s not available on this CPU (%s): nothing to compare\n", av ? base : isa, kern_cpu_features());
         return 0;
     }
     bench_ctx c = {0};
@@ -112,18 +141,18 @@ int main(int argc, char **argv) {
     for (int i = 0; i < HD / 2; i++) inv[i] = 1.0 / pow(10000.0, 2.0 * i / HD);
     kern_rope_table(c.cs, HD, 100, inv);
 
-    printf("| kernel | shape | scalar ns/call | avx2 ns/call | speed-up |\n|---|---|---:|---:|---:|\n");
+    printf("| kernel | shape | %s ns/call | %s ns/call | speed-up |\n|---|---|---:|---:|---:|\n", sc->name, av->name);
     int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K};
     double s_buf[9], a_buf[9];
     for (int ti = 0; ti < 6; ti++) {
         int type = types[ti], fmt = kern_act_format(type);
         c.type = type;
         c.rb = quant_row_bytes(type, COLS);
-        c.w = malloc(c.rb * ROWS);
+        uint8_t *rowmajor = malloc(c.rb * ROWS);
         float *row = malloc(sizeof(float) * COLS);
         for (int r = 0; r < ROWS; r++) {
             for (int i = 0; i < COLS; i++) row[i] = rnd() * 0.05f;
-            quant_quantize_row(type, row, c.w + c.rb * (size_t)r, COLS);
+            quant_quantize_row(type, row, rowmajor + c.rb * (size_t)r, COLS);
         }
         free(row);
         size_t bytes = kern_act_bytes(fmt, TOK, COLS);
@@ -133,17 +162,22 @@ int main(int argc, char **argv) {
         a.f = c.x;
         for (int t = 0; t < TOK; t++) kern_act_set(sc, &a, t, c.x + (size_t)t * COLS);
         c.act = &a;
+        int lay[2];
+        uint8_t *wt[2] = {weights_for(sc, type, rowmajor, c.rb, &lay[0]), weights_for(av, type, rowmajor, c.rb, &lay[1])};
+        free(rowmajor);
         int Ts[2] = {1, TOK};
         for (int i = 0; i < 2; i++) {
             c.T = Ts[i];
-            c.k = sc;
+            c.k = sc, c.w = wt[0], c.layout = lay[0];
             double s = time_fn(b_gemm, &c, rounds, min_s, s_buf);
-            c.k = av;
+            c.k = av, c.w = wt[1], c.layout = lay[1];
             double v = time_fn(b_gemm, &c, rounds, min_s, a_buf);
             printf("| %s %s | %d x %d, %d token%s | %.0f | %.0f | %.1fx |\n", cx_type_name(type),
                    c.T == 1 ? "matvec (decode)" : "gemm (prefill)", ROWS, COLS, c.T, c.T == 1 ? "" : "s", s, v, s / v);
             fflush(stdout);
         }
+        free(wt[0]);
+        free(wt[1]);
         if (fmt != KERN_ACT_F32) {
             c.k = sc;
             double s = time_fn(b_quant, &c, rounds, min_s, s_buf);
@@ -152,7 +186,6 @@ int main(int argc, char **argv) {
             printf("| quantize activations (%s) | %d | %.0f | %.0f | %.1fx |\n", fmt == KERN_ACT_Q8_32 ? "q8 per 32" : "q8 per 256",
                    COLS, s, v, s / v);
         }
-        free(c.w);
         free(mem);
     }
     struct { const char *name, *shape; bench_fn fn; } ops[] = {

@@ -3,16 +3,18 @@
  *
  * CPUID says what the processor has (read once per process); XGETBV says
  * whether the OS saves the wide registers (an AVX2 CPU under an OS that does
- * not enable YMM state must not run AVX2 code). Each model gets its table at
- * load (cx_model_params.isa: the best by default; "scalar" or "avx2" force
- * one, for measuring each SIMD kernel's speed-up and for tests); asking for
- * one the CPU lacks is an error rather than a silent fallback, so a benchmark
- * never runs something other than what it says. There is no process-wide
- * table: two models of one process may run different instruction sets.
+ * not enable YMM state must not run AVX2 code; AVX-512 needs the opmask and
+ * ZMM states too: XCR0 bits 1, 2, 5, 6, 7). Each model gets its table at
+ * load (cx_model_params.isa: the best by default; "scalar", "avx2", "avx512"
+ * or "avx512vnni" force one, for measuring each SIMD kernel's speed-up and
+ * for tests); asking for one the CPU lacks is an error rather than a silent
+ * fallback, so a benchmark never runs something other than what it says.
+ * There is no process-wide table: two models of one process may run
+ * different instruction sets.
  *
- * AVX-512 (F/BW/VL) and VNNI are detected and reported, but have no kernels
- * yet: this machine cannot run them, and untested SIMD code is not shipped.
- * A kern_avx512_ops table would slot in at best_table().
+ * The AVX-512 tables are composed once: the AVX2 table, with the entries
+ * kernels_avx512.c overrides (kern_avx512_part, kern_avx512vnni_part).
+ * AVX-VNNI (256-bit VNNI without AVX-512) is detected and reported only.
  */
 #include <assert.h>
 #include <math.h>
@@ -30,10 +32,16 @@
 #define CX_X86 1
 #endif
 
-typedef struct cpu_caps { int sse42, avx, avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512vnni, os_ymm, os_zmm; } cpu_caps;
+typedef struct cpu_caps {
+    int sse42, avx, avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avxvnni;
+    int os_ymm, os_zmm;
+} cpu_caps;
 
 static cpu_caps caps;
-static char features[160];
+static char features[200];
+#ifdef CX_X86
+static kern_ops avx512_ops, avx512vnni_ops; /* composed in detect() */
+#endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 #ifdef CX_X86
@@ -45,7 +53,25 @@ static unsigned long long xgetbv0(void) {
 }
 #endif
 
-/* Fill caps and the feature string from CPUID leaves 1 and 7. */
+#ifdef CX_X86
+/* *dst = the AVX2 table with every non-NULL entry of `over` in its place. */
+static void compose(kern_ops *dst, const kern_ops *over) {
+    *dst = kern_avx2_ops;
+    dst->name = over->name;
+    for (int t = 0; t < KERN_NTYPES; t++) {
+        if (over->dot[t]) dst->dot[t] = over->dot[t];
+        if (over->gemm[t]) dst->gemm[t] = over->gemm[t];
+        if (over->gemm_x8[t]) dst->gemm_x8[t] = over->gemm_x8[t];
+        if (over->gemm_x16[t]) dst->gemm_x16[t] = over->gemm_x16[t];
+    }
+#define TAKE(f) if (over->f) dst->f = over->f
+    TAKE(quantize_act); TAKE(attn_scores); TAKE(attn_values); TAKE(exp_shift); TAKE(scale_f64); TAKE(rmsnorm);
+    TAKE(softmax); TAKE(rope); TAKE(swiglu); TAKE(argmax); TAKE(add);
+#undef TAKE
+}
+#endif
+
+/* Fill caps and the feature string from CPUID leaves 1, 7 and 7.1; compose the AVX-512 tables. */
 static void detect(void) {
 #ifdef CX_X86
     unsigned int a, b, c, d;
@@ -67,13 +93,23 @@ static void detect(void) {
         caps.avx512f = (b >> 16) & 1;
         caps.avx512bw = (b >> 30) & 1;
         caps.avx512vl = (b >> 31) & 1;
+        caps.avx512dq = (b >> 17) & 1;
         caps.avx512vnni = (c >> 11) & 1;
+        unsigned int max_sub = a;
+        if (max_sub >= 1) {
+            __cpuid_count(7, 1, a, b, c, d);
+            caps.avxvnni = (a >> 4) & 1;
+            caps.avx512bf16 = (a >> 5) & 1;
+        }
     }
+    compose(&avx512_ops, &kern_avx512_part);
+    compose(&avx512vnni_ops, &kern_avx512vnni_part);
 #endif
-    snprintf(features, sizeof features, "%s%s%s%s%s%s%s%s%s", caps.sse42 ? "sse4.2 " : "", caps.avx ? "avx " : "",
-             caps.avx2 ? "avx2 " : "", caps.fma ? "fma " : "", caps.f16c ? "f16c " : "",
+    snprintf(features, sizeof features, "%s%s%s%s%s%s%s%s%s%s%s%s", caps.sse42 ? "sse4.2 " : "",
+             caps.avx ? "avx " : "", caps.avx2 ? "avx2 " : "", caps.fma ? "fma " : "", caps.f16c ? "f16c " : "",
              caps.avx512f ? "avx512f " : "", caps.avx512bw ? "avx512bw " : "", caps.avx512vl ? "avx512vl " : "",
-             caps.avx512vnni ? "avx512vnni " : "");
+             caps.avx512dq ? "avx512dq " : "", caps.avx512vnni ? "avx512vnni " : "",
+             caps.avx512bf16 ? "avx512bf16 " : "", caps.avxvnni ? "avxvnni " : "");
     size_t len = strlen(features);
     if (len) features[len - 1] = 0;
     else snprintf(features, sizeof features, "none");
@@ -81,19 +117,43 @@ static void detect(void) {
 
 /* 1 if the AVX2 table can run here: the instructions and the OS's YMM state. */
 static int avx2_usable(void) { return caps.avx2 && caps.fma && caps.f16c && caps.os_ymm; }
+/* The AVX-512 table: F, BW, VL, DQ, the OS's ZMM and opmask state, and AVX2 (it reuses that table's kernels). */
+static int avx512_usable(void) {
+    return avx2_usable() && caps.avx512f && caps.avx512bw && caps.avx512vl && caps.avx512dq && caps.os_zmm;
+}
+static int avx512vnni_usable(void) { return avx512_usable() && caps.avx512vnni; }
+
+/* The features an instruction set needs that this CPU (or OS) lacks, in words, for errors and SKIP lines. */
+static const char *missing(const char *isa) {
+    if (!strcmp(isa, "avx2")) return !caps.avx2 ? "AVX2" : !caps.fma ? "FMA" : !caps.f16c ? "F16C" : "OS YMM state";
+    if (!avx2_usable()) return missing("avx2");
+    if (!caps.avx512f || !caps.avx512bw || !caps.avx512vl || !caps.avx512dq) return "AVX-512 F/BW/VL/DQ";
+    if (!caps.os_zmm) return "OS ZMM state (XCR0)";
+    if (!strcmp(isa, "avx512vnni") && !caps.avx512vnni) return "AVX-512 VNNI";
+    return "nothing";
+}
 
 const kern_ops *kern_table(const char *isa) {
     pthread_once(&once, detect);
     if (!strcmp(isa, "scalar")) return &kern_scalar_ops;
 #ifdef CX_X86
     if (!strcmp(isa, "avx2")) return avx2_usable() ? &kern_avx2_ops : NULL;
+    if (!strcmp(isa, "avx512")) return avx512_usable() ? &avx512_ops : NULL;
+    if (!strcmp(isa, "avx512vnni")) return avx512vnni_usable() ? &avx512vnni_ops : NULL;
 #endif
     return NULL;
 }
 
-/* The fastest table this CPU runs (AVX-512 would be checked first here). */
+const char *kern_missing(const char *isa) {
+    pthread_once(&once, detect);
+    return kern_table(isa) ? NULL : missing(isa);
+}
+
+/* The fastest table this CPU runs. */
 static const kern_ops *best_table(void) {
 #ifdef CX_X86
+    if (avx512vnni_usable()) return &avx512vnni_ops;
+    if (avx512_usable()) return &avx512_ops;
     if (avx2_usable()) return &kern_avx2_ops;
 #endif
     return &kern_scalar_ops;
@@ -108,17 +168,13 @@ int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_siz
         *out = best_table();
         return 0;
     }
-    if (!strcmp(isa, "avx512") || !strcmp(isa, "avx512vnni")) {
-        snprintf(msg, msg_size, "instruction set '%s': no AVX-512 kernels are built (they could not be tested on "
-                 "the development machine); use auto, scalar or avx2 (CPU has: %s)", isa, features);
-        return -1;
-    }
-    if (strcmp(isa, "scalar") && strcmp(isa, "avx2")) {
-        snprintf(msg, msg_size, "instruction set '%s' is not one of auto, scalar, avx2", isa);
+    if (strcmp(isa, "scalar") && strcmp(isa, "avx2") && strcmp(isa, "avx512") && strcmp(isa, "avx512vnni")) {
+        snprintf(msg, msg_size, "instruction set '%s' is not one of auto, scalar, avx2, avx512, avx512vnni", isa);
         return -1;
     }
     if (!(*out = kern_table(isa))) {
-        snprintf(msg, msg_size, "instruction set '%s': this CPU does not support it (CPU has: %s)", isa, features);
+        snprintf(msg, msg_size, "instruction set '%s': this CPU does not support it (no %s; CPU has: %s)", isa,
+                 missing(isa), features);
         return -1;
     }
     return 0;
@@ -209,12 +265,16 @@ void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row
     }
 }
 
+int kern_layout_group(int layout) { return layout == KERN_LAYOUT_X16 ? 16 : layout == KERN_LAYOUT_X8 ? 8 : 1; }
+
+/* Block size of a type with interleaved layouts (q8_0 34, q4_0 18), 0 for others. */
+static size_t repack_block_bytes(int type) {
+    return type == CX_TYPE_Q8_0 ? 34 : type == CX_TYPE_Q4_0 ? 18 : 0;
+}
+
 int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch) {
-    size_t bs, qb;
-    if (type == CX_TYPE_Q8_0) bs = 34;
-    else if (type == CX_TYPE_Q4_0) bs = 18;
-    else return -1;
-    qb = bs - 2;
+    size_t bs = repack_block_bytes(type), qb = bs - 2;
+    if (!bs) return -1;
     int64_t nb = n / 32;
     assert(row_bytes == (size_t)nb * bs);
     memcpy(scratch, group, 8 * row_bytes);
@@ -224,6 +284,37 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
             const uint8_t *src = scratch + (size_t)r * row_bytes + (size_t)b * bs;
             memcpy(dst + 2 * r, src, 2);
             memcpy(dst + 16 + (size_t)r * qb, src + 2, qb);
+        }
+    }
+    return 0;
+}
+
+int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch) {
+    if (type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K) { /* word i of row r's block at 64 i + 4 r */
+        size_t bs = type == CX_TYPE_Q4_K ? 144 : 210, words = bs / 4; /* Q6_K: 52 words, then d */
+        int64_t nb = n / 256;
+        assert(row_bytes == (size_t)nb * bs);
+        memcpy(scratch, group, 16 * row_bytes);
+        for (int64_t b = 0; b < nb; b++)
+            for (int r = 0; r < 16; r++) {
+                const uint8_t *src = scratch + (size_t)r * row_bytes + (size_t)b * bs;
+                uint8_t *dst = group + (size_t)b * 16 * bs;
+                for (size_t i = 0; i < words; i++) memcpy(dst + (16 * i + (size_t)r) * 4, src + 4 * i, 4);
+                if (type == CX_TYPE_Q6_K) memcpy(dst + 16 * 208 + 2 * (size_t)r, src + 208, 2);
+            }
+        return 0;
+    }
+    size_t bs = repack_block_bytes(type), qb = bs - 2;
+    if (!bs) return -1;
+    int64_t nb = n / 32;
+    assert(row_bytes == (size_t)nb * bs && qb % 4 == 0);
+    memcpy(scratch, group, 16 * row_bytes);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *dst = group + (size_t)b * 16 * bs;
+        for (int r = 0; r < 16; r++) {
+            const uint8_t *src = scratch + (size_t)r * row_bytes + (size_t)b * bs;
+            memcpy(dst + 2 * r, src, 2);
+            for (size_t c = 0; c < qb / 4; c++) memcpy(dst + 32 + (16 * c + (size_t)r) * 4, src + 2 + 4 * c, 4);
         }
     }
     return 0;

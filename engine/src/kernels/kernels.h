@@ -4,10 +4,11 @@
  * Every kernel exists once per instruction set: a scalar reference
  * (kernels_scalar.c, written for clarity and exact agreement with the block
  * formats in quant.h / kquant.h) and SIMD versions (kernels_avx2.c,
- * kquant_avx2.c; AVX-512/VNNI has a slot but no code: this machine cannot run
- * it). kern_select() picks a table (CPUID is read once per process); a model
+ * kquant_avx2.c; kernels_avx512.c for the "avx512" and "avx512vnni" tables,
+ * which take the AVX2 table's entries for what they do not override).
+ * kern_select() picks a table (CPUID is read once per process); a model
  * keeps the one it was loaded with and its passes call through it
- * (cx_model_params.isa may force "scalar" or "avx2").
+ * (cx_model_params.isa may force "scalar", "avx2", "avx512", "avx512vnni").
  *
  * Matrix products consume activations prepared once per matrix product
  * (kern_act): for quantized weights the activations are quantized to 8-bit
@@ -57,12 +58,15 @@ typedef void (*kern_gemm_fn)(const uint8_t *w, size_t row_bytes, int64_t r0, int
                              float *y, int64_t ldy);
 
 typedef struct kern_ops {
-    const char *name;                /* "scalar", "avx2" */
+    const char *name;                /* "scalar", "avx2", "avx512", "avx512vnni" */
     kern_dot_fn dot[KERN_NTYPES];    /* NULL: type not computable */
     kern_gemm_fn gemm[KERN_NTYPES];  /* NULL: kern_gemm_generic over dot */
     /* gemm over weights in the interleaved layout of kern_repack_x8 (NULL: the
      * table does not use it, so weights are not repacked for it). */
     kern_gemm_fn gemm_x8[KERN_NTYPES];
+    /* gemm over the sixteen-row layout of kern_repack_x16 (NULL: not used);
+     * a model is repacked to X16 where the table has it, else to X8. */
+    kern_gemm_fn gemm_x16[KERN_NTYPES];
     /* Quantize activation row t of a (fmt Q8_32 or Q8_256) from n floats x. */
     void (*quantize_act)(const float *x, kern_act *a, int t);
     /* Attention scores of one query against kn keys `stride` floats apart:
@@ -90,7 +94,7 @@ typedef struct kern_ops {
     void (*add)(float *y, const float *x, int n);
 } kern_ops;
 
-/* The table for instruction set `isa` ("scalar", "avx2"; NULL, "" or "auto":
+/* The table for instruction set `isa` ("scalar", "avx2", "avx512", "avx512vnni"; NULL, "" or "auto":
  * the best this CPU supports) in *out. Returns 0, or -1 with a message in msg
  * when isa is unknown or unavailable here. Thread-safe. A model keeps the
  * table it was loaded with (cx_model_params.isa); its passes call through it. */
@@ -100,6 +104,9 @@ int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_siz
 const kern_ops *kern_table(const char *isa);
 /* What the CPU offers, as "avx2 fma f16c" etc. (CPUID), for reports. */
 const char *kern_cpu_features(void);
+/* NULL if table `isa` runs here, else the first feature it needs that the CPU
+ * or OS lacks, in words ("AVX-512 VNNI"), for SKIP lines and errors. */
+const char *kern_missing(const char *isa);
 
 /* Activation format a weight type's kernels consume (KERN_ACT_*), -1 if none. */
 int kern_act_format(int type);
@@ -124,11 +131,28 @@ void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row
  * group as before, so a group stays where its rows were and nothing grows;
  * an eight-row kernel then reads the scales with one load instead of eight.
  */
-enum { KERN_LAYOUT_ROWS = 0, KERN_LAYOUT_X8 = 1 };
+enum { KERN_LAYOUT_ROWS = 0, KERN_LAYOUT_X8 = 1, KERN_LAYOUT_X16 = 2 };
+/* Rows per interleaved group of a layout: 1 (ROWS), 8 or 16. */
+int kern_layout_group(int layout);
 /* Repack one group of eight rows (8 * row_bytes bytes at `group`) of a q8_0
  * or q4_0 matrix with n columns into the X8 layout, in place; `scratch` holds
  * 8 * row_bytes bytes. Returns 0, or -1 for a type without an X8 layout. */
 int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch);
+/*
+ * KERN_LAYOUT_X16, for 512-bit integer dot products (vpdpbusd): sixteen rows
+ * interleaved block by block; for block b of rows 16g..16g+15 their sixteen
+ * fp16 scales (32 bytes), then the code bytes in 4-byte chunks, chunk c of
+ * row r at 32 + (16c + r) * 4 (q8_0: 8 chunks, q4_0: 4 chunks of ggml's
+ * packed nibbles). One 64-byte load is then chunk c of all sixteen rows, one
+ * int32 lane per row, against four activation codes broadcast to every lane:
+ * each lane accumulates its row's block product with no horizontal sums.
+ * Q4_K: 4-byte word i of row r's 144-byte super-block at 64 i + 4 r (d and
+ * dmin, the packed scales, then the codes in 4-byte chunks); Q6_K: the same
+ * for the first 208 bytes of its 210 (ql, qh, scales), then the 16 fp16 d.
+ * Same bytes per group, in place; scratch holds 16 * row_bytes bytes.
+ * Returns 0, or -1 for a type without an X16 layout.
+ */
+int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch);
 
 /* cs[2i] = cos(pos*inv_freq[i]), cs[2i+1] = sin(...), angles in double. */
 void kern_rope_table(float *cs, int head_dim, int pos, const double *inv_freq);
@@ -137,6 +161,9 @@ void kern_rope_table(float *cs, int head_dim, int pos, const double *inv_freq);
 extern const kern_ops kern_scalar_ops;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const kern_ops kern_avx2_ops;
+/* What kernels_avx512.c overrides (entries left NULL come from the AVX2
+ * table when dispatch.c composes the "avx512" and "avx512vnni" tables). */
+extern const kern_ops kern_avx512_part, kern_avx512vnni_part;
 #endif
 
 /* Float-activation reference: dot of a row of n weights stored as `type` with

@@ -17,7 +17,14 @@ check "hw exits 0" test $? -eq 0
 check "table has read, copy, triad, fp32 and int8 rows" \
     test "$(grep -cE '^\| (read \(sum\)|copy|triad|fp32 scalar|fp32 AVX2|int8 AVX2)' "$tmp/hw.out")" -eq 6
 check "read bandwidth printed as a number" grep -qE '^\| read \(sum\) \| [0-9]+\.[0-9]+ \([0-9.]+\) \| [0-9]+\.[0-9]+' "$tmp/hw.out"
-check "AVX-512 availability stated, not measured or faked" grep -qE '^- AVX-512: (not available on this CPU|available; not measured)' "$tmp/hw.out"
+check "AVX-512 availability stated, or its peak measured" grep -qE '^- AVX-512: (not available on this CPU|measured: FMA [0-9.]+ GFLOP/s)' "$tmp/hw.out"
+if grep -qw avx512f /proc/cpuinfo; then
+    check "AVX-512 FMA row on an AVX-512 CPU" grep -qE '^\| fp32 AVX-512 FMA \| [0-9]+\.[0-9]+' "$tmp/hw.out"
+fi
+if grep -qw avx512_vnni /proc/cpuinfo; then
+    check "VNNI row on an AVX-512 VNNI CPU" grep -qE '^\| int8 AVX-512 VNNI dot \(vpdpbusd\) \| [0-9]+\.[0-9]+' "$tmp/hw.out"
+    check "VNNI peak stored" test "$(sql "$db" "select vnni like 'measured: AVX-512 VNNI %' from hw")" = 1
+fi
 check "one hw row" test "$(sql "$db" "select count(*) from hw")" = 1
 check "positive read bandwidth, 1 and N threads" test "$(sql "$db" "select read_gbs > 0 and read_gbs_1t > 0 and read_gbs_median > 0 from hw")" = 1
 check "buffer size and passes recorded" test "$(sql "$db" "select buffer_bytes || ',' || reps from hw")" = "67108864,2"

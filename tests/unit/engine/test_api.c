@@ -96,7 +96,10 @@ static void test_model_params(void) {
     cx_model *m = tiny("q8_0", &hp);
     if (m) {
         const char *wm = cx_model_get_info(m)->weights_memory;
-        CHECK(!strcmp(wm, strcmp(best, "avx2") ? "hugepages" : "hugepages, repacked x8"), "hugepages: %s", wm);
+        const char *want = !strcmp(best, "avx2")                                   ? "hugepages, repacked x8"
+                           : !strcmp(best, "avx512") || !strcmp(best, "avx512vnni") ? "hugepages, repacked x16"
+                                                                                     : "hugepages";
+        CHECK(!strcmp(wm, want), "hugepages: %s (table %s)", wm, best);
     }
     cx_model_free(m);
     hp.repack = 0;

@@ -9,8 +9,11 @@
  *   - the quantized-activation dot stays within the analytic bound of the
  *     float-activation reference (each code is off by at most half a step);
  *   - the elementwise operators agree (RoPE, argmax and add bit for bit).
- * Tolerances are stated where they are checked. The AVX2 table is skipped,
- * with a message, on CPUs that lack it.
+ *   - the interleaved layouts (X8, X16) give their row-major kernels' bits,
+ *     and the AVX2 X8 and both AVX-512 X16 kernels give the same bits.
+ * Tolerances are stated where they are checked. Each SIMD table (avx2,
+ * avx512, avx512vnni) is skipped, with a line naming the missing feature, on
+ * CPUs that lack it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -51,11 +54,13 @@ static void fill(float *x, int64_t n, int kind) {
     }
 }
 
-static const kern_ops *avx2;
+/* The SIMD tables this CPU runs (NULL: skipped); each is checked against the scalar one. */
+enum { N_SIMD = 3 };
+static const char *simd_names[N_SIMD] = {"avx2", "avx512", "avx512vnni"};
+static const kern_ops *simd[N_SIMD];
 
 /* ---- activation quantization: identical across tables ---- */
-static void test_quantize_act(void) {
-    if (!avx2) return;
+static void test_quantize_act(const kern_ops *v) {
     int64_t sizes[] = {32, 256, 288, 2048, 5632};
     for (int fmt = KERN_ACT_Q8_32; fmt <= KERN_ACT_Q8_256; fmt++)
         for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
@@ -70,11 +75,11 @@ static void test_quantize_act(void) {
                 kern_act_init(&a1, fmt, 1, n, m1);
                 kern_act_init(&a2, fmt, 1, n, m2);
                 kern_scalar_ops.quantize_act(x, &a1, 0);
-                avx2->quantize_act(x, &a2, 0);
+                v->quantize_act(x, &a2, 0);
                 int64_t nb = n / (fmt == KERN_ACT_Q8_32 ? 32 : 256), ns = n / (fmt == KERN_ACT_Q8_32 ? 32 : 16);
-                CHECK(!memcmp(a1.qs, a2.qs, (size_t)n), "fmt %d n %lld %s: codes differ", fmt, (long long)n, fill_name[kind]);
-                CHECK(!memcmp(a1.d, a2.d, sizeof(float) * (size_t)nb), "fmt %d n %lld %s: scales differ", fmt, (long long)n, fill_name[kind]);
-                CHECK(!memcmp(a1.bsum, a2.bsum, sizeof(int16_t) * (size_t)ns), "fmt %d n %lld %s: sums differ", fmt, (long long)n, fill_name[kind]);
+                CHECK(!memcmp(a1.qs, a2.qs, (size_t)n), "%s fmt %d n %lld %s: codes differ", v->name, fmt, (long long)n, fill_name[kind]);
+                CHECK(!memcmp(a1.d, a2.d, sizeof(float) * (size_t)nb), "%s fmt %d n %lld %s: scales differ", v->name, fmt, (long long)n, fill_name[kind]);
+                CHECK(!memcmp(a1.bsum, a2.bsum, sizeof(int16_t) * (size_t)ns), "%s fmt %d n %lld %s: sums differ", v->name, fmt, (long long)n, fill_name[kind]);
                 /* every code is within half a step of x/d */
                 double worst = 0;
                 for (int64_t i = 0; i < n; i++) {
@@ -118,7 +123,7 @@ static double abs_dot(int type, const uint8_t *row, const kern_act *a, int t) {
 }
 
 /* ---- weight-row dots and gemms ---- */
-static void test_dots(int type) {
+static void test_dots(int type, const kern_ops *v) {
     int64_t sizes_q[] = {32, 64, 96, 288, 2048, 5632};
     int64_t sizes_k[] = {256, 768, 2816, 5632};
     int64_t sizes_f[] = {1, 7, 16, 17, 31, 64, 172, 288, 2048};
@@ -144,15 +149,16 @@ static void test_dots(int type) {
                 fill(x + n * t, n, (kind + t) % N_FILLS);
                 kern_act_set(&kern_scalar_ops, &a, t, x + n * t);
             }
-            const kern_ops *tables[2] = {&kern_scalar_ops, avx2};
+            const kern_ops *tables[2] = {&kern_scalar_ops, v};
             float ys[2][R * T];
             for (int ti = 0; ti < 2; ti++) {
                 const kern_ops *k = tables[ti];
                 if (!k) continue;
                 /* A gemm of fewer than four tokens (decode) must equal the dot bit for
-                 * bit; a prefill gemm may sum in another order (the AVX2 q8_0/q4_0
-                 * eight-row kernel) and must then agree within the rounding bound
-                 * below. f32/f16 and K-quant gemms are exact at any T. */
+                 * bit; a prefill gemm may sum in another order (the eight- and
+                 * sixteen-row kernels of types with an interleaved layout) and must
+                 * then agree within the rounding bound below. Other gemms are exact
+                 * at any T. */
                 float *y = ys[ti];
                 if (k->gemm[type]) k->gemm[type](rows, rb, 0, R, &a, y, R);
                 else kern_gemm_generic(k, type, rows, rb, 0, R, &a, y, R);
@@ -168,7 +174,7 @@ static void test_dots(int type) {
                         double dv = k->dot[type](rows + rb * (size_t)r, &a, t);
                         double tol = ((double)n / 16 + 16) * 0x1.0p-23 * abs_dot(type, rows + rb * (size_t)r, &a, t) + 1e-30;
                         close &= fabs(y[t * R + r] - dv) <= tol;
-                        if (type != CX_TYPE_Q8_0 && type != CX_TYPE_Q4_0) same &= y[t * R + r] == dv;
+                        if (!k->gemm_x8[type] && !k->gemm_x16[type]) same &= y[t * R + r] == dv;
                     }
                 }
                 CHECK(same, "%s %s n=%lld %s: gemm differs from dot", k->name, cx_type_name(type), (long long)n, fill_name[kind]);
@@ -177,8 +183,7 @@ static void test_dots(int type) {
             }
             /* Tolerance: float rounding of a sum of n terms split over 16 lanes
              * and then blocks: (n/16 + 16) * 2^-23 * sum|w*x|. */
-            if (avx2)
-                for (int r = 0; r < R; r++)
+            for (int r = 0; r < R; r++)
                     for (int t = 0; t < T; t++) {
                         double ref = ys[0][t * R + r], got = ys[1][t * R + r];
                         double scale = abs_dot(type, rows + rb * (size_t)r, &a, t);
@@ -186,7 +191,7 @@ static void test_dots(int type) {
                         double e = fabs(ref - got) / tol;
                         if (e > worst) worst = e;
                         if (e > 1.0)
-                            CHECK(0, "avx2 %s n=%lld %s row %d tok %d: %.9g vs scalar %.9g (tol %.3g)", cx_type_name(type),
+                            CHECK(0, "%s %s n=%lld %s row %d tok %d: %.9g vs scalar %.9g (tol %.3g)", v->name, cx_type_name(type),
                                   (long long)n, fill_name[kind], r, t, got, ref, tol);
                     }
         }
@@ -194,10 +199,8 @@ static void test_dots(int type) {
         free(x);
         free(mem);
     }
-    if (avx2) {
-        CHECK(worst <= 1.0, "%s: worst error %.3f of tolerance", cx_type_name(type), worst);
-        printf("%-5s avx2 vs scalar: worst error %.3f of the tolerance\n", cx_type_name(type), worst);
-    }
+    CHECK(worst <= 1.0, "%s %s: worst error %.3f of tolerance", v->name, cx_type_name(type), worst);
+    printf("%-5s %s vs scalar: worst error %.3f of the tolerance\n", cx_type_name(type), v->name, worst);
 }
 
 /* Quantized activations against the float-activation reference: each
@@ -238,50 +241,102 @@ static void test_activation_error(int type) {
     free(mem);
 }
 
-/* ---- the interleaved (X8) layout: repacking and its gemm ---- */
-static void test_x8(int type) {
-    if (!avx2 || !avx2->gemm_x8[type]) return;
-    enum { R = 24, T = 7 };
-    int64_t n = 288;
+/* ---- the interleaved layouts (X8, X16): repacking and their gemms ----
+ * y_layout(k) is table k's gemm over rows repacked to `layout` (8 or 16 rows
+ * per group), R rows by T tokens: it must equal the same table's row-major
+ * prefill gemm (T >= 4) bit for bit, and one token at a time must equal the
+ * batch. Returns 0 and leaves y alone when the table has no such gemm. */
+enum { RP_R = 48, RP_T = 13 };
+static int check_repacked(const kern_ops *k, int type, int layout, int64_t n, const uint8_t *rows, const kern_act *a,
+                          float *y) {
+    kern_gemm_fn g = layout == KERN_LAYOUT_X16 ? k->gemm_x16[type] : k->gemm_x8[type];
+    if (!g) return 0;
+    int group = kern_layout_group(layout);
+    const char *lname = layout == KERN_LAYOUT_X16 ? "X16" : "X8";
     size_t rb = quant_row_bytes(type, n);
-    uint8_t *rows = malloc(rb * R), *packed = malloc(rb * R), *scratch = malloc(rb * 8);
-    for (int r = 0; r < R; r++) make_row(type, n, r % N_FILLS == FILL_ZERO ? FILL_RANDOM : r % N_FILLS, rows + rb * (size_t)r);
-    memcpy(packed, rows, rb * R);
-    for (int g = 0; g < R / 8; g++) CHECK(kern_repack_x8(type, packed + (size_t)g * 8 * rb, rb, n, scratch) == 0, "repack");
-    CHECK(kern_repack_x8(CX_TYPE_F32, packed, rb, n, scratch) == -1, "f32 has no X8 layout");
-    float *x = malloc(sizeof(float) * (size_t)(n * T));
-    void *mem = aligned_alloc(64, (kern_act_bytes(KERN_ACT_Q8_32, T, n) + 63) & ~(size_t)63);
-    kern_act a;
-    kern_act_init(&a, KERN_ACT_Q8_32, T, n, mem);
-    for (int t = 0; t < T; t++) {
-        fill(x + n * t, n, FILL_RANDOM);
-        kern_act_set(avx2, &a, t, x + n * t);
+
+    uint8_t *packed = malloc(rb * RP_R), *scratch = malloc(rb * 16);
+    memcpy(packed, rows, rb * RP_R);
+    for (int gi = 0; gi < RP_R / group; gi++) {
+        uint8_t *p = packed + (size_t)gi * (size_t)group * rb;
+        CHECK((layout == KERN_LAYOUT_X16 ? kern_repack_x16(type, p, rb, n, scratch) : kern_repack_x8(type, p, rb, n, scratch)) == 0,
+              "repack %s", lname);
     }
-    float y1[R * T], y2[R * T];
-    avx2->gemm[type](rows, rb, 0, R, &a, y1, R);       /* T = 7 >= 4: the row-major eight-row kernel */
-    avx2->gemm_x8[type](packed, rb, 0, R, &a, y2, R);  /* the interleaved one */
-    CHECK(!memcmp(y1, y2, sizeof y1), "%s: X8 gemm differs from the row-major eight-row gemm", cx_type_name(type));
-    /* one token at a time through X8 equals the batch, bit for bit */
+    float *y1 = malloc(sizeof(float) * RP_R * RP_T);
+    k->gemm[type](rows, rb, 0, RP_R, a, y1, RP_R); /* T >= 4: the row-major prefill kernel */
+    g(packed, rb, 0, RP_R, a, y, RP_R);
+    CHECK(!memcmp(y1, y, sizeof(float) * RP_R * RP_T), "%s %s: %s gemm differs from the row-major gemm", k->name,
+          cx_type_name(type), lname);
+    if (type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K) { /* the scalar reference's float arithmetic: equal bit for bit */
+        int exact = 1;
+        for (int t = 0; t < RP_T; t++)
+            for (int r = 0; r < RP_R; r++) exact &= y[t * RP_R + r] == kern_scalar_ops.dot[type](rows + rb * (size_t)r, a, t);
+        CHECK(exact, "%s %s: %s gemm differs from the scalar reference", k->name, cx_type_name(type), lname);
+    }
+    /* the row-major kernel on a row count that is no multiple of the group: the same values */
+    k->gemm[type](rows, rb, 0, RP_R - 5, a, y1, RP_R);
     int same = 1;
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; t < RP_T; t++)
+        for (int r = 0; r < RP_R - 5; r++) same &= y1[t * RP_R + r] == y[t * RP_R + r];
+    CHECK(same, "%s %s: row-major gemm of %d rows differs", k->name, cx_type_name(type), RP_R - 5);
+    /* one token at a time (decode), from the second group on, equals the batch */
+    same = 1;
+    for (int t = 0; t < RP_T; t++) {
         kern_act one;
-        kern_act_slice(&a, t, 1, &one);
-        float y3[R];
-        avx2->gemm_x8[type](packed, rb, 8, R, &one, y3, R); /* groups 1.. only: offsets */
-        for (int r = 8; r < R; r++) same &= y3[r] == y2[t * R + r];
+        kern_act_slice(a, t, 1, &one);
+        float y3[RP_R];
+        g(packed, rb, group, RP_R, &one, y3, RP_R);
+        for (int r = group; r < RP_R; r++) same &= y3[r] == y[t * RP_R + r];
     }
-    CHECK(same, "%s: X8 decode differs from X8 prefill", cx_type_name(type));
-    free(rows);
+    CHECK(same, "%s %s: %s decode differs from %s prefill", k->name, cx_type_name(type), lname, lname);
     free(packed);
+    free(scratch);
+    free(y1);
+    return 1;
+}
+
+/* Every table's interleaved gemm of q8_0/q4_0; AVX2's X8 and the AVX-512 X16
+ * kernels sum each block the same way (exact int32, then fma(dw*dx, isum)),
+ * so all of them must give the same bits. */
+static void test_repacked(int type) {
+    int64_t n = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 768 : 288;
+    int fmt = kern_act_format(type);
+    size_t rb = quant_row_bytes(type, n);
+    uint8_t *rows = malloc(rb * RP_R), *scratch = malloc(rb * 16);
+    for (int r = 0; r < RP_R; r++) make_row(type, n, r % N_FILLS == FILL_ZERO ? FILL_RANDOM : r % N_FILLS, rows + rb * (size_t)r);
+    CHECK(kern_repack_x8(CX_TYPE_F32, scratch, rb, n, scratch) == -1, "f32 has no X8 layout");
+    CHECK(kern_repack_x16(CX_TYPE_F32, scratch, rb, n, scratch) == -1, "f32 has no X16 layout");
+    float *x = malloc(sizeof(float) * (size_t)(n * RP_T));
+    void *mem = aligned_alloc(64, (kern_act_bytes(fmt, RP_T, n) + 63) & ~(size_t)63);
+    kern_act a;
+    kern_act_init(&a, fmt, RP_T, n, mem);
+    for (int t = 0; t < RP_T; t++) {
+        fill(x + n * t, n, t % 3 == 2 ? FILL_EXTREME : FILL_RANDOM);
+        kern_act_set(&kern_scalar_ops, &a, t, x + n * t);
+    }
+    float *first = malloc(sizeof(float) * RP_R * RP_T), *y = malloc(sizeof(float) * RP_R * RP_T);
+    const char *first_name = NULL;
+    for (int i = 0; i < N_SIMD; i++)
+        for (int layout = KERN_LAYOUT_X8; layout <= KERN_LAYOUT_X16; layout++) {
+            if (!simd[i] || !check_repacked(simd[i], type, layout, n, rows, &a, y)) continue;
+            if (!first_name) {
+                memcpy(first, y, sizeof(float) * RP_R * RP_T);
+                first_name = simd[i]->name;
+            } else
+                CHECK(!memcmp(first, y, sizeof(float) * RP_R * RP_T), "%s: %s %s gemm differs from %s's", cx_type_name(type),
+                      simd[i]->name, layout == KERN_LAYOUT_X16 ? "X16" : "X8", first_name);
+        }
+    free(rows);
     free(scratch);
     free(x);
     free(mem);
+    free(first);
+    free(y);
 }
 
 /* ---- elementwise operators ---- */
-static void test_ops(void) {
-    if (!avx2) return;
-    const kern_ops *s = &kern_scalar_ops, *v = avx2;
+static void test_ops(const kern_ops *v) {
+    const kern_ops *s = &kern_scalar_ops;
     for (int n = 1; n <= 67; n += (n < 20 ? 1 : 7)) {
         float x[80], w[80], a1[80], a2[80], b1[80], b2[80];
         fill(x, n, FILL_RANDOM);
@@ -355,35 +410,58 @@ static void test_ops(void) {
 /* ---- dispatch ---- */
 static void test_dispatch(void) {
     CHECK(kern_table("scalar") == &kern_scalar_ops, "scalar table");
-    CHECK(kern_table("avx512") == NULL && kern_table("bogus") == NULL, "unknown tables are NULL");
+    CHECK(kern_table("avx512f") == NULL && kern_table("bogus") == NULL, "unknown tables are NULL");
     char msg[256] = "";
-    const kern_ops *k = NULL, *best = avx2 ? avx2 : &kern_scalar_ops;
+    const kern_ops *k = NULL, *best = &kern_scalar_ops;
+    for (int i = 0; i < N_SIMD; i++)
+        if (simd[i]) best = simd[i];
     CHECK(kern_select(NULL, &k, msg, sizeof msg) == 0 && k == best, "NULL: the best table: %s", msg);
     CHECK(kern_select("auto", &k, msg, sizeof msg) == 0 && k == best, "auto: the best table: %s", msg);
     CHECK(kern_select("scalar", &k, msg, sizeof msg) == 0 && k == &kern_scalar_ops, "scalar: %s", msg);
-    CHECK(kern_select("avx2", &k, msg, sizeof msg) == (avx2 ? 0 : -1) && k == avx2, "avx2 iff the CPU has it");
-    CHECK(kern_select("bogus", &k, msg, sizeof msg) == -1 && !k && strstr(msg, "'bogus' is not one of"),
+    CHECK(kern_missing("scalar") == NULL, "scalar runs everywhere");
+    for (int i = 0; i < N_SIMD; i++) {
+        int rc = kern_select(simd_names[i], &k, msg, sizeof msg);
+        CHECK(rc == (simd[i] ? 0 : -1) && k == simd[i], "%s iff the CPU has it", simd_names[i]);
+        CHECK(!simd[i] || !strcmp(simd[i]->name, simd_names[i]), "%s table's name", simd_names[i]);
+        CHECK(!!kern_missing(simd_names[i]) == !simd[i], "%s: kern_missing agrees", simd_names[i]);
+        if (!simd[i])
+            CHECK(rc == -1 && strstr(msg, "does not support") && strstr(msg, kern_missing(simd_names[i])),
+                  "%s unavailable: one message naming the missing feature: %s", simd_names[i], msg);
+    }
+    /* a table that runs needs every table below it */
+    CHECK(!simd[2] || simd[1], "avx512vnni without avx512");
+    CHECK(!simd[1] || simd[0], "avx512 without avx2");
+    CHECK(kern_select("bogus", &k, msg, sizeof msg) == -1 && !k && strstr(msg, "'bogus' is not one of") &&
+              strstr(msg, "avx512vnni"),
           "unknown: %s", msg);
-    CHECK(kern_select("avx512", &k, msg, sizeof msg) == -1 && strstr(msg, "no AVX-512 kernels"), "avx512: %s", msg);
     cx_err err = {0};
     CHECK(cx_isa_resolve(NULL, &err) && !strcmp(cx_isa_resolve(NULL, &err), best->name), "cx_isa_resolve(NULL)");
     CHECK(!cx_isa_resolve("bogus", &err) && err.code == CX_EINVAL && strstr(err.msg, "bogus"), "cx_isa_resolve bad");
+    CHECK(kern_layout_group(KERN_LAYOUT_ROWS) == 1 && kern_layout_group(KERN_LAYOUT_X8) == 8 &&
+              kern_layout_group(KERN_LAYOUT_X16) == 16, "layout groups");
     printf("cpu: %s; best table: %s\n", kern_cpu_features(), best->name);
 }
 
 static void run_all(void) {
-    avx2 = kern_table("avx2");
-    if (!avx2) printf("SKIP avx2 comparisons: this CPU has no AVX2+FMA+F16C (%s)\n", kern_cpu_features());
-    test_dispatch();
-    test_quantize_act();
-    int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K};
-    for (int i = 0; i < 6; i++) {
-        test_dots(types[i]);
-        if (types[i] != CX_TYPE_F32 && types[i] != CX_TYPE_F16) test_activation_error(types[i]);
+    for (int i = 0; i < N_SIMD; i++) {
+        simd[i] = kern_table(simd_names[i]);
+        if (!simd[i]) printf("SKIP %s comparisons: this CPU lacks %s (%s)\n", simd_names[i], kern_missing(simd_names[i]),
+                             kern_cpu_features());
     }
-    test_x8(CX_TYPE_Q8_0);
-    test_x8(CX_TYPE_Q4_0);
-    test_ops();
+    test_dispatch();
+    int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K};
+    for (int i = 0; i < 6; i++)
+        if (types[i] != CX_TYPE_F32 && types[i] != CX_TYPE_F16) test_activation_error(types[i]);
+    for (int v = 0; v < N_SIMD; v++) {
+        if (!simd[v]) continue;
+        test_quantize_act(simd[v]);
+        for (int i = 0; i < 6; i++) test_dots(types[i], simd[v]);
+        test_ops(simd[v]);
+    }
+    test_repacked(CX_TYPE_Q8_0);
+    test_repacked(CX_TYPE_Q4_0);
+    test_repacked(CX_TYPE_Q4_K);
+    test_repacked(CX_TYPE_Q6_K);
 }
 
 TEST_MAIN(run_all())

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cortex_tools.h"
+#include "kernels/kernels.h"
 #include "kquant.h"
 #include "quant.h"
 #include "testing.h"
@@ -322,8 +323,20 @@ static int64_t exact_row(int type, uint8_t *row, kern_act *a, int64_t nb) {
     return want;
 }
 
-/* Integer pipelines exact: scalar (and AVX2 when available) equal exact_row's integer dot. */
-static void test_exact_integers(int avx2) {
+#if defined(__x86_64__)
+typedef float (*dot_fn)(const void *, const kern_act *, int);
+typedef void (*gemm_fn)(const uint8_t *, size_t, int64_t, int64_t, const kern_act *, float *, int64_t);
+/* One SIMD implementation of the K-quant kernels, by table name. */
+typedef struct kq_impl { const char *name; dot_fn dot4, dot6; gemm_fn gemm4, gemm6; } kq_impl;
+static const kq_impl kq_impls[2] = {
+    {"avx2", kq_dot_q4_k_avx2, kq_dot_q6_k_avx2, kq_gemm_q4_k_avx2, kq_gemm_q6_k_avx2},
+    {"avx512", kq_dot_q4_k_avx512, kq_dot_q6_k_avx512, kq_gemm_q4_k_avx512, kq_gemm_q6_k_avx512},
+};
+static const kq_impl *impl; /* the one under test */
+#endif
+
+/* Integer pipelines exact: scalar (and each SIMD version this CPU runs) equal exact_row's integer dot. */
+static void test_exact_integers(void) {
     static const int types[2] = {CX_TYPE_Q4_K, CX_TYPE_Q6_K};
     for (int k = 0; k < 2; k++) {
         const int64_t nb = 3, n = nb * QK_K;
@@ -334,9 +347,11 @@ static void test_exact_integers(int avx2) {
             float got = scalar_dot(types[k], row, &a, 0);
             CHECK(got == (float)want, "%s exact: scalar %.1f, want %lld", cx_type_name(types[k]), got, (long long)want);
 #if defined(__x86_64__)
-            if (avx2) {
-                float v = types[k] == CX_TYPE_Q4_K ? kq_dot_q4_k_avx2(row, &a, 0) : kq_dot_q6_k_avx2(row, &a, 0);
-                CHECK(v == (float)want, "%s exact: avx2 %.1f, want %lld", cx_type_name(types[k]), v, (long long)want);
+            for (int i = 0; i < 2; i++) {
+                if (!kern_table(kq_impls[i].name)) continue;
+                float v = types[k] == CX_TYPE_Q4_K ? kq_impls[i].dot4(row, &a, 0) : kq_impls[i].dot6(row, &a, 0);
+                CHECK(v == (float)want, "%s exact: %s %.1f, want %lld", cx_type_name(types[k]), kq_impls[i].name, v,
+                      (long long)want);
             }
 #endif
         }
@@ -345,17 +360,14 @@ static void test_exact_integers(int avx2) {
     }
 }
 
-/* ---- AVX2 ---- */
+/* ---- SIMD versions (AVX2, AVX-512) ---- */
 
 #if defined(__x86_64__)
-typedef float (*dot_fn)(const void *, const kern_act *, int);
-typedef void (*gemm_fn)(const uint8_t *, size_t, int64_t, int64_t, const kern_act *, float *, int64_t);
+static double worst_ratio; /* largest |simd - scalar| / magnitude seen */
 
-static double worst_ratio; /* largest |avx2 - scalar| / magnitude seen */
-
-/* AVX2 dot vs scalar dot on one prepared (rows, activations) set: |diff| <= 1e-5 * magnitude. */
-static void compare_avx2(int type, const uint8_t *w, int rows, size_t rb, const kern_act *a, const char *what) {
-    dot_fn dot = type == CX_TYPE_Q4_K ? kq_dot_q4_k_avx2 : kq_dot_q6_k_avx2;
+/* SIMD dot vs scalar dot on one prepared (rows, activations) set: |diff| <= 1e-5 * magnitude. */
+static void compare_simd(int type, const uint8_t *w, int rows, size_t rb, const kern_act *a, const char *what) {
+    dot_fn dot = type == CX_TYPE_Q4_K ? impl->dot4 : impl->dot6;
     int bad = 0;
     for (int r = 0; r < rows; r++)
         for (int t = 0; t < a->T; t++) {
@@ -363,16 +375,16 @@ static void compare_avx2(int type, const uint8_t *w, int rows, size_t rb, const 
             double mag = dot_magnitude(type, w + r * rb, a, t);
             if (mag > 0) worst_ratio = fmax(worst_ratio, fabs((double)v - s) / mag);
             if (!(fabs((double)v - s) <= 1e-5 * mag) && bad++ < 3)
-                CHECK(0, "%s %s row %d token %d: avx2 %.9g scalar %.9g (mag %g)", cx_type_name(type), what, r, t, v, s,
-                      mag);
+                CHECK(0, "%s %s row %d token %d: %s %.9g scalar %.9g (mag %g)", cx_type_name(type), what, r, t,
+                      impl->name, v, s, mag);
         }
-    CHECK(bad == 0, "%s %s: %d avx2 dots off", cx_type_name(type), what, bad);
+    CHECK(bad == 0, "%s %s: %d %s dots off", cx_type_name(type), what, bad, impl->name);
 }
 
 /* Gemm over rows [r0, r1) x all tokens == dot bit for bit; other columns untouched. */
 static void compare_gemm(int type, const uint8_t *w, int rows, size_t rb, const kern_act *a) {
-    dot_fn dot = type == CX_TYPE_Q4_K ? kq_dot_q4_k_avx2 : kq_dot_q6_k_avx2;
-    gemm_fn gemm = type == CX_TYPE_Q4_K ? kq_gemm_q4_k_avx2 : kq_gemm_q6_k_avx2;
+    dot_fn dot = type == CX_TYPE_Q4_K ? impl->dot4 : impl->dot6;
+    gemm_fn gemm = type == CX_TYPE_Q4_K ? impl->gemm4 : impl->gemm6;
     const int64_t ldy = rows + 3, r0 = 1, r1 = rows;
     float *y = malloc(sizeof(float) * (size_t)(ldy * a->T));
     for (int64_t i = 0; i < ldy * a->T; i++) y[i] = -12345.0f;
@@ -385,13 +397,15 @@ static void compare_gemm(int type, const uint8_t *w, int rows, size_t rb, const 
                 CHECK(0, "%s gemm row %lld token %d: %.9g, dot %.9g", cx_type_name(type), (long long)r, t,
                       y[t * ldy + r], want);
         }
-    CHECK(bad == 0, "%s gemm == dot bit for bit (%d tokens): %d differ", cx_type_name(type), a->T, bad);
+    CHECK(bad == 0, "%s %s gemm == dot bit for bit (%d tokens): %d differ", impl->name, cx_type_name(type), a->T, bad);
     free(y);
 }
 
-/* AVX2 dots vs scalar on random, quantized, zero and extreme rows of 1, 3 and 11 super-blocks;
+/* impl's dots vs scalar on random, quantized, zero and extreme rows of 1, 3 and 11 super-blocks;
  * gemms vs dots bit for bit. */
-static void test_avx2(void) {
+static void test_simd(const kq_impl *which) {
+    impl = which;
+    worst_ratio = 0;
     static const int types[2] = {CX_TYPE_Q4_K, CX_TYPE_Q6_K};
     static const int nbs[3] = {1, 3, 11};
     const int rows = 6, T = 7; /* 7 tokens: one pass of 4 plus a tail of 3 */
@@ -412,7 +426,7 @@ static void test_avx2(void) {
                 if (t == 5) memset(x, 0, sizeof(float) * (size_t)n); /* a zero activation row */
                 act_quantize(x, &a, t);
             }
-            compare_avx2(types[k], w, rows, rb, &a, "random");
+            compare_simd(types[k], w, rows, rb, &a, "random");
             compare_gemm(types[k], w, rows, rb, &a);
 
             /* Extremes: d, dmin = +-65504, all scales and codes at their ends,
@@ -440,13 +454,13 @@ static void test_avx2(void) {
                 for (int64_t b = 0; b < n / QK_K; b++) a.d[t * (n / QK_K) + b] = t % 2 ? -1e3f : 1e3f;
                 act_fix_bsums(&a, t);
             }
-            compare_avx2(types[k], w, rows, rb, &a, "extreme");
+            compare_simd(types[k], w, rows, rb, &a, "extreme");
             compare_gemm(types[k], w, rows, rb, &a);
             act_free(&a);
             free(w);
             free(x);
         }
-    printf("avx2 vs scalar: largest |difference| / magnitude %.3g (tolerance 1e-5)\n", worst_ratio);
+    printf("%s vs scalar: largest |difference| / magnitude %.3g (tolerance 1e-5)\n", impl->name, worst_ratio);
 }
 #endif
 
@@ -492,14 +506,13 @@ TEST_MAIN({
     test_quantize_rms();
     test_scalar_dot();
     test_mix_type();
-    int avx2 = 0;
+    test_exact_integers();
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    for (int i = 0; i < 2; i++) {
+        if (kern_table(kq_impls[i].name)) test_simd(&kq_impls[i]);
+        else printf("SKIP: %s checks (this CPU lacks %s)\n", kq_impls[i].name, kern_missing(kq_impls[i].name));
+    }
+#else
+    printf("SKIP: AVX2 and AVX-512 checks (not an x86-64 CPU)\n");
 #endif
-    test_exact_integers(avx2);
-#if defined(__x86_64__)
-    if (avx2) test_avx2();
-#endif
-    if (!avx2) printf("SKIP: AVX2 checks (this CPU has no AVX2/FMA)\n");
 })

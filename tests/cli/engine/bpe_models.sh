@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/cli/bpe_models.sh - synthetic models with a real byte-level BPE
+# tests/cli/engine/bpe_models.sh - synthetic models with a real byte-level BPE
 # vocabulary (cortex synth --vocab ../shared/vocab/ggml-vocab-gpt-2.gguf) in
 # the new shapes at test size (test-llama3: RoPE factors; test-qwen2: qwen2,
 # QKV biases, NeoX RoPE) run end to end: `cortex generate --temp 0 --ids`
@@ -9,7 +9,7 @@
 # generate and cortex-bench too (minutes and gigabytes, so not by default).
 # Skips without ../shared/vocab (CORTEX_VOCAB), fails so under CI=true.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 VOCAB=${CORTEX_VOCAB:-../shared/vocab}/ggml-vocab-gpt-2.gguf
 if [ ! -f "$VOCAB" ]; then
     if [ "${CI:-}" = true ]; then echo "FAIL: $VOCAB is missing in CI"; echo "0 passed, 1 failed"; exit 1; fi

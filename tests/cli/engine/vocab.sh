@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# tests/cli/vocab.sh - `cortex tokenize` and `cortex info` on llama.cpp's
+# tests/cli/engine/vocab.sh - `cortex tokenize` and `cortex info` on llama.cpp's
 # vocabulary-only GGUF files (../shared/vocab, CORTEX_VOCAB overrides): ids
 # llama.cpp gives (from the files' .out vectors), BOS only where the
 # vocabulary asks for it, control tokens parsed unless --no-special, and a
 # vocabulary-only file refused by generate with one clear line. Skips with a
 # message without the folder, fails under CI=true.
 set -u
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 VOCAB=${CORTEX_VOCAB:-../shared/vocab}
 if [ ! -d "$VOCAB" ]; then
     if [ "${CI:-}" = true ]; then echo "FAIL: $VOCAB is missing in CI"; echo "0 passed, 1 failed"; exit 1; fi

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# ci/isa.sh - each kernel table's speed on the same models, side by side
+# (issue 16): synthetic TinyLlama-1.1B in q8_0, q4_0, q4_k_m and f16, prefill
+# (pp512) and decode (tg128) on 2 threads under every CORTEX_ISA table this
+# CPU runs (scalar excepted: minutes per prefill), plus pp512 on 1 thread
+# under the best table (thread scaling). Runs are interleaved round by round
+# (table A, B, C, then again), one repetition each after a warm-up, so a
+# shared machine's slow minutes spread over every table; medians over rounds.
+#   ci/isa.sh [DB] [ROUNDS]    (default reports/isa.db, 3 rounds; ~15-20 minutes)
+set -eu
+cd "$(dirname "$0")/.."
+DB=${1:-reports/isa.db}
+ROUNDS=${2:-3}
+BENCH=build/cortex-bench
+CORTEX=build/cortex
+[ -n "${NO_BUILD:-}" ] || make -s "$BENCH" "$CORTEX"
+mkdir -p models reports
+for type in q8_0 q4_0 q4_k_m f16; do
+    m=models/tinyllama-1.1b-$type.gguf
+    [ -f "$m" ] || "$CORTEX" synth --shape tinyllama-1.1b --type "$type" -o "$m"
+done
+isas=""
+for isa in avx2 avx512 avx512vnni; do # the tables this CPU runs (the others say why not)
+    if CORTEX_ISA=$isa "$CORTEX" generate -m models/tinyllama-1.1b-q4_0.gguf -p hi -n 1 >/dev/null 2>"$DB.err"; then
+        isas="$isas $isa"
+    else
+        echo "skip $isa: $(head -1 "$DB.err")"
+    fi
+done
+rm -f "$DB.err"
+best=${isas##* }
+echo "tables:$isas (1-thread prefill under $best)"
+"$BENCH" hw --db "$DB"
+for type in q8_0 q4_0 q4_k_m f16; do
+    m=models/tinyllama-1.1b-$type.gguf
+    for round in $(seq "$ROUNDS"); do
+        for isa in $isas; do
+            echo "== $type round $round: $isa"
+            for wl in pp512 tg128; do
+                CORTEX_ISA=$isa "$BENCH" run --model "$m" --workload $wl --reps 1 --warmup 1 -t 2 --db "$DB" \
+                    --no-progress >/dev/null
+            done
+        done
+        CORTEX_ISA=$best "$BENCH" run --model "$m" --workload pp512 --reps 1 --warmup 1 -t 1 --db "$DB" \
+            --no-progress >/dev/null
+    done
+done
+# Medians over the rounds: model type, table (+ weights layout), workload, threads.
+sqlite3 -header -column "$DB" "
+  WITH v AS (SELECT r.model_type AS type, r.isa, r.workload, r.threads,
+                    s.median AS tps FROM runs r JOIN summary s ON s.run_id = r.id
+             WHERE s.name = 'tps'),
+       o AS (SELECT type, isa, workload, threads, tps,
+                    row_number() OVER (PARTITION BY type, isa, workload, threads ORDER BY tps) AS k,
+                    count(*) OVER (PARTITION BY type, isa, workload, threads) AS n FROM v)
+  SELECT type, isa, workload, threads, n, round(avg(tps), 1) AS median_tps FROM o
+  WHERE k IN ((n + 1) / 2, (n + 2) / 2) GROUP BY type, isa, workload, threads ORDER BY type, workload, threads, isa;"
