@@ -272,8 +272,9 @@ def main():
         # The engine's own GGUF writer, read back by the independent reader:
         # same logits, same greedy tokens, same tokenization of its vocabulary.
         # test-llama3 and test-qwen2 carry the Llama 3 / Qwen 2 features (RoPE
-        # factors; NeoX RoPE, QKV biases, a separate classifier) at test size.
-        for shape in ("test-tiny", "test-llama3", "test-qwen2"):
+        # factors; NeoX RoPE, QKV biases, a separate classifier) at test size;
+        # test-headdim has heads wider than n_embd / n_head (attention.key_length).
+        for shape in ("test-tiny", "test-llama3", "test-qwen2", "test-headdim"):
             synth = "synth-%s-f32.gguf" % shape
             rc, _, err = run_cmd([CORTEX_BIN, "synth", "--shape", shape, "--type", "f32", "--seed", "5",
                                   "-o", os.path.join(tmp, synth)])
@@ -284,6 +285,9 @@ def main():
                     res.check("%s: RoPE factors span all three regimes" % shape,
                               f is not None and f.min() == 1.0 and f.max() == 8.0 and len(set(f.tolist())) > 3,
                               "factors %s" % (None if f is None else f.tolist()))
+                if shape == "test-headdim":
+                    res.check("%s: heads of 32 over an embedding of 64 (4 heads)" % shape,
+                              m.config.head_dim == 32 and m.layers[0].wq.shape == (128, 64))
                 if shape == "test-qwen2":
                     res.check("%s: NeoX RoPE, biases and a separate classifier" % shape,
                               m.config.rope_neox and m.layers[0].bq is not None and not m.shared_cls)

@@ -47,6 +47,7 @@ typedef struct cx_shape {
      * factor, low and high frequency factors, original context length */
     float rope_factor, rope_low, rope_high;
     int rope_orig_ctx;
+    int head_dim;             /* 0: n_embd / n_head; else written as attention.key_length / value_length */
 } cx_shape;
 
 /* The built-in shape presets, terminated by an entry with name == NULL. */

@@ -53,8 +53,16 @@
 
 _Static_assert(ATT_TILE % KV_BLOCK == 0, "attention tiles are whole KV blocks");
 
-/* The widest input any matrix of the model reads (n_embd or n_ff). */
-static int64_t widest_input(const cx_model_info *h) { return h->n_ff > h->n_embd ? h->n_ff : h->n_embd; }
+/* Width of the attention's query side: n_head x head_dim (n_embd unless the
+ * file gives another head_dim). */
+static size_t q_dim(const cx_model_info *h) { return (size_t)h->n_head * (size_t)h->head_dim; }
+
+/* The widest input any matrix of the model reads (n_embd, n_ff, or the
+ * attention output's n_head x head_dim). */
+static int64_t widest_input(const cx_model_info *h) {
+    int64_t w = h->n_ff > h->n_embd ? h->n_ff : h->n_embd;
+    return (int64_t)q_dim(h) > w ? (int64_t)q_dim(h) : w;
+}
 
 /*
  * The workspace is one 4 KiB-aligned region carved by an arena (arena.h):
@@ -72,7 +80,8 @@ static size_t lines(size_t n, size_t size) { return (n * size + ARENA_ALIGN - 1)
 /* Floats of the per-row buffers for `batch` rows and n_out logit rows. */
 static size_t ws_floats(const cx_model_info *h, size_t batch, size_t n_out) {
     size_t E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim, KV = (size_t)h->n_head_kv * hd;
-    return batch * (4 * E + 2 * F + 2 * KV + hd) + n_out * (size_t)h->n_vocab;
+    size_t Q = q_dim(h), W = E > Q ? E : Q; /* x, xb2: E; xb: W (attention output too); q: Q */
+    return batch * (2 * E + W + Q + 2 * F + 2 * KV + hd) + n_out * (size_t)h->n_vocab;
 }
 
 /* Bytes of the whole region: the fixed buffers (each padded to a line,
@@ -138,7 +147,7 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     w->pool = tp_new(n_threads);
     int ok = w->region && w->pool;
 #ifdef CORTEX_TEST_KNOBS
-    size_t knob_rows = (size_t)(h->n_embd > h->n_ff ? h->n_embd : h->n_ff); /* the most rows any matrix has */
+    size_t knob_rows = (size_t)widest_input(h); /* the most rows any matrix has, but the classifier */
     if ((size_t)h->n_vocab > knob_rows) knob_rows = (size_t)h->n_vocab;
     w->knob_y = calloc(knob_rows, sizeof(float));
     ok = ok && w->knob_y;
@@ -150,10 +159,11 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     arena_init(&w->mem, w->region, region);
     size_t B = (size_t)batch, E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim;
     size_t KV = (size_t)h->n_head_kv * hd;
+    size_t Q = q_dim(h), W = E > Q ? E : Q;
     w->x = carve(w, B * E * sizeof(float));
-    w->xb = carve(w, B * E * sizeof(float));
+    w->xb = carve(w, B * W * sizeof(float));
     w->xb2 = carve(w, B * E * sizeof(float));
-    w->q = carve(w, B * E * sizeof(float));
+    w->q = carve(w, B * Q * sizeof(float));
     w->hb = carve(w, B * F * sizeof(float));
     w->hb2 = carve(w, B * F * sizeof(float));
     w->kk = carve(w, B * KV * sizeof(float));
@@ -271,7 +281,7 @@ typedef struct attn_job { fwd_ws *w; const fwd_seg *seg; int n_seg; } attn_job;
 static void attention_block(fwd_ws *w, const fwd_seg *g, int tid, int head, int qi0, int qi1) {
     const cx_model_info *h = &w->m->info;
     const kern_ops *k = w->k;
-    int hd = h->head_dim, kv_dim = h->n_head_kv * hd, E = h->n_embd;
+    int hd = h->head_dim, kv_dim = h->n_head_kv * hd, QD = (int)q_dim(h);
     int kvh = head / (h->n_head / h->n_head_kv); /* grouped-query: query heads share a kv head */
     float scale = 1.0f / sqrtf((float)hd);
     const float *const *Kb = g->view->k, *const *Vb = g->view->v;
@@ -291,7 +301,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, int tid, int head, int 
             int p = g->pos + qi0 + i;
             if (k0 > p) continue;
             int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
-            const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)E + (size_t)head * (size_t)hd;
+            const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)head * (size_t)hd;
             for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order */
                 k->attn_scores(sc + j, q, Kb[(k0 + j) / KV_BLOCK] + col, (size_t)kv_dim,
                                kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
@@ -312,7 +322,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, int tid, int head, int 
         }
     }
     for (int i = 0; i < nq; i++) {
-        float *o = w->xb + (size_t)(g->row + qi0 + i) * (size_t)E + (size_t)head * (size_t)hd;
+        float *o = w->xb + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)head * (size_t)hd;
         double inv = 1.0 / ml[2 * i + 1];
         for (int d = 0; d < hd; d++) o[d] = (float)(acc[(size_t)i * hd + d] * inv);
     }
@@ -397,7 +407,9 @@ static void knob_slowdown(fwd_ws *s, int T, int n_out) {
         knob_extra(s, &w->wq);
         knob_extra(s, &w->wk);
         knob_extra(s, &w->wv);
+        set_input(s, s->xb, T, (int64_t)q_dim(h)); /* the attention output's width */
         knob_extra(s, &w->wo);
+        set_input(s, s->xb, T, h->n_embd);
         knob_extra(s, &w->w_gate);
         knob_extra(s, &w->w_up);
         set_input(s, s->hb, T, h->n_ff);
@@ -435,7 +447,7 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
     const cx_model *m = w->m;
     const cx_model_info *h = &m->info;
     const kern_ops *k = w->k;
-    int E = h->n_embd, F = h->n_ff, hd = h->head_dim, kv_dim = h->n_head_kv * hd, T = rows;
+    int E = h->n_embd, F = h->n_ff, hd = h->head_dim, kv_dim = h->n_head_kv * hd, QD = (int)q_dim(h), T = rows;
     assert(n_seg >= 1 && rows >= 1 && rows <= w->batch);
     arena_release(&w->mem, w->pass_mark); /* last pass's scratch */
     for (int f = 0; f < 3; f++) w->act[f].mem = NULL;
@@ -467,15 +479,15 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         matmul(w, &wl->wv, w->vv);
         for (int t = 0; t < T; t++) {
             if (wl->bq) { /* QKV biases (qwen2) */
-                k->add(w->q + (size_t)t * E, wl->bq, E);
+                k->add(w->q + (size_t)t * QD, wl->bq, QD);
                 k->add(w->kk + (size_t)t * kv_dim, wl->bk, kv_dim);
                 k->add(w->vv + (size_t)t * kv_dim, wl->bv, kv_dim);
             }
             if (h->rope_neox) {
-                interleave_halves(w->q + (size_t)t * E, h->n_head, hd);
+                interleave_halves(w->q + (size_t)t * QD, h->n_head, hd);
                 interleave_halves(w->kk + (size_t)t * kv_dim, h->n_head_kv, hd);
             }
-            k->rope(w->q + (size_t)t * E, h->n_head, hd, w->rope_cs + (size_t)t * hd);
+            k->rope(w->q + (size_t)t * QD, h->n_head, hd, w->rope_cs + (size_t)t * hd);
             k->rope(w->kk + (size_t)t * kv_dim, h->n_head_kv, hd, w->rope_cs + (size_t)t * hd);
         }
         for (int g = 0; g < n_seg; g++) {
@@ -485,7 +497,7 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
             view_layer(w, s, l);
         }
         tp_run(w->pool, attention_part, &aj);
-        set_input(w, w->xb, T, E);
+        set_input(w, w->xb, T, QD);
         matmul(w, &wl->wo, w->xb2);
         k->add(w->x, w->xb2, T * E);
         /* feed-forward block (SwiGLU) */

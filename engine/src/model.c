@@ -171,12 +171,15 @@ int model_check_hparams(const cx_model_info *h, const char *L, cx_err *err) {
     if (h->n_embd < 1 || h->n_embd > 65536) return cx_fail(err, CX_ERANGE, "%s: absurd embedding length %d", L, h->n_embd);
     if (h->n_ff < 1 || h->n_ff > (1 << 20)) return cx_fail(err, CX_ERANGE, "%s: absurd feed-forward length %d", L, h->n_ff);
     if (h->n_layer < 1 || h->n_layer > 1024) return cx_fail(err, CX_ERANGE, "%s: absurd layer count %d", L, h->n_layer);
-    if (h->n_head < 1 || h->n_head > h->n_embd || h->n_embd % h->n_head)
+    /* head_dim 0: n_embd / n_head, which must divide; else the file's own (attention.key_length) */
+    if (h->head_dim == 0 && (h->n_head < 1 || h->n_head > h->n_embd || h->n_embd % h->n_head))
         return cx_fail(err, CX_ERANGE, "%s: head count %d does not divide embedding length %d", L, h->n_head, h->n_embd);
+    if (h->head_dim != 0 && (h->n_head < 1 || h->n_head > 4096 || h->head_dim < 2 || h->head_dim > 4096))
+        return cx_fail(err, CX_ERANGE, "%s: absurd head count %d or head dimension %d", L, h->n_head, h->head_dim);
     if (h->n_head_kv < 1 || h->n_head_kv > h->n_head || h->n_head % h->n_head_kv)
         return cx_fail(err, CX_ERANGE, "%s: kv head count %d does not divide head count %d", L, h->n_head_kv, h->n_head);
-    if ((h->n_embd / h->n_head) % 2)
-        return cx_fail(err, CX_ERANGE, "%s: head dimension %d is odd; RoPE needs pairs", L, h->n_embd / h->n_head);
+    int hd = h->head_dim ? h->head_dim : h->n_embd / h->n_head;
+    if (hd % 2) return cx_fail(err, CX_ERANGE, "%s: head dimension %d is odd; RoPE needs pairs", L, hd);
     if (h->n_vocab < 1 || h->n_vocab > (1 << 24)) return cx_fail(err, CX_ERANGE, "%s: absurd vocabulary size %d", L, h->n_vocab);
     if (h->n_ctx < 1 || h->n_ctx > (1 << 24)) return cx_fail(err, CX_ERANGE, "%s: absurd context length %d", L, h->n_ctx);
     if (!(h->rms_eps > 0 && h->rms_eps < 1)) return cx_fail(err, CX_ERANGE, "%s: RMS norm epsilon %g out of range", L, h->rms_eps);
@@ -337,8 +340,8 @@ int model_require_weights(const cx_model *m, cx_err *err) {
 /*
  * Metadata that changes the computation beyond what this engine does is
  * refused by name: RoPE scaling other than linear (YaRN, LongRoPE, ...; Llama
- * 3's scaling arrives as rope_freqs.weight factors), attention key/value
- * lengths other than n_embd / n_head, sliding windows, soft-capping, expert
+ * 3's scaling arrives as rope_freqs.weight factors), a value length other
+ * than the key length (head_dim), sliding windows, soft-capping, expert
  * counts. Linear scaling sets rope_freq_scale.
  */
 static int model_check_arch_keys(gguf_loader *ld) {
@@ -358,14 +361,11 @@ static int model_check_arch_keys(gguf_loader *ld) {
         return cx_fail(ld->err, CX_EUNSUP, "%s: RoPE scaling '%.*s' (%s) is not supported (none, linear, and Llama 3's "
                        "rope_freqs.weight are)", ld->L, (int)(st.len > 32 ? 32 : st.len), st.ptr, key);
     }
-    static const char *len_keys[2] = {"attention.key_length", "attention.value_length"};
-    for (int i = 0; i < 2; i++) {
-        int v = 0;
-        if (hp_u32(ld, len_keys[i], 0, (uint32_t)h->head_dim, &v)) return CX_EFORMAT;
-        if (v != h->head_dim)
-            return cx_fail(ld->err, CX_EUNSUP, "%s: %s.%s = %d differs from n_embd / n_head = %d: not supported", ld->L,
-                           ld->arch, len_keys[i], v, h->head_dim);
-    }
+    int v = 0;
+    if (hp_u32(ld, "attention.value_length", 0, (uint32_t)h->head_dim, &v)) return CX_EFORMAT;
+    if (v != h->head_dim)
+        return cx_fail(ld->err, CX_EUNSUP, "%s: %s.attention.value_length = %d differs from the key length %d: not supported",
+                       ld->L, ld->arch, v, h->head_dim);
     static const char *refused[] = {"attention.sliding_window", "attn_logit_softcapping", "final_logit_softcapping",
                                     "expert_count", "rope.scaling.yarn_log_multiplier"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
@@ -411,11 +411,13 @@ int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
         (rc = hp_f32(&ld, "attention.layer_norm_rms_epsilon", 1e-5f, &h->rms_eps)) ||
         (rc = hp_f32(&ld, "rope.freq_base", 10000.0f, &h->rope_base)))
         goto done;
-    if ((rc = hp_u32(&ld, "attention.head_count_kv", 0, (uint32_t)h->n_head, &h->n_head_kv))) goto done;
+    if ((rc = hp_u32(&ld, "attention.head_count_kv", 0, (uint32_t)h->n_head, &h->n_head_kv)) ||
+        (rc = hp_u32(&ld, "attention.key_length", 0, 0, &h->head_dim))) /* 0 (absent): n_embd / n_head */
+        goto done;
     if ((rc = tok_load_gguf(&m->vocab, &g, L, err))) goto done;
     h->n_vocab = m->vocab.n;
     if ((rc = model_check_hparams(h, L, err))) goto done;
-    h->head_dim = h->n_embd / h->n_head;
+    if (h->head_dim == 0) h->head_dim = h->n_embd / h->n_head;
     if ((rc = hp_u32(&ld, "rope.dimension_count", 0, (uint32_t)h->head_dim, &rope_dim))) goto done;
     if (rope_dim != h->head_dim) {
         rc = cx_fail(err, CX_EUNSUP, "%s: partial RoPE (%d of %d dimensions) is not supported", L, rope_dim, h->head_dim);
@@ -428,9 +430,10 @@ int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
         goto done;
     }
     int64_t E = h->n_embd, F = h->n_ff, KV = (int64_t)h->n_head_kv * h->head_dim, V = h->n_vocab;
+    int64_t QD = (int64_t)h->n_head * h->head_dim; /* the query side: E unless the file gives head_dim */
     m->layers = calloc((size_t)h->n_layer, sizeof *m->layers);
-    m->norms = malloc(sizeof(float) * ((size_t)E * (3 * (size_t)h->n_layer + 1) + 2 * (size_t)KV * h->n_layer +
-                                       (size_t)h->head_dim));
+    m->norms = malloc(sizeof(float) * ((size_t)E * (2 * (size_t)h->n_layer + 1) +
+                                       (size_t)(QD + 2 * KV) * (size_t)h->n_layer + (size_t)h->head_dim));
     m->tensors = calloc(4 + 12 * (size_t)h->n_layer, sizeof *m->tensors);
     if (!m->layers || !m->norms || !m->tensors) {
         rc = cx_fail(err, CX_ENOMEM, "%s: out of memory", L);
@@ -457,16 +460,16 @@ int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
         static const char *parts[9] = {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output",
                                        "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
         for (int i = 0; i < 9; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s.weight", l, parts[i]);
-        if ((rc = load_norm(&ld, n[0], E, &y->attn_norm)) || (rc = load_matrix(&ld, n[1], E, E, 0, &y->wq)) ||
+        if ((rc = load_norm(&ld, n[0], E, &y->attn_norm)) || (rc = load_matrix(&ld, n[1], E, QD, 0, &y->wq)) ||
             (rc = load_matrix(&ld, n[2], E, KV, 0, &y->wk)) || (rc = load_matrix(&ld, n[3], E, KV, 0, &y->wv)) ||
-            (rc = load_matrix(&ld, n[4], E, E, 0, &y->wo)) || (rc = load_norm(&ld, n[5], E, &y->ffn_norm)) ||
+            (rc = load_matrix(&ld, n[4], QD, E, 0, &y->wo)) || (rc = load_norm(&ld, n[5], E, &y->ffn_norm)) ||
             (rc = load_matrix(&ld, n[6], E, F, 0, &y->w_gate)) || (rc = load_matrix(&ld, n[7], E, F, 0, &y->w_up)) ||
             (rc = load_matrix(&ld, n[8], F, E, 0, &y->w_down)))
             goto done;
         char b[3][64];
         static const char *bparts[3] = {"attn_q", "attn_k", "attn_v"};
         for (int i = 0; i < 3; i++) snprintf(b[i], sizeof b[i], "blk.%d.%s.bias", l, bparts[i]);
-        if ((rc = load_vec(&ld, b[0], E, !qwen2, &y->bq)) || (rc = load_vec(&ld, b[1], KV, !qwen2, &y->bk)) ||
+        if ((rc = load_vec(&ld, b[0], QD, !qwen2, &y->bq)) || (rc = load_vec(&ld, b[1], KV, !qwen2, &y->bk)) ||
             (rc = load_vec(&ld, b[2], KV, !qwen2, &y->bv)))
             goto done;
         if (!y->bq != !y->bk || !y->bq != !y->bv) {

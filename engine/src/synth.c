@@ -24,22 +24,24 @@
 #include "util.h"
 
 static const cx_shape SHAPES[] = {
-    /* name            embd   ff     layers heads kv  vocab   ctx     rope      eps    tied arch bias rope scaling (factor low high ctx) */
-    {"test-tiny",      64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
+    /* name            embd   ff     layers heads kv  vocab   ctx     rope      eps    tied arch bias rope scaling (factor low high ctx), head_dim */
+    {"test-tiny",      64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
     /* the new architecture features at test size: Llama 3 RoPE factors (a short original context, so
      * every regime of the formula occurs in 8 frequencies); qwen2's biases, NeoX RoPE, separate output */
-    {"test-llama3",    64,    192,   2,     4,    2,  512,    128,    500000.0f, 1e-5f, 1, "llama", 0, 8, 1, 32, 4000},
-    {"test-qwen2",     64,    192,   2,     4,    2,  512,    128,    1000000.0f, 1e-6f, 0, "qwen2", 1, 0, 0, 0, 0},
+    {"test-llama3",    64,    192,   2,     4,    2,  512,    128,    500000.0f, 1e-5f, 1, "llama", 0, 8, 1, 32, 4000, 0},
+    {"test-qwen2",     64,    192,   2,     4,    2,  512,    128,    1000000.0f, 1e-6f, 0, "qwen2", 1, 0, 0, 0, 0, 0},
+    /* heads wider than n_embd / n_head (32 x 4 = 128 > 64), as the GGUF's attention.key_length may say */
+    {"test-headdim",   64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 32},
     /* the deterministic gate's micro workload: 16 prompt tokens + 8 steps = ~1.1e8 instructions (docs/gates.md) */
-    {"gate-micro",     128,   384,   2,     4,    2,  2048,   256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
-    {"stories15m",     288,   768,   6,     6,    6,  32000,  256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
-    {"stories42m",     512,   1376,  8,     8,    8,  32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
-    {"stories110m",    768,   2048,  12,    12,   12, 32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0},
-    {"tinyllama-1.1b", 2048,  5632,  22,    32,   4,  32000,  2048,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0},
-    {"llama-3.2-1b",   2048,  8192,  16,    32,   8,  128256, 131072, 500000.0f, 1e-5f, 1, "llama", 0, 32, 1, 4, 8192},
-    {"qwen2.5-0.5b",   896,   4864,  24,    14,   2,  151936, 32768,  1000000.0f, 1e-6f, 1, "qwen2", 1, 0, 0, 0, 0},
-    {"llama-2-7b",     4096,  11008, 32,    32,   32, 32000,  4096,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0},
+    {"gate-micro",     128,   384,   2,     4,    2,  2048,   256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
+    {"stories15m",     288,   768,   6,     6,    6,  32000,  256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
+    {"stories42m",     512,   1376,  8,     8,    8,  32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
+    {"stories110m",    768,   2048,  12,    12,   12, 32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
+    {"tinyllama-1.1b", 2048,  5632,  22,    32,   4,  32000,  2048,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0, 0},
+    {"llama-3.2-1b",   2048,  8192,  16,    32,   8,  128256, 131072, 500000.0f, 1e-5f, 1, "llama", 0, 32, 1, 4, 8192, 0},
+    {"qwen2.5-0.5b",   896,   4864,  24,    14,   2,  151936, 32768,  1000000.0f, 1e-6f, 1, "qwen2", 1, 0, 0, 0, 0, 0},
+    {"llama-2-7b",     4096,  11008, 32,    32,   32, 32000,  4096,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0, 0},
+    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0},
 };
 
 const cx_shape *cx_shapes(void) { return SHAPES; }
@@ -155,7 +157,7 @@ typedef struct tensor_plan { char name[64]; int type, n_dims; int64_t ne[2]; int
  * orig_ctx / low are divided by `factor`, and those between blend the two.
  */
 static void llama3_rope_factors(const cx_shape *sh, float *out, int n) {
-    int hd = sh->n_embd / sh->n_head;
+    int hd = 2 * n; /* n frequencies: one per pair of a head */
     double lo_wl = sh->rope_orig_ctx / sh->rope_low, hi_wl = sh->rope_orig_ctx / sh->rope_high;
     for (int i = 0; i < n; i++) {
         double freq = 1.0 / pow((double)sh->rope_base, (double)(2 * i) / hd), wl = 2 * 3.141592653589793 / freq;
@@ -222,7 +224,7 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
     cx_model_info h = {0};
     h.n_embd = sh->n_embd; h.n_ff = sh->n_ff; h.n_layer = sh->n_layer; h.n_head = sh->n_head;
     h.n_head_kv = sh->n_head_kv; h.n_vocab = sh->n_vocab; h.n_ctx = sh->n_ctx;
-    h.rope_base = sh->rope_base; h.rms_eps = sh->rms_eps;
+    h.rope_base = sh->rope_base; h.rms_eps = sh->rms_eps; h.head_dim = sh->head_dim;
     int rc = model_check_hparams(&h, sh->name, err);
     if (rc) {
         if (have_vg) gguf_free(&vg);
@@ -231,7 +233,8 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
     }
     if (gguf_file_type(type) < 0)
         return cx_fail(err, CX_EINVAL, "unsupported weight type %s (%d) for synth", cx_type_name(type), type);
-    int64_t E = sh->n_embd, F = sh->n_ff, KV = (int64_t)sh->n_head_kv * (sh->n_embd / sh->n_head);
+    int64_t HD = sh->head_dim ? sh->head_dim : sh->n_embd / sh->n_head;
+    int64_t E = sh->n_embd, F = sh->n_ff, KV = (int64_t)sh->n_head_kv * HD, QD = (int64_t)sh->n_head * HD;
     if (type == CX_TYPE_Q8_0 || type == CX_TYPE_Q4_0) {
         if (E % QK || F % QK)
             return cx_fail(err, CX_EINVAL, "shape %s: embedding %lld and feed-forward %lld must be multiples of 32 for %s",
@@ -261,21 +264,21 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
     PLAN("output_norm.weight", CX_TYPE_F32, 1, E, 1, 1);
     if (!sh->tied_output) PLAN("output.weight", quant_mix_type(type, "output.weight", -1, sh->n_layer, E), 2, E,
                                sh->n_vocab, 0);
-    if (sh->rope_factor > 0) PLAN("rope_freqs.weight", CX_TYPE_F32, 1, E / sh->n_head / 2, 1, FILL_ROPE);
+    if (sh->rope_factor > 0) PLAN("rope_freqs.weight", CX_TYPE_F32, 1, HD / 2, 1, FILL_ROPE);
     for (int l = 0; l < sh->n_layer; l++) {
         char nm[64];
 #define LPLAN(part, ty, nd, c, r, norm) do { snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, part); \
         PLAN(nm, quant_mix_type(ty, nm, l, sh->n_layer, c), nd, c, r, norm); } while (0)
         LPLAN("attn_norm", CX_TYPE_F32, 1, E, 1, 1);
-        LPLAN("attn_q", type, 2, E, E, 0);
+        LPLAN("attn_q", type, 2, E, QD, 0);
         LPLAN("attn_k", type, 2, E, KV, 0);
         LPLAN("attn_v", type, 2, E, KV, 0);
-        LPLAN("attn_output", type, 2, E, E, 0);
+        LPLAN("attn_output", type, 2, QD, E, 0);
         if (sh->qkv_bias) {
             static const char *bias[3] = {"attn_q", "attn_k", "attn_v"};
             for (int b = 0; b < 3; b++) {
                 snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, bias[b]);
-                PLAN(nm, CX_TYPE_F32, 1, b ? KV : E, 1, FILL_BIAS);
+                PLAN(nm, CX_TYPE_F32, 1, b ? KV : QD, 1, FILL_BIAS);
             }
         }
         LPLAN("ffn_norm", CX_TYPE_F32, 1, E, 1, 1);
@@ -299,7 +302,11 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
     gguf_w_u32(w, ARCH_KEY("block_count"), (uint32_t)sh->n_layer);
     gguf_w_u32(w, ARCH_KEY("attention.head_count"), (uint32_t)sh->n_head);
     gguf_w_u32(w, ARCH_KEY("attention.head_count_kv"), (uint32_t)sh->n_head_kv);
-    gguf_w_u32(w, ARCH_KEY("rope.dimension_count"), (uint32_t)(E / sh->n_head));
+    gguf_w_u32(w, ARCH_KEY("rope.dimension_count"), (uint32_t)HD);
+    if (sh->head_dim) {
+        gguf_w_u32(w, ARCH_KEY("attention.key_length"), (uint32_t)HD);
+        gguf_w_u32(w, ARCH_KEY("attention.value_length"), (uint32_t)HD);
+    }
     gguf_w_f32(w, ARCH_KEY("rope.freq_base"), sh->rope_base);
     gguf_w_f32(w, ARCH_KEY("attention.layer_norm_rms_epsilon"), sh->rms_eps);
     gguf_w_u32(w, ARCH_KEY("vocab_size"), (uint32_t)sh->n_vocab);

@@ -134,12 +134,29 @@ static uint32_t pre_char_len(const unsigned char *s, size_t left) {
     return n;
 }
 
-/* Cut span `in` of text by regex `re` into matches and gaps, appended to out[*n]. */
-static int pre_cut(const pcre2_code *re, pcre2_match_data *md, const char *text, tok_span in, tok_span *out, int *n,
+/* A growing array of spans. */
+typedef struct span_vec { tok_span *v; size_t n, cap; } span_vec;
+
+/* Append a span; 0, or -1 when out of memory. */
+static int span_push(span_vec *sv, uint32_t start, size_t len) {
+    if (sv->n == sv->cap) {
+        size_t cap = sv->cap ? 2 * sv->cap : 64;
+        tok_span *v = realloc(sv->v, sizeof *v * cap);
+        if (!v) return -1;
+        sv->v = v;
+        sv->cap = cap;
+    }
+    sv->v[sv->n++] = (tok_span){start, (uint32_t)len};
+    return 0;
+}
+
+/* Cut span `in` of text by regex `re` into matches and gaps, appended to out. */
+static int pre_cut(const pcre2_code *re, pcre2_match_data *md, const char *text, tok_span in, span_vec *out,
                    cx_err *err) {
     PCRE2_SPTR subj = (PCRE2_SPTR)text + in.start;
     size_t pos = 0, off = 0;
-    while (off < in.len) {
+    int oom = 0;
+    while (off < in.len && !oom) {
         int rc = pcre2_match(re, subj, in.len, off, 0, md, NULL);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         if (rc < 0) {
@@ -154,43 +171,37 @@ static int pre_cut(const pcre2_code *re, pcre2_match_data *md, const char *text,
             off = s + pre_char_len(subj + s, in.len - s);
             continue;
         }
-        if (s > pos) out[(*n)++] = (tok_span){in.start + (uint32_t)pos, (uint32_t)(s - pos)};
-        out[(*n)++] = (tok_span){in.start + (uint32_t)s, (uint32_t)(e - s)};
+        if (s > pos) oom |= span_push(out, in.start + (uint32_t)pos, s - pos);
+        oom |= span_push(out, in.start + (uint32_t)s, e - s);
         pos = off = e;
     }
-    if (pos < in.len) out[(*n)++] = (tok_span){in.start + (uint32_t)pos, (uint32_t)(in.len - pos)};
-    return 0;
+    if (pos < in.len && !oom) oom |= span_push(out, in.start + (uint32_t)pos, in.len - pos);
+    return oom ? cx_fail(err, CX_ENOMEM, "out of memory pre-tokenizing %u bytes", in.len) : 0;
 }
 
-/* See tok_pre.h: two span arrays of len entries (words are never empty, so
- * there are at most len of them), swapped after each regex. */
+/* See tok_pre.h: the words of one regex are cut by the next, the span
+ * arrays growing as needed (so memory follows the word count). */
 int tok_pre_split(const tok_pre *p, const char *text, size_t len, tok_span **out, int *n_out, cx_err *err) {
     *out = NULL;
     *n_out = 0;
     if (len > (1u << 30)) return cx_fail(err, CX_ERANGE, "text of %zu bytes is too long to pre-tokenize", len);
-    tok_span *a = malloc(sizeof *a * (len + 1)), *b = malloc(sizeof *b * (len + 1));
+    span_vec a = {0}, b = {0};
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    if (!a || !b || !md) {
-        free(a); free(b); pcre2_match_data_free(md);
-        return cx_fail(err, CX_ENOMEM, "out of memory pre-tokenizing %zu bytes", len);
+    int rc = md ? 0 : cx_fail(err, CX_ENOMEM, "out of memory pre-tokenizing %zu bytes", len);
+    if (!rc && len && span_push(&a, 0, len)) rc = cx_fail(err, CX_ENOMEM, "out of memory pre-tokenizing %zu bytes", len);
+    for (int r = 0; r < p->n && !rc; r++) {
+        b.n = 0;
+        for (size_t i = 0; i < a.n && !rc; i++) rc = pre_cut(p->code[r], md, text, a.v[i], &b, err);
+        span_vec t = a; a = b; b = t;
     }
-    int na = 0;
-    if (len) a[na++] = (tok_span){0, (uint32_t)len};
-    for (int r = 0; r < p->n; r++) {
-        int nb = 0;
-        for (int i = 0; i < na; i++) {
-            int rc = pre_cut(p->code[r], md, text, a[i], b, &nb, err);
-            if (rc) {
-                free(a); free(b); pcre2_match_data_free(md);
-                return rc;
-            }
-        }
-        tok_span *t = a; a = b; b = t;
-        na = nb;
-    }
-    free(b);
+    free(b.v);
     pcre2_match_data_free(md);
-    *out = a;
-    *n_out = na;
+    if (rc) {
+        free(a.v);
+        return rc;
+    }
+    *out = a.v ? a.v : malloc(sizeof(tok_span)); /* an empty text: an empty (but freeable) array */
+    *n_out = (int)a.n;
+    if (!*out) return cx_fail(err, CX_ENOMEM, "out of memory pre-tokenizing %zu bytes", len);
     return 0;
 }

@@ -401,18 +401,25 @@ done:
 typedef struct frag { int token; uint32_t start, len; } frag;
 
 /* Cut raw fragments around every occurrence of the special tokens allowed by
- * `flags`, longest token first (llama.cpp's order); *nf grows, f has room for
- * 2 * len + 1 fragments (each cut adds at most two). */
-static void split_specials(const tok_vocab *v, const char *text, int flags, frag *f, int *nf) {
+ * `flags`, longest token first (llama.cpp's order); the array *f of *nf
+ * fragments grows as needed (*cap). 0, or -1 when out of memory. */
+static int split_specials(const tok_vocab *v, const char *text, int flags, frag **fp, int *nf, int *cap) {
     for (int k = 0; k < v->n_special; k++) {
         int id = v->special[k];
         if (v->type[id] != TOK_USER && !(flags & TOK_PARSE_SPECIAL)) continue;
         const char *piece = v->text + v->off[id];
         uint32_t pl = v->len[id];
         for (int i = 0; i < *nf; i++) {
+            frag *f = *fp;
             if (f[i].token >= 0 || f[i].len < pl) continue;
             const char *hit = memmem(text + f[i].start, f[i].len, piece, pl);
             if (!hit) continue;
+            if (*nf + 2 > *cap) { /* each cut adds at most two fragments */
+                frag *g = realloc(f, sizeof(frag) * (size_t)*cap * 2);
+                if (!g) return -1;
+                *fp = f = g;
+                *cap *= 2;
+            }
             uint32_t at = (uint32_t)(hit - text), end = f[i].start + f[i].len;
             frag before = {-1, f[i].start, at - f[i].start}, tok = {id, at, pl}, after = {-1, at + pl, end - at - pl};
             int add = (before.len > 0) + 1 + (after.len > 0);
@@ -425,6 +432,7 @@ static void split_specials(const tok_vocab *v, const char *text, int flags, frag
             i = j - 2; /* the loop's i++ lands on `after` */
         }
     }
+    return 0;
 }
 
 /* See tokenizer.h. */
@@ -439,11 +447,13 @@ int tok_encode(const tok_vocab *v, const char *text, size_t len, int flags, int3
     }
     int rc = 0;
     if (len > 0) {
-        frag *f = malloc(sizeof(frag) * (2 * len + 1));
-        if (!f) return cx_fail(err, CX_ENOMEM, "out of memory tokenizing %zu bytes", len);
-        int nf = 1;
-        f[0] = (frag){-1, 0, (uint32_t)len};
-        split_specials(v, text, flags, f, &nf);
+        int nf = 1, fcap = 16;
+        frag *f = malloc(sizeof(frag) * (size_t)fcap);
+        if (f) f[0] = (frag){-1, 0, (uint32_t)len};
+        if (!f || split_specials(v, text, flags, &f, &nf, &fcap)) {
+            free(f);
+            return cx_fail(err, CX_ENOMEM, "out of memory tokenizing %zu bytes", len);
+        }
         int prev_special = 1; /* SentencePiece's dummy prefix: at the start and after a special token */
         for (int i = 0; i < nf && !rc; i++) {
             if (f[i].token >= 0) {

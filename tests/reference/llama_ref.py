@@ -3,7 +3,7 @@
 
 Also Llama 3 and Qwen 2 features: RoPE frequency factors (rope_freqs.weight),
 linear RoPE scaling, NeoX-style RoPE (qwen2: dimension i pairs with i + d/2),
-and Q/K/V biases.
+Q/K/V biases, and a head size other than dim / n_heads (attention.key_length).
 
 Written from the math, in the spirit of llama2.c's run.c, to check the C engine.
 It imports nothing from the C project. Two loaders produce the same in-memory
@@ -51,7 +51,7 @@ class Config:
 
     def __init__(self, dim, hidden_dim, n_layers, n_heads, n_kv_heads,
                  vocab_size, seq_len, rms_eps=1e-5, rope_base=10000.0,
-                 rope_neox=False, rope_scale=1.0, rope_factors=None):
+                 rope_neox=False, rope_scale=1.0, rope_factors=None, head_dim=None):
         self.dim = dim
         self.hidden_dim = hidden_dim
         self.n_layers = n_layers
@@ -64,7 +64,7 @@ class Config:
         self.rope_neox = rope_neox        # pairs (i, i + d/2) instead of (2i, 2i+1)
         self.rope_scale = rope_scale      # positions times this (linear scaling: 1/factor)
         self.rope_factors = rope_factors  # per-frequency divisors (head_dim/2,) or None
-        self.head_dim = dim // n_heads
+        self.head_dim = head_dim or dim // n_heads  # the file's attention.key_length, if it has one
         self.kv_dim = n_kv_heads * self.head_dim
 
     def __repr__(self):
@@ -281,7 +281,8 @@ def load_gguf(path):
                  rms_eps=float(hp("attention.layer_norm_rms_epsilon", 1e-5)),
                  rope_base=float(hp("rope.freq_base", 10000.0)),
                  rope_neox=(arch == "qwen2"), rope_scale=scale,
-                 rope_factors=f32("rope_freqs.weight") if "rope_freqs.weight" in t else None)
+                 rope_factors=f32("rope_freqs.weight") if "rope_freqs.weight" in t else None,
+                 head_dim=int(hp("attention.key_length", dim // n_heads)))
     rope_dims = int(hp("rope.dimension_count", cfg.head_dim))
     if rope_dims != cfg.head_dim:
         raise ValueError("%s: partial RoPE (%d of %d dims) not supported" % (path, rope_dims, cfg.head_dim))

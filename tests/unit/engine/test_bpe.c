@@ -89,6 +89,12 @@ static void test_merges(void) {
     CHECK(n == 3 && ids[1] == 256 + 5, "a control token is split out when asked");
     n = enc(&v, "x<|end|>y", 0, ids);
     CHECK(n > 3, "and kept as text otherwise (%d tokens)", n);
+    char many[256] = "";
+    for (int i = 0; i < 25; i++) strcat(many, "x<|end|>"); /* more fragments than the first allocation */
+    n = enc(&v, many, TOK_PARSE_SPECIAL, ids);
+    int alternate = n == 50;
+    for (int i = 0; i < n && alternate; i++) alternate = ids[i] == (i % 2 ? 256 + 5 : 'x');
+    CHECK(alternate, "25 control tokens among text: 50 alternating ids (%d)", n);
     roundtrip_random(&v, "small BPE vocabulary", TOK_PARSE_SPECIAL, 0);
     tok_free(&v);
     /* Llama 3 takes a word that is a whole token as is (ignore_merges). */

@@ -635,8 +635,11 @@ static void case_unsupported_model(void) {
     s.str_key = "llama.rope.scaling.type", s.str_val = "yarn";
     expect_tiny("rope-scaling-yarn", &s, CX_EUNSUP, "RoPE scaling 'yarn' (llama.rope.scaling.type) is not supported");
     s = tiny_default();
-    s.u32_key = "llama.attention.key_length", s.u32_val = 8;
-    expect_tiny("key-length-8", &s, CX_EUNSUP, "llama.attention.key_length = 8 differs from n_embd / n_head = 16");
+    s.u32_key = "llama.attention.value_length", s.u32_val = 8;
+    expect_tiny("value-length-8", &s, CX_EUNSUP, "llama.attention.value_length = 8 differs from the key length 16");
+    s = tiny_default();
+    s.u32_key = "llama.attention.key_length", s.u32_val = 8; /* heads of 8: attn_q must be [32, 16] */
+    expect_tiny("key-length-8", &s, CX_EFORMAT, "'blk.0.attn_q.weight' has shape [32, 32] (2 dims), expected [32, 16]");
     s = tiny_default();
     s.u32_key = "llama.expert_count", s.u32_val = 8;
     expect_tiny("experts", &s, CX_EUNSUP, "metadata 'llama.expert_count' is not supported");
