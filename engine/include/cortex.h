@@ -415,7 +415,7 @@ enum { CX_REQ_QUEUED, CX_REQ_PREFILL, CX_REQ_DECODE, CX_REQ_FINISHED, CX_REQ_CAN
 enum {
     CX_STOP_NONE = 0,   /* not stopped, or ended by cancellation, deadline or failure */
     CX_STOP_LENGTH,     /* max_tokens generated (or the context is full) */
-    CX_STOP_EOS,        /* the model's end-of-text token */
+    CX_STOP_EOS,        /* the model's end of generation: its EOS or EOT token (cx_token_is_eog) */
     CX_STOP_TOKEN,      /* one of the request's stop token ids */
     CX_STOP_STRING      /* one of the request's stop strings (it is not part of the text) */
 };
