@@ -147,7 +147,6 @@ int cx_sched_new(const cx_model *m, const cx_sched_params *pp, cx_sched **out, c
         cx_sched_free(s);
         return rc;
     }
-    s->eos = cx_token_eos(m);
     s->max_piece = longest_piece(m);
     s->next_id = 1;
     *out = s;

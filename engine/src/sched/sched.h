@@ -61,7 +61,6 @@ struct cx_sched {
     cx_sched_params p;
     cx_kv_cache *cache;
     cx_batch *batch;
-    int eos;                   /* the model's end-of-text id */
     size_t max_piece;          /* longest byte string one token decodes to */
 
     cx_session **sess;         /* [max_seqs] one per slot, on the shared cache */
