@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # ci/isa.sh - each kernel table's speed on the same models, side by side
 # (issue 16): synthetic TinyLlama-1.1B in q8_0, q4_0, q4_k_m and f16, prefill
-# (pp512) and decode (tg128) on 2 threads under every CORTEX_ISA table this
-# CPU runs (scalar excepted: minutes per prefill), plus pp512 on 1 thread
-# under the best table (thread scaling). Runs are interleaved round by round
-# (table A, B, C, then again), one repetition each after a warm-up, so a
-# shared machine's slow minutes spread over every table; medians over rounds.
-#   ci/isa.sh [DB] [ROUNDS]    (default reports/isa.db, 3 rounds; ~15-20 minutes)
+# (pp512) and decode (tg128) on THREADS threads (default 2) under every
+# CORTEX_ISA table this CPU runs (scalar excepted: minutes per prefill), plus,
+# with 2 threads, pp512 on 1 thread under the best table (thread scaling).
+# Runs are interleaved round by round (table A, B, C, then again), one
+# repetition each after a warm-up, so a shared machine's slow minutes spread
+# over every table; medians over rounds. TYPES picks the models.
+#   [THREADS=1] [TYPES="q8_0 q4_0"] ci/isa.sh [DB] [ROUNDS]
+#   (default reports/isa.db, 3 rounds, all four types: ~15-40 minutes)
 set -eu
 cd "$(dirname "$0")/.."
 DB=${1:-reports/isa.db}
 ROUNDS=${2:-3}
+THREADS=${THREADS:-2}
+TYPES=${TYPES:-q8_0 q4_0 q4_k_m f16}
 BENCH=build/cortex-bench
 CORTEX=build/cortex
 [ -n "${NO_BUILD:-}" ] || make -s "$BENCH" "$CORTEX"
@@ -29,20 +33,22 @@ for isa in avx2 avx512 avx512vnni; do # the tables this CPU runs (the others say
 done
 rm -f "$DB.err"
 best=${isas##* }
-echo "tables:$isas (1-thread prefill under $best)"
+echo "tables:$isas; $THREADS threads"
 "$BENCH" hw --db "$DB"
-for type in q8_0 q4_0 q4_k_m f16; do
+for type in $TYPES; do
     m=models/tinyllama-1.1b-$type.gguf
     for round in $(seq "$ROUNDS"); do
         for isa in $isas; do
             echo "== $type round $round: $isa"
             for wl in pp512 tg128; do
-                CORTEX_ISA=$isa "$BENCH" run --model "$m" --workload $wl --reps 1 --warmup 1 -t 2 --db "$DB" \
-                    --no-progress >/dev/null
+                CORTEX_ISA=$isa "$BENCH" run --model "$m" --workload $wl --reps 1 --warmup 1 -t "$THREADS" \
+                    --db "$DB" --no-progress >/dev/null
             done
         done
-        CORTEX_ISA=$best "$BENCH" run --model "$m" --workload pp512 --reps 1 --warmup 1 -t 1 --db "$DB" \
-            --no-progress >/dev/null
+        if [ "$THREADS" = 2 ]; then
+            CORTEX_ISA=$best "$BENCH" run --model "$m" --workload pp512 --reps 1 --warmup 1 -t 1 --db "$DB" \
+                --no-progress >/dev/null
+        fi
     done
 done
 # Medians over the rounds: model type, table (+ weights layout), workload, threads.

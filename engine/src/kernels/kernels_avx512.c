@@ -5,12 +5,12 @@
  * Built with the AVX-512 flags (this file only, see the Makefile); dispatch.c
  * hands its tables out only after CPUID and XGETBV say the CPU and OS support
  * them, and composes each from the AVX2 table with the entries below in place
- * (kern_avx512_part, kern_avx512vnni_part): q8_0/q4_0 in the sixteen-row
- * layout (KERN_LAYOUT_X16, kernels.h) and on row-major weights, f32/f16 with
- * 16-lane FMA, Q4_K/Q6_K 64 codes per step (kquant_avx512.c), and the Q8_256
- * activation quantizer. Everything else (attention, the elementwise
- * operators, the Q8_32 quantizer, q8_0/q4_0 decode on row-major weights) is
- * AVX2's.
+ * (kern_avx512_part, kern_avx512vnni_part): q8_0, q4_0, Q4_K and Q6_K in
+ * the sixteen-row layout (KERN_LAYOUT_X16, kernels.h) and, for prefill, on
+ * row-major weights; f32/f16 with 16-lane FMA; the Q8_256 activation
+ * quantizer. The one-row K-quant kernels (row-major decode) are in
+ * kquant_avx512.c. Everything else (attention, the elementwise operators,
+ * the Q8_32 quantizer, q8_0/q4_0 decode on row-major weights) is AVX2's.
  *
  * q8_0 and q4_0, sixteen rows at a time. One 64-byte load of an X16 block is
  * four codes of each of sixteen rows, one row per int32 lane; the matching
@@ -29,9 +29,13 @@
  * the AVX2 X8 kernels, give the same bits for every (row, token), at any
  * token count: prefill and decode agree exactly.
  *
- * On row-major weights (a mapped file) the same kernel gathers each lane's
+ * Q4_K and Q6_K (below) use the same lane-per-row scheme on 4-byte words of
+ * their super-blocks and end each super-block with the scalar reference's
+ * float operations, so they equal it bit for bit.
+ *
+ * On row-major weights (a mapped file) the same kernels gather each lane's
  * four bytes (vpgatherdd) instead of loading them, for prefill; decode (fewer
- * than four tokens) takes the AVX2 row kernels, as the AVX2 table does.
+ * than four tokens) takes the one-row kernels, as the AVX2 table does.
  */
 #include <assert.h>
 #include <immintrin.h>
