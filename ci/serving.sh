@@ -4,7 +4,9 @@
 #      (closed loop), --max-seqs 8 against --max-seqs 1, beside the
 #      microbenchmark batched:8,64,32 against multiseq:8,64,32 (the same
 #      model, interleaved in one session);
-#   2. the scheduler's own overhead (sched_overhead_pct of those runs);
+#   2. the scheduler's own overhead (sched_overhead_pct of those runs), and
+#      the microbenchmark's shape (64 requests of 64 + 32 tokens) served by
+#      the scheduler against the microbenchmark itself;
 #   3. a burst of 64 simultaneous requests into --max-queue 16;
 #   4. the rate sweep of the zipf-chat trace (saturation closed loop, then
 #      25..110 % of it), drawn by `cortex-bench report`.
@@ -45,6 +47,23 @@ for type in $TYPES; do
         "$(q "$ms" decode_tps)" "$(q "$mb" decode_tps)" "$(ratio "$(q "$ms" decode_tps)" "$(q "$mb" decode_tps)")" \
         "$(q "$s8" sched_overhead_pct)"
 done
+
+echo
+echo "== the microbenchmark's shape through the scheduler: 64 requests of 64 prompt and 32 generated tokens, 8 clients"
+shape=$(mktemp --suffix=.jsonl)
+"$BENCH" trace --requests 64 --rate 1000 --prompt-len fixed:64 --gen-len fixed:32 --seed 5 -o "$shape" 2>/dev/null
+printf '| type | output tok/s seqs 1 / 8 | gain | total tok/s seqs 8 | batched:8,64,32 tps | scheduler / microbenchmark |\n'
+printf '| --- | ---: | ---: | ---: | ---: | ---: |\n'
+for type in $TYPES; do
+    m=models/tinyllama-1.1b-$type.gguf
+    a=$(run "$m" --workload "trace:$shape" --mode closed --concurrency 8 --max-seqs 1)
+    b=$(run "$m" --workload "trace:$shape" --mode closed --concurrency 8 --max-seqs 8)
+    mb=$(run "$m" --workload batched:8,64,32 -c 96)
+    printf '| %s | %s / %s | %s | %s | %s | %s |\n' "$type" "$(q "$a" output_tps)" "$(q "$b" output_tps)" \
+        "$(ratio "$(q "$a" output_tps)" "$(q "$b" output_tps)")" "$(q "$b" total_tps)" "$(q "$mb" tps)" \
+        "$(ratio "$(q "$mb" tps)" "$(q "$b" total_tps)")"
+done
+rm -f "$shape" "$shape.meta.json"
 
 echo
 echo "== burst: 64 requests at once into --max-queue 16 (one sequence)"
