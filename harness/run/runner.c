@@ -15,8 +15,8 @@
 #include "kv_metrics.h"
 #include "stats.h"
 
-/* Milliseconds on the monotonic clock. */
-static double now_ms(void) {
+/* See runner.h. */
+double runner_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
@@ -127,7 +127,7 @@ static int decode_tokens(rep_state *st, const float *l, int max_gen, req_result 
     ctr_snap snap;
     int eos = cx_token_eos(st->m);
     int tok = cx_sampler_sample(st->greedy, l);
-    double t_prev = now_ms(), t_first = t_prev;
+    double t_prev = runner_now_ms(), t_first = t_prev;
     q->ttft_ms = t_first - issue_ms;
     canary_add(&c, tok);
     int gen = 1;
@@ -139,7 +139,7 @@ static int decode_tokens(rep_state *st, const float *l, int max_gen, req_result 
             return -1;
         }
         tok = cx_sampler_sample(st->greedy, l);
-        double t = now_ms();
+        double t = runner_now_ms();
         q->itl_ms[q->n_itl++] = (float)(t - t_prev);
         t_prev = t;
         canary_add(&c, tok);
@@ -192,7 +192,7 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
         int32_t bos = cx_token_bos(st->m);
         if (cx_eval(st->s, &bos, 1, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
     }
-    double t0 = now_ms();
+    double t0 = runner_now_ms();
     q->prompt_tokens = np;
     if (np) {
         ctr_snap snap;
@@ -200,7 +200,7 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
         if (cx_eval(st->s, st->ids + depth, np, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
         phase_end(st, &snap, &st->prefill);
     }
-    q->prefill_ms = now_ms() - t0;
+    q->prefill_ms = runner_now_ms() - t0;
     if (ng) {
         /* tg N times N token evaluations: sample once from the logits we have,
          * then evaluate that token, N times; decode_tokens evaluates N-1 times,
@@ -216,7 +216,7 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
         q->ttft_ms = q->e2e_ms = q->prefill_ms;
         q->decode_ms = q->tpot_ms = NAN;
     }
-    q->e2e_ms = now_ms() - t0;
+    q->e2e_ms = runner_now_ms() - t0;
     return 0;
 }
 
@@ -276,14 +276,14 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     canary cn;
     canary_init(&cn);
     ctr_snap snap;
-    double t0 = now_ms();
+    double t0 = runner_now_ms();
     if (!rc) phase_begin(st, &snap);
     for (int i = 0; i < n && !rc; i++) { /* prefill every sequence: distinct tokens, so nothing is shared */
         synthetic_tokens(ids, ctx, V, 0x5eed + 7919 * (uint64_t)i);
         if (cx_eval(ss[i], ids, ctx, &l[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
     }
     if (!rc) phase_end(st, &snap, &st->prefill);
-    double t1 = now_ms(), t_end = t1, t_prev = t1; /* every sequence waits for the round: one clock serves all */
+    double t1 = runner_now_ms(), t_end = t1, t_prev = t1; /* every sequence waits for the round: one clock serves all */
     q->prompt_tokens = n * ctx;
     q->prefill_ms = q->ttft_ms = t1 - t0;
     if (!rc) phase_begin(st, &snap);
@@ -297,7 +297,7 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
             rc = (snprintf(err, errlen, "%s", e.msg), -1);
             break;
         }
-        t_end = now_ms();
+        t_end = runner_now_ms();
         for (int i = 0; i < n; i++) q->itl_ms[q->n_itl++] = (float)(t_end - t_prev);
         t_prev = t_end;
     }
@@ -470,9 +470,9 @@ static int synthetic_rep(const cx_model *m, const run_config *cfg, rep_state *st
     req_result *q = &out->req[0];
     q->adapter = -1;
     if (cfg->progress) runner_progress(cfg, 0, 1);
-    double t0 = now_ms();
+    double t0 = runner_now_ms();
     int rc = cfg->n_seq ? serve_multiseq(st, q, err, errlen) : serve_synthetic(st, q, err, errlen);
-    *makespan = now_ms() - t0;
+    *makespan = runner_now_ms() - t0;
     kv_metrics_sample(st->cache, &st->peak);
     return rc;
 }

@@ -69,6 +69,8 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
 int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, rep_result *out, double *makespan_ms,
               kv_peak *peak, cx_kv_cache **cache, cx_sched **sched, char *err, size_t errlen);
 
+/* Milliseconds on the monotonic clock (CLOCK_MONOTONIC: the scheduler's ns timestamps / 1e6). */
+double runner_now_ms(void);
 /* The correctness canary of a token sequence: FNV-1a 64 of the ids, 16 hex digits. */
 void runner_token_hash(const int32_t *tokens, int n, char out[17]);
 /* Redraw the progress line: request `done` of n, in repetition cfg->rep_index of cfg->reps_total. */

@@ -43,13 +43,6 @@ typedef struct serve_state {
     double t0, last_ms;  /* start; the last final state */
 } serve_state;
 
-/* Milliseconds on the monotonic clock (the scheduler's clock, in ns, divided). */
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* Sleep until the monotonic clock reads t_ms. */
 static void sleep_until_ms(double t_ms) {
     struct timespec ts;
@@ -98,7 +91,7 @@ static void on_done(void *user, const cx_request_stats *st) {
         snprintf(q->error, sizeof q->error, "timed out after %.0f ms with %d tokens", q->e2e_ms, st->n_gen);
     ss->in_flight--;
     ss->done++;
-    ss->last_ms = now_ms();
+    ss->last_ms = runner_now_ms();
 }
 
 /* Issue request i now: submit it, or record why it was refused. */
@@ -118,7 +111,7 @@ static void issue(serve_state *ss, cx_sched *s, int i, double t_issue) {
     r.ignore_eos = ss->cfg->ignore_eos;
     r.priority = w->priority;
     /* the deadline counts from the issue; the scheduler's clock starts at submission */
-    r.deadline_ms = w->deadline_ms > 0 ? (int64_t)ceil(w->deadline_ms - (now_ms() - t_issue)) : 0;
+    r.deadline_ms = w->deadline_ms > 0 ? (int64_t)ceil(w->deadline_ms - (runner_now_ms() - t_issue)) : 0;
     if (w->deadline_ms > 0 && r.deadline_ms < 1) r.deadline_ms = 1;
     r.user = sr;
     r.on_done = on_done;
@@ -207,9 +200,9 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     cx_sched *s = NULL;
     if (!rc && cx_sched_new(m, &sp, &s, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
     int open = cfg->mode == RUN_OPEN || cfg->rate > 0;
-    ss.t0 = ss.last_ms = now_ms();
+    ss.t0 = ss.last_ms = runner_now_ms();
     while (!rc && ss.done < ss.n) {
-        double now = now_ms();
+        double now = runner_now_ms();
         if (open) {
             while (ss.next < ss.n && arrival_ms(&ss, arr, ss.next) <= now) {
                 issue(&ss, s, ss.next, arrival_ms(&ss, arr, ss.next));
