@@ -372,8 +372,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     meta.reps = (int)o.reps;
     meta.warmup = (int)o.warmup;
     /* The context the sessions will really have (cx_session_new caps it at the model's). */
-    meta.n_ctx = o.ctx ? (int)o.ctx : CX_DEFAULT_CTX;
-    if (meta.n_ctx > mi->n_ctx) meta.n_ctx = mi->n_ctx;
+    meta.n_ctx = runner_n_ctx(model, (int)o.ctx);
     meta.ignore_eos = cfg.ignore_eos;
     meta.test_prompt = np;
     meta.test_gen = ng;

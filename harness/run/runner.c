@@ -16,6 +16,12 @@
 #include "stats.h"
 
 /* See runner.h. */
+int runner_n_ctx(const cx_model *m, int asked) {
+    int model_ctx = cx_model_get_info(m)->n_ctx, n_ctx = asked > 0 ? asked : CX_DEFAULT_CTX;
+    return n_ctx < model_ctx ? n_ctx : model_ctx;
+}
+
+/* See runner.h. */
 double runner_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -456,8 +462,7 @@ static int synthetic_rep(const cx_model *m, const run_config *cfg, rep_state *st
     /* One cache holding a context per sequence and (prefix cache on) as much
      * again of cached prefixes, which are dropped when it runs out. */
     cx_kv_params kp = cfg->kv ? *cfg->kv : cx_kv_defaults();
-    int model_ctx = cx_model_get_info(m)->n_ctx, n_ctx = cfg->n_ctx > 0 ? cfg->n_ctx : CX_DEFAULT_CTX;
-    if (n_ctx > model_ctx) n_ctx = model_ctx;
+    int n_ctx = runner_n_ctx(m, cfg->n_ctx);
     /* each sequence takes whole blocks: round its context up to them first */
     int ctx_blocks = (n_ctx + CX_KV_BLOCK - 1) / CX_KV_BLOCK;
     kp.max_tokens = ctx_blocks * CX_KV_BLOCK * (kp.prefix_cache ? 2 : 1) * (cfg->n_seq > 1 ? cfg->n_seq : 1);

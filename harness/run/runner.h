@@ -69,6 +69,9 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
 int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, rep_result *out, double *makespan_ms,
               kv_peak *peak, cx_kv_cache **cache, cx_sched **sched, char *err, size_t errlen);
 
+/* The context each sequence really gets: `asked` (<= 0: CX_DEFAULT_CTX),
+ * capped at the model's, as the engine caps a session's. */
+int runner_n_ctx(const cx_model *m, int asked);
 /* Milliseconds on the monotonic clock (CLOCK_MONOTONIC: the scheduler's ns timestamps / 1e6). */
 double runner_now_ms(void);
 /* The correctness canary of a token sequence: FNV-1a 64 of the ids, 16 hex digits. */

@@ -158,9 +158,7 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     ss.wl = wl;
     ss.out = out;
     ss.n = (int)wl->n;
-    int model_ctx = cx_model_get_info(m)->n_ctx;
-    ss.n_ctx = cfg->n_ctx > 0 ? cfg->n_ctx : CX_DEFAULT_CTX;
-    if (ss.n_ctx > model_ctx) ss.n_ctx = model_ctx;
+    ss.n_ctx = runner_n_ctx(m, cfg->n_ctx);
     ss.rq = calloc((size_t)ss.n, sizeof *ss.rq);
     double *arr = cfg->rate > 0 ? malloc(sizeof(double) * (size_t)ss.n) : NULL;
     if (!ss.rq || (cfg->rate > 0 && !arr)) {
