@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,6 +28,7 @@ enum {
     K_POLICY,  /* int CX_KV_LRU/LFU */
     K_WTYPE,   /* const char * naming a weight/file type */
     K_SHAPE,   /* const char * naming a synth shape */
+    K_LORA,    /* FILE[:SCALE] appended to opts.lora (repeatable) */
     K_HELP     /* -h/--help */
 };
 
@@ -111,6 +113,27 @@ static const flag FLAGS[] = {
     {"--text", NULL, "FILE", CMD_QUALITY, K_STR, O(text), 0, 0, "greedy text from fixed prompts",
      "score the tokens of FILE (BOS + context-sized chunks)"},
     {"--json", NULL, NULL, CMD_QUALITY, K_SWITCH, O(json), 0, 0, NULL, "print one JSON line instead of the table"},
+    {"--lora", NULL, "FILE[:SCALE]", GEN | CMD_MERGE_LORA, K_LORA, O(lora), 0, 0, "none",
+     "apply a LoRA adapter (GGUF, or a PEFT directory) with the user scale SCALE (default 1); repeat for several, "
+     "applied together"},
+    {"--lora-type", NULL, "TYPE", GEN, K_STR, O(lora_type), 0, 0, "auto: q8_0 for a quantized base, else f32",
+     "adapters' in-memory type: f32, q8_0 or auto"},
+    {"--model", "-m", "MODEL", CMD_SYNTH_LORA | CMD_MERGE_LORA, K_STR, O(model), 0, 0, NULL,
+     "the base model (GGUF, or llama2.c with -z)"},
+    {"--tokenizer", "-z", "TOKENIZER", CMD_SYNTH_LORA | CMD_MERGE_LORA, K_STR, O(tokenizer), 0, 0, NULL,
+     "llama2.c tokenizer.bin, for a llama2.c base"},
+    {"--rank", NULL, "R", CMD_SYNTH_LORA, K_LONG, O(rank), 1, 4096, NULL, "the adapter's rank"},
+    {"--alpha", NULL, "A", CMD_SYNTH_LORA, K_FLOAT, O(alpha), 0, 1e6, "the rank (scale 1)",
+     "adapter.lora.alpha: the scale is alpha / rank"},
+    {"--targets", NULL, "LIST", CMD_SYNTH_LORA, K_STR, O(targets), 0, 0, NULL,
+     "the matrices adapted: q,k,v,o,gate,up,down (any of them) or all"},
+    {"--seed", NULL, "S", CMD_SYNTH_LORA, K_LONG, O(seed), 0, 0x7fffffff, NULL, "the adapter's seed"},
+    {"--strength", NULL, "X", CMD_SYNTH_LORA, K_FLOAT, O(strength), 0, 100, NULL,
+     "RMS of each matrix's change relative to the base matrix's RMS"},
+    {"--type", NULL, "TYPE", CMD_SYNTH_LORA, K_WTYPE, O(type), 0, 0, "f32",
+     "the tensors' type: f32, f16 or q8_0 (f32 where a row is not whole blocks)"},
+    {"--type", NULL, "TYPE", CMD_MERGE_LORA, K_WTYPE, O(type), 0, 0, "f32", "the merged model's file type"},
+    {"--output", "-o", "FILE", CMD_SYNTH_LORA | CMD_MERGE_LORA, K_STR, O(out), 0, 0, NULL, "the GGUF file to write"},
     {"--help", "-h", NULL, CMD_ALL, K_HELP, 0, 0, 0, NULL, "print this help and exit"},
 };
 #undef GEN
@@ -125,6 +148,9 @@ void cli_defaults(opts *o) {
     o->threads = 1;
     o->sp = cx_sampler_defaults();
     o->kv = cx_kv_defaults();
+    o->rank = 16;
+    o->strength = 0.25f;
+    o->targets = "all";
 }
 
 /* Print "cortex: " + the message + newline to stderr. */
@@ -273,6 +299,24 @@ static int flag_set(const flag *f, const char *name, const char *v, opts *o) {
         if (b == -1 && strcmp(v, "unlimited"))
             return die_usage("%s: '%s' is not a byte count (e.g. 65536, 64K, 1.5M) or 'unlimited'", name, v);
         *(int64_t *)at = b;
+        return 0;
+    }
+    case K_LORA: {
+        if (o->n_lora >= CX_LORA_MAX_SET) return die_usage("%s: at most %d adapters", name, CX_LORA_MAX_SET);
+        const char *colon = strrchr(v, ':');
+        char *end = NULL;
+        float scale = 1.0f;
+        if (colon && colon[1]) { /* a number after the last ':' is the scale; otherwise it is part of the path */
+            errno = 0;
+            double d = strtod(colon + 1, &end);
+            if (!errno && *end == 0) scale = (float)d;
+            else colon = NULL;
+        } else colon = NULL;
+        if ((colon ? colon : v + strlen(v)) == v) return die_usage("%s: '%s' names no file", name, v);
+        /* the value is an argv string (writable, alive for the process): end the path at the ':' */
+        if (colon) *(char *)(uintptr_t)colon = 0;
+        o->lora[o->n_lora] = v;
+        o->lora_scale[o->n_lora++] = scale;
         return 0;
     }
     case K_KV_TYPE: *(int *)at = cx_kv_type_from_name(v); return 0;

@@ -22,7 +22,7 @@
 /* The commands, one bit each in a flag's command mask. */
 enum {
     CMD_GENERATE = 1, CMD_INFO = 2, CMD_SYNTH = 4, CMD_TOKENIZE = 8, CMD_QUANTIZE = 16, CMD_QUALITY = 32,
-    CMD_ALL = 63
+    CMD_SYNTH_LORA = 64, CMD_MERGE_LORA = 128, CMD_ALL = 255
 };
 
 /* Every option of every command; a command reads the ones it takes. */
@@ -35,6 +35,13 @@ typedef struct opts {
     int n_pos;
     cx_sampler_params sp;
     cx_kv_params kv;
+    /* adapters: --lora FILE[:SCALE] (repeatable), their in-memory type; synth-lora's shape */
+    const char *lora[CX_LORA_MAX_SET];
+    float lora_scale[CX_LORA_MAX_SET];
+    int n_lora;
+    const char *lora_type, *targets;
+    long rank;
+    float alpha, strength;
 } opts;
 
 /* A subcommand: its bit in a flag's command mask, its positional arguments,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli_flags.h"
+#include "cli_lora.h"
 #include "cortex_env.h"
 #include "cortex_tools.h"
 
@@ -121,6 +122,7 @@ static int cmd_generate(opts *o) {
     const cx_model_info *mi = cx_model_get_info(m);
     cx_session *s = NULL;
     cx_sampler *smp = NULL;
+    cx_lora *lora[CX_LORA_MAX_SET] = {0};
     cx_err err = {0};
     int rc = 1, n_prompt = 0;
     double t0 = now_s();
@@ -134,6 +136,8 @@ static int cmd_generate(opts *o) {
         fprintf(stderr, "cortex: %s\n", err.msg);
         goto out;
     }
+    if ((rc = cli_lora_attach(m, o, s, lora)) != 0) goto out;
+    rc = 1;
     if (o->sp.repeat_last_n < 0) o->sp.repeat_last_n = cx_session_n_ctx(s); /* -1: the context, as llama.cpp */
     if (o->random_seed) { /* --seed -1: llama.cpp's random seed; printed so the run can be repeated */
         struct timespec ts;
@@ -199,6 +203,7 @@ out:
     free(ids);
     cx_sampler_free(smp);
     cx_session_free(s);
+    for (int i = 0; i < CX_LORA_MAX_SET; i++) cx_lora_free(lora[i]); /* after the session that used them */
     cx_model_free(m);
     return rc;
 }
@@ -664,6 +669,19 @@ static const cli_command COMMANDS[] = {
      "double), the largest logit difference, and the number of sequences. -z applies to\n"
      "whichever model is a llama2.c checkpoint. Both models must share the vocabulary.\n",
      "cortex quality --ref stories260K.gguf --model stories260K-q4_0.gguf --positions 1000", cmd_quality},
+    {"synth-lora", CMD_SYNTH_LORA, 0, "-m BASE -o FILE.gguf [--rank R] [--alpha A] [--targets LIST] [--seed S] [--type TYPE]",
+     "Write a deterministic synthetic LoRA adapter for BASE in llama.cpp's GGUF LoRA format\n"
+     "(general.type adapter, adapter.lora.alpha, blk.L.<matrix>.weight.lora_a [rank x in] and .lora_b\n"
+     "[out x rank]): A ~ N(0, 1/in), B sized so each adapted matrix changes by --strength of its RMS.\n"
+     "Same base shape, rank, targets, type and seed: the same bytes. For benchmarks and tests.\n",
+     "cortex synth-lora -m ../shared/models/stories260K.gguf --rank 8 --targets all --seed 1 -o a1.gguf",
+     cmd_synth_lora},
+    {"merge-lora", CMD_MERGE_LORA, 0, "-m BASE [-z TOKENIZER] --lora FILE[:SCALE] [--lora ...] -o OUT.gguf [--type TYPE]",
+     "Bake adapters into a copy of BASE: each adapted matrix becomes W + sum of scale x alpha/rank x B·A\n"
+     "(summed in double), stored as --type. BASE must be f32 or f16 (GGUF, or llama2.c with -z). The\n"
+     "merged model is what generate --lora computes, so it is the reference for equality tests, and the\n"
+     "fast path when one adapter serves everything.\n",
+     "cortex merge-lora -m ../shared/models/stories260K.gguf --lora a1.gguf -o merged.gguf", cmd_merge_lora},
 };
 #define N_COMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
 

@@ -363,6 +363,60 @@ typedef struct cx_kv_stats {
 void cx_session_kv_stats(const cx_session *s, cx_kv_stats *out);
 void cx_kv_cache_stats(cx_kv_cache *c, cx_kv_stats *out);
 
+/* ---- LoRA adapters (docs/lora.md) --------------------------------------- */
+
+/*
+ * An adapter changes some of the model's matrices W into W + s·B·A, with A
+ * [rank x n_in] and B [n_out x rank] small and s = alpha / rank x the
+ * user's scale. It is loaded beside the base model, which it never
+ * modifies: many adapters can be resident at once, and one forward pass can
+ * serve sequences with different adapters (each matrix runs W over every
+ * token once, then each group of tokens sharing an adapter its low-rank
+ * path). Files: llama.cpp's GGUF LoRA, or a PEFT directory
+ * (adapter_config.json + adapter_model.safetensors).
+ */
+typedef struct cx_lora cx_lora;
+
+typedef struct cx_lora_params {
+    int type;              /* in-memory type of A and B: CX_TYPE_F32, CX_TYPE_Q8_0,
+                              or -1 (default): q8_0 when the base's matrices are quantized, else f32 */
+} cx_lora_params;
+
+typedef struct cx_lora_info {
+    char path[256];
+    int n_matrices;        /* adapted matrices */
+    int rank_min, rank_max;
+    float alpha;           /* of the first matrix (alpha <= 0: scale 1) */
+    int type;              /* in-memory type (CX_TYPE_F32 or CX_TYPE_Q8_0) */
+    size_t bytes;          /* resident memory */
+    uint64_t id;           /* unique per load in this process (prefix-cache keys include it) */
+    int64_t load_ns;       /* time cx_lora_load took */
+} cx_lora_info;
+
+/* Most adapters one sequence applies together. */
+#define CX_LORA_MAX_SET 8
+
+/* One adapter applied to a sequence, with the user's scale. */
+typedef struct cx_lora_use {
+    const cx_lora *lora;
+    float scale;
+} cx_lora_use;
+
+cx_lora_params cx_lora_defaults(void);
+/* Load an adapter for model m: a GGUF file, or a PEFT directory or its
+ * .safetensors file. Every mismatch with m (unknown tensor, wrong shape,
+ * ranks of A and B differing) is CX_EFORMAT naming the file and tensor. */
+int cx_lora_load(const cx_model *m, const char *path, const cx_lora_params *p, cx_lora **out, cx_err *err);
+/* Free an adapter; no session may still use it. */
+void cx_lora_free(cx_lora *a);
+void cx_lora_get_info(const cx_lora *a, cx_lora_info *out);
+/* The adapters (up to CX_LORA_MAX_SET, each of s's model) applied to every
+ * token s evaluates from now on; n = 0 removes them. The session must be
+ * empty (position 0: cx_session_truncate(s, 0) first), since its cached
+ * keys and values were computed under the old set; prefix reuse only
+ * matches blocks computed under an equal set. CX_EINVAL otherwise. */
+int cx_session_set_lora(cx_session *s, const cx_lora_use *uses, int n, cx_err *err);
+
 /* ---- sampler ------------------------------------------------------------ */
 
 /* llama.cpp's sampler chain and its current defaults (common_params_sampling):

@@ -110,6 +110,44 @@ typedef struct cx_quantize_stats {
 int cx_quantize_file(const char *in, const char *tokenizer, const char *out, int ftype, cx_quantize_stats *stats,
                      cx_err *err);
 
+/* Rows changed while converting (merge-lora): every row of each tensor
+ * `wants` accepts is expanded to floats, handed to `edit`, then stored as
+ * the output type. */
+typedef struct cx_row_edit {
+    void *ctx;
+    int (*wants)(void *ctx, const char *tensor);
+    void (*edit)(void *ctx, const char *tensor, int64_t row, float *vals, int64_t n);
+} cx_row_edit;
+/* cx_quantize_file with rows edited on the way (edit may be NULL). */
+int cx_quantize_file_ex(const char *in, const char *tokenizer, const char *out, int ftype, const cx_row_edit *edit,
+                        cx_quantize_stats *stats, cx_err *err);
+
+/* ---- LoRA adapter tools (docs/lora.md) ---- */
+
+/* Bits of the matrices an adapter may change, in LORA order. */
+enum { CX_LORA_Q = 1, CX_LORA_K = 2, CX_LORA_V = 4, CX_LORA_O = 8, CX_LORA_GATE = 16, CX_LORA_UP = 32,
+       CX_LORA_DOWN = 64, CX_LORA_ALL = 127 };
+/* "q,k,v,o,gate,up,down" (any subset, or "all") into a mask; 0 or CX_EINVAL naming the bad name. */
+int cx_lora_targets_parse(const char *list, unsigned *mask, cx_err *err);
+
+typedef struct cx_lora_synth_params {
+    int rank;          /* >= 1 */
+    float alpha;       /* written as adapter.lora.alpha (scale alpha / rank); 0: not written (scale 1) */
+    unsigned targets;  /* CX_LORA_* bits */
+    uint64_t seed;
+    int type;          /* tensor type: CX_TYPE_F32, CX_TYPE_F16 or CX_TYPE_Q8_0 (f32 where a row is not whole blocks) */
+    float strength;    /* RMS of scale·B·A relative to the base matrix's RMS (0: 0.25) */
+} cx_lora_synth_params;
+/* A deterministic synthetic adapter for model m in llama.cpp's GGUF LoRA
+ * format: A ~ N(0, 1/n_in), B sized so the change has the asked RMS. Written
+ * to path.tmp, then renamed. */
+int cx_lora_synth_write(const cx_model *m, const cx_lora_synth_params *p, const char *path, cx_err *err);
+/* Bake n adapters (scales[i] x their alpha / rank) into a copy of the base
+ * model `in` (GGUF or llama2.c with tokenizer) stored as `ftype`: each
+ * adapted matrix becomes W + sum_i s_i·B_i·A_i. The base must be f32 or f16. */
+int cx_lora_merge(const char *in, const char *tokenizer, const char *const *adapters, const float *scales, int n,
+                  const char *out, int ftype, cx_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -98,11 +98,19 @@ static int check_request(const cx_batch *b, cx_session *const *ss, const int32_t
     return rc;
 }
 
-/* Order input indices by cache address (insertion sort: stable, in place, no allocation). */
+/* 1 if session a goes after b: by cache address, then by adapter set (its
+ * salt), so each cache's sequences are together and, within them, those
+ * sharing adapters (one LoRA run each, lora/lora_pass.c). */
+static int after(const cx_session *a, const cx_session *b) {
+    if (a->cache != b->cache) return (uintptr_t)a->cache > (uintptr_t)b->cache;
+    return a->seq.salt > b->seq.salt;
+}
+
+/* Order input indices (insertion sort: stable, in place, no allocation). */
 static void order_by_cache(int *order, cx_session *const *ss, int n_seq) {
     for (int i = 0; i < n_seq; i++) {
         int v = order[i] = i, j = i;
-        while (j > 0 && (uintptr_t)ss[order[j - 1]]->cache > (uintptr_t)ss[v]->cache) {
+        while (j > 0 && after(ss[order[j - 1]], ss[v])) {
             order[j] = order[j - 1];
             j--;
         }
@@ -133,10 +141,14 @@ static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const 
         sg->T = n[i] - reused;
         sg->row = rows;
         sg->out = i;
+        sg->lora = s->lora;
+        sg->n_lora = s->n_lora;
         assert(sg->T >= 1 && rows + sg->T <= b->ws.batch); /* checked by check_request; the last token is computed */
         memcpy(b->tokens + rows, tokens[i] + reused, sizeof(int32_t) * (size_t)sg->T);
         rows += sg->T;
     }
+    int rc = fwd_lora_prepare(&b->ws, b->seg, n_seq, err); /* before any block moves: a failure changes nothing */
+    if (rc) return rc;
     for (int g0 = 0, g1; g0 < n_seq; g0 = g1) { /* each cache's run of segments */
         kv_cache *c = b->seg[g0].cache;
         for (g1 = g0; g1 < n_seq && b->seg[g1].cache == c; g1++) {
@@ -146,11 +158,10 @@ static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const 
         }
         /* sorted by cache: each cache's segments form one run, prepared once */
         assert(g1 == n_seq || (uintptr_t)b->seg[g1].cache > (uintptr_t)c);
-        int rc = kv_prepare_batch(c, b->seqs, b->pos, b->T, g1 - g0, err);
-        if (rc) return rc;
+        if ((rc = kv_prepare_batch(c, b->seqs, b->pos, b->T, g1 - g0, err))) return rc;
     }
     fwd_pass(&b->ws, b->seg, n_seq, b->tokens, rows);
-    int rc = 0;
+    rc = 0;
     for (int g = 0; g < n_seq; g++) { /* every session commits, the first failure is reported */
         const fwd_seg *sg = &b->seg[g];
         int r = session_commit(ss[b->order[g]], b->tokens + sg->row, sg->T, rc ? NULL : err);

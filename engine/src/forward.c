@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "forward.h"
+#include "lora/lora.h"
 #include "quant.h"
 #include "util.h"
 
@@ -99,6 +100,7 @@ static size_t ws_region(const cx_model_info *h, int batch, int n_out, int n_thre
 /* See forward.h. */
 void fwd_ws_free(fwd_ws *w) {
     tp_free(w->pool);
+    fwd_lora_free(w);
     free(w->region);
 #ifdef CORTEX_TEST_KNOBS
     free(w->knob_y);
@@ -208,8 +210,8 @@ static void set_input(fwd_ws *w, const float *x, int T, int64_t n) {
     for (int f = 0; f < 3; f++) w->act[f].ready = 0;
 }
 
-/* The current input in the format `type`'s kernels read. */
-static const kern_act *input_for(fwd_ws *w, int type) {
+/* See forward.h. */
+const kern_act *fwd_input_for(fwd_ws *w, int type) {
     int fmt = kern_act_format(type);
     assert(fmt >= 0);
     fwd_act *slot = &w->act[fmt];
@@ -229,7 +231,15 @@ static const kern_act *input_for(fwd_ws *w, int type) {
     }
     return &slot->a;
 }
-typedef struct matmul_job { const kern_ops *k; const cx_weight *w; const kern_act *a; float *y; int64_t ldy, rows; } matmul_job;
+typedef struct matmul_job {
+    const kern_ops *k;
+    const cx_weight *w;
+    const kern_act *a;
+    float *y;
+    int64_t ldy, rows;
+    const fwd_lora_job *lora; /* the adapters' low-rank products to add (n_lora of them) */
+    int n_lora;
+} matmul_job;
 
 /* This thread's rows: contiguous, split at multiples of ROW_CHUNK. */
 static void matmul_part(void *ctx, int i, int n) {
@@ -258,6 +268,12 @@ static void matmul_part(void *ctx, int i, int n) {
             else kern_gemm_generic(j->k, j->w->type, w, j->w->row_bytes, rb, re, &tile, y, j->ldy);
         }
     }
+    /* LoRA: B·u into the same outputs, for each run's rows (lora/lora_pass.c) */
+    for (int a = 0; a < j->n_lora; a++) {
+        const fwd_lora_job *lj = &j->lora[a];
+        j->k->lora_up(j->y + (size_t)lj->row * (size_t)j->ldy, j->ldy, lj->u, lj->mat->rank, lj->T, lj->mat->b,
+                      lj->mat->b_type, lj->mat->rank, r0, r1);
+    }
 }
 
 /* y[t][0..rows) = W · input[t] for every token of the current input (first `rows` rows of W).
@@ -265,11 +281,20 @@ static void matmul_part(void *ctx, int i, int n) {
  * the result does not depend on the thread count. */
 static void matmul_rows(fwd_ws *ws, const cx_weight *w, int64_t rows, float *y, int64_t ldy) {
     assert(w->cols == ws->in_n);
-    matmul_job j = {ws->k, w, input_for(ws, w->type), y, ldy, rows};
+    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, ldy, rows, NULL, 0};
     tp_run(ws->pool, matmul_part, &j);
 }
 
 static void matmul(fwd_ws *ws, const cx_weight *w, float *y) { matmul_rows(ws, w, w->rows, y, w->rows); }
+
+/* matmul of layer matrix `proj` (LORA_*): plus each adapter's B·u, u made by
+ * fwd_lora_down for the current input. */
+static void matmul_adapted(fwd_ws *ws, const cx_weight *w, float *y, int proj) {
+    assert(w->cols == ws->in_n);
+    int b = ws->lora_begin[proj], e = ws->lora_end[proj];
+    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, w->rows, w->rows, ws->lora_jobs + b, e - b};
+    tp_run(ws->pool, matmul_part, &j);
+}
 
 /* ---- attention: tiled, online softmax; (segment, head, query block) items across the pool ---- */
 
@@ -474,9 +499,10 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         /* attention block */
         for (int t = 0; t < T; t++) k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, wl->attn_norm, E, h->rms_eps);
         set_input(w, w->xb, T, E);
-        matmul(w, &wl->wq, w->q);
-        matmul(w, &wl->wk, w->kk);
-        matmul(w, &wl->wv, w->vv);
+        fwd_lora_down(w, l, LORA_Q, 3);
+        matmul_adapted(w, &wl->wq, w->q, LORA_Q);
+        matmul_adapted(w, &wl->wk, w->kk, LORA_K);
+        matmul_adapted(w, &wl->wv, w->vv, LORA_V);
         for (int t = 0; t < T; t++) {
             if (wl->bq) { /* QKV biases (qwen2) */
                 k->add(w->q + (size_t)t * QD, wl->bq, QD);
@@ -498,16 +524,19 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         }
         tp_run(w->pool, attention_part, &aj);
         set_input(w, w->xb, T, QD);
-        matmul(w, &wl->wo, w->xb2);
+        fwd_lora_down(w, l, LORA_O, 1);
+        matmul_adapted(w, &wl->wo, w->xb2, LORA_O);
         k->add(w->x, w->xb2, T * E);
         /* feed-forward block (SwiGLU) */
         for (int t = 0; t < T; t++) k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, wl->ffn_norm, E, h->rms_eps);
         set_input(w, w->xb, T, E);
-        matmul(w, &wl->w_gate, w->hb);
-        matmul(w, &wl->w_up, w->hb2);
+        fwd_lora_down(w, l, LORA_GATE, 2);
+        matmul_adapted(w, &wl->w_gate, w->hb, LORA_GATE);
+        matmul_adapted(w, &wl->w_up, w->hb2, LORA_UP);
         k->swiglu(w->hb, w->hb2, T * F);
         set_input(w, w->hb, T, F);
-        matmul(w, &wl->w_down, w->xb2);
+        fwd_lora_down(w, l, LORA_DOWN, 1);
+        matmul_adapted(w, &wl->w_down, w->xb2, LORA_DOWN);
         k->add(w->x, w->xb2, T * E);
     }
     if (n_out) {
@@ -522,6 +551,7 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
 #ifdef CORTEX_TEST_KNOBS
     knob_slowdown(w, T, n_out);
 #endif
+    w->n_lora_runs = 0; /* the next pass has adapters only if fwd_lora_prepare says so */
 }
 
 /* See forward.h. The final norm and the classifier of the last pass's rows,

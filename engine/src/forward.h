@@ -30,6 +30,25 @@
 
 #define FWD_MAX_BATCH 256 /* rows per pass of a session's own workspace */
 
+struct lora_mat;
+
+/* LoRA (lora/lora_pass.c): consecutive rows of a pass whose sequences apply
+ * the same adapters with the same scales; adapters are read once per run. */
+typedef struct fwd_lora_run {
+    int row, T, n;
+    const cx_lora_use *uses;
+} fwd_lora_run;
+
+/* One low-rank product of the current input: one matrix of one adapter over
+ * one run's rows; u is [T][mat->rank], scaled, then added through B. */
+typedef struct fwd_lora_job {
+    const struct lora_mat *mat;
+    const kern_act *act;      /* the input in the format A's type reads */
+    int row, T;
+    float scale;              /* the matrix's alpha / rank x the user's scale */
+    float *u;
+} fwd_lora_job;
+
 /* One prepared activation input: the floats, and their 8-bit forms once asked for. */
 typedef struct fwd_act {
     kern_act a;
@@ -63,6 +82,16 @@ typedef struct fwd_ws {
     void *region;             /* the one allocation behind all of it */
     arena mem;                /* carves the region: fixed buffers, then each pass's scratch */
     size_t pass_mark;         /* the arena's position after the fixed buffers */
+    /* LoRA: this pass's runs, the current input's jobs (those of matrix p are
+     * lora_job[lora_begin[p] .. lora_end[p])) and their u; grown by
+     * fwd_lora_prepare outside passes, only when a pass needs more */
+    fwd_lora_run *lora_runs;
+    int n_lora_runs, cap_lora_runs;
+    fwd_lora_job *lora_jobs;
+    int cap_lora_jobs, n_lora_jobs;
+    int lora_begin[8], lora_end[8];
+    float *lora_u;
+    size_t cap_lora_u;
 #ifdef CORTEX_TEST_KNOBS
     double slowdown_pct;      /* test knob CORTEX_SLOWDOWN_PCT (see knob_slowdown) */
     float *knob_y;            /* scratch outputs of the knob's extra products */
@@ -78,6 +107,8 @@ typedef struct fwd_seg {
     kv_view *view;
     int pos, T, row;
     int out;                  /* logits row for its last token, or -1 for none */
+    const cx_lora_use *lora;  /* the adapters its rows apply (n_lora of them; 0: none) */
+    int n_lora;
 } fwd_seg;
 
 /* The check every workspace's owner makes first: *n_threads is in range
@@ -99,5 +130,17 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
  * the caller's memory), for cx_eval_all (every position's logits from one
  * pass). Row t equals what fwd_pass gives a segment ending at row t. */
 void fwd_logits(fwd_ws *w, int rows, float *out);
+
+/* Before fwd_pass over these segments: group their rows into LoRA runs and
+ * make room for the pass's low-rank work (allocating only when this pass
+ * needs more than any before). 0 or CX_ENOMEM. (lora/lora_pass.c) */
+int fwd_lora_prepare(fwd_ws *w, const fwd_seg *seg, int n_seg, cx_err *err);
+/* Inside fwd_pass, with matrix inputs set: compute u for matrices
+ * p0..p0+n-1 of layer l (they read the current input) for every run and
+ * adapter, on the pool. Nothing when the pass has no adapters. */
+void fwd_lora_down(fwd_ws *w, int l, int p0, int n);
+/* The current input in the format `type`'s kernels read (made on first use). */
+const kern_act *fwd_input_for(fwd_ws *w, int type);
+void fwd_lora_free(fwd_ws *w);
 
 #endif

@@ -65,6 +65,7 @@ typedef struct qz_job {
     qz_tensor *t;
     int n_t;
     gguf_writer *w;          /* the output's header, built while planning */
+    const cx_row_edit *edit; /* rows changed on the way (merge-lora), or NULL */
 } qz_job;
 
 /* ---- raw copy of GGUF metadata ---- */
@@ -285,8 +286,10 @@ static int write_tensor(qz_job *j, FILE *f, const char *path, const qz_tensor *t
     for (int64_t r = 0; r < rows; r++) {
         const uint8_t *src = t->data + (uint64_t)r * in_rb;
         const void *dst = src;
-        if (t->out_type != t->in_type) {
+        int edited = j->edit && j->edit->wants(j->edit->ctx, t->name);
+        if (t->out_type != t->in_type || edited) {
             quant_dequantize_row((int)t->in_type, src, row, cols);
+            if (edited) j->edit->edit(j->edit->ctx, t->name, r, row, cols);
             quant_quantize_row((int)t->out_type, row, qrow, cols);
             dst = qrow;
         }
@@ -395,6 +398,12 @@ static int same_file(const char *a, const char *b) {
  * load it back, rename. Every path out of here cleans up after itself. */
 int cx_quantize_file(const char *in, const char *tokenizer, const char *out, int ftype, cx_quantize_stats *stats,
                      cx_err *err) {
+    return cx_quantize_file_ex(in, tokenizer, out, ftype, NULL, stats, err);
+}
+
+/* See cortex_tools.h. */
+int cx_quantize_file_ex(const char *in, const char *tokenizer, const char *out, int ftype, const cx_row_edit *edit,
+                        cx_quantize_stats *stats, cx_err *err) {
     if (!in || !*in || !out || !*out) return cx_fail(err, CX_EINVAL, "quantize needs an input and an output path");
     if (gguf_file_type(ftype) < 0)
         return cx_fail(err, CX_EINVAL, "cannot write file type %s (%d): f32, f16, q8_0, q4_0, q4_k, q6_k or q4_k_m",
@@ -406,6 +415,7 @@ int cx_quantize_file(const char *in, const char *tokenizer, const char *out, int
     j.out = out;
     j.ftype = ftype;
     j.err = err;
+    j.edit = edit;
     char *tmp = malloc(strlen(out) + 5);
     if (!tmp) return cx_fail(err, CX_ENOMEM, "out of memory");
     sprintf(tmp, "%s.tmp", out);

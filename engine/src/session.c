@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lora/lora.h"
 #include "session.h"
 #include "util.h"
 
@@ -121,6 +122,9 @@ int cx_session_fork(cx_session *dst, const cx_session *src, cx_err *err) {
     pthread_mutex_unlock(&dst->cache->lock);
     dst->pos = src->pos;
     dst->last_reused = 0;
+    memcpy(dst->lora, src->lora, sizeof dst->lora); /* its keys and values were computed under them */
+    dst->n_lora = src->n_lora;
+    dst->seq.salt = src->seq.salt;
     assert(dst->seq.n_tokens == dst->pos && dst->seq.n_blocks == src->seq.n_blocks);
     return 0;
 }
@@ -180,9 +184,9 @@ static inline int eval_locked(cx_session *s, const int32_t *tokens, int n, float
     for (int i = all ? 0 : session_take_prefix(s, tokens, n); i < n;) {
         int T = n - i < s->ws.batch ? n - i : s->ws.batch, limit = kv_pass_limit(c, s->pos);
         if (T > limit) T = limit;
-        int rc = kv_prepare(c, &s->seq, s->pos, T, err);
-        if (rc) return rc;
-        fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, i + T == n && !all ? 0 : -1};
+        fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, i + T == n && !all ? 0 : -1, s->lora, s->n_lora};
+        int rc = fwd_lora_prepare(&s->ws, &seg, 1, err); /* before any block moves */
+        if (rc || (rc = kv_prepare(c, &s->seq, s->pos, T, err))) return rc;
         fwd_pass(&s->ws, &seg, 1, tokens + i, T);
         if (all) fwd_logits(&s->ws, T, all + (size_t)i * (size_t)s->m->info.n_vocab);
         rc = session_commit(s, tokens + i, T, err);
@@ -216,6 +220,22 @@ int cx_eval_all(cx_session *s, const int32_t *tokens, int n, float *logits, cx_e
     rc = eval_locked(s, tokens, n, logits, err);
     pthread_mutex_unlock(&s->cache->lock);
     return rc;
+}
+
+/* See cortex.h. */
+int cx_session_set_lora(cx_session *s, const cx_lora_use *uses, int n, cx_err *err) {
+    if (n < 0 || n > CX_LORA_MAX_SET)
+        return cx_fail(err, CX_EINVAL, "%d adapters on one sequence (0..%d)", n, CX_LORA_MAX_SET);
+    if (s->pos != 0)
+        return cx_fail(err, CX_EINVAL, "adapters change only on an empty session (it holds %d positions)", s->pos);
+    for (int i = 0; i < n; i++) {
+        if (!uses[i].lora) return cx_fail(err, CX_EINVAL, "adapter %d is NULL", i);
+        if (uses[i].lora->m != s->m) return cx_fail(err, CX_EINVAL, "adapter %d belongs to another model", i);
+    }
+    memcpy(s->lora, uses, sizeof *uses * (size_t)n);
+    s->n_lora = n;
+    s->seq.salt = lora_set_salt(uses, n);
+    return 0;
 }
 
 /* See cortex.h. */

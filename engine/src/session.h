@@ -18,6 +18,8 @@ struct cx_session {
     kv_view view;             /* attention's f32 view of one layer of it */
     int last_reused;          /* tokens the last evaluation took from the prefix cache */
     int in_batch;             /* set while cx_batch_eval checks for repeated sessions */
+    cx_lora_use lora[CX_LORA_MAX_SET]; /* the adapters its tokens apply (cx_session_set_lora) */
+    int n_lora;
 };
 
 /* Take the cached prefix blocks that continue s with tokens[0..n) (cache

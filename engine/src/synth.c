@@ -20,6 +20,7 @@
 #include "gguf_write.h"
 #include "model.h"
 #include "quant.h"
+#include "synth.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -62,7 +63,7 @@ static uint64_t splitmix(uint64_t *x) {
 }
 
 /* Fill n values N(0, std^2) by Box-Muller from the stream `st`. */
-static void fill_normal(uint64_t *st, float *out, int64_t n, float std) {
+void synth_fill_normal(uint64_t *st, float *out, int64_t n, float std) {
     for (int64_t i = 0; i < n; i += 2) {
         double u1 = ((double)(splitmix(st) >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
         double u2 = (double)(splitmix(st) >> 11) * (1.0 / 9007199254740992.0);
@@ -72,7 +73,7 @@ static void fill_normal(uint64_t *st, float *out, int64_t n, float std) {
     }
 }
 
-static uint64_t name_seed(uint64_t seed, const char *name) {
+uint64_t synth_name_seed(uint64_t seed, const char *name) {
     uint64_t h = 1469598103934665603ull ^ seed;
     for (const char *p = name; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
     return h;
@@ -173,7 +174,7 @@ static void llama3_rope_factors(const cx_shape *sh, float *out, int n) {
 /* Stream one tensor: generate a row of floats, convert, write, pad. */
 static int write_tensor(const gguf_writer *w, FILE *f, const tensor_plan *t, const cx_shape *sh, uint64_t seed,
                         float *row, void *qrow) {
-    uint64_t st = name_seed(seed, t->name);
+    uint64_t st = synth_name_seed(seed, t->name);
     int64_t cols = t->ne[0], rows = t->n_dims > 1 ? t->ne[1] : 1;
     size_t rb = quant_row_bytes(t->type, cols);
     for (int64_t r = 0; r < rows; r++) {
@@ -182,7 +183,7 @@ static int write_tensor(const gguf_writer *w, FILE *f, const tensor_plan *t, con
         } else if (t->is_norm == FILL_ROPE) {
             llama3_rope_factors(sh, row, (int)cols);
         } else {
-            fill_normal(&st, row, cols, t->is_norm == FILL_BIAS ? 0.5f : 0.02f);
+            synth_fill_normal(&st, row, cols, t->is_norm == FILL_BIAS ? 0.5f : 0.02f);
         }
         quant_quantize_row(t->type, row, qrow, cols);
         if (fwrite(qrow, 1, rb, f) != rb) return CX_EIO;

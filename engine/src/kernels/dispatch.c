@@ -66,7 +66,7 @@ static void compose(kern_ops *dst, const kern_ops *over) {
     }
 #define TAKE(f) if (over->f) dst->f = over->f
     TAKE(quantize_act); TAKE(attn_scores); TAKE(attn_values); TAKE(exp_shift); TAKE(scale_f64); TAKE(rmsnorm);
-    TAKE(softmax); TAKE(rope); TAKE(swiglu); TAKE(argmax); TAKE(add);
+    TAKE(softmax); TAKE(rope); TAKE(swiglu); TAKE(argmax); TAKE(add); TAKE(lora_up);
 #undef TAKE
 }
 #endif

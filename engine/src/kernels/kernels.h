@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lora_kern.h"
+
 #define KERN_NTYPES 16 /* ggml type ids 0..15 cover f32..q8_k */
 
 enum { KERN_ACT_F32 = 0, KERN_ACT_Q8_32 = 1, KERN_ACT_Q8_256 = 2 };
@@ -92,6 +94,8 @@ typedef struct kern_ops {
     int (*argmax)(const float *x, int n);
     /* y[i] += x[i] (residual connections). */
     void (*add)(float *y, const float *x, int n);
+    /* LoRA's up-projection: y += B·u over a range of outputs (lora_kern.h). */
+    kern_lora_up_fn lora_up;
 } kern_ops;
 
 /* The table for instruction set `isa` ("scalar", "avx2", "avx512", "avx512vnni"; NULL, "" or "auto":

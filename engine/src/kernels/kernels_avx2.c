@@ -706,4 +706,5 @@ const kern_ops kern_avx2_ops = {
     .swiglu = swiglu,
     .argmax = argmax,
     .add = add,
+    .lora_up = kern_lora_up_avx2,
 };

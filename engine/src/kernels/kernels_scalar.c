@@ -262,4 +262,5 @@ const kern_ops kern_scalar_ops = {
     .swiglu = swiglu,
     .argmax = argmax,
     .add = add,
+    .lora_up = kern_lora_up_scalar,
 };

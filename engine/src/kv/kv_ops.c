@@ -30,7 +30,7 @@ static void key_block(kv_cache *c, const kv_seq *s, int i) {
     int32_t id = s->table[i];
     kv_block *b = &c->blocks[id];
     assert(b->filled == KV_BLOCK && !b->keyed && (i == 0 || c->blocks[s->table[i - 1]].keyed));
-    b->parent = i ? c->blocks[s->table[i - 1]].key : 0;
+    b->parent = i ? c->blocks[s->table[i - 1]].key : s->salt;
     b->key = kv_prefix_key(b->parent, c->tokens + (size_t)id * KV_BLOCK, KV_BLOCK);
     b->keyed = 1;
     if (c->p.prefix_cache && kv_prefix_insert(&c->prefix, b->key, id) == 0) { /* -1: already cached, or full */
@@ -60,7 +60,7 @@ void kv_commit(kv_cache *c, kv_seq *s, int pos, int T, const int32_t *tokens) {
  * full block of tokens is one lookup, and the walk stops at the first miss. */
 int kv_match(kv_cache *c, kv_seq *s, const int32_t *tokens, int n) {
     if (!c->p.prefix_cache || s->n_tokens % KV_BLOCK || s->n_blocks != s->n_tokens / KV_BLOCK) return 0;
-    uint64_t parent = 0;
+    uint64_t parent = s->salt;
     if (s->n_blocks) {
         const kv_block *last = &c->blocks[s->table[s->n_blocks - 1]];
         if (!last->keyed) return 0;

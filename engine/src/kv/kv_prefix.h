@@ -20,8 +20,8 @@ typedef struct kv_prefix {
     int32_t n, max;   /* entries, the most ever allowed */
 } kv_prefix;
 
-/* The key of a block of n tokens following the block keyed `parent` (0 at
- * the start of a sequence). Never 0. */
+/* The key of a block of n tokens following the block keyed `parent` (at the
+ * start of a sequence: its salt, 0 without adapters). Never 0. */
 uint64_t kv_prefix_key(uint64_t parent, const int32_t *tokens, int n);
 
 /* A table for up to max entries; 0, or -1 when out of memory. */

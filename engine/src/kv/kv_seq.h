@@ -20,6 +20,7 @@ typedef struct kv_seq {
     int n_ctx, max_blocks;
     int n_blocks;      /* entries of table in use */
     int n_tokens;      /* positions filled */
+    uint64_t salt;     /* root of its prefix keys: 0, or a hash of the adapters its KV was computed with */
 } kv_seq;
 
 /* A sequence of up to n_ctx positions; 0, or -1 when out of memory. */

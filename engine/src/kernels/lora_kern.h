@@ -1,0 +1,53 @@
+/*
+ * lora_kern.h - the low-rank half of a LoRA adapter's product: the layout of
+ * its up-projection B and the kernel that adds B·u into a matrix's output.
+ *
+ * An adapted matrix computes y = W·x + s·B·(A·x). A·x (rank r outputs per
+ * token) runs on the ordinary gemm kernels with A stored as weight rows.
+ * B is [n_out][r]: each output o needs B's row o against the token's r
+ * values u. Stored row-major, that is a length-r dot per output (r = 16:
+ * two vectors and a horizontal sum each). Stored as "panels" instead, for
+ * each 32 consecutive outputs their r columns one after another (element
+ * (o, j) in panel o/32, block j, lane o%32), each step is a broadcast of
+ * u[j] times a vector of outputs: no horizontal sums, and a thread's range
+ * of outputs (the rows it computed of W·x) is a contiguous run of panels.
+ * A block is 32 f32 values or one q8_0 block (an fp16 scale and 32 int8
+ * codes: 34 bytes, 1.06 bytes a value, like the q8_0 base weights);
+ * outputs past n_out in the last panel are zero.
+ */
+#ifndef CX_LORA_KERN_H
+#define CX_LORA_KERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define KERN_LORA_PANEL 32 /* outputs per panel (one q8_0 block) */
+
+/* Bytes of one panel block of `type` (CX_TYPE_F32: 128, CX_TYPE_Q8_0: 34); 0 for other types. */
+size_t kern_lora_block_bytes(int type);
+/* Bytes of B [n_out][rank] stored as panels of `type`. */
+size_t kern_lora_b_bytes(int type, int64_t n_out, int rank);
+/* Store B (f32, [n_out][rank] row-major) as panels of `type` in dst (kern_lora_b_bytes bytes). */
+void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t *dst);
+
+/*
+ * y[t*ldy + o] += sum_{j<rank} u[t*ldu + j] * B[o][j] for t in [0, T) and o in
+ * [o0, o1), B in panels of `type` at bt. o0 is a multiple of 16 (threads
+ * split outputs at multiples of 16); o1 need not be. Each output sums its
+ * rank terms in order j = 0, 1, ... into a zeroed accumulator and adds it to
+ * y once, whatever T and the token's place in it: a token's result does not
+ * depend on what else is in the pass.
+ */
+typedef void (*kern_lora_up_fn)(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt,
+                                int type, int rank, int64_t o0, int64_t o1);
+
+void kern_lora_up_scalar(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
+                         int rank, int64_t o0, int64_t o1);
+#if defined(__x86_64__) || defined(_M_X64)
+void kern_lora_up_avx2(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
+                       int rank, int64_t o0, int64_t o1);
+void kern_lora_up_avx512(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
+                         int rank, int64_t o0, int64_t o1);
+#endif
+
+#endif
