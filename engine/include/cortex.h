@@ -519,8 +519,8 @@ typedef struct cx_request {
     int ignore_eos;        /* 1: the end-of-text token does not end the request */
     int priority;          /* higher classes are admitted first; FIFO within a class */
     int64_t deadline_ms;   /* > 0: end as CX_REQ_TIMEOUT this long after submission */
-    int adapter;           /* LoRA adapter (0: none; adapters are not served yet: others are refused) */
-    float adapter_scale;
+    int adapter;           /* LoRA adapter id (cx_sched_adapter_add), 0: none */
+    float adapter_scale;   /* the user's scale of the adapter (default 1) */
     void *user;            /* handed to the callbacks */
     cx_token_cb on_token;  /* may be NULL; called on the stepping thread without the scheduler's lock */
     cx_done_cb on_done;    /* may be NULL; called once, when the request reaches a final state */
@@ -539,6 +539,11 @@ typedef struct cx_sched_params {
     int chunk;             /* most prompt tokens one sequence gets per step (0: what the budget leaves) */
     cx_kv_params kv;       /* the shared cache; kv.max_tokens is its capacity in positions
                               (0: max_seqs * n_ctx) */
+    int64_t lora_budget;   /* bytes of resident adapters (0: unlimited); the least recently used
+                              idle ones are unloaded to make room */
+    int lora_type;         /* adapters' in-memory type (cx_lora_params.type; -1: auto) */
+    int lora_split;        /* 1: each step serves one adapter (and scale) only, as llama.cpp's server
+                              does; for comparison with mixed batches (0, the default) */
 } cx_sched_params;
 
 /* Scheduler counters (cx_sched_get_stats). */
@@ -550,6 +555,10 @@ typedef struct cx_sched_stats {
     int64_t step_ns, eval_ns;      /* time in steps, and inside their cx_batch_eval (the rest is
                                       the scheduler's own overhead: batch forming, sampling, callbacks) */
     int64_t kv_blocks_used, kv_blocks_max;
+    int lora_registered, lora_resident;    /* adapters known; loaded now */
+    int64_t lora_bytes;                    /* memory of the resident ones */
+    int64_t lora_loads, lora_evictions;    /* loads (first use and reloads); unloads to make room */
+    int64_t lora_load_ns, lora_load_ns_max; /* time loading, in all and the longest */
 } cx_sched_stats;
 
 /* max_seqs 8, max_batch_tokens 256, max_queue 256, aging 1000 ms, cx_kv_defaults() with the prefix cache on. */
@@ -575,6 +584,30 @@ int cx_sched_request_stats(cx_sched *s, int64_t id, cx_request_stats *out);
 /* Forget an ended request's record (its text, tokens and gaps). CX_EINVAL if unknown or still live. */
 int cx_sched_release(cx_sched *s, int64_t id);
 void cx_sched_get_stats(cx_sched *s, cx_sched_stats *out);
+/* Register adapter `id` (>= 1) under `name` (NULL: "adapter-ID"), from `path` (GGUF or PEFT).
+ * It is loaded on first use (preload = 1: now, so a bad file fails here) and may be
+ * unloaded to make room when idle, then loaded again. Safe while the scheduler runs.
+ * CX_EINVAL for a taken id or name, a loader's error when preloading. */
+int cx_sched_adapter_add(cx_sched *s, int id, const char *name, const char *path, int preload, cx_err *err);
+/* Unregister adapter id: 0 when it is gone now; 1 when requests still use it (it is
+ * unloaded when the last of them ends; new requests naming it are refused meanwhile);
+ * CX_EINVAL if unknown. */
+int cx_sched_adapter_remove(cx_sched *s, int id, cx_err *err);
+/* The id registered under `name`, or 0. */
+int cx_sched_adapter_find(cx_sched *s, const char *name);
+
+typedef struct cx_adapter_info {
+    int id;
+    char name[64];
+    char path[256];
+    int resident, removing;
+    int refs, running;     /* live requests naming it; of those, running */
+    int64_t bytes;         /* when resident (or last resident) */
+    int64_t loads;
+} cx_adapter_info;
+/* Adapter number i (0.. registered - 1) into out; CX_EINVAL past the end. */
+int cx_sched_adapter_info(cx_sched *s, int i, cx_adapter_info *out);
+
 /* The scheduler's shared KV cache, for its statistics (cx_kv_cache_stats); owned by the scheduler. */
 cx_kv_cache *cx_sched_cache(cx_sched *s);
 

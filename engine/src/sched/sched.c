@@ -25,6 +25,7 @@ cx_sched_params cx_sched_defaults(void) {
     p.max_queue = 256;
     p.n_threads = 1;
     p.aging_ms = 1000;
+    p.lora_type = -1;
     p.kv = cx_kv_defaults();
     p.kv.prefix_cache = 1;
     return p;
@@ -76,6 +77,7 @@ void cx_sched_free(cx_sched *s) {
     for (int i = 0; s->sess && i < s->p.max_seqs; i++) cx_session_free(s->sess[i]);
     cx_batch_free(s->batch);
     cx_kv_cache_free(s->cache);
+    sched_lora_free_all(s); /* after the sessions that applied them */
     free(s->sess);
     free(s->run);
     free(s->wait);
@@ -103,6 +105,10 @@ static int check_params(const cx_sched_params *p, cx_err *err) {
     if (p->aging_ms < 0) return cx_fail(err, CX_EINVAL, "scheduler: aging_ms %d is negative", p->aging_ms);
     if (p->chunk < 0) return cx_fail(err, CX_EINVAL, "scheduler: chunk %d is negative", p->chunk);
     if (p->n_ctx < 0) return cx_fail(err, CX_EINVAL, "scheduler: n_ctx %d is negative", p->n_ctx);
+    if (p->lora_budget < 0)
+        return cx_fail(err, CX_EINVAL, "scheduler: adapter budget %lld is negative", (long long)p->lora_budget);
+    if (p->lora_type != -1 && p->lora_type != CX_TYPE_F32 && p->lora_type != CX_TYPE_Q8_0)
+        return cx_fail(err, CX_EINVAL, "scheduler: adapters are held as f32 or q8_0 (type %d)", p->lora_type);
     return 0;
 }
 
@@ -158,8 +164,9 @@ static int req_make(cx_sched *s, const cx_request *q, sched_req **out, cx_err *e
     const cx_model_info *h = cx_model_get_info(s->m);
     *out = NULL;
     if (q->max_tokens < 1) return cx_fail(err, CX_EINVAL, "request: max_tokens %d must be at least 1", q->max_tokens);
-    if (q->adapter != 0)
-        return cx_fail(err, CX_EUNSUP, "request: adapter %d asked, but LoRA adapters are not served yet", q->adapter);
+    if (q->adapter < 0) return cx_fail(err, CX_EINVAL, "request: adapter id %d is negative", q->adapter);
+    if (!(q->adapter_scale > -1e6f && q->adapter_scale < 1e6f))
+        return cx_fail(err, CX_EINVAL, "request: adapter scale %g is not a finite number", (double)q->adapter_scale);
     if (q->n_stop_ids < 0 || (q->n_stop_ids && !q->stop_ids))
         return cx_fail(err, CX_EINVAL, "request: %d stop token ids announced, none given", q->n_stop_ids);
     if (q->deadline_ms < 0) return cx_fail(err, CX_EINVAL, "request: deadline %lld ms is negative", (long long)q->deadline_ms);
@@ -223,6 +230,7 @@ static int req_make(cx_sched *s, const cx_request *q, sched_req **out, cx_err *e
     for (int i = 0; i < n_prompt; i++) cx_sampler_accept(r->smp, r->toks[i]); /* the penalties see the prompt */
     r->priority = q->priority;
     r->adapter = q->adapter;
+    r->adapter_scale = q->adapter_scale;
     r->ignore_eos = q->ignore_eos;
     r->user = q->user;
     r->on_token = q->on_token;
@@ -242,6 +250,8 @@ int64_t cx_sched_submit(cx_sched *s, const cx_request *q, cx_err *err) {
     if (!rc && (s->stopping || s->draining)) rc = cx_fail(err, CX_EBUSY, "the scheduler is stopping");
     else if (!rc && s->n_wait >= s->p.max_queue)
         rc = cx_fail(err, CX_EBUSY, "the waiting queue is full (%d requests)", s->p.max_queue);
+    else if (!rc)
+        rc = sched_lora_ref(s, r, err);
     if (rc) {
         s->st.rejected++;
         pthread_mutex_unlock(&s->mu);
@@ -344,6 +354,10 @@ void cx_sched_get_stats(cx_sched *s, cx_sched_stats *out) {
     *out = s->st;
     out->running = s->n_run;
     out->waiting = s->n_wait;
+    out->lora_registered = s->n_ad;
+    out->lora_resident = 0;
+    for (int i = 0; i < s->n_ad; i++) out->lora_resident += sched_lora_resident(s, i);
+    out->lora_bytes = s->lora_bytes;
     pthread_mutex_unlock(&s->mu);
     out->kv_blocks_used = kv.blocks_used;
     out->kv_blocks_max = kv.blocks_max;

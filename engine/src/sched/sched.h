@@ -28,11 +28,15 @@ typedef struct sched_stops {
     size_t max_len;
 } sched_stops;
 
+struct sched_adapter;
+
 /* One request, from submission until cx_sched_release. */
 typedef struct sched_req {
     int64_t id;
     int state, reason;
     int priority, adapter;
+    float adapter_scale;
+    struct sched_adapter *ad;  /* its adapter's registration (adapter != 0), referenced until it ends */
     int ignore_eos;
     int cancel;                /* cx_sched_cancel asked (read at step boundaries) */
     int reporting;             /* ended, on_done not yet returned: release is deferred */
@@ -83,7 +87,32 @@ struct cx_sched {
     int threaded, stopping, draining;
 
     cx_sched_stats st;
+
+    /* adapters (sched_lora.c) */
+    struct sched_adapter **ad;
+    int n_ad, cap_ad;
+    int64_t lora_bytes;        /* resident adapters' memory */
 };
+
+/* sched_lora.c (all with the lock held) */
+/* Take a reference on r's adapter at submission: CX_EINVAL if it is not registered or being removed. */
+int sched_lora_ref(cx_sched *s, sched_req *r, cx_err *err);
+/* At admission into slot k: make r's adapter resident (loading, unloading idle ones over the
+ * budget) and set the slot session's adapters (none for adapter 0). 0: done; 1: not now (the
+ * budget is held by running adapters); -1: r cannot run (msg says why). */
+int sched_lora_acquire(cx_sched *s, sched_req *r, int k, int64_t now, char *msg, size_t cap);
+/* r leaves its slot (end or preemption). */
+void sched_lora_unslot(cx_sched *s, sched_req *r);
+/* r reached its final state: drop its reference (a removal waiting on it completes). */
+void sched_lora_unref(cx_sched *s, sched_req *r);
+/* The id registered under name, or 0. */
+int sched_lora_find_locked(const cx_sched *s, const char *name);
+/* 1 if adapter number i is loaded. */
+int sched_lora_resident(const cx_sched *s, int i);
+/* Free every adapter (cx_sched_free). */
+void sched_lora_free_all(cx_sched *s);
+/* 1 if r's adapter set equals q's (lora_split batches). */
+int sched_lora_same(const sched_req *r, const sched_req *q);
 
 /* sched_step.c: one step (the caller holds nothing). Returns live requests or CX_E*. */
 int sched_step(cx_sched *s, cx_err *err);

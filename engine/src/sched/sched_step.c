@@ -69,6 +69,7 @@ static void unqueue(cx_sched *s, sched_req *r) {
 static void unslot(cx_sched *s, sched_req *r) {
     if (r->slot < 0) return;
     cx_session_reset(s->sess[r->slot]);
+    sched_lora_unslot(s, r);
     s->run[r->slot] = NULL;
     s->n_run--;
     r->slot = -1;
@@ -79,6 +80,7 @@ void sched_end(cx_sched *s, sched_req *r, int state, int reason) {
     assert(state >= CX_REQ_FINISHED && r->state < CX_REQ_FINISHED);
     if (r->slot >= 0) unslot(s, r);
     else unqueue(s, r);
+    sched_lora_unref(s, r);
     r->state = state;
     r->reason = reason;
     r->t_end = cx_now_ns();
@@ -130,9 +132,16 @@ static void admit(cx_sched *s, int64_t now) {
         }
         if (need > avail - reserve && s->n_run > 0) break; /* strict priority: no overtaking by smaller ones */
         if (need > avail && s->n_run == 0) break;           /* cached prefixes are dropped as blocks are taken */
-        unqueue(s, r);
         int k = 0;
         while (s->run[k]) k++;
+        char msg[256];
+        int got = sched_lora_acquire(s, r, k, now, msg, sizeof msg);
+        if (got == 1) break; /* its adapter waits for room in the adapter budget */
+        if (got < 0) {
+            fail(s, r, msg);
+            continue;
+        }
+        unqueue(s, r);
         s->run[k] = r;
         r->slot = k;
         s->n_run++;
@@ -167,9 +176,13 @@ static sched_req *victim(cx_sched *s, int64_t now) {
 static int form_batch(cx_sched *s, int64_t now) {
     for (;;) {
         int n = 0, budget = s->p.max_batch_tokens, need = 0;
+        /* lora_split: only the adapter of the earliest admitted running request this step */
+        const sched_req *lead = NULL;
+        for (int k = 0; s->p.lora_split && k < s->p.max_seqs; k++)
+            if (s->run[k] && (!lead || s->run[k]->t_start < lead->t_start)) lead = s->run[k];
         for (int k = 0; k < s->p.max_seqs; k++) { /* decode first: one token each */
             sched_req *r = s->run[k];
-            if (!r || r->n_gen == 0 || pending(s, r) != 1) continue;
+            if (!r || r->n_gen == 0 || pending(s, r) != 1 || (lead && !sched_lora_same(r, lead))) continue;
             int pos = cx_session_pos(s->sess[k]);
             s->b_slot[n] = k;
             s->b_tok[n] = r->toks + pos;
@@ -183,7 +196,8 @@ static int form_batch(cx_sched *s, int64_t now) {
                 sched_req *r = s->run[k];
                 int taken = 0;
                 for (int i = 0; i < n; i++) taken |= s->b_slot[i] == k;
-                if (r && !taken && (next == NULL || r->t_start < next->t_start)) next = r;
+                if (r && !taken && (!lead || sched_lora_same(r, lead)) && (next == NULL || r->t_start < next->t_start))
+                    next = r;
             }
             if (!next || budget <= 0) break;
             int k = next->slot, pos = cx_session_pos(s->sess[k]), T = pending(s, next);
