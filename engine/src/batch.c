@@ -78,6 +78,11 @@ int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **ou
     return 0;
 }
 
+/* See session.h: every row may be its own run (one sequence a token). */
+int batch_lora_reserve(cx_batch *b, int rank_sum, cx_err *err) {
+    return fwd_lora_reserve(&b->ws, b->ws.batch, b->ws.batch, 1, rank_sum, err);
+}
+
 /* Check the request before anything is locked or changed. */
 static int check_request(const cx_batch *b, cx_session *const *ss, const int32_t *const *tokens, const int *n,
                          int n_seq, cx_err *err) {

@@ -135,6 +135,11 @@ void fwd_logits(fwd_ws *w, int rows, float *out);
  * make room for the pass's low-rank work (allocating only when this pass
  * needs more than any before). 0 or CX_ENOMEM. (lora/lora_pass.c) */
 int fwd_lora_prepare(fwd_ws *w, const fwd_seg *seg, int n_seg, cx_err *err);
+/* Make room now for passes of up to `rows` rows, each row applying adapters
+ * whose ranks over one input sum to at most rank_sum, in at most `runs`
+ * runs of at most `per_run` adapters, so later passes need not grow
+ * anything. 0 or CX_ENOMEM. (lora/lora_pass.c) */
+int fwd_lora_reserve(fwd_ws *w, int rows, int runs, int per_run, int rank_sum, cx_err *err);
 /* Inside fwd_pass, with matrix inputs set: compute u for matrices
  * p0..p0+n-1 of layer l (they read the current input) for every run and
  * adapter, on the pool. Nothing when the pass has no adapters. */

@@ -32,4 +32,9 @@ int session_commit(cx_session *s, const int32_t *tokens, int T, cx_err *err);
 /* Check tokens[0..n) for evaluation at s's position: count, context, vocabulary. 0 or CX_E*. */
 int session_check_tokens(const cx_session *s, const int32_t *tokens, int n, cx_err *err);
 
+/* Reserve the batch's room for adapters whose ranks over one input sum to
+ * rank_sum, one adapter per sequence (the scheduler's case), so its passes
+ * never grow a buffer. 0 or CX_ENOMEM. (batch.c) */
+int batch_lora_reserve(cx_batch *b, int rank_sum, cx_err *err);
+
 #endif

@@ -53,6 +53,9 @@ int lora_read_checked(const cx_model *m, const char *path, struct lora_src *src,
 /* Layer and matrix (LORA_*) of a GGUF name "blk.L.attn_q.weight" etc.; 0, or -1 if none of m's. */
 int lora_parse_name(const char *name, int n_layer, int *l, int *proj);
 
+/* The largest sum of ranks of a's matrices over one input (lora.c keeps it). */
+static inline int lora_group_rank(const cx_lora *a) { return a->group_rank; }
+
 /* A hash of an adapter set (ids and scales), never 0 unless the set is
  * empty: the root of its sequences' prefix-cache keys. */
 uint64_t lora_set_salt(const cx_lora_use *uses, int n);

@@ -78,6 +78,17 @@ int fwd_lora_prepare(fwd_ws *w, const fwd_seg *seg, int n_seg, cx_err *err) {
 }
 
 /* See forward.h. */
+int fwd_lora_reserve(fwd_ws *w, int rows, int runs, int per_run, int rank_sum, cx_err *err) {
+    size_t cap = (size_t)w->cap_lora_runs, jcap = (size_t)w->cap_lora_jobs;
+    int bad = grow((void **)&w->lora_runs, &cap, (size_t)runs, sizeof *w->lora_runs);
+    w->cap_lora_runs = (int)cap;
+    bad = bad || grow((void **)&w->lora_jobs, &jcap, 3 * (size_t)runs * (size_t)per_run, sizeof *w->lora_jobs);
+    w->cap_lora_jobs = (int)jcap;
+    bad = bad || grow((void **)&w->lora_u, &w->cap_lora_u, (size_t)rows * (size_t)rank_sum, sizeof(float));
+    return bad ? cx_fail(err, CX_ENOMEM, "out of memory for the adapters of a pass") : 0;
+}
+
+/* See forward.h. */
 void fwd_lora_free(fwd_ws *w) {
     free(w->lora_runs);
     free(w->lora_jobs);

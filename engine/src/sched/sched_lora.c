@@ -21,6 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../lora/lora.h"
+#include "../session.h"
 #include "../util.h"
 #include "sched.h"
 
@@ -71,6 +73,11 @@ static int load(cx_sched *s, sched_adapter *a, cx_err *err) {
     if (rc) return rc;
     cx_lora_info in;
     cx_lora_get_info(a->lora, &in);
+    if ((rc = batch_lora_reserve(s->batch, lora_group_rank(a->lora), err))) { /* passes then allocate nothing */
+        cx_lora_free(a->lora);
+        a->lora = NULL;
+        return rc;
+    }
     a->bytes = (int64_t)in.bytes;
     a->loads++;
     s->lora_bytes += a->bytes;

@@ -14,7 +14,8 @@
  * (cx_batch_eval, 2 threads), joined midway by a fourth sequence on its own
  * cache whose prompt shares a pass with their decode tokens, as the batched
  * workload and a continuous-batching server do; and the request
- * scheduler's steps (admission, chunked prefill, sampling, preemption).
+ * scheduler's steps (admission, chunked prefill, sampling, preemption), also
+ * with two resident LoRA adapters mixed in its passes.
  *
  * Skipped under AddressSanitizer, which owns malloc itself.
  */
@@ -219,8 +220,10 @@ static void check_shared(cx_model *m, const cx_kv_params *kv, int batched) {
 /* The request scheduler: every step (admission, prefill chunks beside
  * decode tokens, sampling with stop strings, ends) counted; requests are
  * submitted between steps (a submission allocates its record) and one joins
- * midway. The cache is small enough that sequences get preempted. */
-static void check_sched(cx_model *m) {
+ * midway. The cache is small enough that sequences get preempted. With
+ * `adapters` (a path prefix): two resident adapters, the requests using
+ * adapter 1, adapter 2 and none in turn, so passes mix them. */
+static void check_sched(cx_model *m, const char *adapters) {
     cx_sched_params sp = cx_sched_defaults();
     sp.max_seqs = 3;
     sp.max_batch_tokens = 24;
@@ -232,6 +235,14 @@ static void check_sched(cx_model *m) {
     if (cx_sched_new(m, &sp, &s, &err)) {
         CHECK(0, "scheduler: %s", err.msg);
         return;
+    }
+    for (int a = 1; adapters && a <= 2; a++) {
+        char path[300];
+        snprintf(path, sizeof path, "%s-%d.gguf", adapters, a);
+        cx_lora_synth_params lp = {.rank = 4 * a, .alpha = 8, .targets = CX_LORA_ALL, .seed = (uint64_t)a,
+                                   .type = CX_TYPE_Q8_0};
+        CHECK(cx_lora_synth_write(m, &lp, path, &err) == 0 && cx_sched_adapter_add(s, a, NULL, path, 1, &err) == 0,
+              "adapter %d: %s", a, err.msg);
     }
     int V = cx_model_get_info(m)->n_vocab;
     int32_t prompt[4][40];
@@ -247,6 +258,7 @@ static void check_sched(cx_model *m) {
         r.ignore_eos = 1;
         r.stop = stops;
         r.n_stop = 1;
+        r.adapter = adapters ? (q + 1) % 3 : 0;
         if (q < 3) CHECK(cx_sched_submit(s, &r, &err) > 0, "submit: %s", err.msg);
         int rounds = q < 3 ? 1 : 1000;
         for (int i = 0; i < rounds; i++) {
@@ -264,8 +276,9 @@ static void check_sched(cx_model *m) {
     cx_sched_get_stats(s, &st);
     CHECK(st.finished == 4 && st.preemptions > 0, "scheduler: 4 finished, with preemptions (%lld, %lld)",
           (long long)st.finished, (long long)st.preemptions);
-    CHECK(calls == 0, "scheduler: %ld allocator calls in %ld steps", calls, steps);
-    printf("%-28s %ld allocator calls in %ld steps (%lld preemptions)\n", "scheduler", calls, steps,
+    const char *what = adapters ? "scheduler, 2 adapters" : "scheduler";
+    CHECK(calls == 0, "%s: %ld allocator calls in %ld steps", what, calls, steps);
+    printf("%-28s %ld allocator calls in %ld steps (%lld preemptions)\n", what, calls, steps,
            (long long)st.preemptions);
     cx_sched_free(s);
 }
@@ -326,7 +339,15 @@ static void run_all(void) {
     kv.max_tokens = 3 * 256;
     check_shared(m, &kv, 0);
     check_shared(m, &kv, 1);
-    check_sched(m);
+    check_sched(m, NULL);
+    char lora[300];
+    snprintf(lora, sizeof lora, "%s/lora", dir);
+    check_sched(m, lora);
+    for (int a = 1; a <= 2; a++) {
+        char p[320];
+        snprintf(p, sizeof p, "%s-%d.gguf", lora, a);
+        unlink(p);
+    }
     cx_model_free(m);
     unlink(path);
     rmdir(dir);
