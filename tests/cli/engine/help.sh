@@ -15,14 +15,16 @@ declare -A FLAGS=(
 [generate]="-m x --model x -z x --tokenizer x -p x --prompt x -f x --prompt-file x -n 5 --n-predict 5
   --temp 0.5 --top-k 5 --top-p 0.5 --min-p 0.1 --repeat-penalty 1.2 --repeat-last-n 32 --presence-penalty 0.5
   --frequency-penalty 0.5 --seed 7 -t 2 --threads 2 -c 64 --ctx 64 --no-echo - --ids - --kv-type f16
-  --kv-warm-type q4 --kv-hot 64K --kv-warm 0 --kv-cold 1M --kv-spill x --kv-policy lfu --prefix-cache - --kv-stats - --no-special -"
+  --kv-warm-type q4 --kv-hot 64K --kv-warm 0 --kv-cold 1M --kv-spill x --kv-policy lfu --prefix-cache - --kv-stats - --no-special - --lora a.gguf:0.5 --lora-type q8_0"
 [info]="-m x --model x -z x --tokenizer x"
 [synth]="--shape test-tiny --type q8_0 -o x --output x --seed 3 -c 64 --ctx 64 --vocab x --list -"
 [tokenize]="-m x --model x -z x --tokenizer x -p x --prompt x -f x --prompt-file x --no-bos - --no-special -"
 [quantize]="-z x --tokenizer x --type q4_0"
 [quality]="--ref x -m x --model x -z x --tokenizer x -t 2 --threads 2 --positions 10 --text x --json -"
+[synth-lora]="-m x --model x -z x --tokenizer x --rank 8 --alpha 16 --targets q,v --seed 2 --strength 0.5 --type f16 -o x --output x"
+[merge-lora]="-m x --model x -z x --tokenizer x --lora x:2 --type f16 -o x --output x"
 )
-CMDS="generate info synth tokenize quantize quality"
+CMDS="generate info synth tokenize quantize quality synth-lora merge-lora"
 
 lines() { wc -l <"$1" | tr -d ' '; }
 
