@@ -42,6 +42,13 @@ static const cli_flag run_flags[] = {
     {"--max-queue", NULL, "Q", "scheduler: waiting requests before new ones are rejected, 1..1000000 (default: 1024)"},
     {"--slo", NULL, "ttft=MS,tpot=MS[,e2e=MS]", "goodput: the share and rate of requests meeting every SLO"
      " (default: no SLO, no goodput)"},
+    {"--adapters", NULL, "DIR|synth:K,RANK", "traces: serve real LoRA adapters for the trace's adapter ids 1..K: the"
+     " adapter files of DIR in name order, or K synthetic ones of rank RANK made once in $CORTEX_CACHE (default: ids"
+     " are labels only)"},
+    {"--lora-budget", NULL, "BYTES", "resident adapters' memory, e.g. 512M; idle ones are unloaded least recently"
+     " used first (default: unlimited)"},
+    {"--lora-batching", NULL, "mixed|split", "mixed: sequences with different adapters share each step; split: one"
+     " adapter per step, as llama.cpp's server (default: mixed)"},
     {"--ctx", "-c", "N", "context length of the session (default: the model's)"},
     {"--pin", NULL, "CPUS", "pin the run to these CPUs, e.g. 0-3,8 (default: no pinning)"},
     {"--respect-eos", NULL, NULL, "stop a request at end-of-sequence (default: generate the full length)"},

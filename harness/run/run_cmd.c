@@ -6,6 +6,9 @@
  */
 #include "run_cmd.h"
 
+#include "adapters.h"
+#include "cortex_tools.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -204,6 +207,15 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
             o.sched_given = 1;
         } else if (!strcmp(a, "--rate")) o.rate = v;
         else if (!strcmp(a, "--slo")) o.slo = v;
+        else if (!strcmp(a, "--adapters")) o.adapters = v;
+        else if (!strcmp(a, "--lora-budget")) {
+            if ((o.lora_budget = cx_parse_bytes(v)) < 0)
+                return cli_fail(2, "--lora-budget: '%s' is not a byte count (e.g. 256M, 2G)", v);
+        } else if (!strcmp(a, "--lora-batching")) {
+            if (!strcmp(v, "mixed")) o.lora_split = 0;
+            else if (!strcmp(v, "split")) o.lora_split = 1;
+            else return cli_fail(2, "--lora-batching: '%s' is not mixed or split", v);
+        }
         else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (cli_parse_int(a, v, 1, 1 << 24, &o.ctx)) return 2; }
         else if (!strcmp(a, "--mode")) {
             if (!strcmp(v, "closed")) o.mode = RUN_CLOSED;
@@ -264,6 +276,15 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     /* The request scheduler serves prompt sets and traces; synthetic tests drive the engine directly. */
     double rates[RUN_MAX_RATES];
     int n_rates = 0, sweep = 0;
+    if ((o.adapters || o.lora_budget || o.lora_split) && (!wl_path || wl.kind != WL_TRACE)) {
+        wl_free(&wl);
+        return cli_fail(2, "--%s applies to traces (their requests name adapters), not '%s'",
+                        o.adapters ? "adapters" : o.lora_budget ? "lora-budget" : "lora-batching", o.workload);
+    }
+    if ((o.lora_budget || o.lora_split) && !o.adapters) {
+        wl_free(&wl);
+        return cli_fail(2, "--%s needs --adapters", o.lora_budget ? "lora-budget" : "lora-batching");
+    }
     if (!wl_path && (o.sched_given || o.rate || o.slo)) {
         wl_free(&wl);
         return cli_fail(2, "--%s applies to prompt sets and traces (served by the scheduler), not synthetic tests",
@@ -331,6 +352,24 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         return cli_fail(2, "%s", ce.msg);
     }
     cx_kv_cache_free(probe_cache);
+    /* Adapters: every trace id covered before the run starts */
+    adapter_set *ads = NULL;
+    if (o.adapters) {
+        if (!(ads = malloc(sizeof *ads)) || adapters_resolve(o.adapters, o.model, model, ads, err, sizeof err) ||
+            adapters_check(ads, &wl, err, sizeof err)) {
+            adapters_free(ads);
+            free(ads);
+            cx_model_free(model);
+            wl_free(&wl);
+            return cli_fail(2, "%s", ads ? err : "out of memory");
+        }
+        cfg.adapters = ads;
+        cfg.lora_budget = o.lora_budget;
+        cfg.lora_split = o.lora_split;
+        size_t k = strlen(meta.sched_config);
+        snprintf(meta.sched_config + k, sizeof meta.sched_config - k, ",adapters=%s,lora_budget=%lld,lora=%s",
+                 o.adapters, (long long)o.lora_budget, o.lora_split ? "split" : "mixed");
+    }
     cfg.kv = &o.kv;
     kv_opts_config(&o.kv, meta.kv_config, sizeof meta.kv_config);
     /* Weights in huge pages decode faster than mapped ones: part of the
@@ -343,12 +382,16 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     store *db;
     if (store_open(o.db, &db, err, sizeof err)) {
         cx_model_free(model);
+        adapters_free(ads);
+        free(ads);
         wl_free(&wl);
         return cli_fail(1, "%s", err);
     }
     const cx_model_info *mi = cx_model_get_info(model);
     if (model_hash(db, o.model, meta.model_sha256, err, sizeof err)) {
         cx_model_free(model);
+        adapters_free(ads);
+        free(ads);
         store_close(db);
         wl_free(&wl);
         return cli_fail(1, "%s", err);
@@ -431,6 +474,8 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     *n_ids_out = n_ids;
     ctr_close(ctr);
     cx_model_free(model);
+    adapters_free(ads);
+    free(ads);
     store_close(db);
     wl_free(&wl);
     return rc;

@@ -21,6 +21,9 @@ typedef struct run_opts {
     int sched_given;  /* one of them was given: refused for synthetic tests */
     const char *rate; /* --rate R[,R...]|sweep, NULL: none */
     const char *slo;  /* --slo ttft=MS,tpot=MS[,e2e=MS], NULL: none */
+    const char *adapters;  /* --adapters DIR|synth:K,RANK, NULL: trace adapter ids are labels only */
+    int64_t lora_budget;   /* --lora-budget BYTES (0: unlimited) */
+    int lora_split;        /* --lora-batching split: one adapter per step (llama.cpp's way) */
     cx_kv_params kv;  /* --kv-* and --prefix-cache (kv_opts.h) */
     int argc;       /* the whole command line, recorded with the run */
     char **argv;

@@ -41,6 +41,9 @@ typedef struct run_config {
     int max_seqs, max_batch_tokens, max_queue; /* the scheduler (prompt sets and traces) */
     double rate;         /* > 0: open loop at Poisson arrivals of this many requests/s */
     double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms; /* goodput's SLOs; 0: not set */
+    const struct adapter_set *adapters; /* LoRA adapters for trace ids 1..n (adapters.h), or NULL */
+    int64_t lora_budget; /* bytes of resident adapters, 0: unlimited */
+    int lora_split;      /* one adapter per scheduler step */
     int rep_index, reps_total; /* the repetition being run (progress bar) */
 } run_config;
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "adapters.h"
 #include "kv_metrics.h"
 #include "rng.h"
 #include "runner.h"
@@ -110,6 +111,7 @@ static void issue(serve_state *ss, cx_sched *s, int i, double t_issue) {
     r.max_tokens = w->max_tokens;
     r.ignore_eos = ss->cfg->ignore_eos;
     r.priority = w->priority;
+    r.adapter = ss->cfg->adapters ? w->adapter : 0; /* without --adapters a trace's ids are labels */
     /* the deadline counts from the issue; the scheduler's clock starts at submission */
     r.deadline_ms = w->deadline_ms > 0 ? (int64_t)ceil(w->deadline_ms - (runner_now_ms() - t_issue)) : 0;
     if (w->deadline_ms > 0 && r.deadline_ms < 1) r.deadline_ms = 1;
@@ -147,6 +149,15 @@ static void sched_metrics(cx_sched *s, rep_result *out) {
     if (st.steps) rep_set_metric(out, "batch_tokens_mean", (double)(st.prefill_tokens + st.decode_tokens) / st.steps);
     if (st.step_ns > 0) /* forming batches, sampling, callbacks: the scheduler's own share of its steps */
         rep_set_metric(out, "sched_overhead_pct", 100.0 * (double)(st.step_ns - st.eval_ns) / (double)st.step_ns);
+    if (st.lora_registered) { /* adapters: loads (first uses and reloads), unloads to make room, load latency */
+        rep_set_metric(out, "lora_loads", (double)st.lora_loads);
+        rep_set_metric(out, "lora_evictions", (double)st.lora_evictions);
+        if (st.lora_loads) {
+            rep_set_metric(out, "lora_load_ms_mean", (double)st.lora_load_ns / 1e6 / (double)st.lora_loads);
+            rep_set_metric(out, "lora_load_ms_max", (double)st.lora_load_ns_max / 1e6);
+        }
+        rep_set_metric(out, "lora_resident_mib", (double)st.lora_bytes / (1 << 20));
+    }
 }
 
 /* See runner.h. */
@@ -195,8 +206,13 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     sp.n_ctx = cfg->n_ctx;
     sp.n_threads = cfg->threads;
     sp.kv = cfg->kv ? *cfg->kv : cx_kv_defaults();
+    sp.lora_budget = cfg->lora_budget;
+    sp.lora_split = cfg->lora_split;
     cx_sched *s = NULL;
     if (!rc && cx_sched_new(m, &sp, &s, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+    for (int i = 0; !rc && cfg->adapters && i < cfg->adapters->n; i++) /* loaded on first use, as a server does */
+        if (cx_sched_adapter_add(s, i + 1, cfg->adapters->name[i], cfg->adapters->path[i], 0, &e))
+            rc = (snprintf(err, errlen, "%s", e.msg), -1);
     int open = cfg->mode == RUN_OPEN || cfg->rate > 0;
     ss.t0 = ss.last_ms = runner_now_ms();
     while (!rc && ss.done < ss.n) {

@@ -14,6 +14,9 @@ tests/fuzz/corpus/gguf/ gets hand-built GGUF v3 files, each well under 20 KB
                       output.weight and grouped-query attention (embd 32)
   aidreams_head.gguf  the first 16 KB of the real aidreams260K.gguf, when
                       ../shared/models (or $CORTEX_MODELS) has it
+tests/fuzz/corpus/lora/ gets GGUF LoRA adapters for the test-tiny shape
+(embd 64, ff 192, kv 32): an f32 one on q and down, and a q8_0/f16 one on
+v and gate (fuzz_lora.c loads them against a synthetic test-tiny).
 tests/fuzz/corpus/tokenizer/ gets a few short texts (ASCII, UTF-8, invalid
 bytes, byte-token look-alikes). The output is deterministic.
 """
@@ -182,7 +185,27 @@ def write(path, data):
     print("%6d  %s" % (len(data), os.path.relpath(path, ROOT)))
 
 
+def lora(pairs, alpha, rank):
+    """A GGUF LoRA adapter: pairs = [(base name, n_in, n_out, A type, B type)]."""
+    rng = rng_for(7)
+    kvs = [("general.architecture", STR, "llama"), ("general.type", STR, "adapter"),
+           ("adapter.type", STR, "lora"), ("adapter.lora.alpha", F32, alpha)]
+    tensors = []
+    for name, n_in, n_out, ta, tb in pairs:
+        tensors.append((name + ".lora_a", ta, [n_in, rank], tensor_bytes(ta, [n_in, rank], rng)))
+        tensors.append((name + ".lora_b", tb, [rank, n_out], tensor_bytes(tb, [rank, n_out], rng)))
+    return gguf(kvs, tensors)
+
+
 def main():
+    ldir = os.path.join(OUT, "lora")
+    os.makedirs(ldir, exist_ok=True)
+    write(os.path.join(ldir, "q_down_f32.gguf"),
+          lora([("blk.0.attn_q.weight", 64, 64, T_F32, T_F32), ("blk.1.ffn_down.weight", 192, 64, T_F32, T_F32)],
+               8.0, 2))
+    write(os.path.join(ldir, "v_gate_q8.gguf"),
+          lora([("blk.0.attn_v.weight", 64, 32, T_Q8_0, T_F16), ("blk.1.ffn_gate.weight", 64, 192, T_Q8_0, T_F16)],
+               4.0, 4))
     gdir, tdir = os.path.join(OUT, "gguf"), os.path.join(OUT, "tokenizer")
     os.makedirs(gdir, exist_ok=True)
     os.makedirs(tdir, exist_ok=True)
