@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "adapters.h"
 #include "env.h"
 #include "kv_metrics.h"
 #include "stats.h"
@@ -279,6 +280,16 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
         if (cx_session_new_ex(st->m, &sp, &ss[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
     }
     if (!rc && c->batched && cx_batch_new(st->m, n, c->threads, &b, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+    /* --adapters: sequence i applies adapter i mod K + 1 (loaded before the clock starts) */
+    int n_lora = c->adapters ? (c->adapters->n < n ? c->adapters->n : n) : 0;
+    cx_lora **lora = n_lora ? calloc((size_t)n_lora, sizeof *lora) : NULL;
+    if (n_lora && !lora) rc = (snprintf(err, errlen, "out of memory"), -1);
+    for (int i = 0; i < n_lora && !rc; i++)
+        if (cx_lora_load(st->m, c->adapters->path[i], NULL, &lora[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+    for (int i = 0; i < n && n_lora && !rc; i++) {
+        cx_lora_use u = {lora[i % n_lora], 1.0f};
+        if (cx_session_set_lora(ss[i], &u, 1, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+    }
     canary cn;
     canary_init(&cn);
     ctr_snap snap;
@@ -316,6 +327,8 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     snprintf(q->token_hash, sizeof q->token_hash, "%016llx", (unsigned long long)cn.h);
     cx_batch_free(b);
     for (int i = 0; ss && i < n; i++) cx_session_free(ss[i]);
+    for (int i = 0; lora && i < n_lora; i++) cx_lora_free(lora[i]); /* after the sessions that applied them */
+    free(lora);
     free(ss);
     free(tok);
     free(tp);

@@ -5,6 +5,7 @@
  * allocation for the forward pass (lora.h).
  */
 #include <assert.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,20 @@ static int check_pair(const cx_model *m, const char *label, const lora_pair *p, 
     return 0;
 }
 
+/* 0 if every value of pair p is finite and within f16's range (real
+ * adapters are far inside it; a value outside would make q8_0 scales
+ * infinite), else CX_EFORMAT naming the tensor. */
+static int check_values(const char *label, const lora_pair *p, cx_err *err) {
+    const float *v[2] = {p->a, p->b};
+    size_t n[2] = {(size_t)p->rank * (size_t)p->n_in, (size_t)p->n_out * (size_t)p->rank};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < n[k]; i++)
+            if (!(fabsf(v[k][i]) <= 65504.0f))
+                return cx_fail(err, CX_EFORMAT, "%s: tensor '%s.lora_%c' holds %g at element %zu (adapters hold finite "
+                               "values within +-65504)", label, p->name, k ? 'b' : 'a', (double)v[k][i], i);
+    return 0;
+}
+
 /* See lora.h. */
 int lora_read_checked(const cx_model *m, const char *path, lora_src *src, cx_err *err) {
     int rc = lora_src_gguf(path, src, err);
@@ -81,7 +96,9 @@ int lora_read_checked(const cx_model *m, const char *path, lora_src *src, cx_err
     if (!seen) rc = cx_fail(err, CX_ENOMEM, "%s: out of memory", path);
     for (int i = 0; !rc && i < src->n_pairs; i++) {
         int l, proj;
-        if ((rc = check_pair(m, src->label, &src->pairs[i], &l, &proj, err))) break;
+        if ((rc = check_pair(m, src->label, &src->pairs[i], &l, &proj, err)) ||
+            (rc = check_values(src->label, &src->pairs[i], err)))
+            break;
         if (seen[(size_t)l * LORA_NPROJ + (size_t)proj]++)
             rc = cx_fail(err, CX_EFORMAT, "%s: tensor '%s' is adapted twice", src->label, src->pairs[i].name);
     }

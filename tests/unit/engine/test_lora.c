@@ -14,7 +14,9 @@
  *   - the prefix cache never hands a sequence blocks computed under other
  *     adapters, and does reuse blocks computed under the same ones;
  *   - errors: an adapter of another model's shape, a rank differing between
- *     A and B, a tensor naming no matrix, adapters set on a non-empty session.
+ *     A and B, a tensor naming no matrix or a layer past the model, a NaN or
+ *     a huge value, a missing file, adapters set on a non-empty session or
+ *     from another model.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,7 +345,7 @@ done:
 /* ---- errors ---- */
 
 /* A GGUF adapter with one pair of the given shapes (ggml order: ne0 = columns). */
-static void write_pair(const char *path, const char *name, int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+static void write_pair(const char *path, const char *name, int64_t a0, int64_t a1, int64_t b0, int64_t b1, float fill) {
     gguf_writer *w = gguf_writer_new(0);
     gguf_w_str(w, "general.architecture", "llama");
     gguf_w_str(w, "general.type", "adapter");
@@ -358,7 +360,8 @@ static void write_pair(const char *path, const char *name, int64_t a0, int64_t a
     FILE *f = fopen(path, "wb");
     cx_err err = {0};
     int ok = f && gguf_w_header(w, f, path, NULL, &err) == 0;
-    float zero[4096] = {0};
+    static float zero[4096];
+    for (int i = 0; i < 4096; i++) zero[i] = i == 5 ? fill : 0.0f;
     ok = ok && fwrite(zero, sizeof(float), (size_t)(a0 * a1), f) == (size_t)(a0 * a1) &&
          gguf_w_pad(w, f, (uint64_t)(a0 * a1) * 4) == 0 &&
          fwrite(zero, sizeof(float), (size_t)(b0 * b1), f) == (size_t)(b0 * b1) &&
@@ -377,17 +380,23 @@ static void check_errors(cx_model *m, cx_model *other) {
     CHECK(cx_lora_load(m, wrong, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "blk.0.attn_q.weight") &&
               strstr(err.msg, wrong), "another model's adapter: %s", err.msg);
     snprintf(path, sizeof path, "%s/rank.gguf", dir);
-    write_pair(path, "blk.0.attn_q.weight", E, 4, 3, E);
+    write_pair(path, "blk.0.attn_q.weight", E, 4, 3, E, 0);
     CHECK(cx_lora_load(m, path, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "rank 4 in lora_a but 3 in lora_b") &&
               strstr(err.msg, "blk.0.attn_q.weight"), "rank mismatch: %s", err.msg);
     snprintf(path, sizeof path, "%s/name.gguf", dir);
-    write_pair(path, "blk.0.attn_qq.weight", E, 4, 4, E);
+    write_pair(path, "blk.0.attn_qq.weight", E, 4, 4, E, 0);
     CHECK(cx_lora_load(m, path, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "blk.0.attn_qq.weight"),
           "unknown tensor: %s", err.msg);
     snprintf(path, sizeof path, "%s/layer.gguf", dir);
-    write_pair(path, "blk.99.attn_q.weight", E, 4, 4, E);
+    write_pair(path, "blk.99.attn_q.weight", E, 4, 4, E, 0);
     CHECK(cx_lora_load(m, path, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "blk.99.attn_q.weight"),
           "layer past the model: %s", err.msg);
+    snprintf(path, sizeof path, "%s/nan.gguf", dir);
+    write_pair(path, "blk.0.attn_q.weight", E, 4, 4, E, NAN);
+    CHECK(cx_lora_load(m, path, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "blk.0.attn_q.weight.lora_a") &&
+              strstr(err.msg, "element 5"), "a NaN value: %s", err.msg);
+    write_pair(path, "blk.0.attn_q.weight", E, 4, 4, E, 1e30f);
+    CHECK(cx_lora_load(m, path, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "65504"), "a huge value: %s", err.msg);
     CHECK(cx_lora_load(m, "/nonexistent/adapter.gguf", NULL, &a, &err) == CX_EIO &&
               strstr(err.msg, "/nonexistent/adapter.gguf"), "missing file: %s", err.msg);
     CHECK(a == NULL, "no adapter after the failures");
