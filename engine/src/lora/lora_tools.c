@@ -49,15 +49,40 @@ int cx_lora_targets_parse(const char *list, unsigned *mask, cx_err *err) {
     return 0;
 }
 
-/* RMS of the first rows of a base matrix (enough to size a change to it). */
-static double weight_rms(const cx_weight *w, float *row) {
-    double s = 0;
-    int64_t rows = w->rows < 8 ? w->rows : 8;
-    for (int64_t r = 0; r < rows; r++) {
-        quant_dequantize_row(w->type, (const uint8_t *)w->data + (size_t)r * w->row_bytes, row, w->cols);
-        for (int64_t i = 0; i < w->cols; i++) s += (double)row[i] * row[i];
+/* RMS of a base matrix's values, whatever its type and layout (a repacked
+ * matrix's rows cannot be dequantized one by one): for x ~ N(0, 1),
+ * E|W·x|^2 = |W|_F^2, so |W·x| / sqrt(rows·cols) estimates it, with the
+ * model's own kernels. -1 when out of memory. */
+static double weight_rms(const cx_model *m, const cx_weight *w) {
+    const kern_ops *k = m->kern;
+    int fmt = kern_act_format(w->type);
+    float *x = malloc(sizeof(float) * (size_t)w->cols), *y = malloc(sizeof(float) * (size_t)w->rows);
+    void *mem = NULL;
+    if (posix_memalign(&mem, 64, kern_act_bytes(fmt, 1, w->cols) + 64)) mem = NULL;
+    double rms = -1;
+    if (x && y && mem) {
+        uint64_t st = 12345;
+        synth_fill_normal(&st, x, w->cols, 1.0f);
+        kern_act a;
+        kern_act_init(&a, fmt, 1, w->cols, mem);
+        a.f = x; /* f32 activations are read in place; the 8-bit formats are made from them */
+        kern_act_set(k, &a, 0, x);
+        kern_gemm_fn gemm = w->layout == KERN_LAYOUT_X16 ? k->gemm_x16[w->type]
+                            : w->layout == KERN_LAYOUT_X8 ? k->gemm_x8[w->type] : k->gemm[w->type];
+        if (gemm) gemm(w->data, w->row_bytes, 0, w->rows, &a, y, w->rows);
+        else kern_gemm_generic(k, w->type, w->data, w->row_bytes, 0, w->rows, &a, y, w->rows);
+        double s = 0;
+        for (int64_t r = 0; r < w->rows; r++) s += (double)y[r] * y[r];
+        rms = sqrt(s / ((double)w->rows * (double)w->cols));
+        /* three significant digits: kernels of different instruction sets round the sum
+         * differently, and the file must not depend on the machine that wrote it */
+        double unit = pow(10.0, floor(log10(rms)) - 2);
+        if (rms > 0) rms = round(rms / unit) * unit;
     }
-    return sqrt(s / (double)(rows * w->cols));
+    free(x);
+    free(y);
+    free(mem);
+    return rms;
 }
 
 /* One synthetic tensor in the plan: the pair's A or B of layer l, matrix p. */
@@ -114,7 +139,12 @@ int cx_lora_synth_write(const cx_model *m, const cx_lora_synth_params *p, const 
             const cx_weight *bw = base[pj];
             /* A ~ N(0, 1/n_in) keeps |A·x| ~ |x|; each entry of scale·B·A then has
              * std scale·std_B·sqrt(rank/n_in): solve for the asked RMS */
-            double std_b = strength * weight_rms(bw, row) * sqrt((double)bw->cols / p->rank) / scale;
+            double rms = weight_rms(m, bw);
+            if (rms < 0) {
+                rc = cx_fail(err, CX_ENOMEM, "out of memory");
+                goto done;
+            }
+            double std_b = strength * rms * sqrt((double)bw->cols / p->rank) / scale;
             for (int is_b = 0; is_b < 2; is_b++) {
                 syn_tensor *t = &plan[n_t++];
                 snprintf(t->name, sizeof t->name, "blk.%d.%s.weight.lora_%c", l, gguf_parts[pj], is_b ? 'b' : 'a');
