@@ -27,8 +27,15 @@
 size_t kern_lora_block_bytes(int type);
 /* Bytes of B [n_out][rank] stored as panels of `type`. */
 size_t kern_lora_b_bytes(int type, int64_t n_out, int rank);
-/* Store B (f32, [n_out][rank] row-major) as panels of `type` in dst (kern_lora_b_bytes bytes). */
-void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t *dst);
+struct kern_ops;
+/* Store B (f32, [n_out][rank] row-major) as panels of `type` in dst
+ * (kern_lora_b_bytes bytes). q8_0 blocks are quantized with k's activation
+ * quantizer (kern_q8_0_from_f32) when k is given, else the scalar one. */
+void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t *dst, const struct kern_ops *k);
+/* n floats (n % 32 == 0) as q8_0 blocks, with table k's activation quantizer
+ * (SIMD: d = max|x|/127, codes round-half-even(x/d)) and d stored as fp16;
+ * `scratch` holds kern_act_bytes(KERN_ACT_Q8_32, 1, n). */
+void kern_q8_0_from_f32(const struct kern_ops *k, const float *x, int64_t n, uint8_t *dst, void *scratch);
 
 /*
  * y[t*ldy + o] += sum_{j<rank} u[t*ldu + j] * B[o][j] for t in [0, T) and o in

@@ -9,6 +9,7 @@
 #include "../quant.h"
 #include "../util.h"
 #include "cortex.h"
+#include "kernels.h"
 #include "lora_kern.h"
 
 /* See lora_kern.h. */
@@ -24,10 +25,12 @@ size_t kern_lora_b_bytes(int type, int64_t n_out, int rank) {
 
 /* See lora_kern.h. Each block gathers column j of 32 rows, zero past n_out,
  * then is copied (f32) or quantized like any q8_0 row of 32 values. */
-void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t *dst) {
+void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t *dst, const struct kern_ops *k) {
     size_t blk = kern_lora_block_bytes(type);
     assert(blk);
     float col[KERN_LORA_PANEL];
+    _Alignas(64) uint8_t scratch[256];
+    assert(kern_act_bytes(KERN_ACT_Q8_32, 1, KERN_LORA_PANEL) <= sizeof scratch);
     for (int64_t p = 0; p * KERN_LORA_PANEL < n_out; p++)
         for (int j = 0; j < rank; j++, dst += blk) {
             for (int i = 0; i < KERN_LORA_PANEL; i++) {
@@ -35,8 +38,22 @@ void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t
                 col[i] = o < n_out ? b[o * rank + j] : 0.0f;
             }
             if (type == CX_TYPE_F32) memcpy(dst, col, sizeof col);
+            else if (k) kern_q8_0_from_f32(k, col, KERN_LORA_PANEL, dst, scratch);
             else quant_quantize_row(CX_TYPE_Q8_0, col, dst, KERN_LORA_PANEL);
         }
+}
+
+/* See lora_kern.h. */
+void kern_q8_0_from_f32(const struct kern_ops *k, const float *x, int64_t n, uint8_t *dst, void *scratch) {
+    kern_act a;
+    kern_act_init(&a, KERN_ACT_Q8_32, 1, n, scratch);
+    k->quantize_act(x, &a, 0);
+    for (int64_t b = 0; b < n / 32; b++) {
+        block_q8_0 *o = (block_q8_0 *)(void *)(dst + (size_t)b * sizeof(block_q8_0));
+        uint16_t d = cx_fp32_to_fp16(a.d[b]);
+        memcpy(&o->d, &d, sizeof d);
+        memcpy(o->qs, a.qs + b * 32, 32);
+    }
 }
 
 /* Element (o, j) of B stored as panels. */

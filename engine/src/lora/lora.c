@@ -147,9 +147,15 @@ static size_t plan(cx_lora *a, int type) {
     return bytes;
 }
 
-/* Copy the pairs into the one allocation, A as rows, B as panels. */
-static void lay_out(cx_lora *a, const lora_src *src) {
+/* Copy the pairs into the one allocation, A as rows, B as panels; q8_0 with
+ * the model's SIMD activation quantizer (a load is mostly this). 0, or -1
+ * out of memory. */
+static int lay_out(cx_lora *a, const lora_src *src) {
     uint8_t *at = a->mem;
+    int64_t widest = a->m->info.n_ff > a->m->info.n_embd ? a->m->info.n_ff : a->m->info.n_embd;
+    if (widest < (int64_t)a->m->info.n_head * a->m->info.head_dim) widest = (int64_t)a->m->info.n_head * a->m->info.head_dim;
+    void *scratch = NULL;
+    if (posix_memalign(&scratch, 64, kern_act_bytes(KERN_ACT_Q8_32, 1, widest) + 64)) return -1;
     for (int i = 0; i < src->n_pairs; i++) {
         const lora_pair *p = &src->pairs[i];
         int l = 0, proj = 0;
@@ -158,14 +164,19 @@ static void lay_out(cx_lora *a, const lora_src *src) {
         (void)bad;
         lora_mat *mt = &a->mats[(size_t)l * LORA_NPROJ + (size_t)proj];
         mt->a = at;
-        for (int r = 0; r < mt->rank; r++)
-            quant_quantize_row(mt->a_type, p->a + (size_t)r * (size_t)p->n_in, at + (size_t)r * mt->a_row_bytes,
-                               p->n_in);
+        for (int r = 0; r < mt->rank; r++) {
+            const float *x = p->a + (size_t)r * (size_t)p->n_in;
+            uint8_t *row = at + (size_t)r * mt->a_row_bytes;
+            if (mt->a_type == CX_TYPE_Q8_0) kern_q8_0_from_f32(a->m->kern, x, p->n_in, row, scratch);
+            else memcpy(row, x, sizeof(float) * (size_t)p->n_in);
+        }
         at += (mt->a_row_bytes * (size_t)mt->rank + 63) / 64 * 64;
         mt->b = at;
-        kern_lora_pack_b(mt->b_type, p->b, p->n_out, p->rank, at);
+        kern_lora_pack_b(mt->b_type, p->b, p->n_out, p->rank, at, a->m->kern);
         at += (kern_lora_b_bytes(mt->b_type, mt->n_out, mt->rank) + 63) / 64 * 64;
     }
+    free(scratch);
+    return 0;
 }
 
 /* See cortex.h. */
@@ -213,7 +224,10 @@ int cx_lora_load(const cx_model *m, const char *path, const cx_lora_params *p, c
         rc = cx_fail(err, CX_ENOMEM, "%s: out of memory for the adapter (%zu MiB)", path, bytes >> 20);
         goto done;
     }
-    lay_out(a, &src);
+    if (lay_out(a, &src)) {
+        rc = cx_fail(err, CX_ENOMEM, "%s: out of memory", path);
+        goto done;
+    }
     cx_lora_info *in = &a->info;
     snprintf(in->path, sizeof in->path, "%s", path);
     in->n_matrices = src.n_pairs;

@@ -23,10 +23,11 @@
 /* See lora_src.h. */
 void lora_src_free(lora_src *s) {
     for (int i = 0; i < s->n_pairs; i++) {
-        free(s->pairs[i].a);
-        free(s->pairs[i].b);
+        free(s->pairs[i].own_a);
+        free(s->pairs[i].own_b);
     }
     free(s->pairs);
+    if (s->map) model_unmap_file(s->map, s->map_size);
     memset(s, 0, sizeof *s);
 }
 
@@ -36,14 +37,16 @@ static int ends_with(gguf_str name, const char *suffix) {
     return name.len >= n && !memcmp(name.ptr + name.len - n, suffix, n);
 }
 
-/* The f32 copy of a 2-D tensor of a type the engine can expand (F32, F16, Q8_0, ...), malloc'd. */
-static float *tensor_f32(const gguf_tensor *t, const char *label, const char *name, cx_err *err) {
+/* A 2-D tensor as f32: in place for an F32 one (GGUF aligns tensor data to
+ * at least 32 bytes), else a malloc'd copy in *own. NULL after an error. */
+static const float *tensor_f32(const gguf_tensor *t, const char *label, const char *name, float **own, cx_err *err) {
+    if (t->type == CX_TYPE_F32) return (const float *)(const void *)t->data;
     if (!quant_supported((int)t->type) || t->ne[0] % quant_block_size((int)t->type)) {
         cx_fail(err, CX_EUNSUP, "%s: tensor '%s' is %s, which an adapter cannot hold (F32, F16, Q8_0)", label, name,
                 gguf_type_name(t->type));
         return NULL;
     }
-    float *f = malloc(sizeof(float) * (size_t)t->ne[0] * (size_t)t->ne[1]);
+    float *f = *own = malloc(sizeof(float) * (size_t)t->ne[0] * (size_t)t->ne[1]);
     if (!f) {
         cx_fail(err, CX_ENOMEM, "%s: out of memory for tensor '%s'", label, name);
         return NULL;
@@ -92,8 +95,8 @@ static int read_pair(const gguf_ctx *g, const gguf_tensor *ta, float alpha, cons
     p->alpha = alpha;
     char aname[sizeof p->name + 8];
     snprintf(aname, sizeof aname, "%s.lora_a", p->name);
-    if (!(p->a = tensor_f32(ta, label, aname, err))) return err ? err->code : CX_EFORMAT;
-    if (!(p->b = tensor_f32(tb, label, bname, err))) return err ? err->code : CX_EFORMAT;
+    if (!(p->a = tensor_f32(ta, label, aname, &p->own_a, err))) return err ? err->code : CX_EFORMAT;
+    if (!(p->b = tensor_f32(tb, label, bname, &p->own_b, err))) return err ? err->code : CX_EFORMAT;
     return 0;
 }
 
@@ -135,7 +138,8 @@ int lora_src_gguf(const char *path, lora_src *out, cx_err *err) {
             out->n_pairs++; /* counted even when it failed: lora_src_free frees what it holds */
         }
     gguf_free(&g);
-    model_unmap_file(map, size);
+    out->map = map; /* F32 pairs point into it until lora_src_free */
+    out->map_size = size;
     if (rc) lora_src_free(out);
     return rc;
 }

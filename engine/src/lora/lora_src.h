@@ -9,7 +9,8 @@
  * lora_peft.c (a PEFT directory: adapter_config.json + adapter_model.safetensors,
  * Hugging Face module names mapped to GGUF names, q/k rows permuted as the
  * GGUF converters permute Llama's). Both hand over f32 copies, so the layout
- * code sees one format whatever the file held (F32, F16, BF16, Q8_0).
+ * code sees one format whatever the file held (F32, F16, BF16, Q8_0);
+ * F32 tensors are read in place from the mapped file, the others converted.
  */
 #ifndef CX_LORA_SRC_H
 #define CX_LORA_SRC_H
@@ -23,7 +24,8 @@ typedef struct lora_pair {
     char name[96];       /* the base tensor's GGUF name, e.g. "blk.3.attn_q.weight" */
     int rank;            /* r >= 1 */
     int64_t n_in, n_out; /* A is [rank][n_in], B is [n_out][rank], both row-major */
-    float *a, *b;        /* f32, malloc'd, owned by the lora_src (freed by lora_src_free) */
+    const float *a, *b;  /* f32: into the file's mapping (an F32 tensor), or own_a / own_b */
+    float *own_a, *own_b; /* converted copies (malloc'd, freed by lora_src_free), or NULL */
     float alpha;         /* scale = alpha / rank (times the user's scale); alpha <= 0: scale 1 */
 } lora_pair;
 
@@ -31,6 +33,8 @@ typedef struct lora_src {
     char label[256];     /* the file or directory, for messages */
     int n_pairs;
     lora_pair *pairs;    /* malloc'd */
+    const uint8_t *map;  /* the mapped file F32 pairs point into (unmapped by lora_src_free), or NULL */
+    size_t map_size;
 } lora_src;
 
 /* Read a GGUF LoRA file. 0, or a CX_E* code with one message naming the

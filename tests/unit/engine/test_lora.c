@@ -58,7 +58,7 @@ static void kernel_case(const kern_ops *k, int type, int64_t n_out, int rank, in
     for (int64_t i = 0; i < n_out * rank; i++) b[i] = unif();
     for (int i = 0; i < T * rank; i++) u[i] = unif();
     for (int64_t i = 0; i < T * ld; i++) y0[i] = y1[i] = unif();
-    kern_lora_pack_b(type, b, n_out, rank, bt);
+    kern_lora_pack_b(type, b, n_out, rank, bt, NULL);
     kern_lora_up_scalar(y0, ld, u, rank, T, bt, type, rank, o0, o1);
     k->lora_up(y1, ld, u, rank, T, bt, type, rank, o0, o1);
     double worst = 0;
@@ -83,7 +83,7 @@ static void check_pack(void) {
     float b[40 * 3], u[3], y[40];
     for (int i = 0; i < 120; i++) b[i] = unif();
     uint8_t bt[2 * 3 * 128];
-    kern_lora_pack_b(CX_TYPE_F32, b, n_out, rank, bt);
+    kern_lora_pack_b(CX_TYPE_F32, b, n_out, rank, bt, NULL);
     CHECK(kern_lora_b_bytes(CX_TYPE_F32, n_out, rank) == 2 * 3 * 128 && kern_lora_b_bytes(CX_TYPE_Q8_0, 64, 16) == 2 * 16 * 34,
           "panel sizes");
     int ok = 1;
