@@ -176,10 +176,10 @@ build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(FUZZ_FLAGS) $< harness/util/json.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c -o $@ -lm
 
-# The server-response fuzzer: the SSE framing and the OpenAI body parser (jansson).
-build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c $(HARNESS_HDR)
+# The server-response fuzzer: SSE framing, OpenAI bodies (jansson), Prometheus text.
+build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c harness/run/prom.c $(HARNESS_HDR)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/run/sse.c harness/run/oai.c -o $@ $(shell pkg-config --libs jansson)
+	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/run/sse.c harness/run/oai.c harness/run/prom.c -o $@ $(shell pkg-config --libs jansson)
 
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)

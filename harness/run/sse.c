@@ -57,6 +57,7 @@ static int dispatch(sse_parser *p) {
 static int take_line(sse_parser *p) {
     const char *l = p->line;
     size_t n = p->line_len;
+    if (!p->lines++ && n >= 3 && !memcmp(l, "\xEF\xBB\xBF", 3)) l += 3, n -= 3; /* the stream's BOM, however split */
     if (n == 0) return dispatch(p);
     if (l[0] == ':') return 0; /* a comment (servers send them as keep-alives) */
     const char *colon = memchr(l, ':', n);
@@ -81,11 +82,6 @@ static int take_line(sse_parser *p) {
 /* See sse.h. */
 int sse_feed(sse_parser *p, const char *buf, size_t n) {
     size_t i = 0;
-    if (!p->bom_checked && n) {
-        /* the BOM may arrive split: only a whole one at the very start is dropped */
-        if (n >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) i = 3;
-        p->bom_checked = 1;
-    }
     while (i < n) {
         char c = buf[i];
         if (c == '\n' && p->after_cr) { /* the \n of a \r\n: the line already ended */

@@ -38,7 +38,7 @@ typedef struct sse_parser {
     int has_data;     /* a data field was seen (data may still be empty) */
     char event[64];   /* the event's name, truncated */
     int after_cr;     /* the last byte was \r: a following \n ends nothing */
-    int bom_checked;  /* a leading UTF-8 BOM is dropped once */
+    int lines;        /* lines taken so far (a UTF-8 BOM is dropped from the first) */
     size_t events;    /* events dispatched */
 } sse_parser;
 
