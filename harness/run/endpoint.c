@@ -199,7 +199,11 @@ int ep_probe(ep_target *t, const char *model, char *err, size_t errlen) {
         free(body);
         return -1;
     }
-    if (model) snprintf(t->model, sizeof t->model, "%s", model);
+    if (model) {
+        snprintf(t->model, sizeof t->model, "%s", model);
+        t->model_unlisted = 1;
+        for (int i = 0; i < n_ids; i++) t->model_unlisted &= strcmp(ids[i], model) != 0;
+    }
     else if (n_ids) snprintf(t->model, sizeof t->model, "%s", ids[0]);
     else rc = (snprintf(err, errlen, "%s lists no model: give --model NAME", url), -1);
     if (!rc && identify(t, server, body, len, ids, n_ids)) rc = (snprintf(err, errlen, "out of memory"), -1);

@@ -43,6 +43,7 @@ typedef struct ep_target {
     char server[256];       /* the Server header ("" when none) and the model ids, for comparability */
     char *info;             /* JSON: {"url", "server", "models": the /v1/models answer}, malloc'd */
     int has_metrics;        /* ROOT/metrics answered 200 at the probe */
+    int model_unlisted;     /* --model is not among the listed models (llama-server takes any name; vLLM 404s) */
 } ep_target;
 
 /* Check and keep the URL (http:// or https://, a host; a trailing '/' is

@@ -25,6 +25,8 @@ int run_endpoint_open(const run_opts *o, const wl_workload *wl, ep_target *t, ru
     if (o->adapter_names && ep_set_adapters(t, o->adapter_names, err, sizeof err)) return cli_fail(2, "%s", err);
     if (ep_check_workload(t, wl, err, sizeof err)) return cli_fail(2, "%s", err);
     if (ep_probe(t, o->model, err, sizeof err)) return cli_fail(1, "%s", err);
+    if (t->model_unlisted) /* llama-server serves any name; vLLM will answer 404 to every request */
+        fprintf(stderr, "cortex-bench: note: %s/models does not list model '%s' (%s)\n", t->base, t->model, t->server);
     snprintf(meta->endpoint, sizeof meta->endpoint, "%s", t->base);
     snprintf(meta->server, sizeof meta->server, "%s", t->server);
     meta->server_info = t->info;

@@ -3,7 +3,9 @@
  *
  *   - prompt sets and traces go through the engine's request scheduler
  *     (serve.c, cx_sched): up to max_seqs sequences decoded together, each
- *     step one batched pass, as a server would serve them;
+ *     step one batched pass, as a server would serve them; or, with
+ *     cfg->endpoint, to another server over HTTP (endpoint.h), issued the
+ *     same way;
  *       closed loop: `concurrency` clients, each issuing its next request
  *       when its previous one ended (standard prompts: concurrency 1);
  *       open loop: requests issued at their trace arrival times, or at

@@ -122,16 +122,17 @@ check "a trailing / of the URL is dropped" test "$(sql "$db" "select endpoint fr
 
 # Comparability: two HTTP runs of the same configuration compare; HTTP and in-process do not, unless forced.
 run --endpoint "$url" --workload standard --concurrency 4 >/dev/null 2>&1
-"$BENCH" compare "$std" "$(last)" --db "$db" >/dev/null 2>&1
-check "two runs against the same server compare" test $? -eq 0
+"$BENCH" compare "$std" "$(last)" --db "$db" >"$tmp/same.out" 2>&1
+check "two runs against the same server compare (not refused; exit 1 would be a timing regression)" \
+    test $? -ne 2 -a "$(grep -c 'not comparable' "$tmp/same.out")" = 0
 "$CORTEX" synth --shape test-tiny --type f32 -o "$tmp/tiny.gguf" 2>/dev/null
 run --model "$tmp/tiny.gguf" -t 1 --workload "prompts:$tmp/mixed.jsonl" >/dev/null 2>&1
 local_run=$(last)
 "$BENCH" compare "$mix" "$local_run" --db "$db" >/dev/null 2>"$tmp/cmp.err"
 check "HTTP and in-process runs are not comparable" test $? -eq 2
 check "... the endpoint named as a difference" grep -q "endpoint (HTTP server or in-process)" "$tmp/cmp.err"
-"$BENCH" compare "$mix" "$local_run" --db "$db" --force >/dev/null 2>&1
-check "... unless --force" test $? -eq 0
+"$BENCH" compare "$mix" "$local_run" --db "$db" --force >"$tmp/force.out" 2>&1
+check "... unless --force (compared, flagged)" grep -q "FLAGGED: not comparable (.*endpoint (HTTP server or in-process)" "$tmp/force.out"
 
 # Errors: one line naming the URL, non-zero, nothing in the database.
 before=$(runs)
@@ -149,6 +150,9 @@ check "... one line naming the URL and the status" grep -q "^cortex-bench: http:
 check "... nothing stored" test "$(runs)" = "$before"
 run --endpoint "http://127.0.0.1:$port/v1" --api-key s3cret --workload "prompts:$tmp/mixed.jsonl" >/dev/null 2>&1
 check "the right --api-key is sent" test "$(metric "$(last)" requests_finished)" = 2.0
+run --endpoint "$url" --model no-such-model --workload "prompts:$tmp/mixed.jsonl" >/dev/null 2>"$tmp/nm.err"
+check "a model the server does not list: a note, the requests fail (the mock 404s)" \
+    test "$(grep -c "does not list model 'no-such-model'" "$tmp/nm.err")/$(metric "$(last)" requests_failed)" = "1/6.0"
 run --endpoint "$url" -t 2 >/dev/null 2>"$tmp/t.err"
 check "-t with --endpoint: exit 2" test $? -eq 2
 run --endpoint "$url" --workload pp16 >/dev/null 2>"$tmp/pp.err"
