@@ -425,7 +425,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic, const 
         set_percentiles(out, #field, v, k); } while (0)
     COLLECT(ttft_ms, 1);
     if (!synthetic) {
-        COLLECT(tpot_ms, q->gen_tokens > 1);
+        COLLECT(tpot_ms, q->gen_tokens > 1 && !isnan(q->tpot_ms)); /* NaN: one chunk over HTTP */
         COLLECT(e2e_ms, 1);
         COLLECT(queue_ms, !isnan(q->queue_ms)); /* over HTTP the queue is not visible */
         /* per-request throughput: generated tokens over the request's own service time */

@@ -16,7 +16,8 @@ then a usage chunk when stream_options.include_usage, then "data: [DONE]".
 Prompt tokens are the prompt's whitespace-separated words.
 
 Knobs: --api-key K (401 without "Authorization: Bearer K"); --max-concurrent C
-(429 past C completions in flight); an unknown "model" is a 404. Words in the
+(429 past C completions in flight); --ignore-stream (answer every completion
+whole, as application/json, whatever "stream" says); an unknown "model" is a 404. Words in the
 prompt: REJECT (429), FAIL500 (500), DROP (the connection closes after two
 chunks, no [DONE]), STREAMERR (an error payload in the stream).
 
@@ -144,7 +145,7 @@ def make_handler(opts, state):
             n_prompt = len(prompt.split())
             usage = {"prompt_tokens": n_prompt, "completion_tokens": n_gen, "total_tokens": n_prompt + n_gen}
             obj = "chat.completion" if chat else "text_completion"
-            if not req.get("stream"):
+            if not req.get("stream") or opts.ignore_stream:
                 time.sleep(opts.token_delay_ms * n_gen / 1e3)
                 text = "".join(" t%d" % i for i in range(n_gen))
                 choice = {"index": 0, "finish_reason": "length" if n_gen == max_tokens else "stop"}
@@ -199,6 +200,7 @@ def main():
     ap.add_argument("--chunk-tokens", type=int, default=1)
     ap.add_argument("--max-concurrent", type=int, default=0)
     ap.add_argument("--no-metrics", action="store_true")
+    ap.add_argument("--ignore-stream", action="store_true")
     opts = ap.parse_args()
     opts.models = opts.models.split(",")
     srv = ThreadingHTTPServer(("127.0.0.1", opts.port), make_handler(opts, State()))

@@ -120,6 +120,14 @@ check "2 tokens a chunk: tokens from usage, chunks stored apart" test \
     "$(sql "$db" "select gen_tokens || '/' || stream_chunks from requests where run_id = $two and item = 'ok1'")" = "6/3"
 check "a trailing / of the URL is dropped" test "$(sql "$db" "select endpoint from runs where id = $two")" = "http://127.0.0.1:$port/v1"
 
+# A server that answers whole (application/json) though asked to stream, and has no /metrics.
+start_mock whole --ignore-stream --no-metrics
+run --endpoint "http://127.0.0.1:$port/v1" --workload "prompts:$tmp/mixed.jsonl" >/dev/null 2>&1
+whole=$(last)
+check "a whole answer: one chunk, tokens from usage, TTFT = E2E" test \
+    "$(sql "$db" "select gen_tokens || '/' || stream_chunks || '/' || (ttft_ms = e2e_ms) from requests where run_id = $whole and item = 'ok1'")" = "6/1/1"
+check "no /metrics: no server metrics rows" test "$(sql "$db" "select count(*) from server_metrics where run_id = $whole")" = 0
+
 # Comparability: two HTTP runs of the same configuration compare; HTTP and in-process do not, unless forced.
 run --endpoint "$url" --workload standard --concurrency 4 >/dev/null 2>&1
 "$BENCH" compare "$std" "$(last)" --db "$db" >"$tmp/same.out" 2>&1
