@@ -27,6 +27,10 @@ CPPFLAGS += -DCORTEX_TEST_KNOBS
 endif
 PY      ?= /usr/bin/python3
 FUZZ_SECONDS ?= 60
+# cortex-bench speaks HTTP to other servers (run --endpoint): libcurl, jansson.
+HARNESS_PKGS  = libcurl jansson
+HARNESS_CFLAGS := $(filter-out -I/usr/include%,$(shell pkg-config --cflags $(HARNESS_PKGS)))
+HARNESS_LIBS  := $(shell pkg-config --libs $(HARNESS_PKGS))
 
 BUILD_TYPE ?= release
 ifeq ($(KNOBS),1)
@@ -104,7 +108,7 @@ $(VERSION_H): FORCE
 
 $(BUILD)/harness/%.o: harness/%.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(CFLAGS) -c $< -o $@
 
 # Harness *_avx2.c (cortex-bench hw's kernels): AVX2 flags too (this rule's shorter stem wins over the one above).
 $(BUILD)/harness/%_avx2.o: harness/%_avx2.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
@@ -122,14 +126,14 @@ $(HLIB): $(HARNESS_OBJ)
 # Only the files that record the build's provenance depend on version.h.
 $(BUILD)/harness/run/run_cmd.o $(BUILD)/harness/gate/gate_cmd.o: $(BUILD)/harness/%.o: harness/%.c $(VERSION_H) $(HARNESS_HDR) $(wildcard engine/include/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HARNESS_INC) -I$(BUILD)/gen $(WARN) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) -I$(BUILD)/gen $(WARN) $(CFLAGS) -c $< -o $@
 
 $(BENCH): $(BUILD)/harness/bench_main.o $(HLIB) $(LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lsqlite3 $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lsqlite3 $(HARNESS_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/test_%: test_%.c $(wildcard tests/unit/*.h) $(LIB) $(HLIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iengine/src $(HARNESS_INC) -Itests/unit $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Iengine/src $(HARNESS_INC) $(HARNESS_CFLAGS) -Itests/unit $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(HARNESS_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -171,6 +175,11 @@ build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(ENGINE_HDR)
 build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(FUZZ_FLAGS) $< harness/util/json.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c -o $@ -lm
+
+# The server-response fuzzer: SSE framing, OpenAI bodies (jansson), Prometheus text.
+build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c harness/run/prom.c $(HARNESS_HDR)
+	@mkdir -p build-fuzz
+	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/run/sse.c harness/run/oai.c harness/run/prom.c -o $@ $(shell pkg-config --libs jansson)
 
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)

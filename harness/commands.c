@@ -22,7 +22,13 @@
 #define GATE_FILE_FLAG {"--gate-file", NULL, "FILE", "the gate configuration (default: ci/gates.conf)"}
 
 static const cli_flag run_flags[] = {
-    {"--model", "-m", "FILE", "the GGUF model to benchmark (required)"},
+    {"--model", "-m", "FILE|NAME", "the GGUF model to benchmark (required); with --endpoint the model name requests ask"
+     " for (default: the first model the server lists)"},
+    {"--endpoint", NULL, "URL", "measure an OpenAI-compatible server over HTTP instead, e.g. http://127.0.0.1:8080/v1"
+     " (prompt sets and traces, streamed completions; default: in-process)"},
+    {"--api-key", NULL, "KEY", "with --endpoint: sent as \"Authorization: Bearer KEY\" (default: none)"},
+    {"--adapter-names", NULL, "NAME1,NAME2,...", "with --endpoint: the model names of trace adapter ids 1, 2, ...; id 0"
+     " is --model (default: none, so a trace naming adapters is refused)"},
     {"--tokenizer", "-z", "FILE", "a tokenizer file, for models without an embedded vocabulary (default: none)"},
     {"--workload", "-w", "W",
      "standard | trace:FILE | prompts:FILE | ppN | tgN | pgN,M | multiseq:NSEQ,CTX,GEN | batched:NSEQ,CTX,GEN"
@@ -36,7 +42,8 @@ static const cli_flag run_flags[] = {
     {"--concurrency", NULL, "C", "requests in flight in closed mode, 1..100000 (default: 1)"},
     {"--rate", NULL, "R[,R...]|sweep", "open loop at a Poisson rate of R requests/s instead of the trace's arrival"
      " times (a prompt set is replayed in order), one run per rate; sweep: measure the saturation rate closed-loop"
-     " (concurrency max-seqs), then run at 25, 50, 75, 90, 100 and 110% of it (default: the trace's times)"},
+     " (concurrency max-seqs; with --endpoint --concurrency, 8 when not given), then run at 25, 50, 75, 90, 100 and"
+     " 110% of it (default: the trace's times)"},
     {"--max-seqs", NULL, "N", "scheduler: sequences decoded together, 1..256 (default: 8)"},
     {"--max-batch-tokens", NULL, "T", "scheduler: tokens per step over all sequences, max-seqs..256 (default: 256)"},
     {"--max-queue", NULL, "Q", "scheduler: waiting requests before new ones are rejected, 1..1000000 (default: 1024)"},

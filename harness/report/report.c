@@ -53,6 +53,7 @@ static int rp_md_header(rp_ctx *c, FILE *out) {
     }
     fprintf(out, "\n");
     show_kv(c->s, c->run.info.id, out);
+    show_server(c->s, c->run.info.id, out);
     return 0;
 }
 

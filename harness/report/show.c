@@ -171,7 +171,11 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         const sum_row *ord[128];
         const char *label[128], *unit[128];
         int k = ordered(rows, nr, full || csv || json, ord, label, unit);
-        if (!csv && !json)
+        if (!csv && !json && ri.endpoint[0]) /* over HTTP: the server, not our threads */
+            fprintf(out, "%s**run %lld**: %s at %s (HTTP), `%s`, %s loop, median of %d repetitions\n\n"
+                         "| metric | median | min | max | ± sd |\n| --- | ---: | ---: | ---: | ---: |\n",
+                    r ? "\n" : "", (long long)ids[r], ri.model, ri.endpoint, ri.workload, ri.mode, ri.reps);
+        else if (!csv && !json)
             fprintf(out, "%s**run %lld**: %s (%s), %d threads, `%s`, %s loop, median of %d repetitions\n\n"
                          "| metric | median | min | max | ± sd |\n| --- | ---: | ---: | ---: | ---: |\n",
                     r ? "\n" : "", (long long)ids[r], ri.model, ri.type, ri.threads, ri.workload, ri.mode, ri.reps);
@@ -261,10 +265,17 @@ int show_run_facts(store *s, int64_t id, FILE *out) {
     show_md_inline(out, r.error);
     fprintf(out, "\n- workload `%s` (%s, sha256 %.16s), %s loop, concurrency %d\n", r.workload, r.kind, r.workload_hash,
             r.mode, r.concurrency);
-    fprintf(out, "- model `%s` (%s, %lld parameters, sha256 %.16s)\n", r.model_path, r.type, (long long)r.model_params,
-            r.model_sha256);
-    fprintf(out, "- threads %d, repetitions %d (+%d warm-up), context %d, pinned to %s\n", r.threads, r.reps, r.warmup,
-            r.n_ctx, *r.pinned ? r.pinned : "no CPUs (not pinned)");
+    if (r.endpoint[0]) {
+        fprintf(out, "- measured over HTTP: model `%s` at `%s`, server ", r.model, r.endpoint);
+        show_md_inline(out, r.server);
+        fprintf(out, "\n");
+    } else
+        fprintf(out, "- model `%s` (%s, %lld parameters, sha256 %.16s)\n", r.model_path, r.type, (long long)r.model_params,
+                r.model_sha256);
+    if (r.endpoint[0]) fprintf(out, "- repetitions %d (+%d warm-up)\n", r.reps, r.warmup);
+    else
+        fprintf(out, "- threads %d, repetitions %d (+%d warm-up), context %d, pinned to %s\n", r.threads, r.reps, r.warmup,
+                r.n_ctx, *r.pinned ? r.pinned : "no CPUs (not pinned)");
     fprintf(out, "- build %s `%s`, commit %s%s, kernels %s, counters %s\n", r.build_type, r.build_flags, r.commit,
             r.dirty ? " (dirty)" : "", *r.isa ? r.isa : "unknown (recorded before schema v5)", r.counter_mode);
     fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s\n", r.fingerprint, r.cpu_model,
@@ -350,6 +361,7 @@ int show_run(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t
     show_items(s, id, out);
     show_adapters(s, id, out);
     show_kv(s, id, out);
+    show_server(s, id, out);
     show_counters(s, id, out);
     return 0;
 }

@@ -27,6 +27,10 @@ void show_md_inline(FILE *f, const char *s);
 /* The run's KV cache configuration and kv_* metrics (show_kv.c). */
 void show_kv(store *s, int64_t id, FILE *out);
 
+/* A run over HTTP: the server and its /metrics series that changed
+ * (show_server.c); nothing for in-process runs. */
+void show_server(store *s, int64_t id, FILE *out);
+
 /* Per-adapter latency table of a trace run (nothing for other runs). */
 void show_adapters(store *s, int64_t id, FILE *out);
 

@@ -37,7 +37,7 @@ static const struct { const char *name, *label, *unit; } KV_ROWS[] = {
 /* See show.h. */
 void show_kv(store *s, int64_t id, FILE *out) {
     store_run r;
-    if (store_run_load(s, id, &r) != 1) return;
+    if (store_run_load(s, id, &r) != 1 || r.endpoint[0]) return; /* over HTTP the cache is the server's */
     const char *config = *r.kv_config ? r.kv_config : "default (recorded before schema v6)";
     fprintf(out, "### KV cache\n\n`%s`\n\n| metric | median | unit |\n| --- | ---: | --- |\n", config);
     for (size_t i = 0; i < sizeof KV_ROWS / sizeof KV_ROWS[0]; i++) {

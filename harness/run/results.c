@@ -3,6 +3,8 @@
  */
 #include "results.h"
 
+#include "prom.h"
+
 #include <assert.h>
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +32,9 @@ double rep_get_metric(const rep_result *r, const char *name) {
 void rep_free(rep_result *r) {
     for (int i = 0; i < r->n_req; i++) free(r->req[i].itl_ms);
     free(r->req);
+    prom_delta_free(r->srv, r->n_srv);
     r->req = NULL;
     r->n_req = 0;
+    r->srv = NULL;
+    r->n_srv = 0;
 }

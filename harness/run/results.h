@@ -33,6 +33,8 @@ typedef struct req_result {
     int priority;           /* its scheduling class (trace "priority") */
     int preempted;          /* times the scheduler dropped and recomputed its blocks */
     int cached_tokens;      /* prompt tokens served from the prefix cache */
+    int stream_chunks;      /* over HTTP (--endpoint): streamed chunks that carried text, each one token for
+                             * the ITL; gen_tokens is then the server's usage count (chunks without one) */
 } req_result;
 
 typedef struct metric {
@@ -50,6 +52,8 @@ typedef struct counter_row {
     char reason[160];
 } counter_row;
 
+typedef struct prom_delta prom_delta; /* prom.h */
+
 typedef struct rep_result {
     req_result *req;
     int n_req;
@@ -57,6 +61,9 @@ typedef struct rep_result {
     int n_m;
     counter_row ctr[CB_MAX_COUNTER_ROWS];
     int n_ctr;
+    int http;               /* measured over HTTP (--endpoint): stream_chunks and srv apply */
+    prom_delta *srv;        /* over HTTP: the server's /metrics series that changed during the repetition */
+    int n_srv;
 } rep_result;
 
 /* Everything that identifies a run and decides what it may be compared with. */
@@ -92,6 +99,9 @@ typedef struct run_meta {
     double rate;            /* open loop at this Poisson rate (requests/s); 0: the trace's times or closed loop */
     char slo[96];           /* goodput's SLOs ("ttft=500,tpot=50"); "" when none */
     int64_t sweep;          /* a rate sweep's runs share the id of its saturation run; 0: none */
+    char endpoint[512];     /* --endpoint: the server's base URL ("http://host:port/v1"); "" in-process. Schema v9 */
+    char server[256];       /* its identity: the Server header and the models it lists; decides comparability */
+    const char *server_info; /* the /v1/models answer and Server header as JSON (borrowed), NULL in-process */
     char compare_key[65];   /* sha256 of everything that must match for a comparison */
 } run_meta;
 

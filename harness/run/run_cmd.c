@@ -21,6 +21,7 @@
 #include "cortex.h"
 #include "cortex_env.h"
 #include "counters.h"
+#include "endpoint.h"
 #include "env.h"
 #include "hw_store.h"
 #include "kv_opts.h"
@@ -63,7 +64,11 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
              m->n_ctx, m->concurrency, m->ignore_eos, m->isa, kv_default ? "" : "|kv=", kv_default ? "" : m->kv_config);
     /* Served workloads: the scheduler, the offered rate and the SLOs decide what the numbers mean. */
     if (m->sched_config[0] && k > 0 && (size_t)k < sizeof buf)
-        snprintf(buf + k, sizeof buf - (size_t)k, "|sched=%s|rate=%.6g|slo=%s", m->sched_config, m->rate, m->slo);
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "|sched=%s|rate=%.6g|slo=%s", m->sched_config, m->rate, m->slo);
+    /* Over HTTP: the server and what it serves decide what the numbers mean (the rate and SLOs too). */
+    if (m->endpoint[0] && k > 0 && (size_t)k < sizeof buf)
+        snprintf(buf + k, sizeof buf - (size_t)k, "|endpoint=%s|server=%s|rate=%.6g|slo=%s", m->endpoint, m->server,
+                 m->rate, m->slo);
     sha256_ctx c;
     uint8_t d[32];
     sha256_init(&c);
@@ -164,6 +169,56 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
     return rc ? 1 : 0;
 }
 
+/* The in-process half of run_execute's checks: the thread grid (-t), pinning,
+ * the model loaded (*model) and the KV options tried against it; the
+ * model's and kernels' fields of *meta. 0, or the exit code after the message. */
+static int run_model_open(const run_opts *o, const env_info *env, run_meta *meta, cx_model **model, int *threads,
+                          int *n_threads) {
+    char err[512], tbuf[128];
+    *model = NULL;
+    *n_threads = 0;
+    snprintf(tbuf, sizeof tbuf, "%s", o->threads ? o->threads : "");
+    for (char *tok = strtok(tbuf, ","); tok && *n_threads < 32; tok = strtok(NULL, ",")) { /* "2" or "1,2,4" */
+        long t;
+        if (cli_parse_int("-t", tok, 1, 256, &t)) return 2;
+        threads[(*n_threads)++] = (int)t;
+    }
+    if (!*n_threads) threads[(*n_threads)++] = env->logical_cores > 0 ? env->logical_cores : 1;
+    if (o->pin && env_pin_cpus(o->pin, err, sizeof err)) return cli_fail(2, "--pin: %s", err);
+    cx_err ce = {0};
+    cx_model_params mp; /* CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA */
+    if (cx_model_params_from_env(&mp, &ce)) return cli_fail(2, "%s", ce.msg);
+    const char *isa = cx_isa_resolve(mp.isa, NULL); /* the kernels' instruction set (valid: checked above) */
+    snprintf(meta->isa, sizeof meta->isa, "%s", isa);
+    if (cx_model_load_ex(o->model, o->tokenizer, &mp, model, &ce)) return cli_fail(1, "%s", ce.msg);
+    /* The KV options against this model (a hot budget below one block, an
+     * unwritable spill file): a small cache made and freed at once. */
+    cx_kv_params probe = o->kv;
+    probe.max_tokens = 4 * CX_KV_BLOCK;
+    cx_kv_cache *probe_cache = NULL;
+    if (cx_kv_cache_new(*model, &probe, &probe_cache, &ce)) {
+        cx_model_free(*model);
+        *model = NULL;
+        return cli_fail(2, "%s", ce.msg);
+    }
+    cx_kv_cache_free(probe_cache);
+    kv_opts_config(&o->kv, meta->kv_config, sizeof meta->kv_config);
+    /* Weights in huge pages decode faster than mapped ones: part of the
+     * kernel configuration, so runs differing in it are not compared. */
+    const cx_model_info *mi = cx_model_get_info(*model);
+    if (!strncmp(mi->weights_memory, "hugepages", 9))
+        snprintf(meta->isa, sizeof meta->isa, "%s+hp%s", isa,
+                 strstr(mi->weights_memory, "repacked x16") ? "x16" : strstr(mi->weights_memory, "repacked") ? "x8" : "");
+    snprintf(meta->model_path, sizeof meta->model_path, "%s", o->model);
+    snprintf(meta->model_type, sizeof meta->model_type, "%s", cx_type_name(mi->main_type));
+    snprintf(meta->model_name, sizeof meta->model_name, "%s", mi->name);
+    meta->model_params = mi->n_params;
+    meta->model_bytes = mi->weight_bytes;
+    /* The context the sessions will really have (cx_session_new caps it at the model's). */
+    meta->n_ctx = runner_n_ctx(*model, (int)o->ctx);
+    return 0;
+}
+
 void run_opts_init(run_opts *o) {
     memset(o, 0, sizeof *o);
     o->workload = "standard";
@@ -206,6 +261,9 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
             if (cli_parse_int(a, v, 1, 1000000, &o.max_queue)) return 2;
             o.sched_given = 1;
         } else if (!strcmp(a, "--rate")) o.rate = v;
+        else if (!strcmp(a, "--endpoint")) o.endpoint = v;
+        else if (!strcmp(a, "--api-key")) o.api_key = v;
+        else if (!strcmp(a, "--adapter-names")) o.adapter_names = v;
         else if (!strcmp(a, "--slo")) o.slo = v;
         else if (!strcmp(a, "--adapters")) o.adapters = v;
         else if (!strcmp(a, "--lora-budget")) {
@@ -225,10 +283,13 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
             int k = kv_opts_parse(a, v, &o.kv);
             if (k > 0) return k;
             if (k < 0) return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
+            o.kv_given = 1;
         }
         i += takes;
     }
-    if (!o.model) return cli_fail(2, "%s", "run needs --model MODEL");
+    if (!o.model && !o.endpoint) return cli_fail(2, "%s", "run needs --model MODEL (or --endpoint URL)");
+    if (!o.endpoint && (o.api_key || o.adapter_names))
+        return cli_fail(2, "%s applies to runs over HTTP: give --endpoint URL", o.api_key ? "--api-key" : "--adapter-names");
     if (strcmp(o.fmt, "md") && strcmp(o.fmt, "csv") && strcmp(o.fmt, "json"))
         return cli_fail(2, "-o: unknown format '%s' (md, csv, json)", o.fmt);
     if (o.max_batch_tokens < o.max_seqs)
@@ -317,56 +378,38 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     cfg.n_ctx = (int)o.ctx;
     cfg.progress = !o.no_progress && isatty(2) && !(getenv("CI") && !strcmp(getenv("CI"), "true"));
 
-    /* Thread grid: "2" or "1,2,4". */
-    int threads[32], n_threads = 0;
-    char tbuf[128];
-    snprintf(tbuf, sizeof tbuf, "%s", o.threads ? o.threads : "");
-    for (char *tok = strtok(tbuf, ","); tok && n_threads < 32; tok = strtok(NULL, ",")) {
-        long t;
-        if (cli_parse_int("-t", tok, 1, 256, &t)) { wl_free(&wl); return 2; }
-        threads[n_threads++] = (int)t;
-    }
     env_info env;
     env_collect(&env);
-    if (!n_threads) threads[n_threads++] = env.logical_cores > 0 ? env.logical_cores : 1;
-
-    if (o.pin && env_pin_cpus(o.pin, err, sizeof err)) { wl_free(&wl); return cli_fail(2, "--pin: %s", err); }
-    /* Everything that can be wrong with the input is checked before the
-     * database is touched, so bad input leaves no trace in it. */
-    cx_err ce = {0};
-    cx_model_params mp; /* CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA */
-    if (cx_model_params_from_env(&mp, &ce)) {
+    /* Everything that can be wrong with the input (the server included) is
+     * checked before the database is touched, so bad input leaves no trace in it. */
+    cx_model *model = NULL;
+    ep_target ep;
+    memset(&ep, 0, sizeof ep);
+    int threads[32], n_threads = 0, rc0 = o.endpoint ? run_endpoint_open(&o, wl_path ? &wl : NULL, &ep, &meta)
+                                                      : run_model_open(&o, &env, &meta, &model, threads, &n_threads);
+    if (rc0) {
+        ep_free(&ep);
         wl_free(&wl);
-        return cli_fail(2, "%s", ce.msg);
+        return rc0;
     }
-    const char *isa = cx_isa_resolve(mp.isa, NULL); /* the kernels' instruction set (valid: checked above) */
-    snprintf(meta.isa, sizeof meta.isa, "%s", isa);
-    cx_model *model;
-    if (cx_model_load_ex(o.model, o.tokenizer, &mp, &model, &ce)) {
-        wl_free(&wl);
-        return cli_fail(1, "%s", ce.msg);
+    if (o.endpoint) {
+        n_threads = 1;
+        threads[0] = 0; /* the server's threads are its own */
+        cfg.endpoint = &ep;
+        meta.sched_config[0] = 0; /* the server's scheduler is not ours to describe */
     }
-    /* The KV options against this model (a hot budget below one block, an
-     * unwritable spill file): a small cache made and freed at once. */
-    cx_kv_params probe = o.kv;
-    probe.max_tokens = 4 * CX_KV_BLOCK;
-    cx_kv_cache *probe_cache = NULL;
-    if (cx_kv_cache_new(model, &probe, &probe_cache, &ce)) {
-        cx_model_free(model);
-        wl_free(&wl);
-        return cli_fail(2, "%s", ce.msg);
-    }
-    cx_kv_cache_free(probe_cache);
     /* Adapters: every trace id covered before the run starts */
     adapter_set *ads = NULL;
     if (o.adapters) {
-        if (!(ads = malloc(sizeof *ads)) || adapters_resolve(o.adapters, o.model, model, ads, err, sizeof err) ||
-            (wl_path && adapters_check(ads, &wl, err, sizeof err))) {
+        char aerr[512];
+        if (!(ads = malloc(sizeof *ads)) || adapters_resolve(o.adapters, o.model, model, ads, aerr, sizeof aerr) ||
+            (wl_path && adapters_check(ads, &wl, aerr, sizeof aerr))) {
+            int oom = !ads;
             adapters_free(ads);
             free(ads);
             cx_model_free(model);
             wl_free(&wl);
-            return cli_fail(2, "%s", ads ? err : "out of memory");
+            return cli_fail(2, "%s", oom ? "out of memory" : aerr);
         }
         cfg.adapters = ads;
         cfg.lora_budget = o.lora_budget;
@@ -379,24 +422,17 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
             snprintf(meta.sched_config, sizeof meta.sched_config, "adapters=%s", o.adapters);
     }
     cfg.kv = &o.kv;
-    kv_opts_config(&o.kv, meta.kv_config, sizeof meta.kv_config);
-    /* Weights in huge pages decode faster than mapped ones: part of the
-     * kernel configuration, so runs differing in it are not compared. */
-    const char *wm = cx_model_get_info(model)->weights_memory;
-    if (!strncmp(wm, "hugepages", 9))
-        snprintf(meta.isa, sizeof meta.isa, "%s+hp%s", isa,
-                 strstr(wm, "repacked x16") ? "x16" : strstr(wm, "repacked") ? "x8" : "");
     cli_ensure_default_dir(o.db);
     store *db;
     if (store_open(o.db, &db, err, sizeof err)) {
         cx_model_free(model);
         adapters_free(ads);
         free(ads);
+        ep_free(&ep);
         wl_free(&wl);
         return cli_fail(1, "%s", err);
     }
-    const cx_model_info *mi = cx_model_get_info(model);
-    if (model_hash(db, o.model, meta.model_sha256, err, sizeof err)) {
+    if (model && model_hash(db, o.model, meta.model_sha256, err, sizeof err)) {
         cx_model_free(model);
         adapters_free(ads);
         free(ads);
@@ -404,9 +440,10 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         wl_free(&wl);
         return cli_fail(1, "%s", err);
     }
-    /* Counters open before any session exists, so every engine thread is counted. */
-    ctr_set *ctr = ctr_open(err, sizeof err);
-    if (!ctr) fprintf(stderr, "cortex-bench: counters unavailable: %s\n", err);
+    /* Counters open before any session exists, so every engine thread is
+     * counted; over HTTP the work happens in another process: none. */
+    ctr_set *ctr = model ? ctr_open(err, sizeof err) : NULL;
+    if (model && !ctr) fprintf(stderr, "cortex-bench: counters unavailable: %s\n", err);
 
     snprintf(meta.workload, sizeof meta.workload, "%s", o.workload);
     snprintf(meta.workload_kind, sizeof meta.workload_kind, "%s", wl_path ? wl_kind_name(wl.kind) : "synthetic");
@@ -415,15 +452,8 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     meta.workload_meta = wl.meta; /* the sidecar, if the file has one; wl outlives every run_one */
     snprintf(meta.mode, sizeof meta.mode, "%s", cfg.mode == RUN_OPEN ? "open" : cfg.mode == RUN_CLOSED ? "closed" : "synthetic");
     meta.concurrency = cfg.mode == RUN_CLOSED ? cfg.concurrency : 0;
-    snprintf(meta.model_path, sizeof meta.model_path, "%s", o.model);
-    snprintf(meta.model_type, sizeof meta.model_type, "%s", cx_type_name(mi->main_type));
-    snprintf(meta.model_name, sizeof meta.model_name, "%s", mi->name);
-    meta.model_params = mi->n_params;
-    meta.model_bytes = mi->weight_bytes;
     meta.reps = (int)o.reps;
     meta.warmup = (int)o.warmup;
-    /* The context the sessions will really have (cx_session_new caps it at the model's). */
-    meta.n_ctx = runner_n_ctx(model, (int)o.ctx);
     meta.ignore_eos = cfg.ignore_eos;
     meta.test_prompt = np;
     meta.test_gen = ng;
@@ -437,7 +467,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     cli_join_argv(argc, argv, meta.cmdline, sizeof meta.cmdline);
 
     roof_model rm;
-    int have_rm = roof_model_of(model, o.kv.type, &rm) == 0;
+    int have_rm = model && roof_model_of(model, o.kv.type, &rm) == 0;
     int rc = 0, n_ids = 0;
     const roof_model *rmp = have_rm ? &rm : NULL;
     const wl_workload *wlp = wl_path ? &wl : NULL;
@@ -449,16 +479,17 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
             run_config sat_cfg = cfg;
             run_meta sat_meta = meta;
             sat_cfg.mode = RUN_CLOSED;
-            sat_cfg.concurrency = cfg.max_seqs;
+            /* over HTTP the server's batch size is unknown: --concurrency clients (8 when not given) */
+            sat_cfg.concurrency = !o.endpoint ? cfg.max_seqs : o.concurrency > 1 ? (int)o.concurrency : 8;
             snprintf(sat_meta.mode, sizeof sat_meta.mode, "closed");
-            sat_meta.concurrency = cfg.max_seqs;
+            sat_meta.concurrency = sat_cfg.concurrency;
             rc = run_one(db, model, wlp, &o, sat_cfg, sat_meta, &env, ctr, rmp, &ids[n_ids]);
             int64_t sat_id = ids[n_ids++];
             double sat = rc ? NAN : store_metric_median(db, sat_id, "request_rps");
             if (!rc && (store_run_set_sweep(db, sat_id, sat_id) || !(sat > 0)))
                 rc = cli_fail(1, "rate sweep: run %lld measured no saturation rate", (long long)sat_id);
             if (!rc) printf("rate sweep: saturation %.3f requests/s (run %lld, closed loop, %d clients)\n", sat,
-                            (long long)sat_id, cfg.max_seqs);
+                            (long long)sat_id, sat_cfg.concurrency);
             for (int k = 0; k < 6 && !rc && n_ids < RUN_MAX_RUNS; k++) {
                 cfg.rate = meta.rate = sat * share[k];
                 meta.sweep = sat_id;
@@ -484,6 +515,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     cx_model_free(model);
     adapters_free(ads);
     free(ads);
+    ep_free(&ep);
     store_close(db);
     wl_free(&wl);
     return rc;
@@ -530,6 +562,7 @@ int cmd_run(int argc, char **argv) {
             printf("\n");
             show_adapters(db, ids[i], stdout);
             show_kv(db, ids[i], stdout);
+            show_server(db, ids[i], stdout);
         }
         printf("\nstored as run%s", n_ids > 1 ? "s" : "");
         for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cortex.h"
+#include "results.h"
 
 #define RUN_MAX_THREADS 32
 #define RUN_MAX_RATES 16
@@ -19,6 +20,9 @@ typedef struct run_opts {
     int mode, respect_eos, no_progress;
     long max_seqs, max_batch_tokens, max_queue; /* the scheduler (--max-seqs ...) */
     int sched_given;  /* one of them was given: refused for synthetic tests */
+    int kv_given;     /* a --kv-* flag or --prefix-cache was given: refused with --endpoint */
+    const char *endpoint, *api_key, *adapter_names; /* --endpoint URL (then --model names the served model),
+                                                       --api-key K, --adapter-names N1,N2,...: endpoint.h */
     const char *rate; /* --rate R[,R...]|sweep, NULL: none */
     const char *slo;  /* --slo ttft=MS,tpot=MS[,e2e=MS], NULL: none */
     const char *adapters;  /* --adapters DIR|synth:K,RANK, NULL: trace adapter ids are labels only */
@@ -43,6 +47,14 @@ int run_execute(const run_opts *o, int64_t *ids, int *n_ids);
  * the command line recorded with it. The run id, or -1 after printing why. */
 int64_t run_once(const char *model, const char *wl, const char *db, const char *threads, int reps, int warmup, int argc,
                  char **argv);
+/* run_endpoint.c: the --endpoint half of run_execute's checks: the flags
+ * that apply in-process only refused, the URL, the adapter names against
+ * the workload `wl` (NULL: a synthetic test, refused), the server probed
+ * (ep_probe); the server's fields of *meta. 0, or the exit code after the
+ * message (2: bad input, 1: the server cannot be measured). */
+struct ep_target;
+struct wl_workload;
+int run_endpoint_open(const run_opts *o, const struct wl_workload *wl, struct ep_target *t, run_meta *meta);
 /* The `run` subcommand: execute, then print the results table. */
 int cmd_run(int argc, char **argv);
 

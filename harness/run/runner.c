@@ -12,14 +12,27 @@
 #include <time.h>
 
 #include "adapters.h"
+#include "endpoint.h"
 #include "env.h"
 #include "kv_metrics.h"
+#include "rng.h"
 #include "stats.h"
 
 /* See runner.h. */
 int runner_n_ctx(const cx_model *m, int asked) {
     int model_ctx = cx_model_get_info(m)->n_ctx, n_ctx = asked > 0 ? asked : CX_DEFAULT_CTX;
     return n_ctx < model_ctx ? n_ctx : model_ctx;
+}
+
+/* See runner.h. */
+double *runner_arrivals(const wl_workload *wl, double rate) {
+    double *arr = malloc(sizeof(double) * (wl->n ? wl->n : 1));
+    if (!arr) return NULL;
+    rng r;
+    rng_seed(&r, 1, 7);
+    double t = 0;
+    for (size_t i = 0; i < wl->n; i++) arr[i] = rate > 0 ? (t += rng_exponential(&r, rate)) * 1e3 : wl->req[i].arrival_s * 1e3;
+    return arr;
 }
 
 /* See runner.h. */
@@ -392,7 +405,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic, const 
         if (q->error[0]) { errors++; continue; }
         prompt += q->prompt_tokens;
         gen += q->gen_tokens;
-        prefill_ms += q->prefill_ms;
+        if (!isnan(q->prefill_ms)) prefill_ms += q->prefill_ms; /* over HTTP: not visible (NaN) */
         if (q->gen_tokens > 1) { decode_ms += q->decode_ms; decode_tok += q->n_itl; kv += q->kv_attended; }
     }
     rep_set_metric(out, "requests", (double)out->n_req);
@@ -404,8 +417,8 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic, const 
     if (decode_ms > 0) {
         rep_set_metric(out, "decode_tps", decode_tok / (decode_ms / 1e3));
         /* KV positions a timed decode step attends, on average: the KV part
-         * of the bytes each decoded token reads (roofline.h) */
-        rep_set_metric(out, "decode_ctx_mean", kv / decode_tok);
+         * of the bytes each decoded token reads (roofline.h); unknown over HTTP */
+        if (kv > 0) rep_set_metric(out, "decode_ctx_mean", kv / decode_tok);
     }
     if (synthetic) {
         /* The test's one request is its whole timed work (the KV depth is
@@ -425,14 +438,14 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic, const 
         set_percentiles(out, #field, v, k); } while (0)
     COLLECT(ttft_ms, 1);
     if (!synthetic) {
-        COLLECT(tpot_ms, q->gen_tokens > 1);
+        COLLECT(tpot_ms, q->gen_tokens > 1 && !isnan(q->tpot_ms)); /* NaN: one chunk over HTTP */
         COLLECT(e2e_ms, 1);
-        COLLECT(queue_ms, 1);
+        COLLECT(queue_ms, !isnan(q->queue_ms)); /* over HTTP the queue is not visible */
         /* per-request throughput: generated tokens over the request's own service time */
         size_t k = 0;
         for (int i = 0; i < out->n_req; i++) {
             const req_result *q = &out->req[i];
-            double service = q->e2e_ms - q->queue_ms;
+            double service = q->e2e_ms - (isnan(q->queue_ms) ? 0 : q->queue_ms);
             if (!q->error[0] && service > 0) v[k++] = q->gen_tokens / (service / 1e3);
         }
         if (k) {
@@ -522,13 +535,14 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
         rc = synthetic_rep(m, cfg, &st, out, &makespan, err, errlen);
         cache = st.cache;
     } else { /* prompt sets and traces go through the request scheduler */
-        rc = serve_rep(m, wl, cfg, out, &makespan, &st.peak, &cache, &sched, err, errlen);
+        rc = cfg->endpoint ? endpoint_rep(cfg->endpoint, wl, cfg, out, &makespan, err, errlen)
+                           : serve_rep(m, wl, cfg, out, &makespan, &st.peak, &cache, &sched, err, errlen);
     }
     if (cfg->progress) fprintf(stderr, "\r%*s\r", 100, "");
     if (!rc) {
         summarize(out, makespan, synthetic, cfg);
-        kv_metrics_store(cache, &st.peak, rep_get_metric(out, "prompt_tokens"), out);
-        long rss = env_peak_rss_kib();
+        if (cache) kv_metrics_store(cache, &st.peak, rep_get_metric(out, "prompt_tokens"), out);
+        long rss = cfg->endpoint ? -1 : env_peak_rss_kib(); /* over HTTP the server's memory is not ours */
         if (rss > 0) rep_set_metric(out, "peak_rss_mib", (double)rss / 1024.0);
         if (ctr) {
             ctr_snap all1;

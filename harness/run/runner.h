@@ -3,7 +3,9 @@
  *
  *   - prompt sets and traces go through the engine's request scheduler
  *     (serve.c, cx_sched): up to max_seqs sequences decoded together, each
- *     step one batched pass, as a server would serve them;
+ *     step one batched pass, as a server would serve them; or, with
+ *     cfg->endpoint, to another server over HTTP (endpoint.h), issued the
+ *     same way;
  *       closed loop: `concurrency` clients, each issuing its next request
  *       when its previous one ended (standard prompts: concurrency 1);
  *       open loop: requests issued at their trace arrival times, or at
@@ -45,6 +47,7 @@ typedef struct run_config {
     int64_t lora_budget; /* bytes of resident adapters, 0: unlimited */
     int lora_split;      /* one adapter per scheduler step */
     int rep_index, reps_total; /* the repetition being run (progress bar) */
+    const struct ep_target *endpoint; /* --endpoint: replay over HTTP (endpoint.h); NULL: in-process */
 } run_config;
 
 /* Parse "pp512", "tg128", "pg512,128" into sizes; 0 on success. */
@@ -72,6 +75,12 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
 int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, rep_result *out, double *makespan_ms,
               kv_peak *peak, cx_kv_cache **cache, cx_sched **sched, char *err, size_t errlen);
 
+/* The open loop's issue times, in ms after the start, one per request of
+ * wl (malloc'd; NULL on no memory): Poisson arrivals at `rate` requests/s
+ * when rate > 0 (the same for every repetition and every run: a fixed
+ * seed), else the trace's arrival times. serve.c and endpoint_rep.c both
+ * issue by them. */
+double *runner_arrivals(const wl_workload *wl, double rate);
 /* The context each sequence really gets: `asked` (<= 0: CX_DEFAULT_CTX),
  * capped at the model's, as the engine caps a session's. */
 int runner_n_ctx(const cx_model *m, int asked);

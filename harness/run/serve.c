@@ -22,7 +22,6 @@
 
 #include "adapters.h"
 #include "kv_metrics.h"
-#include "rng.h"
 #include "runner.h"
 
 /* One request of the replay: its prompt ids and where it stands. */
@@ -134,11 +133,8 @@ static void issue(serve_state *ss, cx_sched *s, int i, double t_issue) {
     ss->done++;
 }
 
-/* The issue time of request i in open loop: the trace's arrival, or a
- * Poisson arrival at cfg->rate (arr[] precomputed). */
-static double arrival_ms(const serve_state *ss, const double *arr, int i) {
-    return ss->t0 + (arr ? arr[i] : ss->wl->req[i].arrival_s * 1e3);
-}
+/* The issue time of request i in open loop: its offset arr[i] (runner_arrivals) after the start. */
+static double arrival_ms(const serve_state *ss, const double *arr, int i) { return ss->t0 + arr[i]; }
 
 /* Scheduler counters of the repetition as metrics. */
 static void sched_metrics(cx_sched *s, rep_result *out) {
@@ -171,8 +167,8 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     ss.n = (int)wl->n;
     ss.n_ctx = runner_n_ctx(m, cfg->n_ctx);
     ss.rq = calloc((size_t)ss.n, sizeof *ss.rq);
-    double *arr = cfg->rate > 0 ? malloc(sizeof(double) * (size_t)ss.n) : NULL;
-    if (!ss.rq || (cfg->rate > 0 && !arr)) {
+    double *arr = runner_arrivals(wl, cfg->rate);
+    if (!ss.rq || !arr) {
         free(ss.rq);
         free(arr);
         return snprintf(err, errlen, "out of memory"), -1;
@@ -192,12 +188,6 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
         snprintf(out->req[i].item, sizeof out->req[i].item, "%s", w->id);
         out->req[i].idx = i;
         out->req[i].adapter = w->adapter;
-    }
-    if (arr) { /* Poisson arrivals, the same for every repetition */
-        rng r;
-        rng_seed(&r, 1, 7);
-        double t = 0;
-        for (int i = 0; i < ss.n; i++) arr[i] = (t += rng_exponential(&r, cfg->rate)) * 1e3;
     }
     cx_sched_params sp = cx_sched_defaults();
     sp.max_seqs = cfg->max_seqs;

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "prom.h"
 #include "stats.h"
 #include "store_row.h"
 
@@ -117,6 +118,19 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE requests ADD COLUMN priority INTEGER;"
     "ALTER TABLE requests ADD COLUMN preempted INTEGER;"
     "ALTER TABLE requests ADD COLUMN cached_tokens INTEGER;",
+    /* 8 -> 9: runs measured over HTTP (run --endpoint): the server's base URL,
+     * its identity (Server header and the models it lists: it decides
+     * comparability) and its /v1/models answer as JSON; per request the
+     * streamed chunks that carried text (gen_tokens is the server's usage
+     * count); per repetition the server's /metrics series that changed.
+     * NULL (no rows) for in-process runs. */
+    "ALTER TABLE runs ADD COLUMN endpoint TEXT;"
+    "ALTER TABLE runs ADD COLUMN server TEXT;"
+    "ALTER TABLE runs ADD COLUMN server_info TEXT;"
+    "ALTER TABLE requests ADD COLUMN stream_chunks INTEGER;"
+    "CREATE TABLE server_metrics ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, rep INTEGER NOT NULL, series TEXT NOT NULL,"
+    "  before REAL, after REAL, delta REAL, PRIMARY KEY (run_id, rep, series));",
 };
 
 /* Format an error as "DB: what: sqlite message". */
@@ -277,9 +291,9 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
                    " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config, workload_meta,"
-                   " sched_config, rate, slo, sweep)"
-                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "titittttttittttiiiiiitittiiititdtttdtd", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                   " sched_config, rate, slo, sweep, endpoint, server, server_info)"
+                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "titittttttittttiiiiiitittiiititdtttdtdttt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,
@@ -288,7 +302,8 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                 (int64_t)m->ignore_eos, m->isa[0] ? m->isa : NULL,
                 m->hw_id > 0 ? (double)m->hw_id : NAN /* NULL; the INTEGER column stores the id as an integer */,
                 m->kv_config[0] ? m->kv_config : NULL, m->workload_meta, m->sched_config[0] ? m->sched_config : NULL,
-                m->rate > 0 ? m->rate : NAN, m->slo[0] ? m->slo : NULL, m->sweep > 0 ? (double)m->sweep : NAN)) {
+                m->rate > 0 ? m->rate : NAN, m->slo[0] ? m->slo : NULL, m->sweep > 0 ? (double)m->sweep : NAN,
+                m->endpoint[0] ? m->endpoint : NULL, m->server[0] ? m->server : NULL, m->server_info)) {
         db_fail(s, err, n, "record run");
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
@@ -404,15 +419,20 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
             char *itl = itl_json(q);
             rc = !itl || run_sql(s, "INSERT INTO requests (run_id, rep, idx, item, adapter, arrival_ms, queue_ms,"
                                     " prefill_ms, ttft_ms, decode_ms, e2e_ms, tpot_ms, prompt_tokens, gen_tokens, itl_ms,"
-                                    " token_hash, error, state, priority, preempted, cached_tokens)"
-                                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                 "iiitiddddddd" "iittt" "tiii", id, (int64_t)r, (int64_t)q->idx, q->item,
+                                    " token_hash, error, state, priority, preempted, cached_tokens, stream_chunks)"
+                                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 "iiitiddddddd" "iittt" "tiii" "d", id, (int64_t)r, (int64_t)q->idx, q->item,
                                  (int64_t)q->adapter, q->arrival_ms, q->queue_ms, q->prefill_ms, q->ttft_ms, q->decode_ms,
                                  q->e2e_ms, q->tpot_ms, (int64_t)q->prompt_tokens, (int64_t)q->gen_tokens, itl,
                                  q->token_hash, q->error[0] ? q->error : NULL, q->state[0] ? q->state : NULL,
-                                 (int64_t)q->priority, (int64_t)q->preempted, (int64_t)q->cached_tokens);
+                                 (int64_t)q->priority, (int64_t)q->preempted, (int64_t)q->cached_tokens,
+                                 rp->http ? (double)q->stream_chunks : NAN);
             free(itl);
         }
+        what = "write server metrics";
+        for (int k = 0; k < rp->n_srv && !rc; k++)
+            rc = run_sql(s, "INSERT INTO server_metrics VALUES (?,?,?,?,?,?)", "iitddd", id, (int64_t)r, rp->srv[k].name,
+                         rp->srv[k].before, rp->srv[k].after, rp->srv[k].delta);
         what = "write counters";
         for (int c = 0; c < rp->n_ctr && !rc; c++) {
             const counter_row *k = &rp->ctr[c];

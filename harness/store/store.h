@@ -19,7 +19,7 @@
 #include "env.h"
 #include "results.h"
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 
 typedef struct store store;
 

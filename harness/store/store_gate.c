@@ -26,6 +26,9 @@ static const struct { const char *sql, *name; } FIELDS[] = {
     {"coalesce(r.kv_config, '" KV_OPTS_DEFAULT_CONFIG "')", "KV cache configuration"},
     /* served workloads (schema v8): what the scheduler was allowed, the offered load, the SLOs */
     {"r.sched_config", "scheduler configuration"}, {"r.rate", "open-loop rate"}, {"r.slo", "goodput SLOs"},
+    /* runs over HTTP (schema v9): which server, and which software with which models behind it; an
+     * in-process run (NULL) is never comparable with one over HTTP */
+    {"coalesce(r.endpoint, 'in-process')", "endpoint (HTTP server or in-process)"}, {"r.server", "server identity"},
 };
 #define N_FIELDS (sizeof FIELDS / sizeof FIELDS[0])
 

@@ -24,7 +24,7 @@ const char *store_errmsg(store *s) { return sqlite3_errmsg(store_db(s)); }
     " r.concurrency, r.model_path, r.model_sha256, r.model_name, r.model_type, r.model_params, r.model_bytes,"             \
     " r.threads, r.reps, r.warmup, r.n_ctx, r.pinned, r.git_commit, r.git_dirty, r.build_type, r.build_flags,"            \
     " r.counter_mode, r.compare_key, r.cmdline, r.isa, r.kv_config, r.env_id, r.hw_id,"                                   \
-    " r.sched_config, r.rate, r.slo, r.sweep,"                                                                              \
+    " r.sched_config, r.rate, r.slo, r.sweep, r.endpoint, r.server,"                                                        \
     " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint"            \
     " FROM runs r LEFT JOIN environments e ON e.id = r.env_id"
 
@@ -56,6 +56,8 @@ static void run_fill(sqlite3_stmt *st, store_run *r) {
     TEXT(kv_config, "kv_config");
     TEXT(sched_config, "sched_config");
     TEXT(slo, "slo");
+    TEXT(endpoint, "endpoint");
+    TEXT(server, "server");
     TEXT(cpu_model, "cpu_model");
     TEXT(isa_flags, "isa_flags");
     TEXT(kernel, "kernel");
@@ -421,4 +423,26 @@ int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int
     else snprintf(err, n, "run %s: %s", ref, store_errmsg(s));
     sqlite3_finalize(st);
     return rc == SQLITE_ROW ? 0 : -1;
+}
+
+/* See store_read.h. */
+int store_server_metrics_load(store *s, int64_t run, store_server_metric **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = row_prepare(s, "SELECT series, avg(delta) AS delta_mean, count(*) AS reps,"
+                                   " (SELECT after FROM server_metrics y WHERE y.run_id = x.run_id AND y.series = x.series"
+                                   " ORDER BY rep DESC LIMIT 1) AS after_last"
+                                   " FROM server_metrics x WHERE run_id = ?1 GROUP BY series ORDER BY series", run, 0);
+    if (!st) return -1;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
+        store_server_metric *m = &(*out)[(*n)++];
+        row_copy(st, "series", m->series, sizeof m->series);
+        m->delta_mean = row_num(st, "delta_mean");
+        m->after_last = row_num(st, "after_last");
+        m->reps = (int)row_int(st, "reps");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
 }

@@ -22,6 +22,7 @@ typedef struct store_run {
     char build_flags[512], counter_mode[32], cmdline[1024], isa[32], kv_config[512];
     char cpu_model[128], isa_flags[512], kernel[128], compiler[128], governor[32], fingerprint[72];
     char sched_config[96], slo[96]; /* served runs (schema v8); "" otherwise */
+    char endpoint[512], server[256]; /* runs over HTTP (schema v9): the base URL and the server's identity; "" in-process */
     int dirty, reps, threads, warmup, n_ctx, concurrency, logical_cores;
     double rate;    /* open loop at this Poisson rate; 0: none */
     int64_t sweep;  /* the rate sweep's saturation run; 0: not in a sweep */
@@ -79,6 +80,13 @@ typedef struct store_adapter {
     double ttft_p50, ttft_p90, ttft_p99, itl_p50, itl_p90, itl_p99, e2e_p50;
 } store_adapter;
 
+/* One series of a server's /metrics over a run's repetitions (schema v9). */
+typedef struct store_server_metric {
+    char series[512];
+    double delta_mean, after_last; /* the change during a repetition (mean over them); the value after the last */
+    int reps;                      /* repetitions in which it changed */
+} store_server_metric;
+
 /* SQLite's last error message on this store. */
 const char *store_errmsg(store *s);
 
@@ -105,6 +113,9 @@ int store_latency_samples(store *s, int64_t run, int itl, double **v, size_t *n)
 int store_request_times(store *s, int64_t run, store_request_time **out, int *n);
 /* Per-adapter statistics, by adapter. 0 or -1. */
 int store_adapters_load(store *s, int64_t run, store_adapter **out, int *n);
+/* The server metrics that changed during run `run`'s repetitions, by series
+ * (malloc'd; free() it; none for in-process runs). 0 or -1. */
+int store_server_metrics_load(store *s, int64_t run, store_server_metric **out, int *n);
 /* The median over repetitions of metric `name` (summary), NAN when absent. */
 double store_metric_median(store *s, int64_t run, const char *name);
 /* Values of metric `name` per repetition (rep_metrics), at most cap; how many. */

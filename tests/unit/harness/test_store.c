@@ -16,8 +16,10 @@
 #include "cortex_tools.h"
 #include "env.h"
 #include "hw_store.h"
+#include "prom.h"
 #include "runner.h"
 #include "store.h"
+#include "store_gate.h"
 #include "store_read.h"
 #include "testing.h"
 
@@ -256,6 +258,78 @@ static void test_migrate_from_v6(void) {
 }
 
 /* A database from a newer cortex-bench is refused, not damaged. */
+/* A version-8 database with a run migrates to v9: the run is kept as an
+ * in-process run (endpoint NULL); a run over HTTP stores its endpoint,
+ * server identity and /v1/models answer, its requests' stream chunks and
+ * its server metrics, and is not comparable with the in-process run. */
+static void test_migrate_from_v8(void) {
+    char path[256], err[512], buf[256];
+    snprintf(path, sizeof path, "%s/v8.db", dir);
+    store *s;
+    CHECK(store_open_version(path, 8, &s, err, sizeof err) == 0 && store_version(s) == 8, "create v8: %s", err);
+    if (!s) return;
+    sqlite3 *db = store_db(s);
+    CHECK(sqlite3_exec(db,
+                       "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
+                       "INSERT INTO runs (started_at, status, workload, env_id, threads, sched_config)"
+                       "  VALUES ('2026-01-01', 'complete', 'standard', 1, 2, 'seqs=8,batch=256,queue=1024');",
+                       NULL, NULL, NULL) == SQLITE_OK, "seed v8 rows: %s", sqlite3_errmsg(db));
+    CHECK(q_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'server_metrics'") == 0, "v8 has no server_metrics");
+    store_close(s);
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "migrate: %s", err);
+    if (!s) return;
+    db = store_db(s);
+    CHECK(store_version(s) == STORE_SCHEMA_VERSION, "migrated to %d (%d)", STORE_SCHEMA_VERSION, store_version(s));
+    CHECK(q_int(db, "SELECT endpoint IS NULL AND server IS NULL AND threads = 2 FROM runs WHERE id = 1") == 1,
+          "old run kept, in-process");
+    env_info env;
+    env_collect(&env);
+    run_meta meta;
+    memset(&meta, 0, sizeof meta);
+    snprintf(meta.workload, sizeof meta.workload, "standard");
+    snprintf(meta.endpoint, sizeof meta.endpoint, "http://127.0.0.1:8080/v1");
+    snprintf(meta.server, sizeof meta.server, "llama.cpp; models=m");
+    meta.server_info = "{\"models\":{\"data\":[{\"id\":\"m\"}]}}";
+    int64_t id = 0;
+    CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 2, "HTTP run: %s", err);
+    rep_result rep;
+    memset(&rep, 0, sizeof rep);
+    req_result q;
+    memset(&q, 0, sizeof q);
+    snprintf(q.item, sizeof q.item, "p01");
+    snprintf(q.state, sizeof q.state, "finished");
+    q.gen_tokens = 8;
+    q.stream_chunks = 4;
+    prom_delta d = {"vllm:generation_tokens_total", 10, 18, 8};
+    rep.req = &q;
+    rep.n_req = 1;
+    rep.http = 1;
+    rep.srv = &d;
+    rep.n_srv = 1;
+    rep_set_metric(&rep, "requests", 1);
+    CHECK(store_finish_run(s, id, &rep, 1, err, sizeof err) == 0, "finish HTTP run: %s", err);
+    CHECK(!strcmp(q_text(db, "SELECT endpoint || ' ' || server FROM runs WHERE id = 2", buf, sizeof buf),
+                  "http://127.0.0.1:8080/v1 llama.cpp; models=m"), "endpoint and server stored (%s)", buf);
+    CHECK(!strcmp(q_text(db, "SELECT json_extract(server_info, '$.models.data[0].id') FROM runs WHERE id = 2", buf,
+                         sizeof buf), "m"), "server_info stored as JSON (%s)", buf);
+    CHECK(q_int(db, "SELECT stream_chunks FROM requests WHERE run_id = 2") == 4, "stream chunks stored");
+    CHECK(q_int(db, "SELECT delta = 8 AND before = 10 AND after = 18 FROM server_metrics WHERE run_id = 2 AND rep = 0"
+                    " AND series = 'vllm:generation_tokens_total'") == 1, "server metric stored");
+    store_run r;
+    CHECK(store_run_load(s, 2, &r) == 1 && !strcmp(r.endpoint, meta.endpoint) && !strcmp(r.server, meta.server),
+          "store_run_load reads the endpoint");
+    store_server_metric *sm;
+    int n = 0;
+    CHECK(store_server_metrics_load(s, 2, &sm, &n) == 0 && n == 1 && sm[0].delta_mean == 8 && sm[0].after_last == 18,
+          "store_server_metrics_load (%d)", n);
+    free(sm);
+    char diff[512];
+    CHECK(store_comparable(s, 1, 2, diff, sizeof diff) == 0 && strstr(diff, "endpoint (HTTP server or in-process)"),
+          "HTTP and in-process runs differ in their endpoint (%s)", diff);
+    check_integrity(db, "migrated from v8");
+    store_close(s);
+}
+
 static void test_newer_refused(void) {
     char path[256], err[512] = "";
     snprintf(path, sizeof path, "%s/new.db", dir);
@@ -403,6 +477,7 @@ TEST_MAIN({
     test_migrate_from_v4();
     test_migrate_from_v5();
     test_migrate_from_v6();
+    test_migrate_from_v8();
     test_newer_refused();
     test_run_lifecycle();
     char cmd[300];

@@ -1,0 +1,186 @@
+/*
+ * test_sse.c - what `cortex-bench run --endpoint` reads from a server: the
+ * Server-Sent Events framing (sse.c) fed whole and split at every byte,
+ * the OpenAI bodies (oai.c: completions, streamed chat, usage, errors,
+ * [DONE], model lists) and the Prometheus text with the difference of two
+ * scrapes (prom.c).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oai.h"
+#include "prom.h"
+#include "sse.h"
+#include "testing.h"
+
+/* Events collected by the callback: "name|data" lines joined with '\n'. */
+typedef struct sink {
+    char buf[4096];
+    size_t len;
+    int stop_after; /* stop (return 7) once this many events came; 0: never */
+    int n;
+} sink;
+
+static int collect(void *user, const char *event, const char *data, size_t n) {
+    sink *s = user;
+    CHECK(data[n] == 0, "data is NUL-terminated");
+    s->len += (size_t)snprintf(s->buf + s->len, sizeof s->buf - s->len, "%s|%.*s\n", event, (int)n, data);
+    s->n++;
+    return s->stop_after && s->n >= s->stop_after ? 7 : 0;
+}
+
+/* Parse `in` in pieces of `step` bytes (0: whole); the events, and whether something was left open. */
+static void parse(const char *in, size_t step, sink *s, int *open) {
+    sse_parser p;
+    memset(s, 0, sizeof *s);
+    sse_init(&p, collect, s);
+    size_t n = strlen(in);
+    for (size_t at = 0; at < n;) {
+        size_t k = step && n - at > step ? step : n - at;
+        int rc = sse_feed(&p, in + at, k);
+        CHECK(rc == 0, "feed at %zu", at);
+        at += k;
+    }
+    *open = sse_finish(&p);
+    sse_free(&p);
+}
+
+static void test_sse_framing(void) {
+    static const struct { const char *in, *want; int open; } cases[] = {
+        {"data: {\"a\":1}\n\ndata: [DONE]\n\n", "|{\"a\":1}\n|[DONE]\n", 0},
+        {"data: one\r\n\r\ndata: two\r\rdata:three\n\n", "|one\n|two\n|three\n", 0},
+        {": keep-alive\n\ndata: x\n\n", "|x\n", 0},                  /* a comment alone dispatches nothing */
+        {"data: a\ndata: b\n\n", "|a\nb\n", 0},                      /* data lines joined with \n */
+        {"event: error\ndata: {\"m\":1}\n\ndata: y\n\n", "error|{\"m\":1}\n|y\n", 0}, /* the name resets */
+        {"id: 5\nretry: 10\nfoo: bar\ndata:  two spaces\n\n", "| two spaces\n", 0}, /* one space dropped */
+        {"data\n\n", "|\n", 0},                                      /* a field with no colon: empty data */
+        {"\xEF\xBB\xBF" "data: bom\n\n", "|bom\n", 0},              /* a leading BOM */
+        {"data: done\n\ndata: cut", "|done\n", 1},                   /* unterminated: dropped, reported */
+        {"data: half\n", "", 1},                                     /* no empty line: not dispatched */
+        {"\n\n\n", "", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (size_t step = 0; step <= 3; step++) { /* whole, then split at every 1, 2, 3 bytes */
+            sink s;
+            int open;
+            parse(cases[i].in, step, &s, &open);
+            CHECK(!strcmp(s.buf, cases[i].want), "case %zu step %zu: got '%s'", i, step, s.buf);
+            CHECK(open == cases[i].open, "case %zu step %zu: open %d", i, step, open);
+        }
+    /* the callback's non-zero value stops the feed and comes back */
+    sink s = {.stop_after = 1};
+    sse_parser p;
+    sse_init(&p, collect, &s);
+    CHECK(sse_feed(&p, "data: 1\n\ndata: 2\n\n", 18) == 7 && s.n == 1, "stopped after one event (%d)", s.n);
+    sse_free(&p);
+    /* a line over SSE_MAX_LINE is an error, not unbounded memory */
+    char *big = malloc(SSE_MAX_LINE + 16);
+    memset(big, 'x', SSE_MAX_LINE + 16);
+    memcpy(big, "data: ", 6);
+    sse_init(&p, collect, &s);
+    CHECK(sse_feed(&p, big, SSE_MAX_LINE + 16) == -1, "an over-long line is refused");
+    sse_free(&p);
+    free(big);
+}
+
+static void test_oai_chunks(void) {
+    oai_chunk c;
+    char err[200];
+    const char *cmpl = "{\"choices\":[{\"index\":0,\"text\":\" Hello\",\"finish_reason\":null}]}";
+    CHECK(oai_parse_chunk(cmpl, strlen(cmpl), &c, err, sizeof err) == 0 && !strcmp(c.text, " Hello") &&
+              c.text_len == 6 && !c.finish && !c.has_usage && !c.done && !c.error, "completion chunk");
+    oai_chunk_free(&c);
+    const char *chat = "{\"choices\":[{\"delta\":{\"content\":\"a\\u00e9\"},\"finish_reason\":\"stop\"}]}";
+    CHECK(oai_parse_chunk(chat, strlen(chat), &c, err, sizeof err) == 0 && !strcmp(c.text, "a\xC3\xA9") &&
+              c.finish && !strcmp(c.finish, "stop"), "chat delta, unescaped");
+    oai_chunk_free(&c);
+    const char *role = "{\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}";
+    CHECK(oai_parse_chunk(role, strlen(role), &c, err, sizeof err) == 0 && c.text_len == 0, "a chunk with no text");
+    oai_chunk_free(&c);
+    const char *usage = "{\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":34,\"total_tokens\":46}}";
+    CHECK(oai_parse_chunk(usage, strlen(usage), &c, err, sizeof err) == 0 && c.has_usage && c.prompt_tokens == 12 &&
+              c.completion_tokens == 34 && c.text_len == 0, "usage chunk");
+    oai_chunk_free(&c);
+    const char *nul = "{\"usage\":null,\"choices\":[{\"text\":\"x\"}]}";
+    CHECK(oai_parse_chunk(nul, strlen(nul), &c, err, sizeof err) == 0 && !c.has_usage, "usage null");
+    oai_chunk_free(&c);
+    const char *bad_usage = "{\"usage\":{\"prompt_tokens\":-1,\"completion_tokens\":2.5}}";
+    CHECK(oai_parse_chunk(bad_usage, strlen(bad_usage), &c, err, sizeof err) == 0 && !c.has_usage, "counts not counts");
+    oai_chunk_free(&c);
+    const char *msg = "{\"choices\":[{\"message\":{\"content\":\"whole\"}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1}}";
+    CHECK(oai_parse_chunk(msg, strlen(msg), &c, err, sizeof err) == 0 && !strcmp(c.text, "whole") && c.has_usage,
+          "a whole chat completion");
+    oai_chunk_free(&c);
+    CHECK(oai_parse_chunk(" [DONE] ", 8, &c, err, sizeof err) == 0 && c.done, "[DONE]");
+    oai_chunk_free(&c);
+    const char *e1 = "{\"error\":{\"message\":\"boom\",\"code\":500}}", *e2 = "{\"object\":\"error\",\"message\":\"vllm says\"}";
+    CHECK(oai_parse_chunk(e1, strlen(e1), &c, err, sizeof err) == 0 && c.error && !strcmp(c.error, "boom"), "error object");
+    oai_chunk_free(&c);
+    CHECK(oai_parse_chunk(e2, strlen(e2), &c, err, sizeof err) == 0 && c.error && !strcmp(c.error, "vllm says"),
+          "vLLM's error form");
+    oai_chunk_free(&c);
+    CHECK(oai_parse_chunk("[1,2]", 5, &c, err, sizeof err) == -1 && !c.root, "an array is not a chunk");
+    CHECK(oai_parse_chunk("{\"a\":", 5, &c, err, sizeof err) == -1 && !strncmp(err, "not a JSON object", 17), "%s", err);
+
+    char *body = oai_completion_body("m\"x", "say \"hi\"\n", 9, 16, 0.0, 1);
+    CHECK(body && strstr(body, "\"prompt\":\"say \\\"hi\\\"\\n\"") && strstr(body, "\"model\":\"m\\\"x\"") &&
+              strstr(body, "\"max_tokens\":16") && strstr(body, "\"stream\":true") &&
+              strstr(body, "\"stream_options\":{\"include_usage\":true}") && strstr(body, "\"ignore_eos\":true") &&
+              strstr(body, "\"temperature\":0"), "request body: %s", body ? body : "(null)");
+    free(body);
+    body = oai_completion_body("m", "p", 1, 1, 0.0, 0);
+    CHECK(body && !strstr(body, "ignore_eos"), "no ignore_eos when the end of text is respected");
+    free(body);
+
+    char **ids;
+    int n;
+    const char *models = "{\"object\":\"list\",\"data\":[{\"id\":\"a\"},{\"x\":1},{\"id\":\"b\"}]}";
+    CHECK(oai_parse_models(models, strlen(models), &ids, &n, err, sizeof err) == 0 && n == 2 && !strcmp(ids[0], "a") &&
+              !strcmp(ids[1], "b"), "model list");
+    oai_models_free(ids, n);
+    CHECK(oai_parse_models("{\"data\":3}", 10, &ids, &n, err, sizeof err) == -1 && !ids, "not a model list");
+    char out[32];
+    oai_error_message(e1, strlen(e1), out, sizeof out);
+    CHECK(!strcmp(out, "boom"), "error message: '%s'", out);
+    oai_error_message("<html>\n<b>Bad Gateway</b>", 25, out, sizeof out);
+    CHECK(!strcmp(out, "<html> <b>Bad Gateway</b>"), "a non-JSON body, flattened: '%s'", out);
+    oai_error_message("0123456789012345678901234567890123456789", 40, out, 8);
+    CHECK(!strcmp(out, "0123456"), "truncated to the buffer: '%s'", out);
+}
+
+static void test_prom(void) {
+    const char *a = "# HELP x help\n# TYPE x counter\nx 1\n"
+                    "vllm:tokens_total{model_name=\"m\",path=\"/v1 {odd}\"} 10 1700000000000\n"
+                    "  g{l=\"q\\\"}\"} NaN\n"
+                    "bad line\n"
+                    "inf_total +Inf\n"
+                    "x 99\n"; /* a duplicate: the first kept */
+    prom_scrape p, q;
+    CHECK(prom_parse(a, strlen(a), &p) == 0 && p.n == 4, "4 series (%d)", p.n);
+    CHECK(p.n == 4 && !strcmp(p.s[0].name, "g{l=\"q\\\"}\"}") && isnan(p.s[0].value), "escaped quote in a label");
+    CHECK(p.n == 4 && !strcmp(p.s[1].name, "inf_total") && isinf(p.s[1].value), "+Inf");
+    CHECK(p.n == 4 && !strcmp(p.s[2].name, "vllm:tokens_total{model_name=\"m\",path=\"/v1 {odd}\"}") &&
+              p.s[2].value == 10, "labels with spaces and braces, timestamp ignored");
+    CHECK(p.n == 4 && !strcmp(p.s[3].name, "x") && (p.s[3].value == 1 || p.s[3].value == 99), "x");
+    const char *b = "x 5\nvllm:tokens_total{model_name=\"m\",path=\"/v1 {odd}\"} 10\ng{l=\"q\\\"}\"} NaN\nnew_total 3\n";
+    CHECK(prom_parse(b, strlen(b), &q) == 0 && q.n == 4, "second scrape");
+    prom_delta *d;
+    int n;
+    CHECK(prom_diff(&p, &q, &d, &n) == 0 && n == 2, "two series changed (%d)", n);
+    CHECK(n == 2 && !strcmp(d[0].name, "new_total") && isnan(d[0].before) && d[0].delta == 3, "a new counter from 0");
+    CHECK(n == 2 && !strcmp(d[1].name, "x") && d[1].after == 5 && d[1].delta == 5 - d[1].before, "x changed");
+    prom_delta_free(d, n);
+    CHECK(prom_diff(&q, &q, &d, &n) == 0 && n == 0 && !d, "no change, no rows");
+    prom_free(&p);
+    prom_free(&q);
+    CHECK(prom_parse("", 0, &p) == 0 && p.n == 0, "empty scrape");
+    prom_free(&p);
+}
+
+TEST_MAIN({
+    test_sse_framing();
+    test_oai_chunks();
+    test_prom();
+})
