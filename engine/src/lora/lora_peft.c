@@ -260,15 +260,15 @@ int lora_src_peft(const char *path, const cx_model *m, lora_src *out, cx_err *er
         return cx_fail(err, CX_EUNSUP, "%s: PEFT adapters need a llama or qwen2 base, not %s", path, m->info.arch);
     char cfg_path[4096], st_path[4096];
     if ((rc = peft_paths(path, cfg_path, st_path, sizeof cfg_path, err))) return rc;
-    peft_config cfg;
-    if ((rc = peft_load_config(cfg_path, &cfg, err))) return rc;
     st_file f;
-    rc = st_open(st_path, &f, err);
+    if ((rc = st_open(st_path, &f, err))) return rc;
+    peft_config cfg;
+    rc = peft_load_config(cfg_path, &cfg, err);
     if (rc == 0) {
         rc = peft_read_pairs(&f, st_path, m, &cfg, out, err);
-        st_close(&f);
+        peft_config_free(&cfg);
     }
-    peft_config_free(&cfg);
+    st_close(&f);
     if (rc) lora_src_free(out);
     return rc;
 }

@@ -51,13 +51,13 @@ static int st_read_dtype(const json_t *v, st_tensor *t, const char *label, cx_er
     return cx_fail(err, CX_EFORMAT, "%s: tensor %s: unknown dtype \"%.32s\"", label, t->name, s);
 }
 
-/* Fill t's shape and element count; the byte size must fit in data_size. */
-static int st_read_shape(const json_t *v, st_tensor *t, uint64_t data_size, const char *label, cx_err *err) {
+/* Fill t's shape and element count (whose byte size st_read_offsets checks against the data). */
+static int st_read_shape(const json_t *v, st_tensor *t, const char *label, cx_err *err) {
     if (!json_is_array(v)) return cx_fail(err, CX_EFORMAT, "%s: tensor %s: shape is not an array", label, t->name);
     size_t n = json_array_size(v);
     if (n > ST_MAX_DIMS)
         return cx_fail(err, CX_ERANGE, "%s: tensor %s: %zu dimensions (at most %d)", label, t->name, n, ST_MAX_DIMS);
-    uint64_t elems = 1, limit = data_size / (uint64_t)st_dtype_size(t->dtype);
+    uint64_t elems = 1, limit = (UINT64_MAX / 8) / (uint64_t)st_dtype_size(t->dtype);
     for (size_t i = 0; i < n; i++) {
         const json_t *d = json_array_get(v, i);
         if (!json_is_integer(d) || json_integer_value(d) < 0)
@@ -66,8 +66,7 @@ static int st_read_shape(const json_t *v, st_tensor *t, uint64_t data_size, cons
         uint64_t di = (uint64_t)json_integer_value(d);
         t->shape[i] = (int64_t)di;
         if (di != 0 && elems > limit / di)
-            return cx_fail(err, CX_ERANGE, "%s: tensor %s: shape has more elements than the data buffer holds", label,
-                           t->name);
+            return cx_fail(err, CX_ERANGE, "%s: tensor %s: shape's element count overflows", label, t->name);
         elems *= di;
     }
     t->n_dims = (int)n;
@@ -115,7 +114,7 @@ static int st_read_tensor(const json_t *v, st_tensor *t, const uint8_t *data, ui
         return cx_fail(err, CX_EFORMAT, "%s: tensor %s: missing %s", label, t->name,
                        !dt ? "dtype" : !sh ? "shape" : "data_offsets");
     int rc = st_read_dtype(dt, t, label, err);
-    if (rc == 0) rc = st_read_shape(sh, t, data_size, label, err);
+    if (rc == 0) rc = st_read_shape(sh, t, label, err);
     if (rc == 0) rc = st_read_offsets(off, t, data, data_size, label, err);
     return rc;
 }
@@ -207,6 +206,7 @@ static int st_read_header(const json_t *root, const uint8_t *data, uint64_t data
 int st_parse(const uint8_t *buf, size_t size, const char *label, st_file *out, cx_err *err) {
     memset(out, 0, sizeof *out);
     if (size < 8) return cx_fail(err, CX_EFORMAT, "%s: %zu bytes, too short for the header length", label, size);
+    if (memcmp(buf, "GGUF", 4) == 0) return cx_fail(err, CX_EFORMAT, "%s: a GGUF file, not safetensors", label);
     uint64_t hlen = cx_rd64(buf);
     if (hlen < 2) return cx_fail(err, CX_EFORMAT, "%s: header length %llu is too small", label,
                                  (unsigned long long)hlen);
