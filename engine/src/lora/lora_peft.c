@@ -58,13 +58,34 @@ typedef struct peft_slot {
 
 #define PEFT_PREFIX "base_model.model."
 
+/* The module index (into peft_mods) of a module name "model.layers.{L}.{parent}.{name}",
+ * L without leading zeros, with *layer = L; -1 for any other name. */
+static int peft_key_module(const char *key, long *layer) {
+    if (strncmp(key, "model.layers.", 13) != 0) return -1;
+    const char *q = key + 13, *digits = q;
+    long l = 0;
+    for (; *q >= '0' && *q <= '9'; q++)
+        if (l < 100000000) l = l * 10 + (*q - '0');
+    if (q == digits || *q != '.' || (*digits == '0' && q - digits > 1)) return -1;
+    const char *parent = q + 1, *dot = strchr(parent, '.');
+    if (!dot) return -1;
+    *layer = l;
+    for (int i = 0; i < PEFT_N_MOD; i++)
+        if (strlen(peft_mods[i].parent) == (size_t)(dot - parent) &&
+            strncmp(parent, peft_mods[i].parent, (size_t)(dot - parent)) == 0 && strcmp(dot + 1, peft_mods[i].hf) == 0)
+            return i;
+    return -1;
+}
+
 /* Split a tensor name into layer, module and A/B (0/1). 0, or one error
  * naming the file and tensor that says what about the name is unsupported. */
 static int peft_parse_name(const char *name, const cx_model *m, const peft_config *cfg, const char *label, int *layer,
                            int *mod, int *is_b, cx_err *err) {
     static const char *const kinds[][2] = {
-        {"lora_embedding_A", "an embedding LoRA"}, {"lora_embedding_B", "an embedding LoRA"},
-        {"lora_magnitude_vector", "DoRA's magnitude vector"}, {"modules_to_save", "a full copy of a module (modules_to_save)"},
+        {"lora_embedding_A", "an embedding LoRA"},
+        {"lora_embedding_B", "an embedding LoRA"},
+        {"lora_magnitude_vector", "DoRA's magnitude vector"},
+        {"modules_to_save", "a full copy of a module (modules_to_save)"},
     };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (strstr(name, kinds[i][0]))
@@ -80,26 +101,11 @@ static int peft_parse_name(const char *name, const cx_model *m, const peft_confi
     if (n - sl - pl >= sizeof key) return cx_fail(err, CX_EFORMAT, "%s: tensor %s: name too long", label, name);
     memcpy(key, name + pl, n - sl - pl);
     key[n - sl - pl] = 0;
-    /* key: model.layers.{L}.{parent}.{module}, L without leading zeros */
-    int layered = strncmp(key, "model.layers.", 13) == 0;
-    const char *q = layered ? key + 13 : key, *digits = q;
     long l = 0;
-    while (layered && *q >= '0' && *q <= '9') {
-        if (l < 100000000) l = l * 10 + (*q - '0');
-        q++;
-    }
-    const char *dot = q > digits && *q == '.' ? strchr(q + 1, '.') : NULL;
-    if (!dot || strchr(dot + 1, '.') || (*digits == '0' && q - digits > 1))
-        return cx_fail(err, CX_EUNSUP, "%s: tensor %s: module %s is not supported (only model.layers.N.self_attn/mlp "
-                       "projections)", label, name, key);
-    *mod = -1;
-    for (int i = 0; i < PEFT_N_MOD; i++)
-        if (strlen(peft_mods[i].parent) == (size_t)(dot - q - 1) && strncmp(q + 1, peft_mods[i].parent, dot - q - 1) == 0 &&
-            strcmp(dot + 1, peft_mods[i].hf) == 0)
-            *mod = i;
-    if (*mod < 0)
-        return cx_fail(err, CX_EUNSUP, "%s: tensor %s: module %s is not supported (q/k/v/o_proj, gate/up/down_proj)",
-                       label, name, key);
+    if ((*mod = peft_key_module(key, &l)) < 0)
+        return cx_fail(err, CX_EUNSUP,
+                       "%s: tensor %s: module %s is not supported (model.layers.N.self_attn.q/k/v/o_proj, "
+                       "mlp.gate/up/down_proj)", label, name, key);
     if (l >= m->info.n_layer)
         return cx_fail(err, CX_ERANGE, "%s: tensor %s: layer %ld, the base model has %d", label, name, l,
                        m->info.n_layer);

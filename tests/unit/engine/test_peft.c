@@ -388,7 +388,8 @@ static void test_stories(const cx_model *m, const char *mp) {
               "pickled weights: %s", err.msg);
     }
     snprintf(path, sizeof path, "%s/all.gguf", tmp);
-    CHECK(lora_src_peft(path, m, &s, &err) == CX_EFORMAT && strstr(err.msg, "all.gguf: a GGUF file"), "a GGUF file: %s", err.msg);
+    CHECK(lora_src_peft(path, m, &s, &err) == CX_EFORMAT && strstr(err.msg, "all.gguf: a GGUF file"),
+          "a GGUF file: %s", err.msg);
 }
 
 /* A Qwen 2 base: Hugging Face's q/k layout is the GGUF one, nothing is permuted. */
