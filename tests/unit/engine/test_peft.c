@@ -164,6 +164,11 @@ static void test_config(void) {
         CHECK(peft_config_alpha(&c, v) == 3.5f && peft_config_alpha(&c, q) == 16, "alpha_pattern");
         peft_config_free(&c);
     }
+    if (cfg_parse("{\"r\":8,\"lora_alpha\":16,\"target_modules\":[\"q_proj\"],"
+                  "\"rank_pattern\":{\"q_proj\":2,\"layers.3.self_attn.q_proj\":4}}", &c, NULL) == 0) {
+        CHECK(peft_config_rank(&c, q) == 2, "rank_pattern: the first match in file order wins");
+        peft_config_free(&c);
+    }
     if (cfg_parse("{\"r\":4,\"lora_alpha\":2.5,\"use_rslora\":true,\"target_modules\":\".*\\\\.(q|v)_proj\"}", &c,
                   NULL) == 0) {
         CHECK(c.use_rslora && c.alpha == 2.5f, "rslora, float alpha");
