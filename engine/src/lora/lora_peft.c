@@ -168,8 +168,9 @@ static int peft_make_pair(const peft_slot *s, int l, int mod, const cx_model *m,
     p->alpha = cfg->use_rslora ? alpha * sqrtf((float)rank) : alpha;
     p->a = malloc((size_t)a->n_elems * sizeof *p->a);
     p->b = malloc((size_t)b->n_elems * sizeof *p->b);
-    float *tmp = permute && mod <= 1 ? malloc((size_t)b->n_elems * sizeof *tmp) : NULL;
-    if (!p->a || !p->b || (permute && mod <= 1 && !tmp)) {
+    int perm = permute && (mod == 0 || mod == 1); /* q_proj, k_proj */
+    float *tmp = perm ? malloc((size_t)b->n_elems * sizeof *tmp) : NULL;
+    if (!p->a || !p->b || (perm && !tmp)) {
         free(tmp);
         return cx_fail(err, CX_ENOMEM, "%s: out of memory for tensor %s", label, a->name);
     }
