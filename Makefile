@@ -21,7 +21,7 @@ CFLAGS  ?= $(OPT) -g
 # and clang (clang contracts a*b-c*d by default once -mfma is on).
 WARN     = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter -ffp-contract=off
 CPPFLAGS = -D_GNU_SOURCE -Iengine/include
-LDLIBS   = -lm -lz -pthread $(shell pkg-config --libs libpcre2-8)
+LDLIBS   = -lm -lz -pthread $(shell pkg-config --libs libpcre2-8 jansson)
 ifeq ($(KNOBS),1)
 CPPFLAGS += -DCORTEX_TEST_KNOBS
 endif
@@ -169,7 +169,7 @@ build-fuzz/obj/%_avx512.o: %_avx512.c $(ENGINE_HDR)
 	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX512) -c $< -o $@
 build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(ENGINE_HDR)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c %_avx512.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread $(shell pkg-config --libs libpcre2-8)
+	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c %_avx512.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread $(shell pkg-config --libs libpcre2-8 jansson)
 
 # The workload fuzzer needs the harness's parsers rather than the engine.
 build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)

@@ -147,21 +147,25 @@ def compare_dumps(res, name, c, ref, n_ctx, vocab):
               d[worst] <= LOGIT_TOL and m == n_ctx, worst_txt)
 
 
-def check_model(res, tmp, models_dir, model, tok):
-    """Run C and reference on one model; returns the C token sequence t_0..t_n (or None)."""
+def check_model(res, tmp, models_dir, model, tok, lora=()):
+    """Run C and reference on one model (with LoRA adapters FILE[:SCALE] applied by
+    both); returns the C token sequence t_0..t_n (or None)."""
     path = os.path.join(models_dir, model)
     cfg = llama_ref.load_model(path).config
     n_ctx, vocab = cfg.seq_len, cfg.vocab_size
-    ref_out = os.path.join(tmp, model + ".ref.dump")
-    c_out = os.path.join(tmp, model + ".c.dump")
-    rc, _, err = run_cmd([sys.executable, LLAMA_REF, "--model", path, "--steps", str(n_ctx), "--out", ref_out])
+    tag = model + "".join("+" + os.path.basename(a) for a in lora)
+    ref_out = os.path.join(tmp, tag + ".ref.dump")
+    c_out = os.path.join(tmp, tag + ".c.dump")
+    lora_args = [w for a in lora for w in ("--lora", a)]
+    rc, _, err = run_cmd([sys.executable, LLAMA_REF, "--model", path, "--steps", str(n_ctx), "--out", ref_out]
+                         + lora_args)
     if not res.check("%s: reference runs" % model, rc == 0, "exit %d: %s" % (rc, short(err))):
         return None
     ref = llama_ref.read_dump(ref_out)
     argv = [DUMP_LOGITS, path]
     if tok:
         argv += ["-z", os.path.join(models_dir, tok)]
-    argv += ["-n", str(n_ctx), "-o", c_out]
+    argv += ["-n", str(n_ctx), "-o", c_out] + lora_args
     rc, _, err = run_cmd(argv)
     if not res.check("%s: dump_logits runs" % model, rc == 0 and os.path.exists(c_out),
                      "exit %d: %s" % (rc, short(err))):
@@ -171,7 +175,7 @@ def check_model(res, tmp, models_dir, model, tok):
     except Exception as e:  # a malformed dump is a failure, not a crash
         res.check("%s: C dump readable" % model, False, str(e))
         return None
-    compare_dumps(res, model, c, ref, n_ctx, vocab)
+    compare_dumps(res, tag, c, ref, n_ctx, vocab)
     return np.concatenate([c[0], c[1][-1:]])  # t_0 .. t_n: inputs plus the last greedy token
 
 
@@ -269,6 +273,19 @@ def main():
                       "first difference at step %d" % diff[0] if len(diff) else "")
         for model, tok, _ in MODELS:
             check_tokenizer(res, tmp, models_dir, model, tok)
+        # LoRA: a synthetic adapter on every matrix (and two at once, with scales),
+        # applied by the engine at run time and by the reference to the weights.
+        base = os.path.join(models_dir, "stories260K.gguf")
+        adapters = []
+        for seed, rank, targets in ((1, 8, "all"), (2, 4, "q,v,down")):
+            a = os.path.join(tmp, "lora-%d.gguf" % seed)
+            rc, _, err = run_cmd([CORTEX_BIN, "synth-lora", "-m", base, "--rank", str(rank), "--alpha",
+                                  str(2 * rank), "--targets", targets, "--seed", str(seed), "-o", a])
+            if res.check("cortex synth-lora writes %s" % os.path.basename(a), rc == 0, short(err)):
+                adapters.append(a)
+        if len(adapters) == 2:
+            check_model(res, tmp, models_dir, "stories260K.gguf", None, [adapters[0]])
+            check_model(res, tmp, models_dir, "stories260K.gguf", None, [adapters[0] + ":0.5", adapters[1] + ":2"])
         # The engine's own GGUF writer, read back by the independent reader:
         # same logits, same greedy tokens, same tokenization of its vocabulary.
         # test-llama3 and test-qwen2 carry the Llama 3 / Qwen 2 features (RoPE

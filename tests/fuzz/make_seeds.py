@@ -18,7 +18,11 @@ tests/fuzz/corpus/lora/ gets GGUF LoRA adapters for the test-tiny shape
 (embd 64, ff 192, kv 32): an f32 one on q and down, and a q8_0/f16 one on
 v and gate (fuzz_lora.c loads them against a synthetic test-tiny).
 tests/fuzz/corpus/tokenizer/ gets a few short texts (ASCII, UTF-8, invalid
-bytes, byte-token look-alikes). The output is deterministic.
+bytes, byte-token look-alikes). tests/fuzz/corpus/safetensors/ gets small
+safetensors files (every supported dtype, a scalar, an empty tensor, a PEFT
+LoRA pair) and tests/fuzz/corpus/peft_config/ adapter_config.json texts (list
+and regex target_modules, rank/alpha patterns, rsLoRA). The output is
+deterministic.
 """
 import os
 import struct
@@ -177,6 +181,49 @@ def texts():
     }
 
 
+def safetensors(tensors, meta=None):
+    """A safetensors image: tensors [(name, dtype, shape, bytes)] laid out in order."""
+    import json
+    header, pos = {}, 0
+    for name, dt, shape, data in tensors:
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [pos, pos + len(data)]}
+        pos += len(data)
+    if meta is not None:
+        header["__metadata__"] = meta
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(t[3] for t in tensors)
+
+
+def safetensors_seeds():
+    """safetensors seeds: name -> bytes (every supported dtype, a scalar, an empty tensor, a LoRA pair)."""
+    f32 = b"".join(struct.pack("<f", x / 8.0) for x in range(-6, 6))
+    f16 = b"".join(struct.pack("<e", x / 4.0) for x in range(8))
+    bf16 = bytes([0x80, 0x3F, 0xC0, 0x3F, 0x00, 0xC0, 0x80, 0x7F])
+    pre = "base_model.model.model.layers.0.self_attn.q_proj."
+    return {
+        "dtypes.safetensors": safetensors([("a", "F32", [3, 4], f32), ("h", "F16", [2, 4], f16),
+                                           ("b", "BF16", [4], bf16), ("e", "F32", [0, 3], b""),
+                                           ("s", "F32", [], f32[:4])], {"format": "pt"}),
+        "lora_pair.safetensors": safetensors([(pre + "lora_A.weight", "F32", [2, 4], f32[:32]),
+                                              (pre + "lora_B.weight", "F16", [4, 2], f16)]),
+        "empty.safetensors": safetensors([]),
+    }
+
+
+def peft_config_seeds():
+    """adapter_config.json seeds: name -> bytes (list and regex targets, patterns, rsLoRA)."""
+    return {
+        "list.json": b'{"peft_type": "LORA", "r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"], '
+                     b'"fan_in_fan_out": false, "use_dora": false, "bias": "none"}',
+        "regex.json": b'{"r": 4, "lora_alpha": 8.5, "use_rslora": true, '
+                      b'"target_modules": ".*\\\\.(q|k)_proj"}',
+        "patterns.json": b'{"r": 4, "lora_alpha": 8, "target_modules": "all-linear", '
+                         b'"rank_pattern": {"layers.0.self_attn.q_proj": 2, "mlp\\\\..*": 16}, '
+                         b'"alpha_pattern": {"down_proj": 3.5}}',
+    }
+
+
 def write(path, data):
     """Write one seed, refusing anything that would be too big to commit."""
     assert len(data) < 20 * 1024, (path, len(data))
@@ -221,6 +268,10 @@ def main():
         print("note: %s not found; aidreams_head.gguf not written" % real, file=sys.stderr)
     for name, data in texts().items():
         write(os.path.join(tdir, name), data)
+    for sub, seeds in (("safetensors", safetensors_seeds()), ("peft_config", peft_config_seeds())):
+        os.makedirs(os.path.join(OUT, sub), exist_ok=True)
+        for name, data in seeds.items():
+            write(os.path.join(OUT, sub, name), data)
 
 
 if __name__ == "__main__":

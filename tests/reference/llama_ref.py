@@ -9,8 +9,17 @@ Written from the math, in the spirit of llama2.c's run.c, to check the C engine.
 It imports nothing from the C project. Two loaders produce the same in-memory
 model: llama2.c `.bin` checkpoints and GGUF v3 files with F32 (or F16) tensors.
 
+LoRA adapters (--lora FILE[:SCALE], repeatable): each adapted matrix W becomes
+W + (alpha / rank) * SCALE * B A before the forward pass. FILE is a llama.cpp GGUF
+LoRA (general.type "adapter"; adapter.lora.alpha; "<name>.lora_a" [rank x in],
+"<name>.lora_b" [out x rank]; F32, F16 or Q8_0; alpha 0: scale 1) or a PEFT
+directory (adapter_config.json + adapter_model.safetensors, read by this file's own
+safetensors reader; rank_pattern/alpha_pattern, use_rslora: alpha / sqrt(rank)),
+whose Hugging Face module names map to GGUF names and whose Llama q/k rows are
+reordered as the GGUF converters reorder Wq/Wk (not for qwen2).
+
 CLI:
-  llama_ref.py --model PATH --steps N [--tokens-in FILE] --out FILE
+  llama_ref.py --model PATH --steps N [--tokens-in FILE] [--lora FILE[:SCALE]]... --out FILE
   llama_ref.py --model PATH --prompt-ids "1 400 79" --steps N
                [--repeat-penalty R] [--frequency-penalty F] [--presence-penalty P] [--repeat-last-n N]
 
@@ -87,8 +96,9 @@ class Layer:
 class Model:
     """Config plus weights kept in their file dtype (float32) for exact comparisons."""
 
-    def __init__(self, config, tok_emb, layers, rms_final, wcls, shared_cls):
+    def __init__(self, config, tok_emb, layers, rms_final, wcls, shared_cls, arch="llama"):
         self.config = config
+        self.arch = arch              # general.architecture ("llama" for llama2.c checkpoints)
         self.tok_emb = tok_emb        # (vocab, dim)
         self.layers = layers          # list of Layer
         self.rms_final = rms_final    # (dim,)
@@ -163,8 +173,16 @@ def load_llama2c(path):
 GGUF_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
                7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 GGUF_STRING, GGUF_ARRAY = 8, 9
-# ggml tensor types we can read -> numpy dtype.
+# ggml tensor types we can read -> numpy dtype (Q8_0 is dequantized, see dequant_q8_0).
 GGML_DTYPES = {0: np.dtype("<f4"), 1: np.dtype("<f2")}
+GGML_Q8_0 = 8
+Q8_0_BLOCK = np.dtype([("d", "<f2"), ("qs", "i1", 32)])  # 34 bytes: f16 scale, 32 int8
+
+
+def dequant_q8_0(data, offset, count):
+    """count Q8_0 values from data[offset:]: each block of 32 is d * q (float32)."""
+    blocks = np.frombuffer(data, dtype=Q8_0_BLOCK, count=count // 32, offset=offset)
+    return (blocks["d"].astype(np.float32)[:, None] * blocks["qs"].astype(np.float32)).reshape(-1)
 
 
 class _Reader:
@@ -231,14 +249,22 @@ def read_gguf(path):
     data_start = (r.pos + align - 1) // align * align
     tensors = {}
     for name, dims, ttype, offset in infos:
-        if ttype not in GGML_DTYPES:
+        if ttype not in GGML_DTYPES and ttype != GGML_Q8_0:
             raise ValueError("%s: tensor %s has unsupported ggml type %d" % (path, name, ttype))
-        dt = GGML_DTYPES[ttype]
         count = int(np.prod(dims)) if dims else 1
         start = data_start + offset
-        if start + count * dt.itemsize > len(data):
+        if ttype == GGML_Q8_0:
+            if dims[0] % 32:
+                raise ValueError("%s: tensor %s: Q8_0 rows of %d values" % (path, name, dims[0]))
+            nbytes = count // 32 * Q8_0_BLOCK.itemsize
+        else:
+            nbytes = count * GGML_DTYPES[ttype].itemsize
+        if start + nbytes > len(data):
             raise ValueError("%s: tensor %s runs past end of file" % (path, name))
-        arr = np.frombuffer(data, dtype=dt, count=count, offset=start)
+        if ttype == GGML_Q8_0:
+            arr = dequant_q8_0(data, start, count)
+        else:
+            arr = np.frombuffer(data, dtype=GGML_DTYPES[ttype], count=count, offset=start)
         # ne[0] is the fastest-varying dimension, so numpy's shape is the reverse.
         tensors[name] = arr.reshape(tuple(reversed(dims)))
     return meta, tensors
@@ -297,7 +323,7 @@ def load_gguf(path):
                             f32(b + "ffn_up.weight"), *bias))
     shared = "output.weight" not in t
     wcls = tok_emb if shared else f32("output.weight")
-    return Model(cfg, tok_emb, layers, f32("output_norm.weight"), wcls, shared)
+    return Model(cfg, tok_emb, layers, f32("output_norm.weight"), wcls, shared, arch)
 
 
 def load_model(path):
@@ -305,6 +331,164 @@ def load_model(path):
     with open(path, "rb") as f:
         magic = f.read(4)
     return load_gguf(path) if magic == b"GGUF" else load_llama2c(path)
+
+
+# ----------------------------------------------------------------------------
+# LoRA adapters: W + (alpha / rank) * scale * B A on each adapted matrix
+# ----------------------------------------------------------------------------
+
+# GGUF matrix name part -> the Layer attribute holding it.
+LORA_GGUF_ATTR = {"attn_q": "wq", "attn_k": "wk", "attn_v": "wv", "attn_output": "wo",
+                  "ffn_gate": "w1", "ffn_down": "w2", "ffn_up": "w3"}
+# Hugging Face module (parent, name) -> GGUF matrix name part.
+LORA_HF_GGUF = {("self_attn", "q_proj"): "attn_q", ("self_attn", "k_proj"): "attn_k",
+                ("self_attn", "v_proj"): "attn_v", ("self_attn", "o_proj"): "attn_output",
+                ("mlp", "gate_proj"): "ffn_gate", ("mlp", "up_proj"): "ffn_up", ("mlp", "down_proj"): "ffn_down"}
+# safetensors dtypes this reader widens to float32.
+ST_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}
+
+
+def lora_target(model, name, path):
+    """The (Layer, attribute) that GGUF matrix `name` (blk.L.<part>.weight) is in `model`."""
+    parts = name.split(".")
+    if (len(parts) != 4 or parts[0] != "blk" or not parts[1].isdigit() or parts[3] != "weight"
+            or parts[2] not in LORA_GGUF_ATTR or int(parts[1]) >= len(model.layers)):
+        raise ValueError("%s: tensor %s: not an adaptable matrix of the model" % (path, name))
+    return model.layers[int(parts[1])], LORA_GGUF_ATTR[parts[2]]
+
+
+def lora_gguf_deltas(path):
+    """A llama.cpp GGUF LoRA: [(GGUF matrix name, (alpha/rank) B A float64)] (alpha 0 or absent: scale 1)."""
+    meta, t = read_gguf(path)
+    if meta.get("general.type") != "adapter" or meta.get("adapter.type") != "lora":
+        raise ValueError("%s: not a LoRA adapter (general.type %r, adapter.type %r)" % (
+            path, meta.get("general.type"), meta.get("adapter.type")))
+    alpha = float(meta.get("adapter.lora.alpha", 0.0))
+    out = []
+    for name in sorted(n[:-len(".lora_a")] for n in t if n.endswith(".lora_a")):
+        if name + ".lora_b" not in t:
+            raise ValueError("%s: tensor %s.lora_a has no lora_b" % (path, name))
+        a = np.asarray(t[name + ".lora_a"], dtype=np.float64)  # (rank, in)
+        b = np.asarray(t[name + ".lora_b"], dtype=np.float64)  # (out, rank)
+        if a.ndim != 2 or b.ndim != 2 or a.shape[0] != b.shape[1]:
+            raise ValueError("%s: tensor %s: lora_a %s and lora_b %s do not pair" % (path, name, a.shape, b.shape))
+        rank = a.shape[0]
+        out.append((name, (alpha / rank if alpha > 0 else 1.0) * (b @ a)))
+    if len(out) * 2 != len(t):
+        raise ValueError("%s: %d tensors, %d lora_a/lora_b pairs" % (path, len(t), len(out)))
+    return out
+
+
+def read_safetensors(path):
+    """A safetensors file -> {name: float32 array}: 8-byte header length, JSON header, data buffer."""
+    import json
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        raise ValueError("%s: too short" % path)
+    n = struct.unpack_from("<Q", data, 0)[0]
+    if 8 + n > len(data):
+        raise ValueError("%s: header runs past the end of the file" % path)
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] not in ST_DTYPES:
+            raise ValueError("%s: tensor %s: dtype %s" % (path, name, info["dtype"]))
+        dt = ST_DTYPES[info["dtype"]]
+        begin, end = info["data_offsets"]
+        count = int(np.prod(info["shape"])) if info["shape"] else 1
+        if not 0 <= begin <= end <= len(data) - base or end - begin != count * dt.itemsize:
+            raise ValueError("%s: tensor %s: bad data_offsets" % (path, name))
+        arr = np.frombuffer(data, dtype=dt, count=count, offset=base + begin)
+        if info["dtype"] == "BF16":  # the top half of a float32
+            arr = (arr.astype(np.uint32) << 16).view(np.float32)
+        out[name] = arr.astype(np.float32).reshape(info["shape"])
+    return out
+
+
+def hf_to_gguf_rows(n_rows, n_head):
+    """Row order of a Llama Wq/Wk in GGUF: GGUF row h*hd + 2i + j is Hugging Face row
+    h*hd + j*hd/2 + i (rotate-half pairs (i, i + hd/2) become adjacent pairs (2i, 2i+1))."""
+    hd = n_rows // n_head
+    order = []
+    for h in range(n_head):
+        for i in range(hd // 2):
+            order += [h * hd + i, h * hd + hd // 2 + i]
+    return np.array(order)
+
+
+def lora_peft_deltas(path, model):
+    """A PEFT LoRA directory (or its adapter_model.safetensors) ->
+    [(GGUF matrix name, scale B A float64)], Llama q/k rows in GGUF order."""
+    import json
+    import os
+    import re
+    st = os.path.join(path, "adapter_model.safetensors") if os.path.isdir(path) else path
+    with open(os.path.join(os.path.dirname(st), "adapter_config.json")) as f:
+        cfg = json.load(f)
+    for key in ("fan_in_fan_out", "use_dora"):
+        if cfg.get(key):
+            raise ValueError("%s: %s is not supported" % (path, key))
+
+    def pattern(patterns, key, default):
+        """PEFT's rank_pattern/alpha_pattern lookup: the first key K with key ~ (.*\\.)?(K)$."""
+        for k, v in (patterns or {}).items():
+            if re.match(r"(.*\.)?(%s)$" % k, key):
+                return v
+        return default
+
+    t = read_safetensors(st)
+    out = []
+    for name in sorted(t):
+        m = re.fullmatch(r"base_model\.model\.(model\.layers\.(\d+)\.(\w+)\.(\w+))\.lora_A\.weight", name)
+        if not m:
+            if not re.fullmatch(r"base_model\.model\.model\.layers\.\d+\.\w+\.\w+\.lora_B\.weight", name):
+                raise ValueError("%s: tensor %s: not a LoRA matrix of a layer" % (path, name))
+            continue
+        key, layer, parent, module = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+        if (parent, module) not in LORA_HF_GGUF:
+            raise ValueError("%s: tensor %s: module %s.%s not supported" % (path, name, parent, module))
+        a = t[name].astype(np.float64)
+        b = t[name[:-len("lora_A.weight")] + "lora_B.weight"].astype(np.float64)
+        rank = a.shape[0]
+        if b.shape[1] != rank or rank != pattern(cfg.get("rank_pattern"), key, cfg["r"]):
+            raise ValueError("%s: tensor %s: rank %d does not match lora_B or the config" % (path, name, rank))
+        alpha = float(pattern(cfg.get("alpha_pattern"), key, cfg["lora_alpha"]))
+        scale = alpha / np.sqrt(rank) if cfg.get("use_rslora") else alpha / rank
+        part = LORA_HF_GGUF[(parent, module)]
+        if model.arch == "llama" and part in ("attn_q", "attn_k"):
+            n_head = model.config.n_heads if part == "attn_q" else model.config.n_kv_heads
+            b = b[hf_to_gguf_rows(b.shape[0], n_head)]
+        out.append(("blk.%d.%s.weight" % (layer, part), scale * (b @ a)))
+    return out
+
+
+def apply_lora(model, path, scale=1.0):
+    """Add scale * each delta of the adapter at path (a GGUF file or a PEFT directory /
+    .safetensors file) to model's matrices, in place (they become float64)."""
+    import os
+    is_gguf = os.path.isfile(path) and open(path, "rb").read(4) == b"GGUF"
+    deltas = lora_gguf_deltas(path) if is_gguf else lora_peft_deltas(path, model)
+    for name, delta in deltas:
+        layer, attr = lora_target(model, name, path)
+        w = getattr(layer, attr)
+        if delta.shape != w.shape:
+            raise ValueError("%s: tensor %s: delta %s, the model's matrix is %s" % (path, name, delta.shape, w.shape))
+        setattr(layer, attr, np.asarray(w, dtype=np.float64) + scale * delta)
+
+
+def parse_lora_arg(arg):
+    """FILE[:SCALE] -> (FILE, SCALE); the scale defaults to 1."""
+    head, sep, tail = arg.rpartition(":")
+    if sep:
+        try:
+            return head, float(tail)
+        except ValueError:
+            pass
+    return arg, 1.0
 
 
 # ----------------------------------------------------------------------------
@@ -509,6 +693,8 @@ def main(argv=None):
     ap.add_argument("--frequency-penalty", type=float, default=0.0, help="with --prompt-ids (default 0: off)")
     ap.add_argument("--presence-penalty", type=float, default=0.0, help="with --prompt-ids (default 0: off)")
     ap.add_argument("--repeat-last-n", type=int, default=64, help="the penalties' window (default 64; 0: off)")
+    ap.add_argument("--lora", action="append", default=[], metavar="FILE[:SCALE]",
+                    help="apply a LoRA adapter (GGUF file or PEFT directory) times SCALE (default 1); repeatable")
     ap.add_argument("--out", default=None, help="output dump file (not with --prompt-ids)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print config and timing to stderr")
     a = ap.parse_args(argv)
@@ -516,6 +702,8 @@ def main(argv=None):
         ap.error("give --out (a dump) or --prompt-ids (a continuation), one of them")
     t0 = time.time()
     model = load_model(a.model)
+    for arg in a.lora:
+        apply_lora(model, *parse_lora_arg(arg))
     if a.prompt_ids is not None:
         try:
             prompt = [int(x) for x in a.prompt_ids.split()]

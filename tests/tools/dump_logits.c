@@ -5,7 +5,8 @@
  * n_steps, int32 n_vocab, n_steps int32 input tokens, n_steps int32 argmax
  * tokens, n_steps * n_vocab float32 logits.
  *
- * usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS]
+ * usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS] [--lora FILE[:SCALE]]...
+ * (--lora: adapters applied as `cortex generate --lora` does, held as f32)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,21 +23,38 @@ static int fail(const char *what) {
 
 int main(int argc, char **argv) {
     const char *model = NULL, *tok = NULL, *out = NULL, *tin = NULL;
-    int n = 0, threads = 1;
+    int n = 0, threads = 1, n_lora = 0;
+    const char *lora[CX_LORA_MAX_SET];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-z") && i + 1 < argc) tok = argv[++i];
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--tokens-in") && i + 1 < argc) tin = argv[++i];
+        else if (!strcmp(argv[i], "--lora") && i + 1 < argc && n_lora < CX_LORA_MAX_SET) lora[n_lora++] = argv[++i];
         else if (!model && argv[i][0] != '-') model = argv[i];
-        else return fail("usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS]");
+        else return fail("usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS] "
+                         "[--lora FILE[:SCALE]]...");
     }
     if (!model || !out || n <= 0) return fail("need MODEL, -n N > 0 and -o OUT");
     cx_err err = {0};
     cx_model *m;
     cx_session *s;
     if (cx_model_load(model, tok, &m, &err) || cx_session_new(m, n, threads, &s, &err)) return fail(err.msg);
+    cx_lora_use uses[CX_LORA_MAX_SET];
+    for (int i = 0; i < n_lora; i++) { /* FILE[:SCALE]: the scale after the last ':' */
+        char path[1024];
+        snprintf(path, sizeof path, "%s", lora[i]);
+        char *colon = strrchr(path, ':');
+        uses[i].scale = colon ? (float)atof(colon + 1) : 1.0f;
+        if (colon) *colon = 0;
+        cx_lora_params lp = cx_lora_defaults();
+        lp.type = CX_TYPE_F32;
+        cx_lora *a;
+        if (cx_lora_load(m, path, &lp, &a, &err)) return fail(err.msg);
+        uses[i].lora = a; /* freed at exit with the process */
+    }
+    if (n_lora && cx_session_set_lora(s, uses, n_lora, &err)) return fail(err.msg);
     int V = cx_model_get_info(m)->n_vocab;
     if (n > cx_session_n_ctx(s)) n = cx_session_n_ctx(s);
     int32_t *in = calloc((size_t)n, 4), *next = calloc((size_t)n, 4);

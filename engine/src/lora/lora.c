@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../model.h"
 #include "../quant.h"
@@ -61,6 +62,14 @@ uint64_t lora_set_salt(const cx_lora_use *uses, int n) {
     return h ? h : 1;
 }
 
+/* 1 if path names a PEFT adapter: a directory, or a .safetensors file (anything else is read as GGUF). */
+static int lora_is_peft(const char *path) {
+    struct stat st;
+    size_t n = strlen(path);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return 1;
+    return n >= 12 && !strcmp(path + n - 12, ".safetensors");
+}
+
 /* Where pair p goes in m (*l, *proj), after checking its name and shape. */
 static int check_pair(const cx_model *m, const char *label, const lora_pair *p, int *l, int *proj, cx_err *err) {
     if (lora_parse_name(p->name, m->info.n_layer, l, proj))
@@ -90,7 +99,7 @@ static int check_values(const char *label, const lora_pair *p, cx_err *err) {
 
 /* See lora.h. */
 int lora_read_checked(const cx_model *m, const char *path, lora_src *src, cx_err *err) {
-    int rc = lora_src_gguf(path, src, err);
+    int rc = lora_is_peft(path) ? lora_src_peft(path, m, src, err) : lora_src_gguf(path, src, err);
     if (rc) return rc;
     uint8_t *seen = calloc((size_t)m->info.n_layer * LORA_NPROJ, 1);
     if (!seen) rc = cx_fail(err, CX_ENOMEM, "%s: out of memory", path);

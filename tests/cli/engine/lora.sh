@@ -3,8 +3,10 @@
 # stories260K (.gguf, and .bin + tokenizer):
 #   - synth-lora is deterministic (same flags: the same bytes; another seed: others);
 #   - generate --lora (greedy, default flags + --temp 0) equals generate on the model
-#     merge-lora bakes the adapter into, token for token; two adapters with scales
+#     merge-lora bakes the adapter into, token for token, and the numpy reference's
+#     greedy ids (tests/reference/llama_ref.py --lora); two adapters with scales
 #     equal the merge of both with those scales; the adapter changes the tokens;
+#   - a PEFT directory (tests/tools/make_peft.py) equals its GGUF twin and the reference;
 #   - bad input: a missing adapter file, an adapter of another model, a bad target
 #     list, a bad --lora-type: one line naming the problem, non-zero exit.
 # Skips without ../shared/models (CORTEX_MODELS), fails so under CI=true.
@@ -40,6 +42,25 @@ check "two adapters with scales equal their merge" test -n "$two" -a "$two" = "$
 sampled=$("$CORTEX" generate -m "$M" --lora "$tmp/a1.gguf" -p "$P" -n 48 --ids 2>/dev/null)
 check "default sampling flags: adapter equals merged" test -n "$sampled" -a "$sampled" = \
     "$("$CORTEX" generate -m "$tmp/m1.gguf" -p "$P" -n 48 --ids 2>/dev/null)"
+
+# the independent numpy reference (tests/reference/llama_ref.py --lora) gives the same greedy ids
+ids=$("$PY" tests/reference/spm_ref.py --vocab "$M" encode "$P")
+want=$("$PY" tests/reference/llama_ref.py --model "$M" --prompt-ids "$ids" --steps 48 --lora "$tmp/a1.gguf")
+check "generate --lora equals the numpy reference's greedy ids" test -n "$want" -a "$with" = "$want"
+want2=$("$PY" tests/reference/llama_ref.py --model "$M" --prompt-ids "$ids" --steps 48 --lora "$tmp/a1.gguf:0.5" \
+        --lora "$tmp/a2.gguf:2")
+check "two adapters equal the reference's" test -n "$want2" -a "$two" = "$want2"
+
+# PEFT: a directory (Hugging Face names, q/k rows in HF order, bf16) equals its GGUF twin and the reference
+"$PY" tests/tools/make_peft.py --model "$M" --out "$tmp/peft" --gguf "$tmp/twin.gguf" --seed 4 --rank 8 --alpha 16 \
+    --dtype f32 >/dev/null
+peft=$(gen -m "$M" --lora "$tmp/peft")
+check "a PEFT directory equals its GGUF twin" test -n "$peft" -a "$peft" = "$(gen -m "$M" --lora "$tmp/twin.gguf")"
+check "a PEFT directory changes the tokens" test "$peft" != "$base"
+wantp=$("$PY" tests/reference/llama_ref.py --model "$M" --prompt-ids "$ids" --steps 48 --lora "$tmp/peft")
+check "a PEFT directory equals the reference's greedy ids" test -n "$wantp" -a "$peft" = "$wantp"
+check "the .safetensors file works as the directory" test "$peft" = \
+    "$(gen -m "$M" --lora "$tmp/peft/adapter_model.safetensors")"
 
 # the llama2.c checkpoint with its tokenizer: the same adapter (GGUF names) applies
 B=$MODELS/stories260K.bin Z=$MODELS/tok512.bin
