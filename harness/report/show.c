@@ -336,10 +336,15 @@ void show_adapters(store *s, int64_t id, FILE *out) {
     if (store_adapters_load(s, id, &a, &n)) return;
     for (int i = 0; i < n; i++) {
         if (!i)
-            fprintf(out, "### per adapter (all repetitions)\n\n| adapter | requests | TTFT p50 | TTFT p90 | TTFT p99 |"
-                         " ITL p50 | ITL p90 | ITL p99 | e2e p50 |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-        fprintf(out, "| %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", a[i].adapter, a[i].requests,
-                a[i].ttft_p50, a[i].ttft_p90, a[i].ttft_p99, a[i].itl_p50, a[i].itl_p90, a[i].itl_p99, a[i].e2e_p50);
+            fprintf(out, "### per adapter (all repetitions; ms, output tok/s)\n\n| adapter | requests | TTFT p50 | TTFT p90 |"
+                         " TTFT p99 | ITL p50 | ITL p90 | ITL p99 | e2e p50 | tokens | output tok/s |\n"
+                         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        char tok[32] = "-", tps[32] = "-";
+        if (a[i].gen_tokens >= 0) snprintf(tok, sizeof tok, "%lld", (long long)a[i].gen_tokens);
+        if (a[i].output_tps == a[i].output_tps) snprintf(tps, sizeof tps, "%.2f", a[i].output_tps);
+        fprintf(out, "| %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s |\n", a[i].adapter,
+                a[i].requests, a[i].ttft_p50, a[i].ttft_p90, a[i].ttft_p99, a[i].itl_p50, a[i].itl_p90, a[i].itl_p99,
+                a[i].e2e_p50, tok, tps);
     }
     free(a);
     if (n) fprintf(out, "\n");

@@ -95,7 +95,7 @@ typedef struct run_meta {
     char kv_config[256];    /* the KV cache configuration (kv_opts_config), schema v6 */
     const char *workload_meta; /* the workload's sidecar JSON (wl_workload.meta, borrowed), NULL when
                                 * none; schema v7. Not in compare_key: workload_hash covers the requests */
-    char sched_config[96];  /* served workloads: the scheduler ("seqs=8,batch=256,queue=1024"), schema v8 */
+    char sched_config[384]; /* served workloads: the scheduler ("seqs=8,batch=256,queue=1024"), schema v8 */
     double rate;            /* open loop at this Poisson rate (requests/s); 0: the trace's times or closed loop */
     char slo[96];           /* goodput's SLOs ("ttft=500,tpot=50"); "" when none */
     int64_t sweep;          /* a rate sweep's runs share the id of its saturation run; 0: none */

@@ -131,6 +131,11 @@ static const char *const MIGRATIONS[] = {
     "CREATE TABLE server_metrics ("
     "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, rep INTEGER NOT NULL, series TEXT NOT NULL,"
     "  before REAL, after REAL, delta REAL, PRIMARY KEY (run_id, rep, series));",
+    /* 9 -> 10: per adapter, its generated tokens and output throughput (those
+     * tokens over the repetitions' makespans): with --adapters the ids are
+     * real adapters (docs/lora.md). NULL for rows written before. */
+    "ALTER TABLE adapter_stats ADD COLUMN gen_tokens INTEGER;"
+    "ALTER TABLE adapter_stats ADD COLUMN output_tps REAL;",
 };
 
 /* Format an error as "DB: what: sqlite message". */
@@ -363,10 +368,16 @@ static int write_canaries(store *s, int64_t id, const rep_result *reps, int n_re
     return 0;
 }
 
-/* Percentiles of TTFT, ITL and end-to-end latency per adapter, over all reps. */
+/* Per adapter, over all reps: requests, percentiles of TTFT, ITL and
+ * end-to-end latency, generated tokens and their rate over the makespans. */
 static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int n_reps) {
     int max_a = -1;
     size_t total_req = 0, total_itl = 0;
+    double makespan_s = 0;
+    for (int r = 0; r < n_reps; r++) {
+        double ms = rep_get_metric(&reps[r], "makespan_ms");
+        if (ms > 0) makespan_s += ms / 1e3;
+    }
     for (int r = 0; r < n_reps; r++)
         for (int i = 0; i < reps[r].n_req; i++) {
             if (reps[r].req[i].adapter > max_a) max_a = reps[r].req[i].adapter;
@@ -379,10 +390,12 @@ static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int
     int rc = (ttft && e2e && itl) ? 0 : -1;
     for (int a = 0; a <= max_a && !rc; a++) {
         size_t nt = 0, ni = 0;
+        int64_t gen = 0;
         for (int r = 0; r < n_reps; r++)
             for (int i = 0; i < reps[r].n_req; i++) {
                 const req_result *q = &reps[r].req[i];
                 if (q->adapter != a || q->error[0]) continue;
+                gen += q->gen_tokens;
                 ttft[nt] = q->ttft_ms;
                 e2e[nt++] = q->e2e_ms;
                 for (int k = 0; k < q->n_itl; k++) itl[ni++] = q->itl_ms[k];
@@ -392,11 +405,11 @@ static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int
         stats_sort(e2e, nt);
         stats_sort(itl, ni);
         double nanv = NAN;
-        rc = run_sql(s, "INSERT INTO adapter_stats VALUES (?,?,?,?,?,?,?,?,?,?)", "iiiddddddd", id, (int64_t)a,
+        rc = run_sql(s, "INSERT INTO adapter_stats VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", "iiidddddddid", id, (int64_t)a,
                      (int64_t)nt, stats_percentile(ttft, nt, 50), stats_percentile(ttft, nt, 90),
                      stats_percentile(ttft, nt, 99), ni ? stats_percentile(itl, ni, 50) : nanv,
                      ni ? stats_percentile(itl, ni, 90) : nanv, ni ? stats_percentile(itl, ni, 99) : nanv,
-                     stats_percentile(e2e, nt, 50));
+                     stats_percentile(e2e, nt, 50), gen, makespan_s > 0 ? (double)gen / makespan_s : nanv);
     }
     free(ttft);
     free(e2e);

@@ -345,7 +345,7 @@ int store_adapters_load(store *s, int64_t run, store_adapter **out, int *n) {
     *out = NULL;
     *n = 0;
     sqlite3_stmt *st = row_prepare(s, "SELECT adapter, requests, ttft_p50, ttft_p90, ttft_p99, itl_p50, itl_p90, itl_p99,"
-                                      " e2e_p50 FROM adapter_stats WHERE run_id = ?1 ORDER BY adapter", run, 0);
+                                      " e2e_p50, gen_tokens, output_tps FROM adapter_stats WHERE run_id = ?1 ORDER BY adapter", run, 0);
     if (!st) return -1;
     int cap = 0, rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -360,6 +360,8 @@ int store_adapters_load(store *s, int64_t run, store_adapter **out, int *n) {
         a->itl_p90 = row_num(st, "itl_p90");
         a->itl_p99 = row_num(st, "itl_p99");
         a->e2e_p50 = row_num(st, "e2e_p50");
+        a->gen_tokens = row_null(st, "gen_tokens") ? -1 : row_int(st, "gen_tokens");
+        a->output_tps = row_num(st, "output_tps");
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : -1;

@@ -78,6 +78,8 @@ typedef struct store_request_time {
 typedef struct store_adapter {
     int adapter, requests;
     double ttft_p50, ttft_p90, ttft_p99, itl_p50, itl_p90, itl_p99, e2e_p50;
+    int64_t gen_tokens;     /* schema v10; -1 when the row predates it */
+    double output_tps;      /* its generated tokens over the repetitions' makespans (NAN: unknown) */
 } store_adapter;
 
 /* One series of a server's /metrics over a run's repetitions (schema v9). */

@@ -486,7 +486,8 @@ static void check_bad(cx_model *m) {
     CHECK(cx_sched_submit(s, &r, &err) == CX_EINVAL && strstr(err.msg, "vocabulary"), "bad token id: %s", err.msg);
     p[2] = 0;
     r.adapter = 3;
-    CHECK(cx_sched_submit(s, &r, &err) == CX_EUNSUP && strstr(err.msg, "adapter"), "adapter: %s", err.msg);
+    CHECK(cx_sched_submit(s, &r, &err) == CX_EINVAL && strstr(err.msg, "adapter 3 is not registered"), "adapter: %s",
+          err.msg);
     r.adapter = 0;
     const char *empty[1] = {""};
     r.stop = empty;
