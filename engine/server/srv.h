@@ -216,8 +216,9 @@ typedef struct srv_job {
  * two references. 0, or the cx_sched_submit code with err filled. */
 int srv_job_submit(srv_server *S, cx_request *q, const int32_t *prompt, int n_prompt, int n_top, int want_lp,
                    srv_job **out, cx_err *err);
-/* Wait (job lock held) until the text passes `len` bytes, the job is done, or
- * the client of c has gone (then 1 is returned and the job cancelled). */
+/* Wait (job lock held) until the text passes `len` bytes ((size_t)-1: until
+ * the job is done), the job is done, or the client of c has gone (then 1 is
+ * returned and the job cancelled). */
 int srv_job_wait(srv_job *j, size_t len, struct MHD_Connection *c);
 /* Drop the connection's reference: cancel the job if it still runs, free at the last reference. */
 void srv_job_put(srv_job *j);

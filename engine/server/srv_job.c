@@ -160,19 +160,25 @@ int srv_job_submit(srv_server *S, cx_request *q, const int32_t *prompt, int n_pr
     return 0;
 }
 
-/* See srv.h. The client is looked at every 100 ms while nothing arrives. */
+/* See srv.h. The client is looked at every 100 ms, however often tokens
+ * wake the wait (the deadline moves only when it passes). */
 int srv_job_wait(srv_job *j, size_t len, struct MHD_Connection *c) {
+    struct timespec ts = {0, 0};
     while (!j->done && j->len <= len) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
+        if (ts.tv_sec == 0) {
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 100 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
         }
-        if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) == ETIMEDOUT && c && srv_http_gone(c)) {
-            cx_sched_cancel(j->S->sched, j->id);
-            return 1;
+        if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) == ETIMEDOUT) {
+            ts.tv_sec = 0;
+            if (c && srv_http_gone(c)) {
+                cx_sched_cancel(j->S->sched, j->id);
+                return 1;
+            }
         }
     }
     return 0;

@@ -77,8 +77,7 @@ static void submit_error(const srv_params *p, int rc, const cx_err *err, srv_err
  * usage past the deadline); a client that goes away drops the connection. */
 static int answer_whole(srv_server *S, struct MHD_Connection *c, const srv_out *o, srv_job *j) {
     pthread_mutex_lock(&j->mu);
-    int gone = 0;
-    while (!j->done && !gone) gone = srv_job_wait(j, j->len, c);
+    int gone = srv_job_wait(j, (size_t)-1, c); /* until it ends */
     srv_error e;
     char *body = NULL;
     int status = 200;
