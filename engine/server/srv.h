@@ -42,6 +42,8 @@ int srv_fail(srv_error *e, int status, const char *type, const char *code, const
     __attribute__((format(printf, 6, 7)))
 #endif
     ;
+/* A JSON string of n bytes, every invalid UTF-8 byte replaced by U+FFFD (JSON text must be UTF-8). */
+struct json_t *srv_json_utf8(const char *s, size_t n);
 /* {"error":{"message","type","param","code"}} as a malloc'd string (NULL: out of memory). */
 char *srv_error_json(const srv_error *e);
 

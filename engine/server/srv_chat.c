@@ -76,28 +76,50 @@ static void put(sbuf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
+/* A system message placed where the format cannot hold it (tmpl's name in the message). */
+static int misplaced(srv_error *e, const char *tmpl) {
+    return srv_fail(e, 400, "invalid_request_error", NULL, "messages", "chat template %s: a system message must come first, "
+                    "once, and be followed by a user message", tmpl);
+}
+
 /* llama2: the system prompt goes inside the first [INST]; each answer is
  * closed with EOS and the next turn opened with BOS. */
 static int render_llama2(sbuf *b, const srv_msg *m, int n, const char *bos, const char *eos, srv_error *e) {
     const char *sys = NULL;
-    int first = 1;
     for (int i = 0; i < n; i++) {
         if (!strcmp(m[i].role, "system")) {
-            if (!first || sys)
-                return srv_fail(e, 400, "invalid_request_error", NULL, "messages", "llama2: a system message must come "
-                                "first, once");
+            if (i > 0) return misplaced(e, "llama2");
             sys = m[i].content;
         } else if (!strcmp(m[i].role, "user")) {
-            if (!first) put(b, "%s", bos);
+            if (b->len) put(b, "%s", bos);
             if (sys) put(b, "[INST] <<SYS>>\n%s\n<</SYS>>\n\n%s [/INST]", sys, m[i].content);
             else put(b, "[INST] %s [/INST]", m[i].content);
             sys = NULL;
-            first = 0;
         } else {
+            if (sys) return misplaced(e, "llama2");
             put(b, " %s %s", m[i].content, eos);
-            first = 0;
         }
     }
+    return sys ? misplaced(e, "llama2") : 0;
+}
+
+/* gemma: no system role; a leading system message joins the first user turn. */
+static int render_gemma(sbuf *b, const srv_msg *m, int n, srv_error *e) {
+    const char *sys = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(m[i].role, "system")) {
+            if (i > 0) return misplaced(e, "gemma");
+            sys = m[i].content;
+            continue;
+        }
+        int user = !strcmp(m[i].role, "user");
+        if (sys && !user) return misplaced(e, "gemma");
+        put(b, "<start_of_turn>%s\n%s%s%s<end_of_turn>\n", user ? "user" : "model", sys ? sys : "", sys ? "\n\n" : "",
+            m[i].content);
+        sys = NULL;
+    }
+    if (sys) return misplaced(e, "gemma");
+    put(b, "<start_of_turn>model\n");
     return 0;
 }
 
@@ -132,31 +154,18 @@ int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char 
         *end = t == SRV_TMPL_PHI3 ? "<|end|>" : eos;
         break;
     }
-    case SRV_TMPL_GEMMA: {
-        const char *sys = NULL;
-        for (int i = 0; i < n; i++) {
-            if (!strcmp(m[i].role, "system")) {
-                sys = m[i].content;
-                continue;
-            }
-            int user = !strcmp(m[i].role, "user");
-            put(&b, "<start_of_turn>%s\n%s%s%s<end_of_turn>\n", user ? "user" : "model", user && sys ? sys : "",
-                user && sys ? "\n\n" : "", m[i].content);
-            if (user) sys = NULL;
-        }
-        put(&b, "<start_of_turn>model\n");
+    case SRV_TMPL_GEMMA:
+        rc = render_gemma(&b, m, n, e);
         *end = "<end_of_turn>";
         break;
-    }
     default: rc = srv_fail(e, 400, "invalid_request_error", NULL, NULL, "no chat template");
     }
+    if (!rc && !b.s) put(&b, "%s", ""); /* no message at all: an empty string, not NULL */
     if (!rc && b.oom) rc = srv_fail(e, 500, "server_error", NULL, NULL, "out of memory rendering the chat template");
     if (rc) {
         free(b.s);
         return -1;
     }
-    if (!b.s) put(&b, "%s", ""); /* llama2 with nothing but a system message still gets a string */
-    if (b.oom) return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory rendering the chat template");
     *out = b.s;
     return 0;
 }

@@ -30,10 +30,47 @@ int srv_fail(srv_error *e, int status, const char *type, const char *code, const
     return -1;
 }
 
+/* Length of the valid UTF-8 sequence starting at s (n bytes left), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (!k || k > n) return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if (k == 2 && c < 0xc2) return 0;                                    /* overlong */
+    if (k == 3 && c == 0xe0 && s[1] < 0xa0) return 0;                    /* overlong */
+    if (k == 3 && c == 0xed && s[1] >= 0xa0) return 0;                   /* surrogates */
+    if (k == 4 && (c > 0xf4 || (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return 0;
+    return k;
+}
+
 /* See srv.h. */
+json_t *srv_json_utf8(const char *s, size_t n) {
+    char *buf = malloc(n * 3 + 1);
+    if (!buf) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+        if (k) {
+            memcpy(buf + o, s + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(buf + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    json_t *j = json_stringn(buf, o);
+    free(buf);
+    return j;
+}
+
+/* See srv.h. The message and param may quote request bytes (or be cut
+ * inside a character), so they go through srv_json_utf8. */
 char *srv_error_json(const srv_error *e) {
-    json_t *o = json_pack("{s:{s:s, s:s, s:o, s:o}}", "error", "message", e->message, "type", e->type, "param",
-                          e->param[0] ? json_string(e->param) : json_null(), "code",
+    json_t *o = json_pack("{s:{s:o, s:s, s:o, s:o}}", "error", "message", srv_json_utf8(e->message, strlen(e->message)),
+                          "type", e->type, "param", e->param[0] ? srv_json_utf8(e->param, strlen(e->param)) : json_null(), "code",
                           e->code ? json_string(e->code) : json_null());
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);

@@ -3,8 +3,8 @@
  * OpenAI's shapes: text_completion and chat.completion objects, their
  * streaming chunks, usage, logprobs, and error bodies carrying partial usage.
  * JSON strings must be UTF-8 while a model may emit any bytes (a byte token
- * can be half a character), so text goes through utf8_json: each invalid
- * byte becomes U+FFFD, as decoders do; the streaming code only cuts text at
+ * can be half a character), so text goes through srv_json_utf8: each
+ * invalid byte becomes U+FFFD, as decoders do; the streaming code only cuts text at
  * character boundaries (srv_sse.c), so chunks add up to the whole.
  */
 #include <jansson.h>
@@ -12,42 +12,6 @@
 #include <string.h>
 
 #include "srv.h"
-
-/* Length of the valid UTF-8 sequence starting at s (n bytes left), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-    if (!k || k > n) return 0;
-    for (size_t i = 1; i < k; i++)
-        if ((s[i] & 0xc0) != 0x80) return 0;
-    if (k == 2 && c < 0xc2) return 0;                                    /* overlong */
-    if (k == 3 && c == 0xe0 && s[1] < 0xa0) return 0;                    /* overlong */
-    if (k == 3 && c == 0xed && s[1] >= 0xa0) return 0;                   /* surrogates */
-    if (k == 4 && (c > 0xf4 || (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return 0;
-    return k;
-}
-
-/* A JSON string of n bytes with every invalid UTF-8 byte replaced by U+FFFD. */
-static json_t *utf8_json(const char *s, size_t n) {
-    char *buf = malloc(n * 3 + 1);
-    if (!buf) return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
-        if (k) {
-            memcpy(buf + o, s + i, k);
-            o += k;
-            i += k;
-        } else {
-            memcpy(buf + o, "\xef\xbf\xbd", 3);
-            o += 3;
-            i++;
-        }
-    }
-    json_t *j = json_stringn(buf, o);
-    free(buf);
-    return j;
-}
 
 /* See srv.h. */
 size_t srv_utf8_cut(const char *s, size_t n) {
@@ -82,7 +46,7 @@ static json_t *piece_json(const cx_model *m, int prev, int token, json_t **bytes
         *bytes = json_array();
         for (size_t i = 0; i < n; i++) json_array_append_new(*bytes, json_integer((unsigned char)p[i]));
     }
-    return utf8_json(p, n);
+    return srv_json_utf8(p, n);
 }
 
 /* The logprobs of tokens [t0, t1) in the completions shape (tokens,
@@ -153,7 +117,7 @@ static json_t *finish_json(const char *f) { return f ? json_string(f) : json_nul
 
 /* See srv.h. */
 char *srv_reply_body(const srv_out *o, const srv_job *j) {
-    json_t *choice, *text = utf8_json(j->text, j->len);
+    json_t *choice, *text = srv_json_utf8(j->text, j->len);
     const char *fin = srv_finish_reason(j);
     if (o->p->chat)
         choice = json_pack("{s:i, s:{s:s, s:o}, s:o, s:o}", "index", 0, "message", "role", "assistant", "content", text,
@@ -169,7 +133,7 @@ char *srv_reply_body(const srv_out *o, const srv_job *j) {
 /* See srv.h. */
 char *srv_reply_chunk(const srv_out *o, const srv_job *j, size_t from, size_t to, int t0, int t1, const char *finish,
                       int role) {
-    json_t *choice, *text = utf8_json(j->text + from, to - from);
+    json_t *choice, *text = srv_json_utf8(j->text + from, to - from);
     if (o->p->chat) {
         json_t *delta = json_object();
         if (role) json_object_set_new(delta, "role", json_string("assistant"));
