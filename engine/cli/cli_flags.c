@@ -129,7 +129,7 @@ static const flag FLAGS[] = {
      "scheduler: tokens per step over all sequences, at least --max-seqs"},
     {"--max-queue", NULL, "N", CMD_SERVE, K_LONG, O(max_queue), 1, 1000000, NULL,
      "scheduler: waiting requests; one more is answered 429"},
-    {"--request-timeout", NULL, "S", CMD_SERVE, K_LONG, O(request_timeout), 0, 86400, NULL,
+    {"--request-timeout", NULL, "S", CMD_SERVE, K_FLOAT, O(request_timeout), 0, 86400, NULL,
      "a request's deadline in seconds from its arrival (504 past it); 0: none"},
     {"--max-body", NULL, "BYTES", CMD_SERVE, K_LONG, O(max_body), 64, 1L << 30, NULL,
      "largest request body accepted (413 past it)"},

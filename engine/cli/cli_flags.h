@@ -30,7 +30,8 @@ typedef struct opts {
     const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type, *ref, *text, *vocab;
     long n_predict, threads, ctx, seed, positions;
     const char *host, *api_key, *chat_template;               /* serve */
-    long port, max_seqs, max_batch_tokens, max_queue, request_timeout, max_body;
+    long port, max_seqs, max_batch_tokens, max_queue, max_body;
+    float request_timeout;                                    /* serve: seconds, 0: none */
     int no_bos, no_special, no_echo, list, json, ids, kv_stats;
     int random_seed;    /* generate --seed -1: draw the seed at start */
     const char *pos[2]; /* positional arguments (info MODEL, quantize IN OUT) */

@@ -635,7 +635,7 @@ static int cmd_serve(opts *o) {
     cfg.api_key = o->api_key;
     cfg.chat_template = o->chat_template;
     cfg.max_tokens = (int)o->n_predict;
-    cfg.request_timeout_s = (int)o->request_timeout;
+    cfg.request_timeout_ms = (int64_t)((double)o->request_timeout * 1000.0 + 0.5);
     cfg.max_body = o->max_body;
     cfg.sched = cx_sched_defaults();
     cfg.sched.max_seqs = (int)o->max_seqs;

@@ -141,7 +141,7 @@ typedef struct srv_config {
     const char *api_key;       /* NULL: no authentication */
     const char *chat_template; /* NULL: the model's (detected); else a name */
     int max_tokens;            /* a request's default max_tokens */
-    int request_timeout_s;     /* 0: none; else a request's deadline */
+    int64_t request_timeout_ms;/* 0: none; else a request's deadline from its arrival */
     long max_body;             /* bytes a request body may have */
     cx_sched_params sched;
 } srv_config;

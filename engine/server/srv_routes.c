@@ -113,7 +113,7 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
     q.max_tokens = p.max_tokens ? p.max_tokens : S->cfg->max_tokens;
     q.priority = p.priority;
     q.ignore_eos = p.ignore_eos;
-    q.deadline_ms = (int64_t)S->cfg->request_timeout_s * 1000;
+    q.deadline_ms = S->cfg->request_timeout_ms;
     q.adapter = adapter;
     memcpy(stop, p.stop, sizeof p.stop);
     q.stop = stop;

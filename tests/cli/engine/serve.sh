@@ -193,24 +193,29 @@ check "the waiting-for-a-whole-answer client disconnects: cancelled too" \
 check "idle again: nothing running" wait_metric cortex_requests_running 0
 check "idle again: every KV block back (cortex_kv_blocks_used 0)" wait_metric cortex_kv_blocks_used 0
 # SIGTERM while a request runs: it completes, its response is written, exit 0
-curl -s "$URL/v1/completions" -d '{"prompt": "hello", "max_tokens": 300, "ignore_eos": true}' >"$tmp/r4" &
+curl -s "$URL/v1/completions" -d '{"prompt": "hello", "max_tokens": 1000, "ignore_eos": true}' >"$tmp/r4" &
 R4=$!
 check "a request runs when SIGTERM comes" wait_metric cortex_requests_running 1
 kill -TERM $PID
 wait $PID
 check "SIGTERM drains: exit 0" test $? -eq 0
 wait $R4
-check "the in-flight request completed: 300 tokens, finish_reason length" test \
-    "$(field "$tmp/r4" 'd["usage"]["completion_tokens"], d["choices"][0]["finish_reason"]')" = "(300, 'length')"
+check "the in-flight request completed: 1000 tokens, finish_reason length" test \
+    "$(field "$tmp/r4" 'd["usage"]["completion_tokens"], d["choices"][0]["finish_reason"]')" = "(1000, 'length')"
 check "the server said it drained" grep -q 'SIGTERM: draining 1 running' "$tmp/s.log"
 
 # --request-timeout: 504 with the partial usage
-start "$tmp/t.log" -m "$S" --request-timeout 1 || { finish; exit 1; }
+start "$tmp/t.log" -m "$S" --request-timeout 0.3 || { finish; exit 1; }
 code=$(post /v1/completions "$long}")
 check "past --request-timeout: 504, code request_timeout" test "$code $(field "$tmp/body" 'd["error"]["code"]')" = \
     "504 request_timeout"
 check "504 carries the partial usage (some tokens, fewer than asked)" test \
     "$(field "$tmp/body" '0 < d["usage"]["completion_tokens"] < 2000 and d["usage"]["prompt_tokens"] > 0')" = True
-check "/metrics counts the timeout" test "$(metric 'cortex_requests_total{outcome="timeout"}')" = 1
+curl -sN -o "$tmp/t_stream" "$URL/v1/completions" -d "$long, \"stream\": true}"
+grep '^data: {' "$tmp/t_stream" | tail -1 | cut -c7- >"$tmp/t_last.json"
+check "a streamed request past its deadline ends with an error event (partial usage), then [DONE]" test \
+    "$(field "$tmp/t_last.json" 'd["error"]["code"], d["usage"]["completion_tokens"] > 0')/$(tail -2 "$tmp/t_stream" | head -1)" \
+    = "('request_timeout', True)/data: [DONE]"
+check "/metrics counts the timeouts" test "$(metric 'cortex_requests_total{outcome="timeout"}')" = 2
 kill -TERM $PID; wait $PID
 finish
