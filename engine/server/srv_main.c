@@ -85,8 +85,9 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
         fprintf(stderr, "cortex: serve: %s\n", msg);
         goto out;
     }
-    fprintf(stderr, "cortex serve: listening on http://%s:%d (model '%s'; chat template %s)\n", cfg->host, port, S.model_id,
-            S.tmpl >= 0 ? srv_chat_name(S.tmpl) : "none");
+    int v6 = strchr(cfg->host, ':') != NULL; /* an IPv6 address goes in brackets in a URL */
+    fprintf(stderr, "cortex serve: listening on http://%s%s%s:%d (model '%s'; chat template %s)\n", v6 ? "[" : "", cfg->host,
+            v6 ? "]" : "", port, S.model_id, S.tmpl >= 0 ? srv_chat_name(S.tmpl) : "none");
     fflush(stderr);
     int sig = 0;
     sigwait(&sigs, &sig);

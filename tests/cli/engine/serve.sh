@@ -197,6 +197,9 @@ curl -s "$URL/v1/completions" -d '{"prompt": "hello", "max_tokens": 1000, "ignor
 R4=$!
 check "a request runs when SIGTERM comes" wait_metric cortex_requests_running 1
 kill -TERM $PID
+sleep 0.3
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")
+check "draining: new connections are refused, or answered 503 (got $code)" test "$code" = 000 -o "$code" = 503
 wait $PID
 check "SIGTERM drains: exit 0" test $? -eq 0
 wait $R4
