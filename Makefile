@@ -90,11 +90,25 @@ $(LIB): $(ENGINE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# The HTTP server (engine/server/, `cortex serve`): libmicrohttpd and jansson
+# are linked into the cortex command (and the server's unit tests) only.
+SRV_PKGS   := libmicrohttpd jansson
+SRV_CFLAGS := $(shell pkg-config --cflags $(SRV_PKGS))
+SRV_LIBS   := $(shell pkg-config --libs $(SRV_PKGS))
+SRV_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard engine/server/*.c)))
+SLIB       := $(BUILD)/libcortexsrv.a
+$(SRV_OBJ): CPPFLAGS += $(SRV_CFLAGS)
+$(SRV_OBJ): $(wildcard engine/server/*.h)
+$(SLIB): $(SRV_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
 # The cortex command: every engine/cli/*.c, rebuilt when its headers change.
 CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard engine/cli/*.c)))
-$(CLI_OBJ): $(wildcard engine/cli/*.h)
-$(CLI): $(CLI_OBJ) $(LIB)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+$(CLI_OBJ): CPPFLAGS += -Iengine/server
+$(CLI_OBJ): $(wildcard engine/cli/*.h engine/server/*.h)
+$(CLI): $(CLI_OBJ) $(SLIB) $(LIB)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(SRV_LIBS)
 
 # Build provenance for cortex-bench: rewritten only when it changes.
 GIT_COMMIT = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -134,6 +148,11 @@ $(BENCH): $(BUILD)/harness/bench_main.o $(HLIB) $(LIB)
 $(BUILD)/tests/test_%: test_%.c $(wildcard tests/unit/*.h) $(LIB) $(HLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iengine/src $(HARNESS_INC) $(HARNESS_CFLAGS) -Itests/unit $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(HARNESS_LIBS) $(LDLIBS)
+
+# The server's unit tests (test_srv_*) link its library and libraries too.
+$(BUILD)/tests/test_srv_%: test_srv_%.c $(wildcard tests/unit/*.h) $(SLIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Iengine/src -Iengine/server -Itests/unit $(SRV_CFLAGS) $(WARN) $(CFLAGS) $(LDFLAGS) $< $(SLIB) $(LIB) -o $@ $(LDLIBS) $(SRV_LIBS)
 
 $(BUILD)/tests/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -180,6 +199,11 @@ build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)
 build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c harness/run/prom.c $(HARNESS_HDR)
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/run/sse.c harness/run/oai.c harness/run/prom.c -o $@ $(shell pkg-config --libs jansson)
+
+# The request-body fuzzer needs the server's parser and chat templates, and jansson.
+build-fuzz/fuzz_srv_body: tests/fuzz/fuzz_srv_body.c engine/server/srv_parse.c engine/server/srv_chat.c engine/server/srv.h
+	@mkdir -p build-fuzz
+	clang $(CPPFLAGS) -Iengine/server $(SRV_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< engine/server/srv_parse.c engine/server/srv_chat.c -o $@ $(shell pkg-config --libs jansson)
 
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)

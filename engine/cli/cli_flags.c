@@ -5,6 +5,7 @@
  * shapes), defaults from cli_defaults().
  */
 #include "cli_flags.h"
+#include "srv.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -29,6 +30,7 @@ enum {
     K_WTYPE,   /* const char * naming a weight/file type */
     K_SHAPE,   /* const char * naming a synth shape */
     K_LORA,    /* FILE[:SCALE] appended to opts.lora (repeatable) */
+    K_TMPL,    /* const char * naming a chat template (serve) */
     K_HELP     /* -h/--help */
 };
 
@@ -45,12 +47,13 @@ typedef struct flag {
 
 #define O(f) offsetof(opts, f)
 #define GEN CMD_GENERATE
+#define KV (CMD_GENERATE | CMD_SERVE) /* the KV cache's flags */
 static const flag FLAGS[] = {
-    {"--model", "-m", "MODEL", GEN | CMD_TOKENIZE | CMD_INFO, K_STR, O(model), 0, 0, NULL,
+    {"--model", "-m", "MODEL", GEN | CMD_TOKENIZE | CMD_INFO | CMD_SERVE, K_STR, O(model), 0, 0, NULL,
      "model file: GGUF (v2, v3) or a llama2.c checkpoint (then -z)"},
     {"--model", "-m", "MODEL", CMD_QUALITY, K_STR, O(model), 0, 0, NULL, "the model compared with the reference"},
     {"--ref", NULL, "REF_MODEL", CMD_QUALITY, K_STR, O(ref), 0, 0, NULL, "the reference model"},
-    {"--tokenizer", "-z", "TOKENIZER", GEN | CMD_INFO | CMD_TOKENIZE | CMD_QUANTIZE | CMD_QUALITY, K_STR, O(tokenizer),
+    {"--tokenizer", "-z", "TOKENIZER", GEN | CMD_INFO | CMD_TOKENIZE | CMD_QUANTIZE | CMD_QUALITY | CMD_SERVE, K_STR, O(tokenizer),
      0, 0, NULL, "llama2.c tokenizer.bin, for a llama2.c checkpoint"},
     {"--prompt", "-p", "PROMPT", GEN, K_STR, O(prompt), 0, 0, NULL, "the prompt text"},
     {"--prompt", "-p", "TEXT", CMD_TOKENIZE, K_STR, O(prompt), 0, 0, NULL, "the text to tokenize"},
@@ -75,24 +78,26 @@ static const flag FLAGS[] = {
      "subtract F times its count in the window from each token's logit; 0: off"},
     {"--seed", NULL, "S", GEN, K_SEED, O(sp.seed), -1, 4294967295.0, NULL,
      "sampling seed, fixed so runs repeat; -1: a random one (llama.cpp's choice), printed to stderr"},
-    {"--threads", "-t", "N", GEN | CMD_QUALITY, K_LONG, O(threads), 1, 256, NULL, "threads"},
+    {"--threads", "-t", "N", GEN | CMD_QUALITY | CMD_SERVE, K_LONG, O(threads), 1, 256, NULL, "threads"},
     {"--ctx", "-c", "CTX", GEN, K_LONG, O(ctx), 0, 1 << 24, "0: the model's, at most 4096", "context size in tokens"},
+    {"--ctx", "-c", "CTX", CMD_SERVE, K_LONG, O(ctx), 0, 1 << 24, "0: the model's, at most 4096",
+     "each request's context size in tokens"},
     {"--no-echo", NULL, NULL, GEN, K_SWITCH, O(no_echo), 0, 0, NULL, "do not print the prompt first"},
     {"--ids", NULL, NULL, GEN, K_SWITCH, O(ids), 0, 0, NULL,
      "print token ids instead of text, on one line: the prompt's (BOS first; not with --no-echo), then the "
      "generated ones (end-of-text excluded)"},
-    {"--kv-type", NULL, "TYPE", GEN, K_KV_TYPE, O(kv.type), CX_KV_HOT, 0, NULL, "hot KV blocks' format"},
-    {"--kv-warm-type", NULL, "TYPE", GEN, K_KV_TYPE, O(kv.warm_type), CX_KV_WARM, 0, NULL, "warm KV blocks' format"},
-    {"--kv-hot", NULL, "BYTES", GEN, K_BUDGET, O(kv.budget[CX_KV_HOT]), 0, 0, NULL,
+    {"--kv-type", NULL, "TYPE", KV, K_KV_TYPE, O(kv.type), CX_KV_HOT, 0, NULL, "hot KV blocks' format"},
+    {"--kv-warm-type", NULL, "TYPE", KV, K_KV_TYPE, O(kv.warm_type), CX_KV_WARM, 0, NULL, "warm KV blocks' format"},
+    {"--kv-hot", NULL, "BYTES", KV, K_BUDGET, O(kv.budget[CX_KV_HOT]), 0, 0, NULL,
      "hot tier budget: bytes with K/M/G, e.g. 64K, 2M, or unlimited"},
-    {"--kv-warm", NULL, "BYTES", GEN, K_BUDGET, O(kv.budget[CX_KV_WARM]), 0, 0, NULL,
+    {"--kv-warm", NULL, "BYTES", KV, K_BUDGET, O(kv.budget[CX_KV_WARM]), 0, 0, NULL,
      "warm tier budget; 0: no warm tier, hot blocks go to cold losslessly"},
-    {"--kv-cold", NULL, "BYTES", GEN, K_BUDGET, O(kv.budget[CX_KV_COLD]), 0, 0, NULL,
+    {"--kv-cold", NULL, "BYTES", KV, K_BUDGET, O(kv.budget[CX_KV_COLD]), 0, 0, NULL,
      "cold tier (zlib pages) budget in memory"},
-    {"--kv-spill", NULL, "FILE", GEN, K_STR, O(kv.spill_path), 0, 0, "none",
+    {"--kv-spill", NULL, "FILE", KV, K_STR, O(kv.spill_path), 0, 0, "none",
      "cold pages past the cold budget go to FILE"},
-    {"--kv-policy", NULL, "POLICY", GEN, K_POLICY, O(kv.policy), 0, 0, NULL, "which block leaves a tier first"},
-    {"--prefix-cache", NULL, NULL, GEN, K_SWITCH, O(kv.prefix_cache), 0, 0, NULL,
+    {"--kv-policy", NULL, "POLICY", KV, K_POLICY, O(kv.policy), 0, 0, NULL, "which block leaves a tier first"},
+    {"--prefix-cache", NULL, NULL, KV, K_SWITCH, O(kv.prefix_cache), 0, 0, NULL,
      "reuse the cached blocks of an identical prompt prefix"},
     {"--kv-stats", NULL, NULL, GEN, K_SWITCH, O(kv_stats), 0, 0, NULL, "print the KV cache's counters to stderr at the end"},
     {"--no-bos", NULL, NULL, CMD_TOKENIZE, K_SWITCH, O(no_bos), 0, 0, NULL,
@@ -134,9 +139,27 @@ static const flag FLAGS[] = {
      "the tensors' type: f32, f16 or q8_0 (f32 where a row is not whole blocks)"},
     {"--type", NULL, "TYPE", CMD_MERGE_LORA, K_WTYPE, O(type), 0, 0, "f32", "the merged model's file type"},
     {"--output", "-o", "FILE", CMD_SYNTH_LORA | CMD_MERGE_LORA, K_STR, O(out), 0, 0, NULL, "the GGUF file to write"},
+    {"--n-predict", "-n", "N", CMD_SERVE, K_LONG, O(n_predict), 1, 1 << 24, NULL,
+     "max_tokens of a request that gives none"},
+    {"--host", NULL, "ADDR", CMD_SERVE, K_STR, O(host), 0, 0, NULL, "address to listen on (0.0.0.0: every interface)"},
+    {"--port", NULL, "PORT", CMD_SERVE, K_LONG, O(port), 0, 65535, NULL, "port to listen on; 0: a free one (printed)"},
+    {"--api-key", NULL, "KEY", CMD_SERVE, K_STR, O(api_key), 0, 0, "none",
+     "require 'Authorization: Bearer KEY' on every route but /health"},
+    {"--chat-template", NULL, "NAME", CMD_SERVE, K_TMPL, O(chat_template), 0, 0, "the model's, recognized",
+     "the chat format of /v1/chat/completions"},
+    {"--max-seqs", NULL, "N", CMD_SERVE, K_LONG, O(max_seqs), 1, 256, NULL, "scheduler: sequences running at once"},
+    {"--max-batch-tokens", NULL, "T", CMD_SERVE, K_LONG, O(max_batch_tokens), 1, 256, NULL,
+     "scheduler: tokens per step over all sequences, at least --max-seqs"},
+    {"--max-queue", NULL, "N", CMD_SERVE, K_LONG, O(max_queue), 1, 1000000, NULL,
+     "scheduler: waiting requests; one more is answered 429"},
+    {"--request-timeout", NULL, "S", CMD_SERVE, K_FLOAT, O(request_timeout), 0, 86400, NULL,
+     "a request's deadline in seconds from its arrival (504 past it); 0: none"},
+    {"--max-body", NULL, "BYTES", CMD_SERVE, K_LONG, O(max_body), 64, 1L << 30, NULL,
+     "largest request body accepted (413 past it)"},
     {"--help", "-h", NULL, CMD_ALL, K_HELP, 0, 0, 0, NULL, "print this help and exit"},
 };
 #undef GEN
+#undef KV
 #undef O
 #define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
@@ -151,6 +174,13 @@ void cli_defaults(opts *o) {
     o->rank = 16;
     o->strength = 0.25f;
     o->targets = "all";
+    cx_sched_params sp = cx_sched_defaults();
+    o->host = "127.0.0.1";
+    o->port = 8080;
+    o->max_seqs = sp.max_seqs;
+    o->max_batch_tokens = sp.max_batch_tokens;
+    o->max_queue = sp.max_queue;
+    o->max_body = 1L << 20;
 }
 
 /* Print "cortex: " + the message + newline to stderr. */
@@ -202,6 +232,9 @@ static const char *flag_values(const flag *f, char *buf, size_t cap) {
     case K_SHAPE:
         for (const cx_shape *s = cx_shapes(); s->name; s++) list_add(buf, cap, s->name);
         return buf;
+    case K_TMPL:
+        for (int t = 0; srv_chat_name(t); t++) list_add(buf, cap, srv_chat_name(t));
+        return buf;
     default: return NULL;
     }
 }
@@ -224,7 +257,7 @@ static const char *flag_default(const flag *f, const opts *o, char *buf, size_t 
     if (f->dflt) return f->dflt;
     const char *at = (const char *)o + f->off;
     switch (f->kind) {
-    case K_STR: case K_WTYPE: case K_SHAPE: {
+    case K_STR: case K_WTYPE: case K_SHAPE: case K_TMPL: {
         const char *s;
         memcpy(&s, at, sizeof s);
         return s;
@@ -279,7 +312,7 @@ static int flag_set(const flag *f, const char *name, const char *v, opts *o) {
     const char *vals = flag_values(f, list, sizeof list);
     if (vals && !in_list(vals, v)) return die_usage("%s: '%s' is not one of %s", name, v, vals);
     switch (f->kind) {
-    case K_STR: case K_WTYPE: case K_SHAPE: memcpy(at, &v, sizeof v); return 0;
+    case K_STR: case K_WTYPE: case K_SHAPE: case K_TMPL: memcpy(at, &v, sizeof v); return 0;
     case K_LONG:
         if (parse_long(name, v, f->lo, f->hi, &n)) return 2;
         *(long *)at = n;

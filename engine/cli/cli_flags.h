@@ -22,13 +22,16 @@
 /* The commands, one bit each in a flag's command mask. */
 enum {
     CMD_GENERATE = 1, CMD_INFO = 2, CMD_SYNTH = 4, CMD_TOKENIZE = 8, CMD_QUANTIZE = 16, CMD_QUALITY = 32,
-    CMD_SYNTH_LORA = 64, CMD_MERGE_LORA = 128, CMD_ALL = 255
+    CMD_SERVE = 64, CMD_SYNTH_LORA = 128, CMD_MERGE_LORA = 256, CMD_ALL = 511
 };
 
 /* Every option of every command; a command reads the ones it takes. */
 typedef struct opts {
     const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type, *ref, *text, *vocab;
     long n_predict, threads, ctx, seed, positions;
+    const char *host, *api_key, *chat_template;               /* serve */
+    long port, max_seqs, max_batch_tokens, max_queue, max_body;
+    float request_timeout;                                    /* serve: seconds, 0: none */
     int no_bos, no_special, no_echo, list, json, ids, kv_stats;
     int random_seed;    /* generate --seed -1: draw the seed at start */
     const char *pos[2]; /* positional arguments (info MODEL, quantize IN OUT) */

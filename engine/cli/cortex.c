@@ -1,6 +1,6 @@
 /*
  * cortex.c - the `cortex` command: generate, info, synth, tokenize, quantize,
- * quality.
+ * quality, serve (the HTTP server itself is engine/server/).
  *
  * A thin shell over the public API: parse flags (cli_flags.c: one table for
  * parsing and every command's --help), call the engine, print. Errors print
@@ -18,6 +18,7 @@
 #include "cli_lora.h"
 #include "cortex_env.h"
 #include "cortex_tools.h"
+#include "srv.h"
 
 /* Monotonic seconds, for the timings generate and synth print. */
 static double now_s(void) {
@@ -625,6 +626,34 @@ out:
     return rc;
 }
 
+/* cortex serve: the OpenAI-compatible HTTP server (engine/server/,
+ * docs/server.md) on the request scheduler, until SIGTERM drains it. */
+static int cmd_serve(opts *o) {
+    if (o->max_batch_tokens < o->max_seqs)
+        return die_usage("--max-batch-tokens %ld is below --max-seqs %ld: every running sequence decodes one token per step",
+                         o->max_batch_tokens, o->max_seqs);
+    cx_model *m = load_model(o, o->model);
+    if (!m) return 1;
+    srv_config cfg = {0};
+    cfg.host = o->host;
+    cfg.port = (int)o->port;
+    cfg.api_key = o->api_key;
+    cfg.chat_template = o->chat_template;
+    cfg.max_tokens = (int)o->n_predict;
+    cfg.request_timeout_ms = (int64_t)((double)o->request_timeout * 1000.0 + 0.5);
+    cfg.max_body = o->max_body;
+    cfg.sched = cx_sched_defaults();
+    cfg.sched.max_seqs = (int)o->max_seqs;
+    cfg.sched.max_batch_tokens = (int)o->max_batch_tokens;
+    cfg.sched.max_queue = (int)o->max_queue;
+    cfg.sched.n_ctx = (int)o->ctx;
+    cfg.sched.n_threads = (int)o->threads;
+    cfg.sched.kv = o->kv;
+    int rc = srv_serve(m, &cfg);
+    cx_model_free(m);
+    return rc;
+}
+
 /* ---- the commands and main ------------------------------------------------ */
 
 static const cli_command COMMANDS[] = {
@@ -669,6 +698,14 @@ static const cli_command COMMANDS[] = {
      "double), the largest logit difference, and the number of sequences. -z applies to\n"
      "whichever model is a llama2.c checkpoint. Both models must share the vocabulary.\n",
      "cortex quality --ref stories260K.gguf --model stories260K-q4_0.gguf --positions 1000", cmd_quality},
+    {"serve", CMD_SERVE, 0, "-m MODEL [--host ADDR] [--port PORT] [scheduler] [KV cache] [options]",
+     "Serve the model over HTTP with OpenAI's API: POST /v1/completions and /v1/chat/completions (whole or\n"
+     "streamed as server-sent events), GET /v1/models, /health and /metrics (Prometheus). Requests run\n"
+     "together through the request scheduler (continuous batching; docs/serving.md); a full queue answers\n"
+     "429. Chat prompts use the model's chat template (tokenizer.chat_template), recognized among the\n"
+     "common formats, or --chat-template. SIGTERM or SIGINT drains: running requests finish, then exit 0.\n"
+     "Routes, fields and metrics: docs/server.md.\n",
+     "cortex serve -m ../shared/models/stories260K.gguf --port 8080 --max-seqs 4", cmd_serve},
     {"synth-lora", CMD_SYNTH_LORA, 0, "-m BASE -o FILE.gguf [--rank R] [--alpha A] [--targets LIST] [--seed S] [--type TYPE]",
      "Write a deterministic synthetic LoRA adapter for BASE in llama.cpp's GGUF LoRA format\n"
      "(general.type adapter, adapter.lora.alpha, blk.L.<matrix>.weight.lora_a [rank x in] and .lora_b\n"

@@ -94,6 +94,7 @@ typedef struct cx_model_info {
     float rope_freq_scale;    /* positions are multiplied by this (1/rope.scaling.factor for linear scaling, else 1) */
     int rope_freq_factors;    /* per-frequency divisors (rope_freqs.weight, Llama 3 scaling) are applied */
     int qkv_bias;             /* the attention projections have biases (qwen2) */
+    const char *chat_template;/* tokenizer.chat_template: the Jinja source of the chat format, or NULL */
 } cx_model_info;
 
 typedef struct cx_tensor_info {

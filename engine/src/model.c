@@ -385,6 +385,16 @@ int model_from_gguf(cx_model *m, const char *L, cx_err *err) {
     h->format = "gguf";
     h->format_version = g.version;
     gguf_str s;
+    if (gguf_get_str(&g, "tokenizer.chat_template", &s) == 1) { /* a copy: a NUL-terminated string for the API */
+        m->chat_template = malloc(s.len + 1);
+        if (!m->chat_template) {
+            rc = cx_fail(err, CX_ENOMEM, "%s: out of memory for the chat template", L);
+            goto done;
+        }
+        memcpy(m->chat_template, s.ptr, s.len);
+        m->chat_template[s.len] = 0;
+        h->chat_template = m->chat_template;
+    }
     if (g.n_tensors == 0) { /* a vocabulary-only file, as llama.cpp ships its tokenizer tests */
         rc = model_vocab_only(m, &g, L, err);
         goto done;
@@ -574,6 +584,7 @@ void cx_model_free(cx_model *m) {
     free(m->layers);
     free(m->norms);
     free(m->tensors);
+    free(m->chat_template);
     free(m);
 }
 

@@ -58,6 +58,7 @@ struct cx_model {
     const float *rope_factors; /* head_dim/2 divisors of the RoPE frequencies (rope_freqs.weight), or NULL */
     cx_tensor_rec *tensors;
     int n_tensors;
+    char *chat_template; /* tokenizer.chat_template (malloc'd), or NULL */
 };
 
 /* Map a whole file read-only; *size gets its length. */

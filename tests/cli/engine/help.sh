@@ -23,8 +23,12 @@ declare -A FLAGS=(
 [quality]="--ref x -m x --model x -z x --tokenizer x -t 2 --threads 2 --positions 10 --text x --json -"
 [synth-lora]="-m x --model x -z x --tokenizer x --rank 8 --alpha 16 --targets q,v --seed 2 --strength 0.5 --type f16 -o x --output x"
 [merge-lora]="-m x --model x -z x --tokenizer x --lora x:2 --type f16 -o x --output x"
+[serve]="-m x --model x -z x --tokenizer x -t 2 --threads 2 -c 64 --ctx 64 -n 5 --n-predict 5 --kv-type f16
+  --kv-warm-type q4 --kv-hot 64K --kv-warm 0 --kv-cold 1M --kv-spill x --kv-policy lfu --prefix-cache - --host 0.0.0.0
+  --port 0 --api-key k --chat-template chatml --max-seqs 2 --max-batch-tokens 16 --max-queue 4 --request-timeout 2.5
+  --max-body 4096"
 )
-CMDS="generate info synth tokenize quantize quality synth-lora merge-lora"
+CMDS="generate info synth tokenize quantize quality serve synth-lora merge-lora"
 
 lines() { wc -l <"$1" | tr -d ' '; }
 
@@ -77,9 +81,13 @@ check "quantize --type lists the same types" test "$(values quantize --type)" = 
 check "generate --kv-type lists f32 f16 q8" test "$(values generate --kv-type)" = "f32 f16 q8"
 check "generate --kv-warm-type lists q8 q4" test "$(values generate --kv-warm-type)" = "q8 q4"
 check "generate --kv-policy lists lru lfu" test "$(values generate --kv-policy)" = "lru lfu"
+check "serve --chat-template lists chatml llama2 llama3 zephyr phi3 gemma" \
+    test "$(values serve --chat-template)" = "chatml llama2 llama3 zephyr phi3 gemma"
+check "serve takes generate's KV cache flags, with the same values" \
+    test "$(values serve --kv-type)/$(values serve --kv-policy)" = "$(values generate --kv-type)/$(values generate --kv-policy)"
 check "synth --shape lists test-tiny and tinyllama-1.1b" sh -c "echo ' $(values synth --shape) ' | grep -q ' test-tiny .* tinyllama-1.1b '"
 for spec in "synth --type" "quantize --type" "generate --kv-type" "generate --kv-warm-type" "generate --kv-policy" \
-            "synth --shape"; do
+            "synth --shape" "serve --chat-template"; do
     set -- $spec
     for v in $(values "$1" "$2"); do
         "$CORTEX" "$1" "$2" "$v" --help >/dev/null 2>&1

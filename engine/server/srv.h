@@ -1,0 +1,272 @@
+/*
+ * srv.h - `cortex serve`, the OpenAI-compatible HTTP server (docs/server.md),
+ * shared by the files of engine/server/, one job each:
+ *   srv_main.c     the command: model, scheduler, daemon, signals, drain
+ *   srv_http.c     libmicrohttpd glue: bodies, limits, auth, routing, replies
+ *   srv_routes.c   the routes: completions, chat, models, health, metrics
+ *   srv_parse.c    request bodies (jansson) into srv_params; error objects
+ *   srv_job.c      one request between the scheduler's callbacks and a connection
+ *   srv_reply.c    response bodies: completion objects, chunks, logprobs, usage
+ *   srv_sse.c      streaming: server-sent events from a job
+ *   srv_chat.c     chat templates: detection from the Jinja text, rendering
+ *   srv_metrics.c  Prometheus text: gauges, counters, latency histograms
+ * The parser and the chat templates need neither a model nor a socket (the
+ * unit tests and the fuzz target use them alone).
+ */
+#ifndef CX_SRV_H
+#define CX_SRV_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortex.h"
+
+struct json_t;          /* jansson */
+struct MHD_Connection;  /* libmicrohttpd */
+struct MHD_Daemon;
+
+/* ---- errors: the OpenAI error object ------------------------------------- */
+
+typedef struct srv_error {
+    int status;           /* HTTP status */
+    const char *type;     /* "invalid_request_error", "authentication_error", ... */
+    const char *code;     /* a machine-readable code, or NULL (JSON null) */
+    char param[64];       /* the offending field ("messages[1].content"), "" when none */
+    char message[384];
+} srv_error;
+
+/* Fill e; returns -1 (so a parser can `return srv_fail(...)`). */
+int srv_fail(srv_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+/* A JSON string of n bytes, every invalid UTF-8 byte replaced by U+FFFD (JSON text must be UTF-8). */
+struct json_t *srv_json_utf8(const char *s, size_t n);
+/* {"error":{"message","type","param","code"}} as a malloc'd string (NULL: out of memory). */
+char *srv_error_json(const srv_error *e);
+
+/* ---- request bodies (srv_parse.c) ---------------------------------------- */
+
+#define SRV_MAX_STOP 4          /* stop strings per request (OpenAI's limit) */
+#define SRV_MAX_TOP_LOGPROBS 20 /* alternatives per token (OpenAI's limit) */
+
+typedef struct srv_msg {
+    const char *role;     /* "system", "user" or "assistant" */
+    const char *content;
+} srv_msg;
+
+/* A parsed /v1/completions or /v1/chat/completions body. Strings point into
+ * `root` (the parsed document), freed by srv_params_free. */
+typedef struct srv_params {
+    struct json_t *root;
+    int chat;
+    const char *model;          /* NULL: absent */
+    const char *prompt;         /* completions: the prompt text, or NULL when given as token ids */
+    int32_t *prompt_ids;        /* completions: token ids (malloc'd), n_prompt_ids of them */
+    int n_prompt_ids;
+    srv_msg *msgs;              /* chat: the messages (malloc'd) */
+    int n_msgs;
+    int max_tokens;             /* 0: absent (the server's default) */
+    cx_sampler_params sp;       /* the defaults given, overridden by the body */
+    const char *stop[SRV_MAX_STOP];
+    int n_stop;
+    int stream, include_usage;
+    int logprobs;               /* 1: per-token log-probabilities asked */
+    int top_logprobs;           /* alternatives per token, 0..SRV_MAX_TOP_LOGPROBS */
+    int priority;               /* extension: the scheduler's class, higher first */
+    int ignore_eos;             /* extension (llama.cpp's): the end-of-text token does not end it */
+} srv_params;
+
+/* Parse a request body of `len` bytes for the chat route (chat = 1) or the
+ * completions route; sampling starts from *dflt. 0, or -1 with e filled (400,
+ * naming the field). Either way srv_params_free(out) releases what it holds. */
+int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_params *dflt, srv_params *out,
+                      srv_error *e);
+void srv_params_free(srv_params *p);
+
+/* ---- chat templates (srv_chat.c) ----------------------------------------- */
+
+enum { SRV_TMPL_CHATML, SRV_TMPL_LLAMA2, SRV_TMPL_LLAMA3, SRV_TMPL_ZEPHYR, SRV_TMPL_PHI3, SRV_TMPL_GEMMA, SRV_TMPL_N };
+
+/* The template's name ("chatml", ...); NULL outside 0..SRV_TMPL_N-1. */
+const char *srv_chat_name(int t);
+/* The template called `name` (case-insensitive), or -1. */
+int srv_chat_find(const char *name);
+/* The known format a model's Jinja chat template (tokenizer.chat_template)
+ * writes, recognized by its distinctive markers; -1 when none is known. */
+int srv_chat_detect(const char *jinja);
+/* Write the prompt for messages m[0..n) in template t, ending with the
+ * assistant's turn opened, into *out (malloc'd). bos/eos: the model's texts of
+ * those tokens (templates that separate turns with them). The text that ends
+ * an assistant turn goes to *end (static). 0, or -1 with e filled (400). */
+int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char *eos, char **out, const char **end,
+                    srv_error *e);
+
+/* ---- metrics (srv_metrics.c) --------------------------------------------- */
+
+#define SRV_HIST_MAX 20
+
+typedef struct srv_hist {
+    const double *bounds; /* upper bounds in seconds, ascending */
+    int n;
+    uint64_t counts[SRV_HIST_MAX + 1]; /* per bucket, not cumulative; the last is +Inf */
+    double sum;
+    uint64_t count;
+} srv_hist;
+
+typedef struct srv_metrics {
+    pthread_mutex_t mu;
+    srv_hist ttft, itl, e2e;
+    int64_t prompt_tokens, generation_tokens; /* over ended requests */
+    int64_t http[6];                          /* responses by status class: [2] 2xx ... [5] 5xx */
+} srv_metrics;
+
+void srv_metrics_init(srv_metrics *mt);
+void srv_metrics_free(srv_metrics *mt);
+/* Count an ended request: its tokens and its TTFT, gaps and end-to-end time. */
+void srv_metrics_record(srv_metrics *mt, const cx_request_stats *st);
+/* Count one HTTP response by its status. */
+void srv_metrics_http(srv_metrics *mt, int status);
+/* The Prometheus text exposition of mt and the scheduler's state (malloc'd; NULL: out of memory). */
+char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len);
+
+/* ---- the server ----------------------------------------------------------- */
+
+/* What `cortex serve` was asked for (the CLI fills it from its flags). */
+typedef struct srv_config {
+    const char *host;          /* address to bind (default 127.0.0.1) */
+    int port;                  /* 0: any free one (printed) */
+    const char *api_key;       /* NULL: no authentication */
+    const char *chat_template; /* NULL: the model's (detected); else a name */
+    int max_tokens;            /* a request's default max_tokens */
+    int64_t request_timeout_ms;/* 0: none; else a request's deadline from its arrival */
+    long max_body;             /* bytes a request body may have */
+    cx_sched_params sched;
+} srv_config;
+
+typedef struct srv_server {
+    const cx_model *m;
+    cx_sched *sched;
+    const srv_config *cfg;
+    const char *model_id;      /* the base model's name: what `model` must equal */
+    int tmpl;                  /* the chat template, or -1 (then tmpl_why says why) */
+    char tmpl_why[256];
+    char bos[64], eos[64];     /* the texts of BOS and EOS, for chat templates */
+    cx_sampler_params sp;      /* requests' sampling defaults */
+    srv_metrics metrics;
+    struct MHD_Daemon *daemon;
+    pthread_mutex_t mu;        /* guards in_flight and draining */
+    pthread_cond_t cv;
+    int in_flight;             /* HTTP requests between their first call and completion */
+    int draining;              /* SIGTERM: new requests get 503 */
+} srv_server;
+
+/* srv_main.c: run the server on model m until SIGTERM/SIGINT (then drain).
+ * The process's exit status: 0 after a drain, 1 on a start failure (message printed). */
+int srv_serve(const cx_model *m, const srv_config *cfg);
+
+/* srv_http.c */
+/* Start the daemon on cfg's host and port; *port gets the bound port. 0, or -1 with msg filled. */
+int srv_http_start(srv_server *S, int *port, char *msg, size_t cap);
+/* Stop taking connections (drain), then stop the daemon once nothing is in flight. */
+void srv_http_quiesce(srv_server *S);
+void srv_http_stop(srv_server *S);
+/* Queue a reply with a malloc'd body (taken over); `retry_after` > 0 adds Retry-After. Returns MHD_YES/NO. */
+int srv_reply(srv_server *S, struct MHD_Connection *c, int status, const char *content_type, char *body, size_t len,
+              int retry_after);
+/* Reply with the error object of e. */
+int srv_reply_error(srv_server *S, struct MHD_Connection *c, const srv_error *e);
+/* 1 if the client of connection c has closed its end (checked without blocking). */
+int srv_http_gone(struct MHD_Connection *c);
+
+/* ---- one request (srv_job.c) ---------------------------------------------- */
+
+typedef struct srv_top {
+    int32_t token;
+    float logprob;
+} srv_top;
+
+/* What a job keeps of each generated token when logprobs are asked. */
+typedef struct srv_tok {
+    int32_t token, prev;  /* prev: the token before it (its text depends on it) */
+    float logprob;
+    int n_top;
+    srv_top top[SRV_MAX_TOP_LOGPROBS];
+} srv_tok;
+
+typedef struct srv_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;             /* the scheduler's (until on_done) and the connection's */
+    srv_server *S;
+    int64_t id;
+    int n_top, want_lp;
+    int32_t last_prompt;  /* the prompt's last token: the first generated token's prev */
+    char *text;           /* final text so far (NUL-terminated) */
+    size_t len, cap;
+    srv_tok *toks;        /* want_lp: one per generated token */
+    int n_toks, cap_toks;
+    int n_gen;
+    int done;             /* on_done ran: what follows is set */
+    int state, reason, n_prompt, oom;
+    char error[256];
+} srv_job;
+
+/* Submit request q (its callbacks and user are set here) for S; *out holds
+ * two references. 0, or the cx_sched_submit code with err filled. */
+int srv_job_submit(srv_server *S, cx_request *q, const int32_t *prompt, int n_prompt, int n_top, int want_lp,
+                   srv_job **out, cx_err *err);
+/* Wait (job lock held) until the text passes `len` bytes ((size_t)-1: until
+ * the job is done), the job is done, or the client of c has gone (then 1 is
+ * returned and the job cancelled). */
+int srv_job_wait(srv_job *j, size_t len, struct MHD_Connection *c);
+/* Drop the connection's reference: cancel the job if it still runs, free at the last reference. */
+void srv_job_put(srv_job *j);
+
+/* ---- response bodies (srv_reply.c) ---------------------------------------- */
+
+/* What a response describes of a job: the id and creation time it names. */
+typedef struct srv_out {
+    srv_server *S;
+    const srv_params *p;
+    char id[40];
+    int64_t created;
+} srv_out;
+
+/* The longest prefix of s[0..n) that does not end inside a UTF-8 character
+ * that may still be completed by later bytes (streaming cuts text there). */
+size_t srv_utf8_cut(const char *s, size_t n);
+/* The OpenAI finish_reason of a job's end ("stop", "length"; NULL: none). */
+const char *srv_finish_reason(const srv_job *j);
+/* The whole non-streaming response of a finished job (job lock held): malloc'd JSON text. */
+char *srv_reply_body(const srv_out *o, const srv_job *j);
+/* One streaming chunk (job lock held): text [from, to) and tokens [t0, t1), the
+ * finish reason (NULL: none yet); role: 1 for the chat's first delta. Malloc'd JSON text. */
+char *srv_reply_chunk(const srv_out *o, const srv_job *j, size_t from, size_t to, int t0, int t1, const char *finish,
+                      int role);
+/* The usage-only chunk of stream_options.include_usage. */
+char *srv_reply_usage_chunk(const srv_out *o, const srv_job *j);
+/* Fill e for a job that did not end normally (timeout: 504, failed: 500). 0 if it did. */
+int srv_job_error(const srv_job *j, srv_error *e);
+/* e's error object with the job's partial usage added (504 bodies). */
+char *srv_reply_error_usage(const srv_error *e, const srv_job *j);
+
+/* ---- streaming (srv_sse.c) ------------------------------------------------- */
+
+/* Answer connection c with the server-sent events of job j (the stream takes
+ * over the connection's reference to j). Returns MHD_YES/NO. */
+int srv_sse_start(srv_server *S, struct MHD_Connection *c, const srv_out *o, srv_params *p, srv_job *j);
+
+/* ---- routes (srv_routes.c) -------------------------------------------------- */
+
+/* Answer one complete request. */
+int srv_route(srv_server *S, struct MHD_Connection *c, const char *method, const char *url, const char *body,
+              size_t len);
+/* The adapter a request's `model` names: 0 for the base model (or none given);
+ * -1 (e filled, 404 model_not_found) for an unknown name. The one place the
+ * model field is resolved. */
+int srv_resolve_model(const srv_server *S, const char *model, srv_error *e);
+
+#endif

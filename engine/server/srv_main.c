@@ -1,0 +1,110 @@
+/*
+ * srv_main.c - `cortex serve` from start to exit: the scheduler on its own
+ * thread, the chat template (--chat-template, else the one the model's
+ * tokenizer.chat_template is recognized as), the daemon, then a wait for
+ * SIGTERM or SIGINT. Then it drains: no new connections, new requests on
+ * open ones get 503, every admitted request runs to its end and its response
+ * is written, and the process exits 0. The signals are blocked in every
+ * thread (the mask is set before any starts) and taken with sigwait, so no
+ * handler runs in the middle of a pass.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+/* The text of token id `want` among candidates that tokenize (control text
+ * taken as tokens) to exactly that one token, into out; "" if none does. */
+static void special_text(const cx_model *m, int want, const char *const *cands, char *out, size_t cap) {
+    out[0] = 0;
+    for (int i = 0; want >= 0 && cands[i]; i++) {
+        int32_t ids[8];
+        int n = 0;
+        cx_err err;
+        if (!cx_tokenize(m, cands[i], strlen(cands[i]), CX_TOKENIZE_SPECIAL, ids, 8, &n, &err) && n == 1 && ids[0] == want) {
+            snprintf(out, cap, "%s", cands[i]);
+            return;
+        }
+    }
+}
+
+/* Choose S's chat template (S->tmpl, or -1 with S->tmpl_why saying why). */
+static void pick_template(srv_server *S) {
+    static const char *const BOS[] = {"<s>", "<|begin_of_text|>", "<bos>", "<|endoftext|>", NULL};
+    static const char *const EOS[] = {"</s>", "<|end_of_text|>", "<eos>", "<|endoftext|>", "<|im_end|>", NULL};
+    char names[128] = "";
+    for (int t = 0; t < SRV_TMPL_N; t++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", t ? ", " : "", srv_chat_name(t));
+    const char *jinja = cx_model_get_info(S->m)->chat_template;
+    special_text(S->m, cx_token_bos(S->m), BOS, S->bos, sizeof S->bos);
+    special_text(S->m, cx_token_eos(S->m), EOS, S->eos, sizeof S->eos);
+    S->tmpl = S->cfg->chat_template ? srv_chat_find(S->cfg->chat_template) : srv_chat_detect(jinja);
+    if (S->tmpl < 0 && !jinja)
+        snprintf(S->tmpl_why, sizeof S->tmpl_why, "the model has no chat template (tokenizer.chat_template): start the "
+                 "server with --chat-template NAME (one of %s)", names);
+    else if (S->tmpl < 0)
+        snprintf(S->tmpl_why, sizeof S->tmpl_why, "the model's chat template is not one this server knows: start it with "
+                 "--chat-template NAME (one of %s) if one of them is the model's format", names);
+    else if ((S->tmpl == SRV_TMPL_LLAMA2 || S->tmpl == SRV_TMPL_ZEPHYR) && (!S->bos[0] || !S->eos[0])) {
+        snprintf(S->tmpl_why, sizeof S->tmpl_why, "chat template %s separates turns with BOS/EOS, and this model's have no "
+                 "text that tokenizes back to them", srv_chat_name(S->tmpl));
+        S->tmpl = -1;
+    }
+}
+
+/* See srv.h. */
+int srv_serve(const cx_model *m, const srv_config *cfg) {
+    srv_server S;
+    memset(&S, 0, sizeof S);
+    S.m = m;
+    S.cfg = cfg;
+    S.model_id = cx_model_get_info(m)->name;
+    S.sp = cx_sampler_defaults();
+    srv_metrics_init(&S.metrics);
+    pthread_mutex_init(&S.mu, NULL);
+    pthread_cond_init(&S.cv, NULL);
+    pick_template(&S);
+
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* before any thread starts: they all inherit it */
+    signal(SIGPIPE, SIG_IGN);
+
+    cx_err err = {0};
+    char msg[256];
+    int port = 0, rc = 1;
+    if (cx_sched_new(m, &cfg->sched, &S.sched, &err) || cx_sched_start(S.sched, &err)) {
+        fprintf(stderr, "cortex: serve: %s\n", err.msg);
+        goto out;
+    }
+    if (srv_http_start(&S, &port, msg, sizeof msg)) {
+        fprintf(stderr, "cortex: serve: %s\n", msg);
+        goto out;
+    }
+    int v6 = strchr(cfg->host, ':') != NULL; /* an IPv6 address goes in brackets in a URL */
+    fprintf(stderr, "cortex serve: listening on http://%s%s%s:%d (model '%s'; chat template %s)\n", v6 ? "[" : "", cfg->host,
+            v6 ? "]" : "", port, S.model_id, S.tmpl >= 0 ? srv_chat_name(S.tmpl) : "none");
+    fflush(stderr);
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    cx_sched_stats st;
+    cx_sched_get_stats(S.sched, &st);
+    fprintf(stderr, "cortex serve: %s: draining %d running and %d waiting requests\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+            st.running, st.waiting);
+    srv_http_quiesce(&S);
+    cx_sched_stop(S.sched, 1);
+    srv_http_stop(&S);
+    fprintf(stderr, "cortex serve: stopped\n");
+    rc = 0;
+out:
+    if (S.daemon) srv_http_stop(&S);
+    cx_sched_free(S.sched);
+    srv_metrics_free(&S.metrics);
+    pthread_mutex_destroy(&S.mu);
+    pthread_cond_destroy(&S.cv);
+    return rc;
+}

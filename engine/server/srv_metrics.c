@@ -1,0 +1,138 @@
+/*
+ * srv_metrics.c - GET /metrics: the Prometheus text exposition (version
+ * 0.0.4) of the server. Gauges and counters come from the scheduler and its
+ * KV cache when scraped (cx_sched_get_stats, cx_kv_cache_stats); the latency
+ * histograms and token counters are kept here, fed by each request's
+ * statistics when it ends (srv_job.c's on_done). Names: docs/server.md.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+/* Bucket bounds in seconds: TTFT and end-to-end latency span ms to minutes,
+ * inter-token gaps sub-ms to a second. */
+static const double LAT_BOUNDS[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+static const double ITL_BOUNDS[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1};
+#define NB(a) ((int)(sizeof a / sizeof a[0]))
+
+/* An empty histogram over `bounds`. */
+static void hist_init(srv_hist *h, const double *bounds, int n) {
+    assert(n <= SRV_HIST_MAX);
+    memset(h, 0, sizeof *h);
+    h->bounds = bounds;
+    h->n = n;
+}
+
+/* Count one observation of v seconds. */
+static void hist_add(srv_hist *h, double v) {
+    int i = 0;
+    while (i < h->n && v > h->bounds[i]) i++;
+    h->counts[i]++;
+    h->sum += v;
+    h->count++;
+}
+
+/* See srv.h. */
+void srv_metrics_init(srv_metrics *mt) {
+    memset(mt, 0, sizeof *mt);
+    pthread_mutex_init(&mt->mu, NULL);
+    hist_init(&mt->ttft, LAT_BOUNDS, NB(LAT_BOUNDS));
+    hist_init(&mt->e2e, LAT_BOUNDS, NB(LAT_BOUNDS));
+    hist_init(&mt->itl, ITL_BOUNDS, NB(ITL_BOUNDS));
+}
+
+/* See srv.h. */
+void srv_metrics_free(srv_metrics *mt) { pthread_mutex_destroy(&mt->mu); }
+
+/* See srv.h. A request that never produced a token adds no TTFT. */
+void srv_metrics_record(srv_metrics *mt, const cx_request_stats *st) {
+    pthread_mutex_lock(&mt->mu);
+    mt->prompt_tokens += st->n_prompt;
+    mt->generation_tokens += st->n_gen;
+    if (st->t_first) hist_add(&mt->ttft, (double)(st->t_first - st->t_submit) * 1e-9);
+    for (int i = 0; i + 1 < st->n_gen; i++) hist_add(&mt->itl, (double)st->itl_ns[i] * 1e-9);
+    if (st->t_end) hist_add(&mt->e2e, (double)(st->t_end - st->t_submit) * 1e-9);
+    pthread_mutex_unlock(&mt->mu);
+}
+
+/* See srv.h. */
+void srv_metrics_http(srv_metrics *mt, int status) {
+    int c = status / 100;
+    if (c < 1 || c > 5) return;
+    pthread_mutex_lock(&mt->mu);
+    mt->http[c]++;
+    pthread_mutex_unlock(&mt->mu);
+}
+
+/* Write one metric's HELP and TYPE lines. */
+static void head(FILE *f, const char *name, const char *type, const char *help) {
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Write histogram h as `name` (cumulative buckets, sum, count). */
+static void hist_write(FILE *f, const char *name, const char *help, const srv_hist *h) {
+    head(f, name, "histogram", help);
+    uint64_t cum = 0;
+    for (int i = 0; i < h->n; i++) {
+        cum += h->counts[i];
+        fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], (unsigned long long)cum);
+    }
+    cum += h->counts[h->n];
+    fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9f\n%s_count %llu\n", name, (unsigned long long)cum, name, h->sum,
+            name, (unsigned long long)h->count);
+}
+
+/* See srv.h. */
+char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len) {
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    if (!f) return NULL;
+    cx_sched_stats ss;
+    cx_kv_stats kv;
+    cx_sched_get_stats(s, &ss);
+    cx_kv_cache_stats(cx_sched_cache(s), &kv);
+    head(f, "cortex_requests_running", "gauge", "Requests holding a sequence slot (prefill or decode).");
+    fprintf(f, "cortex_requests_running %d\n", ss.running);
+    head(f, "cortex_requests_waiting", "gauge", "Requests in the scheduler's waiting queue.");
+    fprintf(f, "cortex_requests_waiting %d\n", ss.waiting);
+    head(f, "cortex_requests_total", "counter", "Requests by outcome (rejected: refused at submission, e.g. queue full).");
+    const struct { const char *k; int64_t v; } out[] = {{"finished", ss.finished}, {"cancelled", ss.cancelled},
+        {"timeout", ss.timed_out}, {"failed", ss.failed}, {"rejected", ss.rejected}};
+    for (int i = 0; i < 5; i++) fprintf(f, "cortex_requests_total{outcome=\"%s\"} %lld\n", out[i].k, (long long)out[i].v);
+    head(f, "cortex_preemptions_total", "counter", "Running sequences whose KV blocks were dropped to make room.");
+    fprintf(f, "cortex_preemptions_total %lld\n", (long long)ss.preemptions);
+    head(f, "cortex_prefill_tokens_total", "counter", "Prompt tokens computed by forward passes (recomputation included).");
+    fprintf(f, "cortex_prefill_tokens_total %lld\n", (long long)ss.prefill_tokens);
+    head(f, "cortex_decode_tokens_total", "counter", "Decode tokens computed by forward passes.");
+    fprintf(f, "cortex_decode_tokens_total %lld\n", (long long)ss.decode_tokens);
+    head(f, "cortex_kv_blocks", "gauge", "KV cache blocks held now, per tier.");
+    static const char *tier[CX_KV_TIERS] = {"hot", "warm", "cold"};
+    for (int t = 0; t < CX_KV_TIERS; t++) fprintf(f, "cortex_kv_blocks{tier=\"%s\"} %lld\n", tier[t], (long long)kv.blocks[t]);
+    head(f, "cortex_kv_blocks_used", "gauge", "KV cache blocks in use (by sequences and cached prefixes).");
+    fprintf(f, "cortex_kv_blocks_used %lld\n", (long long)kv.blocks_used);
+    head(f, "cortex_kv_blocks_max", "gauge", "KV cache blocks the cache can hold.");
+    fprintf(f, "cortex_kv_blocks_max %lld\n", (long long)kv.blocks_max);
+    head(f, "cortex_prefix_cache_hit_rate", "gauge", "Prompt blocks found in the prefix cache / looked up (0: none).");
+    fprintf(f, "cortex_prefix_cache_hit_rate %.6f\n", kv.prefix_hit_rate);
+    head(f, "cortex_adapters_resident", "gauge", "LoRA adapters loaded.");
+    fprintf(f, "cortex_adapters_resident 0\n");
+    pthread_mutex_lock(&mt->mu);
+    head(f, "cortex_prompt_tokens_total", "counter", "Prompt tokens of ended requests.");
+    fprintf(f, "cortex_prompt_tokens_total %lld\n", (long long)mt->prompt_tokens);
+    head(f, "cortex_generation_tokens_total", "counter", "Tokens generated by ended requests.");
+    fprintf(f, "cortex_generation_tokens_total %lld\n", (long long)mt->generation_tokens);
+    head(f, "cortex_http_responses_total", "counter", "HTTP responses by status class.");
+    for (int c = 2; c <= 5; c++) fprintf(f, "cortex_http_responses_total{code=\"%dxx\"} %lld\n", c, (long long)mt->http[c]);
+    hist_write(f, "cortex_time_to_first_token_seconds", "Submission to first token.", &mt->ttft);
+    hist_write(f, "cortex_inter_token_latency_seconds", "Gaps between consecutive tokens of a request.", &mt->itl);
+    hist_write(f, "cortex_e2e_request_latency_seconds", "Submission to the request's end.", &mt->e2e);
+    pthread_mutex_unlock(&mt->mu);
+    if (fclose(f)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}

@@ -1,0 +1,176 @@
+/*
+ * srv_reply.c - the JSON bodies the completion routes answer with, in
+ * OpenAI's shapes: text_completion and chat.completion objects, their
+ * streaming chunks, usage, logprobs, and error bodies carrying partial usage.
+ * JSON strings must be UTF-8 while a model may emit any bytes (a byte token
+ * can be half a character), so text goes through srv_json_utf8: each
+ * invalid byte becomes U+FFFD, as decoders do; the streaming code only cuts text at
+ * character boundaries (srv_sse.c), so chunks add up to the whole.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+/* See srv.h. */
+size_t srv_utf8_cut(const char *s, size_t n) {
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t k = n; k > 0 && n - k < 4; k--) {
+        unsigned c = u[k - 1];
+        if ((c & 0xc0) == 0x80) continue; /* a continuation byte: look further back */
+        size_t want = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 1;
+        return want > n - (k - 1) ? k - 1 : n;
+    }
+    return n;
+}
+
+/* See srv.h. */
+const char *srv_finish_reason(const srv_job *j) {
+    if (!j->done || j->state != CX_REQ_FINISHED) return NULL;
+    return j->reason == CX_STOP_LENGTH ? "length" : "stop";
+}
+
+/* {"prompt_tokens","completion_tokens","total_tokens"} of j so far. */
+static json_t *usage(const srv_job *j) {
+    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_gen, "total_tokens",
+                     j->n_prompt + j->n_gen);
+}
+
+/* A token's text as a JSON string, and its raw bytes when `bytes` is not NULL. */
+static json_t *piece_json(const cx_model *m, int prev, int token, json_t **bytes) {
+    char tmp[2];
+    const char *p;
+    size_t n = cx_token_piece(m, prev, token, tmp, &p);
+    if (bytes) {
+        *bytes = json_array();
+        for (size_t i = 0; i < n; i++) json_array_append_new(*bytes, json_integer((unsigned char)p[i]));
+    }
+    return srv_json_utf8(p, n);
+}
+
+/* The logprobs of tokens [t0, t1) in the completions shape (tokens,
+ * token_logprobs, top_logprobs, text_offset: offsets count from the first
+ * token of the range, as the pieces add up) or the chat shape (content). */
+static json_t *logprobs(const srv_out *o, const srv_job *j, int t0, int t1) {
+    const cx_model *m = o->S->m;
+    if (o->p->chat) {
+        json_t *content = json_array();
+        for (int i = t0; i < t1; i++) {
+            const srv_tok *t = &j->toks[i];
+            json_t *bytes, *tops = json_array();
+            json_t *s = piece_json(m, t->prev, t->token, &bytes);
+            for (int k = 0; k < t->n_top; k++) {
+                json_t *kb, *ks = piece_json(m, t->prev, t->top[k].token, &kb);
+                json_array_append_new(tops, json_pack("{s:o, s:f, s:o}", "token", ks, "logprob",
+                                                      (double)t->top[k].logprob, "bytes", kb));
+            }
+            json_array_append_new(content, json_pack("{s:o, s:f, s:o, s:o}", "token", s, "logprob", (double)t->logprob,
+                                                     "bytes", bytes, "top_logprobs", tops));
+        }
+        return json_pack("{s:o}", "content", content);
+    }
+    json_t *toks = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    size_t off = 0;
+    for (int i = t0; i < t1; i++) {
+        const srv_tok *t = &j->toks[i];
+        char tmp[2];
+        const char *p;
+        json_array_append_new(offs, json_integer((json_int_t)off));
+        off += cx_token_piece(m, t->prev, t->token, tmp, &p);
+        json_array_append_new(toks, piece_json(m, t->prev, t->token, NULL));
+        json_array_append_new(lps, json_real(t->logprob));
+        json_t *top = json_object();
+        for (int k = 0; k < t->n_top; k++) {
+            json_t *ks = piece_json(m, t->prev, t->top[k].token, NULL);
+            if (ks && !json_object_get(top, json_string_value(ks)))
+                json_object_set_new(top, json_string_value(ks), json_real(t->top[k].logprob));
+            json_decref(ks);
+        }
+        json_array_append_new(tops, top);
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", toks, "token_logprobs", lps, "top_logprobs", tops, "text_offset",
+                     offs);
+}
+
+/* The logprobs value of a choice: null unless asked (or tokens were lost to memory). */
+static json_t *choice_logprobs(const srv_out *o, const srv_job *j, int t0, int t1) {
+    if (!o->p->logprobs || j->oom) return json_null();
+    return logprobs(o, j, t0, t1 < j->n_toks ? t1 : j->n_toks);
+}
+
+/* An object with id, object, created, model and `choices`. */
+static json_t *envelope(const srv_out *o, const char *object, json_t *choices) {
+    return json_pack("{s:s, s:s, s:I, s:s, s:o}", "id", o->id, "object", object, "created", (json_int_t)o->created, "model",
+                     o->S->model_id, "choices", choices);
+}
+
+/* Serialize and free v. */
+static char *dump(json_t *v) {
+    char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    return s;
+}
+
+/* A finish_reason value: the string, or null. */
+static json_t *finish_json(const char *f) { return f ? json_string(f) : json_null(); }
+
+/* See srv.h. */
+char *srv_reply_body(const srv_out *o, const srv_job *j) {
+    json_t *choice, *text = srv_json_utf8(j->text, j->len);
+    const char *fin = srv_finish_reason(j);
+    if (o->p->chat)
+        choice = json_pack("{s:i, s:{s:s, s:o}, s:o, s:o}", "index", 0, "message", "role", "assistant", "content", text,
+                           "logprobs", choice_logprobs(o, j, 0, j->n_toks), "finish_reason", finish_json(fin));
+    else
+        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", text, "logprobs", choice_logprobs(o, j, 0, j->n_toks),
+                           "finish_reason", finish_json(fin));
+    json_t *v = envelope(o, o->p->chat ? "chat.completion" : "text_completion", json_pack("[o]", choice));
+    if (v) json_object_set_new(v, "usage", usage(j));
+    return dump(v);
+}
+
+/* See srv.h. */
+char *srv_reply_chunk(const srv_out *o, const srv_job *j, size_t from, size_t to, int t0, int t1, const char *finish,
+                      int role) {
+    json_t *choice, *text = srv_json_utf8(j->text + from, to - from);
+    if (o->p->chat) {
+        json_t *delta = json_object();
+        if (role) json_object_set_new(delta, "role", json_string("assistant"));
+        if (to > from || role) json_object_set_new(delta, "content", text);
+        else json_decref(text);
+        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "delta", delta, "logprobs",
+                           t1 > t0 ? choice_logprobs(o, j, t0, t1) : json_null(), "finish_reason", finish_json(finish));
+    } else {
+        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", text, "logprobs",
+                           t1 > t0 ? choice_logprobs(o, j, t0, t1) : json_null(), "finish_reason", finish_json(finish));
+    }
+    return dump(envelope(o, o->p->chat ? "chat.completion.chunk" : "text_completion", json_pack("[o]", choice)));
+}
+
+/* See srv.h. */
+char *srv_reply_usage_chunk(const srv_out *o, const srv_job *j) {
+    json_t *v = envelope(o, o->p->chat ? "chat.completion.chunk" : "text_completion", json_array());
+    if (v) json_object_set_new(v, "usage", usage(j));
+    return dump(v);
+}
+
+/* See srv.h. */
+int srv_job_error(const srv_job *j, srv_error *e) {
+    if (j->oom) return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory for the request's output");
+    if (j->state == CX_REQ_TIMEOUT)
+        return srv_fail(e, 504, "timeout_error", "request_timeout", NULL, "the request passed its deadline (--request-timeout) "
+                        "after %d generated tokens", j->n_gen);
+    if (j->state == CX_REQ_FAILED) return srv_fail(e, 500, "server_error", NULL, NULL, "the request failed: %s", j->error);
+    if (j->state == CX_REQ_CANCELLED) return srv_fail(e, 503, "server_error", NULL, NULL, "the request was cancelled");
+    return 0;
+}
+
+/* See srv.h. */
+char *srv_reply_error_usage(const srv_error *e, const srv_job *j) {
+    char *s = srv_error_json(e);
+    json_t *v = s ? json_loads(s, 0, NULL) : NULL;
+    free(s);
+    if (v) json_object_set_new(v, "usage", usage(j));
+    return dump(v);
+}

@@ -1,0 +1,151 @@
+/*
+ * srv_sse.c - "stream": true. The response body is produced on demand by
+ * libmicrohttpd's content reader (on the connection's own thread, which may
+ * block): each call waits for the job's text to grow and sends one
+ * server-sent event "data: <chunk>\n\n" with the new text, cut at a
+ * character boundary. At the end: the rest of the text, a chunk with the
+ * finish_reason, the usage chunk when stream_options.include_usage asked,
+ * and "data: [DONE]". A request that timed out or failed ends with an error
+ * event (carrying the partial usage) instead of the finish chunk. A client
+ * that goes away ends the body with an error, and the stream's free
+ * callback cancels the job.
+ */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "srv.h"
+
+typedef struct sse {
+    srv_server *S;
+    struct MHD_Connection *c;
+    srv_params p;         /* owned: the request's fields */
+    srv_out o;
+    srv_job *j;           /* the connection's reference */
+    size_t sent, seen;    /* text bytes sent; text length when last looked at */
+    int sent_toks;        /* tokens whose logprobs were sent */
+    int started, ended;
+    char *pend;           /* bytes produced, not yet handed to MHD */
+    size_t pend_len, pend_at;
+} sse;
+
+/* Append "data: <json>\n\n" (json malloc'd, freed here) to the pending bytes; -1 when out of memory. */
+static int emit(sse *st, char *json) {
+    if (!json) return -1;
+    size_t n = strlen(json);
+    char *p = realloc(st->pend, st->pend_len + n + 9);
+    if (!p) {
+        free(json);
+        return -1;
+    }
+    st->pend = p;
+    st->pend_len += (size_t)sprintf(p + st->pend_len, "data: %s\n\n", json);
+    free(json);
+    return 0;
+}
+
+/* The events of an ended job (job lock held): the rest of the text, then the
+ * finish chunk or the error, the usage chunk, [DONE]. */
+static int emit_end(sse *st) {
+    srv_job *j = st->j;
+    srv_error e;
+    int rc = 0;
+    if (j->len > st->sent || j->n_toks > st->sent_toks)
+        rc = emit(st, srv_reply_chunk(&st->o, j, st->sent, j->len, st->sent_toks, j->n_toks, NULL, 0));
+    st->sent = j->len;
+    st->sent_toks = j->n_toks;
+    if (!rc && srv_job_error(j, &e)) {
+        rc = emit(st, srv_reply_error_usage(&e, j));
+    } else if (!rc) {
+        rc = emit(st, srv_reply_chunk(&st->o, j, j->len, j->len, j->n_toks, j->n_toks, srv_finish_reason(j), 0));
+        if (!rc && st->p.include_usage) rc = emit(st, srv_reply_usage_chunk(&st->o, j));
+    }
+    if (!rc) {
+        char *done = realloc(st->pend, st->pend_len + 15);
+        if (!done) return -1;
+        st->pend = done;
+        memcpy(st->pend + st->pend_len, "data: [DONE]\n\n", 14);
+        st->pend_len += 14;
+    }
+    st->ended = 1;
+    return rc;
+}
+
+/* Produce the next events into st->pend: 0, or -1 (client gone, or out of memory). */
+static int produce(sse *st) {
+    srv_job *j = st->j;
+    st->pend_len = st->pend_at = 0;
+    if (!st->started) {
+        st->started = 1;
+        if (st->p.chat) return emit(st, srv_reply_chunk(&st->o, j, 0, 0, 0, 0, NULL, 1)); /* the role, empty content */
+    }
+    pthread_mutex_lock(&j->mu);
+    int rc = 0;
+    while (!rc && !st->pend_len) {
+        if (srv_job_wait(j, st->seen, st->c)) rc = -1;
+        else if (j->done) rc = emit_end(st);
+        else {
+            st->seen = j->len;
+            size_t cut = srv_utf8_cut(j->text, j->len);
+            if (cut > st->sent) {
+                int t1 = j->n_toks;
+                rc = emit(st, srv_reply_chunk(&st->o, j, st->sent, cut, st->sent_toks, t1, NULL, 0));
+                st->sent = cut;
+                st->sent_toks = t1;
+            }
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+/* libmicrohttpd's content reader: hand out pending bytes, producing more when none are left. */
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    sse *st = cls;
+    (void)pos;
+    if (st->pend_at == st->pend_len) {
+        if (st->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (produce(st)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = st->pend_len - st->pend_at < max ? st->pend_len - st->pend_at : max;
+    memcpy(buf, st->pend + st->pend_at, n);
+    st->pend_at += n;
+    return (ssize_t)n;
+}
+
+/* libmicrohttpd's end of the response: cancel the job if it still runs, free everything. */
+static void sse_free(void *cls) {
+    sse *st = cls;
+    srv_job_put(st->j);
+    srv_params_free(&st->p);
+    free(st->pend);
+    free(st);
+}
+
+/* See srv.h. p is taken over (left empty). */
+int srv_sse_start(srv_server *S, struct MHD_Connection *c, const srv_out *o, srv_params *p, srv_job *j) {
+    sse *st = calloc(1, sizeof *st);
+    struct MHD_Response *r = NULL;
+    if (st) {
+        st->S = S;
+        st->c = c;
+        st->p = *p;
+        memset(p, 0, sizeof *p);
+        st->o = *o;
+        st->o.p = &st->p;
+        st->j = j;
+        r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, reader, st, sse_free);
+    }
+    if (!r) {
+        if (st) sse_free(st);
+        else srv_job_put(j);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    srv_metrics_http(&S->metrics, MHD_HTTP_OK);
+    return ok;
+}

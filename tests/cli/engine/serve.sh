@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# tests/cli/engine/serve.sh - `cortex serve` end to end with curl, on
+# loopback ports the server picks (--port 0, read from its first line):
+#   - greedy output: whole = streamed (SSE chunks joined, [DONE] last) =
+#     `cortex generate --temp 0`, text and token count; usage right;
+#     chat whole = chat streamed; logprobs shapes;
+#   - errors: 400 (bad JSON, wrong types, ranges, missing fields) naming the
+#     field, 413 past --max-body, 404 unknown model and route, 405, 401
+#     without the API key, the chat route without a template;
+#   - on a slow synthetic model (stories15m's shape, 2048 context): 429 with
+#     Retry-After when --max-queue is full, clients that disconnect (mid-stream
+#     and waiting for a whole answer) cancel their requests and the KV blocks
+#     return to idle (/metrics), 504 with partial usage past
+#     --request-timeout, and SIGTERM drains: the running request completes,
+#     the server exits 0.
+# Needs ../shared/models/stories260K.gguf (skips without it) and curl.
+set -u
+. "$(dirname "$0")/../lib/common.sh"
+M=$MODELS/stories260K.gguf
+[ -f "$M" ] || { echo "SKIP: $M is missing: no model to serve"; finish; exit; }
+command -v curl >/dev/null || { echo "SKIP: curl is not installed"; finish; exit; }
+
+# start LOG ARGS...: run cortex serve --port 0 ARGS in the background; sets PID and URL.
+start() {
+    local log=$1; shift
+    "$CORTEX" serve --port 0 "$@" 2>"$log" &
+    PID=$!
+    URL=
+    for _ in $(seq 200); do
+        URL=$(grep -o 'http://[0-9.]*:[0-9]*' "$log" | head -1)
+        [ -n "$URL" ] && return 0
+        kill -0 $PID 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "server did not start:"; cat "$log"
+    return 1
+}
+# post PATH JSON [curl args]: the body to $tmp/body, the status code to stdout.
+post() {
+    local path=$1 json=$2; shift 2
+    curl -s -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$json" "$@" "$URL$path"
+}
+# jq-like access with python: field EXPR (python over `d`) of the JSON in FILE.
+field() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+# The value of one metric line (name with labels, as written).
+metric() { curl -s "$URL/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+# wait_metric NAME VALUE: poll /metrics (10 s at most) until NAME is VALUE.
+wait_metric() {
+    for _ in $(seq 200); do [ "$(metric "$1")" = "$2" ] && return 0; sleep 0.05; done
+    return 1
+}
+# SSE stream in FILE -> the joined text (key: text, or delta.content for chat), checks [DONE] is last.
+sse_text() {
+    "$PY" - "$1" "$2" <<'EOF'
+import json, sys
+events = [l[6:] for l in open(sys.argv[1], encoding="utf-8").read().split("\n") if l.startswith("data: ")]
+assert events[-1] == "[DONE]", "stream does not end with [DONE]"
+out = []
+for e in events[:-1]:
+    d = json.loads(e)
+    for c in d["choices"]:
+        out.append(c["text"] if sys.argv[2] == "text" else c["delta"].get("content", ""))
+sys.stdout.write("".join(out))
+EOF
+}
+
+# ---- greedy output, usage, streaming (stories260K) --------------------------
+start "$tmp/a.log" -m "$M" --chat-template chatml --max-body 4096 || { finish; exit 1; }
+A_PID=$PID
+P="Once upon a time"
+"$CORTEX" generate -m "$M" -p "$P" -n 40 --temp 0 --no-echo >"$tmp/gen.txt" 2>"$tmp/gen.err"
+n_gen=$(sed -n 's/.*generated tokens: \([0-9]*\).*/\1/p' "$tmp/gen.err")
+n_prompt=$(sed -n 's/^prompt tokens: \([0-9]*\),.*/\1/p' "$tmp/gen.err")
+"$PY" -c 'import sys; t = open(sys.argv[1], encoding="utf-8").read(); open(sys.argv[2], "w", encoding="utf-8").write(t[:-1])' \
+    "$tmp/gen.txt" "$tmp/want.txt" # generate ends with a newline of its own
+
+code=$(post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 40, \"temperature\": 0}")
+check "completions: 200" test "$code" = 200
+field "$tmp/body" 'd["choices"][0]["text"]' | head -c -1 >"$tmp/whole.txt"
+check "completions: text = cortex generate --temp 0" cmp -s "$tmp/whole.txt" "$tmp/want.txt"
+check "completions: usage = generate's counts ($n_prompt + $n_gen)" test \
+    "$(field "$tmp/body" '[d["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")]')" = \
+    "[$n_prompt, $n_gen, $((n_prompt + n_gen))]"
+check "completions: finish_reason length, object text_completion, model llama" test \
+    "$(field "$tmp/body" 'd["choices"][0]["finish_reason"], d["object"], d["model"]')" = "('length', 'text_completion', 'llama')"
+
+curl -sN -o "$tmp/stream" -H 'Content-Type: application/json' "$URL/v1/completions" \
+    -d "{\"prompt\": \"$P\", \"max_tokens\": 40, \"temperature\": 0, \"stream\": true, \"stream_options\": {\"include_usage\": true}}"
+sse_text "$tmp/stream" text >"$tmp/streamed.txt"
+check "stream: the chunks join to the whole text, [DONE] last" cmp -s "$tmp/streamed.txt" "$tmp/want.txt"
+grep '^data: {' "$tmp/stream" | tail -1 | cut -c7- >"$tmp/usage.json"
+check "stream: include_usage sends a last chunk with the usage and no choices" test \
+    "$(field "$tmp/usage.json" 'd["usage"]["completion_tokens"], d["choices"]')" = "($n_gen, [])"
+check "stream: one chunk says finish_reason length" test "$(grep -c '"finish_reason":"length"' "$tmp/stream")" = 1
+
+# stop strings end the text before them, as the scheduler does
+stop=$(head -c 12 "$tmp/want.txt" | tail -c 3)
+code=$(post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 40, \"temperature\": 0, \"stop\": [$(printf '%s' "$stop" | "$PY" -c 'import json,sys; print(json.dumps(sys.stdin.read()))')]}")
+field "$tmp/body" 'd["choices"][0]["text"], d["choices"][0]["finish_reason"]' >"$tmp/stopped"
+check "stop: text ends before the stop string, finish_reason stop" \
+    "$PY" -c 'import sys, ast; t, f = ast.literal_eval(open(sys.argv[1]).read()); w = open(sys.argv[2]).read(); s = sys.argv[3]; sys.exit(not (f == "stop" and t == w[:w.index(s)]))' \
+    "$tmp/stopped" "$tmp/want.txt" "$stop"
+
+# logprobs: completions (integer: alternatives), chat (boolean + top_logprobs)
+code=$(post /v1/completions "{\"prompt\": \"$P\", \"max_tokens\": 5, \"temperature\": 0, \"logprobs\": 3}")
+check "completions logprobs: 5 tokens, 3 alternatives each, the greedy token the best" test \
+    "$(field "$tmp/body" 'len(d["choices"][0]["logprobs"]["tokens"]), [len(t) for t in d["choices"][0]["logprobs"]["top_logprobs"]], all(abs(lp - max(t.values())) < 1e-6 for lp, t in zip(d["choices"][0]["logprobs"]["token_logprobs"], d["choices"][0]["logprobs"]["top_logprobs"]))')" = \
+    "(5, [3, 3, 3, 3, 3], True)"
+chat='{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Tell a story"}], "max_tokens": 30, "temperature": 0'
+code=$(post /v1/chat/completions "$chat, \"logprobs\": true, \"top_logprobs\": 2}")
+check "chat: 200, role assistant, object chat.completion" test \
+    "$code $(field "$tmp/body" 'd["choices"][0]["message"]["role"], d["object"]')" = "200 ('assistant', 'chat.completion')"
+check "chat logprobs: one entry per token, 2 alternatives" test \
+    "$(field "$tmp/body" 'len(d["choices"][0]["logprobs"]["content"]) == d["usage"]["completion_tokens"], len(d["choices"][0]["logprobs"]["content"][0]["top_logprobs"])')" = "(True, 2)"
+field "$tmp/body" 'd["choices"][0]["message"]["content"]' | head -c -1 >"$tmp/chat_whole.txt"
+curl -sN -o "$tmp/chat_stream" "$URL/v1/chat/completions" -d "$chat, \"stream\": true}"
+sse_text "$tmp/chat_stream" content >"$tmp/chat_streamed.txt"
+check "chat: streamed deltas join to the whole answer" cmp -s "$tmp/chat_whole.txt" "$tmp/chat_streamed.txt"
+check "chat stream: first delta carries the role" sh -c "grep -m1 '^data: {' '$tmp/chat_stream' | grep -q '\"role\":\"assistant\"'"
+
+# ---- errors ------------------------------------------------------------------
+err_is() { # description, want status, want param ('' for none), code
+    check "$1: $2, param '$3'" test "$4 $(field "$tmp/body" '(d["error"]["param"] or "") + " " + d["error"]["type"]')" = \
+        "$2 $3 ${5:-invalid_request_error}"
+}
+err_is "malformed JSON" 400 "" "$(post /v1/completions '{"prompt": "x",')"
+err_is "not an object" 400 "" "$(post /v1/completions '[1, 2]')"
+err_is "max_tokens a string" 400 max_tokens "$(post /v1/completions '{"prompt": "x", "max_tokens": "ten"}')"
+err_is "temperature out of range" 400 temperature "$(post /v1/completions '{"prompt": "x", "temperature": 5000}')"
+err_is "stream not a boolean" 400 stream "$(post /v1/completions '{"prompt": "x", "stream": 1}')"
+err_is "prompt missing" 400 prompt "$(post /v1/completions '{"max_tokens": 3}')"
+err_is "messages missing" 400 messages "$(post /v1/chat/completions '{"prompt": "x"}')"
+err_is "a message without content" 400 "messages[0].content" "$(post /v1/chat/completions '{"messages": [{"role": "user"}]}')"
+err_is "a bad role" 400 "messages[0].role" "$(post /v1/chat/completions '{"messages": [{"role": "robot", "content": "x"}]}')"
+err_is "n = 2" 400 n "$(post /v1/completions '{"prompt": "x", "n": 2}')"
+big=$("$PY" -c 'print("{\"prompt\": \"" + "a" * 5000 + "\"}")')
+err_is "a body over --max-body" 413 "" "$(post /v1/completions "$big")"
+err_is "an unknown model" 404 model "$(post /v1/completions '{"prompt": "x", "model": "gpt-4"}')"
+check "an unknown model: code model_not_found" test "$(field "$tmp/body" 'd["error"]["code"]')" = model_not_found
+check "the model's own name: 200" test "$(post /v1/completions '{"prompt": "x", "model": "llama", "max_tokens": 2}')" = 200
+check "a context overflow: 400 context_length_exceeded" test \
+    "$(post /v1/completions "{\"prompt\": [$(seq -s, 1 600)]}") $(field "$tmp/body" 'd["error"]["code"]')" = "400 context_length_exceeded"
+err_is "an unknown route" 404 "" "$(curl -s -o "$tmp/body" -w '%{http_code}' "$URL/v1/nothing")"
+err_is "GET on a POST route" 405 "" "$(curl -s -o "$tmp/body" -w '%{http_code}' "$URL/v1/completions")"
+check "GET /v1/models lists the model" test "$(curl -s "$URL/v1/models" >"$tmp/body"; field "$tmp/body" 'd["data"][0]["id"]')" = llama
+check "GET /health: ok" test "$(curl -s "$URL/health")" = '{"status":"ok"}'
+check "/metrics: the requests so far, in Prometheus text" sh -c \
+    "curl -s '$URL/metrics' | grep -qE '^cortex_time_to_first_token_seconds_count [1-9]'"
+check "/metrics: adapters resident 0" test "$(metric cortex_adapters_resident)" = 0
+kill -TERM $A_PID; wait $A_PID
+check "SIGTERM on an idle server: exit 0" test $? -eq 0
+
+# no chat template: the chat route says so; an API key is required
+start "$tmp/b.log" -m "$M" --api-key s3cret || { finish; exit 1; }
+err_is "no API key" 401 "" "$(post /v1/completions '{"prompt": "x"}')" authentication_error
+err_is "a wrong API key" 401 "" "$(post /v1/completions '{"prompt": "x"}' -H 'Authorization: Bearer nope')" authentication_error
+K=(-H 'Authorization: Bearer s3cret')
+check "the right API key: 200" test "$(post /v1/completions '{"prompt": "x", "max_tokens": 2}' "${K[@]}")" = 200
+check "/health needs no key" test "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200
+err_is "chat without a chat template" 400 messages "$(post /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}' "${K[@]}")"
+check "chat without a template: the error names --chat-template" sh -c "grep -q -- '--chat-template NAME' '$tmp/body'"
+kill -TERM $PID; wait $PID
+
+"$CORTEX" serve -m "$M" --chat-template nope >/dev/null 2>"$tmp/err"
+check "--chat-template nope: exit 2, one line naming the templates" test $? -eq 2 -a "$(wc -l <"$tmp/err")" = 1 -a \
+    -n "$(grep "'nope' is not one of chatml|llama2|llama3|zephyr|phi3|gemma" "$tmp/err")"
+"$CORTEX" serve -m "$M" --max-seqs 8 --max-batch-tokens 4 >/dev/null 2>"$tmp/err"
+check "--max-batch-tokens below --max-seqs: exit 2" test $? -eq 2
+
+# ---- a slow model: queue full, disconnects, deadlines, drain ----------------
+S=$tmp/slow.gguf
+"$CORTEX" synth --shape stories15m --type q8_0 -c 2048 -o "$S" 2>/dev/null
+long='{"prompt": "hello", "max_tokens": 2000, "ignore_eos": true, "temperature": 0'
+start "$tmp/s.log" -m "$S" --max-seqs 1 --max-queue 1 || { finish; exit 1; }
+curl -sN "$URL/v1/completions" -d "$long, \"stream\": true}" >"$tmp/r1" 2>/dev/null &
+R1=$!
+check "a long streamed request runs" wait_metric cortex_requests_running 1
+curl -s "$URL/v1/completions" -d "$long}" >"$tmp/r2" 2>/dev/null &
+R2=$!
+check "a second one waits (--max-seqs 1)" wait_metric cortex_requests_waiting 1
+code=$(post /v1/completions "$long}" -D "$tmp/headers")
+check "a third one: 429 (--max-queue 1), type rate_limit_error" test \
+    "$code $(field "$tmp/body" 'd["error"]["type"]')" = "429 rate_limit_error"
+check "429 carries Retry-After" grep -qi '^retry-after: [0-9]' "$tmp/headers"
+check "the stream is flowing" sh -c "grep -q '^data: {' '$tmp/r1'"
+kill $R1; wait $R1 2>/dev/null
+check "the streaming client disconnects: its request is cancelled" \
+    wait_metric 'cortex_requests_total{outcome="cancelled"}' 1
+check "... and the waiting one is admitted" wait_metric cortex_requests_running 1
+kill $R2; wait $R2 2>/dev/null
+check "the waiting-for-a-whole-answer client disconnects: cancelled too" \
+    wait_metric 'cortex_requests_total{outcome="cancelled"}' 2
+check "idle again: nothing running" wait_metric cortex_requests_running 0
+check "idle again: every KV block back (cortex_kv_blocks_used 0)" wait_metric cortex_kv_blocks_used 0
+# SIGTERM while a request runs: it completes, its response is written, exit 0
+curl -s "$URL/v1/completions" -d '{"prompt": "hello", "max_tokens": 1000, "ignore_eos": true}' >"$tmp/r4" &
+R4=$!
+check "a request runs when SIGTERM comes" wait_metric cortex_requests_running 1
+kill -TERM $PID
+sleep 0.3
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")
+check "draining: new connections are refused, or answered 503 (got $code)" test "$code" = 000 -o "$code" = 503
+wait $PID
+check "SIGTERM drains: exit 0" test $? -eq 0
+wait $R4
+check "the in-flight request completed: 1000 tokens, finish_reason length" test \
+    "$(field "$tmp/r4" 'd["usage"]["completion_tokens"], d["choices"][0]["finish_reason"]')" = "(1000, 'length')"
+check "the server said it drained" grep -q 'SIGTERM: draining 1 running' "$tmp/s.log"
+
+# --request-timeout: 504 with the partial usage
+start "$tmp/t.log" -m "$S" --request-timeout 0.3 || { finish; exit 1; }
+code=$(post /v1/completions "$long}")
+check "past --request-timeout: 504, code request_timeout" test "$code $(field "$tmp/body" 'd["error"]["code"]')" = \
+    "504 request_timeout"
+check "504 carries the partial usage (some tokens, fewer than asked)" test \
+    "$(field "$tmp/body" '0 < d["usage"]["completion_tokens"] < 2000 and d["usage"]["prompt_tokens"] > 0')" = True
+curl -sN -o "$tmp/t_stream" "$URL/v1/completions" -d "$long, \"stream\": true}"
+grep '^data: {' "$tmp/t_stream" | tail -1 | cut -c7- >"$tmp/t_last.json"
+check "a streamed request past its deadline ends with an error event (partial usage), then [DONE]" test \
+    "$(field "$tmp/t_last.json" 'd["error"]["code"], d["usage"]["completion_tokens"] > 0')/$(tail -2 "$tmp/t_stream" | head -1)" \
+    = "('request_timeout', True)/data: [DONE]"
+check "/metrics counts the timeouts" test "$(metric 'cortex_requests_total{outcome="timeout"}')" = 2
+kill -TERM $PID; wait $PID
+finish

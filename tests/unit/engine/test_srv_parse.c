@@ -1,0 +1,173 @@
+/*
+ * test_srv_parse.c - the server's request-body parser (engine/server/srv_parse.c):
+ * every field read into srv_params with the defaults kept where absent or
+ * null; each wrong type, range or shape refused with 400 naming the field;
+ * the error object's JSON; and the UTF-8 cut the streaming code relies on.
+ */
+#include <jansson.h>
+#include <string.h>
+
+#include "srv.h"
+#include "testing.h"
+
+/* Parse body for the route (chat or not) from the sampler defaults. */
+static int parse(const char *body, int chat, srv_params *p, srv_error *e) {
+    cx_sampler_params d = cx_sampler_defaults();
+    return srv_parse_request(body, strlen(body), chat, &d, p, e);
+}
+
+/* Expect body to be refused with 400 naming `param`. */
+static void refused(const char *body, int chat, const char *param) {
+    srv_params p;
+    srv_error e;
+    CHECK(parse(body, chat, &p, &e) == -1, "refused: %s", body);
+    CHECK(e.status == 400 && !strcmp(e.param, param), "%s: status %d, param '%s' (want '%s'): %s", body, e.status, e.param,
+          param, e.message);
+    CHECK(!strcmp(e.type, "invalid_request_error"), "%s: type %s", body, e.type);
+    srv_params_free(&p);
+}
+
+/* A completions body with every field set. */
+static void test_completions_fields(void) {
+    srv_params p;
+    srv_error e;
+    const char *b = "{\"model\": \"m\", \"prompt\": \"Once\", \"max_tokens\": 7, \"temperature\": 0.5, \"top_p\": 0.9,"
+                    " \"top_k\": 12, \"min_p\": 0.1, \"seed\": 99, \"presence_penalty\": 0.5, \"frequency_penalty\": -1,"
+                    " \"repeat_penalty\": 1.1, \"stop\": [\"a\", \"bc\"], \"stream\": true,"
+                    " \"stream_options\": {\"include_usage\": true}, \"logprobs\": 3, \"priority\": 5,"
+                    " \"ignore_eos\": true, \"user\": \"u1\", \"unknown_field\": [1, 2]}";
+    CHECK(parse(b, 0, &p, &e) == 0, "parse: %s", e.message);
+    CHECK(!strcmp(p.model, "m") && !strcmp(p.prompt, "Once") && !p.prompt_ids, "model and prompt");
+    CHECK(p.max_tokens == 7 && p.priority == 5 && p.ignore_eos == 1, "max_tokens %d priority %d", p.max_tokens, p.priority);
+    CHECK(p.sp.temperature == 0.5f && p.sp.top_p == 0.9f && p.sp.top_k == 12 && p.sp.min_p == 0.1f && p.sp.seed == 99,
+          "sampling");
+    CHECK(p.sp.presence_penalty == 0.5f && p.sp.frequency_penalty == -1.0f && p.sp.repeat_penalty == 1.1f, "penalties");
+    CHECK(p.n_stop == 2 && !strcmp(p.stop[0], "a") && !strcmp(p.stop[1], "bc"), "stop");
+    CHECK(p.stream == 1 && p.include_usage == 1, "stream");
+    CHECK(p.logprobs == 1 && p.top_logprobs == 3, "logprobs %d %d", p.logprobs, p.top_logprobs);
+    srv_params_free(&p);
+}
+
+/* Absent and null fields keep the defaults; a single stop string; token-id prompts. */
+static void test_defaults(void) {
+    srv_params p;
+    srv_error e;
+    cx_sampler_params d = cx_sampler_defaults();
+    CHECK(parse("{\"prompt\": \"x\", \"temperature\": null, \"stop\": \"end\"}", 0, &p, &e) == 0, "parse: %s", e.message);
+    CHECK(p.sp.temperature == d.temperature && p.sp.top_k == d.top_k && p.sp.seed == d.seed, "defaults kept");
+    CHECK(p.max_tokens == 0 && !p.model && !p.stream && !p.logprobs && p.n_stop == 1 && !strcmp(p.stop[0], "end"),
+          "absent fields");
+    srv_params_free(&p);
+    CHECK(parse("{\"prompt\": [1, 2, 300]}", 0, &p, &e) == 0, "ids: %s", e.message);
+    CHECK(!p.prompt && p.n_prompt_ids == 3 && p.prompt_ids[2] == 300, "token-id prompt");
+    srv_params_free(&p);
+    CHECK(parse("{\"prompt\": [\"only\"]}", 0, &p, &e) == 0 && p.prompt && !strcmp(p.prompt, "only"),
+          "an array of one string");
+    srv_params_free(&p);
+}
+
+/* Chat: messages, content parts joined, logprobs as a boolean with top_logprobs, max_completion_tokens. */
+static void test_chat(void) {
+    srv_params p;
+    srv_error e;
+    const char *b = "{\"messages\": [{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\":"
+                    " [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]}],"
+                    " \"logprobs\": true, \"top_logprobs\": 4, \"max_completion_tokens\": 9}";
+    CHECK(parse(b, 1, &p, &e) == 0, "chat: %s", e.message);
+    CHECK(p.n_msgs == 2 && !strcmp(p.msgs[0].role, "system") && !strcmp(p.msgs[1].content, "ab"), "messages");
+    CHECK(p.logprobs == 1 && p.top_logprobs == 4 && p.max_tokens == 9, "chat logprobs and max_completion_tokens");
+    srv_params_free(&p);
+}
+
+/* Every kind of bad body names its field. */
+static void test_refusals(void) {
+    refused("{\"prompt\": \"x\",", 0, "");
+    refused("[]", 0, "");
+    refused("{\"prompt\": \"x\", \"prompt\": \"y\"}", 0, ""); /* duplicate keys */
+    refused("{}", 0, "prompt");
+    refused("{\"prompt\": \"\"}", 0, "prompt");
+    refused("{\"prompt\": 5}", 0, "prompt");
+    refused("{\"prompt\": [1, -2]}", 0, "prompt");
+    refused("{\"prompt\": \"x\", \"max_tokens\": \"5\"}", 0, "max_tokens");
+    refused("{\"prompt\": \"x\", \"max_tokens\": 0}", 0, "max_tokens");
+    refused("{\"prompt\": \"x\", \"max_tokens\": 1.5}", 0, "max_tokens");
+    refused("{\"prompt\": \"x\", \"temperature\": \"hot\"}", 0, "temperature");
+    refused("{\"prompt\": \"x\", \"temperature\": -1}", 0, "temperature");
+    refused("{\"prompt\": \"x\", \"top_p\": 1.5}", 0, "top_p");
+    refused("{\"prompt\": \"x\", \"top_k\": -1}", 0, "top_k");
+    refused("{\"prompt\": \"x\", \"min_p\": 2}", 0, "min_p");
+    refused("{\"prompt\": \"x\", \"presence_penalty\": 3}", 0, "presence_penalty");
+    refused("{\"prompt\": \"x\", \"frequency_penalty\": -3}", 0, "frequency_penalty");
+    refused("{\"prompt\": \"x\", \"seed\": -1}", 0, "seed");
+    refused("{\"prompt\": \"x\", \"stop\": 3}", 0, "stop");
+    refused("{\"prompt\": \"x\", \"stop\": [\"a\", \"\"]}", 0, "stop");
+    refused("{\"prompt\": \"x\", \"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}", 0, "stop");
+    refused("{\"prompt\": \"x\", \"stream\": \"yes\"}", 0, "stream");
+    refused("{\"prompt\": \"x\", \"stream_options\": {\"include_usage\": true}}", 0, "stream_options");
+    refused("{\"prompt\": \"x\", \"stream\": true, \"stream_options\": {\"include_usage\": 1}}", 0,
+            "stream_options.include_usage");
+    refused("{\"prompt\": \"x\", \"n\": 3}", 0, "n");
+    refused("{\"prompt\": \"x\", \"logprobs\": 21}", 0, "logprobs");
+    refused("{\"prompt\": \"x\", \"logprobs\": true}", 0, "logprobs");
+    refused("{\"prompt\": \"x\", \"model\": 4}", 0, "model");
+    refused("{\"prompt\": \"x\", \"user\": 4}", 0, "user");
+    refused("{\"prompt\": \"x\", \"priority\": 1e9}", 0, "priority");
+    refused("{\"messages\": []}", 1, "messages");
+    refused("{\"messages\": \"hi\"}", 1, "messages");
+    refused("{\"messages\": [3]}", 1, "messages[0]");
+    refused("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"tool\", \"content\": \"b\"}]}", 1,
+            "messages[1].role");
+    refused("{\"messages\": [{\"role\": \"user\", \"content\": 7}]}", 1, "messages[0].content");
+    refused("{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", 1, "messages[0].content");
+    refused("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"logprobs\": 2}", 1, "logprobs");
+    refused("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"top_logprobs\": 2}", 1, "top_logprobs");
+}
+
+/* The error object: OpenAI's four fields, null param and code when none. */
+static void test_error_json(void) {
+    srv_error e;
+    srv_fail(&e, 400, "invalid_request_error", NULL, "max_tokens", "'%s' must be an integer", "max_tokens");
+    char *s = srv_error_json(&e);
+    json_t *v = s ? json_loads(s, 0, NULL) : NULL;
+    json_t *o = json_object_get(v, "error");
+    CHECK(o && !strcmp(json_string_value(json_object_get(o, "message")), "'max_tokens' must be an integer"), "message: %s",
+          s ? s : "(null)");
+    CHECK(!strcmp(json_string_value(json_object_get(o, "type")), "invalid_request_error"), "type");
+    CHECK(!strcmp(json_string_value(json_object_get(o, "param")), "max_tokens"), "param");
+    CHECK(json_is_null(json_object_get(o, "code")), "code null");
+    json_decref(v);
+    free(s);
+    srv_fail(&e, 400, "invalid_request_error", NULL, "a\xff", "cut \xe2\x80"); /* bytes quoted from a request */
+    s = srv_error_json(&e);
+    v = s ? json_loads(s, 0, NULL) : NULL;
+    o = json_object_get(v, "error");
+    CHECK(o && !strcmp(json_string_value(json_object_get(o, "message")), "cut \xef\xbf\xbd\xef\xbf\xbd") &&
+          !strcmp(json_string_value(json_object_get(o, "param")), "a\xef\xbf\xbd"),
+          "invalid UTF-8 becomes U+FFFD: %s", s ? s : "(null)");
+    json_decref(v);
+    free(s);
+    srv_fail(&e, 404, "invalid_request_error", "model_not_found", NULL, "no");
+    s = srv_error_json(&e);
+    CHECK(s && strstr(s, "\"param\":null") && strstr(s, "\"code\":\"model_not_found\""), "%s", s ? s : "(null)");
+    free(s);
+}
+
+/* srv_utf8_cut keeps a character that may still be completed out of a chunk. */
+static void test_utf8_cut(void) {
+    CHECK(srv_utf8_cut("abc", 3) == 3, "ascii");
+    CHECK(srv_utf8_cut("a\xc3", 2) == 1, "a 2-byte lead alone");
+    CHECK(srv_utf8_cut("a\xc3\xa9", 3) == 3, "a whole 2-byte character");
+    CHECK(srv_utf8_cut("a\xe2\x80", 3) == 1, "2 of 3 bytes");
+    CHECK(srv_utf8_cut("\xf0\x9f\x98", 3) == 0, "3 of 4 bytes");
+    CHECK(srv_utf8_cut("\xf0\x9f\x98\x80", 4) == 4, "a whole 4-byte character");
+    CHECK(srv_utf8_cut("a\x80", 2) == 2, "a stray continuation byte is not held back");
+}
+
+TEST_MAIN({
+    test_completions_fields();
+    test_defaults();
+    test_chat();
+    test_refusals();
+    test_error_json();
+    test_utf8_cut();
+})
