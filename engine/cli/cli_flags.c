@@ -30,6 +30,7 @@ enum {
     K_WTYPE,   /* const char * naming a weight/file type */
     K_SHAPE,   /* const char * naming a synth shape */
     K_LORA,    /* FILE[:SCALE] appended to opts.lora (repeatable) */
+    K_LORA_NAMED, /* NAME=FILE appended to opts.serve_lora (repeatable) */
     K_TMPL,    /* const char * naming a chat template (serve) */
     K_HELP     /* -h/--help */
 };
@@ -156,6 +157,13 @@ static const flag FLAGS[] = {
      "a request's deadline in seconds from its arrival (504 past it); 0: none"},
     {"--max-body", NULL, "BYTES", CMD_SERVE, K_LONG, O(max_body), 64, 1L << 30, NULL,
      "largest request body accepted (413 past it)"},
+    {"--lora", NULL, "NAME=FILE", CMD_SERVE, K_LORA_NAMED, O(serve_lora), 0, 0, "none",
+     "serve a LoRA adapter (GGUF, or a PEFT directory) under the model name NAME, loaded at start; repeatable "
+     "(more: POST /v1/load_lora_adapter)"},
+    {"--lora-budget", NULL, "BYTES", CMD_SERVE, K_BUDGET, O(lora_budget), 0, 0, "unlimited",
+     "resident adapters' memory; idle ones are unloaded least recently used first and reloaded on use"},
+    {"--lora-type", NULL, "TYPE", CMD_SERVE, K_STR, O(lora_type), 0, 0, "auto: q8_0 for a quantized base, else f32",
+     "adapters' in-memory type: f32, q8_0 or auto"},
     {"--help", "-h", NULL, CMD_ALL, K_HELP, 0, 0, 0, NULL, "print this help and exit"},
 };
 #undef GEN
@@ -350,6 +358,15 @@ static int flag_set(const flag *f, const char *name, const char *v, opts *o) {
         if (colon) *(char *)(uintptr_t)colon = 0;
         o->lora[o->n_lora] = v;
         o->lora_scale[o->n_lora++] = scale;
+        return 0;
+    }
+    case K_LORA_NAMED: {
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || !eq[1]) return die_usage("%s: '%s' is not NAME=FILE", name, v);
+        if (o->n_serve_lora >= (int)(sizeof o->serve_lora / sizeof o->serve_lora[0]))
+            return die_usage("%s: at most %d adapters at start (load more with POST /v1/load_lora_adapter)", name,
+                             (int)(sizeof o->serve_lora / sizeof o->serve_lora[0]));
+        o->serve_lora[o->n_serve_lora++] = v;
         return 0;
     }
     case K_KV_TYPE: *(int *)at = cx_kv_type_from_name(v); return 0;

@@ -31,6 +31,9 @@ typedef struct opts {
     long n_predict, threads, ctx, seed, positions;
     const char *host, *api_key, *chat_template;               /* serve */
     long port, max_seqs, max_batch_tokens, max_queue, max_body;
+    const char *serve_lora[64];  /* serve --lora NAME=FILE (repeatable) */
+    int n_serve_lora;
+    int64_t lora_budget;         /* serve --lora-budget BYTES (0: unlimited) */
     float request_timeout;                                    /* serve: seconds, 0: none */
     int no_bos, no_special, no_echo, list, json, ids, kv_stats;
     int random_seed;    /* generate --seed -1: draw the seed at start */

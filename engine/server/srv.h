@@ -143,7 +143,9 @@ typedef struct srv_config {
     int max_tokens;            /* a request's default max_tokens */
     int64_t request_timeout_ms;/* 0: none; else a request's deadline from its arrival */
     long max_body;             /* bytes a request body may have */
-    cx_sched_params sched;
+    cx_sched_params sched;     /* (sched.lora_budget, sched.lora_type: the adapters') */
+    const char *const *lora;   /* "NAME=FILE" adapters registered (and loaded) at start */
+    int n_lora;
 } srv_config;
 
 typedef struct srv_server {

@@ -77,7 +77,24 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
     cx_err err = {0};
     char msg[256];
     int port = 0, rc = 1;
-    if (cx_sched_new(m, &cfg->sched, &S.sched, &err) || cx_sched_start(S.sched, &err)) {
+    if (cx_sched_new(m, &cfg->sched, &S.sched, &err)) {
+        fprintf(stderr, "cortex: serve: %s\n", err.msg);
+        goto out;
+    }
+    for (int i = 0; i < cfg->n_lora; i++) { /* NAME=FILE, loaded now so a bad file stops the start */
+        char name[64];
+        const char *eq = strchr(cfg->lora[i], '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - cfg->lora[i]), cfg->lora[i]);
+        if (!strcmp(name, S.model_id)) {
+            fprintf(stderr, "cortex: serve: --lora %s: the name is the base model's\n", cfg->lora[i]);
+            goto out;
+        }
+        if (cx_sched_adapter_add(S.sched, i + 1, name, eq + 1, 1, &err)) {
+            fprintf(stderr, "cortex: serve: --lora %s: %s\n", cfg->lora[i], err.msg);
+            goto out;
+        }
+    }
+    if (cx_sched_start(S.sched, &err)) {
         fprintf(stderr, "cortex: serve: %s\n", err.msg);
         goto out;
     }

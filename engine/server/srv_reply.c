@@ -99,10 +99,12 @@ static json_t *choice_logprobs(const srv_out *o, const srv_job *j, int t0, int t
     return logprobs(o, j, t0, t1 < j->n_toks ? t1 : j->n_toks);
 }
 
-/* An object with id, object, created, model and `choices`. */
+/* An object with id, object, created, model (the name the request used: the
+ * base model's or an adapter's) and `choices`. */
 static json_t *envelope(const srv_out *o, const char *object, json_t *choices) {
+    const char *model = o->p->model ? o->p->model : o->S->model_id;
     return json_pack("{s:s, s:s, s:I, s:s, s:o}", "id", o->id, "object", object, "created", (json_int_t)o->created, "model",
-                     o->S->model_id, "choices", choices);
+                     model, "choices", choices);
 }
 
 /* Serialize and free v. */

@@ -1,7 +1,8 @@
 /*
  * srv_routes.c - what each route answers:
  *   POST /v1/completions, /v1/chat/completions   generate (srv_job.c), whole or streamed (srv_sse.c)
- *   GET  /v1/models                               the one model served
+ *   GET  /v1/models                               the base model and every adapter, by name
+ *   POST /v1/load_lora_adapter, /v1/unload_lora_adapter   adapters at run time (vLLM's routes)
  *   GET  /health                                  {"status":"ok"}
  *   GET  /metrics                                 Prometheus text (srv_metrics.c)
  * A completion request is parsed (srv_parse.c), its model resolved, its
@@ -18,11 +19,14 @@
 
 #include "srv.h"
 
-/* See srv.h. Adapters will be found here by name; today only the base model is. */
+/* See srv.h: the base model's name, or an adapter's (as vLLM names LoRA models). */
 int srv_resolve_model(const srv_server *S, const char *model, srv_error *e) {
     if (!model || !strcmp(model, S->model_id)) return 0;
+    int id = cx_sched_adapter_find(S->sched, model);
+    if (id > 0) return id;
     return srv_fail(e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "model",
-                    "the model '%s' does not exist: this server serves '%s' (GET /v1/models)", model, S->model_id);
+                    "the model '%s' does not exist: this server serves '%s' and its adapters (GET /v1/models)", model,
+                    S->model_id);
 }
 
 /* Reply with a malloc'd JSON document. */
@@ -152,20 +156,105 @@ fail:
     return srv_reply_error(S, c, &e);
 }
 
-/* GET /v1/models: the base model (adapters will be listed beside it). */
+/* GET /v1/models: the base model, then each adapter with the base as its
+ * parent (vLLM's shape), and whether it is loaded now. */
 static int models(srv_server *S, struct MHD_Connection *c) {
-    json_t *v = json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data", "id", S->model_id, "object", "model",
-                          "created", 0, "owned_by", "cortex");
+    json_t *v = json_pack("{s:s, s:[{s:s, s:s, s:i, s:s, s:s}]}", "object", "list", "data", "id", S->model_id, "object",
+                          "model", "created", 0, "owned_by", "cortex", "root", S->model_id);
+    json_t *data = v ? json_object_get(v, "data") : NULL;
+    cx_adapter_info in;
+    for (int i = 0; data && cx_sched_adapter_info(S->sched, i, &in) == 0; i++)
+        if (!in.removing)
+            json_array_append_new(data, json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:b}", "id", in.name, "object",
+                                                  "model", "created", 0, "owned_by", "cortex", "root", in.path,
+                                                  "parent", S->model_id, "resident", in.resident));
     char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);
     return reply_json(S, c, 200, s);
+}
+
+/* The string field `key` of a JSON object body, or NULL with e filled (400). */
+static const char *body_string(json_t *doc, const char *key, srv_error *e) {
+    json_t *f = doc ? json_object_get(doc, key) : NULL;
+    if (!json_is_string(f) || !json_string_value(f)[0]) {
+        srv_fail(e, 400, "invalid_request_error", NULL, key, "'%s' must be a non-empty string", key);
+        return NULL;
+    }
+    return json_string_value(f);
+}
+
+/* A plain-text success answer, as vLLM's adapter routes give. */
+static int reply_text(srv_server *S, struct MHD_Connection *c, const char *fmt, const char *name, int n) {
+    char buf[320];
+    snprintf(buf, sizeof buf, fmt, name, n);
+    char *t = strdup(buf);
+    return srv_reply(S, c, 200, "text/plain; charset=utf-8", t, t ? strlen(t) : 0, 0);
+}
+
+/* POST /v1/load_lora_adapter {"lora_name", "lora_path"}: register and load
+ * now (a bad file is a 400 naming it); 400 when the name is taken. */
+static int load_adapter(srv_server *S, struct MHD_Connection *c, const char *body, size_t len) {
+    srv_error e;
+    json_error_t je;
+    json_t *doc = json_loadb(body, len, 0, &je);
+    const char *name = NULL, *path = NULL;
+    if (!json_is_object(doc)) srv_fail(&e, 400, "invalid_request_error", NULL, NULL, "the body is not a JSON object");
+    else if ((name = body_string(doc, "lora_name", &e)) && (path = body_string(doc, "lora_path", &e))) {
+        cx_err err = {0};
+        int id = 1;
+        cx_adapter_info in;
+        for (int i = 0; cx_sched_adapter_info(S->sched, i, &in) == 0; i++)
+            if (in.id >= id) id = in.id + 1;
+        if (!strcmp(name, S->model_id))
+            srv_fail(&e, 400, "invalid_request_error", NULL, "lora_name", "'%s' is the base model's name", name);
+        else if (cx_sched_adapter_add(S->sched, id, name, path, 1, &err))
+            srv_fail(&e, 400, "invalid_request_error", NULL, strstr(err.msg, "name") ? "lora_name" : "lora_path", "%s",
+                     err.msg);
+        else {
+            int ret = reply_text(S, c, "Success: LoRA adapter '%s' added successfully.", name, 0);
+            json_decref(doc);
+            return ret;
+        }
+    }
+    json_decref(doc);
+    return srv_reply_error(S, c, &e);
+}
+
+/* POST /v1/unload_lora_adapter {"lora_name"}: gone now, or (while requests
+ * use it) refused to new requests and gone when they end; 404 if unknown. */
+static int unload_adapter(srv_server *S, struct MHD_Connection *c, const char *body, size_t len) {
+    srv_error e;
+    json_error_t je;
+    json_t *doc = json_loadb(body, len, 0, &je);
+    const char *name = NULL;
+    if (!json_is_object(doc)) srv_fail(&e, 400, "invalid_request_error", NULL, NULL, "the body is not a JSON object");
+    else if ((name = body_string(doc, "lora_name", &e))) {
+        int id = cx_sched_adapter_find(S->sched, name), refs = 0;
+        cx_adapter_info in;
+        for (int i = 0; id > 0 && cx_sched_adapter_info(S->sched, i, &in) == 0; i++)
+            if (in.id == id) refs = in.refs;
+        cx_err err = {0};
+        int rc = id > 0 ? cx_sched_adapter_remove(S->sched, id, &err) : CX_EINVAL;
+        if (rc < 0)
+            srv_fail(&e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "lora_name",
+                     "no adapter named '%s' (GET /v1/models)", name);
+        else {
+            int ret = rc == 0 ? reply_text(S, c, "Success: LoRA adapter '%s' removed successfully.", name, 0)
+                              : reply_text(S, c, "Success: LoRA adapter '%s' will be removed when its %d requests end; "
+                                                 "new requests naming it are refused.", name, refs);
+            json_decref(doc);
+            return ret;
+        }
+    }
+    json_decref(doc);
+    return srv_reply_error(S, c, &e);
 }
 
 /* See srv.h. */
 int srv_route(srv_server *S, struct MHD_Connection *c, const char *method, const char *url, const char *body, size_t len) {
     static const struct { const char *url, *method; } ROUTES[] = {
         {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/models", "GET"}, {"/health", "GET"},
-        {"/metrics", "GET"}};
+        {"/metrics", "GET"}, {"/v1/load_lora_adapter", "POST"}, {"/v1/unload_lora_adapter", "POST"}};
     srv_error e;
     int r = -1;
     for (int i = 0; i < (int)(sizeof ROUTES / sizeof ROUTES[0]); i++)
@@ -186,6 +275,8 @@ int srv_route(srv_server *S, struct MHD_Connection *c, const char *method, const
         char *ok = strdup("{\"status\":\"ok\"}");
         return reply_json(S, c, 200, ok);
     }
+    case 5: return load_adapter(S, c, body, len);
+    case 6: return unload_adapter(S, c, body, len);
     default: {
         size_t n = 0;
         char *text = srv_metrics_text(&S->metrics, S->sched, &n);

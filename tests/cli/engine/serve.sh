@@ -12,7 +12,10 @@
 #     and waiting for a whole answer) cancel their requests and the KV blocks
 #     return to idle (/metrics), 504 with partial usage past
 #     --request-timeout, and SIGTERM drains: the running request completes,
-#     the server exits 0.
+#     the server exits 0;
+#   - LoRA adapters: --lora NAME=FILE, the `model` field selecting one (tokens
+#     equal `cortex generate --lora`), /v1/load_lora_adapter and
+#     /v1/unload_lora_adapter, /v1/models and the adapter metrics.
 # Needs ../shared/models/stories260K.gguf (skips without it) and curl.
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -221,4 +224,46 @@ check "a streamed request past its deadline ends with an error event (partial us
     = "('request_timeout', True)/data: [DONE]"
 check "/metrics counts the timeouts" test "$(metric 'cortex_requests_total{outcome="timeout"}')" = 2
 kill -TERM $PID; wait $PID
+
+# LoRA adapters: --lora NAME=FILE at start, the `model` field picks one (tokens equal
+# `cortex generate --lora`), load and unload at run time (vLLM's routes), /v1/models, /metrics
+"$CORTEX" synth-lora -m "$M" --rank 8 --alpha 16 --seed 1 -o "$tmp/l1.gguf" 2>/dev/null
+"$CORTEX" synth-lora -m "$M" --rank 4 --targets q,v,down --seed 2 -o "$tmp/l2.gguf" 2>/dev/null
+start "$tmp/l.log" -m "$M" --lora "one=$tmp/l1.gguf" || { finish; exit 1; }
+# (the server's JSON carries invalid UTF-8 bytes as U+FFFD, as Python's "replace" decodes them)
+gen_lora() { "$CORTEX" generate -m "$M" "$@" -p "Once upon a time" -n 24 --temp 0 --no-echo 2>/dev/null | head -c -1 |
+    "$PY" -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))'; }
+q='{"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0, "ignore_eos": true'
+code=$(post /v1/completions "$q, \"model\": \"one\"}")
+check "model 'one' answers 200, echoing the name" test "$code $(field "$tmp/body" 'd["model"]')" = "200 one"
+check "model 'one' = cortex generate --lora (greedy)" test "$(field "$tmp/body" 'd["choices"][0]["text"]')" = \
+    "$(gen_lora --lora "$tmp/l1.gguf")"
+curl -sN -o "$tmp/l_stream" "$URL/v1/completions" -d "$q, \"model\": \"one\", \"stream\": true}"
+check "model 'one' streamed = whole" test "$(sse_text "$tmp/l_stream" text)" = "$(field "$tmp/body" 'd["choices"][0]["text"]')"
+post /v1/completions "$q}" >/dev/null
+check "the base model is unchanged beside it" test "$(field "$tmp/body" 'd["choices"][0]["text"]')" = "$(gen_lora)"
+code=$(post /v1/load_lora_adapter "{\"lora_name\": \"two\", \"lora_path\": \"$tmp/l2.gguf\"}")
+check "load_lora_adapter: 200" test "$code" = 200
+code=$(post /v1/completions "$q, \"model\": \"two\"}")
+check "model 'two' = cortex generate --lora l2" test "$code $(field "$tmp/body" 'd["choices"][0]["text"]')" = \
+    "200 $(gen_lora --lora "$tmp/l2.gguf")"
+curl -s "$URL/v1/models" >"$tmp/models"
+check "/v1/models lists the base model and both adapters" test \
+    "$(field "$tmp/models" '[m["id"] for m in d["data"]][1:], d["data"][1]["parent"] == d["data"][0]["id"]')" = \
+    "(['one', 'two'], True)"
+check "/metrics: 2 adapters resident, 2 loads" test "$(metric cortex_adapters_resident) $(metric cortex_adapter_loads_total)" \
+    = "2 2"
+code=$(post /v1/load_lora_adapter "{\"lora_name\": \"two\", \"lora_path\": \"$tmp/l2.gguf\"}")
+check "loading a taken name: 400 naming lora_name" test "$code $(field "$tmp/body" 'd["error"]["param"]')" = "400 lora_name"
+code=$(post /v1/load_lora_adapter "{\"lora_name\": \"bad\", \"lora_path\": \"$tmp/none.gguf\"}")
+check "loading a missing file: 400 naming lora_path" test "$code $(field "$tmp/body" 'd["error"]["param"]')" = "400 lora_path"
+code=$(post /v1/unload_lora_adapter '{"lora_name": "two"}')
+check "unload_lora_adapter: 200" test "$code" = 200
+code=$(post /v1/completions "$q, \"model\": \"two\"}")
+check "an unloaded adapter: 404 model_not_found" test "$code $(field "$tmp/body" 'd["error"]["code"]')" = "404 model_not_found"
+code=$(post /v1/unload_lora_adapter '{"lora_name": "two"}')
+check "unloading an unknown adapter: 404" test "$code" = 404
+kill -TERM $PID; wait $PID
+"$CORTEX" serve --port 0 -m "$M" --lora "x=$tmp/none.gguf" 2>"$tmp/lbad"; rc=$?
+check "--lora with a missing file: exit 1 naming it" sh -c "[ $rc -eq 1 ] && grep -q none.gguf '$tmp/lbad'"
 finish
