@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../kquant.h"
+#include "../mxfp4.h"
 #include "../quant.h"
 #include "cortex.h"
 #include "kernels.h"
@@ -691,9 +692,10 @@ static void add(float *y, const float *x, int n) {
 const kern_ops kern_avx2_ops = {
     .name = "avx2",
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q8_0] = dot_q8_0,
-            [CX_TYPE_Q4_0] = dot_q4_0, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx2, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx2},
+            [CX_TYPE_Q4_0] = dot_q4_0, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx2, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx2,
+            [CX_TYPE_MXFP4] = mxfp4_dot_avx2},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0, [CX_TYPE_Q4_0] = gemm_q4_0,
-             [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx2, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx2},
+             [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx2, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx2, [CX_TYPE_MXFP4] = mxfp4_gemm_avx2},
     .gemm_x8 = {[CX_TYPE_Q8_0] = gemm_q8_0_x8, [CX_TYPE_Q4_0] = gemm_q4_0_x8},
     .quantize_act = quantize_act,
     .attn_scores = attn_scores,

@@ -1,0 +1,132 @@
+/*
+ * mxfp4_avx512.c - MXFP4 dot product and gemm with AVX-512 F/BW/VL/DQ, and
+ * with VNNI's vpdpbusd for the "avx512vnni" table (built with the AVX-512
+ * flags; dispatch.c hands these out only where they run). Layout: mxfp4.h.
+ *
+ * Two blocks per step: their codes (low nibbles, high nibbles, each block's
+ * 32 in element order) fill one 64-byte register and one vpshufb looks them
+ * up in MXFP4_KV. The integer products use |w| against the activation codes
+ * carrying w's sign (a masked negation: AVX-512 has no vpsignb); vpdpbusd
+ * sums four u8*s8 products into each int32 lane, maddubs + madd does the same
+ * without VNNI (pairs at most 2*12*127: no int16 saturation). Both are exact,
+ * so the two tables give the same bits. Lanes 0-7 then hold block b, lanes
+ * 8-15 block b+1; each lane is converted and FMA-accumulated with its
+ * block's mxfp4_half_scale(e) * d8. An odd last block runs the same step with
+ * the second block's codes, activations and scales zero (masked loads: no
+ * byte past the row or the activations is read).
+ *
+ * One body, mx_rows512, computes up to four tokens per pass over a weight
+ * row; the dot is that body with one token, so each table's gemm equals its
+ * dot bit for bit.
+ */
+#include "../mxfp4.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VL__) && defined(__AVX512VNNI__)
+
+#include <assert.h>
+#include <immintrin.h>
+
+#define MX_NT 4 /* tokens per weight-row pass in the gemm */
+#define MX_INLINE static inline __attribute__((always_inline))
+#define MX_UNROLL _Pragma("GCC unroll 4")
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 2048
+#endif
+
+/* The 64 signed table values of blocks b (bytes 0-31) and b+1 (32-63, zero
+ * when `two` is 0), each block's elements in order. */
+MX_INLINE __m512i mx_unpack2(const uint8_t *blk, int two, __m512i table) {
+    __m128i r0 = _mm_loadu_si128((const __m128i *)(blk + 1));
+    __m128i r1 = two ? _mm_loadu_si128((const __m128i *)(blk + sizeof(block_mxfp4) + 1)) : _mm_setzero_si128();
+    __m256i c0 = _mm256_set_m128i(_mm_srli_epi16(r0, 4), r0), c1 = _mm256_set_m128i(_mm_srli_epi16(r1, 4), r1);
+    __m512i codes = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1), _mm512_set1_epi8(0x0F));
+    return _mm512_shuffle_epi8(table, codes);
+}
+
+/* Per int32 lane, the sum of four products u*s (u unsigned, s signed). */
+MX_INLINE __m512i mx_dp4(int VNNI, __m512i u, __m512i s) {
+    if (VNNI) return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s);
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
+}
+
+/* MXFP4 row . activation rows t0..t0+NT-1 (NT <= MX_NT) into out[0..NT). */
+MX_INLINE void mx_rows512(int VNNI, const uint8_t *row, const kern_act *a, int t0, int NT, float *out) {
+    const int64_t nb = a->n / MXFP4_QK;
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)MXFP4_KV));
+    const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m512 acc[MX_NT][2];
+    const int8_t *x[MX_NT];
+    const float *dx[MX_NT];
+    MX_UNROLL for (int k = 0; k < NT; k++) {
+        acc[k][0] = acc[k][1] = _mm512_setzero_ps();
+        x[k] = a->qs + (size_t)(t0 + k) * (size_t)a->n;
+        dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
+    }
+    for (int64_t b = 0; b < nb; b += 2) {
+        const uint8_t *blk = row + (size_t)b * sizeof(block_mxfp4);
+        if (NT == 1) _mm_prefetch((const char *)blk + PREFETCH_AHEAD, _MM_HINT_T0);
+        const int two = b + 1 < nb;
+        const __m512i w = mx_unpack2(blk, two, table);
+        const __m512i aw = _mm512_abs_epi8(w);
+        const __mmask64 neg = _mm512_movepi8_mask(w);
+        const __mmask64 bytes = two ? ~(__mmask64)0 : (__mmask64)0xFFFFFFFF;
+        /* [scale of b x8 | scale of b+1 x8] */
+        const __m512 dw = _mm512_permutexvar_ps(
+            halves, _mm512_castps128_ps512(_mm_setr_ps(mxfp4_half_scale(blk[0]),
+                                                       two ? mxfp4_half_scale(blk[sizeof(block_mxfp4)]) : 0.0f, 0, 0)));
+        const int j = (int)((b >> 1) & 1);
+        MX_UNROLL for (int k = 0; k < NT; k++) {
+            __m512i y = _mm512_maskz_loadu_epi8(bytes, x[k] + b * MXFP4_QK);
+            y = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
+            __m512 d8 = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_maskz_loadu_ps(two ? 3 : 1, dx[k] + b)));
+            acc[k][j] = _mm512_fmadd_ps(_mm512_mul_ps(dw, d8), _mm512_cvtepi32_ps(mx_dp4(VNNI, aw, y)), acc[k][j]);
+        }
+    }
+    MX_UNROLL for (int k = 0; k < NT; k++) out[k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[k][0], acc[k][1]));
+}
+
+/* Rows r0..r1, four tokens per pass, the remaining tokens one at a time. */
+MX_INLINE void mx_gemm512(int VNNI, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a,
+                          float *y, int64_t ldy) {
+    assert(a->fmt == KERN_ACT_Q8_32 && a->n % MXFP4_QK == 0);
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = w + (size_t)r * row_bytes;
+        float o[MX_NT];
+        int t = 0;
+        for (; t + MX_NT <= a->T; t += MX_NT) {
+            mx_rows512(VNNI, row, a, t, MX_NT, o);
+            for (int k = 0; k < MX_NT; k++) y[(size_t)(t + k) * (size_t)ldy + (size_t)r] = o[k];
+        }
+        for (; t < a->T; t++) {
+            mx_rows512(VNNI, row, a, t, 1, o);
+            y[(size_t)t * (size_t)ldy + (size_t)r] = o[0];
+        }
+    }
+}
+
+float mxfp4_dot_avx512(const void *row, const kern_act *a, int t) {
+    assert(a->fmt == KERN_ACT_Q8_32 && a->n % MXFP4_QK == 0 && t >= 0 && t < a->T);
+    float r;
+    mx_rows512(0, row, a, t, 1, &r);
+    return r;
+}
+
+float mxfp4_dot_avx512vnni(const void *row, const kern_act *a, int t) {
+    assert(a->fmt == KERN_ACT_Q8_32 && a->n % MXFP4_QK == 0 && t >= 0 && t < a->T);
+    float r;
+    mx_rows512(1, row, a, t, 1, &r);
+    return r;
+}
+
+void mxfp4_gemm_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                       int64_t ldy) {
+    mx_gemm512(0, w, row_bytes, r0, r1, a, y, ldy);
+}
+
+void mxfp4_gemm_avx512vnni(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                           int64_t ldy) {
+    mx_gemm512(1, w, row_bytes, r0, r1, a, y, ldy);
+}
+
+#endif
