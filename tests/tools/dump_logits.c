@@ -5,7 +5,8 @@
  * n_steps, int32 n_vocab, n_steps int32 input tokens, n_steps int32 argmax
  * tokens, n_steps * n_vocab float32 logits.
  *
- * usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS]
+ * usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS] [--isa ISA]
+ * (--isa: the kernel table, as cx_model_params.isa; exit 1 if this CPU lacks it)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *tok = NULL, *out = NULL, *tin = NULL;
+    const char *model = NULL, *tok = NULL, *out = NULL, *tin = NULL, *isa = NULL;
     int n = 0, threads = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-z") && i + 1 < argc) tok = argv[++i];
@@ -29,14 +30,17 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--tokens-in") && i + 1 < argc) tin = argv[++i];
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!model && argv[i][0] != '-') model = argv[i];
-        else return fail("usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS]");
+        else return fail("usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS] [--isa ISA]");
     }
     if (!model || !out || n <= 0) return fail("need MODEL, -n N > 0 and -o OUT");
     cx_err err = {0};
     cx_model *m;
     cx_session *s;
-    if (cx_model_load(model, tok, &m, &err) || cx_session_new(m, n, threads, &s, &err)) return fail(err.msg);
+    cx_model_params mp = cx_model_defaults();
+    mp.isa = isa;
+    if (cx_model_load_ex(model, tok, &mp, &m, &err) || cx_session_new(m, n, threads, &s, &err)) return fail(err.msg);
     int V = cx_model_get_info(m)->n_vocab;
     if (n > cx_session_n_ctx(s)) n = cx_session_n_ctx(s);
     int32_t *in = calloc((size_t)n, 4), *next = calloc((size_t)n, 4);
