@@ -10,6 +10,7 @@
 /* E2M1 codes 0..7 are +0, 0.5, 1, 1.5, 2, 3, 4, 6; 8..15 the same negated. */
 const int8_t MXFP4_KV[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
+/* See mxfp4.h: ggml's int8 table times the halved scale, block by block. */
 void mxfp4_dequantize_row(const void *src, float *dst, int64_t n) {
     assert(n % MXFP4_QK == 0);
     const uint8_t *p = src;
@@ -45,6 +46,7 @@ static uint8_t block_exponent(float amax) {
     return e < 0.0f ? 0 : e > 254.0f ? 254 : (uint8_t)e;
 }
 
+/* See mxfp4.h: ggml's reference quantizer, block by block. */
 void mxfp4_quantize_row(const float *src, void *dst, int64_t n) {
     assert(n % MXFP4_QK == 0);
     block_mxfp4 *y = dst;

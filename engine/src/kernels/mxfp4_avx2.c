@@ -69,6 +69,7 @@ MX_INLINE void mx_rows(const uint8_t *row, const kern_act *a, int t0, int NT, fl
     MX_UNROLL for (int k = 0; k < NT; k++) out[k] = simd_hsum8(_mm256_add_ps(acc[k][0], acc[k][1]));
 }
 
+/* kern_dot_fn: mx_rows with one token. */
 float mxfp4_dot_avx2(const void *row, const kern_act *a, int t) {
     assert(a->fmt == KERN_ACT_Q8_32 && a->n % MXFP4_QK == 0 && t >= 0 && t < a->T);
     float r;

@@ -121,6 +121,7 @@ MX_INLINE void mx_gemm512(int VNNI, const uint8_t *w, size_t row_bytes, int64_t 
     }
 }
 
+/* kern_dot_fn of the "avx512" table (maddubs + madd). */
 float mxfp4_dot_avx512(const void *row, const kern_act *a, int t) {
     assert(a->fmt == KERN_ACT_Q8_32 && a->n % MXFP4_QK == 0 && t >= 0 && t < a->T);
     float r;
@@ -128,6 +129,7 @@ float mxfp4_dot_avx512(const void *row, const kern_act *a, int t) {
     return r;
 }
 
+/* kern_dot_fn of the "avx512vnni" table (vpdpbusd). */
 float mxfp4_dot_avx512vnni(const void *row, const kern_act *a, int t) {
     assert(a->fmt == KERN_ACT_Q8_32 && a->n % MXFP4_QK == 0 && t >= 0 && t < a->T);
     float r;
@@ -135,11 +137,13 @@ float mxfp4_dot_avx512vnni(const void *row, const kern_act *a, int t) {
     return r;
 }
 
+/* kern_gemm_fn of the "avx512" table. */
 void mxfp4_gemm_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                        int64_t ldy) {
     mx_gemm512(0, w, row_bytes, r0, r1, a, y, ldy);
 }
 
+/* kern_gemm_fn of the "avx512vnni" table. */
 void mxfp4_gemm_avx512vnni(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                            int64_t ldy) {
     mx_gemm512(1, w, row_bytes, r0, r1, a, y, ldy);
