@@ -275,14 +275,14 @@ static int cmd_info(opts *o) {
     printf("weight bytes:   %llu (%s)\nfile bytes:     %llu (%s)\n", (unsigned long long)i->weight_bytes, wb,
            (unsigned long long)i->file_bytes, fb);
     printf("tensors:        %d\n", i->n_tensors);
-    int count[32] = {0};
-    uint64_t bytes[32] = {0};
+    int count[CX_QUANT_NTYPES] = {0}; /* per ggml type id, as quantize counts them */
+    uint64_t bytes[CX_QUANT_NTYPES] = {0};
     for (int k = 0; k < i->n_tensors; k++) {
         cx_tensor_info t;
         cx_model_tensor(m, k, &t);
-        if (t.type >= 0 && t.type < 32) { count[t.type]++; bytes[t.type] += t.nbytes; }
+        if (t.type >= 0 && t.type < CX_QUANT_NTYPES) { count[t.type]++; bytes[t.type] += t.nbytes; }
     }
-    for (int t = 0; t < 32; t++)
+    for (int t = 0; t < CX_QUANT_NTYPES; t++)
         if (count[t]) printf("  %-6s %4d tensors, %llu bytes\n", cx_type_name(t), count[t], (unsigned long long)bytes[t]);
     printf("%-32s %-5s %-22s %14s %12s\n", "tensor", "type", "shape", "offset", "bytes");
     for (int k = 0; k < i->n_tensors; k++) {
@@ -692,7 +692,8 @@ static const cli_command COMMANDS[] = {
      "checkpoint with its tokenizer.bin given by -z/--tokenizer (the vocabulary is embedded\n"
      "as llama.cpp's converter does). 1-D tensors (norms) stay f32; a matrix whose rows a\n"
      "block does not divide falls back to another type (e.g. 172 columns -> f16), and\n"
-     "q4_k_m mixes q4_k and q6_k as llama.cpp does. --type f32 converts a llama2.c\n"
+     "q4_k_m mixes q4_k and q6_k as llama.cpp does; mxfp4 stores every matrix as MXFP4\n"
+     "(llama.cpp's MXFP4_MOE keeps it for MoE experts). --type f32 converts a llama2.c\n"
      "checkpoint without losing anything. Already-quantized inputs are refused.\n"
      "Tensors stream from the mapped input into OUT.tmp, which is loaded back as a check\n"
      "and renamed to OUT: a failure leaves neither file behind.\n",

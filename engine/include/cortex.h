@@ -52,7 +52,8 @@ enum {
     CX_TYPE_Q4_0 = 2,
     CX_TYPE_Q8_0 = 8,
     CX_TYPE_Q4_K = 12,
-    CX_TYPE_Q6_K = 14
+    CX_TYPE_Q6_K = 14,
+    CX_TYPE_MXFP4 = 39 /* OCP MXFP4: 32 E2M1 values sharing an E8M0 scale (GPT-OSS) */
 };
 
 /* File type (not a tensor type: far above ggml's type ids, which stay below

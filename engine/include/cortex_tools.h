@@ -15,7 +15,7 @@ extern "C" {
 
 /* ---- parsers for flags and configuration files -------------------------- */
 
-/* Parse "f32|f16|q8_0|q4_0|q4_k|q6_k|q4_k_m" (case-insensitive); returns -1 if unknown. */
+/* Parse "f32|f16|q8_0|q4_0|q4_k|q6_k|mxfp4|q4_k_m" (case-insensitive); returns -1 if unknown. */
 int cx_type_from_name(const char *name);
 /* Parse "f32|f16|q8|q4" (-1 if unknown); "lru|lfu" likewise. */
 int cx_kv_type_from_name(const char *name);
@@ -76,7 +76,7 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
  * cx_type_from_name name both kinds. (One namespace: CX_FTYPE_Q4_K_M = 1015
  * lies far above every ggml tensor type id.) */
 
-#define CX_QUANT_NTYPES 32        /* ggml type ids counted per type below */
+#define CX_QUANT_NTYPES 40        /* ggml type ids counted per type below (mxfp4 is 39) */
 #define CX_QUANT_MAX_FALLBACKS 8  /* distinct fallback kinds listed */
 
 /* Tensors the mixture rule had to store in another type than it wanted,

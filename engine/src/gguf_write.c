@@ -173,6 +173,7 @@ int gguf_file_type(int ftype) {
     case CX_TYPE_Q8_0: return 7;
     case CX_TYPE_Q4_K: return 14;
     case CX_TYPE_Q6_K: return 18;
+    case CX_TYPE_MXFP4: return 38; /* MOSTLY_MXFP4_MOE: llama.cpp's only mxfp4 file type */
     case CX_FTYPE_Q4_K_M: return 15;
     default: return -1;
     }

@@ -10,6 +10,7 @@
 
 #include "cortex.h"
 #include "kquant.h"
+#include "mxfp4.h"
 #include "util.h"
 
 size_t quant_row_bytes(int type, int64_t n) {
@@ -20,6 +21,7 @@ size_t quant_row_bytes(int type, int64_t n) {
     case CX_TYPE_Q4_0: return (size_t)(n / QK) * sizeof(block_q4_0);
     case CX_TYPE_Q4_K: return (size_t)(n / QK_K) * sizeof(block_q4_k);
     case CX_TYPE_Q6_K: return (size_t)(n / QK_K) * sizeof(block_q6_k);
+    case CX_TYPE_MXFP4: return (size_t)(n / MXFP4_QK) * sizeof(block_mxfp4);
     default: return 0;
     }
 }
@@ -29,7 +31,7 @@ int quant_supported(int type) { return quant_block_size(type) != 0; }
 int quant_block_size(int type) {
     switch (type) {
     case CX_TYPE_F32: case CX_TYPE_F16: return 1;
-    case CX_TYPE_Q8_0: case CX_TYPE_Q4_0: return QK;
+    case CX_TYPE_Q8_0: case CX_TYPE_Q4_0: case CX_TYPE_MXFP4: return QK;
     case CX_TYPE_Q4_K: case CX_TYPE_Q6_K: return QK_K;
     default: return 0;
     }
@@ -64,6 +66,7 @@ void quant_dequantize_row(int type, const void *src, float *dst, int64_t n) {
         break;
     case CX_TYPE_Q4_K: kq_dequantize_row_q4_k(src, dst, n); break;
     case CX_TYPE_Q6_K: kq_dequantize_row_q6_k(src, dst, n); break;
+    case CX_TYPE_MXFP4: mxfp4_dequantize_row(src, dst, n); break;
     default:
         break;
     }
@@ -112,6 +115,7 @@ void quant_quantize_row(int type, const float *src, void *dst, int64_t n) {
     case CX_TYPE_Q4_0: quantize_q4_0(src, dst, n); break;
     case CX_TYPE_Q4_K: kq_quantize_row_q4_k(src, dst, n); break;
     case CX_TYPE_Q6_K: kq_quantize_row_q6_k(src, dst, n); break;
+    case CX_TYPE_MXFP4: mxfp4_quantize_row(src, dst, n); break;
     default: break;
     }
 }

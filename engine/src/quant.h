@@ -1,6 +1,7 @@
 /*
  * quant.h - ggml block formats and their scalar reference conversions (the
- * K-quant formats Q4_K/Q6_K live in kquant.h; this interface covers all).
+ * K-quant formats Q4_K/Q6_K live in kquant.h, MXFP4 in mxfp4.h; this
+ * interface covers all).
  *
  * Byte layouts match ggml exactly so GGUF files from other tools load unchanged:
  *   Q8_0: 32 weights per 34-byte block: fp16 scale d, then int8 q[32];   w = d*q
@@ -24,15 +25,16 @@ _Static_assert(sizeof(block_q4_0) == 18, "Q4_0 block must be 18 bytes");
 
 /* Bytes of one row of n weights of a type (n a multiple of the block size). */
 size_t quant_row_bytes(int type, int64_t n);
-/* 1 if the engine can compute with this type (f32, f16, q8_0, q4_0, q4_k, q6_k). */
+/* 1 if the engine can compute with this type (f32, f16, q8_0, q4_0, q4_k, q6_k, mxfp4). */
 int quant_supported(int type);
-/* Weights per block of a supported type (1 for f32/f16, 32, or 256 for the K types); 0 if unsupported. */
+/* Weights per block of a supported type (1 for f32/f16, 32 for q8_0, q4_0 and
+ * mxfp4, 256 for the K types); 0 if unsupported. */
 int quant_block_size(int type);
 
 /* Expand n weights of a row stored as `type` into floats. */
 void quant_dequantize_row(int type, const void *src, float *dst, int64_t n);
-/* Store n floats as `type` (f32, f16, q8_0, q4_0 rounding as ggml does; q4_k,
- * q6_k with kquant.c's quantizers). */
+/* Store n floats as `type` (f32, f16, q8_0, q4_0, mxfp4 rounding as ggml's
+ * reference quantizers do; q4_k, q6_k with kquant.c's quantizers). */
 void quant_quantize_row(int type, const float *src, void *dst, int64_t n);
 
 /*
@@ -47,7 +49,7 @@ void quant_quantize_row(int type, const float *src, void *dst, int64_t n);
  *     llama.cpp gives a tied token_embd (no output.weight) the output's q6_k:
  *     callers writing a tied model ask for "output.weight" for it (synth.c does);
  *   - a type whose block does not divide cols falls back: q4_k/q6_k to q8_0
- *     when cols % 32 == 0, any quantized type to f16 otherwise (llama.cpp
+ *     when cols % 32 == 0, any quantized type (mxfp4 too) to f16 otherwise (llama.cpp
  *     falls back to other 5-bit types first; we have none).
  */
 int quant_mix_type(int ftype, const char *name, int layer, int n_layer, int64_t cols);

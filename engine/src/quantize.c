@@ -406,7 +406,7 @@ int cx_quantize_file_ex(const char *in, const char *tokenizer, const char *out, 
                         cx_quantize_stats *stats, cx_err *err) {
     if (!in || !*in || !out || !*out) return cx_fail(err, CX_EINVAL, "quantize needs an input and an output path");
     if (gguf_file_type(ftype) < 0)
-        return cx_fail(err, CX_EINVAL, "cannot write file type %s (%d): f32, f16, q8_0, q4_0, q4_k, q6_k or q4_k_m",
+        return cx_fail(err, CX_EINVAL, "cannot write file type %s (%d): f32, f16, q8_0, q4_0, q4_k, q6_k, mxfp4 or q4_k_m",
                        cx_type_name(ftype), ftype);
     if (same_file(in, out)) return cx_fail(err, CX_EINVAL, "%s: the output would overwrite the input", out);
     qz_job j = {0};

@@ -236,7 +236,7 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
         return cx_fail(err, CX_EINVAL, "unsupported weight type %s (%d) for synth", cx_type_name(type), type);
     int64_t HD = sh->head_dim ? sh->head_dim : sh->n_embd / sh->n_head;
     int64_t E = sh->n_embd, F = sh->n_ff, KV = (int64_t)sh->n_head_kv * HD, QD = (int64_t)sh->n_head * HD;
-    if (type == CX_TYPE_Q8_0 || type == CX_TYPE_Q4_0) {
+    if (quant_block_size(type) == QK) { /* q8_0, q4_0, mxfp4 */
         if (E % QK || F % QK)
             return cx_fail(err, CX_EINVAL, "shape %s: embedding %lld and feed-forward %lld must be multiples of 32 for %s",
                            sh->name, (long long)E, (long long)F, cx_type_name(type));

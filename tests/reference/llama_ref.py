@@ -7,7 +7,8 @@ Q/K/V biases, and a head size other than dim / n_heads (attention.key_length).
 
 Written from the math, in the spirit of llama2.c's run.c, to check the C engine.
 It imports nothing from the C project. Two loaders produce the same in-memory
-model: llama2.c `.bin` checkpoints and GGUF v3 files with F32 (or F16) tensors.
+model: llama2.c `.bin` checkpoints and GGUF v3 files with F32 (or F16) tensors
+(or MXFP4 ones, dequantized to float32 by mxfp4_ref.py, written from the spec).
 
 LoRA adapters (--lora FILE[:SCALE], repeatable): each adapted matrix W becomes
 W + (alpha / rank) * SCALE * B A before the forward pass. FILE is a llama.cpp GGUF
@@ -45,6 +46,8 @@ import sys
 import time
 
 import numpy as np
+
+import mxfp4_ref
 
 DUMP_MAGIC = 0x43584C47  # 'GLXC' as a little-endian int32
 BOS_ID = 1
@@ -104,6 +107,9 @@ class Model:
         self.rms_final = rms_final    # (dim,)
         self.wcls = wcls              # (vocab, dim)
         self.shared_cls = shared_cls  # classifier is the embedding table
+        # Matrices stored as MXFP4, as (layer index or -1 for the classifier, Layer
+        # attribute or "wcls"): Transformer(act_q8=True) rounds their inputs.
+        self.mxfp4 = set()
 
     def named_tensors(self):
         """All weights as (name, array) pairs in GGUF naming, for comparisons."""
@@ -220,8 +226,9 @@ class _Reader:
         raise ValueError("GGUF: unknown value type %d" % vtype)
 
 
-def read_gguf(path):
-    """Parse a GGUF v2/v3 file: returns (metadata dict, {name: numpy array (reversed dims)})."""
+def read_gguf(path, types=None):
+    """Parse a GGUF v2/v3 file: returns (metadata dict, {name: numpy array (reversed dims)});
+    fills `types` (a dict), when given, with each tensor's ggml type."""
     with open(path, "rb") as f:
         data = f.read()
     r = _Reader(data)
@@ -249,30 +256,38 @@ def read_gguf(path):
     data_start = (r.pos + align - 1) // align * align
     tensors = {}
     for name, dims, ttype, offset in infos:
-        if ttype not in GGML_DTYPES and ttype != GGML_Q8_0:
+        if ttype not in GGML_DTYPES and ttype not in (GGML_Q8_0, mxfp4_ref.TYPE_MXFP4):
             raise ValueError("%s: tensor %s has unsupported ggml type %d" % (path, name, ttype))
         count = int(np.prod(dims)) if dims else 1
         start = data_start + offset
-        if ttype == GGML_Q8_0:
+        if ttype == mxfp4_ref.TYPE_MXFP4:
+            nbytes = count // mxfp4_ref.QK * mxfp4_ref.BLOCK_BYTES
+            if count % mxfp4_ref.QK or start + nbytes > len(data):
+                raise ValueError("%s: tensor %s is not whole MXFP4 blocks inside the file" % (path, name))
+            arr = mxfp4_ref.dequantize(data[start:start + nbytes], count)
+        elif ttype == GGML_Q8_0:
             if dims[0] % 32:
                 raise ValueError("%s: tensor %s: Q8_0 rows of %d values" % (path, name, dims[0]))
             nbytes = count // 32 * Q8_0_BLOCK.itemsize
-        else:
-            nbytes = count * GGML_DTYPES[ttype].itemsize
-        if start + nbytes > len(data):
-            raise ValueError("%s: tensor %s runs past end of file" % (path, name))
-        if ttype == GGML_Q8_0:
+            if start + nbytes > len(data):
+                raise ValueError("%s: tensor %s runs past end of file" % (path, name))
             arr = dequant_q8_0(data, start, count)
         else:
-            arr = np.frombuffer(data, dtype=GGML_DTYPES[ttype], count=count, offset=start)
+            dt = GGML_DTYPES[ttype]
+            if start + count * dt.itemsize > len(data):
+                raise ValueError("%s: tensor %s runs past end of file" % (path, name))
+            arr = np.frombuffer(data, dtype=dt, count=count, offset=start)
         # ne[0] is the fastest-varying dimension, so numpy's shape is the reverse.
         tensors[name] = arr.reshape(tuple(reversed(dims)))
+        if types is not None:
+            types[name] = ttype
     return meta, tensors
 
 
 def load_gguf(path):
     """Build a Model from a GGUF file using the llama.* hyper-parameters and tensor names."""
-    meta, t = read_gguf(path)
+    types = {}
+    meta, t = read_gguf(path, types)
     arch = meta.get("general.architecture", "llama")
 
     def hp(key, default=None):
@@ -323,7 +338,15 @@ def load_gguf(path):
                             f32(b + "ffn_up.weight"), *bias))
     shared = "output.weight" not in t
     wcls = tok_emb if shared else f32("output.weight")
-    return Model(cfg, tok_emb, layers, f32("output_norm.weight"), wcls, shared, arch)
+    model = Model(cfg, tok_emb, layers, f32("output_norm.weight"), wcls, shared, arch)
+    is_mx = lambda name: types.get(name) == mxfp4_ref.TYPE_MXFP4
+    for i in range(cfg.n_layers):
+        for attr, part in LAYER_MATRICES:
+            if is_mx("blk.%d.%s.weight" % (i, part)):
+                model.mxfp4.add((i, attr))
+    if is_mx("token_embd.weight" if shared else "output.weight"):
+        model.mxfp4.add((-1, "wcls"))
+    return model
 
 
 def load_model(path):
@@ -536,11 +559,36 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
-class Transformer:
-    """A float64 copy of the model plus a KV cache; forward(token, pos) -> logits."""
+# Layer attributes of the matrices and their GGUF names (blk.N.<name>.weight).
+LAYER_MATRICES = (("wq", "attn_q"), ("wk", "attn_k"), ("wv", "attn_v"), ("wo", "attn_output"),
+                  ("w1", "ffn_gate"), ("w2", "ffn_down"), ("w3", "ffn_up"))
 
-    def __init__(self, model):
+
+def q8_32(x, eps=1e-4):
+    """x rounded as the engine's activations for 32-weight blocks (KERN_ACT_Q8_32):
+    per 32 values d = max|x| / 127, x -> round-half-even(x / d) * d. Also returns
+    whether some x / d lies within eps of a rounding midpoint, where the engine's
+    float32 activations may round the other way."""
+    b = x.reshape(-1, 32)
+    amax = np.max(np.abs(b), axis=1, keepdims=True)
+    safe = np.where(amax > 0, amax, 1.0)
+    r = b * (127.0 / safe)
+    near = bool(np.any(np.abs(np.abs(r - np.floor(r)) - 0.5) < eps))
+    return (np.rint(r) * (safe / 127.0)).reshape(x.shape), near
+
+
+class Transformer:
+    """A float64 copy of the model plus a KV cache; forward(token, pos) -> logits.
+
+    act_q8: round the input of each MXFP4 matrix as the engine rounds its
+    activations (q8_32), to compare with the engine's own arithmetic;
+    first_near is then the first position where a value fell near a
+    rounding midpoint (None while none has)."""
+
+    def __init__(self, model, act_q8=False):
         self.cfg = c = model.config
+        self.q8 = model.mxfp4 if act_q8 else set()
+        self.first_near = self.pos = None
         d = lambda a: np.asarray(a, dtype=np.float64)
         self.tok_emb = d(model.tok_emb)
         self.layers = [Layer(*(None if getattr(l, n, None) is None else d(getattr(l, n)) for n in
@@ -555,13 +603,14 @@ class Transformer:
     def forward(self, token, pos):
         """Run one token at position pos (positions must be fed 0,1,2,...); returns logits (vocab,)."""
         c = self.cfg
+        self.pos = pos
         hd, nh, nkv = c.head_dim, c.n_heads, c.n_kv_heads
         group = nh // nkv  # query heads per kv head
         x = self.tok_emb[token].copy()
         for li, l in enumerate(self.layers):
             # --- attention ---
             xb = rmsnorm(x, l.rms_att, c.rms_eps)
-            q, k, v = l.wq @ xb, l.wk @ xb, l.wv @ xb
+            q, k, v = self.mm(li, "wq", xb), self.mm(li, "wk", xb), self.mm(li, "wv", xb)
             if l.bq is not None:
                 q, k, v = q + l.bq, k + l.bk, v + l.bv
             q, k, v = q.reshape(nh, hd), k.reshape(nkv, hd), v.reshape(nkv, hd)
@@ -576,12 +625,21 @@ class Transformer:
                 kvh = h // group
                 scores = keys[:, kvh, :] @ q[h] / np.sqrt(hd)   # (T,)
                 att_out[h] = softmax(scores) @ vals[:, kvh, :]
-            x = x + l.wo @ att_out.reshape(-1)
+            x = x + self.mm(li, "wo", att_out.reshape(-1))
             # --- SwiGLU feed-forward ---
             xb = rmsnorm(x, l.rms_ffn, c.rms_eps)
-            x = x + l.w2 @ (silu(l.w1 @ xb) * (l.w3 @ xb))
+            x = x + self.mm(li, "w2", silu(self.mm(li, "w1", xb)) * self.mm(li, "w3", xb))
         x = rmsnorm(x, self.rms_final, c.rms_eps)
-        return self.wcls @ x
+        return self.mm(-1, "wcls", x)
+
+    def mm(self, li, attr, x):
+        """Matrix `attr` of layer li (-1: the classifier) times x, x rounded by q8_32 if asked."""
+        w = self.wcls if li < 0 else getattr(self.layers[li], attr)
+        if (li, attr) in self.q8:
+            x, near = q8_32(x)
+            if near and self.first_near is None:
+                self.first_near = self.pos
+        return w @ x
 
 
 def run(model, n_steps, tokens_in=None):

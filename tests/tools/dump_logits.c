@@ -5,8 +5,9 @@
  * n_steps, int32 n_vocab, n_steps int32 input tokens, n_steps int32 argmax
  * tokens, n_steps * n_vocab float32 logits.
  *
- * usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS] [--lora FILE[:SCALE]]...
- * (--lora: adapters applied as `cortex generate --lora` does, held as f32)
+ * usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS] [--isa ISA] [--lora FILE[:SCALE]]...
+ * (--isa: the kernel table, as cx_model_params.isa; exit 1 if this CPU lacks it;
+ *  --lora: adapters applied as `cortex generate --lora` does, held as f32)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ static int fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    const char *model = NULL, *tok = NULL, *out = NULL, *tin = NULL;
+    const char *model = NULL, *tok = NULL, *out = NULL, *tin = NULL, *isa = NULL;
     int n = 0, threads = 1, n_lora = 0;
     const char *lora[CX_LORA_MAX_SET];
     for (int i = 1; i < argc; i++) {
@@ -31,16 +32,19 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--tokens-in") && i + 1 < argc) tin = argv[++i];
+        else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--lora") && i + 1 < argc && n_lora < CX_LORA_MAX_SET) lora[n_lora++] = argv[++i];
         else if (!model && argv[i][0] != '-') model = argv[i];
-        else return fail("usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS] "
+        else return fail("usage: dump_logits MODEL [-z TOKENIZER] -n N -o OUT [--tokens-in DUMP] [-t THREADS] [--isa ISA] "
                          "[--lora FILE[:SCALE]]...");
     }
     if (!model || !out || n <= 0) return fail("need MODEL, -n N > 0 and -o OUT");
     cx_err err = {0};
     cx_model *m;
     cx_session *s;
-    if (cx_model_load(model, tok, &m, &err) || cx_session_new(m, n, threads, &s, &err)) return fail(err.msg);
+    cx_model_params mp = cx_model_defaults();
+    mp.isa = isa;
+    if (cx_model_load_ex(model, tok, &mp, &m, &err) || cx_session_new(m, n, threads, &s, &err)) return fail(err.msg);
     cx_lora_use uses[CX_LORA_MAX_SET];
     for (int i = 0; i < n_lora; i++) { /* FILE[:SCALE]: the scale after the last ':' */
         char path[1024];

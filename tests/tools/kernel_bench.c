@@ -6,7 +6,8 @@
  * q8_0/q4_0 weights are repacked for each table as a model would be (X16
  * where the table has gemm_x16, else X8 where it has gemm_x8).
  * A benchmark, not a test: nothing here passes or fails.
- *   build/tests/kernel_bench [--quick] [--base ISA] [--isa ISA]
+ *   build/tests/kernel_bench [--quick] [--base ISA] [--isa ISA] [--types T1,T2,...]
+ * (--types: only these weight types' kernels, e.g. q4_0,mxfp4; no other operators)
  * Matrix shapes are 256 rows x 2048 columns (the rows fit in L2, so this
  * measures arithmetic, not memory; memory-bound decode is cortex-bench's job).
  */
@@ -106,15 +107,25 @@ static uint8_t *weights_for(const kern_ops *k, int type, const uint8_t *w, size_
     return p;
 }
 
+/* 1 if `name` is one of the comma-separated names in list. */
+static int in_list(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0)) return 1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int quick = 0;
-    const char *base = "scalar", *isa = "avx2";
+    const char *base = "scalar", *isa = "avx2", *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--base") && i + 1 < argc) base = argv[++i];
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
+        else if (!strcmp(argv[i], "--types") && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "kernel_bench: unknown argument '%s' (usage: [--quick] [--base ISA] [--isa ISA])\n", argv[i]);
+            fprintf(stderr, "kernel_bench: unknown argument '%s' (usage: [--quick] [--base ISA] [--isa ISA] "
+                            "[--types T1,T2,...])\n", argv[i]);
             return 2;
         }
     }
@@ -142,10 +153,11 @@ int main(int argc, char **argv) {
     kern_rope_table(c.cs, HD, 100, inv);
 
     printf("| kernel | shape | %s ns/call | %s ns/call | speed-up |\n|---|---|---:|---:|---:|\n", sc->name, av->name);
-    int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K};
+    int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K, CX_TYPE_MXFP4};
     double s_buf[9], a_buf[9];
-    for (int ti = 0; ti < 6; ti++) {
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         int type = types[ti], fmt = kern_act_format(type);
+        if (only && !in_list(only, cx_type_name(type))) continue;
         c.type = type;
         c.rb = quant_row_bytes(type, COLS);
         uint8_t *rowmajor = malloc(c.rb * ROWS);
@@ -194,7 +206,7 @@ int main(int argc, char **argv) {
         {"argmax", "32000", b_argmax},           {"attention scores", "64 keys x 64 dims", b_scores},
         {"attention values", "64 keys x 64 dims", b_values},
     };
-    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    for (size_t i = 0; !only && i < sizeof ops / sizeof *ops; i++) {
         c.k = sc;
         double s = time_fn(ops[i].fn, &c, rounds, min_s, s_buf);
         c.k = av;

@@ -205,7 +205,8 @@ int kern_act_format(int type) {
     case CX_TYPE_F32:
     case CX_TYPE_F16: return KERN_ACT_F32;
     case CX_TYPE_Q8_0:
-    case CX_TYPE_Q4_0: return KERN_ACT_Q8_32;
+    case CX_TYPE_Q4_0:
+    case CX_TYPE_MXFP4: return KERN_ACT_Q8_32;
     case CX_TYPE_Q4_K:
     case CX_TYPE_Q6_K: return KERN_ACT_Q8_256;
     default: return -1;

@@ -3,9 +3,10 @@
  *
  * Every kernel exists once per instruction set: a scalar reference
  * (kernels_scalar.c, written for clarity and exact agreement with the block
- * formats in quant.h / kquant.h) and SIMD versions (kernels_avx2.c,
- * kquant_avx2.c; kernels_avx512.c for the "avx512" and "avx512vnni" tables,
- * which take the AVX2 table's entries for what they do not override).
+ * formats in quant.h / kquant.h / mxfp4.h) and SIMD versions (kernels_avx2.c,
+ * kquant_avx2.c, mxfp4_avx2.c; kernels_avx512.c, kquant_avx512.c and
+ * mxfp4_avx512.c for the "avx512" and "avx512vnni" tables, which take the
+ * AVX2 table's entries for what they do not override).
  * kern_select() picks a table (CPUID is read once per process); a model
  * keeps the one it was loaded with and its passes call through it
  * (cx_model_params.isa may force "scalar", "avx2", "avx512", "avx512vnni").
@@ -15,7 +16,8 @@
  * blocks, so the inner loops are integer dot products, as in ggml:
  *   weight type      activation format
  *   f32, f16         KERN_ACT_F32    (the floats themselves)
- *   q8_0, q4_0       KERN_ACT_Q8_32  (int8 codes, one float scale per 32, code sums per 32)
+ *   q8_0, q4_0,      KERN_ACT_Q8_32  (int8 codes, one float scale per 32, code sums per 32)
+ *   mxfp4
  *   q4_k, q6_k       KERN_ACT_Q8_256 (int8 codes, one float scale per 256, code sums per 16)
  * The SIMD kernels must reproduce the scalar result up to float rounding
  * order; tests/unit/engine/test_kernels.c states and checks each tolerance.
@@ -28,7 +30,9 @@
 
 #include "lora_kern.h"
 
-#define KERN_NTYPES 16 /* ggml type ids 0..15 cover f32..q8_k */
+/* Tables are indexed by ggml type id, sparsely: ids 0..39 cover f32..mxfp4;
+ * every entry of a type without kernels is NULL. */
+#define KERN_NTYPES 40
 
 enum { KERN_ACT_F32 = 0, KERN_ACT_Q8_32 = 1, KERN_ACT_Q8_256 = 2 };
 

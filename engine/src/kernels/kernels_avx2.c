@@ -19,9 +19,11 @@
 #include <string.h>
 
 #include "../kquant.h"
+#include "../mxfp4.h"
 #include "../quant.h"
 #include "cortex.h"
 #include "kernels.h"
+#include "simd_avx2.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 /* The per-token loops must unroll fully (NT is 1 or 4 after inlining) so the
@@ -32,14 +34,6 @@
 #define PREFETCH_AHEAD 2048
 #endif
 
-/* Sum of the eight lanes, in one fixed order. */
-ALWAYS_INLINE float hsum8(__m256 v) {
-    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-    lo = _mm_add_ps(lo, hi);
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-    return _mm_cvtss_f32(lo);
-}
 
 ALWAYS_INLINE float fp16(const uint8_t *p) {
     uint16_t h;
@@ -92,7 +86,7 @@ ALWAYS_INLINE void q_row(int Q4, const uint8_t *row, const kern_act *a, int t0, 
     }
     if (b < nb) Q_STEP(b, 0);
 #undef Q_STEP
-    UNROLL4 for (int k = 0; k < NT; k++) out[k] = hsum8(_mm256_add_ps(acc[k][0], acc[k][1]));
+    UNROLL4 for (int k = 0; k < NT; k++) out[k] = simd_hsum8(_mm256_add_ps(acc[k][0], acc[k][1]));
 }
 
 ALWAYS_INLINE void q8_0_row(const uint8_t *row, const kern_act *a, int t0, int NT, float *out) {
@@ -146,7 +140,7 @@ ALWAYS_INLINE void float_rows(const uint8_t *const row[2], int NR, int f16, cons
         }
     }
     UNROLL4 for (int r = 0; r < NR; r++) UNROLL4 for (int k = 0; k < NT; k++) {
-        float sum = hsum8(_mm256_add_ps(acc[r][k][0], acc[r][k][1]));
+        float sum = simd_hsum8(_mm256_add_ps(acc[r][k][0], acc[r][k][1]));
         for (int64_t j = i; j < n; j++) sum += load_w1(row[r], f16, j) * x[k][j];
         out[r][k] = sum;
     }
@@ -518,7 +512,7 @@ ALWAYS_INLINE float dot_f32v(const float *a, const float *b, int n) {
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
     }
     for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum8(_mm256_add_ps(s0, s1));
+    float s = simd_hsum8(_mm256_add_ps(s0, s1));
     for (; i < n; i++) s += a[i] * b[i];
     return s;
 }
@@ -559,7 +553,7 @@ static double exp_shift(float *x, int n, float shift) {
         _mm256_storeu_ps(x + i, e);
         sum = _mm256_add_ps(sum, e);
     }
-    double s = hsum8(sum);
+    double s = simd_hsum8(sum);
     for (; i < n; i++) {
         x[i] = expf(x[i] - shift);
         s += x[i];
@@ -609,7 +603,7 @@ static void softmax(float *x, int n) {
         _mm256_storeu_ps(x + i, e);
         sum = _mm256_add_ps(sum, e);
     }
-    double s = hsum8(sum);
+    double s = simd_hsum8(sum);
     for (; i < n; i++) {
         x[i] = expf(x[i] - max);
         s += x[i];
@@ -691,9 +685,10 @@ static void add(float *y, const float *x, int n) {
 const kern_ops kern_avx2_ops = {
     .name = "avx2",
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q8_0] = dot_q8_0,
-            [CX_TYPE_Q4_0] = dot_q4_0, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx2, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx2},
+            [CX_TYPE_Q4_0] = dot_q4_0, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx2, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx2,
+            [CX_TYPE_MXFP4] = mxfp4_dot_avx2},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0, [CX_TYPE_Q4_0] = gemm_q4_0,
-             [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx2, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx2},
+             [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx2, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx2, [CX_TYPE_MXFP4] = mxfp4_gemm_avx2},
     .gemm_x8 = {[CX_TYPE_Q8_0] = gemm_q8_0_x8, [CX_TYPE_Q4_0] = gemm_q4_0_x8},
     .quantize_act = quantize_act,
     .attn_scores = attn_scores,

@@ -9,7 +9,7 @@
  * the sixteen-row layout (KERN_LAYOUT_X16, kernels.h) and, for prefill, on
  * row-major weights; f32/f16 with 16-lane FMA; the Q8_256 activation
  * quantizer. The one-row K-quant kernels (row-major decode) are in
- * kquant_avx512.c. Everything else (attention, the elementwise operators,
+ * kquant_avx512.c, the MXFP4 kernels in mxfp4_avx512.c. Everything else (attention, the elementwise operators,
  * the Q8_32 quantizer, q8_0/q4_0 decode on row-major weights) is AVX2's.
  *
  * q8_0 and q4_0, sixteen rows at a time. One 64-byte load of an X16 block is
@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "../kquant.h"
+#include "../mxfp4.h"
 #include "cortex.h"
 #include "kernels.h"
 
@@ -509,9 +510,10 @@ static void quantize_act(const float *x, kern_act *a, int t) {
 const kern_ops kern_avx512_part = {
     .name = "avx512",
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512,
-            [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512},
+            [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows,
-             [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = gemm_q4_k_rows, [CX_TYPE_Q6_K] = gemm_q6_k_rows},
+             [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = gemm_q4_k_rows, [CX_TYPE_Q6_K] = gemm_q6_k_rows,
+             [CX_TYPE_MXFP4] = mxfp4_gemm_avx512},
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16,
                  [CX_TYPE_Q6_K] = gemm_q6_k_x16},
     .quantize_act = quantize_act,
@@ -521,10 +523,10 @@ const kern_ops kern_avx512_part = {
 const kern_ops kern_avx512vnni_part = {
     .name = "avx512vnni",
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512,
-            [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512},
+            [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512vnni},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows_vnni,
              [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni, [CX_TYPE_Q4_K] = gemm_q4_k_rows_vnni,
-             [CX_TYPE_Q6_K] = gemm_q6_k_rows_vnni},
+             [CX_TYPE_Q6_K] = gemm_q6_k_rows_vnni, [CX_TYPE_MXFP4] = mxfp4_gemm_avx512vnni},
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,
                  [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni, [CX_TYPE_Q6_K] = gemm_q6_k_x16_vnni},
     .quantize_act = quantize_act,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../kquant.h"
+#include "../mxfp4.h"
 #include "../quant.h"
 #include "../util.h"
 #include "cortex.h"
@@ -46,6 +47,15 @@ float kern_dot_scalar(int type, const void *row, const float *x, int64_t n) {
             for (int j = 0; j < QK / 2; j++)
                 s += (float)((q[j] & 0x0f) - 8) * xb[j] + (float)((q[j] >> 4) - 8) * xb[j + QK / 2];
             sum += s * cx_fp16_to_fp32(cx_rd16(p));
+        }
+        break;
+    case CX_TYPE_MXFP4:
+        for (int64_t b = 0; b < n / MXFP4_QK; b++, p += sizeof(block_mxfp4)) {
+            const float *xb = x + b * MXFP4_QK;
+            float s = 0.0f;
+            for (int j = 0; j < MXFP4_QK / 2; j++)
+                s += (float)MXFP4_KV[p[1 + j] & 0x0F] * xb[j] + (float)MXFP4_KV[p[1 + j] >> 4] * xb[j + MXFP4_QK / 2];
+            sum += s * mxfp4_half_scale(p[0]);
         }
         break;
     default:
@@ -250,7 +260,8 @@ static void add(float *y, const float *x, int n) {
 const kern_ops kern_scalar_ops = {
     .name = "scalar",
     .dot = {[CX_TYPE_F32] = dot_f32_row, [CX_TYPE_F16] = dot_f16_row, [CX_TYPE_Q8_0] = dot_q8_0_row,
-            [CX_TYPE_Q4_0] = dot_q4_0_row, [CX_TYPE_Q4_K] = kq_dot_q4_k_scalar, [CX_TYPE_Q6_K] = kq_dot_q6_k_scalar},
+            [CX_TYPE_Q4_0] = dot_q4_0_row, [CX_TYPE_Q4_K] = kq_dot_q4_k_scalar, [CX_TYPE_Q6_K] = kq_dot_q6_k_scalar,
+            [CX_TYPE_MXFP4] = mxfp4_dot_scalar},
     .quantize_act = kern_quantize_act_scalar,
     .attn_scores = attn_scores,
     .attn_values = attn_values,

@@ -23,6 +23,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "simd_avx2.h"
+
 #define KQ_NT 4 /* tokens per weight-row pass in the gemms */
 #define KQ_INLINE static inline __attribute__((always_inline))
 /* Per-token and per-chunk loops must unroll (nt is a constant after inlining)
@@ -36,15 +38,7 @@ KQ_INLINE float half_at(const uint8_t *p) {
     return _cvtsh_ss(h);
 }
 
-/* Sum of the 8 lanes, in a fixed order (halves, then pairs, then the last two). */
-KQ_INLINE float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* Sum of the 4 lanes, in the same fixed order as hsum8's tail. */
+/* Sum of the 4 lanes, in the same fixed order as simd_hsum8's tail. */
 KQ_INLINE float hsum4(__m128 s) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -110,7 +104,7 @@ KQ_INLINE void k4_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
             accm[k] = _mm_fmadd_ps(_mm_set1_ps(dmw * da), _mm_cvtepi32_ps(pm), accm[k]);
         }
     }
-    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = hsum8(acc[k]) - hsum4(accm[k]);
+    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = simd_hsum8(acc[k]) - hsum4(accm[k]);
 }
 
 /* Byte shuffles that turn the 16 scale bytes into [s[2p] x8, s[2p+1] x8], p = 0..7. */
@@ -170,7 +164,7 @@ KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
             acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(sumi), acc[k]);
         }
     }
-    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = hsum8(acc[k]);
+    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = simd_hsum8(acc[k]);
 }
 
 /* kern_dot_fn for Q4_K rows (one token of k4_rows). */

@@ -10,7 +10,8 @@
  *     float-activation reference (each code is off by at most half a step);
  *   - the elementwise operators agree (RoPE, argmax and add bit for bit).
  *   - the interleaved layouts (X8, X16) give their row-major kernels' bits,
- *     and the AVX2 X8 and both AVX-512 X16 kernels give the same bits.
+ *     and the AVX2 X8 and both AVX-512 X16 kernels give the same bits;
+ *   - MXFP4 rows of random bytes (every code, subnormal scales) agree too.
  * Tolerances are stated where they are checked. Each SIMD table (avx2,
  * avx512, avx512vnni) is skipped, with a line naming the missing feature, on
  * CPUs that lack it.
@@ -23,6 +24,7 @@
 #include "cortex.h"
 #include "kernels/kernels.h"
 #include "kquant.h"
+#include "mxfp4.h"
 #include "quant.h"
 #include "testing.h"
 #include "util.h"
@@ -201,6 +203,42 @@ static void test_dots(int type, const kern_ops *v) {
     }
     CHECK(worst <= 1.0, "%s %s: worst error %.3f of tolerance", v->name, cx_type_name(type), worst);
     printf("%-5s %s vs scalar: worst error %.3f of the tolerance\n", cx_type_name(type), v->name, worst);
+}
+
+/* MXFP4 rows of random bytes (every code, both zeros) under exponents around
+ * 2^0 and the two subnormal ones, against the scalar reference within the
+ * rounding bound of test_dots, and the gemm against the dot bit for bit. */
+static void test_mxfp4_codes(const kern_ops *v) {
+    enum { R = 6, T = 6, N = 96 * 3 };
+    const size_t rb = quant_row_bytes(CX_TYPE_MXFP4, N);
+    uint8_t rows[R * (N / 32) * 17];
+    float x[T * N], y[T * R];
+    _Alignas(64) uint8_t mem[4096];
+    CHECK(kern_act_bytes(KERN_ACT_Q8_32, T, N) <= sizeof mem, "activation buffer");
+    kern_act a;
+    kern_act_init(&a, KERN_ACT_Q8_32, T, N, mem);
+    for (size_t i = 0; i < sizeof rows; i++) rows[i] = (uint8_t)rnd();
+    for (int r = 0; r < R; r++)
+        for (int b = 0; b < N / 32; b++) {
+            uint8_t *e = rows + rb * (size_t)r + 17 * (size_t)b;
+            *e = (r == 0 && b < 2) ? (uint8_t)b : (uint8_t)(107 + rnd() % 41);
+        }
+    for (int t = 0; t < T; t++) {
+        fill(x + N * t, N, t % 2 ? FILL_EXTREME : FILL_RANDOM);
+        kern_act_set(&kern_scalar_ops, &a, t, x + N * t);
+    }
+    v->gemm[CX_TYPE_MXFP4](rows, rb, 0, R, &a, y, R);
+    int same = 1, close = 1;
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            float got = v->dot[CX_TYPE_MXFP4](rows + rb * (size_t)r, &a, t);
+            float ref = kern_scalar_ops.dot[CX_TYPE_MXFP4](rows + rb * (size_t)r, &a, t);
+            double tol = ((double)N / 16 + 16) * 0x1.0p-23 * abs_dot(CX_TYPE_MXFP4, rows + rb * (size_t)r, &a, t) + 1e-30;
+            close &= fabs((double)got - ref) <= tol;
+            same &= y[t * R + r] == got;
+        }
+    CHECK(close, "%s mxfp4 raw codes: outside the rounding bound of the scalar dot", v->name);
+    CHECK(same, "%s mxfp4 raw codes: gemm differs from dot", v->name);
 }
 
 /* Quantized activations against the float-activation reference: each
@@ -457,6 +495,13 @@ static void run_all(void) {
         test_quantize_act(simd[v]);
         for (int i = 0; i < 6; i++) test_dots(types[i], simd[v]);
         test_ops(simd[v]);
+    }
+    /* MXFP4 last, so the inputs drawn for the types above stay what they were. */
+    test_activation_error(CX_TYPE_MXFP4);
+    for (int v = 0; v < N_SIMD; v++) {
+        if (!simd[v]) continue;
+        test_dots(CX_TYPE_MXFP4, simd[v]);
+        test_mxfp4_codes(simd[v]);
     }
     test_repacked(CX_TYPE_Q8_0);
     test_repacked(CX_TYPE_Q4_0);

@@ -1,0 +1,19 @@
+/*
+ * simd_avx2.h - small AVX2 helpers shared by the *_avx2.c kernel files
+ * (include only from files built with the AVX2 flags).
+ */
+#ifndef CX_SIMD_AVX2_H
+#define CX_SIMD_AVX2_H
+
+#include <immintrin.h>
+
+/* Sum of the eight lanes in one fixed order (halves, then pairs, then the
+ * last two), so every kernel that uses it rounds alike. */
+static inline __attribute__((always_inline)) float simd_hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+#endif
