@@ -33,18 +33,24 @@ med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.3f", b / a; else print "-" }'; }
 
 echo "== 1. decode batch of 8 (batched:8,128,64, $THREADS threads): decode tok/s, median of $ROUNDS interleaved rounds x $REPS reps"
-printf '| type | no adapter | 4 x rank 16 | ratio | 8 x rank 32 | ratio |\n| --- | ---: | ---: | ---: | ---: | ---: |\n'
+printf '| base | adapters held as | no adapter | 4 x rank 16 | ratio | 8 x rank 32 | ratio |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n'
 for type in $TYPES; do
     m=models/tinyllama-1.1b-$type.gguf
     [ -f "$m" ] || "$CORTEX" synth --shape tinyllama-1.1b --type "$type" -o "$m" >/dev/null
-    n=() a=() b=()
+    n=() a8=() b8=() a4=() b4=()
+    bat() { q "$(run "$m" --workload batched:8,128,64 -c 192 --reps "$REPS" --warmup 1 "$@")" decode_tps; }
     for r in $(seq "$ROUNDS"); do
-        n+=("$(q "$(run "$m" --workload batched:8,128,64 -c 192 --reps "$REPS" --warmup 1)" decode_tps)")
-        a+=("$(q "$(run "$m" --workload batched:8,128,64 -c 192 --reps "$REPS" --warmup 1 --adapters synth:4,16)" decode_tps)")
-        b+=("$(q "$(run "$m" --workload batched:8,128,64 -c 192 --reps "$REPS" --warmup 1 --adapters synth:8,32)" decode_tps)")
+        n+=("$(bat)")
+        a8+=("$(bat --adapters synth:4,16 --lora-type q8_0)")
+        b8+=("$(bat --adapters synth:8,32 --lora-type q8_0)")
+        a4+=("$(bat --adapters synth:4,16 --lora-type q4_0)")
+        b4+=("$(bat --adapters synth:8,32 --lora-type q4_0)")
     done
-    N=$(med "${n[@]}") A=$(med "${a[@]}") B=$(med "${b[@]}")
-    printf '| %s | %s | %s | %s | %s | %s |\n' "$type" "$N" "$A" "$(ratio "$N" "$A")" "$B" "$(ratio "$N" "$B")"
+    N=$(med "${n[@]}")
+    for lt in q8_0 q4_0; do
+        if [ $lt = q8_0 ]; then A=$(med "${a8[@]}") B=$(med "${b8[@]}"); else A=$(med "${a4[@]}") B=$(med "${b4[@]}"); fi
+        printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$type" "$lt" "$N" "$A" "$(ratio "$N" "$A")" "$B" "$(ratio "$N" "$B")"
+    done
 done
 
 [ -n "$SWEEP_TYPE" ] || exit 0

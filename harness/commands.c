@@ -54,6 +54,8 @@ static const cli_flag run_flags[] = {
      " are labels only)"},
     {"--lora-budget", NULL, "BYTES", "resident adapters' memory, e.g. 512M; idle ones are unloaded least recently"
      " used first (default: unlimited)"},
+    {"--lora-type", NULL, "f32|q8_0|q4_0|auto", "adapters' in-memory type; q4_0 halves their memory traffic"
+     " (default: auto: q8_0 on a quantized base, else f32)"},
     {"--lora-batching", NULL, "mixed|split", "mixed: sequences with different adapters share each step; split: one"
      " adapter per step, as llama.cpp's server (default: mixed)"},
     {"--ctx", "-c", "N", "context length of the session (default: the model's)"},

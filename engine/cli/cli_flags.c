@@ -123,7 +123,7 @@ static const flag FLAGS[] = {
      "apply a LoRA adapter (GGUF, or a PEFT directory) with the user scale SCALE (default 1); repeat for several, "
      "applied together"},
     {"--lora-type", NULL, "TYPE", GEN, K_STR, O(lora_type), 0, 0, "auto: q8_0 for a quantized base, else f32",
-     "adapters' in-memory type: f32, q8_0 or auto"},
+     "adapters' in-memory type: f32, q8_0, q4_0 (half the memory traffic, coarser) or auto"},
     {"--model", "-m", "MODEL", CMD_SYNTH_LORA | CMD_MERGE_LORA, K_STR, O(model), 0, 0, NULL,
      "the base model (GGUF, or llama2.c with -z)"},
     {"--tokenizer", "-z", "TOKENIZER", CMD_SYNTH_LORA | CMD_MERGE_LORA, K_STR, O(tokenizer), 0, 0, NULL,
@@ -163,7 +163,7 @@ static const flag FLAGS[] = {
     {"--lora-budget", NULL, "BYTES", CMD_SERVE, K_BUDGET, O(lora_budget), 0, 0, "unlimited",
      "resident adapters' memory; idle ones are unloaded least recently used first and reloaded on use"},
     {"--lora-type", NULL, "TYPE", CMD_SERVE, K_STR, O(lora_type), 0, 0, "auto: q8_0 for a quantized base, else f32",
-     "adapters' in-memory type: f32, q8_0 or auto"},
+     "adapters' in-memory type: f32, q8_0, q4_0 (half the memory traffic, coarser) or auto"},
     {"--help", "-h", NULL, CMD_ALL, K_HELP, 0, 0, 0, NULL, "print this help and exit"},
 };
 #undef GEN

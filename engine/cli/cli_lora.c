@@ -14,7 +14,8 @@ static int lora_type(const opts *o) {
     if (!o->lora_type || !strcmp(o->lora_type, "auto")) return -1;
     if (!strcmp(o->lora_type, "f32")) return CX_TYPE_F32;
     if (!strcmp(o->lora_type, "q8_0")) return CX_TYPE_Q8_0;
-    die_usage("--lora-type: '%s' is not one of f32|q8_0|auto", o->lora_type);
+    if (!strcmp(o->lora_type, "q4_0")) return CX_TYPE_Q4_0;
+    die_usage("--lora-type: '%s' is not one of f32|q8_0|q4_0|auto", o->lora_type);
     return -2;
 }
 

@@ -651,10 +651,11 @@ static int cmd_serve(opts *o) {
     cfg.sched.kv = o->kv;
     cfg.sched.lora_budget = o->lora_budget == CX_KV_UNLIMITED ? 0 : o->lora_budget;
     cfg.sched.lora_type = !o->lora_type || !strcmp(o->lora_type, "auto") ? -1
-                          : !strcmp(o->lora_type, "f32") ? CX_TYPE_F32 : !strcmp(o->lora_type, "q8_0") ? CX_TYPE_Q8_0 : -2;
+                          : !strcmp(o->lora_type, "f32") ? CX_TYPE_F32 : !strcmp(o->lora_type, "q8_0") ? CX_TYPE_Q8_0
+                          : !strcmp(o->lora_type, "q4_0") ? CX_TYPE_Q4_0 : -2;
     if (cfg.sched.lora_type == -2) {
         cx_model_free(m);
-        return die_usage("--lora-type: '%s' is not one of f32|q8_0|auto", o->lora_type);
+        return die_usage("--lora-type: '%s' is not one of f32|q8_0|q4_0|auto", o->lora_type);
     }
     cfg.lora = o->serve_lora;
     cfg.n_lora = o->n_serve_lora;

@@ -380,8 +380,9 @@ void cx_kv_cache_stats(cx_kv_cache *c, cx_kv_stats *out);
 typedef struct cx_lora cx_lora;
 
 typedef struct cx_lora_params {
-    int type;              /* in-memory type of A and B: CX_TYPE_F32, CX_TYPE_Q8_0,
-                              or -1 (default): q8_0 when the base's matrices are quantized, else f32 */
+    int type;              /* in-memory type of A and B: CX_TYPE_F32, CX_TYPE_Q8_0, CX_TYPE_Q4_0 (half
+                              q8_0's memory traffic, coarser), or -1 (default): q8_0 when the base's
+                              matrices are quantized, else f32 */
 } cx_lora_params;
 
 typedef struct cx_lora_info {
@@ -389,7 +390,7 @@ typedef struct cx_lora_info {
     int n_matrices;        /* adapted matrices */
     int rank_min, rank_max;
     float alpha;           /* of the first matrix (alpha <= 0: scale 1) */
-    int type;              /* in-memory type (CX_TYPE_F32 or CX_TYPE_Q8_0) */
+    int type;              /* in-memory type (CX_TYPE_F32, CX_TYPE_Q8_0 or CX_TYPE_Q4_0) */
     size_t bytes;          /* resident memory */
     uint64_t id;           /* unique per load in this process (prefix-cache keys include it) */
     int64_t load_ns;       /* time cx_lora_load took */

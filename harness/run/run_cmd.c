@@ -232,6 +232,7 @@ void run_opts_init(run_opts *o) {
     o->max_seqs = 8;
     o->max_batch_tokens = 256;
     o->max_queue = 1024;
+    o->lora_type = -1;
 }
 
 int run_opts_parse(run_opts *op, int argc, char **argv) {
@@ -269,6 +270,11 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
         else if (!strcmp(a, "--lora-budget")) {
             if ((o.lora_budget = cx_parse_bytes(v)) < 0)
                 return cli_fail(2, "--lora-budget: '%s' is not a byte count (e.g. 256M, 2G)", v);
+        } else if (!strcmp(a, "--lora-type")) {
+            if (!strcmp(v, "auto")) o.lora_type = -1;
+            else if (!strcmp(v, "f32") || !strcmp(v, "q8_0") || !strcmp(v, "q4_0")) o.lora_type = cx_type_from_name(v);
+            else return cli_fail(2, "--lora-type: '%s' is not f32, q8_0, q4_0 or auto", v);
+            o.lora_type_given = 1;
         } else if (!strcmp(a, "--lora-batching")) {
             if (!strcmp(v, "mixed")) o.lora_split = 0;
             else if (!strcmp(v, "split")) o.lora_split = 1;
@@ -347,9 +353,10 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         return cli_fail(2, "--%s applies to traces served by the scheduler, not '%s'",
                         o.lora_budget ? "lora-budget" : "lora-batching", o.workload);
     }
-    if ((o.lora_budget || o.lora_split) && !o.adapters) {
+    if ((o.lora_budget || o.lora_split || o.lora_type_given) && !o.adapters) {
         wl_free(&wl);
-        return cli_fail(2, "--%s needs --adapters", o.lora_budget ? "lora-budget" : "lora-batching");
+        return cli_fail(2, "--%s needs --adapters",
+                        o.lora_budget ? "lora-budget" : o.lora_split ? "lora-batching" : "lora-type");
     }
     if (!wl_path && (o.sched_given || o.rate || o.slo)) {
         wl_free(&wl);
@@ -414,12 +421,14 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         cfg.adapters = ads;
         cfg.lora_budget = o.lora_budget;
         cfg.lora_split = o.lora_split;
+        cfg.lora_type = o.lora_type;
+        const char *lt = o.lora_type < 0 ? "auto" : cx_type_name(o.lora_type);
         size_t k = strlen(meta.sched_config);
         if (wl_path)
-            snprintf(meta.sched_config + k, sizeof meta.sched_config - k, ",adapters=%s,lora_budget=%lld,lora=%s",
-                     o.adapters, (long long)o.lora_budget, o.lora_split ? "split" : "mixed");
+            snprintf(meta.sched_config + k, sizeof meta.sched_config - k, ",adapters=%s,lora_budget=%lld,lora=%s,lora_type=%s",
+                     o.adapters, (long long)o.lora_budget, o.lora_split ? "split" : "mixed", lt);
         else /* a synthetic test: the adapters still make runs incomparable with runs without them */
-            snprintf(meta.sched_config, sizeof meta.sched_config, "adapters=%s", o.adapters);
+            snprintf(meta.sched_config, sizeof meta.sched_config, "adapters=%s,lora_type=%s", o.adapters, lt);
     }
     cfg.kv = &o.kv;
     cli_ensure_default_dir(o.db);

@@ -28,6 +28,8 @@ typedef struct run_opts {
     const char *adapters;  /* --adapters DIR|synth:K,RANK, NULL: trace adapter ids are labels only */
     int64_t lora_budget;   /* --lora-budget BYTES (0: unlimited) */
     int lora_split;        /* --lora-batching split: one adapter per step (llama.cpp's way) */
+    int lora_type;         /* --lora-type: adapters' in-memory type (-1: auto) */
+    int lora_type_given;
     cx_kv_params kv;  /* --kv-* and --prefix-cache (kv_opts.h) */
     int argc;       /* the whole command line, recorded with the run */
     char **argv;

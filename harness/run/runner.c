@@ -297,8 +297,10 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     int n_lora = c->adapters ? (c->adapters->n < n ? c->adapters->n : n) : 0;
     cx_lora **lora = n_lora ? calloc((size_t)n_lora, sizeof *lora) : NULL;
     if (n_lora && !lora) rc = (snprintf(err, errlen, "out of memory"), -1);
+    cx_lora_params lp = cx_lora_defaults();
+    lp.type = c->lora_type;
     for (int i = 0; i < n_lora && !rc; i++)
-        if (cx_lora_load(st->m, c->adapters->path[i], NULL, &lora[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+        if (cx_lora_load(st->m, c->adapters->path[i], &lp, &lora[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
     for (int i = 0; i < n && n_lora && !rc; i++) {
         cx_lora_use u = {lora[i % n_lora], 1.0f};
         if (cx_session_set_lora(ss[i], &u, 1, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);

@@ -46,6 +46,7 @@ typedef struct run_config {
     const struct adapter_set *adapters; /* LoRA adapters for trace ids 1..n (adapters.h), or NULL */
     int64_t lora_budget; /* bytes of resident adapters, 0: unlimited */
     int lora_split;      /* one adapter per scheduler step */
+    int lora_type;       /* adapters' in-memory type (cx_lora_params.type; -1: auto) */
     int rep_index, reps_total; /* the repetition being run (progress bar) */
     const struct ep_target *endpoint; /* --endpoint: replay over HTTP (endpoint.h); NULL: in-process */
 } run_config;

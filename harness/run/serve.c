@@ -198,6 +198,7 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     sp.kv = cfg->kv ? *cfg->kv : cx_kv_defaults();
     sp.lora_budget = cfg->lora_budget;
     sp.lora_split = cfg->lora_split;
+    sp.lora_type = cfg->adapters ? cfg->lora_type : -1;
     cx_sched *s = NULL;
     if (!rc && cx_sched_new(m, &sp, &s, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
     for (int i = 0; !rc && cfg->adapters && i < cfg->adapters->n; i++) /* loaded on first use, as a server does */

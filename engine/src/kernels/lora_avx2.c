@@ -25,7 +25,14 @@ static inline void load16(const uint8_t *bt, int type, int rank, int64_t o, int 
     uint16_t h;
     memcpy(&h, p, 2);
     __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
-    __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 + half));
+    __m128i q;
+    if (type == CX_TYPE_Q4_0) { /* 16 nibbles: the low ones are outputs 0..15, the high ones 16..31 */
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 2));
+        if (half) b = _mm_srli_epi16(b, 4);
+        q = _mm_sub_epi8(_mm_and_si128(b, _mm_set1_epi8(0x0f)), _mm_set1_epi8(8));
+    } else {
+        q = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 + half));
+    }
     *w0 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
     *w1 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))));
 }

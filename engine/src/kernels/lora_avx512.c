@@ -19,7 +19,14 @@ static inline __m512 load16(const uint8_t *bt, int type, int rank, int64_t o, in
     if (type == CX_TYPE_F32) return _mm512_loadu_ps((const float *)(const void *)p + half);
     uint16_t h;
     memcpy(&h, p, 2);
-    __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 + half));
+    __m128i q;
+    if (type == CX_TYPE_Q4_0) { /* 16 nibbles: the low ones are outputs 0..15, the high ones 16..31 */
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 2));
+        if (half) b = _mm_srli_epi16(b, 4);
+        q = _mm_sub_epi8(_mm_and_si128(b, _mm_set1_epi8(0x0f)), _mm_set1_epi8(8));
+    } else {
+        q = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 + half));
+    }
     return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(h)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
 }
 

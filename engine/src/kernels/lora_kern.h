@@ -11,8 +11,9 @@
  * (o, j) in panel o/32, block j, lane o%32), each step is a broadcast of
  * u[j] times a vector of outputs: no horizontal sums, and a thread's range
  * of outputs (the rows it computed of W·x) is a contiguous run of panels.
- * A block is 32 f32 values or one q8_0 block (an fp16 scale and 32 int8
- * codes: 34 bytes, 1.06 bytes a value, like the q8_0 base weights);
+ * A block is 32 f32 values, one q8_0 block (an fp16 scale and 32 int8
+ * codes: 34 bytes, 1.06 bytes a value, like the q8_0 base weights) or one
+ * q4_0 block (18 bytes, 0.56 bytes a value: half the memory traffic);
  * outputs past n_out in the last panel are zero.
  */
 #ifndef CX_LORA_KERN_H
@@ -23,7 +24,7 @@
 
 #define KERN_LORA_PANEL 32 /* outputs per panel (one q8_0 block) */
 
-/* Bytes of one panel block of `type` (CX_TYPE_F32: 128, CX_TYPE_Q8_0: 34); 0 for other types. */
+/* Bytes of one panel block of `type` (CX_TYPE_F32: 128, CX_TYPE_Q8_0: 34, CX_TYPE_Q4_0: 18); 0 for other types. */
 size_t kern_lora_block_bytes(int type);
 /* Bytes of B [n_out][rank] stored as panels of `type`. */
 size_t kern_lora_b_bytes(int type, int64_t n_out, int rank);

@@ -14,7 +14,9 @@
 
 /* See lora_kern.h. */
 size_t kern_lora_block_bytes(int type) {
-    return type == CX_TYPE_F32 ? KERN_LORA_PANEL * sizeof(float) : type == CX_TYPE_Q8_0 ? sizeof(block_q8_0) : 0;
+    return type == CX_TYPE_F32    ? KERN_LORA_PANEL * sizeof(float)
+           : type == CX_TYPE_Q8_0 ? sizeof(block_q8_0)
+           : type == CX_TYPE_Q4_0 ? sizeof(block_q4_0) : 0;
 }
 
 /* See lora_kern.h. */
@@ -38,8 +40,8 @@ void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t
                 col[i] = o < n_out ? b[o * rank + j] : 0.0f;
             }
             if (type == CX_TYPE_F32) memcpy(dst, col, sizeof col);
-            else if (k) kern_q8_0_from_f32(k, col, KERN_LORA_PANEL, dst, scratch);
-            else quant_quantize_row(CX_TYPE_Q8_0, col, dst, KERN_LORA_PANEL);
+            else if (type == CX_TYPE_Q8_0 && k) kern_q8_0_from_f32(k, col, KERN_LORA_PANEL, dst, scratch);
+            else quant_quantize_row(type, col, dst, KERN_LORA_PANEL);
         }
 }
 
@@ -65,6 +67,10 @@ static float b_at(const uint8_t *bt, int type, int rank, int64_t o, int j) {
         float v;
         memcpy(&v, p + sizeof(float) * (size_t)i, sizeof v);
         return v;
+    }
+    if (type == CX_TYPE_Q4_0) { /* ggml's q4_0: element i < 16 in the low nibble of qs[i], i >= 16 in the high of qs[i-16] */
+        uint8_t q = p[2 + i % 16];
+        return cx_fp16_to_fp32(cx_rd16(p)) * (float)((i < 16 ? q & 0x0f : q >> 4) - 8);
     }
     return cx_fp16_to_fp32(cx_rd16(p)) * (float)((const int8_t *)(p + 2))[i];
 }

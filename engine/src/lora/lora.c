@@ -143,8 +143,8 @@ static size_t plan(cx_lora *a, int type) {
             lora_mat *mt = &a->mats[(size_t)l * LORA_NPROJ + (size_t)p];
             if (!mt->rank) continue;
             sum[group_of[p]] += mt->rank;
-            /* q8_0 rows need whole blocks of 32 inputs; a matrix without them keeps f32 */
-            mt->a_type = type == CX_TYPE_Q8_0 && mt->n_in % 32 == 0 ? CX_TYPE_Q8_0 : CX_TYPE_F32;
+            /* q8_0/q4_0 rows need whole blocks of 32 inputs; a matrix without them keeps f32 */
+            mt->a_type = type != CX_TYPE_F32 && mt->n_in % 32 == 0 ? type : CX_TYPE_F32;
             mt->b_type = type;
             mt->a_row_bytes = quant_row_bytes(mt->a_type, mt->n_in);
             bytes += (mt->a_row_bytes * (size_t)mt->rank + 63) / 64 * 64;
@@ -177,6 +177,7 @@ static int lay_out(cx_lora *a, const lora_src *src) {
             const float *x = p->a + (size_t)r * (size_t)p->n_in;
             uint8_t *row = at + (size_t)r * mt->a_row_bytes;
             if (mt->a_type == CX_TYPE_Q8_0) kern_q8_0_from_f32(a->m->kern, x, p->n_in, row, scratch);
+            else if (mt->a_type == CX_TYPE_Q4_0) quant_quantize_row(CX_TYPE_Q4_0, x, row, p->n_in);
             else memcpy(row, x, sizeof(float) * (size_t)p->n_in);
         }
         at += (mt->a_row_bytes * (size_t)mt->rank + 63) / 64 * 64;
@@ -203,8 +204,8 @@ static int resolve_type(const cx_model *m, const cx_lora_params *p, cx_err *err)
         int wt = m->layers[0].wq.type;
         return wt == CX_TYPE_F32 || wt == CX_TYPE_F16 ? CX_TYPE_F32 : CX_TYPE_Q8_0;
     }
-    if (type != CX_TYPE_F32 && type != CX_TYPE_Q8_0)
-        return cx_fail(err, CX_EINVAL, "an adapter is held as f32 or q8_0, not type %d", type);
+    if (type != CX_TYPE_F32 && type != CX_TYPE_Q8_0 && type != CX_TYPE_Q4_0)
+        return cx_fail(err, CX_EINVAL, "an adapter is held as f32, q8_0 or q4_0, not type %d", type);
     return type;
 }
 

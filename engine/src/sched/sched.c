@@ -107,8 +107,8 @@ static int check_params(const cx_sched_params *p, cx_err *err) {
     if (p->n_ctx < 0) return cx_fail(err, CX_EINVAL, "scheduler: n_ctx %d is negative", p->n_ctx);
     if (p->lora_budget < 0)
         return cx_fail(err, CX_EINVAL, "scheduler: adapter budget %lld is negative", (long long)p->lora_budget);
-    if (p->lora_type != -1 && p->lora_type != CX_TYPE_F32 && p->lora_type != CX_TYPE_Q8_0)
-        return cx_fail(err, CX_EINVAL, "scheduler: adapters are held as f32 or q8_0 (type %d)", p->lora_type);
+    if (p->lora_type != -1 && p->lora_type != CX_TYPE_F32 && p->lora_type != CX_TYPE_Q8_0 && p->lora_type != CX_TYPE_Q4_0)
+        return cx_fail(err, CX_EINVAL, "scheduler: adapters are held as f32, q8_0 or q4_0 (type %d)", p->lora_type);
     return 0;
 }
 

@@ -71,7 +71,7 @@ static void kernel_case(const kern_ops *k, int type, int64_t n_out, int rank, in
         }
     /* |sum of rank terms| <= rank (all in [-1, 1]; q8_0 scale <= 1/127 x 127): float rounding of rank adds */
     CHECK(worst <= 1e-5 * rank && !outside, "%s lora_up %s n_out %lld rank %d T %d [%lld,%lld): worst %g, outside %d",
-          k->name, type == CX_TYPE_F32 ? "f32" : "q8_0", (long long)n_out, rank, T, (long long)o0, (long long)o1, worst,
+          k->name, cx_type_name(type), (long long)n_out, rank, T, (long long)o0, (long long)o1, worst,
           outside);
     free(b); free(u); free(bt); free(y0); free(y1);
 }
@@ -105,8 +105,8 @@ static void check_kernels(void) {
             printf("SKIP %s lora_up: this CPU lacks %s\n", isas[v], kern_missing(isas[v]));
             continue;
         }
-        int types[] = {CX_TYPE_F32, CX_TYPE_Q8_0};
-        for (int ti = 0; ti < 2; ti++) {
+        int types[] = {CX_TYPE_F32, CX_TYPE_Q8_0, CX_TYPE_Q4_0};
+        for (int ti = 0; ti < 3; ti++) {
             kernel_case(k, types[ti], 172, 8, 1, 0, 172);
             kernel_case(k, types[ti], 172, 16, 5, 160, 172);
             kernel_case(k, types[ti], 256, 1, 3, 16, 48);
