@@ -530,5 +530,5 @@ const kern_ops kern_avx512vnni_part = {
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,
                  [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni, [CX_TYPE_Q6_K] = gemm_q6_k_x16_vnni},
     .quantize_act = quantize_act,
-    .lora_up = kern_lora_up_avx512,
+    .lora_up = kern_lora_up_avx512vnni,
 };

@@ -30,9 +30,62 @@ static inline __m512 load16(const uint8_t *bt, int type, int rank, int64_t o, in
     return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(h)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
 }
 
+/* KERN_LORA_I8 (lora_kern.h): a group of 16 outputs is one vector, each
+ * lane four offset codes against a token's four u codes: vpdpbusd (VNNI),
+ * or maddubs + madd (pairs fit int16: 255 x 63 x 2 < 32768): the same
+ * exact integer sums. */
+static inline __attribute__((always_inline)) void up_i8(int VNNI, float *y, int64_t ldy, const float *u, int64_t ldu,
+                                                         int T, const uint8_t *bt, int rank, int64_t o0, int64_t o1) {
+    static _Thread_local int8_t q[TOK][4096 + 4];
+    int32_t su[TOK];
+    float d[TOK];
+    size_t chunks = (size_t)(rank + 3) / 4, gbytes = chunks * 64 + 16 * sizeof(float);
+    const __m512i ones = _mm512_set1_epi16(1);
+    for (int t0 = 0; t0 < T; t0 += TOK) {
+        int nt = T - t0 < TOK ? T - t0 : TOK;
+        for (int t = 0; t < nt; t++) kern_lora_quant_u(u + (t0 + t) * ldu, rank, q[t], &su[t], &d[t]);
+        for (int64_t o = o0; o < o1; o += 16) {
+            const uint8_t *grp = bt + (size_t)(o / 16) * gbytes;
+            __m512i acc[TOK];
+            for (int t = 0; t < TOK; t++) acc[t] = _mm512_setzero_si512();
+            for (size_t c = 0; c < chunks; c++) {
+                __m512i b = _mm512_loadu_si512((const void *)(grp + c * 64));
+                for (int t = 0; t < nt; t++) {
+                    int32_t w;
+                    memcpy(&w, q[t] + c * 4, 4);
+                    __m512i uu = _mm512_set1_epi32(w);
+                    if (VNNI) acc[t] = _mm512_dpbusd_epi32(acc[t], b, uu);
+                    else acc[t] = _mm512_add_epi32(acc[t], _mm512_madd_epi16(_mm512_maddubs_epi16(b, uu), ones));
+                }
+            }
+            __m512 s = _mm512_loadu_ps((const void *)(grp + chunks * 64));
+            int n = o1 - o < 16 ? (int)(o1 - o) : 16;
+            __mmask16 m = (__mmask16)((1u << n) - 1);
+            for (int t = 0; t < nt; t++) {
+                if (d[t] == 0.0f) continue;
+                __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[t], _mm512_set1_epi32(128 * su[t]))),
+                                         _mm512_mul_ps(s, _mm512_set1_ps(d[t])));
+                float *yt = y + (t0 + t) * ldy + o;
+                _mm512_mask_storeu_ps(yt, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, yt), f));
+            }
+        }
+    }
+}
+
+/* See lora_kern.h: kern_lora_up_avx512 with vpdpbusd for KERN_LORA_I8. */
+void kern_lora_up_avx512vnni(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
+                             int rank, int64_t o0, int64_t o1) {
+    if (type == KERN_LORA_I8) up_i8(1, y, ldy, u, ldu, T, bt, rank, o0, o1);
+    else kern_lora_up_avx512(y, ldy, u, ldu, T, bt, type, rank, o0, o1);
+}
+
 /* See lora_kern.h. */
 void kern_lora_up_avx512(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
                          int rank, int64_t o0, int64_t o1) {
+    if (type == KERN_LORA_I8) {
+        up_i8(0, y, ldy, u, ldu, T, bt, rank, o0, o1);
+        return;
+    }
     for (int64_t o = o0; o < o1; o += 16) {
         int n = o1 - o < 16 ? (int)(o1 - o) : 16;
         __mmask16 m = (__mmask16)((1u << n) - 1);

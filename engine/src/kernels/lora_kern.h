@@ -24,7 +24,48 @@
 
 #define KERN_LORA_PANEL 32 /* outputs per panel (one q8_0 block) */
 
-/* Bytes of one panel block of `type` (CX_TYPE_F32: 128, CX_TYPE_Q8_0: 34, CX_TYPE_Q4_0: 18); 0 for other types. */
+/*
+ * KERN_LORA_I8, the layout of q8_0 adapters' B: integer dot products. B's
+ * rows are quantized to int8 codes with one f32 scale each (s_o = max|B[o]|
+ * / 127) and stored offset by 128 as bytes in [1, 255], in groups of 16
+ * outputs: for each 4 ranks j..j+3, 64 bytes, output i's four codes at
+ * 4i (what one vpdpbusd reads: four bytes per 32-bit lane), then the
+ * group's 16 scales. The rank is padded to a multiple of 4 with code 0. A
+ * token's u is quantized to codes in [-63, 63] with one scale d (so
+ * maddubs, whose pairs of u8 x s8 products must fit int16, never
+ * saturates), and each output gets
+ *   y[o] += (s_o * d) * (sum_j (B_u8[o][j]) * u_q[j] - 128 * sum_j u_q[j])
+ * The sums are exact integers, the same on every instruction set, and the
+ * float steps are the same multiply and add: every table gives the same
+ * bits. One q8_0-sized read per value, and an int8 product in place of a
+ * dequantize-and-FMA per value per token, which is what a token per
+ * adapter (many distinct adapters in a batch) costs most.
+ */
+#define KERN_LORA_I8 64 /* a layout id beside the ggml type ids (F32, Q8_0 and Q4_0 panels) */
+
+/* Quantize u[0..rank) to codes in [-63, 63] (q, padded with zeros to a
+ * multiple of 4), their sum and scale; the shared first step of every
+ * table's KERN_LORA_I8 kernel, so all quantize alike. *d = 0 for u all zero. */
+static inline void kern_lora_quant_u(const float *u, int rank, int8_t *q, int32_t *sum, float *d) {
+    float m = 0.0f;
+    for (int j = 0; j < rank; j++) m = u[j] > m ? u[j] : -u[j] > m ? -u[j] : m;
+    *d = m / 63.0f;
+    float id = m > 0 ? 63.0f / m : 0.0f;
+    int32_t s = 0;
+    int j = 0;
+    for (; j < rank; j++) {
+        float v = u[j] * id;
+        int c = (int)(v + (v >= 0 ? 0.5f : -0.5f)); /* round half away from zero */
+        c = c > 63 ? 63 : c < -63 ? -63 : c;
+        q[j] = (int8_t)c;
+        s += c;
+    }
+    for (; j % 4; j++) q[j] = 0;
+    *sum = s;
+}
+
+/* Bytes of one panel block of `type` (CX_TYPE_F32: 128, CX_TYPE_Q8_0: 34, CX_TYPE_Q4_0: 18); 0 for other
+ * types (KERN_LORA_I8 has groups, not panels). */
 size_t kern_lora_block_bytes(int type);
 /* Bytes of B [n_out][rank] stored as panels of `type`. */
 size_t kern_lora_b_bytes(int type, int64_t n_out, int rank);
@@ -52,6 +93,8 @@ typedef void (*kern_lora_up_fn)(float *y, int64_t ldy, const float *u, int64_t l
 void kern_lora_up_scalar(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
                          int rank, int64_t o0, int64_t o1);
 #if defined(__x86_64__) || defined(_M_X64)
+void kern_lora_up_avx512vnni(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
+                             int rank, int64_t o0, int64_t o1);
 void kern_lora_up_avx2(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
                        int rank, int64_t o0, int64_t o1);
 void kern_lora_up_avx512(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,

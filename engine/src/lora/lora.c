@@ -76,6 +76,8 @@ static int check_pair(const cx_model *m, const char *label, const lora_pair *p, 
         return cx_fail(err, CX_EFORMAT, "%s: tensor '%s' names no matrix of the model an adapter can change "
                        "(blk.0..%d attn_q/k/v/output, ffn_gate/up/down)", label, p->name, m->info.n_layer - 1);
     const cx_weight *w = base_of(m, *l, *proj);
+    if (p->rank < 1 || p->rank > 4096)
+        return cx_fail(err, CX_ERANGE, "%s: tensor '%s' has rank %d (1..4096)", label, p->name, p->rank);
     if (p->n_in != w->cols || p->n_out != w->rows)
         return cx_fail(err, CX_EFORMAT, "%s: tensor '%s' adapts a %lld x %lld matrix, but the model's is %lld x %lld",
                        label, p->name, (long long)p->n_out, (long long)p->n_in, (long long)w->rows,
@@ -145,7 +147,7 @@ static size_t plan(cx_lora *a, int type) {
             sum[group_of[p]] += mt->rank;
             /* q8_0/q4_0 rows need whole blocks of 32 inputs; a matrix without them keeps f32 */
             mt->a_type = type != CX_TYPE_F32 && mt->n_in % 32 == 0 ? type : CX_TYPE_F32;
-            mt->b_type = type;
+            mt->b_type = type == CX_TYPE_Q8_0 ? KERN_LORA_I8 : type; /* q8_0: integer dot products */
             mt->a_row_bytes = quant_row_bytes(mt->a_type, mt->n_in);
             bytes += (mt->a_row_bytes * (size_t)mt->rank + 63) / 64 * 64;
             bytes += (kern_lora_b_bytes(mt->b_type, mt->n_out, mt->rank) + 63) / 64 * 64;

@@ -69,10 +69,12 @@ static void kernel_case(const kern_ops *k, int type, int64_t n_out, int rank, in
             if (o < o0 || o >= o1) outside |= d != 0; /* nothing outside the range is touched */
             else if (d > worst) worst = d;
         }
-    /* |sum of rank terms| <= rank (all in [-1, 1]; q8_0 scale <= 1/127 x 127): float rounding of rank adds */
-    CHECK(worst <= 1e-5 * rank && !outside, "%s lora_up %s n_out %lld rank %d T %d [%lld,%lld): worst %g, outside %d",
-          k->name, cx_type_name(type), (long long)n_out, rank, T, (long long)o0, (long long)o1, worst,
-          outside);
+    /* |sum of rank terms| <= rank (all in [-1, 1]; q8_0 scale <= 1/127 x 127): float rounding of rank adds;
+     * the integer layout's sums are exact and its float steps the same: every table gives the same bits */
+    double tol = type == KERN_LORA_I8 ? 0.0 : 1e-5 * rank;
+    CHECK(worst <= tol && !outside, "%s lora_up %s n_out %lld rank %d T %d [%lld,%lld): worst %g, outside %d",
+          k->name, type == KERN_LORA_I8 ? "i8" : cx_type_name(type), (long long)n_out, rank, T, (long long)o0,
+          (long long)o1, worst, outside);
     free(b); free(u); free(bt); free(y0); free(y1);
 }
 
@@ -96,17 +98,51 @@ static void check_pack(void) {
     CHECK(ok, "f32 panels hold B exactly");
 }
 
+/* The integer layout against exact f32 B·u: each output within 2% of the sum
+ * of its terms' magnitudes (B's codes are 8-bit per row, u's 7-bit). */
+static void check_i8_accuracy(void) {
+    enum { NO = 172, R = 24, T = 3 };
+    static float b[NO * R], u[T * R], y8[T * NO], yf[T * NO];
+    for (int i = 0; i < NO * R; i++) b[i] = unif();
+    for (int i = 0; i < T * R; i++) u[i] = unif();
+    size_t n8 = kern_lora_b_bytes(KERN_LORA_I8, NO, R), nf = kern_lora_b_bytes(CX_TYPE_F32, NO, R);
+    uint8_t *p8 = malloc(n8), *pf = malloc(nf);
+    kern_lora_pack_b(KERN_LORA_I8, b, NO, R, p8, NULL);
+    kern_lora_pack_b(CX_TYPE_F32, b, NO, R, pf, NULL);
+    memset(y8, 0, sizeof y8);
+    memset(yf, 0, sizeof yf);
+    kern_lora_up_scalar(y8, NO, u, R, T, p8, KERN_LORA_I8, R, 0, NO);
+    kern_lora_up_scalar(yf, NO, u, R, T, pf, CX_TYPE_F32, R, 0, NO);
+    double worst = 0;
+    for (int t = 0; t < T; t++)
+        for (int o = 0; o < NO; o++) {
+            double mag = 0;
+            for (int j = 0; j < R; j++) mag += fabs((double)b[o * R + j] * u[t * R + j]);
+            double e = fabs((double)y8[t * NO + o] - yf[t * NO + o]) / mag;
+            if (e > worst) worst = e;
+        }
+    CHECK(worst <= 0.02, "i8 layout vs f32: worst error %.4f of the terms' magnitude", worst);
+    float z[R] = {0}, y0[NO] = {0};
+    kern_lora_up_scalar(y0, NO, z, R, 1, p8, KERN_LORA_I8, R, 0, NO);
+    int zero = 1;
+    for (int o = 0; o < NO; o++) zero &= y0[o] == 0.0f;
+    CHECK(zero, "i8 layout: u = 0 adds nothing");
+    free(p8);
+    free(pf);
+}
+
 static void check_kernels(void) {
     check_pack();
-    static const char *isas[] = {"avx2", "avx512"};
-    for (int v = 0; v < 2; v++) {
+    check_i8_accuracy();
+    static const char *isas[] = {"avx2", "avx512", "avx512vnni"};
+    for (int v = 0; v < 3; v++) {
         const kern_ops *k = kern_table(isas[v]);
         if (!k) {
             printf("SKIP %s lora_up: this CPU lacks %s\n", isas[v], kern_missing(isas[v]));
             continue;
         }
-        int types[] = {CX_TYPE_F32, CX_TYPE_Q8_0, CX_TYPE_Q4_0};
-        for (int ti = 0; ti < 3; ti++) {
+        int types[] = {CX_TYPE_F32, CX_TYPE_Q8_0, CX_TYPE_Q4_0, KERN_LORA_I8};
+        for (int ti = 0; ti < 4; ti++) {
             kernel_case(k, types[ti], 172, 8, 1, 0, 172);
             kernel_case(k, types[ti], 172, 16, 5, 160, 172);
             kernel_case(k, types[ti], 256, 1, 3, 16, 48);
