@@ -76,6 +76,7 @@ static int from_synth(const char *spec, const char *model_path, const cx_model *
                         ADAPTERS_MAX), -1;
     struct stat st;
     if (stat(model_path, &st)) return snprintf(err, errlen, "--adapters: cannot stat %s", model_path), -1;
+    long long model_size = (long long)st.st_size;
     char dir[512];
     const char *cache = getenv("CORTEX_CACHE"), *tmp = getenv("TMPDIR");
     if (cache && *cache) snprintf(dir, sizeof dir, "%s/lora", cache);
@@ -84,7 +85,7 @@ static int from_synth(const char *spec, const char *model_path, const cx_model *
     const char *base = strrchr(model_path, '/') ? strrchr(model_path, '/') + 1 : model_path;
     for (int i = 0; i < k; i++) {
         char path[1024];
-        snprintf(path, sizeof path, "%s/%s-%lld-r%d-%d.gguf", dir, base, (long long)st.st_size, rank, i + 1);
+        snprintf(path, sizeof path, "%s/%s-%lld-r%d-%d.gguf", dir, base, model_size, rank, i + 1);
         if (!(out->path[i] = strdup(path))) return snprintf(err, errlen, "out of memory"), -1;
         out->n = i + 1;
         snprintf(out->name[i], sizeof out->name[i], "synth-%d", i + 1);
