@@ -37,16 +37,19 @@ static inline void load16(const uint8_t *bt, int type, int rank, int64_t o, int 
     *w1 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))));
 }
 
-/* KERN_LORA_I8 (lora_kern.h): per group of 16 outputs, two vectors of 8
- * lanes, each lane four offset codes against a token's four u codes:
- * maddubs (pairs fit int16: 255 x 63 x 2 < 32768) then madd into int32. */
-static void up_i8(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int rank, int64_t o0,
-                  int64_t o1) {
-    static _Thread_local int8_t q[TOK][4096 + 4];
+/* KERN_LORA_I8 and KERN_LORA_I4 (lora_kern.h): per group of 16 outputs, two
+ * vectors of 8 lanes, each lane four offset codes against a token's four u
+ * codes: maddubs (pairs fit int16: 255 x 63 x 2 < 32768) then madd into
+ * int32. I4's nibbles are masked out first. */
+static void up_int(int I4, float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int rank,
+                   int64_t o0, int64_t o1) {
+    static _Thread_local int8_t q[TOK][4096 + 8];
     int32_t su[TOK];
     float d[TOK];
-    size_t chunks = (size_t)(rank + 3) / 4, gbytes = chunks * 64 + 16 * sizeof(float);
-    const __m256i ones = _mm256_set1_epi16(1);
+    /* I8: a chunk of 4 ranks per 64 bytes; I4: two (low and high nibbles) */
+    size_t chunks = I4 ? (size_t)(rank + 7) / 8 * 2 : (size_t)(rank + 3) / 4;
+    size_t gbytes = (I4 ? chunks / 2 : chunks) * 64 + 16 * sizeof(float);
+    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(0x0f);
     for (int t0 = 0; t0 < T; t0 += TOK) {
         int nt = T - t0 < TOK ? T - t0 : TOK;
         for (int t = 0; t < nt; t++) kern_lora_quant_u(u + (t0 + t) * ldu, rank, q[t], &su[t], &d[t]);
@@ -55,8 +58,13 @@ static void up_i8(float *y, int64_t ldy, const float *u, int64_t ldu, int T, con
             __m256i acc[TOK][2];
             for (int t = 0; t < TOK; t++) acc[t][0] = acc[t][1] = _mm256_setzero_si256();
             for (size_t c = 0; c < chunks; c++) {
-                __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)(grp + c * 64));
-                __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(grp + c * 64 + 32));
+                const uint8_t *at = grp + (I4 ? c / 2 : c) * 64;
+                __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)at);
+                __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(at + 32));
+                if (I4) {
+                    b0 = _mm256_and_si256(c % 2 ? _mm256_srli_epi16(b0, 4) : b0, low);
+                    b1 = _mm256_and_si256(c % 2 ? _mm256_srli_epi16(b1, 4) : b1, low);
+                }
                 for (int t = 0; t < nt; t++) {
                     int32_t w;
                     memcpy(&w, q[t] + c * 4, 4);
@@ -65,12 +73,12 @@ static void up_i8(float *y, int64_t ldy, const float *u, int64_t ldu, int T, con
                     acc[t][1] = _mm256_add_epi32(acc[t][1], _mm256_madd_epi16(_mm256_maddubs_epi16(b1, uu), ones));
                 }
             }
-            __m256 s0 = _mm256_loadu_ps((const float *)(const void *)(grp + chunks * 64)), s1 = _mm256_loadu_ps(
-                                                                          (const float *)(const void *)(grp + chunks * 64) + 8);
+            const float *sc = (const float *)(const void *)(grp + gbytes - 16 * sizeof(float));
+            __m256 s0 = _mm256_loadu_ps(sc), s1 = _mm256_loadu_ps(sc + 8);
             int n = o1 - o < 16 ? (int)(o1 - o) : 16;
             for (int t = 0; t < nt; t++) {
                 if (d[t] == 0.0f) continue;
-                __m256i corr = _mm256_set1_epi32(128 * su[t]);
+                __m256i corr = _mm256_set1_epi32((I4 ? 8 : 128) * su[t]);
                 __m256 dd = _mm256_set1_ps(d[t]);
                 __m256 f0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[t][0], corr)), _mm256_mul_ps(s0, dd));
                 __m256 f1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[t][1], corr)), _mm256_mul_ps(s1, dd));
@@ -92,8 +100,8 @@ static void up_i8(float *y, int64_t ldy, const float *u, int64_t ldu, int T, con
 /* See lora_kern.h. */
 void kern_lora_up_avx2(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
                        int rank, int64_t o0, int64_t o1) {
-    if (type == KERN_LORA_I8) {
-        up_i8(y, ldy, u, ldu, T, bt, rank, o0, o1);
+    if (type == KERN_LORA_I8 || type == KERN_LORA_I4) {
+        up_int(type == KERN_LORA_I4, y, ldy, u, ldu, T, bt, rank, o0, o1);
         return;
     }
     for (int64_t o = o0; o < o1; o += 16) {

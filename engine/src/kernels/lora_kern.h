@@ -42,6 +42,15 @@
  * adapter (many distinct adapters in a batch) costs most.
  */
 #define KERN_LORA_I8 64 /* a layout id beside the ggml type ids (F32, Q8_0 and Q4_0 panels) */
+/*
+ * KERN_LORA_I4, the layout of q4_0 adapters' B: the same with 4-bit codes
+ * (s_o = max|B[o]| / 7, codes offset by 8 into [1, 15]) and half the bytes:
+ * each 64 bytes hold two chunks of 4 ranks, the even chunk in the low
+ * nibbles and the odd one in the high nibbles (one mask, or one shift and
+ * mask, gives a vpdpbusd operand); the rank is padded to a multiple of 8.
+ *   y[o] += (s_o * d) * (sum_j code[o][j] * u_q[j] - 8 * sum_j u_q[j])
+ */
+#define KERN_LORA_I4 65
 
 /* Quantize u[0..rank) to codes in [-63, 63] (q, padded with zeros to a
  * multiple of 4), their sum and scale; the shared first step of every
@@ -60,7 +69,7 @@ static inline void kern_lora_quant_u(const float *u, int rank, int8_t *q, int32_
         q[j] = (int8_t)c;
         s += c;
     }
-    for (; j % 4; j++) q[j] = 0;
+    for (; j % 8; j++) q[j] = 0; /* whole chunks (I8) and chunk pairs (I4) */
     *sum = s;
 }
 

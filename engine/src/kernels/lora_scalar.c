@@ -24,6 +24,8 @@ size_t kern_lora_block_bytes(int type) {
 size_t kern_lora_b_bytes(int type, int64_t n_out, int rank) {
     if (type == KERN_LORA_I8) /* groups of 16 outputs: 64 bytes per 4 ranks, then 16 scales */
         return (size_t)((n_out + 15) / 16) * ((size_t)(rank + 3) / 4 * 64 + 16 * sizeof(float));
+    if (type == KERN_LORA_I4) /* groups of 16 outputs: 64 bytes per 8 ranks, then 16 scales */
+        return (size_t)((n_out + 15) / 16) * ((size_t)(rank + 7) / 8 * 64 + 16 * sizeof(float));
     size_t panels = (size_t)((n_out + KERN_LORA_PANEL - 1) / KERN_LORA_PANEL);
     return panels * (size_t)rank * kern_lora_block_bytes(type);
 }
@@ -31,6 +33,31 @@ size_t kern_lora_b_bytes(int type, int64_t n_out, int rank) {
 /* See lora_kern.h. Each block gathers column j of 32 rows, zero past n_out,
  * then is copied (f32) or quantized like any q8_0 row of 32 values. */
 void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t *dst, const struct kern_ops *k) {
+    if (type == KERN_LORA_I4) {
+        size_t pairs = (size_t)(rank + 7) / 8;
+        for (int64_t g = 0; g * 16 < n_out; g++) {
+            uint8_t *codes = dst + (size_t)g * (pairs * 64 + 16 * sizeof(float));
+            float scales[16] = {0};
+            memset(codes, 0x88, pairs * 64); /* code 8 (value 0) in both nibbles */
+            for (int i = 0; i < 16 && g * 16 + i < n_out; i++) {
+                const float *row = b + (g * 16 + i) * rank;
+                float m = 0.0f;
+                for (int j = 0; j < rank; j++) m = fabsf(row[j]) > m ? fabsf(row[j]) : m;
+                scales[i] = m / 7.0f;
+                float id = m > 0 ? 7.0f / m : 0.0f;
+                for (int j = 0; j < rank; j++) {
+                    float v = row[j] * id;
+                    int c = (int)(v + (v >= 0 ? 0.5f : -0.5f));
+                    c = (c > 7 ? 7 : c < -7 ? -7 : c) + 8;
+                    int chunk = j / 4, hi = chunk % 2;
+                    uint8_t *at = &codes[(size_t)(chunk / 2) * 64 + (size_t)i * 4 + (size_t)(j % 4)];
+                    *at = hi ? (uint8_t)((*at & 0x0f) | (c << 4)) : (uint8_t)((*at & 0xf0) | c);
+                }
+            }
+            memcpy(codes + pairs * 64, scales, sizeof scales);
+        }
+        return;
+    }
     if (type == KERN_LORA_I8) {
         size_t chunks = (size_t)(rank + 3) / 4;
         for (int64_t g = 0; g * 16 < n_out; g++) {
@@ -101,9 +128,32 @@ static float b_at(const uint8_t *bt, int type, int rank, int64_t o, int j) {
     return cx_fp16_to_fp32(cx_rd16(p)) * (float)((const int8_t *)(p + 2))[i];
 }
 
+/* KERN_LORA_I4 for one token (lora_kern.h). */
+static void up_i4(float *y, const float *u, const uint8_t *bt, int rank, int64_t o0, int64_t o1) {
+    int8_t q[4096 + 8];
+    int32_t su;
+    float d;
+    assert(rank <= 4096);
+    kern_lora_quant_u(u, rank, q, &su, &d);
+    if (d == 0.0f) return;
+    size_t pairs = (size_t)(rank + 7) / 8, gbytes = pairs * 64 + 16 * sizeof(float);
+    for (int64_t o = o0; o < o1; o++) {
+        const uint8_t *grp = bt + (size_t)(o / 16) * gbytes;
+        int i = (int)(o % 16);
+        int32_t acc = 0;
+        for (size_t j = 0; j < pairs * 8; j++) {
+            uint8_t byte = grp[(j / 8) * 64 + (size_t)i * 4 + j % 4];
+            acc += (int32_t)((j / 4) % 2 ? byte >> 4 : byte & 0x0f) * q[j];
+        }
+        float s;
+        memcpy(&s, grp + pairs * 64 + sizeof(float) * (size_t)i, sizeof s);
+        y[o] += (float)(acc - 8 * su) * (s * d);
+    }
+}
+
 /* KERN_LORA_I8 for one token: exact integer sums, then the scale (lora_kern.h). */
 static void up_i8(float *y, const float *u, const uint8_t *bt, int rank, int64_t o0, int64_t o1) {
-    int8_t q[4096 + 4];
+    int8_t q[4096 + 8];
     int32_t su;
     float d;
     assert(rank <= 4096);
@@ -126,8 +176,9 @@ static void up_i8(float *y, const float *u, const uint8_t *bt, int rank, int64_t
 void kern_lora_up_scalar(float *y, int64_t ldy, const float *u, int64_t ldu, int T, const uint8_t *bt, int type,
                          int rank, int64_t o0, int64_t o1) {
     assert(o0 % 16 == 0 && o0 <= o1);
-    if (type == KERN_LORA_I8) {
-        for (int t = 0; t < T; t++) up_i8(y + t * ldy, u + t * ldu, bt, rank, o0, o1);
+    if (type == KERN_LORA_I8 || type == KERN_LORA_I4) {
+        for (int t = 0; t < T; t++)
+            (type == KERN_LORA_I8 ? up_i8 : up_i4)(y + t * ldy, u + t * ldu, bt, rank, o0, o1);
         return;
     }
     for (int t = 0; t < T; t++)

@@ -147,7 +147,8 @@ static size_t plan(cx_lora *a, int type) {
             sum[group_of[p]] += mt->rank;
             /* q8_0/q4_0 rows need whole blocks of 32 inputs; a matrix without them keeps f32 */
             mt->a_type = type != CX_TYPE_F32 && mt->n_in % 32 == 0 ? type : CX_TYPE_F32;
-            mt->b_type = type == CX_TYPE_Q8_0 ? KERN_LORA_I8 : type; /* q8_0: integer dot products */
+            /* q8_0 and q4_0: B as integer groups (integer dot products, lora_kern.h) */
+            mt->b_type = type == CX_TYPE_Q8_0 ? KERN_LORA_I8 : type == CX_TYPE_Q4_0 ? KERN_LORA_I4 : type;
             mt->a_row_bytes = quant_row_bytes(mt->a_type, mt->n_in);
             bytes += (mt->a_row_bytes * (size_t)mt->rank + 63) / 64 * 64;
             bytes += (kern_lora_b_bytes(mt->b_type, mt->n_out, mt->rank) + 63) / 64 * 64;

@@ -71,9 +71,9 @@ static void kernel_case(const kern_ops *k, int type, int64_t n_out, int rank, in
         }
     /* |sum of rank terms| <= rank (all in [-1, 1]; q8_0 scale <= 1/127 x 127): float rounding of rank adds;
      * the integer layout's sums are exact and its float steps the same: every table gives the same bits */
-    double tol = type == KERN_LORA_I8 ? 0.0 : 1e-5 * rank;
+    double tol = type == KERN_LORA_I8 || type == KERN_LORA_I4 ? 0.0 : 1e-5 * rank;
     CHECK(worst <= tol && !outside, "%s lora_up %s n_out %lld rank %d T %d [%lld,%lld): worst %g, outside %d",
-          k->name, type == KERN_LORA_I8 ? "i8" : cx_type_name(type), (long long)n_out, rank, T, (long long)o0,
+          k->name, type == KERN_LORA_I8 ? "i8" : type == KERN_LORA_I4 ? "i4" : cx_type_name(type), (long long)n_out, rank, T, (long long)o0,
           (long long)o1, worst, outside);
     free(b); free(u); free(bt); free(y0); free(y1);
 }
@@ -98,8 +98,9 @@ static void check_pack(void) {
     CHECK(ok, "f32 panels hold B exactly");
 }
 
-/* The integer layout against exact f32 B·u: each output within 2% of the sum
- * of its terms' magnitudes (B's codes are 8-bit per row, u's 7-bit). */
+/* The integer layouts against exact f32 B·u: each output within 2% (I8) or
+ * 12% (I4) of the sum of its terms' magnitudes (B's codes are 8 or 4 bits
+ * per row, u's 7 bits). */
 static void check_i8_accuracy(void) {
     enum { NO = 172, R = 24, T = 3 };
     static float b[NO * R], u[T * R], y8[T * NO], yf[T * NO];
@@ -122,6 +123,23 @@ static void check_i8_accuracy(void) {
             if (e > worst) worst = e;
         }
     CHECK(worst <= 0.02, "i8 layout vs f32: worst error %.4f of the terms' magnitude", worst);
+    /* I4: codes of 4 bits per row: within 12% of the terms' magnitude */
+    size_t n4 = kern_lora_b_bytes(KERN_LORA_I4, NO, R);
+    uint8_t *p4 = malloc(n4);
+    static float y4[T * NO];
+    kern_lora_pack_b(KERN_LORA_I4, b, NO, R, p4, NULL);
+    memset(y4, 0, sizeof y4);
+    kern_lora_up_scalar(y4, NO, u, R, T, p4, KERN_LORA_I4, R, 0, NO);
+    double worst4 = 0;
+    for (int t = 0; t < T; t++)
+        for (int o = 0; o < NO; o++) {
+            double mag = 0;
+            for (int j = 0; j < R; j++) mag += fabs((double)b[o * R + j] * u[t * R + j]);
+            double e = fabs((double)y4[t * NO + o] - yf[t * NO + o]) / mag;
+            if (e > worst4) worst4 = e;
+        }
+    CHECK(worst4 <= 0.12 && worst4 > worst, "i4 layout vs f32: worst error %.4f of the terms' magnitude", worst4);
+    free(p4);
     float z[R] = {0}, y0[NO] = {0};
     kern_lora_up_scalar(y0, NO, z, R, 1, p8, KERN_LORA_I8, R, 0, NO);
     int zero = 1;
@@ -141,8 +159,8 @@ static void check_kernels(void) {
             printf("SKIP %s lora_up: this CPU lacks %s\n", isas[v], kern_missing(isas[v]));
             continue;
         }
-        int types[] = {CX_TYPE_F32, CX_TYPE_Q8_0, CX_TYPE_Q4_0, KERN_LORA_I8};
-        for (int ti = 0; ti < 4; ti++) {
+        int types[] = {CX_TYPE_F32, CX_TYPE_Q8_0, CX_TYPE_Q4_0, KERN_LORA_I8, KERN_LORA_I4};
+        for (int ti = 0; ti < 5; ti++) {
             kernel_case(k, types[ti], 172, 8, 1, 0, 172);
             kernel_case(k, types[ti], 172, 16, 5, 160, 172);
             kernel_case(k, types[ti], 256, 1, 3, 16, 48);
