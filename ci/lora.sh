@@ -65,6 +65,8 @@ tr() { # K ZIPF -> a trace file: REQUESTS requests arriving at once, Zipf over K
 echo
 echo "== 2, 3. $REQUESTS requests at once, Zipf 1.1 over 8 rank-16 adapters, --max-seqs 8 ($SWEEP_TYPE, $THREADS threads)"
 t=$(tr 8 1.1)
+# the adapters' files written (and read once) before anything is timed: loads are from warm files
+run "$m" --workload "trace:$t" --reps 1 --warmup 0 --adapters synth:8,16 --mode closed --concurrency 8 >/dev/null
 mix=$(run "$m" --workload "trace:$t" --reps 1 --warmup 0 --adapters synth:8,16)
 spl=$(run "$m" --workload "trace:$t" --reps 1 --warmup 0 --adapters synth:8,16 --lora-batching split)
 base=$(run "$m" --workload "trace:$t" --reps 1 --warmup 0)
