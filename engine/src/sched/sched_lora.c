@@ -204,31 +204,32 @@ static sched_adapter *lru_idle(const cx_sched *s, const sched_adapter *keep) {
     return best;
 }
 
-/* Bytes adapter a will take once loaded: known after its first load, else its file's size. */
-static int64_t expected_bytes(const sched_adapter *a) {
-    if (a->bytes) return a->bytes;
-    struct stat st;
-    return stat(a->path, &st) ? 0 : (int64_t)st.st_size;
-}
-
 /* See sched.h. */
 int sched_lora_acquire(cx_sched *s, sched_req *r, int k, int64_t now, char *msg, size_t cap) {
     cx_err err = {0};
     sched_adapter *a = r->ad;
     if (a && !a->lora) {
-        int64_t need = expected_bytes(a), budget = s->p.lora_budget;
+        int64_t budget = s->p.lora_budget;
+        int known = a->bytes > 0; /* its size once loaded; before its first load it is learned by loading */
         sched_adapter *v;
+        if (!known && load(s, a, &err)) {
+            snprintf(msg, cap, "adapter %s: %s", a->name, err.msg);
+            return -1;
+        }
+        int64_t need = known ? a->bytes : 0; /* the bytes not yet counted in lora_bytes */
         while (budget && s->lora_bytes + need > budget && (v = lru_idle(s, a))) {
             unload(s, v);
             s->st.lora_evictions++;
         }
         if (budget && s->lora_bytes + need > budget) {
-            if (s->lora_bytes > 0) return 1; /* running adapters hold the budget: wait for them */
+            int alone = s->lora_bytes - (known ? 0 : a->bytes) == 0;
+            if (!known) unload(s, a);
+            if (!alone) return 1; /* running adapters hold the budget: wait for them */
             snprintf(msg, cap, "adapter %s (%lld bytes) is larger than the adapter budget (%lld bytes)", a->name,
-                     (long long)need, (long long)budget);
+                     (long long)a->bytes, (long long)budget);
             return -1;
         }
-        if (load(s, a, &err)) {
+        if (known && load(s, a, &err)) {
             snprintf(msg, cap, "adapter %s: %s", a->name, err.msg);
             return -1;
         }

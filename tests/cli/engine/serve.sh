@@ -15,7 +15,9 @@
 #     the server exits 0;
 #   - LoRA adapters: --lora NAME=FILE, the `model` field selecting one (tokens
 #     equal `cortex generate --lora`), /v1/load_lora_adapter and
-#     /v1/unload_lora_adapter, /v1/models and the adapter metrics.
+#     /v1/unload_lora_adapter, /v1/models and the adapter metrics;
+#   - cortex-bench run --endpoint against it: the standard prompts, and a
+#     trace whose adapter id maps to the adapter's name (--adapter-names).
 # Needs ../shared/models/stories260K.gguf (skips without it) and curl.
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -263,6 +265,18 @@ code=$(post /v1/completions "$q, \"model\": \"two\"}")
 check "an unloaded adapter: 404 model_not_found" test "$code $(field "$tmp/body" 'd["error"]["code"]')" = "404 model_not_found"
 code=$(post /v1/unload_lora_adapter '{"lora_name": "two"}')
 check "unloading an unknown adapter: 404" test "$code" = 404
+# cortex-bench measures this server over HTTP: the standard prompts and a trace naming the adapter
+"$BENCH" run --endpoint "$URL/v1" --workload standard --concurrency 4 --reps 1 --warmup 0 --db "$tmp/b.db" \
+    --no-progress >/dev/null 2>"$tmp/bench.err"
+check "cortex-bench --endpoint: exit 0" test $? -eq 0
+check "cortex-bench --endpoint: the 10 standard prompts finished, none failed" test \
+    "$(sql "$tmp/b.db" "select count(*) from requests where state = 'finished'")/$(sql "$tmp/b.db" \
+    "select count(*) from requests where state != 'finished'")" = "10/0"
+printf '{"id": "a", "arrival_s": 0, "adapter": 1, "prompt_len": 4, "max_tokens": 8, "text": "Once upon a time"}\n{"id": "b", "arrival_s": 0, "adapter": 0, "prompt_len": 4, "max_tokens": 8, "text": "Once upon a time"}\n' >"$tmp/ad.jsonl"
+"$BENCH" run --endpoint "$URL/v1" --workload "trace:$tmp/ad.jsonl" --adapter-names one --reps 1 --warmup 0 \
+    --db "$tmp/b.db" --no-progress >/dev/null 2>"$tmp/bench2.err"
+check "cortex-bench --endpoint --adapter-names: both requests finished" test \
+    "$(sql "$tmp/b.db" "select count(*) from requests where state = 'finished' and run_id = (select max(id) from runs)")" = 2
 kill -TERM $PID; wait $PID
 "$CORTEX" serve --port 0 -m "$M" --lora "x=$tmp/none.gguf" 2>"$tmp/lbad"; rc=$?
 check "--lora with a missing file: exit 1 naming it" sh -c "[ $rc -eq 1 ] && grep -q none.gguf '$tmp/lbad'"
