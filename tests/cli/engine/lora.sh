@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/cli/engine/lora.sh - LoRA adapters from the command line, on the real
-# stories260K (.gguf, and .bin + tokenizer):
+# stories260K and aidreams260K (.gguf, and .bin + tokenizer):
 #   - synth-lora is deterministic (same flags: the same bytes; another seed: others);
 #   - generate --lora (greedy, default flags + --temp 0) equals generate on the model
 #     merge-lora bakes the adapter into, token for token, and the numpy reference's
@@ -61,6 +61,22 @@ wantp=$("$PY" tests/reference/llama_ref.py --model "$M" --prompt-ids "$ids" --st
 check "a PEFT directory equals the reference's greedy ids" test -n "$wantp" -a "$peft" = "$wantp"
 check "the .safetensors file works as the directory" test "$peft" = \
     "$(gen -m "$M" --lora "$tmp/peft/adapter_model.safetensors")"
+
+# the other real model, aidreams260K (.gguf and .bin): adapter = merged model = the numpy reference
+A=$MODELS/aidreams260K.gguf
+if [ -f "$A" ]; then
+    "$CORTEX" synth-lora -m "$A" --rank 8 --alpha 16 --targets q,k,v,o,down --seed 7 -o "$tmp/ad.gguf" 2>/dev/null
+    "$CORTEX" merge-lora -m "$A" --lora "$tmp/ad.gguf:0.7" -o "$tmp/madr.gguf" 2>/dev/null
+    wa=$("$CORTEX" generate -m "$A" --lora "$tmp/ad.gguf:0.7" -p "Echoes of" -n 48 --temp 0 --ids 2>/dev/null)
+    check "aidreams260K: --lora equals its merge" test -n "$wa" -a "$wa" = \
+        "$("$CORTEX" generate -m "$tmp/madr.gguf" -p "Echoes of" -n 48 --temp 0 --ids 2>/dev/null)"
+    aids=$("$PY" tests/reference/spm_ref.py --vocab "$A" encode "Echoes of")
+    wref=$("$PY" tests/reference/llama_ref.py --model "$A" --prompt-ids "$aids" --steps 48 --lora "$tmp/ad.gguf:0.7")
+    check "aidreams260K: --lora equals the numpy reference" test -n "$wref" -a "$wa" = "$wref"
+    AB=$MODELS/aidreams260K.bin AZ=$MODELS/aidreams-tok512.bin
+    [ -f "$AB" ] && check "aidreams260K .bin: --lora equals the .gguf's" test "$wa" = \
+        "$("$CORTEX" generate -m "$AB" -z "$AZ" --lora "$tmp/ad.gguf:0.7" -p "Echoes of" -n 48 --temp 0 --ids 2>/dev/null)"
+fi
 
 # the llama2.c checkpoint with its tokenizer: the same adapter (GGUF names) applies
 B=$MODELS/stories260K.bin Z=$MODELS/tok512.bin
