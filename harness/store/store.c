@@ -134,8 +134,8 @@ static const char *const MIGRATIONS[] = {
     /* 9 -> 10: per adapter, its generated tokens and output throughput (those
      * tokens over the repetitions' makespans): with --adapters the ids are
      * real adapters (docs/lora.md). NULL for rows written before. */
-    "ALTER TABLE adapter_stats ADD COLUMN gen_tokens INTEGER;"
-    "ALTER TABLE adapter_stats ADD COLUMN output_tps REAL;",
+    ("ALTER TABLE adapter_stats ADD COLUMN gen_tokens INTEGER;"
+     "ALTER TABLE adapter_stats ADD COLUMN output_tps REAL;"),
 };
 
 /* Format an error as "DB: what: sqlite message". */
