@@ -292,7 +292,7 @@ static void matmul(fwd_ws *ws, const cx_weight *w, float *y) { matmul_rows(ws, w
 static void matmul_adapted(fwd_ws *ws, const cx_weight *w, float *y, int proj) {
     assert(w->cols == ws->in_n);
     int b = ws->lora_begin[proj], e = ws->lora_end[proj];
-    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, w->rows, w->rows, ws->lora_jobs + b, e - b};
+    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, w->rows, w->rows, e > b ? ws->lora_jobs + b : NULL, e - b};
     tp_run(ws->pool, matmul_part, &j);
 }
 
