@@ -56,8 +56,8 @@ int fwd_lora_prepare(fwd_ws *w, const fwd_seg *seg, int n_seg, cx_err *err) {
     for (int g = 0; g < n_seg; g++) {
         const fwd_seg *s = &seg[g];
         if (!s->n_lora) continue;
-        fwd_lora_run *r = &w->lora_runs[w->n_lora_runs - 1];
-        if (w->n_lora_runs && g > 0 && same_set(s, &seg[g - 1]) && r->row + r->T == s->row) {
+        fwd_lora_run *r = w->n_lora_runs ? &w->lora_runs[w->n_lora_runs - 1] : NULL;
+        if (r && g > 0 && same_set(s, &seg[g - 1]) && r->row + r->T == s->row) {
             r->T += s->T;
         } else {
             r = &w->lora_runs[w->n_lora_runs++];
