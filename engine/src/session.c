@@ -232,7 +232,7 @@ int cx_session_set_lora(cx_session *s, const cx_lora_use *uses, int n, cx_err *e
         if (!uses[i].lora) return cx_fail(err, CX_EINVAL, "adapter %d is NULL", i);
         if (uses[i].lora->m != s->m) return cx_fail(err, CX_EINVAL, "adapter %d belongs to another model", i);
     }
-    memcpy(s->lora, uses, sizeof *uses * (size_t)n);
+    if (n) memcpy(s->lora, uses, sizeof *uses * (size_t)n);
     s->n_lora = n;
     s->seq.salt = lora_set_salt(uses, n);
     return 0;

@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
         lp.type = CX_TYPE_F32;
         cx_lora *a;
         if (cx_lora_load(m, path, &lp, &a, &err)) return fail(err.msg);
-        uses[i].lora = a; /* freed at exit with the process */
+        uses[i].lora = a; /* freed after the session */
     }
     if (n_lora && cx_session_set_lora(s, uses, n_lora, &err)) return fail(err.msg);
     int V = cx_model_get_info(m)->n_vocab;
@@ -94,6 +94,7 @@ int main(int argc, char **argv) {
     free(next);
     free(logits);
     cx_session_free(s);
+    for (int i = 0; i < n_lora; i++) cx_lora_free((cx_lora *)uses[i].lora); /* after the session that applied them */
     cx_model_free(m);
     return 0;
 }
