@@ -20,6 +20,7 @@
 #define CX_LORA_KERN_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 
 #define KERN_LORA_PANEL 32 /* outputs per panel (one q8_0 block) */
@@ -58,14 +59,14 @@
 static inline void kern_lora_quant_u(const float *u, int rank, int8_t *q, int32_t *sum, float *d) {
     float m = 0.0f;
     for (int j = 0; j < rank; j++) m = u[j] > m ? u[j] : -u[j] > m ? -u[j] : m;
-    *d = m / 63.0f;
     float id = m > 0 ? 63.0f / m : 0.0f;
+    if (!isfinite(id)) id = 0.0f, m = 0.0f; /* too small to scale (or not finite): adds nothing */
+    *d = m / 63.0f;
     int32_t s = 0;
     int j = 0;
     for (; j < rank; j++) {
-        float v = u[j] * id;
+        float v = fminf(fmaxf(u[j] * id, -63.0f), 63.0f); /* clamped first: id may be huge (subnormal max) */
         int c = (int)(v + (v >= 0 ? 0.5f : -0.5f)); /* round half away from zero */
-        c = c > 63 ? 63 : c < -63 ? -63 : c;
         q[j] = (int8_t)c;
         s += c;
     }

@@ -43,12 +43,12 @@ void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t
                 const float *row = b + (g * 16 + i) * rank;
                 float m = 0.0f;
                 for (int j = 0; j < rank; j++) m = fabsf(row[j]) > m ? fabsf(row[j]) : m;
-                scales[i] = m / 7.0f;
                 float id = m > 0 ? 7.0f / m : 0.0f;
+                if (!isfinite(id)) id = 0.0f, m = 0.0f; /* a row too small to scale: zero */
+                scales[i] = m / 7.0f;
                 for (int j = 0; j < rank; j++) {
-                    float v = row[j] * id;
-                    int c = (int)(v + (v >= 0 ? 0.5f : -0.5f));
-                    c = (c > 7 ? 7 : c < -7 ? -7 : c) + 8;
+                    float v = fminf(fmaxf(row[j] * id, -7.0f), 7.0f); /* clamped first: id may be huge */
+                    int c = (int)(v + (v >= 0 ? 0.5f : -0.5f)) + 8;
                     int chunk = j / 4, hi = chunk % 2;
                     uint8_t *at = &codes[(size_t)(chunk / 2) * 64 + (size_t)i * 4 + (size_t)(j % 4)];
                     *at = hi ? (uint8_t)((*at & 0x0f) | (c << 4)) : (uint8_t)((*at & 0xf0) | c);
@@ -68,12 +68,12 @@ void kern_lora_pack_b(int type, const float *b, int64_t n_out, int rank, uint8_t
                 const float *row = b + (g * 16 + i) * rank;
                 float m = 0.0f;
                 for (int j = 0; j < rank; j++) m = fabsf(row[j]) > m ? fabsf(row[j]) : m;
-                scales[i] = m / 127.0f;
                 float id = m > 0 ? 127.0f / m : 0.0f;
+                if (!isfinite(id)) id = 0.0f, m = 0.0f; /* a row too small to scale: zero */
+                scales[i] = m / 127.0f;
                 for (int j = 0; j < rank; j++) {
-                    float v = row[j] * id;
+                    float v = fminf(fmaxf(row[j] * id, -127.0f), 127.0f); /* clamped first: id may be huge */
                     int c = (int)(v + (v >= 0 ? 0.5f : -0.5f));
-                    c = c > 127 ? 127 : c < -127 ? -127 : c;
                     codes[(size_t)(j / 4) * 64 + (size_t)i * 4 + (size_t)(j % 4)] = (uint8_t)(c + 128);
                 }
             }
