@@ -7,14 +7,13 @@
 #include <string.h>
 
 #include "cortex.h"
-#include "lora_kern.h"
+#include "lora_simd.h"
 
 #define TOK 4 /* tokens sharing each dequantized block */
 
 /* Outputs o..o+15 (o % 16 == 0) of block j's panel as two vectors. */
 static inline void load16(const uint8_t *bt, int type, int rank, int64_t o, int j, __m256 *w0, __m256 *w1) {
-    size_t blk = kern_lora_block_bytes(type);
-    const uint8_t *p = bt + ((size_t)(o / KERN_LORA_PANEL) * (size_t)rank + (size_t)j) * blk;
+    const uint8_t *p = kern_lora_panel_block(bt, type, rank, o, j);
     int half = (int)(o % KERN_LORA_PANEL); /* 0 or 16 */
     if (type == CX_TYPE_F32) {
         const float *f = (const float *)(const void *)p + half;
@@ -25,14 +24,7 @@ static inline void load16(const uint8_t *bt, int type, int rank, int64_t o, int 
     uint16_t h;
     memcpy(&h, p, 2);
     __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
-    __m128i q;
-    if (type == CX_TYPE_Q4_0) { /* 16 nibbles: the low ones are outputs 0..15, the high ones 16..31 */
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 2));
-        if (half) b = _mm_srli_epi16(b, 4);
-        q = _mm_sub_epi8(_mm_and_si128(b, _mm_set1_epi8(0x0f)), _mm_set1_epi8(8));
-    } else {
-        q = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 + half));
-    }
+    __m128i q = kern_lora_panel_codes(p, type, half);
     *w0 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
     *w1 = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8))));
 }
@@ -48,7 +40,7 @@ static void up_int(int I4, float *y, int64_t ldy, const float *u, int64_t ldu, i
     float d[TOK];
     /* I8: a chunk of 4 ranks per 64 bytes; I4: two (low and high nibbles) */
     size_t chunks = I4 ? (size_t)(rank + 7) / 8 * 2 : (size_t)(rank + 3) / 4;
-    size_t gbytes = (I4 ? chunks / 2 : chunks) * 64 + 16 * sizeof(float);
+    size_t gbytes = kern_lora_group_bytes(I4 ? KERN_LORA_I4 : KERN_LORA_I8, rank);
     const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(0x0f);
     for (int t0 = 0; t0 < T; t0 += TOK) {
         int nt = T - t0 < TOK ? T - t0 : TOK;

@@ -7,26 +7,18 @@
 #include <string.h>
 
 #include "cortex.h"
-#include "lora_kern.h"
+#include "lora_simd.h"
 
 #define TOK 8 /* tokens sharing each dequantized block */
 
 /* Outputs o..o+15 (o % 16 == 0) of block j's panel. */
 static inline __m512 load16(const uint8_t *bt, int type, int rank, int64_t o, int j) {
-    size_t blk = kern_lora_block_bytes(type);
-    const uint8_t *p = bt + ((size_t)(o / KERN_LORA_PANEL) * (size_t)rank + (size_t)j) * blk;
+    const uint8_t *p = kern_lora_panel_block(bt, type, rank, o, j);
     int half = (int)(o % KERN_LORA_PANEL); /* 0 or 16 */
     if (type == CX_TYPE_F32) return _mm512_loadu_ps((const float *)(const void *)p + half);
     uint16_t h;
     memcpy(&h, p, 2);
-    __m128i q;
-    if (type == CX_TYPE_Q4_0) { /* 16 nibbles: the low ones are outputs 0..15, the high ones 16..31 */
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 2));
-        if (half) b = _mm_srli_epi16(b, 4);
-        q = _mm_sub_epi8(_mm_and_si128(b, _mm_set1_epi8(0x0f)), _mm_set1_epi8(8));
-    } else {
-        q = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 + half));
-    }
+    __m128i q = kern_lora_panel_codes(p, type, half);
     return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(h)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
 }
 
@@ -42,7 +34,7 @@ static inline __attribute__((always_inline)) void up_int(int VNNI, int I4, float
     float d[TOK];
     /* I8: a chunk of 4 ranks per 64 bytes; I4: two (low and high nibbles) */
     size_t chunks = I4 ? (size_t)(rank + 7) / 8 * 2 : (size_t)(rank + 3) / 4;
-    size_t gbytes = (I4 ? chunks / 2 : chunks) * 64 + 16 * sizeof(float);
+    size_t gbytes = kern_lora_group_bytes(I4 ? KERN_LORA_I4 : KERN_LORA_I8, rank);
     const __m512i ones = _mm512_set1_epi16(1), low = _mm512_set1_epi8(0x0f);
     for (int t0 = 0; t0 < T; t0 += TOK) {
         int nt = T - t0 < TOK ? T - t0 : TOK;

@@ -23,6 +23,9 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../quant.h"
+#include "cortex.h"
+
 #define KERN_LORA_PANEL 32 /* outputs per panel (one q8_0 block) */
 
 /*
@@ -53,6 +56,14 @@
  */
 #define KERN_LORA_I4 65
 
+/* Bytes of one group of 16 outputs of an integer layout (KERN_LORA_I8 or
+ * KERN_LORA_I4): the codes (64 bytes per 4 ranks, or per 8 for I4), then
+ * the 16 f32 scales, which start at kern_lora_group_bytes - 64. */
+static inline size_t kern_lora_group_bytes(int type, int rank) {
+    size_t per = type == KERN_LORA_I4 ? 8 : 4;
+    return ((size_t)rank + per - 1) / per * 64 + 16 * sizeof(float);
+}
+
 /* Quantize u[0..rank) to codes in [-63, 63] (q, padded with zeros to a
  * multiple of 4), their sum and scale; the shared first step of every
  * table's KERN_LORA_I8 kernel, so all quantize alike. *d = 0 for u all zero. */
@@ -75,8 +86,17 @@ static inline void kern_lora_quant_u(const float *u, int rank, int8_t *q, int32_
 }
 
 /* Bytes of one panel block of `type` (CX_TYPE_F32: 128, CX_TYPE_Q8_0: 34, CX_TYPE_Q4_0: 18); 0 for other
- * types (KERN_LORA_I8 has groups, not panels). */
-size_t kern_lora_block_bytes(int type);
+ * types (the integer layouts have groups, not panels). Inline: the kernels ask per block. */
+static inline size_t kern_lora_block_bytes(int type) {
+    return type == CX_TYPE_F32    ? KERN_LORA_PANEL * sizeof(float)
+           : type == CX_TYPE_Q8_0 ? sizeof(block_q8_0)
+           : type == CX_TYPE_Q4_0 ? sizeof(block_q4_0) : 0;
+}
+
+/* The panel block holding outputs o..o+KERN_LORA_PANEL-1's column j (lora_kern.h's panel layout). */
+static inline const uint8_t *kern_lora_panel_block(const uint8_t *bt, int type, int rank, int64_t o, int j) {
+    return bt + ((size_t)(o / KERN_LORA_PANEL) * (size_t)rank + (size_t)j) * kern_lora_block_bytes(type);
+}
 /* Bytes of B [n_out][rank] stored as panels of `type`. */
 size_t kern_lora_b_bytes(int type, int64_t n_out, int rank);
 struct kern_ops;
