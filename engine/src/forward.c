@@ -50,7 +50,7 @@
 #define ATT_QBLOCK 16 /* queries sharing each tile */
 #define ROW_CHUNK 16  /* matrix rows are split across threads in multiples of this */
 #define TILE_ROWS 64    /* gemm tile: weight rows ... */
-#define TILE_TOKENS 32  /* ... by tokens (see matmul_part) */
+#define TILE_TOKENS FWD_TILE_TOKENS /* ... by tokens (see matmul_part) */
 
 _Static_assert(ATT_TILE % KV_BLOCK == 0, "attention tiles are whole KV blocks");
 

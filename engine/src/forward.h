@@ -29,6 +29,7 @@
 #include "threadpool.h"
 
 #define FWD_MAX_BATCH 256 /* rows per pass of a session's own workspace */
+#define FWD_TILE_TOKENS 32 /* tokens per gemm call (forward.c's matmul tiles; the adapters' A products too) */
 
 struct lora_mat;
 

@@ -22,8 +22,6 @@
 #include "../util.h"
 #include "lora.h"
 
-#define TILE_TOKENS 32 /* tokens per gemm call, as forward.c tiles them */
-
 /* 1 if segments a and b apply the same adapters with the same scales. */
 static int same_set(const fwd_seg *a, const fwd_seg *b) {
     if (a->n_lora != b->n_lora) return 0;
@@ -114,9 +112,9 @@ static void down_part(void *ctx, int i, int n) {
         base += mt->rank;
         if (r0 >= r1) continue;
         kern_gemm_fn gemm = w->k->gemm[mt->a_type];
-        for (int t0 = 0; t0 < jb->T; t0 += TILE_TOKENS) {
+        for (int t0 = 0; t0 < jb->T; t0 += FWD_TILE_TOKENS) {
             kern_act tile;
-            int nt = jb->T - t0 < TILE_TOKENS ? jb->T - t0 : TILE_TOKENS;
+            int nt = jb->T - t0 < FWD_TILE_TOKENS ? jb->T - t0 : FWD_TILE_TOKENS;
             kern_act_slice(jb->act, jb->row + t0, nt, &tile);
             float *u = jb->u + (size_t)t0 * (size_t)mt->rank;
             if (gemm) gemm(mt->a, mt->a_row_bytes, r0, r1, &tile, u, mt->rank);
