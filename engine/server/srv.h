@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "cortex.h"
 
@@ -213,8 +214,19 @@ typedef struct srv_job {
     int n_gen;
     int done;             /* on_done ran: what follows is set */
     int state, reason, n_prompt, oom;
+    int n_cached;         /* prompt tokens the prefix cache supplied */
+    int64_t t_arrive;     /* CLOCK_MONOTONIC ns: the whole request body was in (before parsing and tokenizing) */
+    int64_t t_submit, t_start, t_first, t_end; /* the scheduler's clocks (cx_request_stats), set with done */
     char error[256];
 } srv_job;
+
+/* CLOCK_MONOTONIC in ns: the scheduler's clock (cx_request_stats), so the
+ * server's own times and the scheduler's subtract. */
+static inline int64_t srv_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* Submit request q (its callbacks and user are set here) for S; *out holds
  * two references. 0, or the cx_sched_submit code with err filled. */

@@ -114,6 +114,11 @@ static void on_done(void *user, const cx_request_stats *st) {
     j->reason = st->reason;
     j->n_prompt = st->n_prompt;
     j->n_gen = st->n_gen;
+    j->n_cached = st->n_cached;
+    j->t_submit = st->t_submit;
+    j->t_start = st->t_start;
+    j->t_first = st->t_first;
+    j->t_end = st->t_end;
     memcpy(j->error, st->error, sizeof j->error);
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);

@@ -37,6 +37,24 @@ static json_t *usage(const srv_job *j) {
                      j->n_prompt + j->n_gen);
 }
 
+/* Milliseconds from a to b (CLOCK_MONOTONIC ns), or null when either is not known yet. */
+static json_t *span_ms(int64_t a, int64_t b) { return a && b ? json_real((double)(b - a) * 1e-6) : json_null(); }
+
+/* The server's own split of an ended job's time (docs/server.md, "Timings"):
+ * llama-server's names (prompt_n/prompt_ms: tokens computed and the prefill
+ * up to the first token; predicted_n/predicted_ms: tokens generated and the
+ * time after the first), and Cortex's: cache_n, prepare_ms (body in ->
+ * submitted: parsing, chat template, tokenizing), queue_ms (submitted ->
+ * first scheduled) and ttft_ms (submitted -> first token, the
+ * cortex_time_to_first_token_seconds of /metrics). A client subtracts ttft_ms
+ * from its own TTFT to see what the HTTP path costs. */
+static json_t *timings(const srv_job *j) {
+    return json_pack("{s:i, s:o, s:i, s:o, s:i, s:o, s:o, s:o}", "prompt_n", j->n_prompt - j->n_cached, "prompt_ms",
+                     span_ms(j->t_start, j->t_first), "predicted_n", j->n_gen, "predicted_ms",
+                     span_ms(j->t_first, j->t_end), "cache_n", j->n_cached, "prepare_ms", span_ms(j->t_arrive, j->t_submit),
+                     "queue_ms", span_ms(j->t_submit, j->t_start), "ttft_ms", span_ms(j->t_submit, j->t_first));
+}
+
 /* A token's text as a JSON string, and its raw bytes when `bytes` is not NULL. */
 static json_t *piece_json(const cx_model *m, int prev, int token, json_t **bytes) {
     char tmp[2];
@@ -109,7 +127,7 @@ static json_t *envelope(const srv_out *o, const char *object, json_t *choices) {
 
 /* Serialize and free v. */
 static char *dump(json_t *v) {
-    char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL; /* 9 digits: every float round-trips */
     json_decref(v);
     return s;
 }
@@ -129,6 +147,7 @@ char *srv_reply_body(const srv_out *o, const srv_job *j) {
                            "finish_reason", finish_json(fin));
     json_t *v = envelope(o, o->p->chat ? "chat.completion" : "text_completion", json_pack("[o]", choice));
     if (v) json_object_set_new(v, "usage", usage(j));
+    if (v && j->done) json_object_set_new(v, "timings", timings(j));
     return dump(v);
 }
 
@@ -147,7 +166,9 @@ char *srv_reply_chunk(const srv_out *o, const srv_job *j, size_t from, size_t to
         choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", text, "logprobs",
                            t1 > t0 ? choice_logprobs(o, j, t0, t1) : json_null(), "finish_reason", finish_json(finish));
     }
-    return dump(envelope(o, o->p->chat ? "chat.completion.chunk" : "text_completion", json_pack("[o]", choice)));
+    json_t *v = envelope(o, o->p->chat ? "chat.completion.chunk" : "text_completion", json_pack("[o]", choice));
+    if (v && finish && j->done) json_object_set_new(v, "timings", timings(j)); /* on the last chunk, as llama-server */
+    return dump(v);
 }
 
 /* See srv.h. */

@@ -105,6 +105,7 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
     const char *stop[SRV_MAX_STOP + 1], *end = NULL;
     char *text = NULL;
     int n_ids = 0, ret, adapter = 0;
+    int64_t t_arrive = srv_now_ns(); /* parsing and tokenizing count in the server's own time, not the client's */
     if (srv_parse_request(body, len, chat, &S->sp, &p, &e) || (adapter = srv_resolve_model(S, p.model, &e)) < 0) goto fail;
     if (chat) {
         if (!(text = chat_prompt(S, &p, &end, &e))) goto fail;
@@ -141,6 +142,9 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
         submit_error(&p, rc, &err, &e);
         goto fail;
     }
+    pthread_mutex_lock(&j->mu);
+    j->t_arrive = t_arrive;
+    pthread_mutex_unlock(&j->mu);
     free(ids);
     free(text);
     srv_out o = {.S = S, .p = &p, .created = (int64_t)time(NULL)};

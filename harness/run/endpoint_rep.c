@@ -15,6 +15,7 @@
 #include "endpoint.h"
 #include "oai.h"
 #include "sse.h"
+#include "stats.h"
 
 #define EP_MAX_BODY (4u << 20) /* bytes of a non-streamed answer kept (a whole completion, an error page) */
 
@@ -35,6 +36,7 @@ typedef struct ep_req {
     double issue_ms, first_ms, last_ms, end_ms; /* absolute, runner_now_ms */
     int chunks, done, has_usage;
     long usage_prompt, usage_gen;
+    double srv_prompt_ms, srv_queue_ms, srv_ttft_ms; /* the server's "timings" (NAN: it sent none) */
     uint64_t hash;              /* FNV-1a 64 of the generated text: the canary */
     float *itl;
     int n_itl, itl_cap;
@@ -98,6 +100,11 @@ static int take_payload(ep_req *r, const char *data, size_t n, double now) {
             r->has_usage = 1;
             r->usage_prompt = c.prompt_tokens;
             r->usage_gen = c.completion_tokens;
+        }
+        if (c.has_timings) {
+            r->srv_prompt_ms = c.t_prompt_ms;
+            r->srv_queue_ms = c.t_queue_ms;
+            r->srv_ttft_ms = c.t_ttft_ms;
         }
     }
     oai_chunk_free(&c);
@@ -167,6 +174,7 @@ static int issue(ep_rep *ep, CURLM *m, int i, double t_issue) {
     r->idx = i;
     r->issue_ms = t_issue;
     r->hash = 1469598103934665603ull;
+    r->srv_prompt_ms = r->srv_queue_ms = r->srv_ttft_ms = NAN;
     q->arrival_ms = t_issue - ep->t0;
     q->priority = w->priority;
     sse_init(&r->sp, on_event, r);
@@ -236,7 +244,8 @@ static void finish(ep_rep *ep, ep_req *r, CURLcode res) {
     q->stream_chunks = r->chunks;
     q->prompt_tokens = r->has_usage ? (int)r->usage_prompt : 0;
     q->gen_tokens = r->has_usage ? (int)r->usage_gen : r->chunks;
-    q->queue_ms = q->prefill_ms = NAN; /* the server's own split of its time is not visible from here */
+    q->queue_ms = r->srv_queue_ms;    /* the server's own split of its time, when it sends "timings" */
+    q->prefill_ms = r->srv_prompt_ms; /* (llama-server and Cortex do; NAN otherwise) */
     if (!msg[0]) {
         if (!r->chunks) r->first_ms = r->last_ms = r->end_ms; /* nothing generated: the first "token" is the end */
         q->ttft_ms = r->first_ms - r->issue_ms;
@@ -272,6 +281,30 @@ static void req_free(ep_req *r) {
 /* The server's metrics that changed between two scrapes into out->srv. */
 static void server_metrics(const prom_scrape *before, const prom_scrape *after, rep_result *out) {
     if (prom_diff(before, after, &out->srv, &out->n_srv)) out->srv = NULL, out->n_srv = 0;
+}
+
+/* The server's own TTFT (its "timings".ttft_ms, submission to first token)
+ * and what the HTTP path adds to it (client TTFT minus that: sending,
+ * parsing, tokenizing, the first event's way back), medians over the
+ * finished requests that have both; nothing when the server sent no
+ * ttft_ms (llama-server, vLLM). */
+static void http_overhead(const ep_rep *ep) {
+    double *srv = malloc(sizeof(double) * (size_t)ep->n), *add = malloc(sizeof(double) * (size_t)ep->n);
+    size_t k = 0;
+    for (int i = 0; srv && add && i < ep->n; i++) {
+        const req_result *q = &ep->out->req[i];
+        if (q->error[0] || !isfinite(q->ttft_ms) || !isfinite(ep->rq[i].srv_ttft_ms)) continue;
+        srv[k] = ep->rq[i].srv_ttft_ms;
+        add[k++] = q->ttft_ms - ep->rq[i].srv_ttft_ms;
+    }
+    if (k) {
+        stats_sort(srv, k);
+        stats_sort(add, k);
+        rep_set_metric(ep->out, "server_ttft_ms", stats_percentile(srv, k, 50));
+        rep_set_metric(ep->out, "http_ttft_overhead_ms", stats_percentile(add, k, 50));
+    }
+    free(srv);
+    free(add);
 }
 
 /* See endpoint.h. */
@@ -342,6 +375,7 @@ int endpoint_rep(const ep_target *t, const wl_workload *wl, const run_config *cf
         req_free(&ep.rq[i]);
     }
     curl_multi_cleanup(m);
+    if (!rc) http_overhead(&ep);
     free(ep.rq);
     free(arr);
     if (scraped) {

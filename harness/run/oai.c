@@ -53,6 +53,12 @@ static const char *error_of(const json_t *root) {
     return NULL;
 }
 
+/* A non-negative finite number of milliseconds, else NAN (absent, null, or nonsense from a server). */
+static double ms_of(const json_t *v) {
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    return isfinite(x) && x >= 0 ? x : NAN;
+}
+
 /* See oai.h. */
 int oai_parse_chunk(const char *data, size_t n, oai_chunk *c, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
@@ -93,6 +99,14 @@ int oai_parse_chunk(const char *data, size_t n, oai_chunk *c, char *err, size_t 
     if (json_is_object(u))
         c->has_usage = count_of(json_object_get(u, "prompt_tokens"), &c->prompt_tokens) &&
                        count_of(json_object_get(u, "completion_tokens"), &c->completion_tokens);
+    const json_t *tm = json_object_get(root, "timings");
+    c->t_prompt_ms = c->t_queue_ms = c->t_ttft_ms = NAN;
+    if (json_is_object(tm)) {
+        c->has_timings = 1;
+        c->t_prompt_ms = ms_of(json_object_get(tm, "prompt_ms"));
+        c->t_queue_ms = ms_of(json_object_get(tm, "queue_ms"));
+        c->t_ttft_ms = ms_of(json_object_get(tm, "ttft_ms"));
+    }
     return 0;
 }
 

@@ -28,6 +28,8 @@ typedef struct oai_chunk {
     int has_usage;          /* usage with both counts was present */
     long prompt_tokens, completion_tokens;
     const char *error;      /* the server reported an error in the stream; NULL when not */
+    int has_timings;        /* a "timings" object (llama-server's, and Cortex's with more fields) was present */
+    double t_prompt_ms, t_queue_ms, t_ttft_ms; /* its prompt_ms, queue_ms, ttft_ms; NAN where absent */
     json_t *root;           /* the parsed payload, owned */
 } oai_chunk;
 

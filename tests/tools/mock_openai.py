@@ -164,8 +164,12 @@ def make_handler(opts, state):
                 last = start + opts.chunk_tokens >= n_gen
                 choice = {"index": 0, "finish_reason": ("length" if n_gen == max_tokens else "stop") if last else None}
                 choice.update({"delta": {"content": text}} if chat else {"text": text})
-                self.chunk(json.dumps({"id": "cmpl-mock", "object": obj + ".chunk" if chat else obj,
-                                       "model": req["model"], "choices": [choice]}))
+                body = {"id": "cmpl-mock", "object": obj + ".chunk" if chat else obj, "model": req["model"],
+                        "choices": [choice]}
+                if last:  # llama-server's timings on the last chunk (no queue_ms/ttft_ms: those are Cortex's)
+                    body["timings"] = {"prompt_n": n_prompt, "prompt_ms": 1.25, "predicted_n": n_gen,
+                                       "predicted_ms": 2.5}
+                self.chunk(json.dumps(body))
                 sent += 1
                 if "DROP" in prompt and sent == 2:
                     state.count(200, n_prompt, 0)

@@ -88,6 +88,8 @@ check "completions: usage = generate's counts ($n_prompt + $n_gen)" test \
     "[$n_prompt, $n_gen, $((n_prompt + n_gen))]"
 check "completions: finish_reason length, object text_completion, model llama" test \
     "$(field "$tmp/body" 'd["choices"][0]["finish_reason"], d["object"], d["model"]')" = "('length', 'text_completion', 'llama')"
+check "completions: timings with the counts, and ttft_ms = queue_ms + prompt_ms" test "$(field "$tmp/body" \
+    '(lambda t: (t["prompt_n"] + t["cache_n"], t["predicted_n"], abs(t["ttft_ms"] - t["queue_ms"] - t["prompt_ms"]) < 0.01, min(t[k] for k in ("prepare_ms", "queue_ms", "prompt_ms", "predicted_ms")) >= 0))(d["timings"])')" = "($n_prompt, $n_gen, True, True)"
 
 curl -sN -o "$tmp/stream" -H 'Content-Type: application/json' "$URL/v1/completions" \
     -d "{\"prompt\": \"$P\", \"max_tokens\": 40, \"temperature\": 0, \"stream\": true, \"stream_options\": {\"include_usage\": true}}"
@@ -97,6 +99,7 @@ grep '^data: {' "$tmp/stream" | tail -1 | cut -c7- >"$tmp/usage.json"
 check "stream: include_usage sends a last chunk with the usage and no choices" test \
     "$(field "$tmp/usage.json" 'd["usage"]["completion_tokens"], d["choices"]')" = "($n_gen, [])"
 check "stream: one chunk says finish_reason length" test "$(grep -c '"finish_reason":"length"' "$tmp/stream")" = 1
+check "stream: only that chunk carries timings" test "$(grep -c '"timings":' "$tmp/stream")/$(grep '"timings":' "$tmp/stream" | grep -c '"finish_reason":"length"')" = 1/1
 
 # stop strings end the text before them, as the scheduler does
 stop=$(head -c 12 "$tmp/want.txt" | tail -c 3)
@@ -275,6 +278,10 @@ check "cortex-bench --endpoint: all 10 standard prompts recorded, the ones past 
     state = 'finished' or (state = 'failed' and error like 'HTTP 400:%leaves no room%')")" = "10/10"
 check "cortex-bench --endpoint: the prompts that fit finished" test \
     "$(sql "$tmp/b.db" "select count(*) from requests where state = 'finished'")" -ge 3
+check "cortex-bench --endpoint: the server's timings stored (queue, prefill; its TTFT and what HTTP adds)" test \
+    "$(sql "$tmp/b.db" "select count(*) from requests where state = 'finished' and queue_ms >= 0 and prefill_ms >= 0 and \
+    prefill_ms <= ttft_ms")/$(sql "$tmp/b.db" "select count(*) from summary where name in ('server_ttft_ms', \
+    'http_ttft_overhead_ms') and median >= 0")" = "$(sql "$tmp/b.db" "select count(*) from requests where state = 'finished'")/2"
 printf '{"id": "a", "arrival_s": 0, "adapter": 1, "prompt_len": 4, "max_tokens": 8, "text": "Once upon a time"}\n{"id": "b", "arrival_s": 0, "adapter": 0, "prompt_len": 4, "max_tokens": 8, "text": "Once upon a time"}\n' >"$tmp/ad.jsonl"
 "$BENCH" run --endpoint "$URL/v1" --workload "trace:$tmp/ad.jsonl" --adapter-names one --reps 1 --warmup 0 \
     --db "$tmp/b.db" --no-progress >/dev/null 2>"$tmp/bench2.err"

@@ -44,6 +44,9 @@ check "one token a chunk: chunks = tokens, ITL gaps = chunks - 1" test \
     "$(sql "$db" "select sum(stream_chunks = gen_tokens and json_array_length(itl_ms) = gen_tokens - 1) from requests where run_id = $std")" = "$n_std"
 check "prompt tokens from the server's usage" test "$(sql "$db" "select min(prompt_tokens) > 0 from requests where run_id = $std")" = 1
 check "TTFT, TPOT, ITL and E2E measured" test "$(sql "$db" "select count(*) from summary where run_id = $std and name in ('ttft_ms_p50', 'tpot_ms_p50', 'itl_ms_p50', 'e2e_ms_p50') and median > 0")" = 4
+check "llama-server's timings: prefill_ms from prompt_ms, no queue, no HTTP-overhead metric" test \
+    "$(sql "$db" "select count(*) from requests where run_id = $std and prefill_ms = 1.25 and queue_ms is null")/$(sql "$db" \
+    "select count(*) from summary where run_id = $std and name in ('server_ttft_ms', 'http_ttft_overhead_ms')")" = "$n_std/0"
 check "closed loop with 4 clients is stored" test "$(sql "$db" "select mode || concurrency from runs where id = $std")" = closed4
 check "the endpoint and the server's identity are stored" test \
     "$(sql "$db" "select endpoint || ' | ' || server from runs where id = $std")" = "$url | mock-openai/1.0; models=base-model,lora-a,lora-b"
