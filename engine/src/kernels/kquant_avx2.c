@@ -123,13 +123,14 @@ static const uint8_t SCALE_PAIR[8][16] = {
  * Q6_K row . activation rows t0..t0+nt-1 (nt <= KQ_NT) into out[0..nt).
  * Codes q (0..63) are unpacked per 32 weights (chunk p = 4h+k covers weights
  * 32p..32p+31, i.e. sub-blocks 2p and 2p+1); sum (q-32).a = q.a - 32*bsum, so
- * sumi = sum_p scale.(q.a) - 32 * scale.bsum, exact in int32.
+ * sumi = sum_p scale.(q.a) - 32 * scale.bsum, exact in int32; each block then
+ * adds (d*da)*sumi as the scalar reference does, so the result is its bits.
  */
 KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, float *out) {
     const int64_t n = a->n, nb = n / QK_K;
     const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
-    __m256 acc[KQ_NT];
-    KQ_UNROLL for (int k = 0; k < nt; k++) acc[k] = _mm256_setzero_ps();
+    float acc[KQ_NT];
+    KQ_UNROLL for (int k = 0; k < nt; k++) acc[k] = 0;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = row + b * (int64_t)sizeof(block_q6_k);
         const float dw = half_at(blk + 208);
@@ -160,11 +161,15 @@ KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
             }
             __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)bs));
             sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(corr, 5));
+            /* The block's sum in int32 before any rounding, as the scalar
+             * reference: q.a and 32*bsum sit in different lanes, and lanes
+             * rounded one by one would leave the rounding of terms that
+             * cancel (an all-zero row gave 2^-23). */
             const float da = a->d[t * nb + b];
-            acc[k] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), _mm256_cvtepi32_ps(sumi), acc[k]);
+            acc[k] += dw * da * (float)simd_hsum8_epi32(sumi);
         }
     }
-    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = simd_hsum8(acc[k]);
+    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = acc[k];
 }
 
 /* kern_dot_fn for Q4_K rows (one token of k4_rows). */

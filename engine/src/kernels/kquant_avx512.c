@@ -116,13 +116,14 @@ static const uint8_t SCALE_PAIR[8][16] = {
  * holds the codes 0..63 of weights 64j..64j+63 (chunks 2j and 2j+1 of
  * kquant_avx2.c), half h = j / 2 built from ql[64h..64h+63] and qh[32h..]:
  * even j takes the low nibbles and qh bits 0-1 | 2-3, odd j the high
- * nibbles and bits 4-5 | 6-7. sum (q-32).a = q.a - 32*bsum, exact in int32.
+ * nibbles and bits 4-5 | 6-7. sum (q-32).a = q.a - 32*bsum, exact in int32;
+ * each block then adds (d*da)*sum as the scalar reference does (its bits).
  */
 KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, float *out) {
     const int64_t n = a->n, nb = n / QK_K;
     const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-    __m512 acc[KQ_NT];
-    KQ_UNROLL for (int k = 0; k < nt; k++) acc[k] = _mm512_setzero_ps();
+    float acc[KQ_NT];
+    KQ_UNROLL for (int k = 0; k < nt; k++) acc[k] = 0;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = row + b * (int64_t)sizeof(block_q6_k);
         const float dw = half_at(blk + 208);
@@ -153,11 +154,15 @@ KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
             }
             __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)bs));
             sumi = _mm512_sub_epi32(sumi, _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
+            /* The block's sum in int32 before any rounding: q.a and 32*bsum
+             * sit in different lanes, and lanes rounded one by one would
+             * leave the rounding of terms that cancel (an all-zero row
+             * gave 2^-23). */
             const float da = a->d[t * nb + b];
-            acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(dw * da), _mm512_cvtepi32_ps(sumi), acc[k]);
+            acc[k] += dw * da * (float)_mm512_reduce_add_epi32(sumi);
         }
     }
-    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = _mm512_reduce_add_ps(acc[k]);
+    KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = acc[k];
 }
 
 /* kern_dot_fn for Q4_K rows (one token of k4_rows). */

@@ -16,4 +16,12 @@ static inline __attribute__((always_inline)) float simd_hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+/* Sum of the eight int32 lanes (exact, wrapping as int32 would). */
+static inline __attribute__((always_inline)) int32_t simd_hsum8_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
 #endif

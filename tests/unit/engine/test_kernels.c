@@ -241,6 +241,39 @@ static void test_mxfp4_codes(const kern_ops *v) {
     CHECK(same, "%s mxfp4 raw codes: gemm differs from dot", v->name);
 }
 
+/* Q6_K rows whose every code is 32 (weight 0) under nonzero scales: the
+ * dot and the gemm must be exactly 0 for any activations. A kernel that
+ * rounds q.a and its 32*bsum correction separately (lane by lane) leaves
+ * the rounding of terms that cancel; the scalar reference sums each block
+ * in int32 first. */
+static void test_q6_k_cancel(const kern_ops *v) {
+    enum { R = 3, T = 5, N = 512 };
+    const size_t rb = quant_row_bytes(CX_TYPE_Q6_K, N);
+    uint8_t rows[R * (N / 256) * 210];
+    float x[T * N], y[T * R];
+    _Alignas(64) uint8_t mem[8192];
+    CHECK(kern_act_bytes(KERN_ACT_Q8_256, T, N) <= sizeof mem, "activation buffer");
+    kern_act a;
+    kern_act_init(&a, KERN_ACT_Q8_256, T, N, mem);
+    for (int r = 0; r < R; r++)
+        for (int b = 0; b < N / 256; b++) {
+            uint8_t *blk = rows + rb * (size_t)r + 210 * (size_t)b;
+            memset(blk, 0, 128);            /* low nibbles 0 */
+            memset(blk + 128, 0xAA, 64);    /* high bit pairs 2: every code 0x20 = 32 */
+            for (int j = 0; j < 16; j++) blk[192 + j] = (uint8_t)(int8_t)(rnd() % 255 - 127);
+            blk[208] = 0x00, blk[209] = 0x3C; /* d = 1.0 */
+        }
+    for (int t = 0; t < T; t++) {
+        fill(x + N * t, N, t % 2 ? FILL_EXTREME : FILL_RANDOM);
+        kern_act_set(&kern_scalar_ops, &a, t, x + N * t);
+    }
+    v->gemm[CX_TYPE_Q6_K](rows, rb, 0, R, &a, y, R);
+    int zero = 1;
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) zero &= v->dot[CX_TYPE_Q6_K](rows + rb * (size_t)r, &a, t) == 0.0f && y[t * R + r] == 0.0f;
+    CHECK(zero, "%s q6_k rows of zero weights (codes 32): dot or gemm not exactly 0", v->name);
+}
+
 /* Quantized activations against the float-activation reference: each
  * activation is off by at most half its block's step, so
  * |dot(w, q(x)) - dot(w, x)| <= sum_i |w_i| * d_block(i) / 2 (+ rounding). */
@@ -502,6 +535,7 @@ static void run_all(void) {
         if (!simd[v]) continue;
         test_dots(CX_TYPE_MXFP4, simd[v]);
         test_mxfp4_codes(simd[v]);
+        test_q6_k_cancel(simd[v]);
     }
     test_repacked(CX_TYPE_Q8_0);
     test_repacked(CX_TYPE_Q4_0);
