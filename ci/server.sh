@@ -6,11 +6,15 @@
 #      (TYPE), in-process and over HTTP interleaved ROUNDS times; output tok/s;
 #   2. 64 concurrent streaming clients: no error, no lost request, every token
 #      accounted for (streamed chunks against the server's usage counts);
-#   3. what the HTTP path adds to TTFT: one client, short prompts (tokenizing
-#      is inside the server's TTFT but before the in-process clock), on a
-#      small model (stories15m's shape), client-side TTFT over HTTP against
-#      the in-process TTFT of the same requests.
-#   ci/server.sh [DB]          (default reports/server.db)
+#   3. what the HTTP path adds to TTFT: one client, short prompts, on a small
+#      model (stories15m's shape): per request, the client's TTFT minus the
+#      server's own (its `timings.ttft_ms`, submission to first token), and
+#      beside it the in-process TTFT of the same requests;
+#   4. with LLAMA_SERVER=PATH (llama.cpp's or ik_llama.cpp's llama-server,
+#      built outside this repository): the same cortex-bench command against
+#      it and against `cortex serve` on the same file, the standard prompts
+#      greedy: every request must finish and the texts must match.
+#   [LLAMA_SERVER=PATH] ci/server.sh [DB]          (default reports/server.db)
 set -eu
 cd "$(dirname "$0")/.."
 DB=${1:-reports/server.db}
@@ -87,7 +91,7 @@ s=models/stories15m-2k-q8_0.gguf
 "$BENCH" trace --requests 24 --rate 1000 --prompt-len uniform:8,16 --gen-len fixed:8 --seed 6 -o "$tmp/trs.jsonl" \
     >/dev/null 2>&1
 as_prompts "$tmp/trs.jsonl" "$tmp/short.jsonl"
-ti=() th=()
+ti=() th=() ts=() to=()
 for r in $(seq "$ROUNDS"); do
     "$BENCH" run -m "$s" --workload "prompts:$tmp/short.jsonl" --concurrency 1 -t "$THREADS" --reps 3 --warmup 1 \
         --db "$DB" --no-progress >/dev/null
@@ -95,9 +99,34 @@ for r in $(seq "$ROUNDS"); do
     serve "$s"
     "$BENCH" run --endpoint "$URL/v1" --workload "prompts:$tmp/short.jsonl" --concurrency 1 --reps 3 --warmup 1 \
         --db "$DB" --no-progress >/dev/null
-    th+=("$(q "$(last)" ttft_ms_p50)")
+    th+=("$(q "$(last)" ttft_ms_p50)") ts+=("$(q "$(last)" server_ttft_ms)") to+=("$(q "$(last)" http_ttft_overhead_ms)")
     stop
 done
-TI=$(med "${ti[@]}") TH=$(med "${th[@]}")
-printf '| TTFT p50 in-process (ms) | over HTTP (ms) | HTTP adds (ms) |\n| ---: | ---: | ---: |\n| %s | %s | %s |\n' "$TI" "$TH" \
-    "$(awk -v a="$TI" -v b="$TH" 'BEGIN { printf "%.3f", b - a }')"
+TI=$(med "${ti[@]}") TH=$(med "${th[@]}") TS=$(med "${ts[@]}") TO=$(med "${to[@]}")
+echo "| TTFT p50 in-process (ms) | over HTTP, client (ms) | over HTTP, the server's own (ms) | HTTP adds, per request (ms) |"
+echo "| ---: | ---: | ---: | ---: |"
+echo "| $TI | $TH | $TS | $TO |"
+echo "(rounds: in-process ${ti[*]}; client ${th[*]}; server ${ts[*]}; added ${to[*]})"
+
+if [ -n "${LLAMA_SERVER:-}" ]; then
+    echo
+    echo "== 4. the same cortex-bench command against $LLAMA_SERVER and cortex serve: standard prompts, greedy"
+    "$LLAMA_SERVER" -m "$s" --port 18097 -t "$THREADS" -c 2048 >"$tmp/llama.log" 2>&1 &
+    LPID=$!
+    for _ in $(seq 300); do curl -sf http://127.0.0.1:18097/health >/dev/null 2>&1 && break; sleep 0.1; done
+    "$BENCH" run --endpoint http://127.0.0.1:18097/v1 --workload standard --concurrency 4 --reps 1 --warmup 0 \
+        --db "$DB" --no-progress >/dev/null
+    peer=$(last)
+    kill "$LPID"; wait "$LPID" 2>/dev/null || true
+    serve "$s"
+    "$BENCH" run --endpoint "$URL/v1" --workload standard --concurrency 4 --reps 1 --warmup 0 --db "$DB" --no-progress \
+        >/dev/null
+    ours=$(last)
+    stop
+    sqlite3 "$DB" "select 'server: ' || server from runs where id = $peer"
+    echo "| finished (peer) | finished (cortex serve) | texts equal (token_hash) |"
+    echo "| ---: | ---: | ---: |"
+    sqlite3 -separator ' | ' "$DB" "select '| ' || sum(a.state = 'finished'), sum(b.state = 'finished'),
+        sum(a.token_hash = b.token_hash) || '/' || count(*) || ' |' from requests a join requests b using (item)
+        where a.run_id = $peer and b.run_id = $ours"
+fi
