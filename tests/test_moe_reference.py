@@ -48,8 +48,22 @@ engine's tokens, rounding the experts' inputs as the engine rounds activations
 for 32-weight blocks: within 1e-4 up to the first ambiguous rounding, within
 MXFP4_TOL after it; MXFP4_TOL is about three times what rounding every
 ambiguous value the other way does, measured on these models). While the
-engine refuses an architecture it prints `SKIP - engine refuses ARCH: MESSAGE`
-and the test still passes; MOE_REF_REQUIRE=1 makes that a failure.
+engine refuses an architecture (dump_logits exits 1 with "... not supported"
+and writes nothing) it prints `SKIP - engine refuses ARCH: MESSAGE` and the
+test still passes; MOE_REF_REQUIRE=1 makes that a failure.
+
+Checked once by hand against ik_llama.cpp itself (its build in
+/work/peers/ik/build, driven through libllama by a throwaway program, flash
+attention with its f16 KV cache; not part of the tests): gptoss-f32 greedy
+logits within 3.7e-3 of the reference (the f16 cache's noise), while window 7
+or 9, odd layers sliding, YaRN without mscale or without the ramp each put it
+1 to 4 away; gptoss-mxfp4 within 0.06 (ik's own activation rounding). For
+mixtral-f32 the reference matches within 4.8e-3 only after emulating two
+things of that checkout: its first lone-BOS evaluation is a warm-up that runs
+every expert (llm_build_context, is_warming_up), and build_llama's MoE branch
+adds the normed input instead of the residual (llm_build_moe_ffn with
+add_input while `cur + ffn_inp` is commented out), which we take for a bug:
+the reference keeps the residual x + moe(norm(x)), as for dense layers.
 
 Needs ../shared/models/stories260K.gguf (its vocabulary), else $CORTEX_MODELS;
 without it prints SKIP (CI=true: a failure). Output: `ok - name` / `FAIL - name:
@@ -301,7 +315,7 @@ def check_engine(res, tmp, paths):
         for threads in (1, 2):
             out = os.path.join(tmp, "%s-t%d.c.dump" % (stem, threads))
             rc, _, err = test_reference.run_cmd([DUMP_LOGITS, path, "-n", str(n_ctx), "-o", out, "-t", str(threads)])
-            if rc == 1 and not os.path.exists(out) and not require:
+            if rc == 1 and not os.path.exists(out) and "not supported" in err and not require:
                 print("SKIP - engine refuses %s: %s" % (model.arch, test_reference.short(err)))
                 break
             label = "%s (%d thread%s)" % (stem, threads, "s" if threads > 1 else "")

@@ -361,6 +361,8 @@ def load_gguf(path):
     n_used = int(hp("expert_used_count", 0))
     if oss and n_expert == 0:
         raise ValueError("%s: gpt-oss without %s.expert_count" % (path, arch))
+    if n_expert and arch == "qwen2":
+        raise ValueError("%s: qwen2 with experts not supported (that is architecture qwen2moe)" % path)
     if n_expert and not 0 < n_used <= n_expert:
         raise ValueError("%s: expert_used_count %d with expert_count %d" % (path, n_used, n_expert))
     # The experts' width: gpt-oss has its own key, llama's experts are feed_forward_length wide.
