@@ -2,7 +2,7 @@
 # tests/run.sh - run every test: C unit tests (tests/unit/engine|harness/,
 # built into build/tests/test_*), the CLI checks (tests/cli/engine|harness/*.sh) and the numpy reference checks (the model reference,
 # its LoRA support: tests/test_lora_reference.py, the K-quant layouts: tests/reference/kquant_ref.py, MXFP4:
-# tests/reference/mxfp4_ref.py). Prints one line per
+# tests/reference/mxfp4_ref.py, mixture of experts and GPT-OSS: tests/test_moe_reference.py). Prints one line per
 # suite and ends with "N passed, N failed" over the suites; with RESULT_FILE
 # set, also writes "PASSED FAILED" there. Exits non-zero if any suite failed.
 # Needs ../shared/models for the reference check; without it that suite
@@ -50,6 +50,7 @@ if [ -x "$PY" ] && "$PY" -c 'import numpy' 2>/dev/null; then
     run "reference/test_lora_reference.py" "$PY" tests/test_lora_reference.py
     run "reference/kquant_ref.py" "$PY" tests/reference/kquant_ref.py
     run "reference/mxfp4_ref.py" "$PY" tests/reference/mxfp4_ref.py
+    run "reference/test_moe_reference.py" "$PY" tests/test_moe_reference.py
 else
     echo "FAIL reference: $PY with numpy is missing (apt-get install python3-numpy)"
     fail=$((fail + 1))

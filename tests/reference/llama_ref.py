@@ -5,6 +5,15 @@ Also Llama 3 and Qwen 2 features: RoPE frequency factors (rope_freqs.weight),
 linear RoPE scaling, NeoX-style RoPE (qwen2: dimension i pairs with i + d/2),
 Q/K/V biases, and a head size other than dim / n_heads (attention.key_length).
 
+Mixture of experts (GGUF only): architecture llama with experts (Mixtral-style)
+and gpt-oss, as ik_llama.cpp reads and runs them: router (ffn_gate_inp, bias
+for gpt-oss), top-k routing with llama's or gpt-oss's weighting (route), 3-D
+expert tensors with optional biases, SwiGLU or GPT-OSS's clamped SwiGLU
+(swiglu_oai), attention sinks (attend), gpt-oss's sliding-window layers, the
+attention output bias, YaRN RoPE (yarn_params, rope), post_attention_norm.
+Each function's docstring names the ggml / llama.cpp function it follows;
+tests/test_moe_reference.py checks them and lists the sources.
+
 Written from the math, in the spirit of llama2.c's run.c, to check the C engine.
 It imports nothing from the C project. Two loaders produce the same in-memory
 model: llama2.c `.bin` checkpoints and GGUF v3 files with F32 (or F16) tensors
@@ -63,7 +72,8 @@ class Config:
 
     def __init__(self, dim, hidden_dim, n_layers, n_heads, n_kv_heads,
                  vocab_size, seq_len, rms_eps=1e-5, rope_base=10000.0,
-                 rope_neox=False, rope_scale=1.0, rope_factors=None, head_dim=None):
+                 rope_neox=False, rope_scale=1.0, rope_factors=None, head_dim=None,
+                 rope_yarn=None, n_expert=0, n_expert_used=0, swa_window=0):
         self.dim = dim
         self.hidden_dim = hidden_dim
         self.n_layers = n_layers
@@ -78,6 +88,10 @@ class Config:
         self.rope_factors = rope_factors  # per-frequency divisors (head_dim/2,) or None
         self.head_dim = head_dim or dim // n_heads  # the file's attention.key_length, if it has one
         self.kv_dim = n_kv_heads * self.head_dim
+        self.rope_yarn = rope_yarn        # Yarn (see yarn_params) or None
+        self.n_expert = n_expert          # experts per MoE layer (0: dense feed-forward)
+        self.n_expert_used = n_expert_used  # experts each token runs (top-k)
+        self.swa_window = swa_window      # gpt-oss: even layers see the last swa_window positions
 
     def __repr__(self):
         return ("Config(dim=%d, hidden_dim=%d, n_layers=%d, n_heads=%d, n_kv_heads=%d, "
@@ -88,12 +102,28 @@ class Config:
 
 
 class Layer:
-    """Weights of one transformer block; every matrix is (out, in)."""
+    """Weights of one transformer block; every matrix is (out, in), every expert
+    stack (n_expert, out, in). Optional parts are None when the file has none."""
 
-    def __init__(self, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, bq=None, bk=None, bv=None):
+    # Every attribute, in the order of __init__'s arguments (Transformer copies them all).
+    FIELDS = ("rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3", "bq", "bk", "bv",
+              "bo", "sinks", "router", "router_b", "gate_exps", "up_exps", "down_exps",
+              "gate_exps_b", "up_exps_b", "down_exps_b")
+
+    def __init__(self, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, bq=None, bk=None, bv=None,
+                 bo=None, sinks=None, router=None, router_b=None, gate_exps=None, up_exps=None,
+                 down_exps=None, gate_exps_b=None, up_exps_b=None, down_exps_b=None):
         self.rms_att, self.wq, self.wk, self.wv, self.wo = rms_att, wq, wk, wv, wo
         self.rms_ffn, self.w1, self.w2, self.w3 = rms_ffn, w1, w2, w3
-        self.bq, self.bk, self.bv = bq, bk, bv  # Q/K/V biases (qwen2), or None
+        self.bq, self.bk, self.bv = bq, bk, bv  # Q/K/V biases (qwen2, gpt-oss), or None
+        self.bo = bo                            # attention output bias (gpt-oss), or None
+        self.sinks = sinks                      # per-head sink logits (n_heads,) (gpt-oss), or None
+        # Mixture of experts (w1/w2/w3 are None then): router (n_expert, dim) and its
+        # bias (n_expert,); gate/up (n_expert, n_ff, dim), down (n_expert, dim, n_ff);
+        # biases gate/up (n_expert, n_ff), down (n_expert, dim).
+        self.router, self.router_b = router, router_b
+        self.gate_exps, self.up_exps, self.down_exps = gate_exps, up_exps, down_exps
+        self.gate_exps_b, self.up_exps_b, self.down_exps_b = gate_exps_b, up_exps_b, down_exps_b
 
 
 class Model:
@@ -285,7 +315,9 @@ def read_gguf(path, types=None):
 
 
 def load_gguf(path):
-    """Build a Model from a GGUF file using the llama.* hyper-parameters and tensor names."""
+    """Build a Model from a GGUF file: architecture llama (dense, or with experts:
+    Mixtral-style), qwen2 or gpt-oss, with the <arch>.* hyper-parameters and the
+    tensor names of llama.cpp (src/llama-arch.cpp, src/llama-load-tensors.cpp)."""
     types = {}
     meta, t = read_gguf(path, types)
     arch = meta.get("general.architecture", "llama")
@@ -303,17 +335,40 @@ def load_gguf(path):
         """Tensor as float32 (F16 tensors are widened)."""
         return t[name].astype(np.float32, copy=False)
 
-    if arch not in ("llama", "qwen2"):
+    def opt(name):
+        """An optional tensor as float32, or None."""
+        return f32(name) if name in t else None
+
+    def shaped(name, shape):
+        """A required tensor that must have this numpy shape (ggml ne reversed)."""
+        if name not in t:
+            raise ValueError("%s: missing tensor %s" % (path, name))
+        if t[name].shape != tuple(shape):
+            raise ValueError("%s: tensor %s has shape %s, expected %s" % (path, name, t[name].shape, tuple(shape)))
+        return f32(name)
+
+    if arch not in ("llama", "qwen2", "gpt-oss"):
         raise ValueError("%s: architecture %s not supported" % (path, arch))
+    oss = arch == "gpt-oss"
     dim = int(hp("embedding_length"))
     n_heads = int(hp("attention.head_count"))
     tok_emb = f32("token_embd.weight")
     scaling = meta.get("%s.rope.scaling.type" % arch, "none")
-    if scaling not in ("none", "linear"):
+    if scaling not in ("none", "linear", "yarn"):
         raise ValueError("%s: RoPE scaling %s not supported" % (path, scaling))
-    scale = 1.0 / float(hp("rope.scaling.factor", 1.0)) if scaling == "linear" else 1.0
+    scale = 1.0 / float(hp("rope.scaling.factor", 1.0)) if scaling in ("linear", "yarn") else 1.0
+    n_expert = int(hp("expert_count", 0))
+    n_used = int(hp("expert_used_count", 0))
+    if oss and n_expert == 0:
+        raise ValueError("%s: gpt-oss without %s.expert_count" % (path, arch))
+    if n_expert and arch == "qwen2":
+        raise ValueError("%s: qwen2 with experts not supported (that is architecture qwen2moe)" % path)
+    if n_expert and not 0 < n_used <= n_expert:
+        raise ValueError("%s: expert_used_count %d with expert_count %d" % (path, n_used, n_expert))
+    # The experts' width: gpt-oss has its own key, llama's experts are feed_forward_length wide.
+    n_ff = int(hp("expert_feed_forward_length")) if oss else int(hp("feed_forward_length"))
     cfg = Config(dim=dim,
-                 hidden_dim=int(hp("feed_forward_length")),
+                 hidden_dim=n_ff,
                  n_layers=int(hp("block_count")),
                  n_heads=n_heads,
                  n_kv_heads=int(hp("attention.head_count_kv", n_heads)),
@@ -321,22 +376,53 @@ def load_gguf(path):
                  seq_len=int(hp("context_length")),
                  rms_eps=float(hp("attention.layer_norm_rms_epsilon", 1e-5)),
                  rope_base=float(hp("rope.freq_base", 10000.0)),
-                 rope_neox=(arch == "qwen2"), rope_scale=scale,
+                 rope_neox=(arch in ("qwen2", "gpt-oss")), rope_scale=scale,
                  rope_factors=f32("rope_freqs.weight") if "rope_freqs.weight" in t else None,
-                 head_dim=int(hp("attention.key_length", dim // n_heads)))
+                 head_dim=int(hp("attention.key_length", dim // n_heads)),
+                 n_expert=n_expert, n_expert_used=n_used,
+                 swa_window=int(hp("attention.sliding_window")) if oss else 0)
     rope_dims = int(hp("rope.dimension_count", cfg.head_dim))
     if rope_dims != cfg.head_dim:
         raise ValueError("%s: partial RoPE (%d of %d dims) not supported" % (path, rope_dims, cfg.head_dim))
+    if int(hp("attention.value_length", cfg.head_dim)) != cfg.head_dim:
+        raise ValueError("%s: value heads of another width than key heads not supported" % path)
+    if oss and cfg.swa_window < 1:
+        raise ValueError("%s: %s.attention.sliding_window must be >= 1" % (path, arch))
+    if scaling == "yarn":
+        cfg.rope_yarn = yarn_params(cfg.head_dim, cfg.rope_base, scale,
+                                    int(hp("rope.scaling.original_context_length", cfg.seq_len)),
+                                    float(hp("rope.scaling.yarn_beta_fast", 32.0)),
+                                    float(hp("rope.scaling.yarn_beta_slow", 1.0)),
+                                    float(hp("rope.scaling.attn_factor", 1.0)))
+    E, F, H, Q, KV = n_expert, n_ff, n_heads, n_heads * cfg.head_dim, cfg.kv_dim
     layers = []
     for i in range(cfg.n_layers):
         b = "blk.%d." % i
-        bias = [f32(b + n + ".bias") if b + n + ".bias" in t else None for n in ("attn_q", "attn_k", "attn_v")]
-        layers.append(Layer(f32(b + "attn_norm.weight"), f32(b + "attn_q.weight"),
-                            f32(b + "attn_k.weight"), f32(b + "attn_v.weight"),
-                            f32(b + "attn_output.weight"), f32(b + "ffn_norm.weight"),
-                            f32(b + "ffn_gate.weight"), f32(b + "ffn_down.weight"),
-                            f32(b + "ffn_up.weight"), *bias))
+        bias = [opt(b + n + ".bias") for n in ("attn_q", "attn_k", "attn_v", "attn_output")]
+        if oss and any(x is None for x in bias):
+            raise ValueError("%s: gpt-oss layer %d lacks an attn_q/k/v/output bias" % (path, i))
+        ffn_norm = b + ("post_attention_norm.weight" if oss else "ffn_norm.weight")
+        attn = [f32(b + "attn_norm.weight"), shaped(b + "attn_q.weight", (Q, dim)),
+                shaped(b + "attn_k.weight", (KV, dim)), shaped(b + "attn_v.weight", (KV, dim)),
+                shaped(b + "attn_output.weight", (dim, Q)), f32(ffn_norm)]
+        if not E:
+            layers.append(Layer(*attn, f32(b + "ffn_gate.weight"), f32(b + "ffn_down.weight"),
+                                f32(b + "ffn_up.weight"), *bias))
+            continue
+        moe = dict(router=shaped(b + "ffn_gate_inp.weight", (E, dim)),
+                   gate_exps=shaped(b + "ffn_gate_exps.weight", (E, F, dim)),
+                   up_exps=shaped(b + "ffn_up_exps.weight", (E, F, dim)),
+                   down_exps=shaped(b + "ffn_down_exps.weight", (E, dim, F)))
+        if oss:  # gpt-oss: sinks, router and expert biases are all required
+            moe.update(sinks=shaped(b + "attn_sinks.weight", (H,)),
+                       router_b=shaped(b + "ffn_gate_inp.bias", (E,)),
+                       gate_exps_b=shaped(b + "ffn_gate_exps.bias", (E, F)),
+                       up_exps_b=shaped(b + "ffn_up_exps.bias", (E, F)),
+                       down_exps_b=shaped(b + "ffn_down_exps.bias", (E, dim)))
+        layers.append(Layer(*attn, None, None, None, *bias, **moe))
     shared = "output.weight" not in t
+    if oss and shared:
+        raise ValueError("%s: gpt-oss needs output.weight" % path)
     wcls = tok_emb if shared else f32("output.weight")
     model = Model(cfg, tok_emb, layers, f32("output_norm.weight"), wcls, shared, arch)
     is_mx = lambda name: types.get(name) == mxfp4_ref.TYPE_MXFP4
@@ -523,17 +609,49 @@ def rmsnorm(x, w, eps):
     return x / np.sqrt(np.mean(x * x) + eps) * w
 
 
-def rope(x, pos, head_dim, base, neox=False, scale=1.0, factors=None):
+def yarn_params(head_dim, base, freq_scale, n_ctx_orig, beta_fast, beta_slow, attn_factor):
+    """YaRN's constants, as ggml computes them (ggml.c: ggml_rope_yarn_corr_dims and
+    rope_yarn; ext_factor 1, llama.cpp's default when rope.scaling.type is yarn):
+    the pair indices (low, high) between which rotations blend from extrapolated
+    (unscaled) to interpolated (times freq_scale), and mscale, the factor on cos
+    and sin: attn_factor * (1 + 0.1 ln(1 / freq_scale)).
+
+    corr_dim(b) = head_dim * ln(n_ctx_orig / (2 pi b)) / (2 ln base), the pair
+    that turns b times over n_ctx_orig positions; low = max(0, floor(corr_dim(
+    beta_fast))), high = min(head_dim - 1, ceil(corr_dim(beta_slow)))."""
+    def corr_dim(n_rot):
+        return head_dim * np.log(n_ctx_orig / (n_rot * 2 * np.pi)) / (2 * np.log(base))
+    low = max(0.0, np.floor(corr_dim(beta_fast)))
+    high = min(head_dim - 1.0, np.ceil(corr_dim(beta_slow)))
+    return {"low": low, "high": high, "ext_factor": 1.0,
+            "mscale": attn_factor * (1.0 + 0.1 * np.log(1.0 / freq_scale))}
+
+
+def rope(x, pos, head_dim, base, neox=False, scale=1.0, factors=None, yarn=None):
     """Rotate pairs of every head by theta_i = pos * scale * base^(-2i/head_dim) / factors[i].
 
     x has shape (n_heads, head_dim). Pairs are adjacent (x[2i], x[2i+1]):
     llama2.c's / llama.cpp's "normal" RoPE; or, with neox, (x[i], x[i + d/2]).
+    With yarn (yarn_params), pair i blends the unscaled angle and the scaled one:
+    theta_i = interp * (1 - mix) + extrap * mix, mix = 1 - clamp((i - low) /
+    max(0.001, high - low), 0, 1) (1 below low: high frequencies keep their
+    angle), and the rotated values are multiplied by mscale (ggml.c: rope_yarn).
     """
     i = np.arange(head_dim // 2, dtype=np.float64)
-    theta = pos * scale * base ** (-2.0 * i / head_dim)
-    if factors is not None:
-        theta = theta / np.asarray(factors, dtype=np.float64)
-    c, s = np.cos(theta), np.sin(theta)
+    if yarn is None:
+        theta = pos * scale * base ** (-2.0 * i / head_dim)
+        if factors is not None:
+            theta = theta / np.asarray(factors, dtype=np.float64)
+        c, s = np.cos(theta), np.sin(theta)
+    else:
+        extrap = pos * base ** (-2.0 * i / head_dim)
+        if factors is not None:
+            extrap = extrap / np.asarray(factors, dtype=np.float64)
+        interp = scale * extrap
+        ramp = 1.0 - np.clip((i - yarn["low"]) / max(0.001, yarn["high"] - yarn["low"]), 0.0, 1.0)
+        mix = ramp * yarn["ext_factor"]
+        theta = interp * (1.0 - mix) + extrap * mix
+        c, s = np.cos(theta) * yarn["mscale"], np.sin(theta) * yarn["mscale"]
     if neox:
         x0, x1 = x[:, :head_dim // 2], x[:, head_dim // 2:]
     else:
@@ -559,9 +677,60 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+# GPT-OSS's clamped SwiGLU (ggml.c: ggml_compute_forward_swiglu_oai_f32, called
+# by llm_build_moe_ffn with alpha 1.702 and limit 7).
+SWIGLU_OAI_ALPHA = 1.702
+SWIGLU_OAI_LIMIT = 7.0
+
+
+def swiglu_oai(gate, up, alpha=SWIGLU_OAI_ALPHA, limit=SWIGLU_OAI_LIMIT):
+    """g * sigmoid(alpha g) * (u + 1) with g = min(gate, limit), u = clamp(up, -limit, limit)."""
+    g = np.minimum(gate, limit)
+    u = np.clip(up, -limit, limit)
+    return g / (1.0 + np.exp(-alpha * g)) * (u + 1.0)
+
+
+def attend(q, keys, vals, sink=None):
+    """One head's attention output: softmax(keys q / sqrt(head_dim)) vals (llama.cpp's
+    kq_scale, 1 / sqrt(n_rot), with n_rot = head_dim here), where a sink
+    (gpt-oss) is one more logit in the softmax, with no value: its exp joins the
+    denominator only (ggml.c: ggml_compute_forward_soft_max_f32 with src[2], and
+    the flash-attention path's sinks correction). sink -inf is plain softmax."""
+    scores = keys @ q / np.sqrt(len(q))
+    if sink is None:
+        return softmax(scores) @ vals
+    m = max(np.max(scores), sink)
+    e = np.exp(scores - m)
+    return (e / (np.sum(e) + np.exp(sink - m))) @ vals
+
+
+def top_k(values, k):
+    """Indices of the k largest values, largest first; ties go to the lower index
+    (ggml_top_k sorts descending; exact ties do not occur in the tests)."""
+    return np.array(sorted(range(len(values)), key=lambda j: (-values[j], j))[:k])
+
+
+def route(logits, k, arch):
+    """MoE routing: (expert indices, weights) from the router's logits (bias added).
+
+    llama (Mixtral): probabilities = softmax over all experts, the k most
+    probable, their probabilities divided by their sum (llm_build_moe_ffn with
+    LLM_EXPERT_GATING_FUNC_SOFTMAX and norm_w, as build_llama calls it).
+    gpt-oss: the k largest logits, softmax over those k alone
+    (LLM_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT, no norm_w: build_openai_moe).
+    The two agree in exact arithmetic; each is written as llama.cpp computes it."""
+    if arch == "gpt-oss":
+        sel = top_k(logits, k)
+        return sel, softmax(logits[sel])
+    probs = softmax(logits)
+    sel = top_k(probs, k)
+    return sel, probs[sel] / np.sum(probs[sel])
+
+
 # Layer attributes of the matrices and their GGUF names (blk.N.<name>.weight).
 LAYER_MATRICES = (("wq", "attn_q"), ("wk", "attn_k"), ("wv", "attn_v"), ("wo", "attn_output"),
-                  ("w1", "ffn_gate"), ("w2", "ffn_down"), ("w3", "ffn_up"))
+                  ("w1", "ffn_gate"), ("w2", "ffn_down"), ("w3", "ffn_up"), ("router", "ffn_gate_inp"),
+                  ("gate_exps", "ffn_gate_exps"), ("up_exps", "ffn_up_exps"), ("down_exps", "ffn_down_exps"))
 
 
 def q8_32(x, eps=1e-4):
@@ -583,58 +752,111 @@ class Transformer:
     act_q8: round the input of each MXFP4 matrix as the engine rounds its
     activations (q8_32), to compare with the engine's own arithmetic;
     first_near is then the first position where a value fell near a
-    rounding midpoint (None while none has)."""
+    rounding midpoint (None while none has).
+
+    stats (for the tests' checks that a model exercises its features):
+    "experts" counts each (layer, expert) selection, "clamped" the gate/up
+    values the clamped SwiGLU cut, "route_margin" the smallest gap between the
+    k-th and (k+1)-th router logit seen (how near a routing tie came)."""
 
     def __init__(self, model, act_q8=False):
         self.cfg = c = model.config
+        self.arch = model.arch
         self.q8 = model.mxfp4 if act_q8 else set()
         self.first_near = self.pos = None
         d = lambda a: np.asarray(a, dtype=np.float64)
         self.tok_emb = d(model.tok_emb)
-        self.layers = [Layer(*(None if getattr(l, n, None) is None else d(getattr(l, n)) for n in
-                               ("rms_att", "wq", "wk", "wv", "wo", "rms_ffn", "w1", "w2", "w3", "bq", "bk", "bv")))
+        self.layers = [Layer(*(None if getattr(l, n, None) is None else d(getattr(l, n)) for n in Layer.FIELDS))
                        for l in model.layers]
         self.rms_final = d(model.rms_final)
         self.wcls = d(model.wcls)
         # KV cache: (layer, position, kv_head, head_dim)
         self.k_cache = np.zeros((c.n_layers, c.seq_len, c.n_kv_heads, c.head_dim))
         self.v_cache = np.zeros((c.n_layers, c.seq_len, c.n_kv_heads, c.head_dim))
+        self.stats = {"experts": np.zeros((c.n_layers, max(c.n_expert, 1)), dtype=np.int64),
+                      "clamped": 0, "route_margin": np.inf}
 
     def forward(self, token, pos):
         """Run one token at position pos (positions must be fed 0,1,2,...); returns logits (vocab,)."""
         c = self.cfg
         self.pos = pos
-        hd, nh, nkv = c.head_dim, c.n_heads, c.n_kv_heads
-        group = nh // nkv  # query heads per kv head
         x = self.tok_emb[token].copy()
         for li, l in enumerate(self.layers):
-            # --- attention ---
-            xb = rmsnorm(x, l.rms_att, c.rms_eps)
-            q, k, v = self.mm(li, "wq", xb), self.mm(li, "wk", xb), self.mm(li, "wv", xb)
-            if l.bq is not None:
-                q, k, v = q + l.bq, k + l.bk, v + l.bv
-            q, k, v = q.reshape(nh, hd), k.reshape(nkv, hd), v.reshape(nkv, hd)
-            q = rope(q, pos, hd, c.rope_base, c.rope_neox, c.rope_scale, c.rope_factors)
-            k = rope(k, pos, hd, c.rope_base, c.rope_neox, c.rope_scale, c.rope_factors)
-            self.k_cache[li, pos] = k
-            self.v_cache[li, pos] = v
-            keys = self.k_cache[li, :pos + 1]    # (T, nkv, hd)
-            vals = self.v_cache[li, :pos + 1]
-            att_out = np.empty((nh, hd))
-            for h in range(nh):
-                kvh = h // group
-                scores = keys[:, kvh, :] @ q[h] / np.sqrt(hd)   # (T,)
-                att_out[h] = softmax(scores) @ vals[:, kvh, :]
-            x = x + self.mm(li, "wo", att_out.reshape(-1))
-            # --- SwiGLU feed-forward ---
+            x = x + self.attention(li, l, rmsnorm(x, l.rms_att, c.rms_eps), pos)
             xb = rmsnorm(x, l.rms_ffn, c.rms_eps)
-            x = x + self.mm(li, "w2", silu(self.mm(li, "w1", xb)) * self.mm(li, "w3", xb))
+            if l.router is None:  # dense SwiGLU feed-forward
+                x = x + self.mm(li, "w2", silu(self.mm(li, "w1", xb)) * self.mm(li, "w3", xb))
+            else:
+                x = x + self.moe(li, l, xb)
         x = rmsnorm(x, self.rms_final, c.rms_eps)
         return self.mm(-1, "wcls", x)
 
-    def mm(self, li, attr, x):
-        """Matrix `attr` of layer li (-1: the classifier) times x, x rounded by q8_32 if asked."""
+    def attention(self, li, l, xb, pos):
+        """Layer li's attention output (after Wo and its bias) for the normed input xb.
+
+        gpt-oss (build_openai_moe): even layers attend to the last swa_window
+        positions only (a key at p is masked when pos - p >= window: llama.cpp's
+        SWA mask), each head's softmax has its sink; every layer adds bo."""
+        c = self.cfg
+        hd, nh, nkv = c.head_dim, c.n_heads, c.n_kv_heads
+        group = nh // nkv  # query heads per kv head
+        q, k, v = self.mm(li, "wq", xb), self.mm(li, "wk", xb), self.mm(li, "wv", xb)
+        if l.bq is not None:
+            q, k, v = q + l.bq, k + l.bk, v + l.bv
+        q, k, v = q.reshape(nh, hd), k.reshape(nkv, hd), v.reshape(nkv, hd)
+        q = rope(q, pos, hd, c.rope_base, c.rope_neox, c.rope_scale, c.rope_factors, c.rope_yarn)
+        k = rope(k, pos, hd, c.rope_base, c.rope_neox, c.rope_scale, c.rope_factors, c.rope_yarn)
+        self.k_cache[li, pos] = k
+        self.v_cache[li, pos] = v
+        first = 0
+        if c.swa_window and li % 2 == 0:  # sliding_window_pattern 2: layers 0, 2, 4, ... slide
+            first = max(0, pos - c.swa_window + 1)
+        keys = self.k_cache[li, first:pos + 1]    # (T, nkv, hd)
+        vals = self.v_cache[li, first:pos + 1]
+        att_out = np.empty((nh, hd))
+        for h in range(nh):
+            kvh = h // group
+            sink = None if l.sinks is None else l.sinks[h]
+            att_out[h] = attend(q[h], keys[:, kvh, :], vals[:, kvh, :], sink)
+        out = self.mm(li, "wo", att_out.reshape(-1))
+        return out if l.bo is None else out + l.bo
+
+    def moe(self, li, l, xb):
+        """Mixture of experts on the normed input xb (llm_build_moe_ffn): route (see
+        route), then each selected expert's gate/up products (plus biases), SwiGLU
+        (llama) or clamped SwiGLU (gpt-oss), down product (plus bias), weighted sum."""
+        c = self.cfg
+        logits = self.mm(li, "router", xb)
+        if l.router_b is not None:
+            logits = logits + l.router_b
+        if c.n_expert_used < c.n_expert:
+            srt = np.sort(logits)[::-1]
+            self.stats["route_margin"] = min(self.stats["route_margin"],
+                                             srt[c.n_expert_used - 1] - srt[c.n_expert_used])
+        sel, weights = route(logits, c.n_expert_used, self.arch)
+        out = np.zeros(c.dim)
+        for e, w in zip(sel, weights):
+            self.stats["experts"][li, e] += 1
+            gate, up = self.mm(li, "gate_exps", xb, e), self.mm(li, "up_exps", xb, e)
+            if l.gate_exps_b is not None:
+                gate, up = gate + l.gate_exps_b[e], up + l.up_exps_b[e]
+            if self.arch == "gpt-oss":
+                self.stats["clamped"] += int(np.sum(gate > SWIGLU_OAI_LIMIT) + np.sum(np.abs(up) > SWIGLU_OAI_LIMIT))
+                act = swiglu_oai(gate, up)
+            else:
+                act = silu(gate) * up
+            y = self.mm(li, "down_exps", act, e)
+            if l.down_exps_b is not None:
+                y = y + l.down_exps_b[e]
+            out += w * y
+        return out
+
+    def mm(self, li, attr, x, expert=None):
+        """Matrix `attr` of layer li (-1: the classifier; of one expert if given)
+        times x, x rounded by q8_32 if the matrix is MXFP4 and act_q8 asked for it."""
         w = self.wcls if li < 0 else getattr(self.layers[li], attr)
+        if expert is not None:
+            w = w[expert]
         if (li, attr) in self.q8:
             x, near = q8_32(x)
             if near and self.first_near is None:

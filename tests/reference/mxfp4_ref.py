@@ -155,7 +155,8 @@ def check_logits(check, llama_ref, dump_logits, name, src, q, tmp, tol):
 
 
 def compare_logits(check, llama_ref, label, src, model, out, tol):
-    """The checks of check_logits on one engine dump."""
+    """The checks of check_logits on one engine dump (src None: no f32 original
+    to compare with, as for tests/test_moe_reference.py's twins)."""
     c_in, c_next, c_logits = llama_ref.read_dump(out)
     n_ctx = model.config.seq_len
     tr = llama_ref.Transformer(model, act_q8=True)
@@ -173,8 +174,10 @@ def compare_logits(check, llama_ref, label, src, model, out, tol):
           % (label, 2 * tol, int(clear.sum()), len(clear)), len(differ) == 0 and clear.sum() > len(clear) // 2,
           "first difference at position %d" % differ[0] if len(differ) else "too few clear positions")
     # What the comparison can see: the same weights without the activation rounding, and the f32 original.
-    for what, m, limit in (("the same weights without activation rounding", model, TIGHT_TOL),
-                           ("the f32 original", llama_ref.load_model(src), tol)):
+    others = [("the same weights without activation rounding", model, TIGHT_TOL)]
+    if src:
+        others.append(("the f32 original", llama_ref.load_model(src), tol))
+    for what, m, limit in others:
         other = llama_ref.Transformer(m)
         far = max(float(np.max(np.abs(other.forward(int(t), i) - c_logits[i]))) for i, t in enumerate(c_in[:exact]))
         check("%s: %s differs by %.3g > 10 x %g there" % (label, what, far, limit), far > 10 * limit)
