@@ -75,21 +75,36 @@ float mxfp4_dot_scalar(const void *row, const kern_act *a, int t);
 #if defined(__x86_64__) || defined(_M_X64)
 /*
  * SIMD versions (call only where the table's instruction set runs). The
- * integer part of each block is exact; the float scaling accumulates per
- * lane (8 or 16), so they differ from the scalar reference by float rounding
- * only (tests/unit/engine/test_kernels.c states and checks the bound). Each
- * gemm computes up to four tokens per pass over a weight row with the dot's
- * body, so it equals that table's dot bit for bit at any token count.
+ * one-row dots: the integer part of each block is exact; the float scaling
+ * accumulates per lane (8 or 16), so they differ from the scalar reference by
+ * float rounding only (tests/unit/engine/test_kernels.c states and checks the
+ * bound). Each row-major gemm of fewer than four tokens (decode) computes up
+ * to four tokens per pass over a weight row with the dot's body, so it
+ * equals that table's dot bit for bit.
+ *
+ * The multi-row kernels (eight rows under AVX2, sixteen under AVX-512, one
+ * row per lane) end each block with the scalar reference's own float
+ * operations, so they equal mxfp4_dot_scalar bit for bit at every token
+ * count: the gemms over the interleaved layouts (mxfp4_gemm_x8_avx2 on
+ * KERN_LAYOUT_X8, mxfp4_gemm_x16_* on KERN_LAYOUT_X16, kern_repack_x8/x16),
+ * and the row-major gemms of four tokens or more (prefill), which run the
+ * same kernels on rows as stored. All tables' prefill then agree exactly.
  */
 float mxfp4_dot_avx2(const void *row, const kern_act *a, int t);
 void mxfp4_gemm_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                      int64_t ldy);
+void mxfp4_gemm_x8_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                        int64_t ldy);
 float mxfp4_dot_avx512(const void *row, const kern_act *a, int t);
 void mxfp4_gemm_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                        int64_t ldy);
 float mxfp4_dot_avx512vnni(const void *row, const kern_act *a, int t);
 void mxfp4_gemm_avx512vnni(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                            int64_t ldy);
+void mxfp4_gemm_x16_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                           int64_t ldy);
+void mxfp4_gemm_x16_avx512vnni(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a,
+                               float *y, int64_t ldy);
 #endif
 
 #endif

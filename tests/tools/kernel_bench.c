@@ -3,7 +3,8 @@
  * (default: scalar and avx2) timed on the shapes TinyLlama-1.1B gives them, in
  * one process, interleaved (base, other, base, ...), median of 7 rounds of
  * at least 20 ms each. Prints a markdown table of ns per call and the ratio.
- * q8_0/q4_0 weights are repacked for each table as a model would be (X16
+ * Weights of types with an interleaved layout (q8_0, q4_0, mxfp4; Q4_K and
+ * Q6_K under AVX-512) are repacked for each table as a model would be (X16
  * where the table has gemm_x16, else X8 where it has gemm_x8).
  * A benchmark, not a test: nothing here passes or fails.
  *   build/tests/kernel_bench [--quick] [--base ISA] [--isa ISA] [--types T1,T2,...]

@@ -268,13 +268,16 @@ void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row
 
 int kern_layout_group(int layout) { return layout == KERN_LAYOUT_X16 ? 16 : layout == KERN_LAYOUT_X8 ? 8 : 1; }
 
-/* Block size of a type with interleaved layouts (q8_0 34, q4_0 18), 0 for others. */
-static size_t repack_block_bytes(int type) {
-    return type == CX_TYPE_Q8_0 ? 34 : type == CX_TYPE_Q4_0 ? 18 : 0;
+/* Block size of a type with the q8_0-style interleaved layouts (q8_0 34,
+ * q4_0 18, mxfp4 17), 0 for others; *scale_bytes: the block's leading scale
+ * (an fp16, or MXFP4's E8M0 byte), the rest are codes. */
+static size_t repack_block_bytes(int type, size_t *scale_bytes) {
+    *scale_bytes = type == CX_TYPE_MXFP4 ? 1 : 2;
+    return type == CX_TYPE_Q8_0 ? 34 : type == CX_TYPE_Q4_0 ? 18 : type == CX_TYPE_MXFP4 ? 17 : 0;
 }
 
 int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch) {
-    size_t bs = repack_block_bytes(type), qb = bs - 2;
+    size_t sb, bs = repack_block_bytes(type, &sb), qb = bs - sb;
     if (!bs) return -1;
     int64_t nb = n / 32;
     assert(row_bytes == (size_t)nb * bs);
@@ -283,8 +286,8 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
         uint8_t *dst = group + (size_t)b * 8 * bs;
         for (int r = 0; r < 8; r++) {
             const uint8_t *src = scratch + (size_t)r * row_bytes + (size_t)b * bs;
-            memcpy(dst + 2 * r, src, 2);
-            memcpy(dst + 16 + (size_t)r * qb, src + 2, qb);
+            memcpy(dst + sb * (size_t)r, src, sb);
+            memcpy(dst + 8 * sb + (size_t)r * qb, src + sb, qb);
         }
     }
     return 0;
@@ -305,7 +308,7 @@ int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8
             }
         return 0;
     }
-    size_t bs = repack_block_bytes(type), qb = bs - 2;
+    size_t sb, bs = repack_block_bytes(type, &sb), qb = bs - sb;
     if (!bs) return -1;
     int64_t nb = n / 32;
     assert(row_bytes == (size_t)nb * bs && qb % 4 == 0);
@@ -314,8 +317,9 @@ int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8
         uint8_t *dst = group + (size_t)b * 16 * bs;
         for (int r = 0; r < 16; r++) {
             const uint8_t *src = scratch + (size_t)r * row_bytes + (size_t)b * bs;
-            memcpy(dst + 2 * r, src, 2);
-            for (size_t c = 0; c < qb / 4; c++) memcpy(dst + 32 + (16 * c + (size_t)r) * 4, src + 2 + 4 * c, 4);
+            memcpy(dst + sb * (size_t)r, src, sb);
+            for (size_t c = 0; c < qb / 4; c++)
+                memcpy(dst + 16 * sb + (16 * c + (size_t)r) * 4, src + sb + 4 * c, 4);
         }
     }
     return 0;

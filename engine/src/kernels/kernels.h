@@ -134,16 +134,17 @@ void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row
 /*
  * Weight layouts. KERN_LAYOUT_ROWS is the file's: row after row of ggml
  * blocks. KERN_LAYOUT_X8 interleaves groups of eight rows block by block:
- * for block b of rows 8g..8g+7, their eight fp16 scales (16 bytes), then
- * their eight code arrays (q8_0: 8 x 32 bytes; q4_0: 8 x 16). Same bytes per
- * group as before, so a group stays where its rows were and nothing grows;
- * an eight-row kernel then reads the scales with one load instead of eight.
+ * for block b of rows 8g..8g+7, their eight scales (fp16: 16 bytes; MXFP4's
+ * E8M0 bytes: 8), then their eight code arrays (q8_0: 8 x 32 bytes; q4_0 and
+ * mxfp4: 8 x 16). Same bytes per group as before, so a group stays where its
+ * rows were and nothing grows; an eight-row kernel then reads the scales with
+ * one load instead of eight.
  */
 enum { KERN_LAYOUT_ROWS = 0, KERN_LAYOUT_X8 = 1, KERN_LAYOUT_X16 = 2 };
 /* Rows per interleaved group of a layout: 1 (ROWS), 8 or 16. */
 int kern_layout_group(int layout);
-/* Repack one group of eight rows (8 * row_bytes bytes at `group`) of a q8_0
- * or q4_0 matrix with n columns into the X8 layout, in place; `scratch` holds
+/* Repack one group of eight rows (8 * row_bytes bytes at `group`) of a q8_0,
+ * q4_0 or mxfp4 matrix with n columns into the X8 layout, in place; `scratch` holds
  * 8 * row_bytes bytes. Returns 0, or -1 for a type without an X8 layout. */
 int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch);
 /*
@@ -151,7 +152,8 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
  * interleaved block by block; for block b of rows 16g..16g+15 their sixteen
  * fp16 scales (32 bytes), then the code bytes in 4-byte chunks, chunk c of
  * row r at 32 + (16c + r) * 4 (q8_0: 8 chunks, q4_0: 4 chunks of ggml's
- * packed nibbles). One 64-byte load is then chunk c of all sixteen rows, one
+ * packed nibbles); mxfp4 the same with its sixteen E8M0 bytes (16 bytes) in
+ * front, chunk c of row r at 16 + (16c + r) * 4. One 64-byte load is then chunk c of all sixteen rows, one
  * int32 lane per row, against four activation codes broadcast to every lane:
  * each lane accumulates its row's block product with no horizontal sums.
  * Q4_K: 4-byte word i of row r's 144-byte super-block at 64 i + 4 r (d and

@@ -689,7 +689,7 @@ const kern_ops kern_avx2_ops = {
             [CX_TYPE_MXFP4] = mxfp4_dot_avx2},
     .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0, [CX_TYPE_Q4_0] = gemm_q4_0,
              [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx2, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx2, [CX_TYPE_MXFP4] = mxfp4_gemm_avx2},
-    .gemm_x8 = {[CX_TYPE_Q8_0] = gemm_q8_0_x8, [CX_TYPE_Q4_0] = gemm_q4_0_x8},
+    .gemm_x8 = {[CX_TYPE_Q8_0] = gemm_q8_0_x8, [CX_TYPE_Q4_0] = gemm_q4_0_x8, [CX_TYPE_MXFP4] = mxfp4_gemm_x8_avx2},
     .quantize_act = quantize_act,
     .attn_scores = attn_scores,
     .attn_values = attn_values,

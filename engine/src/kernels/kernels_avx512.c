@@ -9,7 +9,7 @@
  * the sixteen-row layout (KERN_LAYOUT_X16, kernels.h) and, for prefill, on
  * row-major weights; f32/f16 with 16-lane FMA; the Q8_256 activation
  * quantizer. The one-row K-quant kernels (row-major decode) are in
- * kquant_avx512.c, the MXFP4 kernels in mxfp4_avx512.c. Everything else (attention, the elementwise operators,
+ * kquant_avx512.c, the MXFP4 kernels (one-row and X16) in mxfp4_avx512.c. Everything else (attention, the elementwise operators,
  * the Q8_32 quantizer, q8_0/q4_0 decode on row-major weights) is AVX2's.
  *
  * q8_0 and q4_0, sixteen rows at a time. One 64-byte load of an X16 block is
@@ -515,7 +515,7 @@ const kern_ops kern_avx512_part = {
              [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = gemm_q4_k_rows, [CX_TYPE_Q6_K] = gemm_q6_k_rows,
              [CX_TYPE_MXFP4] = mxfp4_gemm_avx512},
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16,
-                 [CX_TYPE_Q6_K] = gemm_q6_k_x16},
+                 [CX_TYPE_Q6_K] = gemm_q6_k_x16, [CX_TYPE_MXFP4] = mxfp4_gemm_x16_avx512},
     .quantize_act = quantize_act,
     .lora_up = kern_lora_up_avx512,
 };
@@ -528,7 +528,8 @@ const kern_ops kern_avx512vnni_part = {
              [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni, [CX_TYPE_Q4_K] = gemm_q4_k_rows_vnni,
              [CX_TYPE_Q6_K] = gemm_q6_k_rows_vnni, [CX_TYPE_MXFP4] = mxfp4_gemm_avx512vnni},
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,
-                 [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni, [CX_TYPE_Q6_K] = gemm_q6_k_x16_vnni},
+                 [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni, [CX_TYPE_Q6_K] = gemm_q6_k_x16_vnni,
+                 [CX_TYPE_MXFP4] = mxfp4_gemm_x16_avx512vnni},
     .quantize_act = quantize_act,
     .lora_up = kern_lora_up_avx512vnni,
 };

@@ -16,8 +16,22 @@
  * gathers: no byte past the row or the activations is read).
  *
  * One body, mx_rows512, computes up to four tokens per pass over a weight
- * row; the dot is that body with one token, so each table's gemm equals its
- * dot bit for bit.
+ * row; the dot is that body with one token, so each table's gemm of fewer
+ * than four tokens (decode on row-major weights) equals its dot bit for bit.
+ *
+ * Sixteen rows at a time (KERN_LAYOUT_X16, kern_repack_x16): one 64-byte
+ * load is four packed code bytes of each of sixteen rows, one row per int32
+ * lane, as in kernels_avx512.c's q4_0 kernel. Its low nibbles are elements
+ * 4c..4c+3, its high nibbles 16+4c..; one vpshufb each looks them up in
+ * MXFP4_KV + 12 (0..24, unsigned: vpdpbusd's first operand), against the
+ * activation's four codes broadcast to every lane; the +12 comes back as
+ * 12 * (the activation block's code sum). So each lane holds its row's
+ * exact block sum isum and ends the block with the scalar reference's float
+ * operations, sum += (float)isum * (mxfp4_half_scale(e) * d8): equal to
+ * mxfp4_dot_scalar bit for bit, at any token count (prefill and decode on
+ * X16 agree). The "avx512" table does the same with maddubs + madd (pairs
+ * at most 2 * 24 * 127: exact). Row-major weights take the same kernel for
+ * prefill (four tokens or more) by gathering each lane's four bytes.
  */
 #include "../mxfp4.h"
 
@@ -26,10 +40,12 @@
 
 #include <assert.h>
 #include <immintrin.h>
+#include <string.h>
 
 #define MX_NT 4 /* tokens per weight-row pass in the gemm */
 #define MX_INLINE static inline __attribute__((always_inline))
 #define MX_UNROLL _Pragma("GCC unroll 4")
+#define MX_UNROLL8 _Pragma("GCC unroll 8")
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 2048
 #endif
@@ -137,16 +153,135 @@ float mxfp4_dot_avx512vnni(const void *row, const kern_act *a, int t) {
     return r;
 }
 
-/* kern_gemm_fn of the "avx512" table. */
-void mxfp4_gemm_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                       int64_t ldy) {
-    mx_gemm512(0, w, row_bytes, r0, r1, a, y, ldy);
+/* ---- sixteen rows per pass ---- */
+
+/* Four bytes of each of sixteen rows: lane r from p + idx[r] (GATHER,
+ * row-major weights) or lane r of the 64 bytes at p (X16). */
+MX_INLINE __m512i mx_load16(int GATHER, const uint8_t *p, __m512i idx) {
+    return GATHER ? _mm512_i32gather_epi32(idx, p, 1) : _mm512_loadu_si512(p);
 }
 
-/* kern_gemm_fn of the "avx512vnni" table. */
+/* acc + per int32 lane the sum of four products u*s (u unsigned, s signed). */
+MX_INLINE __m512i mx_dp4acc(int VNNI, __m512i acc, __m512i u, __m512i s) {
+    if (VNNI) return _mm512_dpbusd_epi32(acc, u, s);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+}
+
+/*
+ * out[k], lane r = dot(row r, token t0 + k) for k < NT (NT <= 8), rows
+ * r = 0..15 of a group: X16 blocks from w0 (GATHER = 0: per block the
+ * sixteen E8M0 bytes, then chunk c of row r at 16 + (16c + r) * 4), or
+ * row-major rows at w0 + idx[r] (GATHER = 1: each lane's E8M0 byte is the
+ * low byte of the dword gathered at its block's start). Every float
+ * operation is the scalar reference's (see the head of this file).
+ */
+MX_INLINE void mx_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i idx, const kern_act *a, int t0, int NT,
+                         __m512 out[8]) {
+    const int64_t nb = a->n / MXFP4_QK;
+    const size_t bs = sizeof(block_mxfp4);
+    const __m512i table = _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)MXFP4_KV)),
+                                          _mm512_set1_epi8(12)); /* twice the E2M1 values, + 12: 0..24 */
+    const __m512i low4 = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
+    __m512 acc[8];
+    const int8_t *x[8];
+    const float *dx[8];
+    const int16_t *bsum[8];
+    MX_UNROLL8 for (int k = 0; k < NT; k++) {
+        acc[k] = _mm512_setzero_ps();
+        x[k] = a->qs + (size_t)(t0 + k) * (size_t)a->n;
+        dx[k] = a->d + (size_t)(t0 + k) * (size_t)nb;
+        bsum[k] = a->bsum + (size_t)(t0 + k) * (size_t)nb;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *base = w0 + (size_t)b * (GATHER ? bs : 16 * bs);
+        const uint8_t *codes = base + (GATHER ? 1 : 16);
+        const size_t step = GATHER ? 4 : 64; /* from one chunk to the next */
+        if (NT == 1 && !GATHER) /* decode streams the weights once: ask for them early */
+            for (size_t o = 0; o < 16 * bs; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
+        __m512i e = GATHER ? _mm512_and_si512(mx_load16(1, base, idx), _mm512_set1_epi32(0xFF))
+                           : _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)base));
+        /* mxfp4_half_scale(e) = 2^(e - 128), exact (subnormal for e = 0, 1) */
+        __m512 half = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128))));
+        __m512i u[8];
+        MX_UNROLL8 for (int c = 0; c < 4; c++) {
+            __m512i raw = mx_load16(GATHER, codes + step * (size_t)c, idx);
+            u[c] = _mm512_shuffle_epi8(table, _mm512_and_si512(raw, low4));
+            u[4 + c] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4));
+        }
+        MX_UNROLL8 for (int k = 0; k < NT; k++) {
+            const int8_t *xb = x[k] + b * MXFP4_QK;
+            __m512i s0 = zero, s1 = zero;
+            MX_UNROLL8 for (int j = 0; j < 8; j++) {
+                int32_t four;
+                memcpy(&four, xb + 4 * j, 4);
+                if (j & 1) s1 = mx_dp4acc(VNNI, s1, u[j], _mm512_set1_epi32(four));
+                else s0 = mx_dp4acc(VNNI, s0, u[j], _mm512_set1_epi32(four));
+            }
+            __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(12 * bsum[k][b]));
+            __m512 scale = _mm512_mul_ps(half, _mm512_set1_ps(dx[k][b]));
+            acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(_mm512_cvtepi32_ps(isum), scale));
+        }
+    }
+    MX_UNROLL8 for (int k = 0; k < NT; k++) out[k] = acc[k];
+}
+
+/* Rows r0..r1 in groups of sixteen, tokens eight, then four, then one at a
+ * time. X16 (GATHER = 0): r0 and r1 are multiples of 16 and group g starts
+ * at w + 16 g rb. Row-major (GATHER = 1): a short last group repeats its
+ * final row in the unused lanes, which are not stored. */
+MX_INLINE void mx_gemm16(int VNNI, int GATHER, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a,
+                         float *y, int64_t ldy) {
+    assert(a->fmt == KERN_ACT_Q8_32 && a->n % MXFP4_QK == 0);
+    assert(GATHER || (r0 % 16 == 0 && r1 % 16 == 0));
+    assert(!GATHER || rb * 15 <= 0x7fffffff);
+    for (int64_t r = r0; r < r1; r += 16) {
+        int nr = r1 - r < 16 ? (int)(r1 - r) : 16;
+        __mmask16 keep = (__mmask16)((1u << nr) - 1);
+        int32_t off[16];
+        for (int i = 0; i < 16; i++) off[i] = (int32_t)((size_t)(i < nr ? i : nr - 1) * rb);
+        __m512i idx = _mm512_loadu_si512(off);
+        const uint8_t *w0 = w + (size_t)r * rb;
+        __m512 acc[8];
+        int t = 0;
+#define MX_TOKENS(NT_)                                                                          \
+    do {                                                                                        \
+        mx_rows16(VNNI, GATHER, w0, idx, a, t, NT_, acc);                                       \
+        for (int k = 0; k < NT_; k++)                                                           \
+            _mm512_mask_storeu_ps(y + (size_t)(t + k) * (size_t)ldy + (size_t)r, keep, acc[k]); \
+        t += NT_;                                                                               \
+    } while (0)
+        while (t + 8 <= a->T) MX_TOKENS(8);
+        while (t + 4 <= a->T) MX_TOKENS(4);
+        while (t < a->T) MX_TOKENS(1);
+#undef MX_TOKENS
+    }
+}
+
+/* kern_gemm_fn of the "avx512" table on row-major weights: prefill (four
+ * tokens or more) through the sixteen-row kernel, decode through the dot's. */
+void mxfp4_gemm_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                       int64_t ldy) {
+    if (a->T >= 4) mx_gemm16(0, 1, w, row_bytes, r0, r1, a, y, ldy);
+    else mx_gemm512(0, w, row_bytes, r0, r1, a, y, ldy);
+}
+
+/* kern_gemm_fn of the "avx512vnni" table on row-major weights. */
 void mxfp4_gemm_avx512vnni(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                            int64_t ldy) {
-    mx_gemm512(1, w, row_bytes, r0, r1, a, y, ldy);
+    if (a->T >= 4) mx_gemm16(1, 1, w, row_bytes, r0, r1, a, y, ldy);
+    else mx_gemm512(1, w, row_bytes, r0, r1, a, y, ldy);
+}
+
+/* The "avx512" table's gemm over KERN_LAYOUT_X16 weights, every token count. */
+void mxfp4_gemm_x16_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                           int64_t ldy) {
+    mx_gemm16(0, 0, w, row_bytes, r0, r1, a, y, ldy);
+}
+
+/* The "avx512vnni" table's gemm over KERN_LAYOUT_X16 weights. */
+void mxfp4_gemm_x16_avx512vnni(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a,
+                               float *y, int64_t ldy) {
+    mx_gemm16(1, 0, w, row_bytes, r0, r1, a, y, ldy);
 }
 
 #endif

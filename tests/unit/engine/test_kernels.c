@@ -10,7 +10,8 @@
  *     float-activation reference (each code is off by at most half a step);
  *   - the elementwise operators agree (RoPE, argmax and add bit for bit).
  *   - the interleaved layouts (X8, X16) give their row-major kernels' bits,
- *     and the AVX2 X8 and both AVX-512 X16 kernels give the same bits;
+ *     and the AVX2 X8 and both AVX-512 X16 kernels give the same bits
+ *     (K-quants and mxfp4: the scalar reference's bits);
  *   - MXFP4 rows of random bytes (every code, subnormal scales) agree too.
  * Tolerances are stated where they are checked. Each SIMD table (avx2,
  * avx512, avx512vnni) is skipped, with a line naming the missing feature, on
@@ -207,7 +208,10 @@ static void test_dots(int type, const kern_ops *v) {
 
 /* MXFP4 rows of random bytes (every code, both zeros) under exponents around
  * 2^0 and the two subnormal ones, against the scalar reference within the
- * rounding bound of test_dots, and the gemm against the dot bit for bit. */
+ * rounding bound of test_dots; the decode gemm (three tokens) against the
+ * dot bit for bit, and the prefill gemm (six) too, or, where the table has
+ * an interleaved MXFP4 layout (its prefill runs the multi-row kernel),
+ * against the scalar reference bit for bit. */
 static void test_mxfp4_codes(const kern_ops *v) {
     enum { R = 6, T = 6, N = 96 * 3 };
     const size_t rb = quant_row_bytes(CX_TYPE_MXFP4, N);
@@ -228,17 +232,24 @@ static void test_mxfp4_codes(const kern_ops *v) {
         kern_act_set(&kern_scalar_ops, &a, t, x + N * t);
     }
     v->gemm[CX_TYPE_MXFP4](rows, rb, 0, R, &a, y, R);
-    int same = 1, close = 1;
+    kern_act few;
+    kern_act_slice(&a, 1, 3, &few);
+    float y3[3 * R];
+    v->gemm[CX_TYPE_MXFP4](rows, rb, 0, R, &few, y3, R);
+    const int multi = v->gemm_x8[CX_TYPE_MXFP4] || v->gemm_x16[CX_TYPE_MXFP4];
+    int same = 1, close = 1, decode = 1;
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) {
             float got = v->dot[CX_TYPE_MXFP4](rows + rb * (size_t)r, &a, t);
             float ref = kern_scalar_ops.dot[CX_TYPE_MXFP4](rows + rb * (size_t)r, &a, t);
             double tol = ((double)N / 16 + 16) * 0x1.0p-23 * abs_dot(CX_TYPE_MXFP4, rows + rb * (size_t)r, &a, t) + 1e-30;
             close &= fabs((double)got - ref) <= tol;
-            same &= y[t * R + r] == got;
+            same &= y[t * R + r] == (multi ? ref : got);
+            if (t >= 1 && t < 4) decode &= y3[(t - 1) * R + r] == got;
         }
     CHECK(close, "%s mxfp4 raw codes: outside the rounding bound of the scalar dot", v->name);
-    CHECK(same, "%s mxfp4 raw codes: gemm differs from dot", v->name);
+    CHECK(same, "%s mxfp4 raw codes: prefill gemm differs from the %s", v->name, multi ? "scalar reference" : "dot");
+    CHECK(decode, "%s mxfp4 raw codes: decode gemm differs from dot", v->name);
 }
 
 /* Q6_K rows whose every code is 32 (weight 0) under nonzero scales: the
@@ -338,7 +349,7 @@ static int check_repacked(const kern_ops *k, int type, int layout, int64_t n, co
     g(packed, rb, 0, RP_R, a, y, RP_R);
     CHECK(!memcmp(y1, y, sizeof(float) * RP_R * RP_T), "%s %s: %s gemm differs from the row-major gemm", k->name,
           cx_type_name(type), lname);
-    if (type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K) { /* the scalar reference's float arithmetic: equal bit for bit */
+    if (type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K || type == CX_TYPE_MXFP4) { /* the scalar reference's float arithmetic: equal bit for bit */
         int exact = 1;
         for (int t = 0; t < RP_T; t++)
             for (int r = 0; r < RP_R; r++) exact &= y[t * RP_R + r] == kern_scalar_ops.dot[type](rows + rb * (size_t)r, a, t);
@@ -366,15 +377,24 @@ static int check_repacked(const kern_ops *k, int type, int layout, int64_t n, co
     return 1;
 }
 
-/* Every table's interleaved gemm of q8_0/q4_0; AVX2's X8 and the AVX-512 X16
- * kernels sum each block the same way (exact int32, then fma(dw*dx, isum)),
- * so all of them must give the same bits. */
+/* Every table's interleaved gemm of a type; AVX2's X8 and the AVX-512 X16
+ * kernels sum each block the same way (q8_0/q4_0: exact int32, then
+ * fma(dw*dx, isum); the K-quants and mxfp4: the scalar reference's float
+ * operations), so all of them must give the same bits. MXFP4 also gets rows
+ * of random bytes (every code, the subnormal scales e = 0 and 1, large e). */
 static void test_repacked(int type) {
     int64_t n = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 768 : 288;
     int fmt = kern_act_format(type);
     size_t rb = quant_row_bytes(type, n);
     uint8_t *rows = malloc(rb * RP_R), *scratch = malloc(rb * 16);
     for (int r = 0; r < RP_R; r++) make_row(type, n, r % N_FILLS == FILL_ZERO ? FILL_RANDOM : r % N_FILLS, rows + rb * (size_t)r);
+    if (type == CX_TYPE_MXFP4)
+        for (int r = 3; r < RP_R; r += 4)
+            for (int64_t b = 0; b < n / 32; b++) {
+                uint8_t *blk = rows + rb * (size_t)r + 17 * (size_t)b;
+                for (int i = 1; i < 17; i++) blk[i] = (uint8_t)rnd();
+                blk[0] = b < 2 ? (uint8_t)b : (uint8_t)(107 + rnd() % 41 + (r == 7 ? 60 : 0));
+            }
     CHECK(kern_repack_x8(CX_TYPE_F32, scratch, rb, n, scratch) == -1, "f32 has no X8 layout");
     CHECK(kern_repack_x16(CX_TYPE_F32, scratch, rb, n, scratch) == -1, "f32 has no X16 layout");
     float *x = malloc(sizeof(float) * (size_t)(n * RP_T));
@@ -541,6 +561,7 @@ static void run_all(void) {
     test_repacked(CX_TYPE_Q4_0);
     test_repacked(CX_TYPE_Q4_K);
     test_repacked(CX_TYPE_Q6_K);
+    test_repacked(CX_TYPE_MXFP4);
 }
 
 TEST_MAIN(run_all())
