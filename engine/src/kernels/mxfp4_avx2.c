@@ -132,17 +132,17 @@ MX_INLINE void mx_rows8(int X8, const uint8_t *const rows[8], const kern_act *a,
             if (NT == 1) /* decode streams the weights once: ask for them early */
                 for (size_t o = 0; o < 8 * bs; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
             e = _mm256_permutevar8x32_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)base)), to_lane_order);
-            for (int p = 0; p < 4; p++) lo[p] = _mm256_loadu_si256((const __m256i *)(base + 8 + 32 * p));
+            MX_UNROLL for (int p = 0; p < 4; p++) lo[p] = _mm256_loadu_si256((const __m256i *)(base + 8 + 32 * p));
         } else {
             const size_t off = (size_t)b * bs;
             e = _mm256_setr_epi32(rows[0][off], rows[2][off], rows[4][off], rows[6][off], rows[1][off], rows[3][off],
                                   rows[5][off], rows[7][off]);
-            for (int p = 0; p < 4; p++)
+            MX_UNROLL for (int p = 0; p < 4; p++)
                 lo[p] = _mm256_loadu2_m128i((const __m128i *)(rows[2 * p + 1] + off + 1),
                                             (const __m128i *)(rows[2 * p] + off + 1));
         }
         const __m256 half = mx_half_scales8(e);
-        for (int p = 0; p < 4; p++) { /* rows 2p and 2p+1, elements 0..15 (lo) and 16..31 (hi) */
+        MX_UNROLL for (int p = 0; p < 4; p++) { /* rows 2p and 2p+1, elements 0..15 (lo) and 16..31 (hi) */
             hi[p] = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(lo[p], 4), low4));
             lo[p] = _mm256_shuffle_epi8(table, _mm256_and_si256(lo[p], low4));
         }
@@ -150,7 +150,7 @@ MX_INLINE void mx_rows8(int X8, const uint8_t *const rows[8], const kern_act *a,
             __m256i y0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x[k] + b * MXFP4_QK)));
             __m256i y1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(x[k] + b * MXFP4_QK + 16)));
             __m256i m[4];
-            for (int p = 0; p < 4; p++) /* pairs at most 2 * 24 * 127, two of them 12192: int16 */
+            MX_UNROLL for (int p = 0; p < 4; p++) /* pairs at most 2 * 24 * 127, two of them 12192: int16 */
                 m[p] = _mm256_madd_epi16(
                     _mm256_add_epi16(_mm256_maddubs_epi16(lo[p], y0), _mm256_maddubs_epi16(hi[p], y1)), ones);
             /* m[p] = [row 2p: 4 partial sums | row 2p+1: 4 partial sums] */

@@ -63,10 +63,10 @@ MX_INLINE __m512i mx_unpack2(const uint8_t *blk, int two, __m512i table) {
     return _mm512_shuffle_epi8(table, _mm512_and_si512(codes, _mm512_set1_epi8(0x0F)));
 }
 
-/* Per int32 lane, the sum of four products u*s (u unsigned, s signed). */
-MX_INLINE __m512i mx_dp4(int VNNI, __m512i u, __m512i s) {
-    if (VNNI) return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s);
-    return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
+/* acc + per int32 lane the sum of four products u*s (u unsigned, s signed). */
+MX_INLINE __m512i mx_dp4acc(int VNNI, __m512i acc, __m512i u, __m512i s) {
+    if (VNNI) return _mm512_dpbusd_epi32(acc, u, s);
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
 }
 
 /*
@@ -111,8 +111,8 @@ MX_INLINE void mx_rows512(int VNNI, const uint8_t *row, const kern_act *a, int t
         MX_UNROLL for (int k = 0; k < NT; k++) {
             __m512i y = _mm512_maskz_loadu_epi8(bytes, x[k] + b * MXFP4_QK);
             y = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
-            acc[k][j] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick, scale[k]), _mm512_cvtepi32_ps(mx_dp4(VNNI, aw, y)),
-                                        acc[k][j]);
+            __m512i p = mx_dp4acc(VNNI, _mm512_setzero_si512(), aw, y);
+            acc[k][j] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick, scale[k]), _mm512_cvtepi32_ps(p), acc[k][j]);
         }
     }
     MX_UNROLL for (int k = 0; k < NT; k++) out[k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[k][0], acc[k][1]));
@@ -159,12 +159,6 @@ float mxfp4_dot_avx512vnni(const void *row, const kern_act *a, int t) {
  * row-major weights) or lane r of the 64 bytes at p (X16). */
 MX_INLINE __m512i mx_load16(int GATHER, const uint8_t *p, __m512i idx) {
     return GATHER ? _mm512_i32gather_epi32(idx, p, 1) : _mm512_loadu_si512(p);
-}
-
-/* acc + per int32 lane the sum of four products u*s (u unsigned, s signed). */
-MX_INLINE __m512i mx_dp4acc(int VNNI, __m512i acc, __m512i u, __m512i s) {
-    if (VNNI) return _mm512_dpbusd_epi32(acc, u, s);
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
 }
 
 /*
