@@ -5,9 +5,11 @@
  * at least 20 ms each. Prints a markdown table of ns per call and the ratio.
  * Weights of types with an interleaved layout (q8_0, q4_0, mxfp4; Q4_K and
  * Q6_K under AVX-512) are repacked for each table as a model would be (X16
- * where the table has gemm_x16, else X8 where it has gemm_x8).
+ * where the table has gemm_x16, else X8 where it has gemm_x8), unless
+ * --rows asks for the row-major kernels (a mapped file's: prefill through the
+ * multi-row kernels by gathers, decode through the one-row kernels).
  * A benchmark, not a test: nothing here passes or fails.
- *   build/tests/kernel_bench [--quick] [--base ISA] [--isa ISA] [--types T1,T2,...]
+ *   build/tests/kernel_bench [--quick] [--rows] [--base ISA] [--isa ISA] [--types T1,T2,...]
  * (--types: only these weight types' kernels, e.g. q4_0,mxfp4; no other operators)
  * Matrix shapes are 256 rows x 2048 columns (the rows fit in L2, so this
  * measures arithmetic, not memory; memory-bound decode is cortex-bench's job).
@@ -94,11 +96,13 @@ static double time_fn(bench_fn fn, bench_ctx *c, int rounds, double min_s, doubl
 }
 
 /* A copy of the row-major weights w (ROWS rows of rb bytes) in the layout
- * table k's model would use for `type`; *layout says which. */
-static uint8_t *weights_for(const kern_ops *k, int type, const uint8_t *w, size_t rb, int *layout) {
+ * table k's model would use for `type` (row-major if rows_only); *layout
+ * says which. */
+static uint8_t *weights_for(const kern_ops *k, int type, const uint8_t *w, size_t rb, int rows_only, int *layout) {
     uint8_t *p = malloc(rb * ROWS), *scratch = malloc(rb * 16);
     memcpy(p, w, rb * ROWS);
-    *layout = k->gemm_x16[type] ? KERN_LAYOUT_X16 : k->gemm_x8[type] ? KERN_LAYOUT_X8 : KERN_LAYOUT_ROWS;
+    *layout = rows_only ? KERN_LAYOUT_ROWS
+              : k->gemm_x16[type] ? KERN_LAYOUT_X16 : k->gemm_x8[type] ? KERN_LAYOUT_X8 : KERN_LAYOUT_ROWS;
     int g = kern_layout_group(*layout);
     for (int r = 0; r < ROWS && g > 1; r += g) {
         if (g == 16) kern_repack_x16(type, p + (size_t)r * rb, rb, COLS, scratch);
@@ -107,6 +111,9 @@ static uint8_t *weights_for(const kern_ops *k, int type, const uint8_t *w, size_
     free(scratch);
     return p;
 }
+
+/* The weights' layout in each gemm row's shape column (base / other table). */
+static const char *const layout_name[] = {[KERN_LAYOUT_ROWS] = "rows", [KERN_LAYOUT_X8] = "x8", [KERN_LAYOUT_X16] = "x16"};
 
 /* 1 if `name` is one of the comma-separated names in list. */
 static int in_list(const char *list, const char *name) {
@@ -117,15 +124,16 @@ static int in_list(const char *list, const char *name) {
 }
 
 int main(int argc, char **argv) {
-    int quick = 0;
+    int quick = 0, rows_only = 0;
     const char *base = "scalar", *isa = "avx2", *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--rows")) rows_only = 1;
         else if (!strcmp(argv[i], "--base") && i + 1 < argc) base = argv[++i];
         else if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa = argv[++i];
         else if (!strcmp(argv[i], "--types") && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "kernel_bench: unknown argument '%s' (usage: [--quick] [--base ISA] [--isa ISA] "
+            fprintf(stderr, "kernel_bench: unknown argument '%s' (usage: [--quick] [--rows] [--base ISA] [--isa ISA] "
                             "[--types T1,T2,...])\n", argv[i]);
             return 2;
         }
@@ -176,7 +184,8 @@ int main(int argc, char **argv) {
         for (int t = 0; t < TOK; t++) kern_act_set(sc, &a, t, c.x + (size_t)t * COLS);
         c.act = &a;
         int lay[2];
-        uint8_t *wt[2] = {weights_for(sc, type, rowmajor, c.rb, &lay[0]), weights_for(av, type, rowmajor, c.rb, &lay[1])};
+        uint8_t *wt[2] = {weights_for(sc, type, rowmajor, c.rb, rows_only, &lay[0]),
+                          weights_for(av, type, rowmajor, c.rb, rows_only, &lay[1])};
         free(rowmajor);
         int Ts[2] = {1, TOK};
         for (int i = 0; i < 2; i++) {
@@ -185,8 +194,9 @@ int main(int argc, char **argv) {
             double s = time_fn(b_gemm, &c, rounds, min_s, s_buf);
             c.k = av, c.w = wt[1], c.layout = lay[1];
             double v = time_fn(b_gemm, &c, rounds, min_s, a_buf);
-            printf("| %s %s | %d x %d, %d token%s | %.0f | %.0f | %.1fx |\n", cx_type_name(type),
-                   c.T == 1 ? "matvec (decode)" : "gemm (prefill)", ROWS, COLS, c.T, c.T == 1 ? "" : "s", s, v, s / v);
+            printf("| %s %s | %d x %d, %d token%s (%s / %s) | %.0f | %.0f | %.1fx |\n", cx_type_name(type),
+                   c.T == 1 ? "matvec (decode)" : "gemm (prefill)", ROWS, COLS, c.T, c.T == 1 ? "" : "s",
+                   layout_name[lay[0]], layout_name[lay[1]], s, v, s / v);
             fflush(stdout);
         }
         free(wt[0]);
