@@ -5,7 +5,8 @@ For every real model (aidreams260K and stories260K, each as llama2.c .bin + toke
 and as .gguf) it runs the C tool `build/tests/dump_logits` (env DUMP_LOGITS overrides)
 greedily over the model's whole context and `tests/reference/llama_ref.py` on the same
 model, then requires identical input and greedy tokens at every step and
-max |logit difference| <= 1e-4 at every position. Each .gguf must also produce the
+max |logit difference| <= 1e-4 at every position (also for BF16 files: a synthetic
+one and stories260K converted by `cortex quantize --type bf16`). Each .gguf must also produce the
 same token sequence as its .bin pair (over the shorter context). Finally the C
 tokenizer (`build/cortex tokenize`, env CORTEX_BIN overrides) must agree with
 tests/reference/spm_ref.py on a set of awkward strings.
@@ -312,6 +313,19 @@ def main():
                 check_tokenizer(res, tmp, tmp, synth, None)
                 for feature in {"test-llama3": ("factors",), "test-qwen2": ("neox", "bias")}.get(shape, ()):
                     check_feature_matters(res, tmp, synth, feature)
+        # BF16 (ggml type 30): a synthetic file and a real model converted by
+        # cortex quantize, widened to float32 by the reference's own reader.
+        bf16_files = [("synth-test-tiny-bf16.gguf", [CORTEX_BIN, "synth", "--shape", "test-tiny", "--type", "bf16",
+                                                     "--seed", "5", "-o"]),
+                      ("stories260K-bf16.gguf", [CORTEX_BIN, "quantize", base, "--type", "bf16"])]
+        for name, argv in bf16_files:
+            rc, _, err = run_cmd(argv + [os.path.join(tmp, name)])
+            if res.check("cortex writes %s" % name, rc == 0, "exit %d: %s" % (rc, short(err))):
+                types = {}
+                llama_ref.read_gguf(os.path.join(tmp, name), types)
+                res.check("%s: its matrices are bf16" % name, types.get("blk.0.attn_q.weight") == llama_ref.GGML_BF16,
+                          "attn_q type %s" % types.get("blk.0.attn_q.weight"))
+                check_model(res, tmp, tmp, name, None)
 
     print("%d passed, %d failed" % (res.passed, res.failed))
     return 1 if res.failed else 0

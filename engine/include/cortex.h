@@ -53,6 +53,7 @@ enum {
     CX_TYPE_Q8_0 = 8,
     CX_TYPE_Q4_K = 12,
     CX_TYPE_Q6_K = 14,
+    CX_TYPE_BF16 = 30, /* bfloat16: the top half of an IEEE single (8-bit exponent, 7-bit mantissa) */
     CX_TYPE_MXFP4 = 39 /* OCP MXFP4: 32 E2M1 values sharing an E8M0 scale (GPT-OSS) */
 };
 

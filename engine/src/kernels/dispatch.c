@@ -203,7 +203,8 @@ const char *cx_isa_resolve(const char *isa, cx_err *err) {
 int kern_act_format(int type) {
     switch (type) {
     case CX_TYPE_F32:
-    case CX_TYPE_F16: return KERN_ACT_F32;
+    case CX_TYPE_F16:
+    case CX_TYPE_BF16: return KERN_ACT_F32;
     case CX_TYPE_Q8_0:
     case CX_TYPE_Q4_0:
     case CX_TYPE_MXFP4: return KERN_ACT_Q8_32;

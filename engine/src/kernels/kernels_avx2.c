@@ -96,18 +96,29 @@ ALWAYS_INLINE void q4_0_row(const uint8_t *row, const kern_act *a, int t0, int N
     q_row(1, row, a, t0, NT, out);
 }
 
-/* ---- f32 and f16 weights against float activations ---- */
+/* ---- f32, f16 and bf16 weights against float activations ---- */
 
-ALWAYS_INLINE __m256 load_w(const uint8_t *row, int f16, int64_t i) {
-    if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * i)));
+/* How a float row stores its weights (a constant after inlining). */
+enum { W_F32 = 0, W_F16 = 1, W_BF16 = 2 };
+
+/* Eight weights from column i as floats: f16 through F16C, bf16 widened by a
+ * 16-bit shift (exact: bf16 is a float's top half). */
+ALWAYS_INLINE __m256 load_w(const uint8_t *row, int kind, int64_t i) {
+    if (kind == W_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * i)));
+    if (kind == W_BF16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * i))), 16));
     return _mm256_loadu_ps((const float *)row + i);
 }
 
-ALWAYS_INLINE float load_w1(const uint8_t *row, int f16, int64_t i) {
-    if (f16) {
+ALWAYS_INLINE float load_w1(const uint8_t *row, int kind, int64_t i) {
+    if (kind != W_F32) {
         uint16_t h;
         memcpy(&h, row + 2 * i, 2);
-        return _cvtsh_ss(h);
+        if (kind == W_F16) return _cvtsh_ss(h);
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
     }
     return ((const float *)row)[i];
 }
@@ -122,7 +133,7 @@ ALWAYS_INLINE float load_w1(const uint8_t *row, int f16, int64_t i) {
  * fifth of the FMA peak); 12 accumulators + 2 weights + 1 activation fit the
  * 16 registers.
  */
-ALWAYS_INLINE void float_rows(const uint8_t *const row[2], int NR, int f16, const kern_act *a, int t0, int NT,
+ALWAYS_INLINE void float_rows(const uint8_t *const row[2], int NR, int kind, const kern_act *a, int t0, int NT,
                               float out[2][3]) {
     int64_t n = a->n, i = 0;
     __m256 acc[2][3][2];
@@ -132,7 +143,7 @@ ALWAYS_INLINE void float_rows(const uint8_t *const row[2], int NR, int f16, cons
     for (; i + 16 <= n; i += 16) {
         UNROLL4 for (int h = 0; h < 2; h++) {
             __m256 w[2];
-            UNROLL4 for (int r = 0; r < NR; r++) w[r] = load_w(row[r], f16, i + 8 * h);
+            UNROLL4 for (int r = 0; r < NR; r++) w[r] = load_w(row[r], kind, i + 8 * h);
             UNROLL4 for (int k = 0; k < NT; k++) {
                 __m256 xv = _mm256_loadu_ps(x[k] + i + 8 * h);
                 UNROLL4 for (int r = 0; r < NR; r++) acc[r][k][h] = _mm256_fmadd_ps(w[r], xv, acc[r][k][h]);
@@ -141,21 +152,21 @@ ALWAYS_INLINE void float_rows(const uint8_t *const row[2], int NR, int f16, cons
     }
     UNROLL4 for (int r = 0; r < NR; r++) UNROLL4 for (int k = 0; k < NT; k++) {
         float sum = simd_hsum8(_mm256_add_ps(acc[r][k][0], acc[r][k][1]));
-        for (int64_t j = i; j < n; j++) sum += load_w1(row[r], f16, j) * x[k][j];
+        for (int64_t j = i; j < n; j++) sum += load_w1(row[r], kind, j) * x[k][j];
         out[r][k] = sum;
     }
 }
 
 /* One row, one token: the pair kernel at its smallest. */
-ALWAYS_INLINE float float_dot(const uint8_t *row, int f16, const kern_act *a, int t) {
+ALWAYS_INLINE float float_dot(const uint8_t *row, int kind, const kern_act *a, int t) {
     const uint8_t *rows[2] = {row, row};
     float o[2][3];
-    float_rows(rows, 1, f16, a, t, 1, o);
+    float_rows(rows, 1, kind, a, t, 1, o);
     return o[0][0];
 }
 
 /* Rows in pairs, tokens in threes, remainders with smaller tiles of the same kernel. */
-ALWAYS_INLINE void float_gemm(int f16, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
+ALWAYS_INLINE void float_gemm(int kind, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
                               int64_t ldy) {
     float o[2][3];
     for (int64_t r = r0; r < r1; r += 2) {
@@ -163,7 +174,7 @@ ALWAYS_INLINE void float_gemm(int f16, const uint8_t *w, size_t rb, int64_t r0, 
         int nr = r + 1 < r1 ? 2 : 1, t = 0;
 #define FLOAT_TILE(NR_, NT_)                                                                    \
     do {                                                                                        \
-        float_rows(rows, NR_, f16, a, t, NT_, o);                                               \
+        float_rows(rows, NR_, kind, a, t, NT_, o);                                               \
         for (int rr = 0; rr < NR_; rr++)                                                        \
             for (int k = 0; k < NT_; k++) y[(size_t)(t + k) * (size_t)ldy + (size_t)(r + rr)] = o[rr][k]; \
     } while (0)
@@ -190,8 +201,9 @@ static float dot_q4_0(const void *row, const kern_act *a, int t) {
     q4_0_row(row, a, t, 1, &r);
     return r;
 }
-static float dot_f32row(const void *row, const kern_act *a, int t) { return float_dot(row, 0, a, t); }
-static float dot_f16row(const void *row, const kern_act *a, int t) { return float_dot(row, 1, a, t); }
+static float dot_f32row(const void *row, const kern_act *a, int t) { return float_dot(row, W_F32, a, t); }
+static float dot_f16row(const void *row, const kern_act *a, int t) { return float_dot(row, W_F16, a, t); }
+static float dot_bf16row(const void *row, const kern_act *a, int t) { return float_dot(row, W_BF16, a, t); }
 
 /* Rows r0..r1, four tokens at a time, remainder one at a time. */
 #define DEFINE_GEMM(name, CALL)                                                                          \
@@ -213,10 +225,13 @@ static float dot_f16row(const void *row, const kern_act *a, int t) { return floa
     }
 
 static void gemm_f32(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    float_gemm(0, w, rb, r0, r1, a, y, ldy);
+    float_gemm(W_F32, w, rb, r0, r1, a, y, ldy);
 }
 static void gemm_f16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    float_gemm(1, w, rb, r0, r1, a, y, ldy);
+    float_gemm(W_F16, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_bf16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    float_gemm(W_BF16, w, rb, r0, r1, a, y, ldy);
 }
 
 /* ---- eight rows at a time: q8_0 and q4_0 ----
@@ -684,11 +699,11 @@ static void add(float *y, const float *x, int n) {
 
 const kern_ops kern_avx2_ops = {
     .name = "avx2",
-    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q8_0] = dot_q8_0,
-            [CX_TYPE_Q4_0] = dot_q4_0, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx2, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx2,
+    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_BF16] = dot_bf16row,
+            [CX_TYPE_Q8_0] = dot_q8_0, [CX_TYPE_Q4_0] = dot_q4_0, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx2, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx2,
             [CX_TYPE_MXFP4] = mxfp4_dot_avx2},
-    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0, [CX_TYPE_Q4_0] = gemm_q4_0,
-             [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx2, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx2, [CX_TYPE_MXFP4] = mxfp4_gemm_avx2},
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_BF16] = gemm_bf16,
+             [CX_TYPE_Q8_0] = gemm_q8_0, [CX_TYPE_Q4_0] = gemm_q4_0, [CX_TYPE_Q4_K] = kq_gemm_q4_k_avx2, [CX_TYPE_Q6_K] = kq_gemm_q6_k_avx2, [CX_TYPE_MXFP4] = mxfp4_gemm_avx2},
     .gemm_x8 = {[CX_TYPE_Q8_0] = gemm_q8_0_x8, [CX_TYPE_Q4_0] = gemm_q4_0_x8},
     .quantize_act = quantize_act,
     .attn_scores = attn_scores,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/cli/engine/isa.sh - kernel dispatch from the outside: CORTEX_ISA picks the
-# table, bad values fail with one clear line, and for F32 models the greedy
+# table, bad values fail with one clear line, and for F32 (and BF16) models the greedy
 # text does not depend on the instruction set (the issue's "greedy text on
 # stories260K is unchanged by the ISA choice for F32").
 set -u
@@ -49,6 +49,9 @@ same_text() { # label, generate args...
     done
 }
 same_text "test-tiny f32" -m "$tmp/tiny.gguf" -p "hello world" -n 60
+# bf16 weights widen exactly to f32 and meet f32 activations: the same text on every table too.
+"$CORTEX" synth --shape test-tiny --type bf16 --seed 5 -o "$tmp/tiny-bf16.gguf" 2>/dev/null
+same_text "test-tiny bf16" -m "$tmp/tiny-bf16.gguf" -p "hello world" -n 60
 if [ -f "$MODELS/stories260K.bin" ]; then
     same_text "stories260K.bin f32" -m "$MODELS/stories260K.bin" -z "$MODELS/tinystories-tok512.bin" -p "Once upon a time" -n 400
     same_text "stories260K.gguf f32" -m "$MODELS/stories260K.gguf" -p "Once upon a time" -n 120

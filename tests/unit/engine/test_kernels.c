@@ -11,7 +11,8 @@
  *   - the elementwise operators agree (RoPE, argmax and add bit for bit).
  *   - the interleaved layouts (X8, X16) give their row-major kernels' bits,
  *     and the AVX2 X8 and both AVX-512 X16 kernels give the same bits;
- *   - MXFP4 rows of random bytes (every code, subnormal scales) agree too.
+ *   - MXFP4 rows of random bytes (every code, subnormal scales) agree too,
+ *     and BF16 rows of raw bit patterns (subnormals, signed zeros).
  * Tolerances are stated where they are checked. Each SIMD table (avx2,
  * avx512, avx512vnni) is skipped, with a line naming the missing feature, on
  * CPUs that lack it.
@@ -129,9 +130,9 @@ static void test_dots(int type, const kern_ops *v) {
     int64_t sizes_q[] = {32, 64, 96, 288, 2048, 5632};
     int64_t sizes_k[] = {256, 768, 2816, 5632};
     int64_t sizes_f[] = {1, 7, 16, 17, 31, 64, 172, 288, 2048};
-    const int64_t *sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? sizes_k
-                           : (type == CX_TYPE_F32 || type == CX_TYPE_F16) ? sizes_f : sizes_q;
-    int n_sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 4 : (type == CX_TYPE_F32 || type == CX_TYPE_F16) ? 9 : 6;
+    int is_float = type == CX_TYPE_F32 || type == CX_TYPE_F16 || type == CX_TYPE_BF16;
+    const int64_t *sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? sizes_k : is_float ? sizes_f : sizes_q;
+    int n_sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 4 : is_float ? 9 : 6;
     int fmt = kern_act_format(type);
     double worst = 0;
     for (int si = 0; si < n_sizes; si++) {
@@ -239,6 +240,39 @@ static void test_mxfp4_codes(const kern_ops *v) {
         }
     CHECK(close, "%s mxfp4 raw codes: outside the rounding bound of the scalar dot", v->name);
     CHECK(same, "%s mxfp4 raw codes: gemm differs from dot", v->name);
+}
+
+/* BF16 rows of raw bit patterns: every mantissa, both zeros, subnormals and
+ * exponents from 2^-133 to 2^+12 (products stay finite), against the scalar
+ * reference within test_dots' rounding bound; the gemm equals the dot bit for
+ * bit (the float kernels do one pair's arithmetic at any tile size). */
+static void test_bf16_bits(const kern_ops *v) {
+    enum { R = 7, T = 5, N = 203 };
+    const size_t rb = quant_row_bytes(CX_TYPE_BF16, N);
+    uint16_t rows[R * N];
+    float x[T * N], y[T * R];
+    for (int i = 0; i < R * N; i++) {
+        uint16_t sign = (uint16_t)(rnd() & 0x8000), man = (uint16_t)(rnd() & 0x7F);
+        uint16_t exp = (uint16_t)(i % 11 == 0 ? 0 : rnd() % 140); /* 0: zero or subnormal */
+        rows[i] = (uint16_t)(sign | exp << 7 | man);
+    }
+    rows[0] = 0x8000; /* -0 */
+    kern_act a;
+    kern_act_init(&a, KERN_ACT_F32, T, N, NULL);
+    a.f = x;
+    for (int t = 0; t < T; t++) fill(x + N * t, N, t % 2 ? FILL_EXTREME : FILL_RANDOM);
+    v->gemm[CX_TYPE_BF16]((const uint8_t *)rows, rb, 0, R, &a, y, R);
+    int same = 1, close = 1;
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            const uint16_t *row = rows + (size_t)r * N;
+            float got = v->dot[CX_TYPE_BF16](row, &a, t), ref = kern_scalar_ops.dot[CX_TYPE_BF16](row, &a, t);
+            double tol = ((double)N / 16 + 16) * 0x1.0p-23 * abs_dot(CX_TYPE_BF16, (const uint8_t *)row, &a, t) + 1e-37;
+            close &= fabs((double)got - ref) <= tol;
+            same &= y[t * R + r] == got;
+        }
+    CHECK(close, "%s bf16 raw bits: outside the rounding bound of the scalar dot", v->name);
+    CHECK(same, "%s bf16 raw bits: gemm differs from dot", v->name);
 }
 
 /* Quantized activations against the float-activation reference: each
@@ -502,6 +536,12 @@ static void run_all(void) {
         if (!simd[v]) continue;
         test_dots(CX_TYPE_MXFP4, simd[v]);
         test_mxfp4_codes(simd[v]);
+    }
+    /* BF16 after MXFP4, for the same reason. */
+    for (int v = 0; v < N_SIMD; v++) {
+        if (!simd[v]) continue;
+        test_dots(CX_TYPE_BF16, simd[v]);
+        test_bf16_bits(simd[v]);
     }
     test_repacked(CX_TYPE_Q8_0);
     test_repacked(CX_TYPE_Q4_0);
