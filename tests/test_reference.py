@@ -180,6 +180,32 @@ def check_model(res, tmp, models_dir, model, tok, lora=()):
     return np.concatenate([c[0], c[1][-1:]])  # t_0 .. t_n: inputs plus the last greedy token
 
 
+def check_bf16_activations(res, tmp, path, steps=128):
+    """The avx512bf16 table rounds a BF16 model's activations to bf16 (8 significant
+    bits), so it is held to a looser bound than 1e-4: fed the C run's own tokens
+    (teacher forcing), the reference's logits differ from it by a relative RMS
+    under 3% (measured 1.4% on stories260K) and the argmax agrees at 90% of the
+    positions (measured 97%). Skipped, with the reason, on CPUs without AVX-512 BF16."""
+    name = "%s under avx512bf16" % os.path.basename(path)
+    c_out, ref_out = os.path.join(tmp, "bf16acts.c.dump"), os.path.join(tmp, "bf16acts.ref.dump")
+    rc, _, err = run_cmd([DUMP_LOGITS, path, "-n", str(steps), "--isa", "avx512bf16", "-o", c_out])
+    if rc != 0 and "does not support" in err:
+        print("SKIP %s: %s" % (name, short(err)))
+        return
+    if not res.check("%s: dump_logits runs" % name, rc == 0, "exit %d: %s" % (rc, short(err))):
+        return
+    rc, _, err = run_cmd([sys.executable, LLAMA_REF, "--model", path, "--steps", str(steps), "--tokens-in", c_out,
+                          "--out", ref_out])
+    if not res.check("%s: reference runs on its tokens" % name, rc == 0, "exit %d: %s" % (rc, short(err))):
+        return
+    c, ref = llama_ref.read_dump(c_out), llama_ref.read_dump(ref_out)
+    d = c[2].astype(np.float64) - ref[2].astype(np.float64)
+    rel = float(np.sqrt(np.mean(d * d) / np.mean(ref[2].astype(np.float64) ** 2)))
+    agree = float(np.mean(c[1] == ref[1]))
+    res.check("%s: logits within 3%% relative RMS of the reference (%.3g), argmax agreeing at %.3g >= 0.9 of %d "
+              "positions" % (name, rel, agree, len(c[1])), rel <= 0.03 and agree >= 0.9 and len(c[1]) == steps)
+
+
 def check_feature_matters(res, tmp, model, feature, steps=48):
     """The C logits must match the reference with `feature` far better (100x)
     than the reference without it: at these small weights a feature's effect
@@ -326,6 +352,7 @@ def main():
                 res.check("%s: its matrices are bf16" % name, types.get("blk.0.attn_q.weight") == llama_ref.GGML_BF16,
                           "attn_q type %s" % types.get("blk.0.attn_q.weight"))
                 check_model(res, tmp, tmp, name, None)
+        check_bf16_activations(res, tmp, os.path.join(tmp, "stories260K-bf16.gguf"))
 
     print("%d passed, %d failed" % (res.passed, res.failed))
     return 1 if res.failed else 0

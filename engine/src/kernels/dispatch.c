@@ -5,15 +5,19 @@
  * whether the OS saves the wide registers (an AVX2 CPU under an OS that does
  * not enable YMM state must not run AVX2 code; AVX-512 needs the opmask and
  * ZMM states too: XCR0 bits 1, 2, 5, 6, 7). Each model gets its table at
- * load (cx_model_params.isa: the best by default; "scalar", "avx2", "avx512"
- * or "avx512vnni" force one, for measuring each SIMD kernel's speed-up and
+ * load (cx_model_params.isa: the best by default; "scalar", "avx2", "avx512",
+ * "avx512vnni" or "avx512bf16" force one, for measuring each SIMD kernel's speed-up and
  * for tests); asking for one the CPU lacks is an error rather than a silent
  * fallback, so a benchmark never runs something other than what it says.
  * There is no process-wide table: two models of one process may run
  * different instruction sets.
  *
  * The AVX-512 tables are composed once: the AVX2 table, with the entries
- * kernels_avx512.c overrides (kern_avx512_part, kern_avx512vnni_part).
+ * kernels_avx512.c overrides (kern_avx512_part, kern_avx512vnni_part); the
+ * avx512bf16 table is the avx512vnni one with bf16_avx512bf16.c's BF16
+ * kernels. Those round activations to bf16 (vdpbf16ps), so "auto" never picks
+ * that table: the default's bf16 results stay within float rounding of the
+ * scalar reference (see bf16_avx512bf16.c for the bound it has instead).
  * AVX-VNNI (256-bit VNNI without AVX-512) is detected and reported only.
  */
 #include <assert.h>
@@ -40,7 +44,7 @@ typedef struct cpu_caps {
 static cpu_caps caps;
 static char features[200];
 #ifdef CX_X86
-static kern_ops avx512_ops, avx512vnni_ops; /* composed in detect() */
+static kern_ops avx512_ops, avx512vnni_ops, avx512bf16_ops; /* composed in detect() */
 #endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -54,9 +58,9 @@ static unsigned long long xgetbv0(void) {
 #endif
 
 #ifdef CX_X86
-/* *dst = the AVX2 table with every non-NULL entry of `over` in its place. */
-static void compose(kern_ops *dst, const kern_ops *over) {
-    *dst = kern_avx2_ops;
+/* *dst = the table `base` with every non-NULL entry of `over` in its place. */
+static void compose(kern_ops *dst, const kern_ops *base, const kern_ops *over) {
+    *dst = *base;
     dst->name = over->name;
     for (int t = 0; t < KERN_NTYPES; t++) {
         if (over->dot[t]) dst->dot[t] = over->dot[t];
@@ -102,8 +106,9 @@ static void detect(void) {
             caps.avx512bf16 = (a >> 5) & 1;
         }
     }
-    compose(&avx512_ops, &kern_avx512_part);
-    compose(&avx512vnni_ops, &kern_avx512vnni_part);
+    compose(&avx512_ops, &kern_avx2_ops, &kern_avx512_part);
+    compose(&avx512vnni_ops, &kern_avx2_ops, &kern_avx512vnni_part);
+    compose(&avx512bf16_ops, &avx512vnni_ops, &kern_avx512bf16_part);
 #endif
     snprintf(features, sizeof features, "%s%s%s%s%s%s%s%s%s%s%s%s", caps.sse42 ? "sse4.2 " : "",
              caps.avx ? "avx " : "", caps.avx2 ? "avx2 " : "", caps.fma ? "fma " : "", caps.f16c ? "f16c " : "",
@@ -122,6 +127,8 @@ static int avx512_usable(void) {
     return avx2_usable() && caps.avx512f && caps.avx512bw && caps.avx512vl && caps.avx512dq && caps.os_zmm;
 }
 static int avx512vnni_usable(void) { return avx512_usable() && caps.avx512vnni; }
+/* The avx512bf16 table: the avx512vnni table's features (it reuses that table) and AVX-512 BF16. */
+static int avx512bf16_usable(void) { return avx512vnni_usable() && caps.avx512bf16; }
 
 /* The features an instruction set needs that this CPU (or OS) lacks, in words, for errors and SKIP lines. */
 static const char *missing(const char *isa) {
@@ -129,7 +136,8 @@ static const char *missing(const char *isa) {
     if (!avx2_usable()) return missing("avx2");
     if (!caps.avx512f || !caps.avx512bw || !caps.avx512vl || !caps.avx512dq) return "AVX-512 F/BW/VL/DQ";
     if (!caps.os_zmm) return "OS ZMM state (XCR0)";
-    if (!strcmp(isa, "avx512vnni") && !caps.avx512vnni) return "AVX-512 VNNI";
+    if ((!strcmp(isa, "avx512vnni") || !strcmp(isa, "avx512bf16")) && !caps.avx512vnni) return "AVX-512 VNNI";
+    if (!strcmp(isa, "avx512bf16") && !caps.avx512bf16) return "AVX-512 BF16";
     return "nothing";
 }
 
@@ -140,6 +148,7 @@ const kern_ops *kern_table(const char *isa) {
     if (!strcmp(isa, "avx2")) return avx2_usable() ? &kern_avx2_ops : NULL;
     if (!strcmp(isa, "avx512")) return avx512_usable() ? &avx512_ops : NULL;
     if (!strcmp(isa, "avx512vnni")) return avx512vnni_usable() ? &avx512vnni_ops : NULL;
+    if (!strcmp(isa, "avx512bf16")) return avx512bf16_usable() ? &avx512bf16_ops : NULL;
 #endif
     return NULL;
 }
@@ -149,7 +158,8 @@ const char *kern_missing(const char *isa) {
     return kern_table(isa) ? NULL : missing(isa);
 }
 
-/* The fastest table this CPU runs. */
+/* The fastest table this CPU runs whose results stay within float rounding
+ * of the scalar reference (so not avx512bf16). */
 static const kern_ops *best_table(void) {
 #ifdef CX_X86
     if (avx512vnni_usable()) return &avx512vnni_ops;
@@ -168,8 +178,10 @@ int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_siz
         *out = best_table();
         return 0;
     }
-    if (strcmp(isa, "scalar") && strcmp(isa, "avx2") && strcmp(isa, "avx512") && strcmp(isa, "avx512vnni")) {
-        snprintf(msg, msg_size, "instruction set '%s' is not one of auto, scalar, avx2, avx512, avx512vnni", isa);
+    if (strcmp(isa, "scalar") && strcmp(isa, "avx2") && strcmp(isa, "avx512") && strcmp(isa, "avx512vnni") &&
+        strcmp(isa, "avx512bf16")) {
+        snprintf(msg, msg_size, "instruction set '%s' is not one of auto, scalar, avx2, avx512, avx512vnni, avx512bf16",
+                 isa);
         return -1;
     }
     if (!(*out = kern_table(isa))) {

@@ -416,40 +416,7 @@ ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int kind, con
         out[r][k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][k][0], acc[r][k][1]));
 }
 
-/* One row, one token: the tile kernel at its smallest. */
-ALWAYS_INLINE float float_dot(const uint8_t *row, int kind, const kern_act *a, int t) {
-    const uint8_t *rows[4] = {row, row, row, row};
-    float o[4][3];
-    float_rows(rows, 1, kind, a, t, 1, o);
-    return o[0][0];
-}
-
-/* Rows in fours, tokens in threes; remainders with smaller tiles of the same kernel. */
-ALWAYS_INLINE void float_gemm(int kind, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                              int64_t ldy) {
-    float o[4][3];
-    int64_t r = r0;
-#define FLOAT_TILE(NR_, NT_)                                                                              \
-    do {                                                                                                  \
-        float_rows(rows, NR_, kind, a, t, NT_, o);                                                         \
-        for (int rr = 0; rr < NR_; rr++)                                                                  \
-            for (int k = 0; k < NT_; k++) y[(size_t)(t + k) * (size_t)ldy + (size_t)(r + rr)] = o[rr][k]; \
-    } while (0)
-    for (; r + 4 <= r1; r += 4) {
-        const uint8_t *rows[4] = {w + (size_t)r * rb, w + (size_t)(r + 1) * rb, w + (size_t)(r + 2) * rb,
-                                  w + (size_t)(r + 3) * rb};
-        int t = 0;
-        for (; t + 3 <= a->T; t += 3) FLOAT_TILE(4, 3);
-        for (; t < a->T; t++) FLOAT_TILE(4, 1);
-    }
-    for (; r < r1; r++) {
-        const uint8_t *rows[4] = {w + (size_t)r * rb, w + (size_t)r * rb, w + (size_t)r * rb, w + (size_t)r * rb};
-        int t = 0;
-        for (; t + 3 <= a->T; t += 3) FLOAT_TILE(1, 3);
-        for (; t < a->T; t++) FLOAT_TILE(1, 1);
-    }
-#undef FLOAT_TILE
-}
+#include "float_tiles_avx512.h"
 
 static float dot_f32row(const void *row, const kern_act *a, int t) { return float_dot(row, W_F32, a, t); }
 static float dot_f16row(const void *row, const kern_act *a, int t) { return float_dot(row, W_F16, a, t); }

@@ -13,9 +13,11 @@
  *     and the AVX2 X8 and both AVX-512 X16 kernels give the same bits;
  *   - MXFP4 rows of random bytes (every code, subnormal scales) agree too,
  *     and BF16 rows of raw bit patterns (subnormals, signed zeros).
+ *   - the avx512bf16 table is avx512vnni's but for BF16, whose bf16-rounded
+ *     activations get the wider bound of dot_tol.
  * Tolerances are stated where they are checked. Each SIMD table (avx2,
- * avx512, avx512vnni) is skipped, with a line naming the missing feature, on
- * CPUs that lack it.
+ * avx512, avx512vnni, avx512bf16) is skipped, with a line naming the missing
+ * feature, on CPUs that lack it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -58,8 +60,8 @@ static void fill(float *x, int64_t n, int kind) {
 }
 
 /* The SIMD tables this CPU runs (NULL: skipped); each is checked against the scalar one. */
-enum { N_SIMD = 3 };
-static const char *simd_names[N_SIMD] = {"avx2", "avx512", "avx512vnni"};
+enum { N_SIMD = 4, BF16_TABLE = 3 };
+static const char *simd_names[N_SIMD] = {"avx2", "avx512", "avx512vnni", "avx512bf16"};
 static const kern_ops *simd[N_SIMD];
 
 /* ---- activation quantization: identical across tables ---- */
@@ -125,6 +127,29 @@ static double abs_dot(int type, const uint8_t *row, const kern_act *a, int t) {
     return s;
 }
 
+/* 1 if table k rounds BF16 rows' activations to bf16 (vdpbf16ps). */
+static int bf16_acts(const kern_ops *k, int type) { return type == CX_TYPE_BF16 && !strcmp(k->name, "avx512bf16"); }
+
+/*
+ * How far table k's dot of `row` with activation t may be from the scalar
+ * reference's: float rounding of a sum of n terms split over 16 lanes and then
+ * blocks, (n/16 + 16) * 2^-23 * sum|w*x|; for bf16-rounded activations also
+ * 2^-8 |w_i x_i| per term (8 significant bits, nearest even), or all of it
+ * where vdpbf16ps flushes (w_i, x_i or the product below 2^-125), and a
+ * flushed subnormal partial sum (2^-126) per term.
+ */
+static double dot_tol(const kern_ops *k, int type, const uint8_t *row, const kern_act *a, int t) {
+    double tol = ((double)a->n / 16 + 16) * 0x1.0p-23 * abs_dot(type, row, a, t) + 1e-30;
+    if (!bf16_acts(k, type)) return tol;
+    const float *x = a->f + (size_t)t * (size_t)a->n;
+    for (int64_t i = 0; i < a->n; i++) {
+        double w = fabs((double)cx_bf16_to_fp32(cx_rd16(row + 2 * i))), xi = fabs((double)x[i]), p = w * xi;
+        int flushed = w < 0x1.0p-126 || xi < 0x1.0p-126 || p < 0x1.0p-125;
+        tol += (flushed ? p : 0x1.0p-8 * p * (1 + 0x1.0p-8)) + 0x1.0p-126;
+    }
+    return tol;
+}
+
 /* ---- weight-row dots and gemms ---- */
 static void test_dots(int type, const kern_ops *v) {
     int64_t sizes_q[] = {32, 64, 96, 288, 2048, 5632};
@@ -175,7 +200,7 @@ static void test_dots(int type, const kern_ops *v) {
                     for (int t = 0; t < 3; t++) same &= y3[t * R + r] == k->dot[type](rows + rb * (size_t)r, &a, t + 2);
                     for (int t = 0; t < T; t++) {
                         double dv = k->dot[type](rows + rb * (size_t)r, &a, t);
-                        double tol = ((double)n / 16 + 16) * 0x1.0p-23 * abs_dot(type, rows + rb * (size_t)r, &a, t) + 1e-30;
+                        double tol = dot_tol(k, type, rows + rb * (size_t)r, &a, t);
                         close &= fabs(y[t * R + r] - dv) <= tol;
                         if (!k->gemm_x8[type] && !k->gemm_x16[type]) same &= y[t * R + r] == dv;
                     }
@@ -184,13 +209,11 @@ static void test_dots(int type, const kern_ops *v) {
                 CHECK(close, "%s %s n=%lld %s: prefill gemm outside the rounding bound of dot", k->name, cx_type_name(type),
                       (long long)n, fill_name[kind]);
             }
-            /* Tolerance: float rounding of a sum of n terms split over 16 lanes
-             * and then blocks: (n/16 + 16) * 2^-23 * sum|w*x|. */
+            /* Tolerance: dot_tol's (float rounding; bf16 activations' rounding). */
             for (int r = 0; r < R; r++)
                     for (int t = 0; t < T; t++) {
                         double ref = ys[0][t * R + r], got = ys[1][t * R + r];
-                        double scale = abs_dot(type, rows + rb * (size_t)r, &a, t);
-                        double tol = ((double)n / 16 + 16) * 0x1.0p-23 * scale + 1e-30;
+                        double tol = dot_tol(v, type, rows + rb * (size_t)r, &a, t);
                         double e = fabs(ref - got) / tol;
                         if (e > worst) worst = e;
                         if (e > 1.0)
@@ -244,7 +267,7 @@ static void test_mxfp4_codes(const kern_ops *v) {
 
 /* BF16 rows of raw bit patterns: every mantissa, both zeros, subnormals and
  * exponents from 2^-133 to 2^+12 (products stay finite), against the scalar
- * reference within test_dots' rounding bound; the gemm equals the dot bit for
+ * reference within dot_tol's bound; the gemm equals the dot bit for
  * bit (the float kernels do one pair's arithmetic at any tile size). */
 static void test_bf16_bits(const kern_ops *v) {
     enum { R = 7, T = 5, N = 203 };
@@ -267,7 +290,7 @@ static void test_bf16_bits(const kern_ops *v) {
         for (int t = 0; t < T; t++) {
             const uint16_t *row = rows + (size_t)r * N;
             float got = v->dot[CX_TYPE_BF16](row, &a, t), ref = kern_scalar_ops.dot[CX_TYPE_BF16](row, &a, t);
-            double tol = ((double)N / 16 + 16) * 0x1.0p-23 * abs_dot(CX_TYPE_BF16, (const uint8_t *)row, &a, t) + 1e-37;
+            double tol = dot_tol(v, CX_TYPE_BF16, (const uint8_t *)row, &a, t);
             close &= fabs((double)got - ref) <= tol;
             same &= y[t * R + r] == got;
         }
@@ -486,7 +509,7 @@ static void test_dispatch(void) {
     char msg[256] = "";
     const kern_ops *k = NULL, *best = &kern_scalar_ops;
     for (int i = 0; i < N_SIMD; i++)
-        if (simd[i]) best = simd[i];
+        if (simd[i] && i != BF16_TABLE) best = simd[i]; /* auto never rounds activations to bf16 */
     CHECK(kern_select(NULL, &k, msg, sizeof msg) == 0 && k == best, "NULL: the best table: %s", msg);
     CHECK(kern_select("auto", &k, msg, sizeof msg) == 0 && k == best, "auto: the best table: %s", msg);
     CHECK(kern_select("scalar", &k, msg, sizeof msg) == 0 && k == &kern_scalar_ops, "scalar: %s", msg);
@@ -501,10 +524,11 @@ static void test_dispatch(void) {
                   "%s unavailable: one message naming the missing feature: %s", simd_names[i], msg);
     }
     /* a table that runs needs every table below it */
+    CHECK(!simd[3] || simd[2], "avx512bf16 without avx512vnni");
     CHECK(!simd[2] || simd[1], "avx512vnni without avx512");
     CHECK(!simd[1] || simd[0], "avx512 without avx2");
     CHECK(kern_select("bogus", &k, msg, sizeof msg) == -1 && !k && strstr(msg, "'bogus' is not one of") &&
-              strstr(msg, "avx512vnni"),
+              strstr(msg, "avx512vnni") && strstr(msg, "avx512bf16"),
           "unknown: %s", msg);
     cx_err err = {0};
     CHECK(cx_isa_resolve(NULL, &err) && !strcmp(cx_isa_resolve(NULL, &err), best->name), "cx_isa_resolve(NULL)");
@@ -512,6 +536,21 @@ static void test_dispatch(void) {
     CHECK(kern_layout_group(KERN_LAYOUT_ROWS) == 1 && kern_layout_group(KERN_LAYOUT_X8) == 8 &&
               kern_layout_group(KERN_LAYOUT_X16) == 16, "layout groups");
     printf("cpu: %s; best table: %s\n", kern_cpu_features(), best->name);
+}
+
+/* The avx512bf16 table is avx512vnni's but for BF16's dot and gemm: every
+ * other entry the same function. */
+static void test_bf16_table(const kern_ops *b, const kern_ops *v) {
+    int same = 1;
+    for (int t = 0; t < KERN_NTYPES; t++)
+        if (t != CX_TYPE_BF16)
+            same &= b->dot[t] == v->dot[t] && b->gemm[t] == v->gemm[t] && b->gemm_x8[t] == v->gemm_x8[t] &&
+                    b->gemm_x16[t] == v->gemm_x16[t];
+    same &= b->quantize_act == v->quantize_act && b->attn_scores == v->attn_scores && b->rmsnorm == v->rmsnorm &&
+            b->lora_up == v->lora_up && b->argmax == v->argmax;
+    CHECK(same, "avx512bf16 differs from avx512vnni beyond BF16's kernels");
+    CHECK(b->dot[CX_TYPE_BF16] != v->dot[CX_TYPE_BF16] && b->gemm[CX_TYPE_BF16] != v->gemm[CX_TYPE_BF16],
+          "avx512bf16 has its own BF16 kernels");
 }
 
 static void run_all(void) {
@@ -524,8 +563,9 @@ static void run_all(void) {
     int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K};
     for (int i = 0; i < 6; i++)
         if (types[i] != CX_TYPE_F32 && types[i] != CX_TYPE_F16) test_activation_error(types[i]);
+    if (simd[BF16_TABLE]) test_bf16_table(simd[BF16_TABLE], simd[2]);
     for (int v = 0; v < N_SIMD; v++) {
-        if (!simd[v]) continue;
+        if (!simd[v] || v == BF16_TABLE) continue; /* the same kernels as avx512vnni (test_bf16_table) */
         test_quantize_act(simd[v]);
         for (int i = 0; i < 6; i++) test_dots(types[i], simd[v]);
         test_ops(simd[v]);
@@ -533,11 +573,11 @@ static void run_all(void) {
     /* MXFP4 last, so the inputs drawn for the types above stay what they were. */
     test_activation_error(CX_TYPE_MXFP4);
     for (int v = 0; v < N_SIMD; v++) {
-        if (!simd[v]) continue;
+        if (!simd[v] || v == BF16_TABLE) continue;
         test_dots(CX_TYPE_MXFP4, simd[v]);
         test_mxfp4_codes(simd[v]);
     }
-    /* BF16 after MXFP4, for the same reason. */
+    /* BF16 after MXFP4, for the same reason; the avx512bf16 table within dot_tol's wider bound. */
     for (int v = 0; v < N_SIMD; v++) {
         if (!simd[v]) continue;
         test_dots(CX_TYPE_BF16, simd[v]);
