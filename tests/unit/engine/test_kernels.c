@@ -14,9 +14,10 @@
  *   - MXFP4 rows of random bytes (every code, subnormal scales) agree too,
  *     and BF16 rows of raw bit patterns (subnormals, signed zeros).
  *   - the avx512bf16 table is avx512vnni's but for BF16, whose bf16-rounded
- *     activations get the wider bound of dot_tol.
+ *     activations get the wider bound of dot_tol; avxvnni is AVX2's but for
+ *     q8_0/q4_0, whose vpdpbusd kernels give AVX2's bits.
  * Tolerances are stated where they are checked. Each SIMD table (avx2,
- * avx512, avx512vnni, avx512bf16) is skipped, with a line naming the missing
+ * avxvnni, avx512, avx512vnni, avx512bf16) is skipped, with a line naming the missing
  * feature, on CPUs that lack it.
  */
 #include <math.h>
@@ -60,8 +61,8 @@ static void fill(float *x, int64_t n, int kind) {
 }
 
 /* The SIMD tables this CPU runs (NULL: skipped); each is checked against the scalar one. */
-enum { N_SIMD = 4, BF16_TABLE = 3 };
-static const char *simd_names[N_SIMD] = {"avx2", "avx512", "avx512vnni", "avx512bf16"};
+enum { S_AVX2, S_AVXVNNI, S_AVX512, S_AVX512VNNI, S_AVX512BF16, N_SIMD };
+static const char *simd_names[N_SIMD] = {"avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16"};
 static const kern_ops *simd[N_SIMD];
 
 /* ---- activation quantization: identical across tables ---- */
@@ -508,8 +509,10 @@ static void test_dispatch(void) {
     CHECK(kern_table("avx512f") == NULL && kern_table("bogus") == NULL, "unknown tables are NULL");
     char msg[256] = "";
     const kern_ops *k = NULL, *best = &kern_scalar_ops;
-    for (int i = 0; i < N_SIMD; i++)
-        if (simd[i] && i != BF16_TABLE) best = simd[i]; /* auto never rounds activations to bf16 */
+    /* auto: avx512vnni, else avxvnni, else avx512, else avx2; never avx512bf16 (it rounds activations) */
+    static const int order[] = {S_AVX2, S_AVX512, S_AVXVNNI, S_AVX512VNNI};
+    for (int i = 0; i < 4; i++)
+        if (simd[order[i]]) best = simd[order[i]];
     CHECK(kern_select(NULL, &k, msg, sizeof msg) == 0 && k == best, "NULL: the best table: %s", msg);
     CHECK(kern_select("auto", &k, msg, sizeof msg) == 0 && k == best, "auto: the best table: %s", msg);
     CHECK(kern_select("scalar", &k, msg, sizeof msg) == 0 && k == &kern_scalar_ops, "scalar: %s", msg);
@@ -524,11 +527,12 @@ static void test_dispatch(void) {
                   "%s unavailable: one message naming the missing feature: %s", simd_names[i], msg);
     }
     /* a table that runs needs every table below it */
-    CHECK(!simd[3] || simd[2], "avx512bf16 without avx512vnni");
-    CHECK(!simd[2] || simd[1], "avx512vnni without avx512");
-    CHECK(!simd[1] || simd[0], "avx512 without avx2");
+    CHECK(!simd[S_AVX512BF16] || simd[S_AVX512VNNI], "avx512bf16 without avx512vnni");
+    CHECK(!simd[S_AVX512VNNI] || simd[S_AVX512], "avx512vnni without avx512");
+    CHECK(!simd[S_AVX512] || simd[S_AVX2], "avx512 without avx2");
+    CHECK(!simd[S_AVXVNNI] || simd[S_AVX2], "avxvnni without avx2");
     CHECK(kern_select("bogus", &k, msg, sizeof msg) == -1 && !k && strstr(msg, "'bogus' is not one of") &&
-              strstr(msg, "avx512vnni") && strstr(msg, "avx512bf16"),
+              strstr(msg, "avx512vnni") && strstr(msg, "avx512bf16") && strstr(msg, "avxvnni"),
           "unknown: %s", msg);
     cx_err err = {0};
     CHECK(cx_isa_resolve(NULL, &err) && !strcmp(cx_isa_resolve(NULL, &err), best->name), "cx_isa_resolve(NULL)");
@@ -538,19 +542,70 @@ static void test_dispatch(void) {
     printf("cpu: %s; best table: %s\n", kern_cpu_features(), best->name);
 }
 
-/* The avx512bf16 table is avx512vnni's but for BF16's dot and gemm: every
- * other entry the same function. */
-static void test_bf16_table(const kern_ops *b, const kern_ops *v) {
-    int same = 1;
-    for (int t = 0; t < KERN_NTYPES; t++)
-        if (t != CX_TYPE_BF16)
-            same &= b->dot[t] == v->dot[t] && b->gemm[t] == v->gemm[t] && b->gemm_x8[t] == v->gemm_x8[t] &&
-                    b->gemm_x16[t] == v->gemm_x16[t];
-    same &= b->quantize_act == v->quantize_act && b->attn_scores == v->attn_scores && b->rmsnorm == v->rmsnorm &&
-            b->lora_up == v->lora_up && b->argmax == v->argmax;
-    CHECK(same, "avx512bf16 differs from avx512vnni beyond BF16's kernels");
-    CHECK(b->dot[CX_TYPE_BF16] != v->dot[CX_TYPE_BF16] && b->gemm[CX_TYPE_BF16] != v->gemm[CX_TYPE_BF16],
-          "avx512bf16 has its own BF16 kernels");
+/* Table b is table `base` but for the dot and gemms of types own[0..n-1]
+ * (the avx512bf16 table: avx512vnni's but for BF16; avxvnni: AVX2's but for
+ * q8_0 and q4_0): every other entry the same function, those its own. */
+static void test_composed(const kern_ops *b, const kern_ops *base, const int *own, int n) {
+    int same = 1, mine = 1;
+    for (int t = 0; t < KERN_NTYPES; t++) {
+        int is_own = 0;
+        for (int i = 0; i < n; i++) is_own |= own[i] == t;
+        if (is_own) mine &= b->dot[t] != base->dot[t] && b->gemm[t] != base->gemm[t];
+        else
+            same &= b->dot[t] == base->dot[t] && b->gemm[t] == base->gemm[t] && b->gemm_x8[t] == base->gemm_x8[t] &&
+                    b->gemm_x16[t] == base->gemm_x16[t];
+    }
+    same &= b->quantize_act == base->quantize_act && b->attn_scores == base->attn_scores &&
+            b->attn_values == base->attn_values && b->exp_shift == base->exp_shift && b->scale_f64 == base->scale_f64 &&
+            b->rmsnorm == base->rmsnorm && b->softmax == base->softmax && b->rope == base->rope &&
+            b->swiglu == base->swiglu && b->argmax == base->argmax && b->add == base->add && b->lora_up == base->lora_up;
+    CHECK(same, "%s differs from %s beyond its own kernels", b->name, base->name);
+    CHECK(mine, "%s has its own kernels", b->name);
+}
+
+/* avxvnni's q8_0/q4_0 kernels against AVX2's: vpdpbusd gives maddubs+madd's
+ * int32 sums, so every dot and gemm (one row, eight rows, X8) is the same
+ * bits, on edge inputs too (q8_0 codes of +-127 against +-127 activations
+ * reach maddubs's largest pair sums). */
+static void test_avxvnni_equals_avx2(const kern_ops *v, const kern_ops *a2) {
+    enum { R = 24, T = 11 };
+    const int64_t n = 288;
+    for (int type = CX_TYPE_Q4_0; type <= CX_TYPE_Q8_0; type += CX_TYPE_Q8_0 - CX_TYPE_Q4_0) {
+        size_t rb = quant_row_bytes(type, n);
+        uint8_t *rows = malloc(rb * R), *packed = malloc(rb * R), *scratch = malloc(rb * 16);
+        for (int r = 0; r < R; r++) make_row(type, n, r % N_FILLS, rows + rb * (size_t)r);
+        float *x = malloc(sizeof(float) * (size_t)(n * T));
+        void *mem = aligned_alloc(64, (kern_act_bytes(KERN_ACT_Q8_32, T, n) + 63) & ~(size_t)63);
+        kern_act a;
+        kern_act_init(&a, KERN_ACT_Q8_32, T, n, mem);
+        for (int t = 0; t < T; t++) {
+            fill(x + n * t, n, t % N_FILLS);
+            if (t == T - 1)
+                for (int64_t i = 0; i < n; i++) x[n * t + i] = i % 2 ? -1.0f : 1.0f; /* codes of +-127 */
+            kern_act_set(a2, &a, t, x + n * t);
+        }
+        memcpy(packed, rows, rb * R);
+        for (int g = 0; g < R / 8; g++) kern_repack_x8(type, packed + (size_t)g * 8 * rb, rb, n, scratch);
+        float y1[R * T], y2[R * T];
+        int same = 1;
+        for (int t = 0; t < T; t++)
+            for (int r = 0; r < R; r++) same &= v->dot[type](rows + rb * (size_t)r, &a, t) == a2->dot[type](rows + rb * (size_t)r, &a, t);
+        CHECK(same, "avxvnni %s dot differs from avx2's", cx_type_name(type));
+        v->gemm[type](rows, rb, 0, R - 3, &a, y1, R);
+        a2->gemm[type](rows, rb, 0, R - 3, &a, y2, R);
+        same = 1;
+        for (int t = 0; t < T; t++)
+            for (int r = 0; r < R - 3; r++) same &= y1[t * R + r] == y2[t * R + r];
+        CHECK(same, "avxvnni %s gemm differs from avx2's", cx_type_name(type));
+        v->gemm_x8[type](packed, rb, 0, R, &a, y1, R);
+        a2->gemm_x8[type](packed, rb, 0, R, &a, y2, R);
+        CHECK(!memcmp(y1, y2, sizeof y1), "avxvnni %s X8 gemm differs from avx2's", cx_type_name(type));
+        free(rows);
+        free(packed);
+        free(scratch);
+        free(x);
+        free(mem);
+    }
 }
 
 static void run_all(void) {
@@ -563,9 +618,14 @@ static void run_all(void) {
     int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K};
     for (int i = 0; i < 6; i++)
         if (types[i] != CX_TYPE_F32 && types[i] != CX_TYPE_F16) test_activation_error(types[i]);
-    if (simd[BF16_TABLE]) test_bf16_table(simd[BF16_TABLE], simd[2]);
+    static const int bf16_own[] = {CX_TYPE_BF16}, vnni_own[] = {CX_TYPE_Q8_0, CX_TYPE_Q4_0};
+    if (simd[S_AVX512BF16]) test_composed(simd[S_AVX512BF16], simd[S_AVX512VNNI], bf16_own, 1);
+    if (simd[S_AVXVNNI]) {
+        test_composed(simd[S_AVXVNNI], simd[S_AVX2], vnni_own, 2);
+        test_avxvnni_equals_avx2(simd[S_AVXVNNI], simd[S_AVX2]);
+    }
     for (int v = 0; v < N_SIMD; v++) {
-        if (!simd[v] || v == BF16_TABLE) continue; /* the same kernels as avx512vnni (test_bf16_table) */
+        if (!simd[v] || v == S_AVX512BF16) continue; /* avx512vnni's kernels but BF16's (test_composed) */
         test_quantize_act(simd[v]);
         for (int i = 0; i < 6; i++) test_dots(types[i], simd[v]);
         test_ops(simd[v]);
@@ -573,7 +633,7 @@ static void run_all(void) {
     /* MXFP4 last, so the inputs drawn for the types above stay what they were. */
     test_activation_error(CX_TYPE_MXFP4);
     for (int v = 0; v < N_SIMD; v++) {
-        if (!simd[v] || v == BF16_TABLE) continue;
+        if (!simd[v] || v == S_AVX512BF16) continue;
         test_dots(CX_TYPE_MXFP4, simd[v]);
         test_mxfp4_codes(simd[v]);
     }
