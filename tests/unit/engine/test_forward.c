@@ -76,7 +76,8 @@ static void check_type(const char *type_name, int n_tokens, int n_ff) {
     logits_after(m, toks, n_tokens, 37, 2, c);       /* ragged chunks, 2 threads */
     logits_after(m, toks, n_tokens, n_tokens, 2, d);
     /* mxfp4 too: its gemm runs its dot's body at any token count, and it is not repacked */
-    int exact = !strcmp(type_name, "f32") || !strcmp(type_name, "f16") || !strcmp(type_name, "mxfp4");
+    int exact = !strcmp(type_name, "f32") || !strcmp(type_name, "f16") || !strcmp(type_name, "bf16") ||
+                !strcmp(type_name, "mxfp4");
     double rms = rel_rms(a, b, V), rms_c = rel_rms(a, c, V);
     if (exact) {
         CHECK(!memcmp(a, b, sizeof(float) * (size_t)V), "%s, %d tokens: batched prefill differs from token-by-token",
@@ -122,8 +123,8 @@ static void run_all(void) {
         CHECK(0, "mkdtemp");
         return;
     }
-    const char *types[] = {"f32", "f16", "q8_0", "q4_0", "q4_k_m", "mxfp4"};
-    for (int i = 0; i < 6; i++) {
+    const char *types[] = {"f32", "f16", "q8_0", "q4_0", "q4_k_m", "mxfp4", "bf16"};
+    for (int i = 0; i < 7; i++) {
         check_type(types[i], 5, 0);
         check_type(types[i], 300, 0); /* two prefill passes; attention tiles of 64 */
     }
