@@ -31,7 +31,7 @@ static const cli_flag run_flags[] = {
      " is --model (default: none, so a trace naming adapters is refused)"},
     {"--tokenizer", "-z", "FILE", "a tokenizer file, for models without an embedded vocabulary (default: none)"},
     {"--workload", "-w", "W",
-     "standard | trace:FILE | prompts:FILE | ppN | tgN | pgN,M | multiseq:NSEQ,CTX,GEN | batched:NSEQ,CTX,GEN"
+     "standard | challenge | trace:FILE | prompts:FILE | ppN | tgN | pgN,M | multiseq:NSEQ,CTX,GEN | batched:NSEQ,CTX,GEN"
      " (default: standard)"},
     {"--reps", NULL, "N", "counted repetitions, 1..10000 (default: 3)"},
     {"--warmup", NULL, "N", "warm-up repetitions, not counted, 0..10000 (default: 1)"},
