@@ -270,8 +270,13 @@ static void md_record(FILE *out, const chal_data *d, const chal_opts *o) {
             r->dirty ? " **with uncommitted changes** (dirty)" : "", r->build_type, r->build_flags, r->compiler);
     fprintf(out, "- kernels %s, KV cache `%s`, scheduler `%s`, context %d, %s\n", *r->isa ? r->isa : "unknown",
             r->kv_config, r->sched_config, r->n_ctx, r->pinned[0] ? r->pinned : "not pinned");
-    fprintf(out, "- model `%s` (%s, %s, %lld parameters, %lld bytes of weights)\n", r->model_path, r->model, r->type,
-            (long long)r->model_params, (long long)r->model_bytes);
+    if (r->endpoint[0]) {
+        fprintf(out, "- over HTTP: model `%s` served at `%s`, server ", r->model, r->endpoint);
+        show_md_inline(out, r->server);
+        fprintf(out, " (its build, model file and machine are the server's, not recorded here)\n");
+    } else
+        fprintf(out, "- model `%s` (%s, %s, %lld parameters, %lld bytes of weights)\n", r->model_path, r->model, r->type,
+                (long long)r->model_params, (long long)r->model_bytes);
     fprintf(out, "- model SHA-256 `%s`\n", r->model_sha256);
     fprintf(out, "- workload `%s`, SHA-256 `%s`%s\n", r->workload, r->workload_hash,
             strcmp(r->workload, "challenge") ? " (not the `challenge` set)" : " (prompts/challenge.jsonl: stand-ins for"
@@ -316,10 +321,15 @@ static void md_head(FILE *out, const chal_data *d) {
     fprintf(out, "**The challenge**: GPT-OSS-20B on a CPU VM with 2 sockets, 8 cores and 32 GB, 10 standardized"
                  " prompts, minimum, median and maximum tokens per second and memory, against a baseline of %g"
                  " tokens/s.\n\n", CHAL_BASELINE_TPS);
-    fprintf(out, "**This reproduction**: model `%s` on %s (%d CPUs, %.1f GiB), measured at", r->model_path, r->cpu_model,
-            r->logical_cores, (double)r->mem_bytes / (1 << 30));
-    for (int k = 0; k < d->n_runs; k++)
-        fprintf(out, "%s %s", k ? (k == d->n_runs - 1 ? " and" : ",") : "", threads_label(&d->run[k], lb, sizeof lb));
+    if (r->endpoint[0]) {
+        fprintf(out, "**This reproduction**: model `%s` served at `%s`, measured over HTTP from %s", r->model,
+                r->endpoint, r->cpu_model);
+    } else {
+        fprintf(out, "**This reproduction**: model `%s` on %s (%d CPUs, %.1f GiB), measured at", r->model_path,
+                r->cpu_model, r->logical_cores, (double)r->mem_bytes / (1 << 30));
+        for (int k = 0; k < d->n_runs; k++)
+            fprintf(out, "%s %s", k ? (k == d->n_runs - 1 ? " and" : ",") : "", threads_label(&d->run[k], lb, sizeof lb));
+    }
     fprintf(out, ", workload `%s`. ", r->workload);
     if (!strcmp(r->workload, "challenge"))
         fprintf(out, "Its 10 prompts (prompts/challenge.jsonl) **stand in for the challenge's own set**, whose text is"

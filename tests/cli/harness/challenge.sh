@@ -5,7 +5,8 @@
 # stores per-prompt rows and the set's spreads; `cortex-bench report --challenge
 # RUN` writes challenge.md with its sections, charts (the 30 tokens/s line),
 # figures equal to medians recomputed here from the database, the projection
-# (scaling with --challenge-gbs; absent, with the reason, without a hw row) and
+# (scaling with --challenge-gbs; absent, with the reason, without a hw row or
+# over HTTP: the mock OpenAI server) and
 # the reproduction record (model SHA-256, fingerprint, commit, command lines,
 # canaries); bad input is one line and exit 2 (1 for a run that is not a
 # prompt set). Skips without ../shared/models (CORTEX_MODELS), fails so under
@@ -121,6 +122,17 @@ check "no hw row: no projection, with the reason" has "$tmp/nohw/challenge.md" "
 "$BENCH" run --model "$model" -z "$tok" --workload challenge -t 1 --reps 1 --warmup 0 --no-progress --db "$tmp/one.db" >/dev/null 2>&1
 "$BENCH" report --challenge 1 --db "$tmp/one.db" --out "$tmp/one" >/dev/null 2>&1
 check "one thread count: the report says 1 and 2 are wanted" has "$tmp/one/challenge.md" "Only one thread count of this configuration"
+
+# Over HTTP (the mock OpenAI server): the same prompts and report, no projection (the server's machine is not this one).
+"$PY" tests/tools/mock_openai.py >"$tmp/mock.port" 2>"$tmp/mock.err" &
+for _ in $(seq 100); do grep -q '^PORT' "$tmp/mock.port" 2>/dev/null && break; sleep 0.05; done
+port=$(awk '/^PORT/ {print $2}' "$tmp/mock.port")
+"$BENCH" run --endpoint "http://127.0.0.1:$port/v1" --workload challenge --reps 1 --warmup 0 --no-progress \
+    --db "$tmp/http.db" >/dev/null 2>&1
+check "run --endpoint --workload challenge exits 0" test $? -eq 0
+"$BENCH" report --challenge 1 --db "$tmp/http.db" --out "$tmp/http" >/dev/null 2>&1
+check "report of an HTTP run exits 0, every prompt served" grep -q '^| over HTTP | 1 | 10 of 10 |' "$tmp/http/challenge.md"
+check "HTTP run: no projection, with the reason" has "$tmp/http/challenge.md" "_No projection: run 1 was measured over HTTP"
 
 # Bad input: one line, exit 2 (the database untouched); a run that is not a prompt set: exit 1.
 runs=$(sql "$db" "select count(*) from runs")
