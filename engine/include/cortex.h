@@ -96,10 +96,8 @@ typedef struct cx_model_info {
     int rope_freq_factors;    /* per-frequency divisors (rope_freqs.weight, Llama 3 scaling) are applied */
     int qkv_bias;             /* the attention projections have biases (qwen2) */
     const char *chat_template;/* tokenizer.chat_template: the Jinja source of the chat format, or NULL */
-    int n_expert, n_expert_used; /* mixture of experts ({arch}.expert_count, {arch}.expert_used_count): experts
-                                    per layer and experts each token uses; 0 for a dense model. What a decoded
-                                    token reads depends on them (the harness's roofline counts
-                                    n_expert_used / n_expert of every *_exps tensor) */
+    int n_expert;             /* mixture of experts: experts per layer (0: a dense feed-forward) */
+    int n_expert_used;        /* experts each token runs through */
 } cx_model_info;
 
 typedef struct cx_tensor_info {
