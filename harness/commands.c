@@ -171,7 +171,7 @@ static const cli_flag report_flags[] = {
     {"--challenge-gbs", NULL, "GB/s", "--challenge: the challenge machine's read bandwidth, 0.01..100000 (default: 40, an"
      " estimate: docs/metrics.md)"},
     {"--challenge-cores", NULL, "N", "--challenge: the challenge machine's cores, 1..4096 (default: 8)"},
-    {"--challenge-mem", NULL, "GiB", "--challenge: the challenge machine's memory in GB, 0.01..1000000 (default: 32)"},
+    {"--challenge-mem", NULL, "GB", "--challenge: the challenge machine's memory in GB, 0.01..1000000 (default: 32)"},
     DB_FLAG,
     {NULL, NULL, NULL, NULL},
 };

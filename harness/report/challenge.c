@@ -201,7 +201,7 @@ static void md_projection(FILE *out, const chal_data *d, const chal_opts *o) {
     fprintf(out, "The challenge machine (2 sockets, %d cores, %.0f GB) is not available here. Its decode speed is"
                  " **projected** from what one decoded token costs, the roofs `cortex-bench hw` measured on this"
                  " machine, and the share of its roof this engine reached here at %s (run %lld):\n\n",
-            o->cores, o->mem_gib, threads_label(r, lb, sizeof lb), (long long)r->info.id);
+            o->cores, o->mem_gb, threads_label(r, lb, sizeof lb), (long long)r->info.id);
     fprintf(out, "| quantity | value | from |\n| --- | ---: | --- |\n");
     fprintf(out, "| bytes read per decoded token | %.4g MB | `bytes_per_token` of run %lld: weights read (for a mixture"
                  " of experts only the used experts), KV at the mean attended position |\n",
@@ -257,8 +257,8 @@ static void md_projection(FILE *out, const chal_data *d, const chal_opts *o) {
                 p->bytes_per_token / 1e6, d->hw.llc_bytes / 1e6);
     double need = r->peak_rss_mib * 1048576.0 / 1e9;
     fprintf(out, "- Memory: the peak RSS here was %s MiB (%.2f GB) against the challenge machine's %.0f GB: %s.\n\n",
-            num(b[0], r->peak_rss_mib, 1), need, o->mem_gib,
-            isnan(need) ? "not measured" : need < o->mem_gib ? "it fits" : "**it does not fit**");
+            num(b[0], r->peak_rss_mib, 1), need, o->mem_gb,
+            isnan(need) ? "not measured" : need < o->mem_gb ? "it fits" : "**it does not fit**");
 }
 
 /* The reproduction record: build, model, machine, workload, canaries, commands. */

@@ -31,14 +31,14 @@
  * was reached), to be replaced with --challenge-gbs when measured. */
 #define CHAL_DEFAULT_GBS 40.0
 #define CHAL_DEFAULT_CORES 8
-#define CHAL_DEFAULT_MEM_GIB 32.0
+#define CHAL_DEFAULT_MEM_GB 32.0
 #define CHAL_PATH_BYTES (PATH_MAX + 32) /* the report's path: its directory + "/challenge.md" */
 
 /* What the report is asked for (report flags). */
 typedef struct chal_opts {
     double gbs;          /* the challenge machine's read bandwidth, GB/s */
     int cores;           /* its cores */
-    double mem_gib;      /* its memory */
+    double mem_gb;       /* its memory, GB (1e9 bytes) */
     const char *cmdline; /* the report command as typed (the reproduction record) */
 } chal_opts;
 

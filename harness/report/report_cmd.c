@@ -17,11 +17,11 @@
 /* The --challenge report: RUN resolved, the projection's options checked,
  * challenge.md written. 0, 1 or 2 after the message. */
 static int challenge_report(store *s, const char *ref, const char *const *v, const char *out, const char *cmdline) {
-    chal_opts o = {CHAL_DEFAULT_GBS, CHAL_DEFAULT_CORES, CHAL_DEFAULT_MEM_GIB, cmdline};
+    chal_opts o = {CHAL_DEFAULT_GBS, CHAL_DEFAULT_CORES, CHAL_DEFAULT_MEM_GB, cmdline};
     long cores = o.cores;
     if ((v[0] && cli_parse_double("--challenge-gbs", v[0], 0.01, 100000, &o.gbs)) ||
         (v[1] && cli_parse_int("--challenge-cores", v[1], 1, 4096, &cores)) ||
-        (v[2] && cli_parse_double("--challenge-mem", v[2], 0.01, 1e6, &o.mem_gib)))
+        (v[2] && cli_parse_double("--challenge-mem", v[2], 0.01, 1e6, &o.mem_gb)))
         return 2;
     o.cores = (int)cores;
     int64_t run = 0;
@@ -33,7 +33,7 @@ static int challenge_report(store *s, const char *ref, const char *const *v, con
 }
 
 /* report RUN [--baseline RUN|TAG] [--db FILE] [--out DIR], or
- * report --challenge RUN [--challenge-gbs GBS] [--challenge-cores N] [--challenge-mem GIB] [--db FILE] [--out DIR] */
+ * report --challenge RUN [--challenge-gbs GBS] [--challenge-cores N] [--challenge-mem GB] [--db FILE] [--out DIR] */
 int cmd_report(int argc, char **argv) {
     static const char *const names[] = {"--baseline", "--db", "--out", "--challenge", "--challenge-gbs",
                                         "--challenge-cores", "--challenge-mem"};
