@@ -97,6 +97,8 @@ typedef struct cx_model_info {
     int rope_freq_factors;    /* per-frequency divisors (rope_freqs.weight, Llama 3 scaling) are applied */
     int qkv_bias;             /* the attention projections have biases (qwen2) */
     const char *chat_template;/* tokenizer.chat_template: the Jinja source of the chat format, or NULL */
+    int n_expert;             /* mixture of experts: experts per layer (0: a dense feed-forward) */
+    int n_expert_used;        /* experts each token runs through */
 } cx_model_info;
 
 typedef struct cx_tensor_info {
