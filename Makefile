@@ -74,17 +74,27 @@ $(BUILD)/%.o: %.c $(ENGINE_HDR)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -c $< -o $@
 
 # SIMD kernels: only files named *_avx2.c get the AVX2 instruction set, only
-# *_avx512.c the AVX-512 one (F/BW/VL/DQ, VNNI, BF16); the dispatcher
-# (engine/src/kernels/dispatch.c) calls them only after CPUID says so, so one
-# binary runs on any x86-64.
+# *_avxvnni.c that plus AVX-VNNI, only *_avx512.c the AVX-512 one (F/BW/VL/DQ,
+# VNNI), only *_avx512bf16.c that plus AVX-512 BF16; the dispatcher (engine/src/kernels/dispatch.c) calls them only
+# after CPUID says so, so one binary runs on any x86-64.
 ISA_AVX2 = -mavx2 -mfma -mf16c
-ISA_AVX512 = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16 -mfma -mf16c
+ISA_AVXVNNI = $(ISA_AVX2) -mavxvnni
+ISA_AVX512 = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c
+ISA_AVX512BF16 = $(ISA_AVX512) -mavx512bf16
+# The ISA-specific files, which the fuzz build compiles apart with their flags.
+ISA_SRC_PATTERNS = %_avx2.c %_avxvnni.c %_avx512.c %_avx512bf16.c
 $(BUILD)/%_avx2.o: %_avx2.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
+$(BUILD)/%_avxvnni.o: %_avxvnni.c $(ENGINE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVXVNNI) -c $< -o $@
 $(BUILD)/%_avx512.o: %_avx512.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX512) -c $< -o $@
+$(BUILD)/%_avx512bf16.o: %_avx512bf16.c $(ENGINE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX512BF16) -c $< -o $@
 
 $(LIB): $(ENGINE_OBJ)
 	@rm -f $@
@@ -179,16 +189,22 @@ tsan:
 FUZZ_FLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 # The SIMD kernel files need their ISA flags, so they are compiled apart.
-FUZZ_AVX2_OBJ = $(patsubst %.c,build-fuzz/obj/%.o,$(filter %_avx2.c %_avx512.c,$(ENGINE_SRC)))
+FUZZ_AVX2_OBJ = $(patsubst %.c,build-fuzz/obj/%.o,$(filter $(ISA_SRC_PATTERNS),$(ENGINE_SRC)))
 build-fuzz/obj/%_avx2.o: %_avx2.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX2) -c $< -o $@
 build-fuzz/obj/%_avx512.o: %_avx512.c $(ENGINE_HDR)
 	@mkdir -p $(dir $@)
 	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX512) -c $< -o $@
+build-fuzz/obj/%_avxvnni.o: %_avxvnni.c $(ENGINE_HDR)
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVXVNNI) -c $< -o $@
+build-fuzz/obj/%_avx512bf16.o: %_avx512bf16.c $(ENGINE_HDR)
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX512BF16) -c $< -o $@
 build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(ENGINE_HDR)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out %_avx2.c %_avx512.c,$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread $(shell pkg-config --libs libpcre2-8 jansson)
+	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out $(ISA_SRC_PATTERNS),$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread $(shell pkg-config --libs libpcre2-8 jansson)
 
 # The workload fuzzer needs the harness's parsers rather than the engine.
 build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)

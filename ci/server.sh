@@ -111,7 +111,7 @@ echo "(rounds: in-process ${ti[*]}; client ${th[*]}; server ${ts[*]}; added ${to
 if [ -n "${LLAMA_SERVER:-}" ]; then
     echo
     echo "== 4. the same cortex-bench command against $LLAMA_SERVER and cortex serve: standard prompts, greedy"
-    "$LLAMA_SERVER" -m "$s" --port 18097 -t "$THREADS" -c 2048 >"$tmp/llama.log" 2>&1 &
+    (cd "$tmp" && exec "$LLAMA_SERVER" -m "$OLDPWD/$s" --port 18097 -t "$THREADS" -c 2048) >"$tmp/llama.log" 2>&1 & # (its log file lands in $tmp)
     LPID=$!
     for _ in $(seq 300); do curl -sf http://127.0.0.1:18097/health >/dev/null 2>&1 && break; sleep 0.1; done
     "$BENCH" run --endpoint http://127.0.0.1:18097/v1 --workload standard --concurrency 4 --reps 1 --warmup 0 \

@@ -31,7 +31,7 @@ static const cli_flag run_flags[] = {
      " is --model (default: none, so a trace naming adapters is refused)"},
     {"--tokenizer", "-z", "FILE", "a tokenizer file, for models without an embedded vocabulary (default: none)"},
     {"--workload", "-w", "W",
-     "standard | trace:FILE | prompts:FILE | ppN | tgN | pgN,M | multiseq:NSEQ,CTX,GEN | batched:NSEQ,CTX,GEN"
+     "standard | challenge | trace:FILE | prompts:FILE | ppN | tgN | pgN,M | multiseq:NSEQ,CTX,GEN | batched:NSEQ,CTX,GEN"
      " (default: standard)"},
     {"--reps", NULL, "N", "counted repetitions, 1..10000 (default: 3)"},
     {"--warmup", NULL, "N", "warm-up repetitions, not counted, 0..10000 (default: 1)"},
@@ -164,7 +164,14 @@ static const cli_flag trend_flags[] = {
 
 static const cli_flag report_flags[] = {
     {"--baseline", NULL, "REF", "a run id, tag or git commit to compare against; of several, one like RUN (default: none)"},
-    {"--out", NULL, "DIR", "where report.md and its charts go (default: reports/RUN/)"},
+    {"--out", NULL, "DIR", "where report.md and its charts go (default: reports/RUN/; --challenge: reports/challenge-RUN/)"},
+    {"--challenge", NULL, "RUN", "instead: the benchmark challenge's report of RUN (a prompt-set run, e.g. --workload"
+     " challenge) and its configuration at other thread counts, against 30 tokens/s, with a projection to the challenge"
+     " machine: challenge.md (default: none)"},
+    {"--challenge-gbs", NULL, "GB/s", "--challenge: the challenge machine's read bandwidth, 0.01..100000 (default: 40, an"
+     " estimate: docs/metrics.md)"},
+    {"--challenge-cores", NULL, "N", "--challenge: the challenge machine's cores, 1..4096 (default: 8)"},
+    {"--challenge-mem", NULL, "GB", "--challenge: the challenge machine's memory in GB, 0.01..1000000 (default: 32)"},
     DB_FLAG,
     {NULL, NULL, NULL, NULL},
 };
@@ -203,7 +210,8 @@ const cli_command bench_commands[] = {
      calibrate_flags, "cortex-bench calibrate --model /tmp/gm.gguf --pairs 8"},
     {"trend", cmd_trend, "METRIC", "find the commits where a metric stepped", trend_flags,
      "cortex-bench trend decode_tps --workload tg32 --chart reports/trend"},
-    {"report", cmd_report, "RUN", "a markdown report of one run with charts (RUN: a run id, a tag or a git commit)",
+    {"report", cmd_report, "RUN", "a markdown report of one run with charts (RUN: a run id, a tag or a git commit);"
+     " --challenge RUN: the challenge report",
      report_flags, "cortex-bench report 12 --baseline baseline"},
     {"dashboard", cmd_dashboard, "", "the static HTML dashboard of every run", dashboard_flags,
      "cortex-bench dashboard --out dashboards/site"},

@@ -689,7 +689,7 @@ static const cli_command COMMANDS[] = {
      "cortex tokenize -m ../shared/models/stories260K.gguf -p \"Once upon a time\"", cmd_tokenize},
     {"quantize", CMD_QUANTIZE, 2, "IN OUT --type TYPE [-z TOKENIZER]",
      "Convert IN into a GGUF v3 file OUT whose weight matrices are stored as --type.\n"
-     "IN is an F32/F16 GGUF (metadata copied, general.file_type rewritten) or a llama2.c\n"
+     "IN is an F32/F16/BF16 GGUF (metadata copied, general.file_type rewritten) or a llama2.c\n"
      "checkpoint with its tokenizer.bin given by -z/--tokenizer (the vocabulary is embedded\n"
      "as llama.cpp's converter does). 1-D tensors (norms) stay f32; a matrix whose rows a\n"
      "block does not divide falls back to another type (e.g. 172 columns -> f16), and\n"
@@ -726,7 +726,7 @@ static const cli_command COMMANDS[] = {
      cmd_synth_lora},
     {"merge-lora", CMD_MERGE_LORA, 0, "-m BASE [-z TOKENIZER] --lora FILE[:SCALE] [--lora ...] -o OUT.gguf [--type TYPE]",
      "Bake adapters into a copy of BASE: each adapted matrix becomes W + sum of scale x alpha/rank x B·A\n"
-     "(summed in double), stored as --type. BASE must be f32 or f16 (GGUF, or llama2.c with -z). The\n"
+     "(summed in double), stored as --type. BASE must be f32, f16 or bf16 (GGUF, or llama2.c with -z). The\n"
      "merged model is what generate --lora computes, so it is the reference for equality tests, and the\n"
      "fast path when one adapter serves everything.\n",
      "cortex merge-lora -m ../shared/models/stories260K.gguf --lora a1.gguf -o merged.gguf", cmd_merge_lora},

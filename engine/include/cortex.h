@@ -53,6 +53,7 @@ enum {
     CX_TYPE_Q8_0 = 8,
     CX_TYPE_Q4_K = 12,
     CX_TYPE_Q6_K = 14,
+    CX_TYPE_BF16 = 30, /* bfloat16: the top half of an IEEE single (8-bit exponent, 7-bit mantissa) */
     CX_TYPE_MXFP4 = 39 /* OCP MXFP4: 32 E2M1 values sharing an E8M0 scale (GPT-OSS) */
 };
 
@@ -86,7 +87,7 @@ typedef struct cx_model_info {
     const char *weights_memory; /* "mmap", "hugepages", "hugepages, repacked x8" (AVX2) or "hugepages,
                                    repacked x16" (AVX-512) (cx_model_params weights and repack) */
     const char *isa;          /* the kernel instruction set this model's passes run with ("scalar", "avx2",
-                                 "avx512", "avx512vnni") */
+                                 "avxvnni", "avx512", "avx512vnni", "avx512bf16") */
     int vocab_only;           /* a GGUF without tensors: tokenizes, but sessions refuse it (n_layer etc. are 0) */
     const char *tokenizer;    /* tokenizer model: "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
     const char *tokenizer_pre;/* byte-level BPE: the pre-tokenizer's canonical name ("gpt-2", "llama-bpe", ...); else NULL */
@@ -96,6 +97,8 @@ typedef struct cx_model_info {
     int rope_freq_factors;    /* per-frequency divisors (rope_freqs.weight, Llama 3 scaling) are applied */
     int qkv_bias;             /* the attention projections have biases (qwen2) */
     const char *chat_template;/* tokenizer.chat_template: the Jinja source of the chat format, or NULL */
+    int n_expert;             /* mixture of experts: experts per layer (0: a dense feed-forward) */
+    int n_expert_used;        /* experts each token runs through */
 } cx_model_info;
 
 typedef struct cx_tensor_info {
@@ -126,8 +129,10 @@ typedef struct cx_model_params {
                              or 16 rows (AVX-512) at a time where the kernels read that faster; 0: the file's
                              layout, to measure what repacking buys */
     const char *isa;      /* kernel instruction set: NULL or "auto" (default) the best this CPU runs; "scalar",
-                             "avx2", "avx512" or "avx512vnni" force one, and loading fails (CX_EINVAL) if it is
-                             unknown or unavailable.
+                             "avx2", "avxvnni", "avx512", "avx512vnni" or "avx512bf16" force one, and loading fails
+                             (CX_EINVAL) if it is unknown or unavailable. "avx512bf16" is avx512vnni with
+                             BF16 weights met by bf16-rounded activations (vdpbf16ps): faster, less exact,
+                             never chosen by "auto".
                              Per model: every session and batch of the model runs this table */
 } cx_model_params;
 
@@ -617,7 +622,8 @@ cx_kv_cache *cx_sched_cache(cx_sched *s);
 /* ---- kernels ------------------------------------------------------------ */
 
 /* The instruction set a model loaded with cx_model_params.isa = `isa` runs its
- * kernels with ("scalar", "avx2", "avx512", "avx512vnni"; NULL or "auto": the best this CPU offers),
+ * kernels with ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16"; NULL or "auto": the best this
+ * CPU offers, never avx512bf16),
  * known before loading one (the harness records it). NULL, with a message in
  * err (CX_EINVAL), when `isa` is unknown or not available here. */
 const char *cx_isa_resolve(const char *isa, cx_err *err);

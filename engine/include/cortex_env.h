@@ -1,7 +1,7 @@
 /*
  * cortex_env.h - the environment convention of the `cortex` and `cortex-bench`
  * commands, written once for both: CORTEX_WEIGHTS=mmap|hugepages,
- * CORTEX_REPACK=0 and CORTEX_ISA=auto|scalar|avx2|avx512|avx512vnni become a cx_model_params.
+ * CORTEX_REPACK=0 and CORTEX_ISA=auto|scalar|avx2|avxvnni|avx512|avx512vnni|avx512bf16 become a cx_model_params.
  *
  * The library reads no environment variables (a program embedding it says
  * what it wants through cx_model_params); this header is compiled into each

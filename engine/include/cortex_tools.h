@@ -15,7 +15,7 @@ extern "C" {
 
 /* ---- parsers for flags and configuration files -------------------------- */
 
-/* Parse "f32|f16|q8_0|q4_0|q4_k|q6_k|mxfp4|q4_k_m" (case-insensitive); returns -1 if unknown. */
+/* Parse "f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|mxfp4|q4_k_m" (case-insensitive); returns -1 if unknown. */
 int cx_type_from_name(const char *name);
 /* Parse "f32|f16|q8|q4" (-1 if unknown); "lru|lfu" likewise. */
 int cx_kv_type_from_name(const char *name);
@@ -101,7 +101,7 @@ typedef struct cx_quantize_stats {
 } cx_quantize_stats;
 
 /*
- * Convert `in` (an F32/F16 GGUF, or a llama2.c checkpoint with `tokenizer`, its
+ * Convert `in` (an F32/F16/BF16 GGUF, or a llama2.c checkpoint with `tokenizer`, its
  * tokenizer.bin) into a GGUF v3 file `out` of file type `ftype` (a CX_TYPE_* or CX_FTYPE_Q4_K_M, see above).
  * Streams tensor by tensor from the mapped input into `out`.tmp, checks that
  * the result loads, then renames it to `out`; on failure neither is left.
@@ -144,7 +144,7 @@ typedef struct cx_lora_synth_params {
 int cx_lora_synth_write(const cx_model *m, const cx_lora_synth_params *p, const char *path, cx_err *err);
 /* Bake n adapters (scales[i] x their alpha / rank) into a copy of the base
  * model `in` (GGUF or llama2.c with tokenizer) stored as `ftype`: each
- * adapted matrix becomes W + sum_i s_i·B_i·A_i. The base must be f32 or f16. */
+ * adapted matrix becomes W + sum_i s_i·B_i·A_i. The base must be f32, f16 or bf16. */
 int cx_lora_merge(const char *in, const char *tokenizer, const char *const *adapters, const float *scales, int n,
                   const char *out, int ftype, cx_err *err);
 

@@ -169,6 +169,7 @@ int gguf_file_type(int ftype) {
     switch (ftype) {
     case CX_TYPE_F32: return 0;
     case CX_TYPE_F16: return 1;
+    case CX_TYPE_BF16: return 32; /* MOSTLY_BF16 */
     case CX_TYPE_Q4_0: return 2;
     case CX_TYPE_Q8_0: return 7;
     case CX_TYPE_Q4_K: return 14;

@@ -228,7 +228,7 @@ static int get_tensor(gguf_loader *ld, const char *name, int64_t cols, int64_t r
                        (long long)(rows ? rows : 1));
     if (!quant_supported((int)t->type))
         return cx_fail(ld->err, CX_EUNSUP, "%s: tensor '%s' has type %s, which this engine does not support yet "
-                       "(f32, f16, q8_0, q4_0, q4_K, q6_K, mxfp4)", ld->L, name, gguf_type_name(t->type));
+                       "(f32, f16, bf16, q8_0, q4_0, q4_K, q6_K, mxfp4)", ld->L, name, gguf_type_name(t->type));
     if (cols % quant_block_size((int)t->type))
         return cx_fail(ld->err, CX_EFORMAT, "%s: tensor '%s' rows of %lld weights do not fill whole %s blocks of %d",
                        ld->L, name, (long long)cols, gguf_type_name(t->type), quant_block_size((int)t->type));
@@ -633,13 +633,14 @@ size_t cx_detokenize(const cx_model *m, const int32_t *ids, int n, char *buf, si
 }
 
 /* Every type and file type with a name, in the order cx_type_from_name tries them. */
-static const int NAMED_TYPES[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0,
+static const int NAMED_TYPES[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_BF16, CX_TYPE_Q8_0, CX_TYPE_Q4_0,
                                   CX_TYPE_Q4_K, CX_TYPE_Q6_K, CX_TYPE_MXFP4, CX_FTYPE_Q4_K_M};
 
 const char *cx_type_name(int type) {
     switch (type) {
     case CX_TYPE_F32: return "f32";
     case CX_TYPE_F16: return "f16";
+    case CX_TYPE_BF16: return "bf16";
     case CX_TYPE_Q8_0: return "q8_0";
     case CX_TYPE_Q4_0: return "q4_0";
     case CX_TYPE_Q4_K: return "q4_k";

@@ -16,7 +16,8 @@
 size_t quant_row_bytes(int type, int64_t n) {
     switch (type) {
     case CX_TYPE_F32: return (size_t)n * 4;
-    case CX_TYPE_F16: return (size_t)n * 2;
+    case CX_TYPE_F16:
+    case CX_TYPE_BF16: return (size_t)n * 2;
     case CX_TYPE_Q8_0: return (size_t)(n / QK) * sizeof(block_q8_0);
     case CX_TYPE_Q4_0: return (size_t)(n / QK) * sizeof(block_q4_0);
     case CX_TYPE_Q4_K: return (size_t)(n / QK_K) * sizeof(block_q4_k);
@@ -30,7 +31,7 @@ int quant_supported(int type) { return quant_block_size(type) != 0; }
 
 int quant_block_size(int type) {
     switch (type) {
-    case CX_TYPE_F32: case CX_TYPE_F16: return 1;
+    case CX_TYPE_F32: case CX_TYPE_F16: case CX_TYPE_BF16: return 1;
     case CX_TYPE_Q8_0: case CX_TYPE_Q4_0: case CX_TYPE_MXFP4: return QK;
     case CX_TYPE_Q4_K: case CX_TYPE_Q6_K: return QK_K;
     default: return 0;
@@ -45,6 +46,9 @@ void quant_dequantize_row(int type, const void *src, float *dst, int64_t n) {
         break;
     case CX_TYPE_F16:
         for (int64_t i = 0; i < n; i++) dst[i] = cx_fp16_to_fp32(cx_rd16(p + 2 * i));
+        break;
+    case CX_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) dst[i] = cx_bf16_to_fp32(cx_rd16(p + 2 * i));
         break;
     case CX_TYPE_Q8_0:
         for (int64_t b = 0; b < n / QK; b++) {
@@ -108,6 +112,12 @@ void quant_quantize_row(int type, const float *src, void *dst, int64_t n) {
     case CX_TYPE_F16:
         for (int64_t i = 0; i < n; i++) {
             uint16_t h = cx_fp32_to_fp16(src[i]);
+            memcpy((uint8_t *)dst + 2 * i, &h, 2);
+        }
+        break;
+    case CX_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = cx_fp32_to_bf16(src[i]);
             memcpy((uint8_t *)dst + 2 * i, &h, 2);
         }
         break;

@@ -25,15 +25,15 @@ _Static_assert(sizeof(block_q4_0) == 18, "Q4_0 block must be 18 bytes");
 
 /* Bytes of one row of n weights of a type (n a multiple of the block size). */
 size_t quant_row_bytes(int type, int64_t n);
-/* 1 if the engine can compute with this type (f32, f16, q8_0, q4_0, q4_k, q6_k, mxfp4). */
+/* 1 if the engine can compute with this type (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, mxfp4). */
 int quant_supported(int type);
-/* Weights per block of a supported type (1 for f32/f16, 32 for q8_0, q4_0 and
+/* Weights per block of a supported type (1 for f32/f16/bf16, 32 for q8_0, q4_0 and
  * mxfp4, 256 for the K types); 0 if unsupported. */
 int quant_block_size(int type);
 
 /* Expand n weights of a row stored as `type` into floats. */
 void quant_dequantize_row(int type, const void *src, float *dst, int64_t n);
-/* Store n floats as `type` (f32, f16, q8_0, q4_0, mxfp4 rounding as ggml's
+/* Store n floats as `type` (f32, f16, bf16, q8_0, q4_0, mxfp4 rounding as ggml's
  * reference quantizers do; q4_k, q6_k with kquant.c's quantizers). */
 void quant_quantize_row(int type, const float *src, void *dst, int64_t n);
 

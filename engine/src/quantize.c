@@ -3,7 +3,7 @@
  * (`cortex quantize`).
  *
  * Inputs:
- *   - an F32/F16 GGUF: every metadata key/value is copied byte for byte except
+ *   - an F32/F16/BF16 GGUF: every metadata key/value is copied byte for byte except
  *     general.file_type and general.quantization_version, which are rewritten;
  *     tensors are copied in file order;
  *   - a llama2.c checkpoint + tokenizer.bin: the metadata and tensor order are
@@ -194,17 +194,18 @@ static int add_tensor(qz_job *j, const char *name, size_t name_len, uint32_t typ
     return plan_tensor(j, t);
 }
 
-/* GGUF input: every tensor must be f32 or f16; quantized ones mean the file
- * was quantized already. */
+/* GGUF input: every tensor must be f32, f16 or bf16 (the float types
+ * llama.cpp's converters write); quantized ones mean the file was quantized
+ * already. */
 static int check_gguf_types(qz_job *j) {
     for (uint64_t i = 0; i < j->g.n_tensors; i++) {
         const gguf_tensor *t = &j->g.tensors[i];
-        if (t->type == CX_TYPE_F32 || t->type == CX_TYPE_F16) continue;
+        if (t->type == CX_TYPE_F32 || t->type == CX_TYPE_F16 || t->type == CX_TYPE_BF16) continue;
         int nl = (int)(t->name.len > 64 ? 64 : t->name.len);
         if (gguf_type_block_elems(t->type) > 1)
             return cx_fail(j->err, CX_EINVAL, "%s: already quantized (tensor '%.*s' is %s): requantizing loses quality; "
-                           "quantize from the f32/f16 original", j->in, nl, t->name.ptr, gguf_type_name(t->type));
-        return cx_fail(j->err, CX_EUNSUP, "%s: tensor '%.*s' has type %s; quantize reads f32 and f16 only", j->in, nl,
+                           "quantize from the f32/f16/bf16 original", j->in, nl, t->name.ptr, gguf_type_name(t->type));
+        return cx_fail(j->err, CX_EUNSUP, "%s: tensor '%.*s' has type %s; quantize reads f32, f16 and bf16 only", j->in, nl,
                        t->name.ptr, gguf_type_name(t->type));
     }
     return 0;
@@ -406,7 +407,7 @@ int cx_quantize_file_ex(const char *in, const char *tokenizer, const char *out, 
                         cx_quantize_stats *stats, cx_err *err) {
     if (!in || !*in || !out || !*out) return cx_fail(err, CX_EINVAL, "quantize needs an input and an output path");
     if (gguf_file_type(ftype) < 0)
-        return cx_fail(err, CX_EINVAL, "cannot write file type %s (%d): f32, f16, q8_0, q4_0, q4_k, q6_k, mxfp4 or q4_k_m",
+        return cx_fail(err, CX_EINVAL, "cannot write file type %s (%d): f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, mxfp4 or q4_k_m",
                        cx_type_name(ftype), ftype);
     if (same_file(in, out)) return cx_fail(err, CX_EINVAL, "%s: the output would overwrite the input", out);
     qz_job j = {0};

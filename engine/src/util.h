@@ -23,6 +23,21 @@ int cx_fail(cx_err *err, int code, const char *fmt, ...) CX_PRINTF(3, 4);
 /* IEEE half <-> single, exact for every half value (round-to-nearest-even down). */
 float cx_fp16_to_fp32(uint16_t h);
 uint16_t cx_fp32_to_fp16(float f);
+/* bfloat16 <-> single. bf16 is the top half of a float, so widening is a
+ * shift (exact); narrowing rounds to nearest even and keeps NaN a quiet NaN,
+ * bit for bit as ggml's ggml_compute_fp32_to_bf16 (and gguf-py) do. */
+static inline float cx_bf16_to_fp32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint16_t cx_fp32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 64); /* NaN: force quiet */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
 
 /* Unaligned little-endian loads: model files are byte streams, not structs. */
 static inline uint16_t cx_rd16(const void *p) { uint16_t v; memcpy(&v, p, 2); return v; }

@@ -5,8 +5,8 @@
 #include "roofline.h"
 
 #include <math.h>
-
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cortex_tools.h"
@@ -20,21 +20,57 @@ void roof_model_from_numbers(roof_model *out, double weight_bytes, double embd_b
      * reads it whole, and the lookup reads one row of it besides. */
     out->weight_bytes = weight_bytes - (tied_output ? 0 : embd_bytes) + row;
     out->kv_bytes_per_pos = 2.0 * n_layer * n_head_kv * head_dim * ROOF_KV_ELEM_BYTES;
+    out->weight_flops = 0; /* unknown from these numbers */
+    out->flops_per_pos = 0;
 }
 
-int roof_model_of(const cx_model *m, int kv_type, roof_model *out) {
-    const cx_model_info *mi = cx_model_get_info(m);
-    double embd = -1;
-    for (int i = 0; i < mi->n_tensors; i++) {
-        cx_tensor_info t;
-        if (cx_model_tensor(m, i, &t) == 0 && !strcmp(t.name, "token_embd.weight")) embd = (double)t.nbytes;
+/* See roofline.h. */
+int roof_weights(const cx_tensor_info *t, int n, int tied_output, int n_expert_used, roof_model *out, char *why,
+                 size_t whylen) {
+    double bytes = 0, flops = 0;
+    int have_embd = 0;
+    for (int i = 0; i < n; i++) {
+        double elems = 1, share = 1;
+        for (int d = 0; d < t[i].n_dims; d++) elems *= (double)t[i].ne[d];
+        if (!strcmp(t[i].name, "token_embd.weight")) {
+            have_embd = 1;
+            double rows = t[i].n_dims > 1 ? (double)t[i].ne[1] : 1;
+            /* Untied: only looked up (one row). Tied: the classifier reads it whole, the lookup one row besides. */
+            bytes += (double)t[i].nbytes / rows + (tied_output ? (double)t[i].nbytes : 0);
+            flops += tied_output ? 2 * elems : 0;
+            continue;
+        }
+        if (strstr(t[i].name, "_exps.")) { /* experts along the last dimension: only the selected ones are read */
+            int64_t n_expert = t[i].ne[t[i].n_dims > 0 ? t[i].n_dims - 1 : 0];
+            if (n_expert_used <= 0 || n_expert_used > n_expert)
+                return snprintf(why, whylen, "%s holds %lld experts, but the model says each token uses %d",
+                                t[i].name, (long long)n_expert, n_expert_used), -1;
+            share = (double)n_expert_used / (double)n_expert;
+        }
+        bytes += (double)t[i].nbytes * share;
+        if (t[i].n_dims >= 2) flops += 2 * elems * share;
     }
-    if (embd < 0) return -1;
-    roof_model_from_numbers(out, (double)mi->weight_bytes, embd, mi->n_vocab, mi->tied_output, mi->n_layer,
-                            mi->n_head_kv, mi->head_dim);
-    double kv = cx_kv_bytes_per_pos(m, kv_type);
-    if (kv < 0) return -1;
-    out->kv_bytes_per_pos = kv;
+    if (!have_embd) return snprintf(why, whylen, "the model has no token_embd.weight tensor"), -1;
+    out->weight_bytes = bytes;
+    out->weight_flops = flops;
+    return 0;
+}
+
+/* See roofline.h. */
+int roof_model_of(const cx_model *m, int kv_type, roof_model *out, char *why, size_t whylen) {
+    const cx_model_info *mi = cx_model_get_info(m);
+    cx_tensor_info *t = malloc(sizeof *t * (size_t)(mi->n_tensors > 0 ? mi->n_tensors : 1));
+    if (!t) return snprintf(why, whylen, "out of memory"), -1;
+    int n = 0;
+    for (int i = 0; i < mi->n_tensors; i++)
+        if (cx_model_tensor(m, i, &t[n]) == 0) n++;
+    memset(out, 0, sizeof *out);
+    int rc = roof_weights(t, n, mi->tied_output, mi->n_expert_used, out, why, whylen);
+    free(t);
+    if (rc) return -1;
+    out->kv_bytes_per_pos = cx_kv_bytes_per_pos(m, kv_type);
+    if (out->kv_bytes_per_pos < 0) return snprintf(why, whylen, "KV type %d has no hot blocks", kv_type), -1;
+    out->flops_per_pos = 2.0 * 2.0 * mi->n_layer * mi->n_head * mi->head_dim;
     return 0;
 }
 
@@ -47,12 +83,18 @@ double roof_tps(double read_gbs, double bytes_per_token) {
     return read_gbs * 1e9 / bytes_per_token;
 }
 
+double roof_flops_per_token(const roof_model *rm, double ctx_mean) {
+    return rm->weight_flops > 0 ? rm->weight_flops + rm->flops_per_pos * ctx_mean : NAN;
+}
+
 void roof_apply(rep_result *reps, int n_reps, const roof_model *rm, double read_gbs, int shared) {
     for (int r = 0; r < n_reps; r++) {
         double ctx = rep_get_metric(&reps[r], "decode_ctx_mean"), dec = rep_get_metric(&reps[r], "decode_tps");
         if (isnan(ctx) || isnan(dec)) continue;
         double bpt = roof_bytes_per_token(rm, ctx, shared), rt = roof_tps(read_gbs, bpt);
         rep_set_metric(&reps[r], "bytes_per_token", bpt);
+        double fpt = roof_flops_per_token(rm, ctx);
+        if (!isnan(fpt)) rep_set_metric(&reps[r], "flops_per_token", fpt);
         if (isnan(rt)) continue;
         rep_set_metric(&reps[r], "roofline_tps", rt);
         rep_set_metric(&reps[r], "roofline_frac", dec / rt);

@@ -36,16 +36,34 @@
 /* Printed once when decode speeds are shown but the machine has no hw row. */
 #define ROOF_HINT "roofline: run `cortex-bench hw` first"
 
-/* What one decode step of a model reads. */
+/* What one decode step of a model reads and computes. */
 typedef struct roof_model {
     double weight_bytes;      /* weights read per step */
     double kv_bytes_per_pos;  /* KV cache bytes per attended position */
+    double weight_flops;      /* arithmetic of the step's matrix-vector products, 2 per multiply-add (0: unknown) */
+    double flops_per_pos;     /* attention's per attended position: q.k and the weighted v, every head and layer */
 } roof_model;
 
-/* From the model's hyper-parameters and tensor list, with KV blocks of
- * kv_type (CX_KV_F32/F16/Q8). 0, or -1 when the model has no
- * token_embd.weight tensor to account for. */
-int roof_model_of(const cx_model *m, int kv_type, roof_model *out);
+/*
+ * Weight bytes and matrix arithmetic of one decode step from a tensor list
+ * (into out->weight_bytes, out->weight_flops): every tensor is read whole,
+ * except that token_embd.weight is one looked-up row (plus the whole matrix
+ * when the output is tied to it, as the classifier reads it), and a
+ * mixture-of-experts tensor (a name with "_exps.": ffn_gate_exps,
+ * ffn_up_exps, ffn_down_exps and their biases, the experts along the last
+ * dimension) counts n_expert_used / n_expert of itself: decode reads only the
+ * selected experts. Arithmetic: 2 per weight of every matrix (2-D and up)
+ * read, the embedding lookup excluded. 0, or -1 with the reason in `why`
+ * (no token embedding; expert tensors without a valid n_expert_used).
+ */
+int roof_weights(const cx_tensor_info *t, int n, int tied_output, int n_expert_used, roof_model *out, char *why,
+                 size_t whylen);
+
+/* From the model's hyper-parameters and tensor list (roof_weights), with KV
+ * blocks of kv_type (CX_KV_F32/F16/Q8). 0, or -1 with the reason in `why`
+ * (no token_embd.weight tensor to account for, experts without a count of
+ * those used, a KV type without hot blocks). */
+int roof_model_of(const cx_model *m, int kv_type, roof_model *out, char *why, size_t whylen);
 
 /* The same from raw numbers (tests, and models described by numbers):
  * weight_bytes of all tensors, the token embedding's bytes and rows; f32 KV. */
@@ -59,9 +77,13 @@ double roof_bytes_per_token(const roof_model *rm, double ctx_mean, int shared);
 /* Tokens/s the bandwidth allows: gbs * 1e9 / bytes_per_token (NAN if either <= 0). */
 double roof_tps(double read_gbs, double bytes_per_token);
 
-/* Add bytes_per_token to every repetition that decoded (has decode_tps and
- * decode_ctx_mean), and roofline_tps and roofline_frac when read_gbs > 0;
- * `shared` as roof_bytes_per_token. */
+/* Arithmetic of a decoded token attending `ctx_mean` positions (2 per
+ * multiply-add); NAN when the model's is unknown. */
+double roof_flops_per_token(const roof_model *rm, double ctx_mean);
+
+/* Add bytes_per_token (and flops_per_token when known) to every repetition
+ * that decoded (has decode_tps and decode_ctx_mean), and roofline_tps and
+ * roofline_frac when read_gbs > 0; `shared` as roof_bytes_per_token. */
 void roof_apply(rep_result *reps, int n_reps, const roof_model *rm, double read_gbs, int shared);
 
 #include "store.h"

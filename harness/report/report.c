@@ -203,7 +203,7 @@ static void rp_md_counters(rp_ctx *c, FILE *out) {
     fputc('\n', out);
 }
 
-/* One chart in report.md: the PNG inline, links to the SVG, data and script. */
+/* One chart in a markdown report: the PNG inline, links to the SVG, data and script. */
 static void rp_md_chart(FILE *out, const rp_chart *ch) {
     fprintf(out, "### %s\n\n", ch->title);
     if (ch->rendered) fprintf(out, "![%s](%s.png)\n\n[SVG](%s.svg) · ", ch->title, ch->stem, ch->stem);
@@ -211,8 +211,8 @@ static void rp_md_chart(FILE *out, const rp_chart *ch) {
     if (*ch->why) fprintf(out, "_Note: %s._\n\n", ch->why);
 }
 
-/* The charts section: drawn charts, then the ones that do not apply and why. */
-static void rp_md_charts(rp_ctx *c, FILE *out, int have_gp, const char *gp_error) {
+/* See report_int.h. */
+void rp_md_charts(FILE *out, const rp_chart *charts, int n, int have_gp, const char *gp_error) {
     fprintf(out, "## Charts\n\n");
     if (!have_gp)
         fprintf(out, "_Charts not drawn: gnuplot was not found (`apt-get install gnuplot-nox`). Their data (`*.dat`)"
@@ -220,16 +220,57 @@ static void rp_md_charts(rp_ctx *c, FILE *out, int have_gp, const char *gp_error
                      " NAME.svg._\n\n");
     else if (gp_error)
         fprintf(out, "_Some charts could not be drawn: %s_\n\n", gp_error);
-    for (int i = 0; i < CH_N; i++)
-        if (c->charts[i].made) rp_md_chart(out, &c->charts[i]);
+    for (int i = 0; i < n; i++)
+        if (charts[i].made) rp_md_chart(out, &charts[i]);
     int skipped = 0;
-    for (int i = 0; i < CH_N; i++) {
-        const rp_chart *ch = &c->charts[i];
+    for (int i = 0; i < n; i++) {
+        const rp_chart *ch = &charts[i];
         if (ch->made) continue;
         if (!skipped++) fprintf(out, "Not applicable to this run:\n\n");
         fprintf(out, "- %s: %s\n", ch->title, ch->why);
     }
     if (skipped) fputc('\n', out);
+}
+
+/* See report_int.h. */
+void rp_charts_clear(rp_ctx *c, const rp_chart *charts, int n) {
+    static const char *const EXT[] = {"png", "svg", "dat", "gp"};
+    for (int i = 0; i < n; i++)
+        for (int e = 0; e < 4; e++) {
+            char p[PATH_MAX + 64];
+            snprintf(p, sizeof p, "%s/%s.%s", c->dir, charts[i].stem, EXT[e]);
+            unlink(p);
+        }
+}
+
+/* See report_int.h. */
+int rp_charts_render(rp_ctx *c, rp_chart *charts, int n, char *gp_err, size_t gp_errlen) {
+    char gp[PATH_MAX];
+    gp_err[0] = 0;
+    int have_gp = plot_gnuplot_find(gp, sizeof gp);
+    if (!have_gp) fprintf(stderr, "%s\n", REPORT_NO_GNUPLOT_MSG);
+    for (int i = 0; have_gp && i < n; i++) {
+        rp_chart *ch = &charts[i];
+        if (!ch->made) continue;
+        char script[96], e1[512];
+        snprintf(script, sizeof script, "%s.gp", ch->stem);
+        if (plot_gnuplot_run(gp, c->dir, script, e1, sizeof e1)) {
+            if (!*gp_err) snprintf(gp_err, gp_errlen, "%s", e1);
+            continue;
+        }
+        int ok = 1;
+        for (int e = 0; e < 2; e++) {
+            char p[PATH_MAX + 64];
+            struct stat st;
+            snprintf(p, sizeof p, "%s/%s.%s", c->dir, ch->stem, e ? "svg" : "png");
+            if (stat(p, &st) != 0 || st.st_size == 0) {
+                ok = 0;
+                if (!*gp_err) snprintf(gp_err, gp_errlen, "gnuplot (%.200s) wrote no %.300s", gp, p);
+            }
+        }
+        ch->rendered = ok;
+    }
+    return have_gp;
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -272,7 +313,7 @@ static int rp_write_md(rp_ctx *c, int have_gp, const char *gp_error) {
     if (show_table(c->s, &c->run.info.id, 1, "md", 1, out, serr, sizeof serr)) fprintf(out, "_%s_\n", serr);
     fprintf(out, "\n");
     if (c->base.info.id) rp_md_baseline(c, out);
-    rp_md_charts(c, out, have_gp, gp_error);
+    rp_md_charts(out, c->charts, CH_N, have_gp, gp_error);
     rp_md_requests(c, out);
     rp_md_adapters(c, out);
     rp_md_counters(c, out);
@@ -330,47 +371,15 @@ int report_write(store *s, int64_t run_id, int64_t baseline_run, const char *out
         goto out;
     }
 
-    /* Data and scripts; stale images of a previous report are removed so the
-     * directory never shows a chart this report did not draw. */
-    for (int i = 0; i < CH_N; i++) {
-        static const char *const EXT[] = {"png", "svg", "dat", "gp"};
-        for (int e = 0; e < 4; e++) {
-            char p[PATH_MAX + 64];
-            snprintf(p, sizeof p, "%s/%s.%s", c.dir, c.charts[i].stem, EXT[e]);
-            unlink(p);
-        }
-    }
+    /* Data and scripts; stale images of a previous report are removed first. */
+    rp_charts_clear(&c, c.charts, CH_N);
     if (rp_chart_tps(&c, &c.charts[CH_TPS]) || rp_chart_cdf(&c, &c.charts[CH_TTFT], 0) ||
         rp_chart_cdf(&c, &c.charts[CH_ITL], 1) || rp_chart_time(&c, &c.charts[CH_TIME]) ||
         rp_chart_counters(&c, &c.charts[CH_COUNTERS]) || rp_chart_adapters(&c, &c.charts[CH_ADAPTERS]) ||
         rp_chart_sweep(&c, &c.charts[CH_SWEEP]))
         goto out;
-
-    /* Render. */
-    char gp[PATH_MAX], gp_err[768] = "";
-    int have_gp = plot_gnuplot_find(gp, sizeof gp);
-    if (!have_gp) fprintf(stderr, "%s\n", REPORT_NO_GNUPLOT_MSG);
-    for (int i = 0; have_gp && i < CH_N; i++) {
-        rp_chart *ch = &c.charts[i];
-        if (!ch->made) continue;
-        char script[96], e1[512];
-        snprintf(script, sizeof script, "%s.gp", ch->stem);
-        if (plot_gnuplot_run(gp, c.dir, script, e1, sizeof e1)) {
-            if (!*gp_err) snprintf(gp_err, sizeof gp_err, "%s", e1);
-            continue;
-        }
-        int ok = 1;
-        for (int e = 0; e < 2; e++) {
-            char p[PATH_MAX + 64];
-            struct stat st;
-            snprintf(p, sizeof p, "%s/%s.%s", c.dir, ch->stem, e ? "svg" : "png");
-            if (stat(p, &st) != 0 || st.st_size == 0) {
-                ok = 0;
-                if (!*gp_err) snprintf(gp_err, sizeof gp_err, "gnuplot (%.200s) wrote no %.300s", gp, p);
-            }
-        }
-        ch->rendered = ok;
-    }
+    char gp_err[768];
+    int have_gp = rp_charts_render(&c, c.charts, CH_N, gp_err, sizeof gp_err);
     if (rp_write_md(&c, have_gp, *gp_err ? gp_err : NULL)) goto out;
     if (*gp_err) {
         snprintf(err, errlen, "%s (report.md written without that chart)", gp_err);

@@ -24,8 +24,8 @@ typedef struct rp_vec {
     size_t n;
 } rp_vec;
 
-/* Open DIR/STEM.EXT for writing; NULL with a message. */
-static FILE *rp_open(rp_ctx *c, const char *stem, const char *ext) {
+/* See report_int.h. */
+FILE *rp_open(rp_ctx *c, const char *stem, const char *ext) {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s.%s", c->dir, stem, ext);
     FILE *f = fopen(path, "w");
@@ -33,8 +33,8 @@ static FILE *rp_open(rp_ctx *c, const char *stem, const char *ext) {
     return f;
 }
 
-/* Close a file written by rp_open; -1 with a message if writing failed. */
-static int rp_close(rp_ctx *c, FILE *f, const char *stem, const char *ext) {
+/* See report_int.h. */
+int rp_close(rp_ctx *c, FILE *f, const char *stem, const char *ext) {
     int bad = fflush(f) != 0 || ferror(f);
     int e = errno;
     if (fclose(f) != 0) bad = 1;
@@ -42,9 +42,8 @@ static int rp_close(rp_ctx *c, FILE *f, const char *stem, const char *ext) {
     return bad ? -1 : 0;
 }
 
-/* Script prologue: what it draws, and the PNG terminal (pngcairo when this
- * gnuplot has it, else png). */
-static void rp_gp_begin(FILE *f, const rp_chart *ch, int w, int h) {
+/* See report_int.h: the PNG terminal is pngcairo when this gnuplot has it, else png. */
+void rp_gp_begin(FILE *f, const rp_chart *ch, int w, int h) {
     fprintf(f, "# %s.gp - %s\n# Written by cortex-bench report. Re-plot (in this directory): gnuplot %s.gp\n", ch->stem,
             ch->title, ch->stem);
     fprintf(f, "if (strstrt(GPVAL_TERMINALS, ' pngcairo ') > 0) {\n"
@@ -58,8 +57,8 @@ static void rp_gp_begin(FILE *f, const rp_chart *ch, int w, int h) {
             w, h, w, h, ch->stem);
 }
 
-/* Script epilogue: the same plot again as SVG. */
-static void rp_gp_end(FILE *f, const rp_chart *ch, int w, int h) {
+/* See report_int.h. */
+void rp_gp_end(FILE *f, const rp_chart *ch, int w, int h) {
     fprintf(f, "set terminal svg size %d,%d noenhanced font 'sans,10' background rgb 'white'\n"
                "set output '%s.svg'\nreplot\nunset output\n",
             w, h, ch->stem);

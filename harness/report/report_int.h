@@ -43,6 +43,27 @@ typedef struct rp_ctx {
 /* Set the error message from the store's last error and return -1. */
 int rp_db_fail(rp_ctx *c, const char *what);
 
+/* Chart files (report_charts.c), shared by report.c and challenge.c: open
+ * c->dir/STEM.EXT for writing (NULL with a message in c->err); close it (-1
+ * with a message if writing failed); a gnuplot script's prologue (what it
+ * draws, the PNG terminal, w x h pixels) and epilogue (the same plot again
+ * as SVG). */
+FILE *rp_open(rp_ctx *c, const char *stem, const char *ext);
+int rp_close(rp_ctx *c, FILE *f, const char *stem, const char *ext);
+void rp_gp_begin(FILE *f, const rp_chart *ch, int w, int h);
+void rp_gp_end(FILE *f, const rp_chart *ch, int w, int h);
+
+/* report.c, shared with challenge.c: remove the n charts' old files from
+ * c->dir (so the directory never shows a chart this report did not draw). */
+void rp_charts_clear(rp_ctx *c, const rp_chart *charts, int n);
+/* Draw the made charts of `charts` with gnuplot in c->dir, setting their
+ * `rendered`; 1 when gnuplot was found (else one line on stderr), and the
+ * first failure in gp_err ("" when none). */
+int rp_charts_render(rp_ctx *c, rp_chart *charts, int n, char *gp_err, size_t gp_errlen);
+/* The charts section of a markdown report: drawn charts, then the ones that
+ * do not apply and why. */
+void rp_md_charts(FILE *out, const rp_chart *charts, int n, int have_gp, const char *gp_error);
+
 /* Each chart: write DIR/STEM.dat and STEM.gp and set ch->made, or say in
  * ch->why why there is nothing to draw. 0, or -1 with a message in c->err. */
 int rp_chart_tps(rp_ctx *c, rp_chart *ch);

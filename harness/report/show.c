@@ -46,6 +46,9 @@ static const struct { const char *name, *label, *unit; } HEADLINE[] = {
     {"req_tps_min", "per-request TPS, min", "tok/s"},
     {"req_tps_median", "per-request TPS, median", "tok/s"},
     {"req_tps_max", "per-request TPS, max", "tok/s"},
+    {"req_decode_tps_min", "per-request decode TPS, min", "tok/s"},
+    {"req_decode_tps_median", "per-request decode TPS, median", "tok/s"},
+    {"req_decode_tps_max", "per-request decode TPS, max", "tok/s"},
     {"ttft_ms_p50", "TTFT p50", "ms"}, {"ttft_ms_p90", "TTFT p90", "ms"}, {"ttft_ms_p99", "TTFT p99", "ms"},
     {"tpot_ms_p50", "TPOT p50", "ms"}, {"tpot_ms_p90", "TPOT p90", "ms"}, {"tpot_ms_p99", "TPOT p99", "ms"},
     {"itl_ms_p50", "ITL p50", "ms"}, {"itl_ms_p90", "ITL p90", "ms"}, {"itl_ms_p99", "ITL p99", "ms"},
@@ -68,6 +71,7 @@ static const struct { const char *name, *label, *unit; } HEADLINE[] = {
     {"lora_load_ms_mean", "adapter load time (mean)", "ms"}, {"lora_load_ms_max", "adapter load time (max)", "ms"},
     {"lora_resident_mib", "resident adapters at the end", "MiB"},
     {"bytes_per_token", "bytes read per decoded token", "B"},
+    {"flops_per_token", "arithmetic per decoded token", "FLOP"},
     {"roofline_tps", "bandwidth roofline for decode", "tok/s"},
     {"roofline_frac", "decode / roofline", "fraction"},
 };

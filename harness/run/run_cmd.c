@@ -45,12 +45,22 @@ static int model_hash(store *s, const char *path, char out[65], char *err, size_
     return 0;
 }
 
-/* Resolve "standard" to prompts/standard.jsonl: $CORTEX_PROMPTS, ./prompts, or the source tree. */
-static void standard_path(char *out, size_t n) {
+/* The prompt sets selected by name (--workload NAME): prompts/NAME.jsonl.
+ * "challenge" stands in for the benchmark challenge's own 10 prompts
+ * (prompts/README.md). */
+static const char *const NAMED_SETS[] = {"standard", "challenge"};
+
+/* Resolve a named set to prompts/NAME.jsonl: $CORTEX_PROMPTS, ./prompts, or
+ * the source tree. 1 when `name` is one of NAMED_SETS, else 0. */
+static int named_set_path(const char *name, char *out, size_t n) {
+    size_t k = 0;
+    while (k < sizeof NAMED_SETS / sizeof *NAMED_SETS && strcmp(name, NAMED_SETS[k])) k++;
+    if (k == sizeof NAMED_SETS / sizeof *NAMED_SETS) return 0;
     const char *dir = getenv("CORTEX_PROMPTS");
-    if (dir) { snprintf(out, n, "%s/standard.jsonl", dir); return; }
-    snprintf(out, n, "prompts/standard.jsonl");
-    if (access(out, R_OK) != 0) snprintf(out, n, "%s/prompts/standard.jsonl", CORTEX_SRC_DIR);
+    if (dir) { snprintf(out, n, "%s/%s.jsonl", dir, name); return 1; }
+    snprintf(out, n, "prompts/%s.jsonl", name);
+    if (access(out, R_OK) != 0) snprintf(out, n, "%s/prompts/%s.jsonl", CORTEX_SRC_DIR, name);
+    return 1;
 }
 
 /* SHA-256 of everything that must match for two runs to be compared. */
@@ -316,8 +326,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     char err[512], path[1024];
     int np = 0, ng = 0, nseq = 0, batched = 0;
     const char *wl_path = NULL;
-    if (!strcmp(o.workload, "standard")) {
-        standard_path(path, sizeof path);
+    if (named_set_path(o.workload, path, sizeof path)) {
         wl_path = path;
     } else if (!strncmp(o.workload, "trace:", 6) || !strncmp(o.workload, "prompts:", 8)) {
         wl_path = strchr(o.workload, ':') + 1;
@@ -328,8 +337,8 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
                             o.workload);
         if (o.depth) return cli_fail(2, "%s", "-d (KV depth) applies to ppN, tgN, pgN,M, not multiseq or batched");
     } else if (runner_parse_test(o.workload, &np, &ng) != 0) {
-        return cli_fail(2, "unknown workload '%s' (standard, trace:FILE, prompts:FILE, ppN, tgN, pgN,M, multiseq:N,C,G, "
-                        "batched:N,C,G)", o.workload);
+        return cli_fail(2, "unknown workload '%s' (a prompt set: standard or challenge; trace:FILE, prompts:FILE, ppN,"
+                        " tgN, pgN,M, multiseq:N,C,G, batched:N,C,G)", o.workload);
     }
     if (wl_path && wl_load(wl_path, &wl, err, sizeof err)) return cli_fail(2, "%s", err);
     if (!wl_path && o.mode >= 0) return cli_fail(2, "--mode %s applies to prompt sets and traces, not synthetic tests",
@@ -476,7 +485,9 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     cli_join_argv(argc, argv, meta.cmdline, sizeof meta.cmdline);
 
     roof_model rm;
-    int have_rm = model && roof_model_of(model, o.kv.type, &rm) == 0;
+    char why[256];
+    int have_rm = model && roof_model_of(model, o.kv.type, &rm, why, sizeof why) == 0;
+    if (model && !have_rm) fprintf(stderr, "cortex-bench: no bytes per token (no roofline): %s\n", why);
     int rc = 0, n_ids = 0;
     const roof_model *rmp = have_rm ? &rm : NULL;
     const wl_workload *wlp = wl_path ? &wl : NULL;

@@ -394,6 +394,20 @@ static void served_metrics(rep_result *out, double makespan_ms, const run_config
     }
 }
 
+/* NAME_min, NAME_median and NAME_max of the k values v (sorted in place);
+ * nothing when k is 0. */
+static void set_spread(rep_result *out, const char *name, double *v, size_t k) {
+    if (!k) return;
+    char m[40];
+    stats_sort(v, k);
+    snprintf(m, sizeof m, "%s_min", name);
+    rep_set_metric(out, m, v[0]);
+    snprintf(m, sizeof m, "%s_median", name);
+    rep_set_metric(out, m, stats_percentile(v, k, 50));
+    snprintf(m, sizeof m, "%s_max", name);
+    rep_set_metric(out, m, v[k - 1]);
+}
+
 /* Run-level metrics from the per-request results (docs/metrics.md). */
 static void summarize(rep_result *out, double makespan_ms, int synthetic, const run_config *cfg) {
     size_t n = (size_t)out->n_req, n_itl = 0;
@@ -450,12 +464,14 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic, const 
             double service = q->e2e_ms - (isnan(q->queue_ms) ? 0 : q->queue_ms);
             if (!q->error[0] && service > 0) v[k++] = q->gen_tokens / (service / 1e3);
         }
-        if (k) {
-            stats_sort(v, k);
-            rep_set_metric(out, "req_tps_min", v[0]);
-            rep_set_metric(out, "req_tps_median", stats_percentile(v, k, 50));
-            rep_set_metric(out, "req_tps_max", v[k - 1]);
+        set_spread(out, "req_tps", v, k);
+        /* per-request decode speed: the tokens after the first over the time they took (1 / TPOT) */
+        k = 0;
+        for (int i = 0; i < out->n_req; i++) {
+            const req_result *q = &out->req[i];
+            if (!q->error[0] && q->gen_tokens > 1 && q->decode_ms > 0) v[k++] = (q->gen_tokens - 1) / (q->decode_ms / 1e3);
         }
+        set_spread(out, "req_decode_tps", v, k);
     }
 #undef COLLECT
     size_t k = 0;

@@ -111,3 +111,28 @@ int hw_store_lookup(store *s, const char *fingerprint, int64_t env_id, int threa
     sqlite3_finalize(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? found : -1;
 }
+
+/* See hw_store.h. */
+int hw_store_peaks(store *s, int64_t id, hw_peaks *out) {
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    memset(out, 0, sizeof *out);
+    if (sqlite3_prepare_v2(db, "SELECT id, threads, read_gbs_1t, read_gbs, fp32_gflops_scalar_1t, fp32_gflops_avx2_1t,"
+                               " int8_gops_avx2_1t, llc_bytes, measured_at FROM hw WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        out->id = row_int(st, "id");
+        out->threads = (int)row_int(st, "threads");
+        out->read_gbs_1t = row_num(st, "read_gbs_1t");
+        out->read_gbs = row_num(st, "read_gbs");
+        out->fp32_scalar_1t = row_num(st, "fp32_gflops_scalar_1t");
+        out->fp32_avx2_1t = row_num(st, "fp32_gflops_avx2_1t");
+        out->int8_avx2_1t = row_num(st, "int8_gops_avx2_1t");
+        out->llc_bytes = row_null(st, "llc_bytes") ? NAN : row_num(st, "llc_bytes");
+        row_copy(st, "measured_at", out->measured_at, sizeof out->measured_at);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}

@@ -34,4 +34,17 @@ typedef struct hw_ref {
  */
 int hw_store_lookup(store *s, const char *fingerprint, int64_t env_id, int threads, hw_ref *out);
 
+/* The figures of one hw row a projection needs; NAN where not measured. */
+typedef struct hw_peaks {
+    int64_t id;
+    int threads;              /* the row's N */
+    double read_gbs_1t, read_gbs; /* best read GB/s at 1 and N threads */
+    double fp32_scalar_1t, fp32_avx2_1t, int8_avx2_1t; /* one core's peak arithmetic, G operations/s */
+    double llc_bytes;         /* last-level cache, NAN when sysfs did not say */
+    char measured_at[40];
+} hw_peaks;
+
+/* hw row `id` into *out: 1 found, 0 missing, -1 on a query error. */
+int hw_store_peaks(store *s, int64_t id, hw_peaks *out);
+
 #endif

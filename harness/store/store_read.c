@@ -323,7 +323,8 @@ int store_latency_samples(store *s, int64_t run, int itl, double **v, size_t *n)
 int store_request_times(store *s, int64_t run, store_request_time **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s, "SELECT arrival_ms / 1000.0 AS arrival_s, ttft_ms, e2e_ms, rep, item, error"
+    sqlite3_stmt *st = row_prepare(s, "SELECT arrival_ms / 1000.0 AS arrival_s, ttft_ms, e2e_ms, queue_ms, decode_ms, rep,"
+                                      " idx, prompt_tokens, gen_tokens, item, token_hash, error"
                                       " FROM requests WHERE run_id = ?1 ORDER BY rep, idx", run, 0);
     if (!st) return -1;
     int cap = 0, rc;
@@ -333,12 +334,42 @@ int store_request_times(store *s, int64_t run, store_request_time **out, int *n)
         t->arrival_s = row_num(st, "arrival_s");
         t->ttft_ms = row_num(st, "ttft_ms");
         t->e2e_ms = row_num(st, "e2e_ms");
+        t->queue_ms = row_num(st, "queue_ms");
+        t->decode_ms = row_num(st, "decode_ms");
         t->rep = (int)row_int(st, "rep");
+        t->idx = (int)row_int(st, "idx");
+        t->prompt_tokens = (int)row_int(st, "prompt_tokens");
+        t->gen_tokens = (int)row_int(st, "gen_tokens");
         t->failed = *row_text(st, "error") || row_null(st, "ttft_ms") || row_null(st, "e2e_ms");
         row_copy(st, "item", t->item, sizeof t->item);
+        row_copy(st, "token_hash", t->token_hash, sizeof t->token_hash);
+        row_copy(st, "error", t->error, sizeof t->error);
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* See store_read.h. `IS` compares NULLs as equal (older runs lack columns). */
+int store_run_siblings(store *s, int64_t run, int64_t *ids, int cap) {
+    sqlite3_stmt *st = row_prepare(s,
+        "SELECT o.id AS id, o.threads AS threads, o.id = r.id AS self FROM runs r JOIN runs o"
+        " ON (o.id = r.id OR (o.status = 'complete' AND o.threads IS NOT r.threads))"
+        " AND o.workload_hash IS r.workload_hash AND o.model_sha256 IS r.model_sha256"
+        " AND o.git_commit IS r.git_commit AND o.git_dirty IS r.git_dirty AND o.build_type IS r.build_type"
+        " AND o.build_flags IS r.build_flags AND o.env_id IS r.env_id AND o.isa IS r.isa AND o.kv_config IS r.kv_config"
+        " AND o.sched_config IS r.sched_config AND o.mode IS r.mode AND o.concurrency IS r.concurrency"
+        " AND o.n_ctx IS r.n_ctx AND o.ignore_eos IS r.ignore_eos AND o.rate IS r.rate AND o.endpoint IS r.endpoint"
+        " WHERE r.id = ?1 ORDER BY o.threads, self DESC, o.id DESC", run, 0);
+    if (!st) return -1;
+    int n = 0, last_threads = -1, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < cap) {
+        int t = (int)row_int(st, "threads");
+        if (t == last_threads) continue; /* an older run at a thread count already taken */
+        last_threads = t;
+        ids[n++] = row_int(st, "id");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? n : -1;
 }
 
 int store_adapters_load(store *s, int64_t run, store_adapter **out, int *n) {

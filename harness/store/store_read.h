@@ -67,11 +67,13 @@ typedef struct store_counter {
 } store_counter;
 extern const char *const STORE_PHASES[3];
 
-/* One request of one repetition, for latency-over-time charts. */
+/* One request of one repetition: latency-over-time charts, the challenge report's per-prompt medians. */
 typedef struct store_request_time {
     double arrival_s, ttft_ms, e2e_ms;
-    int rep, failed; /* failed: an error, or no latency recorded */
-    char item[64];
+    double queue_ms, decode_ms;  /* NAN when not recorded (queue_ms over HTTP) */
+    int rep, idx, failed;        /* failed: an error, or no latency recorded */
+    int prompt_tokens, gen_tokens;
+    char item[64], token_hash[24], error[200];
 } store_request_time;
 
 /* Per-adapter latency of a trace run (adapter_stats row), NAN when absent. */
@@ -113,6 +115,13 @@ int store_counters_load(store *s, int64_t run, store_counter **out, int *n);
 int store_latency_samples(store *s, int64_t run, int itl, double **v, size_t *n);
 /* Every request of every repetition, in order. 0 or -1. */
 int store_request_times(store *s, int64_t run, store_request_time **out, int *n);
+/* The runs like `run` at other thread counts: the newest complete run per
+ * thread count with the same workload bytes, model file, commit and build,
+ * machine, kernels, KV and scheduler configuration, loop, context and
+ * end-of-text handling (everything compare_key holds but the threads).
+ * `run` itself and at most cap - 1 others into ids, by thread count; how
+ * many, or -1. */
+int store_run_siblings(store *s, int64_t run, int64_t *ids, int cap);
 /* Per-adapter statistics, by adapter. 0 or -1. */
 int store_adapters_load(store *s, int64_t run, store_adapter **out, int *n);
 /* The server metrics that changed during run `run`'s repetitions, by series

@@ -16,8 +16,9 @@ tests/test_moe_reference.py checks them and lists the sources.
 
 Written from the math, in the spirit of llama2.c's run.c, to check the C engine.
 It imports nothing from the C project. Two loaders produce the same in-memory
-model: llama2.c `.bin` checkpoints and GGUF v3 files with F32 (or F16) tensors
-(or MXFP4 ones, dequantized to float32 by mxfp4_ref.py, written from the spec).
+model: llama2.c `.bin` checkpoints and GGUF v3 files with F32 (or F16, or BF16:
+the top 16 bits of a float32) tensors (or MXFP4 ones, dequantized to float32 by
+mxfp4_ref.py, written from the spec).
 
 LoRA adapters (--lora FILE[:SCALE], repeatable): each adapted matrix W becomes
 W + (alpha / rank) * SCALE * B A before the forward pass. FILE is a llama.cpp GGUF
@@ -212,7 +213,14 @@ GGUF_STRING, GGUF_ARRAY = 8, 9
 # ggml tensor types we can read -> numpy dtype (Q8_0 is dequantized, see dequant_q8_0).
 GGML_DTYPES = {0: np.dtype("<f4"), 1: np.dtype("<f2")}
 GGML_Q8_0 = 8
+GGML_BF16 = 30  # widened to float32, see widen_bf16
 Q8_0_BLOCK = np.dtype([("d", "<f2"), ("qs", "i1", 32)])  # 34 bytes: f16 scale, 32 int8
+
+
+def widen_bf16(data, offset, count):
+    """count BF16 values from data[offset:] as float32: each is a float32's top 16 bits."""
+    half = np.frombuffer(data, dtype="<u2", count=count, offset=offset)
+    return (half.astype(np.uint32) << 16).view(np.float32)
 
 
 def dequant_q8_0(data, offset, count):
@@ -286,7 +294,7 @@ def read_gguf(path, types=None):
     data_start = (r.pos + align - 1) // align * align
     tensors = {}
     for name, dims, ttype, offset in infos:
-        if ttype not in GGML_DTYPES and ttype not in (GGML_Q8_0, mxfp4_ref.TYPE_MXFP4):
+        if ttype not in GGML_DTYPES and ttype not in (GGML_Q8_0, GGML_BF16, mxfp4_ref.TYPE_MXFP4):
             raise ValueError("%s: tensor %s has unsupported ggml type %d" % (path, name, ttype))
         count = int(np.prod(dims)) if dims else 1
         start = data_start + offset
@@ -302,6 +310,10 @@ def read_gguf(path, types=None):
             if start + nbytes > len(data):
                 raise ValueError("%s: tensor %s runs past end of file" % (path, name))
             arr = dequant_q8_0(data, start, count)
+        elif ttype == GGML_BF16:
+            if start + count * 2 > len(data):
+                raise ValueError("%s: tensor %s runs past end of file" % (path, name))
+            arr = widen_bf16(data, start, count)
         else:
             dt = GGML_DTYPES[ttype]
             if start + count * dt.itemsize > len(data):

@@ -10,7 +10,8 @@
  * multi-row kernels by gathers, decode through the one-row kernels).
  * A benchmark, not a test: nothing here passes or fails.
  *   build/tests/kernel_bench [--quick] [--rows] [--base ISA] [--isa ISA] [--types T1,T2,...]
- * (--types: only these weight types' kernels, e.g. q4_0,mxfp4; no other operators)
+ * (--types: only these weight types' kernels, e.g. q4_0,mxfp4; no other operators;
+ * --base avx512vnni --isa avx512bf16 --types bf16: what vdpbf16ps buys over float activations)
  * Matrix shapes are 256 rows x 2048 columns (the rows fit in L2, so this
  * measures arithmetic, not memory; memory-bound decode is cortex-bench's job).
  */
@@ -162,7 +163,8 @@ int main(int argc, char **argv) {
     kern_rope_table(c.cs, HD, 100, inv);
 
     printf("| kernel | shape | %s ns/call | %s ns/call | speed-up |\n|---|---|---:|---:|---:|\n", sc->name, av->name);
-    int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K, CX_TYPE_MXFP4};
+    int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_BF16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K,
+                   CX_TYPE_MXFP4};
     double s_buf[9], a_buf[9];
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         int type = types[ti], fmt = kern_act_format(type);

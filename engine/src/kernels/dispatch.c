@@ -5,16 +5,24 @@
  * whether the OS saves the wide registers (an AVX2 CPU under an OS that does
  * not enable YMM state must not run AVX2 code; AVX-512 needs the opmask and
  * ZMM states too: XCR0 bits 1, 2, 5, 6, 7). Each model gets its table at
- * load (cx_model_params.isa: the best by default; "scalar", "avx2", "avx512"
- * or "avx512vnni" force one, for measuring each SIMD kernel's speed-up and
+ * load (cx_model_params.isa: the best by default; "scalar", "avx2", "avxvnni",
+ * "avx512", "avx512vnni" or "avx512bf16" force one, for measuring each SIMD kernel's speed-up and
  * for tests); asking for one the CPU lacks is an error rather than a silent
  * fallback, so a benchmark never runs something other than what it says.
  * There is no process-wide table: two models of one process may run
  * different instruction sets.
  *
- * The AVX-512 tables are composed once: the AVX2 table, with the entries
- * kernels_avx512.c overrides (kern_avx512_part, kern_avx512vnni_part).
- * AVX-VNNI (256-bit VNNI without AVX-512) is detected and reported only.
+ * The avxvnni and AVX-512 tables are composed once: the AVX2 table, with the
+ * entries kernels_avxvnni.c or kernels_avx512.c overrides (kern_avxvnni_part,
+ * kern_avx512_part, kern_avx512vnni_part); the
+ * avx512bf16 table is the avx512vnni one with bf16_avx512bf16.c's BF16
+ * kernels. Those round activations to bf16 (vdpbf16ps), so "auto" never picks
+ * that table: the default's bf16 results stay within float rounding of the
+ * scalar reference (see bf16_avx512bf16.c for the bound it has instead).
+ * The default is the first of avx512vnni, avxvnni, avx512, avx2, scalar the
+ * CPU runs: AVX-VNNI (256-bit VNNI) is preferred to AVX-512 without VNNI, as
+ * it is on the CPUs that have it and no AVX-512 (Alder Lake and later client
+ * cores).
  */
 #include <assert.h>
 #include <math.h>
@@ -40,7 +48,7 @@ typedef struct cpu_caps {
 static cpu_caps caps;
 static char features[200];
 #ifdef CX_X86
-static kern_ops avx512_ops, avx512vnni_ops; /* composed in detect() */
+static kern_ops avxvnni_ops, avx512_ops, avx512vnni_ops, avx512bf16_ops; /* composed in detect() */
 #endif
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -54,9 +62,9 @@ static unsigned long long xgetbv0(void) {
 #endif
 
 #ifdef CX_X86
-/* *dst = the AVX2 table with every non-NULL entry of `over` in its place. */
-static void compose(kern_ops *dst, const kern_ops *over) {
-    *dst = kern_avx2_ops;
+/* *dst = the table `base` with every non-NULL entry of `over` in its place. */
+static void compose(kern_ops *dst, const kern_ops *base, const kern_ops *over) {
+    *dst = *base;
     dst->name = over->name;
     for (int t = 0; t < KERN_NTYPES; t++) {
         if (over->dot[t]) dst->dot[t] = over->dot[t];
@@ -102,8 +110,10 @@ static void detect(void) {
             caps.avx512bf16 = (a >> 5) & 1;
         }
     }
-    compose(&avx512_ops, &kern_avx512_part);
-    compose(&avx512vnni_ops, &kern_avx512vnni_part);
+    compose(&avxvnni_ops, &kern_avx2_ops, &kern_avxvnni_part);
+    compose(&avx512_ops, &kern_avx2_ops, &kern_avx512_part);
+    compose(&avx512vnni_ops, &kern_avx2_ops, &kern_avx512vnni_part);
+    compose(&avx512bf16_ops, &avx512vnni_ops, &kern_avx512bf16_part);
 #endif
     snprintf(features, sizeof features, "%s%s%s%s%s%s%s%s%s%s%s%s", caps.sse42 ? "sse4.2 " : "",
              caps.avx ? "avx " : "", caps.avx2 ? "avx2 " : "", caps.fma ? "fma " : "", caps.f16c ? "f16c " : "",
@@ -117,19 +127,25 @@ static void detect(void) {
 
 /* 1 if the AVX2 table can run here: the instructions and the OS's YMM state. */
 static int avx2_usable(void) { return caps.avx2 && caps.fma && caps.f16c && caps.os_ymm; }
+/* The avxvnni table: the AVX2 table's features and AVX-VNNI (it shares the OS's YMM state). */
+static int avxvnni_usable(void) { return avx2_usable() && caps.avxvnni; }
 /* The AVX-512 table: F, BW, VL, DQ, the OS's ZMM and opmask state, and AVX2 (it reuses that table's kernels). */
 static int avx512_usable(void) {
     return avx2_usable() && caps.avx512f && caps.avx512bw && caps.avx512vl && caps.avx512dq && caps.os_zmm;
 }
 static int avx512vnni_usable(void) { return avx512_usable() && caps.avx512vnni; }
+/* The avx512bf16 table: the avx512vnni table's features (it reuses that table) and AVX-512 BF16. */
+static int avx512bf16_usable(void) { return avx512vnni_usable() && caps.avx512bf16; }
 
 /* The features an instruction set needs that this CPU (or OS) lacks, in words, for errors and SKIP lines. */
 static const char *missing(const char *isa) {
     if (!strcmp(isa, "avx2")) return !caps.avx2 ? "AVX2" : !caps.fma ? "FMA" : !caps.f16c ? "F16C" : "OS YMM state";
     if (!avx2_usable()) return missing("avx2");
+    if (!strcmp(isa, "avxvnni")) return caps.avxvnni ? "nothing" : "AVX-VNNI";
     if (!caps.avx512f || !caps.avx512bw || !caps.avx512vl || !caps.avx512dq) return "AVX-512 F/BW/VL/DQ";
     if (!caps.os_zmm) return "OS ZMM state (XCR0)";
-    if (!strcmp(isa, "avx512vnni") && !caps.avx512vnni) return "AVX-512 VNNI";
+    if ((!strcmp(isa, "avx512vnni") || !strcmp(isa, "avx512bf16")) && !caps.avx512vnni) return "AVX-512 VNNI";
+    if (!strcmp(isa, "avx512bf16") && !caps.avx512bf16) return "AVX-512 BF16";
     return "nothing";
 }
 
@@ -138,8 +154,10 @@ const kern_ops *kern_table(const char *isa) {
     if (!strcmp(isa, "scalar")) return &kern_scalar_ops;
 #ifdef CX_X86
     if (!strcmp(isa, "avx2")) return avx2_usable() ? &kern_avx2_ops : NULL;
+    if (!strcmp(isa, "avxvnni")) return avxvnni_usable() ? &avxvnni_ops : NULL;
     if (!strcmp(isa, "avx512")) return avx512_usable() ? &avx512_ops : NULL;
     if (!strcmp(isa, "avx512vnni")) return avx512vnni_usable() ? &avx512vnni_ops : NULL;
+    if (!strcmp(isa, "avx512bf16")) return avx512bf16_usable() ? &avx512bf16_ops : NULL;
 #endif
     return NULL;
 }
@@ -149,10 +167,12 @@ const char *kern_missing(const char *isa) {
     return kern_table(isa) ? NULL : missing(isa);
 }
 
-/* The fastest table this CPU runs. */
+/* The fastest table this CPU runs whose results stay within float rounding
+ * of the scalar reference (so not avx512bf16). */
 static const kern_ops *best_table(void) {
 #ifdef CX_X86
     if (avx512vnni_usable()) return &avx512vnni_ops;
+    if (avxvnni_usable()) return &avxvnni_ops;
     if (avx512_usable()) return &avx512_ops;
     if (avx2_usable()) return &kern_avx2_ops;
 #endif
@@ -168,8 +188,10 @@ int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_siz
         *out = best_table();
         return 0;
     }
-    if (strcmp(isa, "scalar") && strcmp(isa, "avx2") && strcmp(isa, "avx512") && strcmp(isa, "avx512vnni")) {
-        snprintf(msg, msg_size, "instruction set '%s' is not one of auto, scalar, avx2, avx512, avx512vnni", isa);
+    if (strcmp(isa, "scalar") && strcmp(isa, "avx2") && strcmp(isa, "avxvnni") && strcmp(isa, "avx512") &&
+        strcmp(isa, "avx512vnni") && strcmp(isa, "avx512bf16")) {
+        snprintf(msg, msg_size,
+                 "instruction set '%s' is not one of auto, scalar, avx2, avxvnni, avx512, avx512vnni, avx512bf16", isa);
         return -1;
     }
     if (!(*out = kern_table(isa))) {
@@ -203,7 +225,8 @@ const char *cx_isa_resolve(const char *isa, cx_err *err) {
 int kern_act_format(int type) {
     switch (type) {
     case CX_TYPE_F32:
-    case CX_TYPE_F16: return KERN_ACT_F32;
+    case CX_TYPE_F16:
+    case CX_TYPE_BF16: return KERN_ACT_F32;
     case CX_TYPE_Q8_0:
     case CX_TYPE_Q4_0:
     case CX_TYPE_MXFP4: return KERN_ACT_Q8_32;

@@ -4,18 +4,23 @@
  * Every kernel exists once per instruction set: a scalar reference
  * (kernels_scalar.c, written for clarity and exact agreement with the block
  * formats in quant.h / kquant.h / mxfp4.h) and SIMD versions (kernels_avx2.c,
- * kquant_avx2.c, mxfp4_avx2.c; kernels_avx512.c, kquant_avx512.c and
+ * kquant_avx2.c, mxfp4_avx2.c; kernels_avxvnni.c for the "avxvnni" table,
+ * AVX2's with q8_0/q4_0's integer products by 256-bit vpdpbusd; kernels_avx512.c, kquant_avx512.c and
  * mxfp4_avx512.c for the "avx512" and "avx512vnni" tables, which take the
- * AVX2 table's entries for what they do not override).
+ * AVX2 table's entries for what they do not override; bf16_avx512bf16.c for
+ * the "avx512bf16" table, avx512vnni's with BF16 weights met by bf16-rounded
+ * activations through vdpbf16ps: faster, rounded differently, never the default).
  * kern_select() picks a table (CPUID is read once per process); a model
  * keeps the one it was loaded with and its passes call through it
- * (cx_model_params.isa may force "scalar", "avx2", "avx512", "avx512vnni").
+ * (cx_model_params.isa may force "scalar", "avx2", "avxvnni", "avx512",
+ * "avx512vnni", "avx512bf16").
  *
  * Matrix products consume activations prepared once per matrix product
  * (kern_act): for quantized weights the activations are quantized to 8-bit
  * blocks, so the inner loops are integer dot products, as in ggml:
  *   weight type      activation format
- *   f32, f16         KERN_ACT_F32    (the floats themselves)
+ *   f32, f16, bf16   KERN_ACT_F32    (the floats themselves; the avx512bf16
+ *                                    table's BF16 kernels round them to bf16 as they load them)
  *   q8_0, q4_0,      KERN_ACT_Q8_32  (int8 codes, one float scale per 32, code sums per 32)
  *   mxfp4
  *   q4_k, q6_k       KERN_ACT_Q8_256 (int8 codes, one float scale per 256, code sums per 16)
@@ -64,7 +69,7 @@ typedef void (*kern_gemm_fn)(const uint8_t *w, size_t row_bytes, int64_t r0, int
                              float *y, int64_t ldy);
 
 typedef struct kern_ops {
-    const char *name;                /* "scalar", "avx2", "avx512", "avx512vnni" */
+    const char *name;                /* "scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16" */
     kern_dot_fn dot[KERN_NTYPES];    /* NULL: type not computable */
     kern_gemm_fn gemm[KERN_NTYPES];  /* NULL: kern_gemm_generic over dot */
     /* gemm over weights in the interleaved layout of kern_repack_x8 (NULL: the
@@ -102,8 +107,8 @@ typedef struct kern_ops {
     kern_lora_up_fn lora_up;
 } kern_ops;
 
-/* The table for instruction set `isa` ("scalar", "avx2", "avx512", "avx512vnni"; NULL, "" or "auto":
- * the best this CPU supports) in *out. Returns 0, or -1 with a message in msg
+/* The table for instruction set `isa` ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16"; NULL,
+ * "" or "auto": the best this CPU supports, never avx512bf16, which rounds activations) in *out. Returns 0, or -1 with a message in msg
  * when isa is unknown or unavailable here. Thread-safe. A model keeps the
  * table it was loaded with (cx_model_params.isa); its passes call through it. */
 int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_size);
@@ -171,9 +176,13 @@ void kern_rope_table(float *cs, int head_dim, int pos, const double *inv_freq);
 extern const kern_ops kern_scalar_ops;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const kern_ops kern_avx2_ops;
+/* What kernels_avxvnni.c overrides of the AVX2 table (the "avxvnni" table). */
+extern const kern_ops kern_avxvnni_part;
 /* What kernels_avx512.c overrides (entries left NULL come from the AVX2
- * table when dispatch.c composes the "avx512" and "avx512vnni" tables). */
-extern const kern_ops kern_avx512_part, kern_avx512vnni_part;
+ * table when dispatch.c composes the "avx512" and "avx512vnni" tables), and
+ * what bf16_avx512bf16.c overrides of the composed avx512vnni table (the
+ * "avx512bf16" table: BF16 weights against bf16-rounded activations). */
+extern const kern_ops kern_avx512_part, kern_avx512vnni_part, kern_avx512bf16_part;
 #endif
 
 /* Float-activation reference: dot of a row of n weights stored as `type` with

@@ -7,7 +7,7 @@
  * them, and composes each from the AVX2 table with the entries below in place
  * (kern_avx512_part, kern_avx512vnni_part): q8_0, q4_0, Q4_K and Q6_K in
  * the sixteen-row layout (KERN_LAYOUT_X16, kernels.h) and, for prefill, on
- * row-major weights; f32/f16 with 16-lane FMA; the Q8_256 activation
+ * row-major weights; f32/f16/bf16 with 16-lane FMA; the Q8_256 activation
  * quantizer. The one-row K-quant kernels (row-major decode) are in
  * kquant_avx512.c, the MXFP4 kernels (one-row and X16) in mxfp4_avx512.c. Everything else (attention, the elementwise operators,
  * the Q8_32 quantizer, q8_0/q4_0 decode on row-major weights) is AVX2's.
@@ -363,12 +363,17 @@ DEFINE_GEMMS(X16_Q4_K, 1, gemm_q4_k_x16_vnni, gemm_q4_k_rows_vnni, kq_gemm_q4_k_
 DEFINE_GEMMS(X16_Q6_K, 1, gemm_q6_k_x16_vnni, gemm_q6_k_rows_vnni, kq_gemm_q6_k_avx512)
 #undef DEFINE_GEMMS
 
-/* ---- f32 and f16 weights against float activations ---- */
+/* ---- f32, f16 and bf16 weights against float activations ---- */
+
+/* How a float row stores its weights (a constant after inlining). */
+enum { W_F32 = 0, W_F16 = 1, W_BF16 = 2 };
 
 /* Sixteen weights from column i (m: which lanes; the rest read as zero and
- * are not touched in memory). */
-ALWAYS_INLINE __m512 load_w16(const uint8_t *row, int f16, int64_t i, __mmask16 m) {
-    if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
+ * are not touched in memory); bf16 widened by a 16-bit shift (exact). */
+ALWAYS_INLINE __m512 load_w16(const uint8_t *row, int kind, int64_t i, __mmask16 m) {
+    if (kind == W_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
+    if (kind == W_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * i)), 16));
     return _mm512_maskz_loadu_ps(m, (const float *)row + i);
 }
 
@@ -380,7 +385,7 @@ ALWAYS_INLINE __m512 load_w16(const uint8_t *row, int f16, int64_t i, __mmask16 
  * dot bit for bit. Four rows by three tokens: 24 accumulators, four weights
  * and one activation of the 32 registers; seven loads per twelve FMAs.
  */
-ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int f16, const kern_act *a, int t0, int NT,
+ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int kind, const kern_act *a, int t0, int NT,
                               float out[4][3]) {
     const int64_t n = a->n;
     __m512 acc[4][3][2];
@@ -390,7 +395,7 @@ ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int f16, cons
 #define FLOAT_STEP(i_, h, m)                                                                          \
     do {                                                                                              \
         __m512 wv[4];                                                                                 \
-        UNROLL8 for (int r = 0; r < NR; r++) wv[r] = load_w16(row[r], f16, (i_), (m));                \
+        UNROLL8 for (int r = 0; r < NR; r++) wv[r] = load_w16(row[r], kind, (i_), (m));                \
         UNROLL8 for (int k = 0; k < NT; k++) {                                                        \
             __m512 xv = _mm512_maskz_loadu_ps((m), x[k] + (i_));                                      \
             UNROLL8 for (int r = 0; r < NR; r++) acc[r][k][h] = _mm512_fmadd_ps(wv[r], xv, acc[r][k][h]); \
@@ -411,48 +416,19 @@ ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int f16, cons
         out[r][k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][k][0], acc[r][k][1]));
 }
 
-/* One row, one token: the tile kernel at its smallest. */
-ALWAYS_INLINE float float_dot(const uint8_t *row, int f16, const kern_act *a, int t) {
-    const uint8_t *rows[4] = {row, row, row, row};
-    float o[4][3];
-    float_rows(rows, 1, f16, a, t, 1, o);
-    return o[0][0];
-}
+#include "float_tiles_avx512.h"
 
-/* Rows in fours, tokens in threes; remainders with smaller tiles of the same kernel. */
-ALWAYS_INLINE void float_gemm(int f16, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                              int64_t ldy) {
-    float o[4][3];
-    int64_t r = r0;
-#define FLOAT_TILE(NR_, NT_)                                                                              \
-    do {                                                                                                  \
-        float_rows(rows, NR_, f16, a, t, NT_, o);                                                         \
-        for (int rr = 0; rr < NR_; rr++)                                                                  \
-            for (int k = 0; k < NT_; k++) y[(size_t)(t + k) * (size_t)ldy + (size_t)(r + rr)] = o[rr][k]; \
-    } while (0)
-    for (; r + 4 <= r1; r += 4) {
-        const uint8_t *rows[4] = {w + (size_t)r * rb, w + (size_t)(r + 1) * rb, w + (size_t)(r + 2) * rb,
-                                  w + (size_t)(r + 3) * rb};
-        int t = 0;
-        for (; t + 3 <= a->T; t += 3) FLOAT_TILE(4, 3);
-        for (; t < a->T; t++) FLOAT_TILE(4, 1);
-    }
-    for (; r < r1; r++) {
-        const uint8_t *rows[4] = {w + (size_t)r * rb, w + (size_t)r * rb, w + (size_t)r * rb, w + (size_t)r * rb};
-        int t = 0;
-        for (; t + 3 <= a->T; t += 3) FLOAT_TILE(1, 3);
-        for (; t < a->T; t++) FLOAT_TILE(1, 1);
-    }
-#undef FLOAT_TILE
-}
-
-static float dot_f32row(const void *row, const kern_act *a, int t) { return float_dot(row, 0, a, t); }
-static float dot_f16row(const void *row, const kern_act *a, int t) { return float_dot(row, 1, a, t); }
+static float dot_f32row(const void *row, const kern_act *a, int t) { return float_dot(row, W_F32, a, t); }
+static float dot_f16row(const void *row, const kern_act *a, int t) { return float_dot(row, W_F16, a, t); }
+static float dot_bf16row(const void *row, const kern_act *a, int t) { return float_dot(row, W_BF16, a, t); }
 static void gemm_f32(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    float_gemm(0, w, rb, r0, r1, a, y, ldy);
+    float_gemm(W_F32, w, rb, r0, r1, a, y, ldy);
 }
 static void gemm_f16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    float_gemm(1, w, rb, r0, r1, a, y, ldy);
+    float_gemm(W_F16, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_bf16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    float_gemm(W_BF16, w, rb, r0, r1, a, y, ldy);
 }
 
 /* ---- activation quantization ---- */
@@ -509,9 +485,10 @@ static void quantize_act(const float *x, kern_act *a, int t) {
 
 const kern_ops kern_avx512_part = {
     .name = "avx512",
-    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512,
-            [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512},
-    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows,
+    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_BF16] = dot_bf16row,
+            [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512},
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_BF16] = gemm_bf16,
+             [CX_TYPE_Q8_0] = gemm_q8_0_rows,
              [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = gemm_q4_k_rows, [CX_TYPE_Q6_K] = gemm_q6_k_rows,
              [CX_TYPE_MXFP4] = mxfp4_gemm_avx512},
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16,
@@ -522,9 +499,10 @@ const kern_ops kern_avx512_part = {
 
 const kern_ops kern_avx512vnni_part = {
     .name = "avx512vnni",
-    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512,
-            [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512vnni},
-    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_Q8_0] = gemm_q8_0_rows_vnni,
+    .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_BF16] = dot_bf16row,
+            [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512vnni},
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_BF16] = gemm_bf16,
+             [CX_TYPE_Q8_0] = gemm_q8_0_rows_vnni,
              [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni, [CX_TYPE_Q4_K] = gemm_q4_k_rows_vnni,
              [CX_TYPE_Q6_K] = gemm_q6_k_rows_vnni, [CX_TYPE_MXFP4] = mxfp4_gemm_avx512vnni},
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,

@@ -30,6 +30,9 @@ float kern_dot_scalar(int type, const void *row, const float *x, int64_t n) {
     case CX_TYPE_F16:
         for (int64_t i = 0; i < n; i++) sum += cx_fp16_to_fp32(cx_rd16(p + 2 * i)) * x[i];
         break;
+    case CX_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) sum += cx_bf16_to_fp32(cx_rd16(p + 2 * i)) * x[i];
+        break;
     case CX_TYPE_Q8_0:
         for (int64_t b = 0; b < n / QK; b++, p += sizeof(block_q8_0)) {
             const int8_t *q = (const int8_t *)(p + 2);
@@ -137,11 +140,20 @@ static float dot_f32_row(const void *row, const kern_act *a, int t) {
     return (float)sum;
 }
 
+/* f16 and bf16 weights, f32 activations: each weight widened exactly, double accumulation. */
 static float dot_f16_row(const void *row, const kern_act *a, int t) {
     const uint8_t *p = row;
     const float *x = a->f + (size_t)t * (size_t)a->n;
     double sum = 0.0;
     for (int64_t i = 0; i < a->n; i++) sum += (double)cx_fp16_to_fp32(cx_rd16(p + 2 * i)) * x[i];
+    return (float)sum;
+}
+
+static float dot_bf16_row(const void *row, const kern_act *a, int t) {
+    const uint8_t *p = row;
+    const float *x = a->f + (size_t)t * (size_t)a->n;
+    double sum = 0.0;
+    for (int64_t i = 0; i < a->n; i++) sum += (double)cx_bf16_to_fp32(cx_rd16(p + 2 * i)) * x[i];
     return (float)sum;
 }
 
@@ -259,7 +271,8 @@ static void add(float *y, const float *x, int n) {
 
 const kern_ops kern_scalar_ops = {
     .name = "scalar",
-    .dot = {[CX_TYPE_F32] = dot_f32_row, [CX_TYPE_F16] = dot_f16_row, [CX_TYPE_Q8_0] = dot_q8_0_row,
+    .dot = {[CX_TYPE_F32] = dot_f32_row, [CX_TYPE_F16] = dot_f16_row, [CX_TYPE_BF16] = dot_bf16_row,
+            [CX_TYPE_Q8_0] = dot_q8_0_row,
             [CX_TYPE_Q4_0] = dot_q4_0_row, [CX_TYPE_Q4_K] = kq_dot_q4_k_scalar, [CX_TYPE_Q6_K] = kq_dot_q6_k_scalar,
             [CX_TYPE_MXFP4] = mxfp4_dot_scalar},
     .quantize_act = kern_quantize_act_scalar,

@@ -5,15 +5,17 @@
  * Per super-block the codes are unpacked once into unsigned bytes, multiplied
  * with the int8 activations by maddubs (u8*s8 pairs summed to int16: at most
  * 2*63*128, no saturation), weighted by the sub-block scales with madd (to
- * int32), so every lane of the integer sum is exact. Each lane is then
- * converted to float and accumulated with FMA, scaled by d*da; the lanes are
- * summed at the end. The result therefore differs from the scalar reference
- * (which converts the whole block's int32 sum) by float rounding only.
+ * int32), so every lane of the integer sum is exact. Q4_K converts each
+ * lane to float and accumulates it with FMA, scaled by d*da, and sums the
+ * lanes at the end: it differs from the scalar reference (which converts the
+ * whole block's int32 sum) by float rounding only. Q6_K sums the block's
+ * lanes in int32 first, as the reference does, so it gives the reference's
+ * bits (see k6_rows for why).
  *
  * One body per format, k4_rows / k6_rows, computes up to 4 tokens per pass
  * over a weight row; the dot is that body with one token, so the gemm gives
  * exactly the dot's value for every (row, token): the float operations of a
- * token do not depend on how many tokens share the pass.
+ * token do not depend on how many tokens share the pass (kquant_entry.h).
  */
 #include "../kquant.h"
 
@@ -172,54 +174,7 @@ KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
     KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = acc[k];
 }
 
-/* kern_dot_fn for Q4_K rows (one token of k4_rows). */
-float kq_dot_q4_k_avx2(const void *row, const kern_act *a, int t) {
-    assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && t >= 0 && t < a->T);
-    float out;
-    k4_rows(row, a, t, 1, &out);
-    return out;
-}
-
-/* kern_dot_fn for Q6_K rows (one token of k6_rows). */
-float kq_dot_q6_k_avx2(const void *row, const kern_act *a, int t) {
-    assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && t >= 0 && t < a->T);
-    float out;
-    k6_rows(row, a, t, 1, &out);
-    return out;
-}
-
-/* Rows r0..r1 of a Q4_K (K6 = 0) or Q6_K (K6 = 1) matrix: KQ_NT tokens per
- * pass over a row, the remainder one at a time. */
-KQ_INLINE void kq_gemm(int K6, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                       int64_t ldy) {
-    assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && r0 <= r1);
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *row = w + (size_t)r * row_bytes;
-        float out[KQ_NT];
-        int t0 = 0;
-        for (; t0 + KQ_NT <= a->T; t0 += KQ_NT) {
-            if (K6) k6_rows(row, a, t0, KQ_NT, out);
-            else k4_rows(row, a, t0, KQ_NT, out);
-            for (int k = 0; k < KQ_NT; k++) y[(t0 + k) * ldy + r] = out[k];
-        }
-        for (; t0 < a->T; t0++) {
-            if (K6) k6_rows(row, a, t0, 1, out);
-            else k4_rows(row, a, t0, 1, out);
-            y[t0 * ldy + r] = out[0];
-        }
-    }
-}
-
-/* kern_gemm_fn for Q4_K: each weight row is unpacked once per KQ_NT tokens. */
-void kq_gemm_q4_k_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                       int64_t ldy) {
-    kq_gemm(0, w, row_bytes, r0, r1, a, y, ldy);
-}
-
-/* kern_gemm_fn for Q6_K: each weight row is unpacked once per KQ_NT tokens. */
-void kq_gemm_q6_k_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                       int64_t ldy) {
-    kq_gemm(1, w, row_bytes, r0, r1, a, y, ldy);
-}
+#define KQ_ISA avx2
+#include "kquant_entry.h" /* the dots and gemms around k4_rows / k6_rows */
 
 #endif

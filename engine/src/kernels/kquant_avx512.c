@@ -7,12 +7,14 @@
  * kquant_avx2.c's scheme, twice as wide: the codes of a super-block are
  * unpacked once into unsigned bytes, 64 per register (two sub-blocks side by
  * side), multiplied with the int8 activations by maddubs, weighted by the
- * sub-block scales with madd (exact int32), converted once per super-block
- * and FMA-accumulated over 16 float lanes, summed at the end. One body per
- * format computes up to KQ_NT tokens per pass over a row; the dot is that
- * body with one token, so the gemm equals the dot bit for bit. The result
+ * sub-block scales with madd (exact int32). Q4_K converts once per
+ * super-block and FMA-accumulates over 16 float lanes, summed at the end: it
  * differs from the scalar reference by float rounding only (the bound of
- * kquant.h, checked by tests/unit/test_kquant.c and test_kernels.c).
+ * kquant.h, checked by tests/unit/engine/test_kquant.c and test_kernels.c).
+ * Q6_K sums the block in int32 first and gives the reference's bits. One
+ * body per format computes up to KQ_NT tokens per pass over a row; the dot
+ * is that body with one token, so the gemm equals the dot bit for bit
+ * (kquant_entry.h).
  */
 #include "../kquant.h"
 
@@ -165,54 +167,7 @@ KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
     KQ_UNROLL for (int k = 0; k < nt; k++) out[k] = acc[k];
 }
 
-/* kern_dot_fn for Q4_K rows (one token of k4_rows). */
-float kq_dot_q4_k_avx512(const void *row, const kern_act *a, int t) {
-    assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && t >= 0 && t < a->T);
-    float out;
-    k4_rows(row, a, t, 1, &out);
-    return out;
-}
-
-/* kern_dot_fn for Q6_K rows (one token of k6_rows). */
-float kq_dot_q6_k_avx512(const void *row, const kern_act *a, int t) {
-    assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && t >= 0 && t < a->T);
-    float out;
-    k6_rows(row, a, t, 1, &out);
-    return out;
-}
-
-/* Rows r0..r1 of a Q4_K (K6 = 0) or Q6_K (K6 = 1) matrix: KQ_NT tokens per
- * pass over a row, the remainder one at a time. */
-KQ_INLINE void kq_gemm(int K6, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                       int64_t ldy) {
-    assert(a->fmt == KERN_ACT_Q8_256 && a->n % QK_K == 0 && r0 <= r1);
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *row = w + (size_t)r * row_bytes;
-        float out[KQ_NT];
-        int t0 = 0;
-        for (; t0 + KQ_NT <= a->T; t0 += KQ_NT) {
-            if (K6) k6_rows(row, a, t0, KQ_NT, out);
-            else k4_rows(row, a, t0, KQ_NT, out);
-            for (int k = 0; k < KQ_NT; k++) y[(t0 + k) * ldy + r] = out[k];
-        }
-        for (; t0 < a->T; t0++) {
-            if (K6) k6_rows(row, a, t0, 1, out);
-            else k4_rows(row, a, t0, 1, out);
-            y[t0 * ldy + r] = out[0];
-        }
-    }
-}
-
-/* kern_gemm_fn for Q4_K: each weight row is unpacked once per KQ_NT tokens. */
-void kq_gemm_q4_k_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                         int64_t ldy) {
-    kq_gemm(0, w, row_bytes, r0, r1, a, y, ldy);
-}
-
-/* kern_gemm_fn for Q6_K: each weight row is unpacked once per KQ_NT tokens. */
-void kq_gemm_q6_k_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                         int64_t ldy) {
-    kq_gemm(1, w, row_bytes, r0, r1, a, y, ldy);
-}
+#define KQ_ISA avx512
+#include "kquant_entry.h" /* the dots and gemms around k4_rows / k6_rows */
 
 #endif

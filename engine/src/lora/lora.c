@@ -205,7 +205,7 @@ static int resolve_type(const cx_model *m, const cx_lora_params *p, cx_err *err)
     int type = p ? p->type : -1;
     if (type == -1) {
         int wt = m->layers[0].wq.type;
-        return wt == CX_TYPE_F32 || wt == CX_TYPE_F16 ? CX_TYPE_F32 : CX_TYPE_Q8_0;
+        return wt == CX_TYPE_F32 || wt == CX_TYPE_F16 || wt == CX_TYPE_BF16 ? CX_TYPE_F32 : CX_TYPE_Q8_0;
     }
     if (type != CX_TYPE_F32 && type != CX_TYPE_Q8_0 && type != CX_TYPE_Q4_0)
         return cx_fail(err, CX_EINVAL, "an adapter is held as f32, q8_0 or q4_0, not type %d", type);

@@ -75,8 +75,8 @@ check "a flag without its value: exit 2, one line naming it" test $? -eq 2 -a "$
 values() { # command flag -> the '|' list after "one of " on the flag's help line
     grep -E -- "^ +(-[a-z], )?$2 " "$tmp/$1.help" | grep -oE 'one of [^;)]+' | sed 's/^one of //' | tr '|' ' '
 }
-check "synth --type lists f32 f16 q8_0 q4_0 q4_k q6_k mxfp4 q4_k_m" \
-    test "$(values synth --type | tr ' ' '\n' | sort | tr '\n' ' ')" = "f16 f32 mxfp4 q4_0 q4_k q4_k_m q6_k q8_0 "
+check "synth --type lists f32 f16 bf16 q8_0 q4_0 q4_k q6_k mxfp4 q4_k_m" \
+    test "$(values synth --type | tr ' ' '\n' | sort | tr '\n' ' ')" = "bf16 f16 f32 mxfp4 q4_0 q4_k q4_k_m q6_k q8_0 "
 check "quantize --type lists the same types" test "$(values quantize --type)" = "$(values synth --type)"
 check "generate --kv-type lists f32 f16 q8" test "$(values generate --kv-type)" = "f32 f16 q8"
 check "generate --kv-warm-type lists q8 q4" test "$(values generate --kv-warm-type)" = "q8 q4"

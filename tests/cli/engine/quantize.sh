@@ -16,7 +16,7 @@ info_has_type() { # MODEL TYPE: `cortex info` lists at least one tensor of TYPE
 # ---- synthetic: every file type from one f32 model ----
 "$CORTEX" synth --shape test-tiny --type f32 --seed 5 -o "$tmp/tiny.gguf" 2>/dev/null
 check "synth test-tiny f32" test -f "$tmp/tiny.gguf"
-for ty in f16 q8_0 q4_0 mxfp4; do
+for ty in f16 bf16 q8_0 q4_0 mxfp4; do
     "$CORTEX" quantize "$tmp/tiny.gguf" "$tmp/tiny-$ty.gguf" --type $ty >"$tmp/q.out" 2>"$tmp/q.err"
     check "quantize test-tiny -> $ty exits 0" test $? -eq 0
     check "test-tiny $ty: info shows main type $ty" sh -c "'$CORTEX' info '$tmp/tiny-$ty.gguf' | grep -qx 'main type: *$ty'"
@@ -24,6 +24,14 @@ for ty in f16 q8_0 q4_0 mxfp4; do
     check "test-tiny $ty: report lists tensor counts and sizes" grep -q "^weights: .* -> .*smaller" "$tmp/q.out"
     check "test-tiny $ty: no OUT.tmp left" test ! -e "$tmp/tiny-$ty.gguf.tmp"
 done
+# A bf16 original (what llama.cpp's converter writes for bf16 checkpoints) quantizes
+# like an f32 one: to q8_0, and to f32 losslessly (bf16 widens exactly).
+"$CORTEX" quantize "$tmp/tiny-bf16.gguf" "$tmp/tiny-bf16-q8_0.gguf" --type q8_0 >/dev/null 2>&1
+check "quantize a bf16 test-tiny -> q8_0" sh -c "'$CORTEX' info '$tmp/tiny-bf16-q8_0.gguf' | grep -qx 'main type: *q8_0'"
+"$CORTEX" quantize "$tmp/tiny-bf16.gguf" "$tmp/tiny-bf16-f32.gguf" --type f32 >/dev/null 2>&1 &&
+    "$CORTEX" quantize "$tmp/tiny-bf16-f32.gguf" "$tmp/tiny-bf16-again.gguf" --type bf16 >/dev/null 2>&1
+check "bf16 -> f32 -> bf16 gives the same tensor bytes" \
+    cmp -s <(tail -c 262144 "$tmp/tiny-bf16.gguf") <(tail -c 262144 "$tmp/tiny-bf16-again.gguf")
 # Quantizing the f32 file gives exactly what synth writes directly at that type.
 "$CORTEX" synth --shape test-tiny --type q8_0 --seed 5 -o "$tmp/tiny-q8_0-synth.gguf" 2>/dev/null
 check "quantized test-tiny q8_0 has synth's tensor bytes" \

@@ -79,7 +79,7 @@ static void check_type(const char *type_name, int n_tokens, int n_ff) {
     /* Quantized types' mapped prefill (four tokens or more) runs the multi-row
      * kernels, decode the one-row ones, which sum in another order: exact
      * once repacked (below), close here. */
-    int exact = !strcmp(type_name, "f32") || !strcmp(type_name, "f16");
+    int exact = !strcmp(type_name, "f32") || !strcmp(type_name, "f16") || !strcmp(type_name, "bf16");
     double rms = rel_rms(a, b, V), rms_c = rel_rms(a, c, V);
     if (exact) {
         CHECK(!memcmp(a, b, sizeof(float) * (size_t)V), "%s, %d tokens: batched prefill differs from token-by-token",
@@ -125,8 +125,8 @@ static void run_all(void) {
         CHECK(0, "mkdtemp");
         return;
     }
-    const char *types[] = {"f32", "f16", "q8_0", "q4_0", "q4_k_m", "mxfp4"};
-    for (int i = 0; i < 6; i++) {
+    const char *types[] = {"f32", "f16", "q8_0", "q4_0", "q4_k_m", "mxfp4", "bf16"};
+    for (int i = 0; i < 7; i++) {
         check_type(types[i], 5, 0);
         check_type(types[i], 300, 0); /* two prefill passes; attention tiles of 64 */
     }

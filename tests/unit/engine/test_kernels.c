@@ -12,10 +12,14 @@
  *   - the interleaved layouts (X8, X16) give their row-major kernels' bits,
  *     and the AVX2 X8 and both AVX-512 X16 kernels give the same bits
  *     (K-quants and mxfp4: the scalar reference's bits);
- *   - MXFP4 rows of random bytes (every code, subnormal scales) agree too.
+ *   - MXFP4 rows of random bytes (every code, subnormal scales) agree too,
+ *     and BF16 rows of raw bit patterns (subnormals, signed zeros).
+ *   - the avx512bf16 table is avx512vnni's but for BF16, whose bf16-rounded
+ *     activations get the wider bound of dot_tol; avxvnni is AVX2's but for
+ *     q8_0/q4_0, whose vpdpbusd kernels give AVX2's bits.
  * Tolerances are stated where they are checked. Each SIMD table (avx2,
- * avx512, avx512vnni) is skipped, with a line naming the missing feature, on
- * CPUs that lack it.
+ * avxvnni, avx512, avx512vnni, avx512bf16) is skipped, with a line naming the missing
+ * feature, on CPUs that lack it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -58,8 +62,8 @@ static void fill(float *x, int64_t n, int kind) {
 }
 
 /* The SIMD tables this CPU runs (NULL: skipped); each is checked against the scalar one. */
-enum { N_SIMD = 3 };
-static const char *simd_names[N_SIMD] = {"avx2", "avx512", "avx512vnni"};
+enum { S_AVX2, S_AVXVNNI, S_AVX512, S_AVX512VNNI, S_AVX512BF16, N_SIMD };
+static const char *simd_names[N_SIMD] = {"avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16"};
 static const kern_ops *simd[N_SIMD];
 
 /* ---- activation quantization: identical across tables ---- */
@@ -125,14 +129,37 @@ static double abs_dot(int type, const uint8_t *row, const kern_act *a, int t) {
     return s;
 }
 
+/* 1 if table k rounds BF16 rows' activations to bf16 (vdpbf16ps). */
+static int bf16_acts(const kern_ops *k, int type) { return type == CX_TYPE_BF16 && !strcmp(k->name, "avx512bf16"); }
+
+/*
+ * How far table k's dot of `row` with activation t may be from the scalar
+ * reference's: float rounding of a sum of n terms split over 16 lanes and then
+ * blocks, (n/16 + 16) * 2^-23 * sum|w*x|; for bf16-rounded activations also
+ * 2^-8 |w_i x_i| per term (8 significant bits, nearest even), or all of it
+ * where vdpbf16ps flushes (w_i, x_i or the product below 2^-125), and a
+ * flushed subnormal partial sum (2^-126) per term.
+ */
+static double dot_tol(const kern_ops *k, int type, const uint8_t *row, const kern_act *a, int t) {
+    double tol = ((double)a->n / 16 + 16) * 0x1.0p-23 * abs_dot(type, row, a, t) + 1e-30;
+    if (!bf16_acts(k, type)) return tol;
+    const float *x = a->f + (size_t)t * (size_t)a->n;
+    for (int64_t i = 0; i < a->n; i++) {
+        double w = fabs((double)cx_bf16_to_fp32(cx_rd16(row + 2 * i))), xi = fabs((double)x[i]), p = w * xi;
+        int flushed = w < 0x1.0p-126 || xi < 0x1.0p-126 || p < 0x1.0p-125;
+        tol += (flushed ? p : 0x1.0p-8 * p * (1 + 0x1.0p-8)) + 0x1.0p-126;
+    }
+    return tol;
+}
+
 /* ---- weight-row dots and gemms ---- */
 static void test_dots(int type, const kern_ops *v) {
     int64_t sizes_q[] = {32, 64, 96, 288, 2048, 5632};
     int64_t sizes_k[] = {256, 768, 2816, 5632};
     int64_t sizes_f[] = {1, 7, 16, 17, 31, 64, 172, 288, 2048};
-    const int64_t *sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? sizes_k
-                           : (type == CX_TYPE_F32 || type == CX_TYPE_F16) ? sizes_f : sizes_q;
-    int n_sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 4 : (type == CX_TYPE_F32 || type == CX_TYPE_F16) ? 9 : 6;
+    int is_float = type == CX_TYPE_F32 || type == CX_TYPE_F16 || type == CX_TYPE_BF16;
+    const int64_t *sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? sizes_k : is_float ? sizes_f : sizes_q;
+    int n_sizes = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 4 : is_float ? 9 : 6;
     int fmt = kern_act_format(type);
     double worst = 0;
     for (int si = 0; si < n_sizes; si++) {
@@ -175,7 +202,7 @@ static void test_dots(int type, const kern_ops *v) {
                     for (int t = 0; t < 3; t++) same &= y3[t * R + r] == k->dot[type](rows + rb * (size_t)r, &a, t + 2);
                     for (int t = 0; t < T; t++) {
                         double dv = k->dot[type](rows + rb * (size_t)r, &a, t);
-                        double tol = ((double)n / 16 + 16) * 0x1.0p-23 * abs_dot(type, rows + rb * (size_t)r, &a, t) + 1e-30;
+                        double tol = dot_tol(k, type, rows + rb * (size_t)r, &a, t);
                         close &= fabs(y[t * R + r] - dv) <= tol;
                         if (!k->gemm_x8[type] && !k->gemm_x16[type]) same &= y[t * R + r] == dv;
                     }
@@ -184,13 +211,11 @@ static void test_dots(int type, const kern_ops *v) {
                 CHECK(close, "%s %s n=%lld %s: prefill gemm outside the rounding bound of dot", k->name, cx_type_name(type),
                       (long long)n, fill_name[kind]);
             }
-            /* Tolerance: float rounding of a sum of n terms split over 16 lanes
-             * and then blocks: (n/16 + 16) * 2^-23 * sum|w*x|. */
+            /* Tolerance: dot_tol's (float rounding; bf16 activations' rounding). */
             for (int r = 0; r < R; r++)
                     for (int t = 0; t < T; t++) {
                         double ref = ys[0][t * R + r], got = ys[1][t * R + r];
-                        double scale = abs_dot(type, rows + rb * (size_t)r, &a, t);
-                        double tol = ((double)n / 16 + 16) * 0x1.0p-23 * scale + 1e-30;
+                        double tol = dot_tol(v, type, rows + rb * (size_t)r, &a, t);
                         double e = fabs(ref - got) / tol;
                         if (e > worst) worst = e;
                         if (e > 1.0)
@@ -283,6 +308,39 @@ static void test_q6_k_cancel(const kern_ops *v) {
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++) zero &= v->dot[CX_TYPE_Q6_K](rows + rb * (size_t)r, &a, t) == 0.0f && y[t * R + r] == 0.0f;
     CHECK(zero, "%s q6_k rows of zero weights (codes 32): dot or gemm not exactly 0", v->name);
+}
+
+/* BF16 rows of raw bit patterns: every mantissa, both zeros, subnormals and
+ * exponents from 2^-133 to 2^+12 (products stay finite), against the scalar
+ * reference within dot_tol's bound; the gemm equals the dot bit for
+ * bit (the float kernels do one pair's arithmetic at any tile size). */
+static void test_bf16_bits(const kern_ops *v) {
+    enum { R = 7, T = 5, N = 203 };
+    const size_t rb = quant_row_bytes(CX_TYPE_BF16, N);
+    uint16_t rows[R * N];
+    float x[T * N], y[T * R];
+    for (int i = 0; i < R * N; i++) {
+        uint16_t sign = (uint16_t)(rnd() & 0x8000), man = (uint16_t)(rnd() & 0x7F);
+        uint16_t exp = (uint16_t)(i % 11 == 0 ? 0 : rnd() % 140); /* 0: zero or subnormal */
+        rows[i] = (uint16_t)(sign | exp << 7 | man);
+    }
+    rows[0] = 0x8000; /* -0 */
+    kern_act a;
+    kern_act_init(&a, KERN_ACT_F32, T, N, NULL);
+    a.f = x;
+    for (int t = 0; t < T; t++) fill(x + N * t, N, t % 2 ? FILL_EXTREME : FILL_RANDOM);
+    v->gemm[CX_TYPE_BF16]((const uint8_t *)rows, rb, 0, R, &a, y, R);
+    int same = 1, close = 1;
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            const uint16_t *row = rows + (size_t)r * N;
+            float got = v->dot[CX_TYPE_BF16](row, &a, t), ref = kern_scalar_ops.dot[CX_TYPE_BF16](row, &a, t);
+            double tol = dot_tol(v, CX_TYPE_BF16, (const uint8_t *)row, &a, t);
+            close &= fabs((double)got - ref) <= tol;
+            same &= y[t * R + r] == got;
+        }
+    CHECK(close, "%s bf16 raw bits: outside the rounding bound of the scalar dot", v->name);
+    CHECK(same, "%s bf16 raw bits: gemm differs from dot", v->name);
 }
 
 /* Quantized activations against the float-activation reference: each
@@ -504,8 +562,10 @@ static void test_dispatch(void) {
     CHECK(kern_table("avx512f") == NULL && kern_table("bogus") == NULL, "unknown tables are NULL");
     char msg[256] = "";
     const kern_ops *k = NULL, *best = &kern_scalar_ops;
-    for (int i = 0; i < N_SIMD; i++)
-        if (simd[i]) best = simd[i];
+    /* auto: avx512vnni, else avxvnni, else avx512, else avx2; never avx512bf16 (it rounds activations) */
+    static const int order[] = {S_AVX2, S_AVX512, S_AVXVNNI, S_AVX512VNNI};
+    for (int i = 0; i < 4; i++)
+        if (simd[order[i]]) best = simd[order[i]];
     CHECK(kern_select(NULL, &k, msg, sizeof msg) == 0 && k == best, "NULL: the best table: %s", msg);
     CHECK(kern_select("auto", &k, msg, sizeof msg) == 0 && k == best, "auto: the best table: %s", msg);
     CHECK(kern_select("scalar", &k, msg, sizeof msg) == 0 && k == &kern_scalar_ops, "scalar: %s", msg);
@@ -520,10 +580,12 @@ static void test_dispatch(void) {
                   "%s unavailable: one message naming the missing feature: %s", simd_names[i], msg);
     }
     /* a table that runs needs every table below it */
-    CHECK(!simd[2] || simd[1], "avx512vnni without avx512");
-    CHECK(!simd[1] || simd[0], "avx512 without avx2");
+    CHECK(!simd[S_AVX512BF16] || simd[S_AVX512VNNI], "avx512bf16 without avx512vnni");
+    CHECK(!simd[S_AVX512VNNI] || simd[S_AVX512], "avx512vnni without avx512");
+    CHECK(!simd[S_AVX512] || simd[S_AVX2], "avx512 without avx2");
+    CHECK(!simd[S_AVXVNNI] || simd[S_AVX2], "avxvnni without avx2");
     CHECK(kern_select("bogus", &k, msg, sizeof msg) == -1 && !k && strstr(msg, "'bogus' is not one of") &&
-              strstr(msg, "avx512vnni"),
+              strstr(msg, "avx512vnni") && strstr(msg, "avx512bf16") && strstr(msg, "avxvnni"),
           "unknown: %s", msg);
     cx_err err = {0};
     CHECK(cx_isa_resolve(NULL, &err) && !strcmp(cx_isa_resolve(NULL, &err), best->name), "cx_isa_resolve(NULL)");
@@ -531,6 +593,72 @@ static void test_dispatch(void) {
     CHECK(kern_layout_group(KERN_LAYOUT_ROWS) == 1 && kern_layout_group(KERN_LAYOUT_X8) == 8 &&
               kern_layout_group(KERN_LAYOUT_X16) == 16, "layout groups");
     printf("cpu: %s; best table: %s\n", kern_cpu_features(), best->name);
+}
+
+/* Table b is table `base` but for the dot and gemms of types own[0..n-1]
+ * (the avx512bf16 table: avx512vnni's but for BF16; avxvnni: AVX2's but for
+ * q8_0 and q4_0): every other entry the same function, those its own. */
+static void test_composed(const kern_ops *b, const kern_ops *base, const int *own, int n) {
+    int same = 1, mine = 1;
+    for (int t = 0; t < KERN_NTYPES; t++) {
+        int is_own = 0;
+        for (int i = 0; i < n; i++) is_own |= own[i] == t;
+        if (is_own) mine &= b->dot[t] != base->dot[t] && b->gemm[t] != base->gemm[t];
+        else
+            same &= b->dot[t] == base->dot[t] && b->gemm[t] == base->gemm[t] && b->gemm_x8[t] == base->gemm_x8[t] &&
+                    b->gemm_x16[t] == base->gemm_x16[t];
+    }
+    same &= b->quantize_act == base->quantize_act && b->attn_scores == base->attn_scores &&
+            b->attn_values == base->attn_values && b->exp_shift == base->exp_shift && b->scale_f64 == base->scale_f64 &&
+            b->rmsnorm == base->rmsnorm && b->softmax == base->softmax && b->rope == base->rope &&
+            b->swiglu == base->swiglu && b->argmax == base->argmax && b->add == base->add && b->lora_up == base->lora_up;
+    CHECK(same, "%s differs from %s beyond its own kernels", b->name, base->name);
+    CHECK(mine, "%s has its own kernels", b->name);
+}
+
+/* avxvnni's q8_0/q4_0 kernels against AVX2's: vpdpbusd gives maddubs+madd's
+ * int32 sums, so every dot and gemm (one row, eight rows, X8) is the same
+ * bits, on edge inputs too (q8_0 codes of +-127 against +-127 activations
+ * reach maddubs's largest pair sums). */
+static void test_avxvnni_equals_avx2(const kern_ops *v, const kern_ops *a2) {
+    enum { R = 24, T = 11 };
+    const int64_t n = 288;
+    for (int type = CX_TYPE_Q4_0; type <= CX_TYPE_Q8_0; type += CX_TYPE_Q8_0 - CX_TYPE_Q4_0) {
+        size_t rb = quant_row_bytes(type, n);
+        uint8_t *rows = malloc(rb * R), *packed = malloc(rb * R), *scratch = malloc(rb * 16);
+        for (int r = 0; r < R; r++) make_row(type, n, r % N_FILLS, rows + rb * (size_t)r);
+        float *x = malloc(sizeof(float) * (size_t)(n * T));
+        void *mem = aligned_alloc(64, (kern_act_bytes(KERN_ACT_Q8_32, T, n) + 63) & ~(size_t)63);
+        kern_act a;
+        kern_act_init(&a, KERN_ACT_Q8_32, T, n, mem);
+        for (int t = 0; t < T; t++) {
+            fill(x + n * t, n, t % N_FILLS);
+            if (t == T - 1)
+                for (int64_t i = 0; i < n; i++) x[n * t + i] = i % 2 ? -1.0f : 1.0f; /* codes of +-127 */
+            kern_act_set(a2, &a, t, x + n * t);
+        }
+        memcpy(packed, rows, rb * R);
+        for (int g = 0; g < R / 8; g++) kern_repack_x8(type, packed + (size_t)g * 8 * rb, rb, n, scratch);
+        float y1[R * T], y2[R * T];
+        int same = 1;
+        for (int t = 0; t < T; t++)
+            for (int r = 0; r < R; r++) same &= v->dot[type](rows + rb * (size_t)r, &a, t) == a2->dot[type](rows + rb * (size_t)r, &a, t);
+        CHECK(same, "avxvnni %s dot differs from avx2's", cx_type_name(type));
+        v->gemm[type](rows, rb, 0, R - 3, &a, y1, R);
+        a2->gemm[type](rows, rb, 0, R - 3, &a, y2, R);
+        same = 1;
+        for (int t = 0; t < T; t++)
+            for (int r = 0; r < R - 3; r++) same &= y1[t * R + r] == y2[t * R + r];
+        CHECK(same, "avxvnni %s gemm differs from avx2's", cx_type_name(type));
+        v->gemm_x8[type](packed, rb, 0, R, &a, y1, R);
+        a2->gemm_x8[type](packed, rb, 0, R, &a, y2, R);
+        CHECK(!memcmp(y1, y2, sizeof y1), "avxvnni %s X8 gemm differs from avx2's", cx_type_name(type));
+        free(rows);
+        free(packed);
+        free(scratch);
+        free(x);
+        free(mem);
+    }
 }
 
 static void run_all(void) {
@@ -543,8 +671,14 @@ static void run_all(void) {
     int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K};
     for (int i = 0; i < 6; i++)
         if (types[i] != CX_TYPE_F32 && types[i] != CX_TYPE_F16) test_activation_error(types[i]);
+    static const int bf16_own[] = {CX_TYPE_BF16}, vnni_own[] = {CX_TYPE_Q8_0, CX_TYPE_Q4_0};
+    if (simd[S_AVX512BF16]) test_composed(simd[S_AVX512BF16], simd[S_AVX512VNNI], bf16_own, 1);
+    if (simd[S_AVXVNNI]) {
+        test_composed(simd[S_AVXVNNI], simd[S_AVX2], vnni_own, 2);
+        test_avxvnni_equals_avx2(simd[S_AVXVNNI], simd[S_AVX2]);
+    }
     for (int v = 0; v < N_SIMD; v++) {
-        if (!simd[v]) continue;
+        if (!simd[v] || v == S_AVX512BF16) continue; /* avx512vnni's kernels but BF16's (test_composed) */
         test_quantize_act(simd[v]);
         for (int i = 0; i < 6; i++) test_dots(types[i], simd[v]);
         test_ops(simd[v]);
@@ -552,11 +686,18 @@ static void run_all(void) {
     /* MXFP4 last, so the inputs drawn for the types above stay what they were. */
     test_activation_error(CX_TYPE_MXFP4);
     for (int v = 0; v < N_SIMD; v++) {
-        if (!simd[v]) continue;
+        if (!simd[v] || v == S_AVX512BF16) continue;
         test_dots(CX_TYPE_MXFP4, simd[v]);
         test_mxfp4_codes(simd[v]);
-        test_q6_k_cancel(simd[v]);
     }
+    /* BF16 after MXFP4, for the same reason; the avx512bf16 table within dot_tol's wider bound. */
+    for (int v = 0; v < N_SIMD; v++) {
+        if (!simd[v]) continue;
+        test_dots(CX_TYPE_BF16, simd[v]);
+        test_bf16_bits(simd[v]);
+    }
+    for (int v = 0; v < N_SIMD; v++) /* last: its draws leave the inputs above as they were */
+        if (simd[v] && v != S_AVX512BF16) test_q6_k_cancel(simd[v]);
     test_repacked(CX_TYPE_Q8_0);
     test_repacked(CX_TYPE_Q4_0);
     test_repacked(CX_TYPE_Q4_K);

@@ -259,6 +259,22 @@ done:
     cx_model_free(m);
 }
 
+/* The in-memory type an adapter gets by default on base m: f32 on float bases
+ * (f32, f16, bf16), q8_0 on quantized ones (cx_lora_params.type = -1). */
+static void check_default_type(cx_model *m, int want, const char *what) {
+    cx_err err = {0};
+    cx_lora *ad = NULL;
+    cx_lora_params lp = cx_lora_defaults();
+    if (cx_lora_load(m, synth_adapter(m, what, 4, 9, CX_LORA_ALL), &lp, &ad, &err)) {
+        CHECK(0, "%s: load adapter: %s", what, err.msg);
+        return;
+    }
+    cx_lora_info info;
+    cx_lora_get_info(ad, &info);
+    CHECK(info.type == want, "%s base: adapters default to %s, got %s", what, cx_type_name(want), cx_type_name(info.type));
+    cx_lora_free(ad);
+}
+
 /* ---- a mixed batch ---- */
 
 #define NSEQ 4
@@ -489,6 +505,15 @@ static void run_all(void) {
         check_prefix(m32);
         check_errors(m32, ml);
     }
+    /* a bf16 base: float adapters by default, and the adapter equals its merge */
+    char pb[300];
+    cx_model *mb = synth_model("gate-micro", "bf16", pb, sizeof pb);
+    if (mb && m8) {
+        check_default_type(mb, CX_TYPE_F32, "bf16");
+        check_default_type(m8, CX_TYPE_Q8_0, "q8_0");
+        check_merged(pb, NULL, "gate-micro-bf16");
+    }
+    cx_model_free(mb);
     cx_model_free(m32);
     cx_model_free(m8);
     cx_model_free(ml);

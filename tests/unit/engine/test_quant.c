@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cortex.h"
+#include "cortex_tools.h"
 #include "kernels/kernels.h"
 #include "quant.h"
 #include "testing.h"
@@ -37,6 +38,47 @@ static void test_fp16(void) {
         if (cx_fp32_to_fp16(cx_fp16_to_fp32((uint16_t)h)) != h) bad++;
     }
     CHECK(bad == 0, "%d halves do not round-trip", bad);
+}
+
+/* bfloat16: widening is exact (the float's top half), narrowing rounds to
+ * nearest even as ggml_compute_fp32_to_bf16 does, NaN stays a quiet NaN. */
+static void test_bf16(void) {
+    static const struct { uint16_t h; float f; } cases[] = {
+        {0x0000, 0.0f}, {0x8000, -0.0f}, {0x3F80, 1.0f}, {0xC000, -2.0f}, {0x3EAB, 0.333984375f},
+        {0x7F7F, 3.3895313892515355e38f}, {0x0080, 1.1754943508222875e-38f}, {0x0001, 9.183549615799121e-41f},
+        {0x4780, 65536.0f}, {0xBE80, -0.25f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(cx_bf16_to_fp32(cases[i].h) == cases[i].f, "bf16 %04x -> %g, want %g", cases[i].h,
+              cx_bf16_to_fp32(cases[i].h), cases[i].f);
+        CHECK(cx_fp32_to_bf16(cases[i].f) == cases[i].h, "float %g -> bf16 %04x, want %04x", cases[i].f,
+              cx_fp32_to_bf16(cases[i].f), cases[i].h);
+    }
+    CHECK(cx_fp32_to_bf16(-0.0f) == 0x8000, "negative zero keeps its sign");
+    CHECK(isinf(cx_bf16_to_fp32(0x7F80)) && cx_fp32_to_bf16(INFINITY) == 0x7F80, "+inf both ways");
+    CHECK(cx_fp32_to_bf16(3.4e38f) == 0x7F80, "past the largest bf16 rounds to inf");
+    /* 1 + 2^-8 is a tie between 1 and 1 + 2^-7: even (down); 1 + 3 * 2^-8: even (up). */
+    CHECK(cx_fp32_to_bf16(1.0f + 1.0f / 256) == 0x3F80, "tie rounds to even (down)");
+    CHECK(cx_fp32_to_bf16(1.0f + 3.0f / 256) == 0x3F82, "tie rounds to even (up)");
+    CHECK(cx_fp32_to_bf16(1.0f + 1.0f / 256 + 1.0f / 65536) == 0x3F81, "past the tie rounds up");
+    /* A signalling NaN whose payload sits in the low half only: quiet, not inf. */
+    uint32_t snan = 0x7F800001u;
+    float fs;
+    memcpy(&fs, &snan, 4);
+    CHECK(cx_fp32_to_bf16(fs) == 0x7FC0 && isnan(cx_bf16_to_fp32(cx_fp32_to_bf16(fs))), "NaN stays NaN (quiet)");
+    int bad = 0;
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7F80) == 0x7F80 && (h & 0x7F)) continue; /* NaN payloads */
+        if (cx_fp32_to_bf16(cx_bf16_to_fp32((uint16_t)h)) != h) bad++;
+    }
+    CHECK(bad == 0, "%d bf16 values do not round-trip", bad);
+    uint16_t row[3] = {0x3F80, 0xC000, 0x0001};
+    float out[3];
+    quant_dequantize_row(CX_TYPE_BF16, row, out, 3);
+    CHECK(out[0] == 1.0f && out[1] == -2.0f && out[2] == cases[7].f, "bf16 row: %g %g %g", out[0], out[1], out[2]);
+    CHECK(quant_supported(CX_TYPE_BF16) && quant_block_size(CX_TYPE_BF16) == 1 && quant_row_bytes(CX_TYPE_BF16, 7) == 14,
+          "bf16 geometry");
+    CHECK(!strcmp(cx_type_name(CX_TYPE_BF16), "bf16") && cx_type_from_name("BF16") == CX_TYPE_BF16, "bf16 name");
 }
 
 /* A Q8_0 block written byte by byte: d = 0.5 (0x3800), w = d * q. */
@@ -115,8 +157,8 @@ static void test_dot_reference(void) {
         w[i] = (float)((int)(st >> 40) % 2001 - 1000) / 997.0f;
         x[i] = (float)((int)(st >> 20) % 2001 - 1000) / 1013.0f;
     }
-    static const int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0};
-    for (int t = 0; t < 4; t++) {
+    static const int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_BF16};
+    for (int t = 0; t < 5; t++) {
         uint8_t buf[N * 4];
         quant_quantize_row(types[t], w, buf, N);
         quant_dequantize_row(types[t], buf, deq, N);
@@ -124,7 +166,8 @@ static void test_dot_reference(void) {
         for (int i = 0; i < N; i++) ref += (double)deq[i] * x[i];
         float got = kern_dot_scalar(types[t], buf, x, N);
         CHECK_NEAR(got, ref, 1e-4 * (1 + fabs(ref)), cx_type_name(types[t]));
-        CHECK(quant_row_bytes(types[t], N) == (types[t] == CX_TYPE_F32 ? 384u : types[t] == CX_TYPE_F16 ? 192u
+        CHECK(quant_row_bytes(types[t], N) == (types[t] == CX_TYPE_F32 ? 384u
+                                             : types[t] == CX_TYPE_F16 || types[t] == CX_TYPE_BF16 ? 192u
                                              : types[t] == CX_TYPE_Q8_0 ? 102u : 54u), "row bytes %s",
               cx_type_name(types[t]));
     }
@@ -132,6 +175,7 @@ static void test_dot_reference(void) {
 
 TEST_MAIN({
     test_fp16();
+    test_bf16();
     test_q8_0_block();
     test_q4_0_block();
     test_f16_row();

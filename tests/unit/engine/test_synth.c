@@ -53,7 +53,7 @@ static void check_info(const cx_model *m, const cx_shape *sh, int type) {
     CHECK(i->n_params == params, "parameters %llu, want %llu", (unsigned long long)i->n_params, (unsigned long long)params);
     CHECK(i->n_tensors == (int)(2 + (sh->tied_output ? 0 : 1) + 9 * L), "tensor count %d", i->n_tensors);
     uint64_t mat = params - E * (2 * L + 1);
-    uint64_t bytes = E * (2 * L + 1) * 4 + (type == CX_TYPE_F32 ? mat * 4 : type == CX_TYPE_F16 ? mat * 2
+    uint64_t bytes = E * (2 * L + 1) * 4 + (type == CX_TYPE_F32 ? mat * 4 : type == CX_TYPE_F16 || type == CX_TYPE_BF16 ? mat * 2
                                             : type == CX_TYPE_Q8_0 ? mat / 32 * 34
                                             : type == CX_TYPE_MXFP4 ? mat / 32 * 17 : mat / 32 * 18);
     CHECK(i->weight_bytes == bytes, "weight bytes %llu, want %llu", (unsigned long long)i->weight_bytes,
@@ -65,12 +65,13 @@ static void test_types(void) {
     const cx_shape *sh = cx_shape_find("test-tiny");
     CHECK(sh != NULL, "test-tiny shape exists");
     if (!sh) return;
-    static const int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_MXFP4};
-    /* Relative logit error allowed against f32: f16 rounding, then 8- and 4-bit. */
-    static const double tol[] = {0, 0.002, 0.03, 0.25, 0.25}; /* measured: 0.0004, 0.011, 0.135, 0.177 */
+    static const int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_MXFP4, CX_TYPE_BF16};
+    /* Relative logit error allowed against f32: f16 rounding, then 8- and 4-bit, then bf16
+     * (7 mantissa bits to f16's 10: about 8x f16's error). */
+    static const double tol[] = {0, 0.002, 0.03, 0.25, 0.25, 0.01}; /* measured: 0.0004, 0.011, 0.135, 0.177, 0.0026 */
     int V = sh->n_vocab;
     float *ref = malloc(sizeof(float) * (size_t)V), *got = malloc(sizeof(float) * (size_t)V);
-    for (int t = 0; t < 5; t++) {
+    for (int t = 0; t < 6; t++) {
         char p[256];
         path_for(p, sizeof p, cx_type_name(types[t]));
         cx_err err = {0};

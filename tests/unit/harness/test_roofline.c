@@ -4,7 +4,8 @@
  * at the mean attended position) against hand-computed numbers, the metrics
  * a run gets, the hw row a run is held against (thread-count preference), and
  * the sentence shown under results (stored, worked out after the run, or the
- * hint when the machine has no hw row).
+ * hint when the machine has no hw row); a mixture of experts counts only the
+ * experts a token uses; arithmetic per token.
  */
 #include <math.h>
 #include <sqlite3.h>
@@ -87,19 +88,60 @@ static void test_model(void) {
         if (!strcmp(t.name, "token_embd.weight")) embd = (double)t.nbytes;
     }
     roof_model rm;
-    CHECK(roof_model_of(m, CX_KV_F32, &rm) == 0, "roof_model_of");
+    char why[256];
+    CHECK(roof_model_of(m, CX_KV_F32, &rm, why, sizeof why) == 0, "roof_model_of");
     /* test-tiny: 2 layers, 2 KV heads of 16, q8_0 embedding 512 x 64 (34 B per 32 values: 68 B a row), tied. */
     CHECK(mi->tied_output, "test-tiny ties its output");
     CHECK_NEAR(embd, 512 * 68, 0, "q8_0 embedding bytes");
     CHECK_NEAR(rm.weight_bytes, (double)mi->weight_bytes + 68, 0, "tied: all weights + one row");
     CHECK_NEAR(rm.kv_bytes_per_pos, 2 * 2 * 2 * 16 * 4, 0, "KV: 2 x 2 layers x 2 heads x 16 x 4 B");
     roof_model r16, r8;
-    CHECK(roof_model_of(m, CX_KV_F16, &r16) == 0 && roof_model_of(m, CX_KV_Q8, &r8) == 0, "f16 and q8 KV");
+    CHECK(roof_model_of(m, CX_KV_F16, &r16, why, sizeof why) == 0 && roof_model_of(m, CX_KV_Q8, &r8, why, sizeof why) == 0,
+          "f16 and q8 KV");
+    /* arithmetic: 2 per weight of every matrix but the looked-up embedding (tied: the classifier's), and
+     * q.k plus the weighted v per position: 2 x 2 x 2 layers x 4 heads x 16 */
+    CHECK(rm.weight_flops > 2.0 * 512 * 64 && rm.flops_per_pos == 2 * 2 * 2 * mi->n_head * 16,
+          "flops: %g per step, %g per position", rm.weight_flops, rm.flops_per_pos);
+    CHECK_NEAR(roof_flops_per_token(&rm, 10), rm.weight_flops + 10 * rm.flops_per_pos, 0, "flops at 10 positions");
     CHECK_NEAR(r16.kv_bytes_per_pos, 2 * 2 * 2 * 16 * 2, 0, "f16 KV: 2 B a value");
     /* q8 rows: one int8 code per value and one f32 scale per row (32 values) */
     CHECK_NEAR(r8.kv_bytes_per_pos, 2 * 2 * (32 + 4), 0, "q8 KV: 32 codes + a 4-byte scale per row");
-    CHECK(roof_model_of(m, CX_KV_Q4, &r8) == -1, "q4 is not a hot KV type");
+    CHECK(roof_model_of(m, CX_KV_Q4, &r8, why, sizeof why) == -1, "q4 is not a hot KV type");
     cx_model_free(m);
+}
+
+/* A mixture-of-experts layer described as tensors: only n_expert_used of
+ * n_expert experts are read per token; everything else whole; bad counts refused. */
+static void test_experts(void) {
+    /* 8 experts of a 64 x 32 up and gate, 32 x 64 down (f32: 4 B a value), biases [32, 8]; router [64, 8];
+     * attention 64 x 64; an untied 100 x 64 embedding and output. */
+    const cx_tensor_info t[] = {
+        {"token_embd.weight", 0, 2, {64, 100, 1, 1}, 0, 100 * 64 * 4},
+        {"output.weight", 0, 2, {64, 100, 1, 1}, 0, 100 * 64 * 4},
+        {"blk.0.attn_q.weight", 0, 2, {64, 64, 1, 1}, 0, 64 * 64 * 4},
+        {"blk.0.ffn_gate_inp.weight", 0, 2, {64, 8, 1, 1}, 0, 64 * 8 * 4},
+        {"blk.0.ffn_up_exps.weight", 0, 3, {64, 32, 8, 1}, 0, 64 * 32 * 8 * 4},
+        {"blk.0.ffn_gate_exps.weight", 0, 3, {64, 32, 8, 1}, 0, 64 * 32 * 8 * 4},
+        {"blk.0.ffn_down_exps.weight", 0, 3, {32, 64, 8, 1}, 0, 32 * 64 * 8 * 4},
+        {"blk.0.ffn_up_exps.bias", 0, 2, {32, 8, 1, 1}, 0, 32 * 8 * 4},
+        {"blk.0.attn_norm.weight", 0, 1, {64, 1, 1, 1}, 0, 64 * 4},
+    };
+    int n = (int)(sizeof t / sizeof t[0]);
+    roof_model rm;
+    char why[256];
+    CHECK(roof_weights(t, n, 0, 2, &rm, why, sizeof why) == 0, "2 of 8 experts: %s", why);
+    double experts = 3.0 * 64 * 32 * 8 * 4 + 32 * 8 * 4, dense = 100 * 64 * 4 + 64 * 64 * 4 + 64 * 8 * 4 + 64 * 4;
+    CHECK_NEAR(rm.weight_bytes, 64 * 4 + dense + experts * 2 / 8, 1e-9, "embedding row + dense + a quarter of the experts");
+    CHECK_NEAR(rm.weight_flops, 2.0 * (100 * 64 + 64 * 64 + 64 * 8 + (3.0 * 64 * 32 * 8 + 32 * 8) * 2 / 8), 1e-9,
+               "flops of the matrices read, experts a quarter, no lookup");
+    CHECK(roof_weights(t, n, 0, 8, &rm, why, sizeof why) == 0 &&
+              fabs(rm.weight_bytes - (64 * 4 + dense + experts)) < 1e-9,
+          "every expert used: all of them read");
+    CHECK(roof_weights(t, n, 0, 0, &rm, why, sizeof why) == -1 && strstr(why, "blk.0.ffn_up_exps.weight holds 8 experts"),
+          "experts without a used count refused: %s", why);
+    CHECK(roof_weights(t, n, 0, 9, &rm, why, sizeof why) == -1, "more experts used than held refused");
+    CHECK(roof_weights(t + 1, n - 1, 0, 2, &rm, why, sizeof why) == -1 && strstr(why, "token_embd"),
+          "no embedding refused: %s", why);
 }
 
 /* hw rows: which one a run at t threads uses; the sentences shown. */
@@ -195,6 +237,7 @@ TEST_MAIN({
     test_arithmetic();
     test_apply();
     test_model();
+    test_experts();
     test_lookup_and_describe();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
