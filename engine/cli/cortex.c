@@ -266,8 +266,12 @@ static int cmd_info(opts *o) {
     printf("rope_base:      %g\nrms_eps:        %g\n", i->rope_base, i->rms_eps);
     printf("rope:           %s pairs%s", i->rope_neox ? "NeoX (i, i+d/2)" : "adjacent (2i, 2i+1)",
            i->rope_freq_factors ? ", rope_freqs.weight factors" : "");
-    if (i->rope_freq_scale != 1.0f) printf(", linear scaling x%g", 1.0 / i->rope_freq_scale);
+    if (i->rope_freq_scale != 1.0f) printf(", %s scaling x%g", i->rope_scaling, 1.0 / i->rope_freq_scale);
     printf("\nqkv bias:       %s\n", i->qkv_bias ? "yes" : "no");
+    if (i->n_expert)
+        printf("experts:        %d per layer, %d per token, width %d\n", i->n_expert, i->n_expert_used, i->n_ff_expert);
+    if (i->sliding_window) printf("sliding window: %d positions (even layers)\n", i->sliding_window);
+    if (i->attn_sinks) printf("attention:      learned sinks per head\n");
     printf("output:         %s\n", i->tied_output ? "tied to token_embd" : "separate output.weight");
     printf("main type:      %s\n", cx_type_name(i->main_type));
     printf("weights memory: %s\n", i->weights_memory);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# tests/cli/engine/moe.sh - mixture-of-experts models from the command line:
+# `cortex synth --shape moe-tiny|gpt-oss-tiny` writes them (f32, and mxfp4
+# with the experts mxfp4 and the other matrices q8_0), `cortex info` shows
+# the experts, the sliding window, the sinks and YaRN, `cortex generate
+# --temp 0` gives the same ids on 1 and 2 threads (prefill against decode
+# is tests/unit/engine/test_moe.c's), `cortex quantize --type mxfp4`
+# quantizes the stacked expert tensors, and dump_logits runs them.
+set -u
+. "$(dirname "$0")/../lib/common.sh"
+PROMPT="the quick brown fox jumps over the lazy dog and then the cat sleeps on the warm mat all day long"
+for shape in moe-tiny gpt-oss-tiny; do
+    for type in f32 mxfp4; do
+        m=$tmp/$shape-$type.gguf
+        "$CORTEX" synth --shape $shape --type $type --seed 2 -o "$m" >/dev/null 2>&1
+        check "$shape $type: synth writes it" test -f "$m"
+        "$CORTEX" info "$m" >"$tmp/info" 2>&1
+        check "$shape $type: info shows the experts" grep -q "^experts:        4 per layer, 2 per token, width 96" "$tmp/info"
+        a=$("$CORTEX" generate -m "$m" -p "$PROMPT" -n 40 --temp 0 --ids -t 1 2>/dev/null)
+        b=$("$CORTEX" generate -m "$m" -p "$PROMPT" -n 40 --temp 0 --ids -t 2 2>/dev/null)
+        check "$shape $type: greedy ids on 1 and 2 threads are equal" test -n "$a" -a "$a" = "$b"
+        "$BUILD/tests/dump_logits" "$m" -n 24 -t 2 -o "$tmp/d.bin" 2>/dev/null
+        check "$shape $type: dump_logits runs it" test -s "$tmp/d.bin"
+    done
+done
+info=$("$CORTEX" info "$tmp/gpt-oss-tiny-mxfp4.gguf")
+check "gpt-oss: architecture, window, sinks, YaRN" sh -c "echo '$info' | grep -q '^architecture:   gpt-oss' &&
+    echo '$info' | grep -q '^sliding window: 16 positions' && echo '$info' | grep -q 'learned sinks' &&
+    echo '$info' | grep -q 'NeoX (i, i+d/2) pairs, yarn scaling x4'"
+check "gpt-oss mxfp4: experts mxfp4, router f32, attention q8_0" sh -c "echo '$info' | grep -Eq '^blk.0.ffn_down_exps.weight +mxfp4 +\[96, 64, 4\]' &&
+    echo '$info' | grep -Eq '^blk.0.ffn_gate_inp.weight +f32' && echo '$info' | grep -Eq '^blk.0.attn_q.weight +q8_0'"
+# quantize: stacked experts become mxfp4, their biases stay f32, the model runs
+"$CORTEX" quantize "$tmp/gpt-oss-tiny-f32.gguf" "$tmp/q.gguf" --type mxfp4 >/dev/null 2>&1
+check "quantize --type mxfp4 of gpt-oss-tiny" test $? -eq 0
+"$CORTEX" info "$tmp/q.gguf" >"$tmp/qinfo"
+check "quantize: experts mxfp4, expert biases f32" sh -c "grep -Eq '^blk.1.ffn_up_exps.weight +mxfp4' '$tmp/qinfo' &&
+    grep -Eq '^blk.1.ffn_up_exps.bias +f32 +\[96, 4\]' '$tmp/qinfo'"
+q=$("$CORTEX" generate -m "$tmp/q.gguf" -p "$PROMPT" -n 8 --temp 0 --ids 2>/dev/null)
+check "quantized gpt-oss-tiny generates" test -n "$q"
+# an unknown shape is refused with the list
+"$CORTEX" synth --shape gpt-oss-huge -o "$tmp/x.gguf" 2>"$tmp/err"
+check "unknown shape: exit 2" test $? -eq 2
+check "the shape list names gpt-oss-20b" grep -q "gpt-oss-20b" "$tmp/err"
+finish moe
