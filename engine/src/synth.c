@@ -263,7 +263,9 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
     void *qrow = malloc(sizeof(float) * (size_t)widest + 8);
     FILE *f = NULL;
     if (tmp) tmp[0] = 0;
-    if (!plan || !w || !tmp || !row || !qrow || (!vocab && make_vocab(&voc, sh->n_vocab))) {
+    synth_bpe bpe = {0}; /* gpt-oss: a byte-level BPE vocabulary in o200k's shape, else SentencePiece */
+    if (!plan || !w || !tmp || !row || !qrow ||
+        (!vocab && (gptoss ? synth_bpe_make(&bpe, sh->n_vocab) : make_vocab(&voc, sh->n_vocab)))) {
         rc = cx_fail(err, CX_ENOMEM, "out of memory preparing %s", sh->name);
         goto done;
     }
@@ -364,6 +366,17 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
             size_t n = gguf_kv_entry(kv, &entry);
             gguf_w_entry_raw(w, entry, n);
         }
+    } else if (gptoss) {
+        gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+        gguf_w_str(w, "tokenizer.ggml.pre", "gpt-4o");
+        gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)bpe.tokens, (uint64_t)bpe.n);
+        gguf_w_arr_i32(w, "tokenizer.ggml.token_type", bpe.types, (uint64_t)bpe.n);
+        gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)bpe.merges, (uint64_t)bpe.n_merges);
+        gguf_w_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bpe.special);
+        gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)bpe.special + 4);
+        gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)bpe.special + 9);
+        gguf_w_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)bpe.special + 1);
+        gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 0);
     } else {
         gguf_w_str(w, "tokenizer.ggml.model", "llama");
         gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)voc.pieces, (uint64_t)voc.n);
@@ -401,6 +414,7 @@ done:
     if (rc && tmp && tmp[0]) remove(tmp);
     free(plan);
     free_vocab(&voc);
+    synth_bpe_free(&bpe);
     if (have_vg) gguf_free(&vg);
     cx_model_free(vm);
     gguf_writer_free(w);

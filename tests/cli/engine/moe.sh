@@ -29,6 +29,9 @@ check "gpt-oss: architecture, window, sinks, YaRN" sh -c "echo '$info' | grep -q
     echo '$info' | grep -q 'NeoX (i, i+d/2) pairs, yarn scaling x4'"
 check "gpt-oss mxfp4: experts mxfp4, router f32, attention q8_0" sh -c "echo '$info' | grep -Eq '^blk.0.ffn_down_exps.weight +mxfp4 +\[96, 64, 4\]' &&
     echo '$info' | grep -Eq '^blk.0.ffn_gate_inp.weight +f32' && echo '$info' | grep -Eq '^blk.0.attn_q.weight +q8_0'"
+check "gpt-oss: a byte-level BPE vocabulary with o200k's pre-tokenizer" sh -c "echo '$info' | grep -q '^tokenizer:      gpt2, pre-tokenizer gpt-4o, 512 tokens'"
+ids=$("$CORTEX" tokenize -m "$tmp/gpt-oss-tiny-f32.gguf" -p "<|start|>hello<|end|>")
+check "gpt-oss: harmony's control tokens are single ids (<|start|> 504, <|end|> 505)" test "${ids%% *}" = 504 -a "${ids##* }" = 505
 # quantize: stacked experts become mxfp4, their biases stay f32, the model runs
 "$CORTEX" quantize "$tmp/gpt-oss-tiny-f32.gguf" "$tmp/q.gguf" --type mxfp4 >/dev/null 2>&1
 check "quantize --type mxfp4 of gpt-oss-tiny" test $? -eq 0
@@ -37,6 +40,16 @@ check "quantize: experts mxfp4, expert biases f32" sh -c "grep -Eq '^blk.1.ffn_u
     grep -Eq '^blk.1.ffn_up_exps.bias +f32 +\[96, 4\]' '$tmp/qinfo'"
 q=$("$CORTEX" generate -m "$tmp/q.gguf" -p "$PROMPT" -n 8 --temp 0 --ids 2>/dev/null)
 check "quantized gpt-oss-tiny generates" test -n "$q"
+# adapters: attention ones apply; feed-forward ones are refused (no dense feed-forward to adapt)
+"$CORTEX" synth-lora -m "$tmp/gpt-oss-tiny-f32.gguf" --targets q,v,o -o "$tmp/a.gguf" >/dev/null 2>&1
+l=$("$CORTEX" generate -m "$tmp/gpt-oss-tiny-f32.gguf" --lora "$tmp/a.gguf" -p "$PROMPT" -n 4 --temp 0 --ids 2>/dev/null)
+check "an attention adapter on gpt-oss-tiny generates" test -n "$l"
+"$CORTEX" synth-lora -m "$tmp/gpt-oss-tiny-f32.gguf" --targets gate -o "$tmp/g.gguf" 2>"$tmp/err"
+check "synth-lora --targets gate on experts: refused" sh -c "test ! -f '$tmp/g.gguf' && grep -q 'mixture of experts' '$tmp/err'"
+"$CORTEX" synth --shape test-tiny -o "$tmp/dense.gguf" >/dev/null 2>&1
+"$CORTEX" synth-lora -m "$tmp/dense.gguf" --targets gate -o "$tmp/g.gguf" >/dev/null 2>&1
+"$CORTEX" generate -m "$tmp/moe-tiny-f32.gguf" --lora "$tmp/g.gguf" -p hi -n 2 2>"$tmp/err" >/dev/null
+check "a feed-forward adapter on moe-tiny: refused, naming the tensor" grep -q "'blk.0.ffn_gate.weight' adapts a dense feed-forward matrix" "$tmp/err"
 # an unknown shape is refused with the list
 "$CORTEX" synth --shape gpt-oss-huge -o "$tmp/x.gguf" 2>"$tmp/err"
 check "unknown shape: exit 2" test $? -eq 2

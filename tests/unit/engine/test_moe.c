@@ -26,6 +26,7 @@
 #include "quant.h"
 #include "synth.h"
 #include "testing.h"
+#include "tokenizer.h"
 
 static char dir[] = "/tmp/cortex-moe-XXXXXX";
 
@@ -82,6 +83,26 @@ static void test_route(void) {
     CHECK_NEAR(g[1], -3.0 / (1 + exp(1.702 * 3)) * 3, 1e-6, "swiglu_oai: negative gate unclamped");
     CHECK_NEAR(g[2], 0.5 / (1 + exp(-1.702 * 0.5)) * 8, 1e-5, "swiglu_oai: up clamped to 7, plus 1");
     CHECK_NEAR(g[3], 7.0 / (1 + exp(-1.702 * 7)) * 1, 1e-5, "swiglu_oai: up 0 gives the gate alone");
+}
+
+/* The synthetic o200k-shaped vocabulary at gpt-oss-20b's size: specials at o200k's ids, merges that build grams. */
+static void test_bpe_vocab(void) {
+    synth_bpe v;
+    int rc = synth_bpe_make(&v, 201088);
+    CHECK(rc == 0 && v.n == 201088, "201,088 tokens (rc %d, %d)", rc, v.n);
+    if (rc == 0) {
+        CHECK(v.special == 199998 && !strcmp(v.tokens[199998], "<|startoftext|>") &&
+                  !strcmp(v.tokens[200002], "<|return|>") && !strcmp(v.tokens[200006], "<|start|>") &&
+                  !strcmp(v.tokens[200007], "<|end|>") && !strcmp(v.tokens[200008], "<|message|>") &&
+                  !strcmp(v.tokens[200012], "<|call|>") && v.types[200012] == TOK_CONTROL,
+              "harmony's specials at o200k's ids");
+        CHECK(!strcmp(v.tokens[32], "\xc4\xa0") && !strcmp(v.tokens[256], "\xc4\xa0" "a") && !strcmp(v.merges[0], "\xc4\xa0" " a"),
+              "GPT-2's characters: byte 32 is U+0120, then 'Ga' from its merge");
+        CHECK(v.n_merges == v.special - 256, "one merge per normal token above the bytes (%d)", v.n_merges);
+    }
+    synth_bpe_free(&v);
+    CHECK(synth_bpe_make(&v, 100) == -1, "too small a vocabulary is refused");
+    synth_bpe_free(&v);
 }
 
 /* ---- naive reference pieces, in double ---- */
@@ -457,6 +478,7 @@ static void run_all(void) {
         return;
     }
     test_route();
+    test_bpe_vocab();
     test_stage("moe-tiny", "f32", 1e-5);
     test_stage("gpt-oss-tiny", "f32", 1e-5);
     test_stage("gpt-oss-tiny", "mxfp4", 2e-2); /* q8 activations against exact floats */
