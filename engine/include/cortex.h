@@ -99,6 +99,8 @@ typedef struct cx_model_info {
     int n_expert;             /* mixture of experts: experts per layer (0: a dense feed-forward) */
     int n_expert_used;        /* experts each token runs through */
     int n_ff_expert;          /* an expert's feed-forward width (expert_feed_forward_length, else n_ff) */
+    uint64_t expert_bytes;    /* bytes of the stacked expert tensors (part of weight_bytes): a decoded token
+                                 reads n_expert_used / n_expert of them (the roofline's weight term) */
     int sliding_window;       /* positions a sliding-window layer sees (0: every layer sees all) */
     int attn_sinks;           /* attention has learned per-head sink logits (gpt-oss) */
     const char *rope_scaling; /* "none", "linear" or "yarn" (rope.scaling.type) */

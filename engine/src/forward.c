@@ -4,8 +4,10 @@
  *   x = embed(tokens)                                   T tokens at once
  *   for each layer:
  *       h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv ; rope(q, k) ; cache k,v
- *       x += Wo · attention(q, cached k, cached v)      (grouped-query heads)
+ *       x += Wo · attention(q, cached k, cached v) (+bo) (grouped-query heads;
+ *                                         gpt-oss: sinks, sliding windows)
  *       h = rmsnorm(x) ; x += Wdown · (silu(h·Wgate) * (h·Wup))
+ *                    or x += the token's experts' weighted outputs (moe.c)
  *   logits = rmsnorm(x[last]) · Wout
  *
  * Prefill evaluates up to `batch` tokens per pass: every weight row is read

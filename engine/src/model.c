@@ -295,6 +295,7 @@ static int load_experts(gguf_loader *ld, const char *name, int64_t cols, int64_t
     w->type = (int)t->type;
     w->rows = rows * n_expert;
     w->expert_rows = rows;
+    ld->m->info.expert_bytes += t->nbytes;
     w->cols = cols;
     w->row_bytes = quant_row_bytes(w->type, cols);
     return 0;

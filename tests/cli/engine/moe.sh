@@ -54,4 +54,5 @@ check "a feed-forward adapter on moe-tiny: refused, naming the tensor" grep -q "
 "$CORTEX" synth --shape gpt-oss-huge -o "$tmp/x.gguf" 2>"$tmp/err"
 check "unknown shape: exit 2" test $? -eq 2
 check "the shape list names gpt-oss-20b" grep -q "gpt-oss-20b" "$tmp/err"
+check "synth --list shows gpt-oss-20b's 32 experts, 4 used" sh -c "'$CORTEX' synth --list | grep -Eq '^gpt-oss-20b .* 131072  32 \(4\)$'"
 finish moe

@@ -58,6 +58,14 @@ static void test_route(void) {
     if (make_model("moe-tiny", "f32", path, sizeof path)) return;
     cx_model *m = load_mapped(path);
     if (!m) return;
+    uint64_t exps = 0; /* the stacked experts' bytes, as info counts them */
+    for (int i = 0; i < m->info.n_tensors; i++) {
+        cx_tensor_info ti;
+        cx_model_tensor(m, i, &ti);
+        if (strstr(ti.name, "_exps.weight")) exps += ti.nbytes;
+    }
+    CHECK(m->info.expert_bytes == exps && exps == 2 * 3 * 64 * 96 * 4 * 4, "expert_bytes %llu (tensors: %llu)",
+          (unsigned long long)m->info.expert_bytes, (unsigned long long)exps);
     const kern_ops *k = kern_table("scalar");
     int sel[2];
     float wt[2], lg[4] = {1, 3, 2, 0};
