@@ -5,7 +5,7 @@
 # the experts, the sliding window, the sinks and YaRN, `cortex generate
 # --temp 0` gives the same ids on 1 and 2 threads (prefill against decode
 # is tests/unit/engine/test_moe.c's), `cortex quantize --type mxfp4`
-# quantizes the stacked expert tensors, and dump_logits runs them.
+# quantizes the stacked expert tensors, and dump_logits and cortex-bench run them.
 set -u
 . "$(dirname "$0")/../lib/common.sh"
 PROMPT="the quick brown fox jumps over the lazy dog and then the cat sleeps on the warm mat all day long"
@@ -32,6 +32,8 @@ check "gpt-oss mxfp4: experts mxfp4, router f32, attention q8_0" sh -c "echo '$i
 check "gpt-oss: a byte-level BPE vocabulary with o200k's pre-tokenizer" sh -c "echo '$info' | grep -q '^tokenizer:      gpt2, pre-tokenizer gpt-4o, 512 tokens'"
 ids=$("$CORTEX" tokenize -m "$tmp/gpt-oss-tiny-f32.gguf" -p "<|start|>hello<|end|>")
 check "gpt-oss: harmony's control tokens are single ids (<|start|> 504, <|end|> 505)" test "${ids%% *}" = 504 -a "${ids##* }" = 505
+"$BENCH" run --model "$tmp/gpt-oss-tiny-mxfp4.gguf" --workload pg16,8 -t 2 --reps 1 --warmup 0 --db "$tmp/b.db" >/dev/null 2>&1
+check "cortex-bench runs gpt-oss-tiny and stores the run" test "$(sql "$tmp/b.db" "select count(*) from runs")" = 1
 # quantize: stacked experts become mxfp4, their biases stay f32, the model runs
 "$CORTEX" quantize "$tmp/gpt-oss-tiny-f32.gguf" "$tmp/q.gguf" --type mxfp4 >/dev/null 2>&1
 check "quantize --type mxfp4 of gpt-oss-tiny" test $? -eq 0
