@@ -266,8 +266,14 @@ static int cmd_info(opts *o) {
     printf("rope_base:      %g\nrms_eps:        %g\n", i->rope_base, i->rms_eps);
     printf("rope:           %s pairs%s", i->rope_neox ? "NeoX (i, i+d/2)" : "adjacent (2i, 2i+1)",
            i->rope_freq_factors ? ", rope_freqs.weight factors" : "");
-    if (i->rope_freq_scale != 1.0f) printf(", linear scaling x%g", 1.0 / i->rope_freq_scale);
+    if (i->rope_freq_scale != 1.0f) printf(", %s scaling x%g", i->rope_scaling, 1.0 / i->rope_freq_scale);
     printf("\nqkv bias:       %s\n", i->qkv_bias ? "yes" : "no");
+    if (i->n_expert)
+        printf("experts:        %d per layer, %d per token, width %d (%llu bytes, %.1f%% of the weights)\n",
+               i->n_expert, i->n_expert_used, i->n_ff_expert, (unsigned long long)i->expert_bytes,
+               100.0 * (double)i->expert_bytes / (double)i->weight_bytes);
+    if (i->sliding_window) printf("sliding window: %d positions (even layers)\n", i->sliding_window);
+    if (i->attn_sinks) printf("attention:      learned sinks per head\n");
     printf("output:         %s\n", i->tied_output ? "tied to token_embd" : "separate output.weight");
     printf("main type:      %s\n", cx_type_name(i->main_type));
     printf("weights memory: %s\n", i->weights_memory);
@@ -302,10 +308,14 @@ static int cmd_info(opts *o) {
 /* cortex synth: --list the shapes, or write a synthetic model. */
 static int cmd_synth(opts *o) {
     if (o->list) {
-        printf("%-16s %6s %6s %6s %6s %6s %7s %7s\n", "shape", "embd", "ff", "layers", "heads", "kv", "vocab", "ctx");
-        for (const cx_shape *s = cx_shapes(); s->name; s++)
-            printf("%-16s %6d %6d %6d %6d %6d %7d %7d\n", s->name, s->n_embd, s->n_ff, s->n_layer, s->n_head,
+        printf("%-16s %6s %6s %6s %6s %6s %7s %7s  %s\n", "shape", "embd", "ff", "layers", "heads", "kv", "vocab", "ctx",
+               "experts (used)");
+        for (const cx_shape *s = cx_shapes(); s->name; s++) {
+            printf("%-16s %6d %6d %6d %6d %6d %7d %7d", s->name, s->n_embd, s->n_ff, s->n_layer, s->n_head,
                    s->n_head_kv, s->n_vocab, s->n_ctx);
+            if (s->n_expert) printf("  %d (%d)", s->n_expert, s->n_expert_used);
+            printf("\n");
+        }
         return 0;
     }
     if (!o->shape || !o->out) return die_usage("synth needs --shape NAME and -o FILE (see cortex synth --help)");

@@ -91,7 +91,7 @@ typedef struct cx_model_info {
     int vocab_only;           /* a GGUF without tensors: tokenizes, but sessions refuse it (n_layer etc. are 0) */
     const char *tokenizer;    /* tokenizer model: "llama" (SentencePiece) or "gpt2" (byte-level BPE) */
     const char *tokenizer_pre;/* byte-level BPE: the pre-tokenizer's canonical name ("gpt-2", "llama-bpe", ...); else NULL */
-    const char *arch;         /* general.architecture: "llama" or "qwen2" ("llama" for llama2.c checkpoints) */
+    const char *arch;         /* general.architecture: "llama", "qwen2" or "gpt-oss" ("llama" for llama2.c checkpoints) */
     int rope_neox;            /* RoPE rotates dimension i with i + head_dim/2 (qwen2), not 2i with 2i+1 (llama) */
     float rope_freq_scale;    /* positions are multiplied by this (1/rope.scaling.factor for linear scaling, else 1) */
     int rope_freq_factors;    /* per-frequency divisors (rope_freqs.weight, Llama 3 scaling) are applied */
@@ -99,6 +99,12 @@ typedef struct cx_model_info {
     const char *chat_template;/* tokenizer.chat_template: the Jinja source of the chat format, or NULL */
     int n_expert;             /* mixture of experts: experts per layer (0: a dense feed-forward) */
     int n_expert_used;        /* experts each token runs through */
+    int n_ff_expert;          /* an expert's feed-forward width (expert_feed_forward_length, else n_ff) */
+    uint64_t expert_bytes;    /* bytes of the stacked expert tensors (part of weight_bytes): a decoded token
+                                 reads n_expert_used / n_expert of them (the roofline's weight term) */
+    int sliding_window;       /* positions a sliding-window layer sees (0: every layer sees all) */
+    int attn_sinks;           /* attention has learned per-head sink logits (gpt-oss) */
+    const char *rope_scaling; /* "none", "linear" or "yarn" (rope.scaling.type) */
 } cx_model_info;
 
 typedef struct cx_tensor_info {

@@ -48,6 +48,11 @@ typedef struct cx_shape {
     float rope_factor, rope_low, rope_high;
     int rope_orig_ctx;
     int head_dim;             /* 0: n_embd / n_head; else written as attention.key_length / value_length */
+    /* mixture of experts (0: dense): experts per layer and per token; n_ff is an expert's width */
+    int n_expert, n_expert_used;
+    int sliding_window;       /* gpt-oss: attention.sliding_window (even layers) */
+    float yarn_factor;        /* YaRN RoPE scaling factor (0: none) over ... */
+    int yarn_orig_ctx;        /* ... this original context length */
 } cx_shape;
 
 /* The built-in shape presets, terminated by an entry with name == NULL. */

@@ -4,8 +4,10 @@
  *   x = embed(tokens)                                   T tokens at once
  *   for each layer:
  *       h = rmsnorm(x) ; q,k,v = h·Wq, h·Wk, h·Wv ; rope(q, k) ; cache k,v
- *       x += Wo · attention(q, cached k, cached v)      (grouped-query heads)
+ *       x += Wo · attention(q, cached k, cached v) (+bo) (grouped-query heads;
+ *                                         gpt-oss: sinks, sliding windows)
  *       h = rmsnorm(x) ; x += Wdown · (silu(h·Wgate) * (h·Wup))
+ *                    or x += the token's experts' weighted outputs (moe.c)
  *   logits = rmsnorm(x[last]) · Wout
  *
  * Prefill evaluates up to `batch` tokens per pass: every weight row is read
@@ -43,6 +45,7 @@
 
 #include "forward.h"
 #include "lora/lora.h"
+#include "moe.h"
 #include "quant.h"
 #include "util.h"
 
@@ -62,8 +65,13 @@ static size_t q_dim(const cx_model_info *h) { return (size_t)h->n_head * (size_t
  * attention output's n_head x head_dim). */
 static int64_t widest_input(const cx_model_info *h) {
     int64_t w = h->n_ff > h->n_embd ? h->n_ff : h->n_embd;
+    if (h->n_ff_expert > w) w = h->n_ff_expert;
     return (int64_t)q_dim(h) > w ? (int64_t)q_dim(h) : w;
 }
+
+/* Rows a matrix input may have in a pass of `rows` rows: the experts' inputs
+ * hold one row per (token, expert used) pair. */
+static int input_rows(const cx_model_info *h, int rows) { return rows * (h->n_expert_used > 1 ? h->n_expert_used : 1); }
 
 /*
  * The workspace is one 4 KiB-aligned region carved by an arena (arena.h):
@@ -82,7 +90,7 @@ static size_t lines(size_t n, size_t size) { return (n * size + ARENA_ALIGN - 1)
 static size_t ws_floats(const cx_model_info *h, size_t batch, size_t n_out) {
     size_t E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim, KV = (size_t)h->n_head_kv * hd;
     size_t Q = q_dim(h), W = E > Q ? E : Q; /* x, xb2: E; xb: W (attention output too); q: Q */
-    return batch * (2 * E + W + Q + 2 * F + 2 * KV + hd) + n_out * (size_t)h->n_vocab;
+    return batch * (2 * E + W + Q + 2 * F + 2 * KV + hd) + n_out * (size_t)h->n_vocab + moe_ws_floats(h, batch);
 }
 
 /* Bytes of the whole region: the fixed buffers (each padded to a line,
@@ -93,8 +101,9 @@ static size_t ws_region(const cx_model_info *h, int batch, int n_out, int n_thre
                    T * lines(ATT_TILE, sizeof(float)) + T * lines(ATT_QBLOCK * hd, sizeof(double)) +
                    T * lines(ATT_QBLOCK * 2, sizeof(double)) + lines((size_t)batch, sizeof(int));
     size_t pass = 0;
-    for (int f = KERN_ACT_Q8_32; f <= KERN_ACT_Q8_256; f++) pass += lines(kern_act_bytes(f, batch, widest_input(h)), 1);
-    return fixed + pass + slack;
+    for (int f = KERN_ACT_Q8_32; f <= KERN_ACT_Q8_256; f++)
+        pass += lines(kern_act_bytes(f, input_rows(h, batch), widest_input(h)), 1);
+    return fixed + pass + slack + 8 * ARENA_ALIGN; /* + the experts' buffers' line padding */
 }
 
 /* See forward.h. */
@@ -121,6 +130,45 @@ static void *carve(fwd_ws *w, size_t bytes) {
     assert(p);
     memset(p, 0, bytes);
     return p;
+}
+
+/*
+ * RoPE frequencies: base^(-2i/d), times the linear scaling's position scale,
+ * divided by the per-frequency factors where the file has them (Llama 3).
+ * YaRN (ggml's rope_yarn, ext_factor 1): pair i's angle blends the
+ * interpolated (scaled) and the extrapolated (unscaled) angle by a ramp that
+ * is 1 below pair `lo` and 0 above `hi`, the correction dimensions where the
+ * wavelength spans beta_fast and beta_slow rotations of the original context
+ * (computed in float, as ggml does); both are linear in the position, so the
+ * blend is one frequency. ggml also multiplies cos and sin by
+ * mscale = attn_factor * (1 + 0.1 ln factor), i.e. q and k each by mscale:
+ * here the scores' scale gets mscale^2 instead.
+ */
+static void rope_frequencies(fwd_ws *w) {
+    const cx_model *m = w->m;
+    const cx_model_info *h = &m->info;
+    int hd = h->head_dim, yarn = m->yarn_factor > 0;
+    float lo = 0, hi = 0, mscale = 1.0f;
+    if (yarn) {
+        float base = h->rope_base, orig = (float)m->yarn_orig_ctx, pi = 3.14159265358979323846f;
+        float c_fast = (float)hd * logf(orig / (m->yarn_beta_fast * 2 * pi)) / (2 * logf(base));
+        float c_slow = (float)hd * logf(orig / (m->yarn_beta_slow * 2 * pi)) / (2 * logf(base));
+        lo = floorf(c_fast) > 0 ? floorf(c_fast) : 0;
+        hi = ceilf(c_slow) < (float)(hd - 1) ? ceilf(c_slow) : (float)(hd - 1);
+        mscale = m->yarn_attn_factor * (1.0f + 0.1f * logf(1.0f / h->rope_freq_scale));
+    }
+    for (int i = 0; i < hd / 2; i++) {
+        double theta = 1.0 / pow((double)h->rope_base, (double)(2 * i) / (double)hd) /
+                       (m->rope_factors ? (double)m->rope_factors[i] : 1.0);
+        double scale = h->rope_freq_scale;
+        if (yarn) {
+            float y = ((float)i - lo) / (hi - lo > 0.001f ? hi - lo : 0.001f);
+            float ramp = 1 - (y < 0 ? 0 : y > 1 ? 1 : y);
+            scale = (double)h->rope_freq_scale * (1.0 - ramp) + ramp;
+        }
+        w->inv_freq[i] = scale * theta;
+    }
+    w->att_scale = 1.0f / sqrtf((float)hd) * mscale * mscale;
 }
 
 /* See forward.h. */
@@ -174,6 +222,7 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     w->logits = carve(w, (size_t)n_out * (size_t)h->n_vocab * sizeof(float));
     w->inv_freq = carve(w, hd / 2 * sizeof(double));
     w->item_end = carve(w, B * sizeof(int));
+    if (h->n_expert) moe_ws_carve(w, batch);
     w->att_stride[0] = lines(ATT_TILE, sizeof(float)) / sizeof(float);
     w->att_stride[1] = lines(ATT_QBLOCK * hd, sizeof(double)) / sizeof(double);
     w->att_stride[2] = lines(ATT_QBLOCK * 2, sizeof(double)) / sizeof(double);
@@ -181,11 +230,7 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     w->att_acc = carve(w, (size_t)n_threads * w->att_stride[1] * sizeof(double));
     w->att_ml = carve(w, (size_t)n_threads * w->att_stride[2] * sizeof(double));
     w->pass_mark = arena_mark(&w->mem);
-    /* RoPE frequencies: base^(-2i/d), times the linear scaling's position scale,
-     * divided by the per-frequency factors where the file has them (Llama 3). */
-    for (size_t i = 0; i < hd / 2; i++)
-        w->inv_freq[i] = (double)h->rope_freq_scale / pow((double)h->rope_base, (double)(2 * i) / (double)h->head_dim) /
-                         (m->rope_factors ? (double)m->rope_factors[i] : 1.0);
+    rope_frequencies(w);
     return 0;
 }
 
@@ -201,9 +246,8 @@ static void prep_part(void *ctx, int i, int n) {
         kern_act_set(w->k, &j->slot->a, t, w->in + (size_t)t * (size_t)w->in_n);
 }
 
-/* Make x ([T][n]) the input of the next matrix products; its 8-bit forms are
- * made on first use. */
-static void set_input(fwd_ws *w, const float *x, int T, int64_t n) {
+/* See forward.h. */
+void fwd_set_input(fwd_ws *w, const float *x, int T, int64_t n) {
     w->in = x;
     w->in_T = T;
     w->in_n = n;
@@ -217,9 +261,9 @@ const kern_act *fwd_input_for(fwd_ws *w, int type) {
     fwd_act *slot = &w->act[fmt];
     if (!slot->ready) {
         if (!slot->mem) /* first use in this pass: room for the pass's rows at the widest input */
-            slot->mem = arena_alloc(&w->mem, kern_act_bytes(fmt, w->pass_rows, widest_input(&w->m->info)),
-                                    ARENA_ALIGN);
-        assert(slot->mem && w->in_T <= w->pass_rows);
+            slot->mem = arena_alloc(&w->mem, kern_act_bytes(fmt, input_rows(&w->m->info, w->pass_rows),
+                                                            widest_input(&w->m->info)), ARENA_ALIGN);
+        assert(slot->mem && w->in_T <= input_rows(&w->m->info, w->pass_rows));
         kern_act_init(&slot->a, fmt, w->in_T, w->in_n, slot->mem);
         slot->a.f = w->in;
         if (fmt != KERN_ACT_F32) {
@@ -241,17 +285,20 @@ typedef struct matmul_job {
     int n_lora;
 } matmul_job;
 
-/* This thread's rows: contiguous, split at multiples of ROW_CHUNK. */
-static void matmul_part(void *ctx, int i, int n) {
-    matmul_job *j = ctx;
-    int64_t chunks = (j->rows + ROW_CHUNK - 1) / ROW_CHUNK;
-    int64_t r0 = chunks * i / n * ROW_CHUNK, r1 = chunks * (i + 1) / n * ROW_CHUNK;
-    if (r1 > j->rows) r1 = j->rows;
-    if (r0 >= r1) return;
-    const uint8_t *w = j->w->data;
-    int layout = j->w->layout;
-    kern_gemm_fn gemm = layout == KERN_LAYOUT_X16 ? j->k->gemm_x16[j->w->type]
-                        : layout == KERN_LAYOUT_X8 ? j->k->gemm_x8[j->w->type] : j->k->gemm[j->w->type];
+/* See forward.h: contiguous, split at multiples of ROW_CHUNK. */
+void fwd_row_share(int64_t rows, int i, int n, int64_t *r0, int64_t *r1) {
+    int64_t chunks = (rows + ROW_CHUNK - 1) / ROW_CHUNK;
+    *r0 = chunks * i / n * ROW_CHUNK;
+    *r1 = chunks * (i + 1) / n * ROW_CHUNK;
+    if (*r1 > rows) *r1 = rows;
+}
+
+/* See forward.h. */
+void fwd_gemm_rows(const kern_ops *k, const cx_weight *wt, const uint8_t *w, int64_t r0, int64_t r1, const kern_act *a,
+                   float *y, int64_t ldy) {
+    int layout = wt->layout;
+    kern_gemm_fn gemm = layout == KERN_LAYOUT_X16 ? k->gemm_x16[wt->type]
+                        : layout == KERN_LAYOUT_X8 ? k->gemm_x8[wt->type] : k->gemm[wt->type];
     assert(gemm || layout == KERN_LAYOUT_ROWS);
     assert(ROW_CHUNK % kern_layout_group(layout) == 0 && TILE_ROWS % kern_layout_group(layout) == 0);
     /* Tiles of TILE_ROWS weight rows x TILE_TOKENS tokens: the rows (~128 KiB
@@ -260,14 +307,23 @@ static void matmul_part(void *ctx, int i, int n) {
      * all T tokens' activations (0.5-1.4 MiB) from L3. */
     for (int64_t rb = r0; rb < r1; rb += TILE_ROWS) {
         int64_t re = rb + TILE_ROWS < r1 ? rb + TILE_ROWS : r1;
-        for (int t0 = 0; t0 < j->a->T; t0 += TILE_TOKENS) {
+        for (int t0 = 0; t0 < a->T; t0 += TILE_TOKENS) {
             kern_act tile;
-            kern_act_slice(j->a, t0, j->a->T - t0 < TILE_TOKENS ? j->a->T - t0 : TILE_TOKENS, &tile);
-            float *y = j->y + (size_t)t0 * (size_t)j->ldy;
-            if (gemm) gemm(w, j->w->row_bytes, rb, re, &tile, y, j->ldy);
-            else kern_gemm_generic(j->k, j->w->type, w, j->w->row_bytes, rb, re, &tile, y, j->ldy);
+            kern_act_slice(a, t0, a->T - t0 < TILE_TOKENS ? a->T - t0 : TILE_TOKENS, &tile);
+            float *yt = y + (size_t)t0 * (size_t)ldy;
+            if (gemm) gemm(w, wt->row_bytes, rb, re, &tile, yt, ldy);
+            else kern_gemm_generic(k, wt->type, w, wt->row_bytes, rb, re, &tile, yt, ldy);
         }
     }
+}
+
+/* This thread's rows of the matrix (fwd_row_share), then its adapters' share. */
+static void matmul_part(void *ctx, int i, int n) {
+    matmul_job *j = ctx;
+    int64_t r0, r1;
+    fwd_row_share(j->rows, i, n, &r0, &r1);
+    if (r0 >= r1) return;
+    fwd_gemm_rows(j->k, j->w, j->w->data, r0, r1, j->a, j->y, j->ldy);
     /* LoRA: B·u into the same outputs, for each run's rows (lora/lora_pass.c) */
     for (int a = 0; a < j->n_lora; a++) {
         const fwd_lora_job *lj = &j->lora[a];
@@ -285,7 +341,7 @@ static void matmul_rows(fwd_ws *ws, const cx_weight *w, int64_t rows, float *y, 
     tp_run(ws->pool, matmul_part, &j);
 }
 
-static void matmul(fwd_ws *ws, const cx_weight *w, float *y) { matmul_rows(ws, w, w->rows, y, w->rows); }
+void fwd_matmul(fwd_ws *ws, const cx_weight *w, float *y) { matmul_rows(ws, w, w->rows, y, w->rows); }
 
 /* matmul of layer matrix `proj` (LORA_*): plus each adapter's B·u, u made by
  * fwd_lora_down for the current input. */
@@ -298,17 +354,30 @@ static void matmul_adapted(fwd_ws *ws, const cx_weight *w, float *y, int proj) {
 
 /* ---- attention: tiled, online softmax; (segment, head, query block) items across the pool ---- */
 
-typedef struct attn_job { fwd_ws *w; const fwd_seg *seg; int n_seg; } attn_job;
+typedef struct attn_job { fwd_ws *w; const fwd_seg *seg; int n_seg; const cx_layer *layer; } attn_job;
 
-/* One head, queries qi0..qi1-1 of segment g (positions g->pos+qi, rows
- * g->row+qi), all keys up to each query, read through the segment's view
- * (pointing at the current layer). */
-static void attention_block(fwd_ws *w, const fwd_seg *g, int tid, int head, int qi0, int qi1) {
+/*
+ * One head, queries qi0..qi1-1 of segment g (positions g->pos+qi, rows
+ * g->row+qi), all keys up to each query (within the layer's sliding window,
+ * if it has one), read through the segment's view (pointing at the current
+ * layer).
+ *
+ * A window of W positions (gpt-oss) leaves a query at p the keys
+ * p-W+1 .. p (llama.cpp masks p - key >= W): tiles wholly before that are
+ * skipped, a tile's earlier keys get a zero weight (score -inf). Tile edges
+ * stay multiples of ATT_TILE from 0, so a query's arithmetic is still the
+ * same in prefill and decode. A learned sink (gpt-oss: one logit s per
+ * head) adds exp(s - max) to the softmax's denominator and nothing to its
+ * numerator; it is folded in once the keys are done: out = acc / (sum +
+ * exp(s - m)), the same as ggml's softmax over the scores with s appended.
+ */
+static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int tid, int head, int qi0, int qi1) {
     const cx_model_info *h = &w->m->info;
     const kern_ops *k = w->k;
     int hd = h->head_dim, kv_dim = h->n_head_kv * hd, QD = (int)q_dim(h);
     int kvh = head / (h->n_head / h->n_head_kv); /* grouped-query: query heads share a kv head */
-    float scale = 1.0f / sqrtf((float)hd);
+    float scale = w->att_scale;
+    int W = L->window;
     const float *const *Kb = g->view->k, *const *Vb = g->view->v;
     size_t col = (size_t)kvh * (size_t)hd; /* this kv head's columns in a row */
     float *sc = w->att_scores + (size_t)tid * w->att_stride[0];
@@ -321,15 +390,18 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, int tid, int head, int 
         memset(acc + (size_t)i * hd, 0, sizeof(double) * (size_t)hd);
     }
     int last = g->pos + qi1 - 1; /* the furthest position any query here sees */
-    for (int k0 = 0; k0 <= last; k0 += ATT_TILE) {
+    int first = W && g->pos + qi0 - W + 1 > 0 ? g->pos + qi0 - W + 1 : 0; /* the earliest */
+    for (int k0 = first / ATT_TILE * ATT_TILE; k0 <= last; k0 += ATT_TILE) {
         for (int i = 0; i < nq; i++) {
             int p = g->pos + qi0 + i;
-            if (k0 > p) continue;
+            int lo = W && p - W + 1 > 0 ? p - W + 1 : 0; /* this query's first key */
+            if (k0 > p || k0 + ATT_TILE <= lo) continue;
             int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
             const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)head * (size_t)hd;
             for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order */
                 k->attn_scores(sc + j, q, Kb[(k0 + j) / KV_BLOCK] + col, (size_t)kv_dim,
                                kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
+            for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
             float tmax = -INFINITY;
             for (int j = 0; j < kn; j++) tmax = sc[j] > tmax ? sc[j] : tmax;
             double *a = acc + (size_t)i * hd;
@@ -348,7 +420,8 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, int tid, int head, int 
     }
     for (int i = 0; i < nq; i++) {
         float *o = w->xb + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)head * (size_t)hd;
-        double inv = 1.0 / ml[2 * i + 1];
+        double den = ml[2 * i + 1] + (L->sinks ? exp((double)L->sinks[head] - ml[2 * i]) : 0.0);
+        double inv = 1.0 / den;
         for (int d = 0; d < hd; d++) o[d] = (float)(acc[(size_t)i * hd + d] * inv);
     }
 }
@@ -371,7 +444,7 @@ static void attention_part(void *ctx, int i, int n) {
         int local = it - (lo ? w->item_end[lo - 1] : 0);
         int head = local % n_head, qb = local / n_head;
         int qi0 = qb * ATT_QBLOCK, qi1 = qi0 + ATT_QBLOCK < g->T ? qi0 + ATT_QBLOCK : g->T;
-        attention_block(w, g, i, head, qi0, qi1);
+        attention_block(w, g, j->layer, i, head, qi0, qi1);
     }
 }
 
@@ -426,22 +499,19 @@ static void knob_slowdown(fwd_ws *s, int T, int n_out) {
     const cx_model *m = s->m;
     const cx_model_info *h = &m->info;
     for (int l = 0; l < h->n_layer; l++) {
-        const cx_layer *w = &m->layers[l];
-        /* inputs: any activations of the right width (xb: n_embd, hb: n_ff) */
-        set_input(s, s->xb, T, h->n_embd);
-        knob_extra(s, &w->wq);
-        knob_extra(s, &w->wk);
-        knob_extra(s, &w->wv);
-        set_input(s, s->xb, T, (int64_t)q_dim(h)); /* the attention output's width */
-        knob_extra(s, &w->wo);
-        set_input(s, s->xb, T, h->n_embd);
-        knob_extra(s, &w->w_gate);
-        knob_extra(s, &w->w_up);
-        set_input(s, s->hb, T, h->n_ff);
-        knob_extra(s, &w->w_down);
+        cx_weight *ws[MODEL_LAYER_MATS];
+        int n = model_layer_matrices((cx_layer *)&m->layers[l], ws);
+        for (int i = 0; i < n; i++) {
+            /* inputs: any activations of the right width (a buffer that holds T rows of it) */
+            int64_t c = ws[i]->cols;
+            const float *x = c <= h->n_embd || c <= (int64_t)q_dim(h) ? s->xb : c <= h->n_ff ? s->hb : s->moe_h;
+            /* prepared once per input, as the pass does: Q/K/V, output, gate/up (or router and experts), down */
+            if (i == 0 || i == 3 || i == 4 || i == n - 1) fwd_set_input(s, x, T, c);
+            knob_extra(s, ws[i]);
+        }
     }
     if (n_out) {
-        set_input(s, s->xb, n_out, h->n_embd);
+        fwd_set_input(s, s->xb, n_out, h->n_embd);
         knob_extra(s, &m->output);
     }
 }
@@ -492,13 +562,14 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         const uint8_t *emb = (const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes;
         quant_dequantize_row(m->tok_embd.type, emb, w->x + (size_t)t * E, E);
     }
-    attn_job aj = {w, seg, n_seg};
+    attn_job aj = {w, seg, n_seg, NULL};
 
     for (int l = 0; l < h->n_layer; l++) {
         const cx_layer *wl = &m->layers[l];
+        aj.layer = wl;
         /* attention block */
         for (int t = 0; t < T; t++) k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, wl->attn_norm, E, h->rms_eps);
-        set_input(w, w->xb, T, E);
+        fwd_set_input(w, w->xb, T, E);
         fwd_lora_down(w, l, LORA_Q, 3);
         matmul_adapted(w, &wl->wq, w->q, LORA_Q);
         matmul_adapted(w, &wl->wk, w->kk, LORA_K);
@@ -523,18 +594,25 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
             view_layer(w, s, l);
         }
         tp_run(w->pool, attention_part, &aj);
-        set_input(w, w->xb, T, QD);
+        fwd_set_input(w, w->xb, T, QD);
         fwd_lora_down(w, l, LORA_O, 1);
         matmul_adapted(w, &wl->wo, w->xb2, LORA_O);
+        if (wl->bo)
+            for (int t = 0; t < T; t++) k->add(w->xb2 + (size_t)t * E, wl->bo, E);
         k->add(w->x, w->xb2, T * E);
-        /* feed-forward block (SwiGLU) */
+        /* feed-forward block: SwiGLU, or a mixture of SwiGLU experts (moe.c) */
         for (int t = 0; t < T; t++) k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, wl->ffn_norm, E, h->rms_eps);
-        set_input(w, w->xb, T, E);
+        if (h->n_expert) {
+            moe_ffn(w, wl, T);
+            k->add(w->x, w->xb2, T * E);
+            continue;
+        }
+        fwd_set_input(w, w->xb, T, E);
         fwd_lora_down(w, l, LORA_GATE, 2);
         matmul_adapted(w, &wl->w_gate, w->hb, LORA_GATE);
         matmul_adapted(w, &wl->w_up, w->hb2, LORA_UP);
         k->swiglu(w->hb, w->hb2, T * F);
-        set_input(w, w->hb, T, F);
+        fwd_set_input(w, w->hb, T, F);
         fwd_lora_down(w, l, LORA_DOWN, 1);
         matmul_adapted(w, &wl->w_down, w->xb2, LORA_DOWN);
         k->add(w->x, w->xb2, T * E);
@@ -545,8 +623,8 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
             if (seg[g].out >= 0)
                 k->rmsnorm(w->xb + (size_t)seg[g].out * E, w->x + (size_t)(seg[g].row + seg[g].T - 1) * E, m->out_norm,
                            E, h->rms_eps);
-        set_input(w, w->xb, n_out, E);
-        matmul(w, &m->output, w->logits);
+        fwd_set_input(w, w->xb, n_out, E);
+        fwd_matmul(w, &m->output, w->logits);
     }
 #ifdef CORTEX_TEST_KNOBS
     knob_slowdown(w, T, n_out);
@@ -563,6 +641,6 @@ void fwd_logits(fwd_ws *w, int rows, float *out) {
     assert(rows >= 1 && rows <= w->pass_rows);
     for (int t = 0; t < rows; t++)
         w->k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, m->out_norm, E, h->rms_eps);
-    set_input(w, w->xb, rows, E);
-    matmul(w, &m->output, out);
+    fwd_set_input(w, w->xb, rows, E);
+    fwd_matmul(w, &m->output, out);
 }

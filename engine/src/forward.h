@@ -68,6 +68,15 @@ typedef struct fwd_ws {
     float *x, *xb, *xb2, *hb, *hb2, *q, *kk, *vv, *rope_cs;
     float *logits;            /* [n_out][n_vocab] */
     double *inv_freq;         /* RoPE frequency of each pair in a head */
+    float att_scale;          /* attention scores' scale: 1/sqrt(head_dim), times YaRN's mscale^2 */
+    /* mixture of experts (moe.c), for batch rows x n_expert_used (token, expert) pairs */
+    float *moe_logits;        /* [batch][n_expert]: router logits, then gating probabilities */
+    float *moe_wt;            /* [batch][n_expert_used]: each token's experts' weights */
+    int *moe_sel;             /* [batch][n_expert_used]: each token's experts, best first */
+    int *moe_slot;            /* [batch][n_expert_used]: the pair's row in the grouped buffers */
+    int *moe_off;             /* [n_expert + 1]: expert e's grouped rows are moe_off[e] .. moe_off[e+1]-1 */
+    float *moe_x;             /* [pairs][n_embd]: grouped inputs, then the experts' outputs */
+    float *moe_h, *moe_h2;    /* [pairs][n_ff_expert]: gate and up products */
     /* the current matrix input and its prepared forms, one per activation format */
     const float *in;
     int in_T;
@@ -111,6 +120,22 @@ typedef struct fwd_seg {
     const cx_lora_use *lora;  /* the adapters its rows apply (n_lora of them; 0: none) */
     int n_lora;
 } fwd_seg;
+
+/* Make x ([T][n]) the input of the next matrix products; its 8-bit forms are
+ * made on first use (fwd_input_for). */
+void fwd_set_input(fwd_ws *w, const float *x, int T, int64_t n);
+/* y[t][r] = W · input[t] for every row r of w and token t of the current
+ * input, on the pool (rows split by fwd_row_share). */
+void fwd_matmul(fwd_ws *w, const cx_weight *wt, float *y);
+/* Thread i of n's share [*r0, *r1) of `rows` matrix rows: contiguous, split
+ * at multiples of 16 rows (whole interleaved groups), the same for every
+ * matrix, so each (row, token) product has one owner. */
+void fwd_row_share(int64_t rows, int i, int n, int64_t *r0, int64_t *r1);
+/* y[t*ldy + r] = row r of the matrix stored at w (wt's type, layout and row
+ * bytes) . activation t, for r in [r0, r1) and every t of a, tiled for the
+ * caches. w is wt->data, or a row range of it (an expert, whole groups). */
+void fwd_gemm_rows(const kern_ops *k, const cx_weight *wt, const uint8_t *w, int64_t r0, int64_t r1, const kern_act *a,
+                   float *y, int64_t ldy);
 
 /* The check every workspace's owner makes first: *n_threads is in range
  * (<= 0 becomes 1; over 256 is an error). 0 or CX_EINVAL with a message.

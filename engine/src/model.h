@@ -15,6 +15,8 @@
 
 /* The widest attention head a NeoX-RoPE model may have (the forward pass reorders heads on the stack). */
 #define MODEL_MAX_HEAD_DIM 1024
+/* The most experts a layer may have (llama.cpp: LLAMA_MAX_EXPERTS) and use per token. */
+#define MODEL_MAX_EXPERTS 512
 
 /* A weight matrix of `rows` rows by `cols` columns, stored row-major as `type`. */
 typedef struct cx_weight {
@@ -23,14 +25,37 @@ typedef struct cx_weight {
     int64_t rows, cols;
     size_t row_bytes;
     int layout;          /* KERN_LAYOUT_ROWS (as in the file) or KERN_LAYOUT_X8 or X16 (repacked at load) */
+    int64_t expert_rows; /* stacked experts (cx_layer): the rows of one expert; 0 for a plain matrix */
 } cx_weight;
 
 typedef struct cx_layer {
     const float *attn_norm, *ffn_norm; /* f32 copies owned by the model */
     cx_weight wq, wk, wv, wo;          /* wq: [n_embd x n_embd], wk/wv: [kv_dim x n_embd] */
     cx_weight w_gate, w_up, w_down;    /* gate/up: [n_ff x n_embd], down: [n_embd x n_ff] */
-    const float *bq, *bk, *bv;         /* QKV biases (Qwen 2), f32 copies owned by the model; NULL if none */
+    const float *bq, *bk, *bv;         /* QKV biases (Qwen 2, gpt-oss), f32 copies owned by the model; NULL if none */
+    const float *bo;                   /* attention output bias [n_embd] (gpt-oss), or NULL */
+    const float *sinks;                /* attention sink logit per query head (gpt-oss), or NULL */
+    int window;                        /* sliding window: a query sees the last `window` positions (0: all) */
+    /* Mixture of experts (cx_model_info.n_expert > 0; w_gate, w_up, w_down are then unused).
+     * Each expert tensor is one matrix of n_expert stacked experts: expert e is
+     * rows e*F .. e*F+F-1 of gate_exps/up_exps (F = n_ff_expert) and rows
+     * e*E .. e*E+E-1 of down_exps (E = n_embd), as the 3-D ggml tensors lay them out. */
+    cx_weight router;                  /* ffn_gate_inp: [n_expert x n_embd] */
+    const float *router_b;             /* [n_expert], or NULL */
+    cx_weight gate_exps, up_exps, down_exps;
+    const float *gate_exps_b, *up_exps_b, *down_exps_b; /* [n_expert][F], [n_expert][F], [n_expert][E], or NULL */
 } cx_layer;
+
+/* How a token's experts are chosen and weighted (cx_model.moe_gating). */
+enum {
+    MODEL_GATING_SOFTMAX = 0,   /* softmax over all experts, the top k, weights renormalised to sum 1 (Mixtral) */
+    MODEL_GATING_TOPK_SOFTMAX   /* the top k router logits, then a softmax over those k (gpt-oss) */
+};
+/* The experts' activation (cx_model.moe_act). */
+enum {
+    MODEL_ACT_SILU = 0,         /* silu(gate) * up */
+    MODEL_ACT_SWIGLU_OAI        /* gpt-oss: g = min(gate, 7), u = clamp(up, -7, 7), g * sigmoid(1.702 g) * (u + 1) */
+};
 
 /* A named tensor as found in the file, kept for `cortex info`. */
 typedef struct cx_tensor_rec {
@@ -59,7 +84,18 @@ struct cx_model {
     cx_tensor_rec *tensors;
     int n_tensors;
     char *chat_template; /* tokenizer.chat_template (malloc'd), or NULL */
+    int moe_gating;      /* MODEL_GATING_* (experts only) */
+    int moe_act;         /* MODEL_ACT_* (experts only) */
+    /* YaRN RoPE scaling (info.rope_scaling "yarn"): ggml's rope_yarn parameters */
+    float yarn_factor, yarn_beta_fast, yarn_beta_slow, yarn_attn_factor;
+    int yarn_orig_ctx;
 };
+
+/* The matrices of layer y into out (at most MODEL_LAYER_MATS): Q, K, V,
+ * output, then the dense feed-forward's gate, up, down, or the router and
+ * the stacked experts' gate, up, down. Returns their number. */
+#define MODEL_LAYER_MATS 8
+int model_layer_matrices(cx_layer *y, cx_weight **out);
 
 /* Map a whole file read-only; *size gets its length. */
 int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err);

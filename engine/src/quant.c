@@ -158,3 +158,11 @@ int quant_mix_type(int ftype, const char *name, int layer, int n_layer, int64_t 
     if (cols % bs == 0) return type;
     return cols % QK == 0 ? CX_TYPE_Q8_0 : CX_TYPE_F16;
 }
+
+/* See quant.h. */
+int quant_tensor_type(int ftype, const char *name, int layer, int n_layer, int64_t cols, int moe) {
+    if (ends_with(name, ".bias") || ends_with(name, "ffn_gate_inp.weight")) return CX_TYPE_F32;
+    if (moe && ftype == CX_TYPE_MXFP4 && !ends_with(name, "_exps.weight"))
+        return quant_mix_type(CX_TYPE_Q8_0, name, layer, n_layer, cols);
+    return quant_mix_type(ftype, name, layer, n_layer, cols);
+}

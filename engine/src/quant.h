@@ -53,5 +53,11 @@ void quant_quantize_row(int type, const float *src, void *dst, int64_t n);
  *     falls back to other 5-bit types first; we have none).
  */
 int quant_mix_type(int ftype, const char *name, int layer, int n_layer, int64_t cols);
+/* The stored type of tensor `name` (2-D or 3-D) in a file of type ftype:
+ * biases and routers (ffn_gate_inp.weight) stay f32, as llama.cpp keeps
+ * them; in a model with experts (moe != 0) an mxfp4 file stores the expert
+ * tensors (*_exps.weight) as mxfp4 and its other matrices as q8_0, as
+ * llama.cpp's gpt-oss files have them; everything else as quant_mix_type. */
+int quant_tensor_type(int ftype, const char *name, int layer, int n_layer, int64_t cols, int moe);
 
 #endif

@@ -11,8 +11,9 @@
  *     for spaces, "<unk>"/"<s>"/"</s>" for ids 0..2, token types, an explicit
  *     output.weight), so the file means the same model. Q/K are not permuted:
  *     llama2.c, that converter and this engine all rotate adjacent pairs.
- * Every 2-D matrix is stored as quant_mix_type() decides (with its fallbacks
- * for row lengths a block does not divide); 1-D tensors (norms) become f32;
+ * Every 2-D matrix and 3-D stack of experts' matrices is stored as
+ * quant_tensor_type() decides (with its fallbacks for row lengths a block
+ * does not divide; biases and routers stay f32); 1-D tensors (norms) become f32;
  * anything else is copied. Already-quantized inputs are refused: quantizing
  * them again only loses quality.
  *
@@ -155,12 +156,13 @@ static int plan_tensor(qz_job *j, qz_tensor *t) {
     const cx_model_info *h = &j->model->info;
     /* A row length every block size (32, 256) divides: the rule's choice without fallback. */
     const int64_t fits_all = 256 * 1024;
-    if (t->n_dims == 2) {
+    if (t->n_dims == 2 || t->n_dims == 3) { /* matrices, and stacked experts' matrices */
         int layer = layer_of(t->name);
         /* A tied embedding is also the classifier: it gets output.weight's type, as in llama.cpp. */
         const char *rule_name = j->tied && !strcmp(t->name, "token_embd.weight") ? "output.weight" : t->name;
-        int type = quant_mix_type(j->ftype, rule_name, layer, h->n_layer, t->ne[0]);
-        int wanted = quant_mix_type(j->ftype, rule_name, layer, h->n_layer, fits_all);
+        int moe = h->n_expert > 0;
+        int type = quant_tensor_type(j->ftype, rule_name, layer, h->n_layer, t->ne[0], moe);
+        int wanted = quant_tensor_type(j->ftype, rule_name, layer, h->n_layer, fits_all, moe);
         assert(type >= 0 && wanted >= 0); /* the file type was checked on entry */
         t->out_type = (uint32_t)type;
         t->wanted = (uint32_t)wanted;

@@ -9,6 +9,7 @@
  * without the word-start marker, scored so BPE merges behave sensibly.
  * The file follows the GGUF v3 spec exactly, so other readers can load it.
  */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,23 +27,29 @@
 
 static const cx_shape SHAPES[] = {
     /* name            embd   ff     layers heads kv  vocab   ctx     rope      eps    tied arch bias rope scaling (factor low high ctx), head_dim */
-    {"test-tiny",      64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
+    {"test-tiny",      64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     /* the new architecture features at test size: Llama 3 RoPE factors (a short original context, so
      * every regime of the formula occurs in 8 frequencies); qwen2's biases, NeoX RoPE, separate output */
-    {"test-llama3",    64,    192,   2,     4,    2,  512,    128,    500000.0f, 1e-5f, 1, "llama", 0, 8, 1, 32, 4000, 0},
-    {"test-qwen2",     64,    192,   2,     4,    2,  512,    128,    1000000.0f, 1e-6f, 0, "qwen2", 1, 0, 0, 0, 0, 0},
+    {"test-llama3",    64,    192,   2,     4,    2,  512,    128,    500000.0f, 1e-5f, 1, "llama", 0, 8, 1, 32, 4000, 0, 0, 0, 0, 0, 0},
+    {"test-qwen2",     64,    192,   2,     4,    2,  512,    128,    1000000.0f, 1e-6f, 0, "qwen2", 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     /* heads wider than n_embd / n_head (32 x 4 = 128 > 64), as the GGUF's attention.key_length may say */
-    {"test-headdim",   64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 32},
+    {"test-headdim",   64,    192,   2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 32, 0, 0, 0, 0, 0},
     /* the deterministic gate's micro workload: 16 prompt tokens + 8 steps = ~1.1e8 instructions (docs/gates.md) */
-    {"gate-micro",     128,   384,   2,     4,    2,  2048,   256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
-    {"stories15m",     288,   768,   6,     6,    6,  32000,  256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
-    {"stories42m",     512,   1376,  8,     8,    8,  32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
-    {"stories110m",    768,   2048,  12,    12,   12, 32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0},
-    {"tinyllama-1.1b", 2048,  5632,  22,    32,   4,  32000,  2048,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0, 0},
-    {"llama-3.2-1b",   2048,  8192,  16,    32,   8,  128256, 131072, 500000.0f, 1e-5f, 1, "llama", 0, 32, 1, 4, 8192, 0},
-    {"qwen2.5-0.5b",   896,   4864,  24,    14,   2,  151936, 32768,  1000000.0f, 1e-6f, 1, "qwen2", 1, 0, 0, 0, 0, 0},
-    {"llama-2-7b",     4096,  11008, 32,    32,   32, 32000,  4096,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0, 0},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0},
+    {"gate-micro",     128,   384,   2,     4,    2,  2048,   256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"stories15m",     288,   768,   6,     6,    6,  32000,  256,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"stories42m",     512,   1376,  8,     8,    8,  32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"stories110m",    768,   2048,  12,    12,   12, 32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tinyllama-1.1b", 2048,  5632,  22,    32,   4,  32000,  2048,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"llama-3.2-1b",   2048,  8192,  16,    32,   8,  128256, 131072, 500000.0f, 1e-5f, 1, "llama", 0, 32, 1, 4, 8192, 0, 0, 0, 0, 0, 0},
+    {"qwen2.5-0.5b",   896,   4864,  24,    14,   2,  151936, 32768,  1000000.0f, 1e-6f, 1, "qwen2", 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* mixture of experts at test size: Mixtral-style llama (4 experts, 2 per token); gpt-oss (sinks, a
+     * sliding window of 16 on even layers, biases, clamped SwiGLU experts, YaRN x4 over 64 positions) */
+    {"moe-tiny",       64,    96,    2,     4,    2,  512,    128,    10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0, 4, 2, 0, 0, 0},
+    {"gpt-oss-tiny",   64,    96,    2,     4,    2,  512,    256,    150000.0f, 1e-5f, 0, "gpt-oss", 1, 0, 0, 0, 0, 32, 4, 2, 16, 4.0f, 64},
+    /* OpenAI's gpt-oss-20b: 24 layers, 32 experts of width 2880 with 4 active, 64 query / 8 KV heads of 64 */
+    {"gpt-oss-20b",    2880,  2880,  24,    64,   8,  201088, 131072, 150000.0f, 1e-5f, 0, "gpt-oss", 1, 0, 0, 0, 0, 64, 32, 4, 128, 32.0f, 4096},
+    {"llama-2-7b",     4096,  11008, 32,    32,   32, 32000,  4096,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 
 const cx_shape *cx_shapes(void) { return SHAPES; }
@@ -149,7 +156,7 @@ static void free_vocab(vocab_out *v) {
 /* What a tensor holds: weights N(0, 0.02^2), norm weights 1, biases
  * N(0, 0.5^2) (large, so a test sees them), or Llama 3's RoPE factors. */
 enum { FILL_WEIGHT = 0, FILL_ONES = 1, FILL_BIAS = 2, FILL_ROPE = 3 };
-typedef struct tensor_plan { char name[64]; int type, n_dims; int64_t ne[2]; int is_norm; } tensor_plan;
+typedef struct tensor_plan { char name[64]; int type, n_dims; int64_t ne[3]; int is_norm; } tensor_plan;
 
 /*
  * Llama 3's RoPE scaling as per-frequency divisors (rope_freqs.weight), the
@@ -175,7 +182,8 @@ static void llama3_rope_factors(const cx_shape *sh, float *out, int n) {
 static int write_tensor(const gguf_writer *w, FILE *f, const tensor_plan *t, const cx_shape *sh, uint64_t seed,
                         float *row, void *qrow) {
     uint64_t st = synth_name_seed(seed, t->name);
-    int64_t cols = t->ne[0], rows = t->n_dims > 1 ? t->ne[1] : 1;
+    int64_t cols = t->ne[0], rows = 1;
+    for (int d = 1; d < t->n_dims; d++) rows *= t->ne[d];
     size_t rb = quant_row_bytes(t->type, cols);
     for (int64_t r = 0; r < rows; r++) {
         if (t->is_norm == FILL_ONES) {
@@ -241,54 +249,81 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
             return cx_fail(err, CX_EINVAL, "shape %s: embedding %lld and feed-forward %lld must be multiples of 32 for %s",
                            sh->name, (long long)E, (long long)F, cx_type_name(type));
     }
-    int n_t = 2 + (sh->tied_output ? 0 : 1) + (sh->rope_factor > 0) + (sh->qkv_bias ? 12 : 9) * sh->n_layer;
+    int gptoss = !strcmp(arch, "gpt-oss"), moe = sh->n_expert > 0;
+    int64_t X = sh->n_expert;
+    /* per layer: 9 tensors (dense) or 10 (router + 3 experts), QKV biases, gpt-oss output, router and expert biases and sinks (6) */
+    int n_t = 2 + (sh->tied_output ? 0 : 1) + (sh->rope_factor > 0) + ((moe ? 10 : 9) + (sh->qkv_bias ? 3 : 0) + (gptoss ? 6 : 0)) * sh->n_layer;
     tensor_plan *plan = calloc((size_t)n_t, sizeof *plan);
     vocab_out voc = {0};
     gguf_writer *w = gguf_writer_new(0);
     char *tmp = malloc(strlen(path) + 8);
-    float *row = malloc(sizeof(float) * (size_t)(E > F ? E : F) + 8);
-    void *qrow = malloc(sizeof(float) * (size_t)(E > F ? E : F) + 8);
+    int64_t widest = E > F ? E : F; /* the longest row: n_embd, n_ff or the query width */
+    if (QD > widest) widest = QD;
+    float *row = malloc(sizeof(float) * (size_t)widest + 8);
+    void *qrow = malloc(sizeof(float) * (size_t)widest + 8);
     FILE *f = NULL;
     if (tmp) tmp[0] = 0;
-    if (!plan || !w || !tmp || !row || !qrow || (!vocab && make_vocab(&voc, sh->n_vocab))) {
+    synth_bpe bpe = {0}; /* gpt-oss: a byte-level BPE vocabulary in o200k's shape, else SentencePiece */
+    if (!plan || !w || !tmp || !row || !qrow ||
+        (!vocab && (gptoss ? synth_bpe_make(&bpe, sh->n_vocab) : make_vocab(&voc, sh->n_vocab)))) {
         rc = cx_fail(err, CX_ENOMEM, "out of memory preparing %s", sh->name);
         goto done;
     }
     /* Tensors in llama.cpp's order, so the file reads like one it would write. */
     int k = 0;
-#define PLAN(nm, ty, nd, c, r, norm) do { snprintf(plan[k].name, sizeof plan[k].name, "%s", nm); plan[k].type = ty; \
-        plan[k].n_dims = nd; plan[k].ne[0] = c; plan[k].ne[1] = r; plan[k].is_norm = norm; k++; } while (0)
+#define PLAN3(nm, ty, nd, c, r, x, norm) do { snprintf(plan[k].name, sizeof plan[k].name, "%s", nm); plan[k].type = ty; \
+        plan[k].n_dims = nd; plan[k].ne[0] = c; plan[k].ne[1] = r; plan[k].ne[2] = x; plan[k].is_norm = norm; k++; } while (0)
+#define PLAN(nm, ty, nd, c, r, norm) PLAN3(nm, ty, nd, c, r, 1, norm)
     /* Each matrix's type follows the file type's rule (quant_mix_type); a tied
      * embedding is also the classifier, so it gets output.weight's type, as in llama.cpp. */
-    PLAN("token_embd.weight", quant_mix_type(type, sh->tied_output ? "output.weight" : "token_embd.weight", -1,
-                                             sh->n_layer, E), 2, E, sh->n_vocab, 0);
+    PLAN("token_embd.weight", quant_tensor_type(type, sh->tied_output ? "output.weight" : "token_embd.weight", -1,
+                                                sh->n_layer, E, moe), 2, E, sh->n_vocab, 0);
     PLAN("output_norm.weight", CX_TYPE_F32, 1, E, 1, 1);
-    if (!sh->tied_output) PLAN("output.weight", quant_mix_type(type, "output.weight", -1, sh->n_layer, E), 2, E,
+    if (!sh->tied_output) PLAN("output.weight", quant_tensor_type(type, "output.weight", -1, sh->n_layer, E, moe), 2, E,
                                sh->n_vocab, 0);
     if (sh->rope_factor > 0) PLAN("rope_freqs.weight", CX_TYPE_F32, 1, HD / 2, 1, FILL_ROPE);
     for (int l = 0; l < sh->n_layer; l++) {
         char nm[64];
-#define LPLAN(part, ty, nd, c, r, norm) do { snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, part); \
-        PLAN(nm, quant_mix_type(ty, nm, l, sh->n_layer, c), nd, c, r, norm); } while (0)
+#define LPLAN3(part, kind, ty, nd, c, r, x, norm) do { snprintf(nm, sizeof nm, "blk.%d.%s.%s", l, part, kind); \
+        PLAN3(nm, quant_tensor_type(ty, nm, l, sh->n_layer, c, moe), nd, c, r, x, norm); } while (0)
+#define LPLAN(part, ty, nd, c, r, norm) LPLAN3(part, "weight", ty, nd, c, r, 1, norm)
         LPLAN("attn_norm", CX_TYPE_F32, 1, E, 1, 1);
         LPLAN("attn_q", type, 2, E, QD, 0);
         LPLAN("attn_k", type, 2, E, KV, 0);
         LPLAN("attn_v", type, 2, E, KV, 0);
         LPLAN("attn_output", type, 2, QD, E, 0);
         if (sh->qkv_bias) {
-            static const char *bias[3] = {"attn_q", "attn_k", "attn_v"};
-            for (int b = 0; b < 3; b++) {
-                snprintf(nm, sizeof nm, "blk.%d.%s.bias", l, bias[b]);
-                PLAN(nm, CX_TYPE_F32, 1, b ? KV : QD, 1, FILL_BIAS);
-            }
+            LPLAN3("attn_q", "bias", CX_TYPE_F32, 1, QD, 1, 1, FILL_BIAS);
+            LPLAN3("attn_k", "bias", CX_TYPE_F32, 1, KV, 1, 1, FILL_BIAS);
+            LPLAN3("attn_v", "bias", CX_TYPE_F32, 1, KV, 1, 1, FILL_BIAS);
         }
-        LPLAN("ffn_norm", CX_TYPE_F32, 1, E, 1, 1);
-        LPLAN("ffn_gate", type, 2, E, F, 0);
-        LPLAN("ffn_up", type, 2, E, F, 0);
-        LPLAN("ffn_down", type, 2, F, E, 0);
+        if (gptoss) { /* the output bias, each head's sink logit; the feed-forward norm's name */
+            LPLAN3("attn_output", "bias", CX_TYPE_F32, 1, E, 1, 1, FILL_BIAS);
+            LPLAN("attn_sinks", CX_TYPE_F32, 1, sh->n_head, 1, FILL_BIAS);
+        }
+        LPLAN(gptoss ? "post_attention_norm" : "ffn_norm", CX_TYPE_F32, 1, E, 1, 1);
+        if (moe) { /* the router and the stacked experts (ggml [cols, rows, expert]) */
+            LPLAN("ffn_gate_inp", type, 2, E, X, 0);
+            LPLAN3("ffn_gate_exps", "weight", type, 3, E, F, X, 0);
+            LPLAN3("ffn_up_exps", "weight", type, 3, E, F, X, 0);
+            LPLAN3("ffn_down_exps", "weight", type, 3, F, E, X, 0);
+        } else {
+            LPLAN("ffn_gate", type, 2, E, F, 0);
+            LPLAN("ffn_up", type, 2, E, F, 0);
+            LPLAN("ffn_down", type, 2, F, E, 0);
+        }
+        if (gptoss) {
+            LPLAN3("ffn_gate_inp", "bias", CX_TYPE_F32, 1, X, 1, 1, FILL_BIAS);
+            LPLAN3("ffn_gate_exps", "bias", CX_TYPE_F32, 2, F, X, 1, FILL_BIAS);
+            LPLAN3("ffn_up_exps", "bias", CX_TYPE_F32, 2, F, X, 1, FILL_BIAS);
+            LPLAN3("ffn_down_exps", "bias", CX_TYPE_F32, 2, E, X, 1, FILL_BIAS);
+        }
 #undef LPLAN
+#undef LPLAN3
     }
 #undef PLAN
+#undef PLAN3
+    assert(k == n_t);
     char name[160];
     snprintf(name, sizeof name, "cortex-synth %s %s seed %llu", sh->name, cx_type_name(type), (unsigned long long)seed);
     gguf_w_str(w, "general.architecture", arch);
@@ -311,6 +346,17 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
     gguf_w_f32(w, ARCH_KEY("rope.freq_base"), sh->rope_base);
     gguf_w_f32(w, ARCH_KEY("attention.layer_norm_rms_epsilon"), sh->rms_eps);
     gguf_w_u32(w, ARCH_KEY("vocab_size"), (uint32_t)sh->n_vocab);
+    if (moe) {
+        gguf_w_u32(w, ARCH_KEY("expert_count"), (uint32_t)sh->n_expert);
+        gguf_w_u32(w, ARCH_KEY("expert_used_count"), (uint32_t)sh->n_expert_used);
+        gguf_w_u32(w, ARCH_KEY("expert_feed_forward_length"), (uint32_t)F);
+    }
+    if (sh->sliding_window) gguf_w_u32(w, ARCH_KEY("attention.sliding_window"), (uint32_t)sh->sliding_window);
+    if (sh->yarn_factor > 0) {
+        gguf_w_str(w, ARCH_KEY("rope.scaling.type"), "yarn");
+        gguf_w_f32(w, ARCH_KEY("rope.scaling.factor"), sh->yarn_factor);
+        gguf_w_u32(w, ARCH_KEY("rope.scaling.original_context_length"), (uint32_t)sh->yarn_orig_ctx);
+    }
 #undef ARCH_KEY
     if (vocab) { /* the given file's tokenizer metadata, byte for byte */
         for (uint64_t i = 0; i < vg.n_kv; i++) {
@@ -320,6 +366,17 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
             size_t n = gguf_kv_entry(kv, &entry);
             gguf_w_entry_raw(w, entry, n);
         }
+    } else if (gptoss) {
+        gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+        gguf_w_str(w, "tokenizer.ggml.pre", "gpt-4o");
+        gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)bpe.tokens, (uint64_t)bpe.n);
+        gguf_w_arr_i32(w, "tokenizer.ggml.token_type", bpe.types, (uint64_t)bpe.n);
+        gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)bpe.merges, (uint64_t)bpe.n_merges);
+        gguf_w_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bpe.special);
+        gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)bpe.special + 4);
+        gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)bpe.special + 9);
+        gguf_w_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)bpe.special + 1);
+        gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 0);
     } else {
         gguf_w_str(w, "tokenizer.ggml.model", "llama");
         gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)voc.pieces, (uint64_t)voc.n);
@@ -357,6 +414,7 @@ done:
     if (rc && tmp && tmp[0]) remove(tmp);
     free(plan);
     free_vocab(&voc);
+    synth_bpe_free(&bpe);
     if (have_vg) gguf_free(&vg);
     cx_model_free(vm);
     gguf_writer_free(w);

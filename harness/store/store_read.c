@@ -431,13 +431,16 @@ static int is_run_id(const char *ref, int64_t *id) {
 
 int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int64_t *id, char *err, size_t n) {
     int64_t x;
-    if (is_run_id(ref, &x)) {
+    int number = is_run_id(ref, &x);
+    if (number) {
         store_run r;
         int found = x > 0 ? store_run_load(s, x, &r) : 0;
         if (found < 0) return snprintf(err, n, "run %s: %s", ref, store_errmsg(s)), -1;
-        if (!found) return snprintf(err, n, "no run %s in the database", ref), -1;
-        *id = x;
-        return 0;
+        if (found) {
+            *id = x;
+            return 0;
+        }
+        /* no such run: an all-digit tag or commit prefix (1234567...) may still name one */
     }
     /* A tag; else (no such tag) a commit prefix of a complete run. */
     sqlite3_stmt *st = row_prepare(s,
@@ -452,6 +455,7 @@ int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int
     sqlite3_bind_int64(st, 3, skip);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) *id = row_int(st, "id");
+    else if (rc == SQLITE_DONE && number) snprintf(err, n, "no run %s in the database", ref);
     else if (rc == SQLITE_DONE) snprintf(err, n, "'%s' is neither a run id, a tag, nor the commit of a complete run", ref);
     else snprintf(err, n, "run %s: %s", ref, store_errmsg(s));
     sqlite3_finalize(st);

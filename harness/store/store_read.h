@@ -133,8 +133,8 @@ double store_metric_median(store *s, int64_t run, const char *name);
 size_t store_metric_values(store *s, int64_t run, const char *name, double *out, size_t cap);
 
 /*
- * Resolve a run reference, the same forms for every command: a run id (the
- * run must exist), else a tag, else a git commit prefix of 4 or more
+ * Resolve a run reference, the same forms for every command: a run id (when
+ * that run exists), else a tag, else a git commit prefix of 4 or more
  * characters (complete runs built from it), never run `skip` (0: none) for a
  * tag or commit. Among several runs, those of run `like`'s configuration
  * (compare_key and workload) come first, then of its workload, then the

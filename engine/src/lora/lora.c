@@ -76,6 +76,9 @@ static int check_pair(const cx_model *m, const char *label, const lora_pair *p, 
         return cx_fail(err, CX_EFORMAT, "%s: tensor '%s' names no matrix of the model an adapter can change "
                        "(blk.0..%d attn_q/k/v/output, ffn_gate/up/down)", label, p->name, m->info.n_layer - 1);
     const cx_weight *w = base_of(m, *l, *proj);
+    if (!w->data) /* a mixture of experts: no dense feed-forward matrices to adapt */
+        return cx_fail(err, CX_EUNSUP, "%s: tensor '%s' adapts a dense feed-forward matrix; this model's feed-forward is "
+                       "a mixture of experts (adapters may change attn_q/k/v/output only)", label, p->name);
     if (p->rank < 1 || p->rank > 4096)
         return cx_fail(err, CX_ERANGE, "%s: tensor '%s' has rank %d (1..4096)", label, p->name, p->rank);
     if (p->n_in != w->cols || p->n_out != w->rows)

@@ -137,6 +137,11 @@ int cx_lora_synth_write(const cx_model *m, const cx_lora_synth_params *p, const 
             const cx_layer *y = &m->layers[l];
             const cx_weight *base[LORA_NPROJ] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_up, &y->w_down};
             const cx_weight *bw = base[pj];
+            if (!bw->data) {
+                rc = cx_fail(err, CX_EUNSUP, "%s: target %s: the model's feed-forward is a mixture of experts "
+                             "(adapters may change attn_q/k/v/output only)", h->name, gguf_parts[pj]);
+                goto done;
+            }
             /* A ~ N(0, 1/n_in) keeps |A·x| ~ |x|; each entry of scale·B·A then has
              * std scale·std_B·sqrt(rank/n_in): solve for the asked RMS */
             double rms = weight_rms(m, bw);

@@ -141,13 +141,13 @@ static void run_batched(cx_model *m, const cx_session_params *sp, cx_kv_cache *c
     cx_batch_free(b);
 }
 
-/* A synthetic test-tiny model of `type` (copied into huge pages, so
+/* A synthetic model of `shape` and `type` (copied into huge pages, so
  * repacked, when `repack`). */
-static cx_model *tiny(const char *type, int repack) {
-    cx_shape sh = *cx_shape_find("test-tiny");
+static cx_model *tiny_shape(const char *shape, const char *type, int repack) {
+    cx_shape sh = *cx_shape_find(shape);
     sh.n_ctx = 256;
     char path[300];
-    snprintf(path, sizeof path, "%s/tiny-%s.gguf", dir, type);
+    snprintf(path, sizeof path, "%s/%s-%s.gguf", dir, shape, type);
     cx_err err = {0};
     if (access(path, F_OK) && cx_synth_write(&sh, cx_type_from_name(type), 11, path, &err)) {
         CHECK(0, "synth %s: %s", type, err.msg);
@@ -161,13 +161,20 @@ static cx_model *tiny(const char *type, int repack) {
     return rc ? NULL : m;
 }
 
+/* test-tiny of `type`. */
+static cx_model *tiny(const char *type, int repack) { return tiny_shape("test-tiny", type, repack); }
+
 /* Batched against alone, per weight type. */
 static void check_types(void) {
-    static const struct { const char *type; int repack, exact; double tol; } cases[] = {
-        {"f32", 0, 1, 0}, {"q8_0", 1, 0, 1e-6}, {"q8_0", 0, 0, 1e-4}, {"q4_0", 0, 0, 1e-4},
+    /* experts (moe-tiny, gpt-oss-tiny): a pass groups all its sequences' rows by expert; each row's
+     * arithmetic stays its own (mxfp4 experts with q8_0 attention: exact once repacked) */
+    static const struct { const char *shape, *type; int repack, exact; double tol; } cases[] = {
+        {"test-tiny", "f32", 0, 1, 0}, {"test-tiny", "q8_0", 1, 0, 1e-6}, {"test-tiny", "q8_0", 0, 0, 1e-4},
+        {"test-tiny", "q4_0", 0, 0, 1e-4}, {"moe-tiny", "f32", 0, 1, 0}, {"gpt-oss-tiny", "f32", 0, 1, 0},
+        {"gpt-oss-tiny", "mxfp4", 1, 1, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        cx_model *m = tiny(cases[c].type, cases[c].repack);
+        cx_model *m = tiny_shape(cases[c].shape, cases[c].type, cases[c].repack);
         if (!m) continue;
         int V = cx_model_get_info(m)->n_vocab;
         float *ref = malloc(sizeof(float) * NSEQ * (GEN + 1) * (size_t)V);
@@ -175,9 +182,11 @@ static void check_types(void) {
         cx_session_params sp = cx_session_defaults();
         run_alone(m, &sp, ref, ref_tok);
         char what[100];
-        snprintf(what, sizeof what, "%s%s, private caches", cases[c].type, cases[c].repack ? " repacked" : "");
+        snprintf(what, sizeof what, "%s %s%s, private caches", cases[c].shape, cases[c].type,
+                 cases[c].repack ? " repacked" : "");
         run_batched(m, &sp, NULL, 1, 0, ref, ref_tok, cases[c].exact, cases[c].tol, what);
-        snprintf(what, sizeof what, "%s%s, 2 threads, mixed pass", cases[c].type, cases[c].repack ? " repacked" : "");
+        snprintf(what, sizeof what, "%s %s%s, 2 threads, mixed pass", cases[c].shape, cases[c].type,
+                 cases[c].repack ? " repacked" : "");
         run_batched(m, &sp, NULL, 2, 1, ref, ref_tok, cases[c].exact, cases[c].tol, what);
         free(ref);
         cx_model_free(m);

@@ -632,8 +632,9 @@ static void case_unsupported_model(void) {
     s.tok_model = "gpt2"; /* byte-level BPE without its merges */
     expect_tiny("tokenizer-gpt2-no-merges", &s, CX_EFORMAT, "tokenizer.ggml.merges is missing");
     s = tiny_default();
-    s.str_key = "llama.rope.scaling.type", s.str_val = "yarn";
-    expect_tiny("rope-scaling-yarn", &s, CX_EUNSUP, "RoPE scaling 'yarn' (llama.rope.scaling.type) is not supported");
+    s.str_key = "llama.rope.scaling.type", s.str_val = "longrope";
+    expect_tiny("rope-scaling-longrope", &s, CX_EUNSUP,
+                "RoPE scaling 'longrope' (llama.rope.scaling.type) is not supported");
     s = tiny_default();
     s.u32_key = "llama.attention.value_length", s.u32_val = 8;
     expect_tiny("value-length-8", &s, CX_EUNSUP, "llama.attention.value_length = 8 differs from the key length 16");
@@ -641,11 +642,14 @@ static void case_unsupported_model(void) {
     s.u32_key = "llama.attention.key_length", s.u32_val = 8; /* heads of 8: attn_q must be [32, 16] */
     expect_tiny("key-length-8", &s, CX_EFORMAT, "'blk.0.attn_q.weight' has shape [32, 32] (2 dims), expected [32, 16]");
     s = tiny_default();
-    s.u32_key = "llama.expert_count", s.u32_val = 8;
-    expect_tiny("experts", &s, CX_EUNSUP, "metadata 'llama.expert_count' is not supported");
+    s.u32_key = "llama.expert_count", s.u32_val = 8; /* experts need their count per token */
+    expect_tiny("experts", &s, CX_EFORMAT, "required metadata 'llama.expert_used_count' is missing");
     s = tiny_default();
-    s.extra_tensor = "blk.0.attn_output.bias";
-    expect_tiny("unused-tensor", &s, CX_EUNSUP, "tensor 'blk.0.attn_output.bias' is not supported by this engine");
+    s.u32_key = "llama.expert_shared_count", s.u32_val = 1;
+    expect_tiny("shared-experts", &s, CX_EUNSUP, "metadata 'llama.expert_shared_count' is not supported");
+    s = tiny_default();
+    s.extra_tensor = "blk.0.attn_k_norm.weight";
+    expect_tiny("unused-tensor", &s, CX_EUNSUP, "tensor 'blk.0.attn_k_norm.weight' is not supported by this engine");
     s = tiny_default();
     s.extra_tensor = "blk.0.attn_q.bias"; /* a Q bias without K and V biases */
     expect_tiny("partial-bias", &s, CX_EFORMAT, "some but not all of the Q, K and V biases");

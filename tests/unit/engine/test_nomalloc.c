@@ -350,6 +350,23 @@ static void run_all(void) {
     }
     cx_model_free(m);
     unlink(path);
+    /* mixture of experts: the expert stage's buffers are the workspace's too */
+    static const char *moe_shapes[2] = {"moe-tiny", "gpt-oss-tiny"};
+    for (int i = 0; i < 2; i++) {
+        sh = *cx_shape_find(moe_shapes[i]);
+        sh.n_ctx = 256;
+        if (cx_synth_write(&sh, CX_TYPE_MXFP4, 5, path, &err) || cx_model_load(path, NULL, &m, &err)) {
+            CHECK(0, "%s: %s", moe_shapes[i], err.msg);
+            continue;
+        }
+        kv = cx_kv_defaults();
+        check_config(m, moe_shapes[i], &kv, 2);
+        kv.prefix_cache = 1;
+        kv.max_tokens = 3 * 256;
+        check_shared(m, &kv, 1);
+        cx_model_free(m);
+        unlink(path);
+    }
     rmdir(dir);
 #endif
 }

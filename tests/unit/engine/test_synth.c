@@ -120,9 +120,9 @@ static int q4_k_m_type(const char *name, int64_t cols, int n_layer, int tied) {
 static void test_q4_k_m(void) {
     static const cx_shape shapes[3] = {
         /* name        embd ff   layers heads kv vocab ctx  rope      eps    tied */
-        {"kq-untied",  256, 512, 8,     4,    2, 512,  128, 10000.0f, 1e-5f, 0, NULL, 0, 0, 0, 0, 0, 0},
-        {"kq-tied",    256, 512, 8,     4,    2, 512,  128, 10000.0f, 1e-5f, 1, NULL, 0, 0, 0, 0, 0, 0},
-        {"kq-fallback", 96, 256, 3,     4,    2, 512,  128, 10000.0f, 1e-5f, 1, NULL, 0, 0, 0, 0, 0, 0}, /* only ffn_down fits */
+        {"kq-untied",  256, 512, 8,     4,    2, 512,  128, 10000.0f, 1e-5f, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {"kq-tied",    256, 512, 8,     4,    2, 512,  128, 10000.0f, 1e-5f, 1, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+        {"kq-fallback", 96, 256, 3,     4,    2, 512,  128, 10000.0f, 1e-5f, 1, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, /* only ffn_down fits */
     };
     /* Random 8-layer models amplify weight error (plain q4_k: 0.195, q4_0: 0.24, q8_0: 0.018 here). */
     static const double tol = 0.25; /* measured: 0.181, 0.202, 0.022 */

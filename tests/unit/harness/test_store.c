@@ -452,8 +452,10 @@ static void test_resolve(void) {
     CHECK(store_open(path, &s, err, sizeof err) == 0, "open: %s", err);
     if (!s) return;
     int64_t a = resolver_run(s, "tg8", "aaaa1111"), b = resolver_run(s, "pp8", "bbbb2222"),
-            c = resolver_run(s, "tg8", "bbbb2222"), id = 0;
-    CHECK(a > 0 && b > a && c > b, "three runs");
+            c = resolver_run(s, "tg8", "bbbb2222"), d = resolver_run(s, "tg8", "24317990"), id = 0;
+    CHECK(a > 0 && b > a && c > b && d > c, "four runs");
+    CHECK(store_resolve_run(s, "2431799", 0, 0, &id, err, sizeof err) == 0 && id == d,
+          "an all-digit commit prefix that is no run id: %s", err);
     CHECK(store_tag_run(s, a, "base") == 0 && store_tag_run(s, b, "base") == 0, "two runs tagged 'base'");
     char ref[32];
     snprintf(ref, sizeof ref, "%lld", (long long)b);
