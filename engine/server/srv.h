@@ -8,7 +8,7 @@
  *   srv_job.c      one request between the scheduler's callbacks and a connection
  *   srv_reply.c    response bodies: completion objects, chunks, logprobs, usage
  *   srv_sse.c      streaming: server-sent events from a job
- *   srv_chat.c     chat templates: detection from the Jinja text, rendering
+ *   srv_chat.c     chat templates: detection from the Jinja text, rendering; harmony answers split
  *   srv_metrics.c  Prometheus text: gauges, counters, latency histograms
  * The parser and the chat templates need neither a model nor a socket (the
  * unit tests and the fuzz target use them alone).
