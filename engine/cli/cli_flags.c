@@ -242,6 +242,7 @@ static const char *flag_values(const flag *f, char *buf, size_t cap) {
         return buf;
     case K_TMPL:
         for (int t = 0; srv_chat_name(t); t++) list_add(buf, cap, srv_chat_name(t));
+        list_add(buf, cap, "harmony"); /* gpt-oss's format by its own name (srv_chat_find) */
         return buf;
     default: return NULL;
     }

@@ -163,7 +163,10 @@ int cx_model_tensor(const cx_model *m, int i, cx_tensor_info *out);
 
 /* Special token ids, -1 when the vocabulary has none. EOT is the end-of-turn
  * token of chat models (tokenizer.ggml.eot_token_id, else found by its text:
- * "<|eot_id|>", "<|im_end|>", ...). */
+ * "<|eot_id|>", "<|im_end|>", ...). A harmony vocabulary (gpt-oss: it has
+ * <|return|> and <|call|>) ends a turn with either, so EOT is <|call|> when
+ * EOS is <|return|> (else <|return|>), never <|end|> (it closes a message
+ * inside the turn), as llama.cpp decides. */
 int cx_token_bos(const cx_model *m);
 int cx_token_eos(const cx_model *m);
 int cx_token_eot(const cx_model *m);

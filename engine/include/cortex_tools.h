@@ -153,6 +153,41 @@ int cx_lora_synth_write(const cx_model *m, const cx_lora_synth_params *p, const 
 int cx_lora_merge(const char *in, const char *tokenizer, const char *const *adapters, const float *scales, int n,
                   const char *out, int ftype, cx_err *err);
 
+/* ---- the harmony chat format (OpenAI's, gpt-oss; harmony.c) ------------- */
+
+/* One chat message: role "system", "developer", "user" or "assistant". */
+typedef struct cx_chat_msg {
+    const char *role;
+    const char *content;
+} cx_chat_msg;
+
+/* 1 if a model's Jinja chat template (tokenizer.chat_template) writes the
+ * harmony format: it holds <|start|>, <|message|> and <|channel|>. */
+int cx_harmony_detect(const char *jinja);
+/* The prompt the published gpt-oss template renders for m[0..n) by default
+ * (its system message with "Current date: " + date and "Reasoning: medium";
+ * a first system or developer message as the developer's "# Instructions";
+ * earlier answers on the final channel), ending with the assistant's turn
+ * opened ("<|start|>assistant"). *out: malloc'd. 0, or CX_EINVAL (a system
+ * message after the first, an unknown role) / CX_ENOMEM with err filled. */
+int cx_harmony_prompt(const cx_chat_msg *m, int n, const char *date, char **out, cx_err *err);
+
+/* What a harmony answer holds: the text of its final-channel messages
+ * (content) and of its analysis-channel ones (reasoning), each joined;
+ * malloc'd, NULL when none. */
+typedef struct cx_harmony_parts {
+    int harmony;            /* the output follows the format (it starts with <|channel|>) */
+    char *content, *reasoning;
+    size_t n_content, n_reasoning;
+} cx_harmony_parts;
+/* Split a model's output s[0..n), written with its control tokens' text
+ * ("<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final
+ * <|message|>..."), into its parts; the output may stop anywhere (a stream
+ * so far). Messages on other channels (commentary: tool calls) are left out.
+ * 1 when it follows the format, 0 when not (out empty), -1 out of memory. */
+int cx_harmony_split(const char *s, size_t n, cx_harmony_parts *out);
+void cx_harmony_parts_free(cx_harmony_parts *p);
+
 #ifdef __cplusplus
 }
 #endif

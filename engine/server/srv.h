@@ -8,7 +8,7 @@
  *   srv_job.c      one request between the scheduler's callbacks and a connection
  *   srv_reply.c    response bodies: completion objects, chunks, logprobs, usage
  *   srv_sse.c      streaming: server-sent events from a job
- *   srv_chat.c     chat templates: detection from the Jinja text, rendering
+ *   srv_chat.c     chat templates: detection from the Jinja text, rendering; harmony answers split
  *   srv_metrics.c  Prometheus text: gauges, counters, latency histograms
  * The parser and the chat templates need neither a model nor a socket (the
  * unit tests and the fuzz target use them alone).
@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "cortex.h"
+#include "cortex_tools.h"
 
 struct json_t;          /* jansson */
 struct MHD_Connection;  /* libmicrohttpd */
@@ -53,10 +54,8 @@ char *srv_error_json(const srv_error *e);
 #define SRV_MAX_STOP 4          /* stop strings per request (OpenAI's limit) */
 #define SRV_MAX_TOP_LOGPROBS 20 /* alternatives per token (OpenAI's limit) */
 
-typedef struct srv_msg {
-    const char *role;     /* "system", "user" or "assistant" */
-    const char *content;
-} srv_msg;
+/* A chat message: role "system", "user" or "assistant" (cortex_tools.h's type, which the harmony renderer takes). */
+typedef cx_chat_msg srv_msg;
 
 /* A parsed /v1/completions or /v1/chat/completions body. Strings point into
  * `root` (the parsed document), freed by srv_params_free. */
@@ -89,21 +88,34 @@ void srv_params_free(srv_params *p);
 
 /* ---- chat templates (srv_chat.c) ----------------------------------------- */
 
-enum { SRV_TMPL_CHATML, SRV_TMPL_LLAMA2, SRV_TMPL_LLAMA3, SRV_TMPL_ZEPHYR, SRV_TMPL_PHI3, SRV_TMPL_GEMMA, SRV_TMPL_N };
+enum { SRV_TMPL_CHATML, SRV_TMPL_LLAMA2, SRV_TMPL_LLAMA3, SRV_TMPL_ZEPHYR, SRV_TMPL_PHI3, SRV_TMPL_GEMMA,
+       SRV_TMPL_HARMONY, SRV_TMPL_N };
+#define SRV_CHAT_MAX_END 2 /* texts that end an assistant turn, at most */
 
-/* The template's name ("chatml", ...); NULL outside 0..SRV_TMPL_N-1. */
+/* The template's name ("chatml", ..., "gpt-oss"); NULL outside 0..SRV_TMPL_N-1. */
 const char *srv_chat_name(int t);
-/* The template called `name` (case-insensitive), or -1. */
+/* The template called `name` (case-insensitive; "harmony" is gpt-oss), or -1. */
 int srv_chat_find(const char *name);
 /* The known format a model's Jinja chat template (tokenizer.chat_template)
  * writes, recognized by its distinctive markers; -1 when none is known. */
 int srv_chat_detect(const char *jinja);
 /* Write the prompt for messages m[0..n) in template t, ending with the
  * assistant's turn opened, into *out (malloc'd). bos/eos: the model's texts of
- * those tokens (templates that separate turns with them). The text that ends
- * an assistant turn goes to *end (static). 0, or -1 with e filled (400). */
-int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char *eos, char **out, const char **end,
-                    srv_error *e);
+ * those tokens (templates that separate turns with them); date: today as
+ * YYYY-MM-DD (harmony's system message says it). The texts that end an
+ * assistant turn go to end[0..SRV_CHAT_MAX_END) (static; NULL after the
+ * last). 0, or -1 with e filled (400). */
+int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char *eos, const char *date, char **out,
+                    const char **end, srv_error *e);
+
+/* The answer a chat client sees of a job's text t[0..n) (harmony: the
+ * control tokens' text kept): for harmony output that follows the format,
+ * the final channel's text as content and the analysis channel's as
+ * reasoning (malloc'd in *parts, which the caller frees); for any other
+ * output, content is t itself (not copied: parts->content stays NULL).
+ * Sets *c, *nc, *r, *nr; -1 when out of memory. */
+int srv_chat_split(int harmony, const char *t, size_t n, cx_harmony_parts *parts, const char **c, size_t *nc,
+                   const char **r, size_t *nr);
 
 /* ---- metrics (srv_metrics.c) --------------------------------------------- */
 
@@ -135,6 +147,8 @@ char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len);
 
 /* ---- the server ----------------------------------------------------------- */
 
+#define SRV_CTL_MAX 8
+
 /* What `cortex serve` was asked for (the CLI fills it from its flags). */
 typedef struct srv_config {
     const char *host;          /* address to bind (default 127.0.0.1) */
@@ -157,6 +171,9 @@ typedef struct srv_server {
     int tmpl;                  /* the chat template, or -1 (then tmpl_why says why) */
     char tmpl_why[256];
     char bos[64], eos[64];     /* the texts of BOS and EOS, for chat templates */
+    int32_t ctl_id[SRV_CTL_MAX];   /* harmony: control tokens whose text a chat answer keeps (<|channel|>, ...) */
+    const char *ctl_text[SRV_CTL_MAX];
+    int n_ctl;
     cx_sampler_params sp;      /* requests' sampling defaults */
     srv_metrics metrics;
     struct MHD_Daemon *daemon;
@@ -207,6 +224,7 @@ typedef struct srv_job {
     int64_t id;
     int n_top, want_lp;
     int32_t last_prompt;  /* the prompt's last token: the first generated token's prev */
+    int harmony;          /* a harmony chat answer: the text keeps S->ctl_* tokens' text (srv_chat_split) */
     char *text;           /* final text so far (NUL-terminated) */
     size_t len, cap;
     srv_tok *toks;        /* want_lp: one per generated token */
@@ -231,7 +249,7 @@ static inline int64_t srv_now_ns(void) {
 /* Submit request q (its callbacks and user are set here) for S; *out holds
  * two references. 0, or the cx_sched_submit code with err filled. */
 int srv_job_submit(srv_server *S, cx_request *q, const int32_t *prompt, int n_prompt, int n_top, int want_lp,
-                   srv_job **out, cx_err *err);
+                   int harmony, srv_job **out, cx_err *err);
 /* Wait (job lock held) until the text passes `len` bytes ((size_t)-1: until
  * the job is done), the job is done, or the client of c has gone (then 1 is
  * returned and the job cancelled). */
@@ -256,10 +274,12 @@ size_t srv_utf8_cut(const char *s, size_t n);
 const char *srv_finish_reason(const srv_job *j);
 /* The whole non-streaming response of a finished job (job lock held): malloc'd JSON text. */
 char *srv_reply_body(const srv_out *o, const srv_job *j);
-/* One streaming chunk (job lock held): text [from, to) and tokens [t0, t1), the
- * finish reason (NULL: none yet); role: 1 for the chat's first delta. Malloc'd JSON text. */
-char *srv_reply_chunk(const srv_out *o, const srv_job *j, size_t from, size_t to, int t0, int t1, const char *finish,
-                      int role);
+/* One streaming chunk (job lock held): n bytes of text (chat: content) and
+ * nr of reasoning (chat: reasoning_content, left out when 0), tokens [t0, t1),
+ * the finish reason (NULL: none yet); role: 1 for the chat's first delta.
+ * Malloc'd JSON text. */
+char *srv_reply_chunk(const srv_out *o, const srv_job *j, const char *text, size_t n, const char *reasoning, size_t nr,
+                      int t0, int t1, const char *finish, int role);
 /* The usage-only chunk of stream_options.include_usage. */
 char *srv_reply_usage_chunk(const srv_out *o, const srv_job *j);
 /* Fill e for a job that did not end normally (timeout: 504, failed: 500). 0 if it did. */

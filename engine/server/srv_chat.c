@@ -15,6 +15,9 @@
  *   phi3    <|ROLE|>\nTEXT<|end|>\n ... <|assistant|>\n
  *   gemma   <start_of_turn>user\nTEXT<end_of_turn>\n ... <start_of_turn>model\n (system joins
  *           the first user turn; gemma has no system role)
+ *   gpt-oss OpenAI's harmony (alias "harmony"): rendered by the library's
+ *           cx_harmony_prompt (harmony.c), which cortex-bench's challenge
+ *           replay shares; the turn ends with <|return|> or <|call|>
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,7 +27,7 @@
 
 #include "srv.h"
 
-static const char *const NAMES[SRV_TMPL_N] = {"chatml", "llama2", "llama3", "zephyr", "phi3", "gemma"};
+static const char *const NAMES[SRV_TMPL_N] = {"chatml", "llama2", "llama3", "zephyr", "phi3", "gemma", "gpt-oss"};
 
 /* See srv.h. */
 const char *srv_chat_name(int t) { return t >= 0 && t < SRV_TMPL_N ? NAMES[t] : NULL; }
@@ -33,13 +36,16 @@ const char *srv_chat_name(int t) { return t >= 0 && t < SRV_TMPL_N ? NAMES[t] : 
 int srv_chat_find(const char *name) {
     for (int t = 0; t < SRV_TMPL_N; t++)
         if (!strcasecmp(name, NAMES[t])) return t;
-    return -1;
+    return strcasecmp(name, "harmony") ? -1 : SRV_TMPL_HARMONY;
 }
 
 /* See srv.h. The order matters where formats share a marker: phi3 and
- * zephyr both write <|user|>, and only phi3 ends turns with <|end|>. */
+ * zephyr both write <|user|>, and only phi3 ends turns with <|end|>;
+ * harmony's <|start|>, <|message|> and <|channel|> come first (its template
+ * also writes <|end|>). */
 int srv_chat_detect(const char *j) {
     if (!j) return -1;
+    if (cx_harmony_detect(j)) return SRV_TMPL_HARMONY;
     if (strstr(j, "<|im_start|>")) return SRV_TMPL_CHATML;
     if (strstr(j, "<|start_header_id|>") && strstr(j, "<|end_header_id|>")) return SRV_TMPL_LLAMA3;
     if (strstr(j, "<start_of_turn>")) return SRV_TMPL_GEMMA;
@@ -124,11 +130,11 @@ static int render_gemma(sbuf *b, const srv_msg *m, int n, srv_error *e) {
 }
 
 /* See srv.h. */
-int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char *eos, char **out, const char **end,
-                    srv_error *e) {
+int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char *eos, const char *date, char **out,
+                    const char **end, srv_error *e) {
     sbuf b = {0};
     *out = NULL;
-    *end = NULL;
+    for (int k = 0; k < SRV_CHAT_MAX_END; k++) end[k] = NULL;
     int rc = 0;
     switch (t) {
     case SRV_TMPL_CHATML:
@@ -158,6 +164,15 @@ int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char 
         rc = render_gemma(&b, m, n, e);
         *end = "<end_of_turn>";
         break;
+    case SRV_TMPL_HARMONY: {
+        cx_err err = {0};
+        if (cx_harmony_prompt(m, n, date, &b.s, &err))
+            rc = err.code == CX_ENOMEM ? srv_fail(e, 500, "server_error", NULL, NULL, "%s", err.msg)
+                                       : srv_fail(e, 400, "invalid_request_error", NULL, "messages", "%s", err.msg);
+        end[0] = "<|return|>";
+        end[1] = "<|call|>";
+        break;
+    }
     default: rc = srv_fail(e, 400, "invalid_request_error", NULL, NULL, "no chat template");
     }
     if (!rc && !b.s) put(&b, "%s", ""); /* no message at all: an empty string, not NULL */
@@ -167,5 +182,24 @@ int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char 
         return -1;
     }
     *out = b.s;
+    return 0;
+}
+
+/* See srv.h. */
+int srv_chat_split(int harmony, const char *t, size_t n, cx_harmony_parts *parts, const char **c, size_t *nc,
+                   const char **r, size_t *nr) {
+    memset(parts, 0, sizeof *parts);
+    *c = t;
+    *nc = n;
+    *r = NULL;
+    *nr = 0;
+    int rc = harmony ? cx_harmony_split(t, n, parts) : 0;
+    if (rc < 0) return -1;
+    if (rc > 0) {
+        *c = parts->content ? parts->content : "";
+        *nc = parts->n_content;
+        *r = parts->reasoning;
+        *nr = parts->n_reasoning;
+    }
     return 0;
 }

@@ -91,11 +91,18 @@ static void on_token(void *user, const cx_token_event *ev) {
             tok_logprobs(t, ev->logits, cx_model_get_info(j->S->m)->n_vocab, j->n_top);
         }
     }
-    if (ev->len && !j->oom) {
-        if (text_reserve(j, ev->len)) j->oom = 1;
+    const char *bytes = ev->text;
+    size_t len = ev->len;
+    for (int k = 0; j->harmony && !len && k < j->S->n_ctl; k++) /* harmony's structure: its control tokens' text */
+        if (ev->token == j->S->ctl_id[k]) {
+            bytes = j->S->ctl_text[k];
+            len = strlen(bytes);
+        }
+    if (len && !j->oom) {
+        if (text_reserve(j, len)) j->oom = 1;
         else {
-            memcpy(j->text + j->len, ev->text, ev->len);
-            j->len += ev->len;
+            memcpy(j->text + j->len, bytes, len);
+            j->len += len;
             j->text[j->len] = 0;
         }
     }
@@ -128,7 +135,7 @@ static void on_done(void *user, const cx_request_stats *st) {
 
 /* See srv.h. */
 int srv_job_submit(srv_server *S, cx_request *q, const int32_t *prompt, int n_prompt, int n_top, int want_lp,
-                   srv_job **out, cx_err *err) {
+                   int harmony, srv_job **out, cx_err *err) {
     srv_job *j = calloc(1, sizeof *j);
     *out = NULL;
     if (!j || text_reserve(j, 256)) {
@@ -144,6 +151,7 @@ int srv_job_submit(srv_server *S, cx_request *q, const int32_t *prompt, int n_pr
     j->S = S;
     j->n_top = n_top;
     j->want_lp = want_lp;
+    j->harmony = harmony;
     j->last_prompt = prompt[n_prompt - 1];
     j->n_prompt = n_prompt;
     q->prompt = prompt;

@@ -52,6 +52,16 @@ static void pick_template(srv_server *S) {
                  "text that tokenizes back to them", srv_chat_name(S->tmpl));
         S->tmpl = -1;
     }
+    static const char *const CTL[] = {"<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>"};
+    for (size_t k = 0; S->tmpl == SRV_TMPL_HARMONY && k < sizeof CTL / sizeof CTL[0]; k++) { /* the answer's structure */
+        int32_t id;
+        int n = 0;
+        cx_err err;
+        if (!cx_tokenize(S->m, CTL[k], strlen(CTL[k]), CX_TOKENIZE_SPECIAL, &id, 1, &n, &err) && n == 1) {
+            S->ctl_id[S->n_ctl] = id;
+            S->ctl_text[S->n_ctl++] = CTL[k];
+        }
+    }
 }
 
 /* See srv.h. */

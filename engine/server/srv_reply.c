@@ -135,16 +135,25 @@ static char *dump(json_t *v) {
 /* A finish_reason value: the string, or null. */
 static json_t *finish_json(const char *f) { return f ? json_string(f) : json_null(); }
 
-/* See srv.h. */
+/* See srv.h. A chat answer carries what srv_chat_split makes of the text:
+ * harmony's final channel as content, its analysis as reasoning_content. */
 char *srv_reply_body(const srv_out *o, const srv_job *j) {
-    json_t *choice, *text = srv_json_utf8(j->text, j->len);
+    json_t *choice;
     const char *fin = srv_finish_reason(j);
-    if (o->p->chat)
-        choice = json_pack("{s:i, s:{s:s, s:o}, s:o, s:o}", "index", 0, "message", "role", "assistant", "content", text,
-                           "logprobs", choice_logprobs(o, j, 0, j->n_toks), "finish_reason", finish_json(fin));
-    else
-        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", text, "logprobs", choice_logprobs(o, j, 0, j->n_toks),
-                           "finish_reason", finish_json(fin));
+    if (o->p->chat) {
+        cx_harmony_parts parts;
+        const char *c, *r;
+        size_t nc, nr;
+        if (srv_chat_split(j->harmony, j->text, j->len, &parts, &c, &nc, &r, &nr)) return NULL;
+        json_t *msg = json_pack("{s:s, s:o}", "role", "assistant", "content", srv_json_utf8(c, nc));
+        if (msg && r) json_object_set_new(msg, "reasoning_content", srv_json_utf8(r, nr));
+        cx_harmony_parts_free(&parts);
+        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "message", msg, "logprobs",
+                           choice_logprobs(o, j, 0, j->n_toks), "finish_reason", finish_json(fin));
+    } else {
+        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", srv_json_utf8(j->text, j->len), "logprobs",
+                           choice_logprobs(o, j, 0, j->n_toks), "finish_reason", finish_json(fin));
+    }
     json_t *v = envelope(o, o->p->chat ? "chat.completion" : "text_completion", json_pack("[o]", choice));
     if (v) json_object_set_new(v, "usage", usage(j));
     if (v && j->done) json_object_set_new(v, "timings", timings(j));
@@ -152,18 +161,18 @@ char *srv_reply_body(const srv_out *o, const srv_job *j) {
 }
 
 /* See srv.h. */
-char *srv_reply_chunk(const srv_out *o, const srv_job *j, size_t from, size_t to, int t0, int t1, const char *finish,
-                      int role) {
-    json_t *choice, *text = srv_json_utf8(j->text + from, to - from);
+char *srv_reply_chunk(const srv_out *o, const srv_job *j, const char *text, size_t n, const char *reasoning, size_t nr,
+                      int t0, int t1, const char *finish, int role) {
+    json_t *choice;
     if (o->p->chat) {
         json_t *delta = json_object();
         if (role) json_object_set_new(delta, "role", json_string("assistant"));
-        if (to > from || role) json_object_set_new(delta, "content", text);
-        else json_decref(text);
+        if (nr) json_object_set_new(delta, "reasoning_content", srv_json_utf8(reasoning, nr));
+        if (n || role) json_object_set_new(delta, "content", srv_json_utf8(text, n));
         choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "delta", delta, "logprobs",
                            t1 > t0 ? choice_logprobs(o, j, t0, t1) : json_null(), "finish_reason", finish_json(finish));
     } else {
-        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", text, "logprobs",
+        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", srv_json_utf8(text, n), "logprobs",
                            t1 > t0 ? choice_logprobs(o, j, t0, t1) : json_null(), "finish_reason", finish_json(finish));
     }
     json_t *v = envelope(o, o->p->chat ? "chat.completion.chunk" : "text_completion", json_pack("[o]", choice));

@@ -52,15 +52,19 @@ static int32_t *tokenize(const srv_server *S, const char *text, int flags, int *
     return ids;
 }
 
-/* The chat prompt of p's messages in the server's template, with the text
- * ending an assistant turn in *end; NULL with e filled. */
+/* The chat prompt of p's messages in the server's template (dated today,
+ * UTC), with the texts ending an assistant turn in end[]; NULL with e filled. */
 static char *chat_prompt(const srv_server *S, const srv_params *p, const char **end, srv_error *e) {
-    char *text;
+    char *text, date[16];
     if (S->tmpl < 0) {
         srv_fail(e, 400, "invalid_request_error", "chat_template_unsupported", "messages", "%s", S->tmpl_why);
         return NULL;
     }
-    return srv_chat_render(S->tmpl, p->msgs, p->n_msgs, S->bos, S->eos, &text, end, e) ? NULL : text;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    return srv_chat_render(S->tmpl, p->msgs, p->n_msgs, S->bos, S->eos, date, &text, end, e) ? NULL : text;
 }
 
 /* The error a refused submission answers with. */
@@ -101,14 +105,14 @@ static int answer_whole(srv_server *S, struct MHD_Connection *c, const srv_out *
 static int completion(srv_server *S, struct MHD_Connection *c, const char *body, size_t len, int chat) {
     srv_params p;
     srv_error e;
-    int32_t *ids = NULL, stop_id = -1;
-    const char *stop[SRV_MAX_STOP + 1], *end = NULL;
+    int32_t *ids = NULL, stop_ids[SRV_CHAT_MAX_END];
+    const char *stop[SRV_MAX_STOP + SRV_CHAT_MAX_END], *end[SRV_CHAT_MAX_END] = {NULL};
     char *text = NULL;
     int n_ids = 0, ret, adapter = 0;
     int64_t t_arrive = srv_now_ns(); /* parsing and tokenizing count in the server's own time, not the client's */
     if (srv_parse_request(body, len, chat, &S->sp, &p, &e) || (adapter = srv_resolve_model(S, p.model, &e)) < 0) goto fail;
     if (chat) {
-        if (!(text = chat_prompt(S, &p, &end, &e))) goto fail;
+        if (!(text = chat_prompt(S, &p, end, &e))) goto fail;
     }
     if (text || p.prompt) {
         if (!(ids = tokenize(S, text ? text : p.prompt, CX_TOKENIZE_BOS | CX_TOKENIZE_SPECIAL, &n_ids, &e))) goto fail;
@@ -123,21 +127,18 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
     memcpy(stop, p.stop, sizeof p.stop);
     q.stop = stop;
     q.n_stop = p.n_stop;
-    if (end && *end) { /* the template's end of turn: its token when it is one, else its text */
+    for (int k = 0; k < SRV_CHAT_MAX_END && end[k] && *end[k]; k++) { /* the template's ends of turn: tokens, or texts */
         int n_end = 0;
-        int32_t *end_ids = tokenize(S, end, CX_TOKENIZE_SPECIAL, &n_end, &e);
-        if (end_ids && n_end == 1) stop_id = end_ids[0];
-        else stop[q.n_stop++] = end;
+        int32_t *end_ids = tokenize(S, end[k], CX_TOKENIZE_SPECIAL, &n_end, &e);
+        if (end_ids && n_end == 1) stop_ids[q.n_stop_ids++] = end_ids[0];
+        else stop[q.n_stop++] = end[k];
         free(end_ids);
     }
-    if (stop_id >= 0) {
-        q.stop_ids = &stop_id;
-        q.n_stop_ids = 1;
-    }
+    q.stop_ids = stop_ids;
     srv_job *j;
     cx_err err = {0};
     int rc = srv_job_submit(S, &q, ids ? ids : p.prompt_ids, ids ? n_ids : p.n_prompt_ids,
-                            p.logprobs ? p.top_logprobs : 0, p.logprobs, &j, &err);
+                            p.logprobs ? p.top_logprobs : 0, p.logprobs, chat && S->tmpl == SRV_TMPL_HARMONY, &j, &err);
     if (rc) {
         submit_error(&p, rc, &err, &e);
         goto fail;

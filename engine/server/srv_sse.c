@@ -23,7 +23,8 @@ typedef struct sse {
     srv_params p;         /* owned: the request's fields */
     srv_out o;
     srv_job *j;           /* the connection's reference */
-    size_t sent, seen;    /* text bytes sent; text length when last looked at */
+    size_t sent, sent_r;  /* bytes sent of the text (chat: the content) and of the reasoning */
+    size_t seen;          /* the job's text length when last looked at */
     int sent_toks;        /* tokens whose logprobs were sent */
     int started, ended;
     char *pend;           /* bytes produced, not yet handed to MHD */
@@ -45,20 +46,40 @@ static int emit(sse *st, char *json) {
     return 0;
 }
 
+/* One chunk with what the client has not seen yet of j's text (job lock
+ * held): the text so far as srv_chat_split shows it (harmony: content and
+ * reasoning apart), up to a character boundary unless the job has ended. */
+static int emit_new(sse *st) {
+    srv_job *j = st->j;
+    cx_harmony_parts parts;
+    const char *c, *r;
+    size_t nc, nr;
+    if (srv_chat_split(st->p.chat && j->harmony, j->text, j->len, &parts, &c, &nc, &r, &nr)) return -1;
+    if (!j->done) {
+        nc = srv_utf8_cut(c, nc);
+        nr = r ? srv_utf8_cut(r, nr) : 0;
+    }
+    size_t dc = nc > st->sent ? nc - st->sent : 0, dr = nr > st->sent_r ? nr - st->sent_r : 0;
+    int rc = 0, t1 = j->n_toks;
+    if (dc || dr || t1 > st->sent_toks)
+        rc = emit(st, srv_reply_chunk(&st->o, j, c + st->sent, dc, r ? r + st->sent_r : NULL, dr, st->sent_toks, t1, NULL, 0));
+    st->sent += dc;
+    st->sent_r += dr;
+    st->sent_toks = t1;
+    cx_harmony_parts_free(&parts);
+    return rc;
+}
+
 /* The events of an ended job (job lock held): the rest of the text, then the
  * finish chunk or the error, the usage chunk, [DONE]. */
 static int emit_end(sse *st) {
     srv_job *j = st->j;
     srv_error e;
-    int rc = 0;
-    if (j->len > st->sent || j->n_toks > st->sent_toks)
-        rc = emit(st, srv_reply_chunk(&st->o, j, st->sent, j->len, st->sent_toks, j->n_toks, NULL, 0));
-    st->sent = j->len;
-    st->sent_toks = j->n_toks;
+    int rc = emit_new(st);
     if (!rc && srv_job_error(j, &e)) {
         rc = emit(st, srv_reply_error_usage(&e, j));
     } else if (!rc) {
-        rc = emit(st, srv_reply_chunk(&st->o, j, j->len, j->len, j->n_toks, j->n_toks, srv_finish_reason(j), 0));
+        rc = emit(st, srv_reply_chunk(&st->o, j, "", 0, NULL, 0, j->n_toks, j->n_toks, srv_finish_reason(j), 0));
         if (!rc && st->p.include_usage) rc = emit(st, srv_reply_usage_chunk(&st->o, j));
     }
     if (!rc) {
@@ -78,7 +99,7 @@ static int produce(sse *st) {
     st->pend_len = st->pend_at = 0;
     if (!st->started) {
         st->started = 1;
-        if (st->p.chat) return emit(st, srv_reply_chunk(&st->o, j, 0, 0, 0, 0, NULL, 1)); /* the role, empty content */
+        if (st->p.chat) return emit(st, srv_reply_chunk(&st->o, j, "", 0, NULL, 0, 0, 0, NULL, 1)); /* the role, empty content */
     }
     pthread_mutex_lock(&j->mu);
     int rc = 0;
@@ -87,13 +108,7 @@ static int produce(sse *st) {
         else if (j->done) rc = emit_end(st);
         else {
             st->seen = j->len;
-            size_t cut = srv_utf8_cut(j->text, j->len);
-            if (cut > st->sent) {
-                int t1 = j->n_toks;
-                rc = emit(st, srv_reply_chunk(&st->o, j, st->sent, cut, st->sent_toks, t1, NULL, 0));
-                st->sent = cut;
-                st->sent_toks = t1;
-            }
+            rc = emit_new(st);
         }
     }
     pthread_mutex_unlock(&j->mu);

@@ -377,6 +377,17 @@ int cx_synth_write_ex(const cx_shape *shape, int type, uint64_t seed, const char
         gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)bpe.special + 9);
         gguf_w_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)bpe.special + 1);
         gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 0);
+        /* harmony, as the published gpt-oss template renders it without tools (engine/src/harmony.c), condensed */
+        gguf_w_str(w, "tokenizer.chat_template",
+                   "{{- '<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\\n"
+                   "Knowledge cutoff: 2024-06\\nCurrent date: ' + strftime_now('%Y-%m-%d') + '\\n\\nReasoning: medium"
+                   "\\n\\n# Valid channels: analysis, commentary, final. Channel must be included for every message."
+                   "<|end|>' }}{%- if messages[0].role == 'system' %}{{- '<|start|>developer<|message|># Instructions"
+                   "\\n\\n' + messages[0].content + '\\n\\n<|end|>' }}{%- endif %}{%- for message in messages %}"
+                   "{%- if message.role == 'user' %}{{- '<|start|>user<|message|>' + message.content + '<|end|>' }}"
+                   "{%- elif message.role == 'assistant' %}{{- '<|start|>assistant<|channel|>final<|message|>' + "
+                   "message.content + '<|end|>' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}"
+                   "<|start|>assistant{%- endif %}");
     } else {
         gguf_w_str(w, "tokenizer.ggml.model", "llama");
         gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)voc.pieces, (uint64_t)voc.n);

@@ -334,6 +334,13 @@ int tok_load_gguf(tok_vocab *v, const gguf_ctx *g, const char *label, cx_err *er
         static const char *eot_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"};
         for (size_t i = 0; i < sizeof eot_names / sizeof *eot_names && v->eot < 0; i++) v->eot = find_piece(v, eot_names[i]);
     }
+    /* Harmony (gpt-oss): an assistant turn ends with <|return|> (EOS) or
+     * <|call|> (a tool call); <|end|> only ends a message within it (analysis,
+     * then final), so it must not end generation. As llama.cpp does for a
+     * vocabulary with both: EOT is <|call|> where EOS is <|return|>, else
+     * <|return|>; never <|end|>. */
+    int ret = find_piece(v, "<|return|>"), call = find_piece(v, "<|call|>");
+    if (ret >= 0 && call >= 0) v->eot = v->eos == ret ? call : ret;
     const gguf_kv *a = gguf_find(g, "tokenizer.ggml.add_space_prefix");
     if (a && a->type == GGUF_BOOL) v->add_space_prefix = (int)a->num.u;
     a = gguf_find(g, "tokenizer.ggml.add_bos_token");

@@ -278,6 +278,8 @@ static void md_record(FILE *out, const chal_data *d, const chal_opts *o) {
         fprintf(out, "- model `%s` (%s, %s, %lld parameters, %lld bytes of weights)\n", r->model_path, r->model, r->type,
                 (long long)r->model_params, (long long)r->model_bytes);
     fprintf(out, "- model SHA-256 `%s`\n", r->model_sha256);
+    fprintf(out, "- prompts submitted %s\n", !strcmp(r->chat_format, "harmony")
+                ? "as harmony user turns (the model's chat format, gpt-oss; docs/harness.md)" : "as plain text");
     fprintf(out, "- workload `%s`, SHA-256 `%s`%s\n", r->workload, r->workload_hash,
             strcmp(r->workload, "challenge") ? " (not the `challenge` set)" : " (prompts/challenge.jsonl: stand-ins for"
                                                                               " the challenge's prompts)");

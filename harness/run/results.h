@@ -102,6 +102,7 @@ typedef struct run_meta {
     char endpoint[512];     /* --endpoint: the server's base URL ("http://host:port/v1"); "" in-process. Schema v9 */
     char server[256];       /* its identity: the Server header and the models it lists; decides comparability */
     const char *server_info; /* the /v1/models answer and Server header as JSON (borrowed), NULL in-process */
+    char chat_format[16];   /* "harmony": prompts submitted as harmony user turns (the challenge on gpt-oss); "" plain. Schema v11 */
     char compare_key[65];   /* sha256 of everything that must match for a comparison */
 } run_meta;
 

@@ -76,6 +76,9 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     if (m->sched_config[0] && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|sched=%s|rate=%.6g|slo=%s", m->sched_config, m->rate, m->slo);
     /* Over HTTP: the server and what it serves decide what the numbers mean (the rate and SLOs too). */
+    /* Prompts in a chat format are other tokens than the plain text (only when set: older keys stay). */
+    if (m->chat_format[0] && k > 0 && (size_t)k < sizeof buf)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "|chat=%s", m->chat_format);
     if (m->endpoint[0] && k > 0 && (size_t)k < sizeof buf)
         snprintf(buf + k, sizeof buf - (size_t)k, "|endpoint=%s|server=%s|rate=%.6g|slo=%s", m->endpoint, m->server,
                  m->rate, m->slo);
@@ -413,6 +416,14 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         threads[0] = 0; /* the server's threads are its own */
         cfg.endpoint = &ep;
         meta.sched_config[0] = 0; /* the server's scheduler is not ours to describe */
+    }
+    /* The challenge measures GPT-OSS answering its prompts: on a model whose
+     * chat format is harmony, each prompt goes in as a harmony user turn, as
+     * a chat client's would (in-process only: over HTTP, rendering chat is
+     * the server's chat route's job, and the replay uses /v1/completions). */
+    if (model && !strcmp(o.workload, "challenge") && cx_harmony_detect(cx_model_get_info(model)->chat_template)) {
+        cfg.harmony = 1;
+        snprintf(meta.chat_format, sizeof meta.chat_format, "harmony");
     }
     /* Adapters: every trace id covered before the run starts */
     adapter_set *ads = NULL;

@@ -49,6 +49,7 @@ typedef struct run_config {
     int lora_type;       /* adapters' in-memory type (cx_lora_params.type; -1: auto) */
     int rep_index, reps_total; /* the repetition being run (progress bar) */
     const struct ep_target *endpoint; /* --endpoint: replay over HTTP (endpoint.h); NULL: in-process */
+    int harmony;         /* served prompts go in as harmony user turns (serve.c; the challenge on gpt-oss) */
 } run_config;
 
 /* Parse "pp512", "tg128", "pg512,128" into sizes; 0 on success. */

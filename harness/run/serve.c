@@ -12,6 +12,8 @@
  * Every time is measured from the request's issue: the request's own
  * scheduler timestamps (admission, first token, each gap) are on the same
  * monotonic clock. A request the queue refuses is recorded as rejected.
+ * With cfg->harmony (the challenge on a gpt-oss model) each prompt is
+ * submitted as a harmony user turn rather than as plain text.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,8 +23,11 @@
 #include <time.h>
 
 #include "adapters.h"
+#include "cortex_tools.h"
 #include "kv_metrics.h"
 #include "runner.h"
+
+#define SERVE_HARMONY_DATE "2025-08-05" /* harmony's "Current date:" in replayed prompts (serve_harmony_turn) */
 
 /* One request of the replay: its prompt ids and where it stands. */
 typedef struct serve_req {
@@ -157,6 +162,24 @@ static void sched_metrics(cx_sched *s, rep_result *out) {
 }
 
 /* See runner.h. */
+/* Request w's prompt as one harmony user turn (cx_harmony_prompt), malloc'd;
+ * NULL with e filled. The system message's date is gpt-oss's release date,
+ * fixed so every run submits the same tokens (a run's date would change them). */
+static char *serve_harmony_turn(const wl_request *w, cx_err *e) {
+    char *text = malloc(w->text_len + 1), *out = NULL;
+    if (!text) {
+        e->code = CX_ENOMEM;
+        snprintf(e->msg, sizeof e->msg, "out of memory");
+        return NULL;
+    }
+    memcpy(text, w->text, w->text_len);
+    text[w->text_len] = 0;
+    cx_chat_msg turn = {"user", text};
+    cx_harmony_prompt(&turn, 1, SERVE_HARMONY_DATE, &out, e);
+    free(text);
+    return out;
+}
+
 int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, rep_result *out, double *makespan_ms,
               kv_peak *peak, cx_kv_cache **cache_stats_out, cx_sched **sched_out, char *err, size_t errlen) {
     serve_state ss;
@@ -178,13 +201,19 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     /* Tokenize before the clock starts: a server tokenizes too, but that is not what is measured here. */
     for (int i = 0; i < ss.n && !rc; i++) {
         const wl_request *w = &wl->req[i];
-        int cap = (int)w->text_len + 2;
-        ss.rq[i].ids = malloc(sizeof(int32_t) * (size_t)cap);
+        char *chat = NULL;
+        if (cfg->harmony && !(chat = serve_harmony_turn(w, &e))) rc = (snprintf(err, errlen, "request %s: %s", w->id, e.msg), -1);
+        const char *text = chat ? chat : w->text;
+        size_t len = chat ? strlen(chat) : w->text_len;
+        int cap = (int)len + 2;
+        ss.rq[i].ids = rc ? NULL : malloc(sizeof(int32_t) * (size_t)cap);
         ss.rq[i].ss = &ss;
         ss.rq[i].idx = i;
-        if (!ss.rq[i].ids) rc = (snprintf(err, errlen, "out of memory"), -1);
-        else if (cx_tokenize(m, w->text, w->text_len, 1, ss.rq[i].ids, cap, &ss.rq[i].n_ids, &e))
+        if (!rc && !ss.rq[i].ids) rc = (snprintf(err, errlen, "out of memory"), -1);
+        else if (!rc && cx_tokenize(m, text, len, CX_TOKENIZE_BOS | (chat ? CX_TOKENIZE_SPECIAL : 0), ss.rq[i].ids, cap,
+                                    &ss.rq[i].n_ids, &e))
             rc = (snprintf(err, errlen, "request %s: %s", w->id, e.msg), -1);
+        free(chat);
         snprintf(out->req[i].item, sizeof out->req[i].item, "%s", w->id);
         out->req[i].idx = i;
         out->req[i].adapter = w->adapter;

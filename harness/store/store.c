@@ -136,6 +136,10 @@ static const char *const MIGRATIONS[] = {
      * real adapters (docs/lora.md). NULL for rows written before. */
     ("ALTER TABLE adapter_stats ADD COLUMN gen_tokens INTEGER;"
      "ALTER TABLE adapter_stats ADD COLUMN output_tps REAL;"),
+    /* 10 -> 11: the chat format prompts were submitted in ("harmony": each
+     * prompt of the challenge set as a gpt-oss user turn); NULL when the
+     * prompts went in as plain text (every run before). */
+    "ALTER TABLE runs ADD COLUMN chat_format TEXT;",
 };
 
 /* Format an error as "DB: what: sqlite message". */
@@ -296,9 +300,9 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
                    " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config, workload_meta,"
-                   " sched_config, rate, slo, sweep, endpoint, server, server_info)"
-                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "titittttttittttiiiiiitittiiititdtttdtdttt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                   " sched_config, rate, slo, sweep, endpoint, server, server_info, chat_format)"
+                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "titittttttittttiiiiiitittiiititdtttdtdtttt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,
@@ -308,7 +312,8 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                 m->hw_id > 0 ? (double)m->hw_id : NAN /* NULL; the INTEGER column stores the id as an integer */,
                 m->kv_config[0] ? m->kv_config : NULL, m->workload_meta, m->sched_config[0] ? m->sched_config : NULL,
                 m->rate > 0 ? m->rate : NAN, m->slo[0] ? m->slo : NULL, m->sweep > 0 ? (double)m->sweep : NAN,
-                m->endpoint[0] ? m->endpoint : NULL, m->server[0] ? m->server : NULL, m->server_info)) {
+                m->endpoint[0] ? m->endpoint : NULL, m->server[0] ? m->server : NULL, m->server_info,
+                m->chat_format[0] ? m->chat_format : NULL)) {
         db_fail(s, err, n, "record run");
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;

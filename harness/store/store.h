@@ -19,7 +19,7 @@
 #include "env.h"
 #include "results.h"
 
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 
 typedef struct store store;
 

@@ -24,7 +24,7 @@ const char *store_errmsg(store *s) { return sqlite3_errmsg(store_db(s)); }
     " r.concurrency, r.model_path, r.model_sha256, r.model_name, r.model_type, r.model_params, r.model_bytes,"             \
     " r.threads, r.reps, r.warmup, r.n_ctx, r.pinned, r.git_commit, r.git_dirty, r.build_type, r.build_flags,"            \
     " r.counter_mode, r.compare_key, r.cmdline, r.isa, r.kv_config, r.env_id, r.hw_id,"                                   \
-    " r.sched_config, r.rate, r.slo, r.sweep, r.endpoint, r.server,"                                                        \
+    " r.sched_config, r.rate, r.slo, r.sweep, r.endpoint, r.server, r.chat_format,"                                         \
     " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint"            \
     " FROM runs r LEFT JOIN environments e ON e.id = r.env_id"
 
@@ -58,6 +58,7 @@ static void run_fill(sqlite3_stmt *st, store_run *r) {
     TEXT(slo, "slo");
     TEXT(endpoint, "endpoint");
     TEXT(server, "server");
+    TEXT(chat_format, "chat_format");
     TEXT(cpu_model, "cpu_model");
     TEXT(isa_flags, "isa_flags");
     TEXT(kernel, "kernel");

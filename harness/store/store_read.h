@@ -23,6 +23,7 @@ typedef struct store_run {
     char cpu_model[128], isa_flags[512], kernel[128], compiler[128], governor[32], fingerprint[72];
     char sched_config[96], slo[96]; /* served runs (schema v8); "" otherwise */
     char endpoint[512], server[256]; /* runs over HTTP (schema v9): the base URL and the server's identity; "" in-process */
+    char chat_format[16];   /* schema v11: "harmony" when prompts went in as harmony user turns; "" plain */
     int dirty, reps, threads, warmup, n_ctx, concurrency, logical_cores;
     double rate;    /* open loop at this Poisson rate; 0: none */
     int64_t sweep;  /* the rate sweep's saturation run; 0: not in a sweep */

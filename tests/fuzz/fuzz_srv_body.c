@@ -49,13 +49,13 @@ static void check_params(const srv_params *p, int chat) {
     }
     for (int t = 0; t < SRV_TMPL_N; t++) {
         char *out = NULL;
-        const char *end = NULL;
+        const char *end[SRV_CHAT_MAX_END];
         srv_error e;
-        if (srv_chat_render(t, p->msgs, p->n_msgs, "<s>", "</s>", &out, &end, &e)) {
+        if (srv_chat_render(t, p->msgs, p->n_msgs, "<s>", "</s>", "2025-08-05", &out, end, &e)) {
             require(e.status == 400 && !out);
             continue;
         }
-        require(out && end);
+        require(out && end[0]);
         for (int i = 0; i < p->n_msgs; i++) require(strstr(out, p->msgs[i].content) != NULL);
         free(out);
     }

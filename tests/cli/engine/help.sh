@@ -81,8 +81,8 @@ check "quantize --type lists the same types" test "$(values quantize --type)" = 
 check "generate --kv-type lists f32 f16 q8" test "$(values generate --kv-type)" = "f32 f16 q8"
 check "generate --kv-warm-type lists q8 q4" test "$(values generate --kv-warm-type)" = "q8 q4"
 check "generate --kv-policy lists lru lfu" test "$(values generate --kv-policy)" = "lru lfu"
-check "serve --chat-template lists chatml llama2 llama3 zephyr phi3 gemma" \
-    test "$(values serve --chat-template)" = "chatml llama2 llama3 zephyr phi3 gemma"
+check "serve --chat-template lists chatml llama2 llama3 zephyr phi3 gemma gpt-oss harmony" \
+    test "$(values serve --chat-template)" = "chatml llama2 llama3 zephyr phi3 gemma gpt-oss harmony"
 check "serve takes generate's KV cache flags, with the same values" \
     test "$(values serve --kv-type)/$(values serve --kv-policy)" = "$(values generate --kv-type)/$(values generate --kv-policy)"
 check "synth --shape lists test-tiny and tinyllama-1.1b" sh -c "echo ' $(values synth --shape) ' | grep -q ' test-tiny .* tinyllama-1.1b '"

@@ -157,4 +157,26 @@ check "a synthetic run: exit 1, one line saying it is not a prompt set" fails_wi
 check "a missing run: exit 1, one line" fails_with $? 1 "$tmp/e8" "999"
 check "nothing written for bad reports" test ! -e "$tmp/bad/challenge.md"
 
+# The challenge on a gpt-oss model (harmony chat template): each prompt goes
+# in as a harmony user turn, recorded as runs.chat_format; other models plain.
+check "stories260K: prompts as plain text (chat_format NULL)" test "$(sql "$db" "select count(*) from runs where workload = 'challenge' and chat_format is null")" = 2
+g=$tmp/gpt-oss-tiny.gguf
+"$CORTEX" synth --shape gpt-oss-tiny -c 4096 -o "$g" >/dev/null 2>&1
+"$BENCH" run --model "$g" --workload challenge -t 1 --reps 1 --warmup 0 --no-progress --db "$tmp/g.db" >/dev/null 2>"$tmp/g.err"
+check "gpt-oss-tiny challenge: exit 0, chat_format harmony" test $? -eq 0 -a "$(sql "$tmp/g.db" "select chat_format from runs")" = harmony
+c01=$("$PY" -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().split("\n")[1])["text"])' prompts/challenge.jsonl)
+turn="<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.
+Knowledge cutoff: 2024-06
+Current date: 2025-08-05
+
+Reasoning: medium
+
+# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|><|start|>user<|message|>$c01<|end|><|start|>assistant"
+n_turn=$("$CORTEX" tokenize -m "$g" -p "$turn" | wc -w)
+check "gpt-oss-tiny challenge: c01's prompt tokens are its harmony user turn's ($n_turn)" \
+    test "$(sql "$tmp/g.db" "select prompt_tokens from requests where item = 'c01'")" = "$n_turn"
+g_run=$(sql "$tmp/g.db" "select id from runs")
+(cd "$tmp" && "$BENCH" report --challenge "$g_run" --db "$tmp/g.db" --out "$tmp/g_rep" >/dev/null 2>&1)
+check "its report says the prompts went in as harmony user turns" grep -q "prompts submitted as harmony user turns" "$tmp/g_rep/challenge.md"
+
 finish challenge

@@ -113,6 +113,27 @@ static void test_bpe_vocab(void) {
     synth_bpe_free(&v);
 }
 
+/* A synthetic gpt-oss file speaks harmony: its chat template is recognized
+ * (cx_harmony_detect), and its turn ends at <|return|> or <|call|>, never at
+ * <|end|> (which only closes the analysis message), although the file names
+ * <|end|> as tokenizer.ggml.eot_token_id. */
+static void test_harmony_vocab(void) {
+    char path[256];
+    if (make_model("gpt-oss-tiny", "f32", path, sizeof path)) return;
+    cx_model *m = load_mapped(path);
+    if (!m) return;
+    int32_t id[3];
+    int n = 0;
+    cx_err err = {0};
+    CHECK(cx_tokenize(m, "<|return|><|call|><|end|>", 25, CX_TOKENIZE_SPECIAL, id, 3, &n, &err) == 0 && n == 3, "ids");
+    CHECK(cx_token_is_eog(m, id[0]) && cx_token_is_eog(m, id[1]) && !cx_token_is_eog(m, id[2]),
+          "<|return|> %d and <|call|> %d end generation, <|end|> %d does not", id[0], id[1], id[2]);
+    CHECK(cx_token_eos(m) == id[0] && cx_token_eot(m) == id[1], "EOS <|return|>, EOT <|call|>");
+    CHECK(cx_harmony_detect(cx_model_get_info(m)->chat_template), "the synthetic file's chat template is harmony");
+    cx_model_free(m);
+    unlink(path);
+}
+
 /* ---- naive reference pieces, in double ---- */
 
 /* Row r of weight w dequantized into out (w in the file's row layout). */
@@ -487,6 +508,7 @@ static void run_all(void) {
     }
     test_route();
     test_bpe_vocab();
+    test_harmony_vocab();
     test_stage("moe-tiny", "f32", 1e-5);
     test_stage("gpt-oss-tiny", "f32", 1e-5);
     test_stage("gpt-oss-tiny", "mxfp4", 2e-2); /* q8 activations against exact floats */
