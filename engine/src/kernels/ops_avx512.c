@@ -28,6 +28,7 @@
  *   quantize_act (Q8_32) the scalar reference's codes, scales and sums exactly
  *                (the same IEEE multiply, round-half-even conversion).
  */
+#include <assert.h>
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -69,7 +70,9 @@ ALWAYS_INLINE __m512 exp16(__m512 x) {
  * of a[P[L]], P = {0,2,1,3,8,10,9,11,4,6,5,7,12,14,13,15} (KEY_SLOT below),
  * by halving: 128-bit halves (shuffle_f32x4), then 64-bit, then 32-bit pairs
  * (shuffle_ps). Each output lane adds only its own input's lanes, in an
- * order that does not depend on the other inputs.
+ * order that does not depend on the other inputs: lane k to lane k + 8
+ * (AVX2's two chains, s0 + s1), then k to k + 4, k to k + 2, k to k + 1,
+ * which are simd_hsum8's additions of that sum: AVX2's bits.
  */
 ALWAYS_INLINE __m512 sum16x16(const __m512 a[16]) {
     __m512 b[8], c[4], d[2];
@@ -110,6 +113,7 @@ void kern_attn_scores_avx512(float *sc, const float *q, const float *K, size_t s
         }
         __m512 sum = sum16x16(acc);
         if (d < hd) { /* AVX2's scalar tail: one product, one addition per element, key j in lane j */
+            assert((size_t)15 * stride <= 0x7fffffff); /* gather offsets are int32 */
             int32_t off[16];
             for (int j = 0; j < 16; j++) off[j] = (int32_t)((size_t)(j < m ? j : m - 1) * stride);
             __m512i idx = _mm512_loadu_si512(off);
