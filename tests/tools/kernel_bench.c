@@ -74,6 +74,12 @@ static void b_swiglu(bench_ctx *c) {
 static void b_argmax(bench_ctx *c) { c->y[0] = (float)c->k->argmax(c->big, VOCAB); }
 static void b_scores(bench_ctx *c) { c->k->attn_scores(c->sc, c->x, c->big, HD, KEYS, HD, 0.125f); }
 static void b_values(bench_ctx *c) { c->k->attn_values(c->acc, c->sc, c->big, HD, KEYS, HD); }
+static void b_exp(bench_ctx *c) {
+    memcpy(c->y, c->x, sizeof(float) * KEYS);
+    c->y[KEYS] = (float)c->k->exp_shift(c->y, KEYS, 1.0f);
+}
+static void b_scale(bench_ctx *c) { c->k->scale_f64(c->acc, 1.0, HD); }
+static void b_add(bench_ctx *c) { c->k->add(c->y, c->x, COLS); }
 
 /* Median ns per call of fn over `rounds` rounds of >= min_s seconds. */
 static double time_fn(bench_fn fn, bench_ctx *c, int rounds, double min_s, double *out) {
@@ -218,6 +224,9 @@ int main(int argc, char **argv) {
         {"rope", "32 heads x 64", b_rope},       {"swiglu", "5632", b_swiglu},
         {"argmax", "32000", b_argmax},           {"attention scores", "64 keys x 64 dims", b_scores},
         {"attention values", "64 keys x 64 dims", b_values},
+        {"exp_shift (online softmax)", "64", b_exp},
+        {"scale_f64 (online softmax)", "64", b_scale},
+        {"add (residual)", "2048", b_add},
     };
     for (size_t i = 0; !only && i < sizeof ops / sizeof *ops; i++) {
         c.k = sc;

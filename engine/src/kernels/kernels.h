@@ -5,9 +5,9 @@
  * (kernels_scalar.c, written for clarity and exact agreement with the block
  * formats in quant.h / kquant.h / mxfp4.h) and SIMD versions (kernels_avx2.c,
  * kquant_avx2.c, mxfp4_avx2.c; kernels_avxvnni.c for the "avxvnni" table,
- * AVX2's with q8_0/q4_0's integer products by 256-bit vpdpbusd; kernels_avx512.c, kquant_avx512.c and
- * mxfp4_avx512.c for the "avx512" and "avx512vnni" tables, which take the
- * AVX2 table's entries for what they do not override; bf16_avx512bf16.c for
+ * AVX2's with q8_0/q4_0's integer products by 256-bit vpdpbusd; kernels_avx512.c, kquant_avx512.c,
+ * mxfp4_avx512.c and ops_avx512.c (attention, elementwise, Q8_32) for the "avx512" and
+ * "avx512vnni" tables, which take the AVX2 table's entries for what they do not override; bf16_avx512bf16.c for
  * the "avx512bf16" table, avx512vnni's with BF16 weights met by bf16-rounded
  * activations through vdpbf16ps: faster, rounded differently, never the default).
  * kern_select() picks a table (CPUID is read once per process); a model

@@ -9,8 +9,10 @@
  * the sixteen-row layout (KERN_LAYOUT_X16, kernels.h) and, for prefill, on
  * row-major weights; f32/f16/bf16 with 16-lane FMA; the Q8_256 activation
  * quantizer. The one-row K-quant kernels (row-major decode) are in
- * kquant_avx512.c, the MXFP4 kernels (one-row and X16) in mxfp4_avx512.c. Everything else (attention, the elementwise operators,
- * the Q8_32 quantizer, q8_0/q4_0 decode on row-major weights) is AVX2's.
+ * kquant_avx512.c, the MXFP4 kernels (one-row and X16) in mxfp4_avx512.c,
+ * attention, the elementwise operators and the Q8_32 quantizer in
+ * ops_avx512.c. What is left is AVX2's: q8_0/q4_0 decode on row-major
+ * weights, argmax.
  *
  * q8_0 and q4_0, sixteen rows at a time. One 64-byte load of an X16 block is
  * four codes of each of sixteen rows, one row per int32 lane; the matching
@@ -45,6 +47,7 @@
 #include "../mxfp4.h"
 #include "cortex.h"
 #include "kernels.h"
+#include "ops_avx512.h"
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 /* Per-token and per-chunk loops must unroll fully so their arrays become
@@ -438,11 +441,11 @@ static void gemm_bf16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const
  * scales and sums (kern_quantize_act_scalar): the value of largest magnitude
  * (the first one, on ties) gives iscale = -127 / max; codes are
  * round-half-even(iscale * x) (cvtps under the default rounding mode, as
- * nearbyintf) clamped to 127. Q8_32 is the AVX2 table's (already exact).
+ * nearbyintf) clamped to 127. Q8_32 is ops_avx512.c's (exact too).
  */
 static void quantize_act(const float *x, kern_act *a, int t) {
     if (a->fmt != KERN_ACT_Q8_256) {
-        kern_avx2_ops.quantize_act(x, a, t);
+        kern_quantize_q8_32_avx512(x, a, t);
         return;
     }
     const int64_t n = a->n, nb = n / 256;
@@ -494,6 +497,15 @@ const kern_ops kern_avx512_part = {
     .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16,
                  [CX_TYPE_Q6_K] = gemm_q6_k_x16, [CX_TYPE_MXFP4] = mxfp4_gemm_x16_avx512},
     .quantize_act = quantize_act,
+    .attn_scores = kern_attn_scores_avx512,
+    .attn_values = kern_attn_values_avx512,
+    .exp_shift = kern_exp_shift_avx512,
+    .scale_f64 = kern_scale_f64_avx512,
+    .rmsnorm = kern_rmsnorm_avx512,
+    .softmax = kern_softmax_avx512,
+    .rope = kern_rope_avx512,
+    .swiglu = kern_swiglu_avx512,
+    .add = kern_add_avx512,
     .lora_up = kern_lora_up_avx512,
 };
 
@@ -509,5 +521,14 @@ const kern_ops kern_avx512vnni_part = {
                  [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni, [CX_TYPE_Q6_K] = gemm_q6_k_x16_vnni,
                  [CX_TYPE_MXFP4] = mxfp4_gemm_x16_avx512vnni},
     .quantize_act = quantize_act,
+    .attn_scores = kern_attn_scores_avx512,
+    .attn_values = kern_attn_values_avx512,
+    .exp_shift = kern_exp_shift_avx512,
+    .scale_f64 = kern_scale_f64_avx512,
+    .rmsnorm = kern_rmsnorm_avx512,
+    .softmax = kern_softmax_avx512,
+    .rope = kern_rope_avx512,
+    .swiglu = kern_swiglu_avx512,
+    .add = kern_add_avx512,
     .lora_up = kern_lora_up_avx512vnni,
 };

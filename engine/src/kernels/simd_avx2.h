@@ -1,6 +1,7 @@
 /*
- * simd_avx2.h - small AVX2 helpers shared by the *_avx2.c kernel files
- * (include only from files built with the AVX2 flags).
+ * simd_avx2.h - small AVX2 helpers shared by the *_avx2.c kernel files and
+ * ops_avx512.c, which keeps AVX2's order of additions (include only from
+ * files built with the AVX2 flags or the AVX-512 ones, which include them).
  */
 #ifndef CX_SIMD_AVX2_H
 #define CX_SIMD_AVX2_H

@@ -8,7 +8,9 @@
  *     one-token decode agree exactly);
  *   - the quantized-activation dot stays within the analytic bound of the
  *     float-activation reference (each code is off by at most half a step);
- *   - the elementwise operators agree (RoPE, argmax and add bit for bit).
+ *   - the elementwise operators agree (RoPE, argmax and add bit for bit);
+ *     attention at head_dim 64/128/odd and odd key counts; the AVX-512
+ *     tables' attention and elementwise operators give AVX2's bits.
  *   - the interleaved layouts (X8, X16) give their row-major kernels' bits,
  *     and the AVX2 X8 and both AVX-512 X16 kernels give the same bits
  *     (K-quants and mxfp4: the scalar reference's bits);
@@ -556,6 +558,154 @@ static void test_ops(const kern_ops *v) {
     }
 }
 
+/*
+ * Attention at the forward pass's shapes: head_dim 64 and 128 and odd ones,
+ * key counts around the 16-key groups (odd ones too), random, zero and
+ * extreme vectors (|x| up to 3e4), keys an odd number of floats apart.
+ * Scores within test_ops's bound of the scalar ones, and each key's score the
+ * same bits wherever it sits in the call (alone, or among others): the tiles
+ * of a query may be cut anywhere without changing its arithmetic. Values:
+ * float x float is exact in double and every table adds the keys of a
+ * dimension in order, so the scalar bits. swiglu per element the same bits
+ * wherever the element sits (prefill's one call over many rows vs decode's).
+ */
+static void test_attention(const kern_ops *v) {
+    const kern_ops *s = &kern_scalar_ops;
+    uint64_t saved = rng_state; /* the draws here leave the other tests' inputs as they were */
+    static const int hds[] = {1, 7, 16, 31, 64, 67, 80, 128}, kns[] = {1, 3, 15, 16, 17, 31, 64};
+    enum { MAXK = 64, MAXD = 128, STRIDE = MAXD + 5 };
+    float *K = malloc(sizeof(float) * MAXK * STRIDE), *V = malloc(sizeof(float) * MAXK * STRIDE);
+    float q[MAXD], p[MAXK], sc1[MAXK], sc2[MAXK], one;
+    double d1[MAXD], d2[MAXD];
+    for (int kind = FILL_RANDOM; kind <= FILL_EXTREME; kind++)
+        for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+            for (size_t ki = 0; ki < sizeof kns / sizeof *kns; ki++) {
+                int hd = hds[hi], kn = kns[ki];
+                fill(q, hd, kind);
+                fill(K, MAXK * STRIDE, kind);
+                fill(V, MAXK * STRIDE, kind);
+                s->attn_scores(sc1, q, K, STRIDE, kn, hd, 0.125f);
+                v->attn_scores(sc2, q, K, STRIDE, kn, hd, 0.125f);
+                int near = 1, placed = 1;
+                for (int j = 0; j < kn; j++) {
+                    double mag = 0;
+                    for (int i = 0; i < hd; i++) mag += fabs((double)q[i] * K[j * STRIDE + i]) * 0.125;
+                    near &= fabs((double)sc1[j] - sc2[j]) <= ((double)hd / 8 + 8) * 0x1.0p-23 * mag + 1e-30;
+                    v->attn_scores(&one, q, K + (size_t)j * STRIDE, STRIDE, 1, hd, 0.125f);
+                    placed &= one == sc2[j];
+                }
+                CHECK(near, "%s attn_scores hd %d kn %d %s: off the scalar scores", v->name, hd, kn, fill_name[kind]);
+                CHECK(placed, "%s attn_scores hd %d kn %d %s: a key's score depends on its place", v->name, hd, kn,
+                      fill_name[kind]);
+                for (int j = 0; j < kn; j++) p[j] = kind == FILL_ZERO ? 0.0f : (float)((rnd() >> 11) * 0x1.0p-53);
+                for (int i = 0; i < hd; i++) d1[i] = d2[i] = kind == FILL_EXTREME ? 1e9 * unif() : unif();
+                s->attn_values(d1, p, V, STRIDE, kn, hd);
+                v->attn_values(d2, p, V, STRIDE, kn, hd);
+                CHECK(!memcmp(d1, d2, sizeof(double) * (size_t)hd), "%s attn_values hd %d kn %d %s: not the scalar bits",
+                      v->name, hd, kn, fill_name[kind]);
+            }
+    for (int n = 1; n <= 70; n += 3) {
+        float g[80], u[80], all[80];
+        fill(g, n, FILL_RANDOM);
+        fill(u, n, FILL_RANDOM);
+        for (int i = 0; i < n; i++) g[i] *= 12.0f;
+        memcpy(all, g, sizeof(float) * (size_t)n);
+        v->swiglu(all, u, n);
+        int placed = 1;
+        for (int i = 0; i < n; i++) {
+            float one_g = g[i];
+            v->swiglu(&one_g, u + i, 1);
+            placed &= one_g == all[i];
+        }
+        CHECK(placed, "%s swiglu n=%d: an element's result depends on its place", v->name, n);
+    }
+    free(K);
+    free(V);
+    rng_state = saved;
+}
+
+/* Elements equal as floats (so +0 == -0: a sum of no terms may be either). */
+static int same_floats(const float *a, const float *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (!(a[i] == b[i])) return 0;
+    return 1;
+}
+
+/*
+ * The AVX-512 tables' attention and elementwise operators (ops_avx512.c)
+ * against AVX2's: the same bits, at every size (head_dim 64 and 128 and odd
+ * ones, key counts around the 16-key groups, vector lengths around 8 and 16),
+ * on random, zero and extreme inputs. Then the two tables agree on everything
+ * but the matrix products.
+ */
+static void test_ops_equal(const kern_ops *v, const kern_ops *a2) {
+    uint64_t saved = rng_state;
+    static const int hds[] = {1, 7, 8, 9, 16, 24, 31, 64, 67, 72, 80, 128}, kns[] = {1, 3, 8, 15, 16, 17, 33, 64};
+    enum { MAXK = 64, MAXD = 128, STRIDE = MAXD + 3, MAXN = 300 };
+    float *K = malloc(sizeof(float) * MAXK * STRIDE), *V = malloc(sizeof(float) * MAXK * STRIDE);
+    float q[MAXD], sc1[MAXK], sc2[MAXK];
+    double d1[MAXD], d2[MAXD];
+    int ok[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    for (int kind = FILL_RANDOM; kind <= FILL_EXTREME; kind++) {
+        fill(K, MAXK * STRIDE, kind);
+        fill(V, MAXK * STRIDE, kind);
+        for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+            for (size_t ki = 0; ki < sizeof kns / sizeof *kns; ki++) {
+                int hd = hds[hi], kn = kns[ki];
+                fill(q, hd, kind);
+                a2->attn_scores(sc1, q, K, STRIDE, kn, hd, 0.125f);
+                v->attn_scores(sc2, q, K, STRIDE, kn, hd, 0.125f);
+                ok[0] &= same_floats(sc1, sc2, kn);
+                for (int j = 0; j < kn; j++) sc1[j] = sc2[j] = sc1[j] * 0.01f;
+                double e1 = a2->exp_shift(sc1, kn, 0.5f), e2 = v->exp_shift(sc2, kn, 0.5f);
+                ok[1] &= same_floats(sc1, sc2, kn) && e1 == e2;
+                for (int i = 0; i < hd; i++) d1[i] = d2[i] = unif();
+                a2->attn_values(d1, sc1, V, STRIDE, kn, hd);
+                v->attn_values(d2, sc1, V, STRIDE, kn, hd);
+                a2->scale_f64(d1, 0.7, hd);
+                v->scale_f64(d2, 0.7, hd);
+                ok[2] &= !memcmp(d1, d2, sizeof(double) * (size_t)hd);
+            }
+    }
+    for (int n = 1; n <= MAXN; n += (n < 40 ? 1 : 13)) {
+        float x[MAXN], w[MAXN], y1[MAXN], y2[MAXN];
+        fill(x, n, FILL_RANDOM);
+        fill(w, n, FILL_RANDOM);
+        a2->rmsnorm(y1, x, w, n, 1e-5f);
+        v->rmsnorm(y2, x, w, n, 1e-5f);
+        ok[3] &= same_floats(y1, y2, n);
+        for (int i = 0; i < n; i++) y1[i] = y2[i] = x[i] * 20.0f;
+        a2->softmax(y1, n);
+        v->softmax(y2, n);
+        ok[4] &= same_floats(y1, y2, n);
+        for (int i = 0; i < n; i++) y1[i] = y2[i] = x[i] * 12.0f;
+        a2->swiglu(y1, w, n);
+        v->swiglu(y2, w, n);
+        ok[5] &= same_floats(y1, y2, n);
+        memcpy(y1, x, sizeof(float) * (size_t)n);
+        memcpy(y2, x, sizeof(float) * (size_t)n);
+        a2->add(y1, w, n);
+        v->add(y2, w, n);
+        ok[6] &= same_floats(y1, y2, n);
+        if (n % 2 == 0 && n <= 2 * MAXD) {
+            float cs[2 * MAXD];
+            double inv[MAXD];
+            for (int i = 0; i < n / 2; i++) inv[i] = 1.0 / pow(10000.0, 2.0 * i / n);
+            kern_rope_table(cs, n, 91, inv);
+            memcpy(y1, x, sizeof(float) * (size_t)n);
+            memcpy(y2, x, sizeof(float) * (size_t)n);
+            a2->rope(y1, 1, n, cs);
+            v->rope(y2, 1, n, cs);
+            ok[7] &= same_floats(y1, y2, n);
+        }
+    }
+    static const char *what[8] = {"attn_scores", "exp_shift", "attn_values/scale_f64", "rmsnorm", "softmax", "swiglu", "add", "rope"};
+    for (int i = 0; i < 8; i++) CHECK(ok[i], "%s %s: not %s's bits", v->name, what[i], a2->name);
+    free(K);
+    free(V);
+    rng_state = saved;
+}
+
 /* ---- dispatch ---- */
 static void test_dispatch(void) {
     CHECK(kern_table("scalar") == &kern_scalar_ops, "scalar table");
@@ -682,6 +832,8 @@ static void run_all(void) {
         test_quantize_act(simd[v]);
         for (int i = 0; i < 6; i++) test_dots(types[i], simd[v]);
         test_ops(simd[v]);
+        test_attention(simd[v]);
+        if ((v == S_AVX512 || v == S_AVX512VNNI) && simd[S_AVX2]) test_ops_equal(simd[v], simd[S_AVX2]);
     }
     /* MXFP4 last, so the inputs drawn for the types above stay what they were. */
     test_activation_error(CX_TYPE_MXFP4);

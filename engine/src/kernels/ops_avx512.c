@@ -1,0 +1,295 @@
+/*
+ * ops_avx512.c - the AVX-512 tables' attention and elementwise operators and
+ * their Q8_32 activation quantizer (kernels_avx512.c puts them in both the
+ * "avx512" and "avx512vnni" tables; only AVX-512 F/BW/VL/DQ is used).
+ *
+ * Built with the AVX-512 flags (this file only, see the Makefile). Every one
+ * gives the AVX2 table's bits (a test checks), at twice the width: the two
+ * tables then agree on everything but the matrix products, and a model's
+ * attention does not change with the table. How each keeps AVX2's order:
+ *   attn_scores  16 keys per pass, each key's dot in one 16-lane FMA chain
+ *                (AVX2's two 8-lane chains side by side), the sixteen chains
+ *                reduced together by a transpose whose additions are
+ *                simd_hsum8's of the two chains' sum; AVX2's scalar tail
+ *                (head_dim % 8) added after, across the sixteen keys. A key's
+ *                score does not depend on where it sits in the call (short
+ *                groups repeat their last key in the unused lanes).
+ *   attn_values  eight doubles per register, up to 64 dimensions held in
+ *                registers while every key adds into them. float x float is
+ *                exact in double and each dimension adds its keys in order,
+ *                as the scalar and AVX2 code do: the same bits as both.
+ *   exp_shift, softmax: exp16 (AVX2's exp8 lane for lane) where AVX2 takes
+ *                exp8, expf where it takes expf, the sum in AVX2's 8-lane order.
+ *   swiglu       exp16, tails through masked lanes, as AVX2 pads its tail:
+ *                an element's result does not depend on its place.
+ *   rmsnorm      squares in one 8-lane double chain (AVX2's two 4-lane ones
+ *                side by side), AVX2's final sums, then 16-lane scaling.
+ *   scale_f64, add, rope: one rounding per element: the same everywhere.
+ *   quantize_act (Q8_32) the scalar reference's codes, scales and sums exactly
+ *                (the same IEEE multiply, round-half-even conversion).
+ */
+#include <assert.h>
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels.h"
+#include "ops_avx512.h"
+#include "simd_avx2.h" /* simd_hsum8: the AVX-512 flags include AVX2 */
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define UNROLL16 _Pragma("GCC unroll 16")
+
+/* Mask of the first n (0..16) lanes. */
+ALWAYS_INLINE __mmask16 first16(int n) { return (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1); }
+
+/* e^x for sixteen floats: kernels_avx2.c's exp8 (Cephes' range reduction and
+ * degree-5 polynomial, within 2 ulp of expf over [-87, 88], inputs clamped to
+ * it) with the same operations in the same order, so the same bits per lane. */
+ALWAYS_INLINE __m512 exp16(__m512 x) {
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3365f)), _mm512_set1_ps(88.3762626647949f));
+    __m512 fx = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+                                     _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), x);
+    x = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), x);
+    __m512 y = _mm512_set1_ps(1.9875691500E-4f);
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507E-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073E-3f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894E-2f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459E-1f));
+    y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201E-1f));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(fx), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+/* ---- attention ---- */
+
+/*
+ * Sixteen 16-lane sums at once: lane L of the result is the sum of the lanes
+ * of a[P[L]], P = {0,2,1,3,8,10,9,11,4,6,5,7,12,14,13,15} (KEY_SLOT below),
+ * by halving: 128-bit halves (shuffle_f32x4), then 64-bit, then 32-bit pairs
+ * (shuffle_ps). Each output lane adds only its own input's lanes, in an
+ * order that does not depend on the other inputs: lane k to lane k + 8
+ * (AVX2's two chains, s0 + s1), then k to k + 4, k to k + 2, k to k + 1,
+ * which are simd_hsum8's additions of that sum: AVX2's bits.
+ */
+ALWAYS_INLINE __m512 sum16x16(const __m512 a[16]) {
+    __m512 b[8], c[4], d[2];
+    UNROLL16 for (int i = 0; i < 8; i++)
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 8], 0x44), _mm512_shuffle_f32x4(a[i], a[i + 8], 0xee));
+    UNROLL16 for (int i = 0; i < 4; i++)
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[i], b[i + 4], 0x88), _mm512_shuffle_f32x4(b[i], b[i + 4], 0xdd));
+    UNROLL16 for (int i = 0; i < 2; i++)
+        d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[i], c[i + 2], 0x44), _mm512_shuffle_ps(c[i], c[i + 2], 0xee));
+    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xdd));
+}
+
+/* Which key accumulator slot s holds, so that sum16x16 leaves key L in lane
+ * L (P is its own inverse). */
+static const int KEY_SLOT[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+
+/* See ops_avx512.h. The forward pass calls this per KV block (16 keys), so
+ * one pass of the loop is usually the whole call. */
+void kern_attn_scores_avx512(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale) {
+    for (int j0 = 0; j0 < kn; j0 += 16) {
+        int m = kn - j0 < 16 ? kn - j0 : 16;
+        const float *k[16];
+        UNROLL16 for (int s = 0; s < 16; s++) {
+            int j = KEY_SLOT[s] < m ? KEY_SLOT[s] : m - 1;
+            k[s] = K + (size_t)(j0 + j) * stride;
+        }
+        __m512 acc[16];
+        UNROLL16 for (int s = 0; s < 16; s++) acc[s] = _mm512_setzero_ps();
+        int d = 0;
+        for (; d + 16 <= hd; d += 16) {
+            __m512 qv = _mm512_loadu_ps(q + d);
+            UNROLL16 for (int s = 0; s < 16; s++) acc[s] = _mm512_fmadd_ps(_mm512_loadu_ps(k[s] + d), qv, acc[s]);
+        }
+        if (d + 8 <= hd) { /* AVX2's eight-wide step: its first chain, our low lanes */
+            __m512 qv = _mm512_maskz_loadu_ps(0xff, q + d);
+            UNROLL16 for (int s = 0; s < 16; s++) acc[s] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(0xff, k[s] + d), qv, acc[s]);
+            d += 8;
+        }
+        __m512 sum = sum16x16(acc);
+        if (d < hd) { /* AVX2's scalar tail: one product, one addition per element, key j in lane j */
+            assert((size_t)15 * stride <= 0x7fffffff); /* gather offsets are int32 */
+            int32_t off[16];
+            for (int j = 0; j < 16; j++) off[j] = (int32_t)((size_t)(j < m ? j : m - 1) * stride);
+            __m512i idx = _mm512_loadu_si512(off);
+            const float *k0 = K + (size_t)j0 * stride;
+            for (; d < hd; d++) sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_set1_ps(q[d]), _mm512_i32gather_ps(idx, k0 + d, 4)));
+        }
+        _mm512_mask_storeu_ps(sc + j0, first16(m), _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
+    }
+}
+
+/* Dimensions d0.. (up to 64, lanes beyond hd masked off) of acc += sum_j
+ * p[j] V[j]: eight accumulators of eight doubles, each key's floats widened
+ * exactly, keys added in order (so the scalar code's bits). FULL: all 64
+ * dimensions present (no masks). */
+ALWAYS_INLINE void values64(int FULL, double *acc, const float *p, const float *V, size_t stride, int kn, int d0, int hd) {
+    __mmask8 m[8];
+    __m512d a[8];
+    UNROLL16 for (int i = 0; i < 8; i++) {
+        int left = hd - d0 - 8 * i;
+        m[i] = FULL ? 0xff : (__mmask8)(left >= 8 ? 0xff : left <= 0 ? 0 : (1u << left) - 1);
+        a[i] = FULL ? _mm512_loadu_pd(acc + d0 + 8 * i) : _mm512_maskz_loadu_pd(m[i], acc + d0 + 8 * i);
+    }
+    for (int j = 0; j < kn; j++) {
+        const float *v = V + (size_t)j * stride + d0;
+        __m512d w = _mm512_set1_pd((double)p[j]);
+        UNROLL16 for (int i = 0; i < 8; i++) {
+            __m256 f = FULL ? _mm256_loadu_ps(v + 8 * i) : _mm256_maskz_loadu_ps(m[i], v + 8 * i);
+            a[i] = _mm512_fmadd_pd(w, _mm512_cvtps_pd(f), a[i]);
+        }
+    }
+    UNROLL16 for (int i = 0; i < 8; i++) {
+        if (FULL) _mm512_storeu_pd(acc + d0 + 8 * i, a[i]);
+        else _mm512_mask_storeu_pd(acc + d0 + 8 * i, m[i], a[i]);
+    }
+}
+
+/* See ops_avx512.h. */
+void kern_attn_values_avx512(double *acc, const float *p, const float *V, size_t stride, int kn, int hd) {
+    int d = 0;
+    for (; d + 64 <= hd; d += 64) values64(1, acc, p, V, stride, kn, d, hd);
+    if (d < hd) values64(0, acc, p, V, stride, kn, d, hd);
+}
+
+/* See ops_avx512.h. AVX2's sum: one 8-lane float accumulator taking eight
+ * values at a time in order, simd_hsum8, then the expf tail in double. */
+double kern_exp_shift_avx512(float *x, int n, float shift) {
+    __m512 sv = _mm512_set1_ps(shift);
+    __m256 sum = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), sv));
+        _mm512_storeu_ps(x + i, e);
+        sum = _mm256_add_ps(_mm256_add_ps(sum, _mm512_castps512_ps256(e)), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    }
+    if (i + 8 <= n) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(0xff, x + i), sv));
+        _mm512_mask_storeu_ps(x + i, 0xff, e);
+        sum = _mm256_add_ps(sum, _mm512_castps512_ps256(e));
+        i += 8;
+    }
+    double s = simd_hsum8(sum);
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - shift);
+        s += x[i];
+    }
+    return s;
+}
+
+/* See ops_avx512.h. */
+void kern_scale_f64_avx512(double *acc, double s, int n) {
+    __m512d sv = _mm512_set1_pd(s);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm512_storeu_pd(acc + i, _mm512_mul_pd(sv, _mm512_loadu_pd(acc + i)));
+    if (i < n) {
+        __mmask8 m = (__mmask8)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_pd(acc + i, m, _mm512_mul_pd(sv, _mm512_maskz_loadu_pd(m, acc + i)));
+    }
+}
+
+/* ---- elementwise ---- */
+
+/* Eight floats at x widened to doubles and their squares added to acc. */
+ALWAYS_INLINE __m512d add_squares8(__m512d acc, const float *x) {
+    __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x));
+    return _mm512_fmadd_pd(v, v, acc);
+}
+
+/* See ops_avx512.h. */
+void kern_rmsnorm_avx512(float *out, const float *x, const float *w, int n, float eps) {
+    __m512d s = _mm512_setzero_pd();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) s = add_squares8(add_squares8(s, x + i), x + i + 8);
+    if (i + 8 <= n) {
+        s = add_squares8(s, x + i);
+        i += 8;
+    }
+    double buf[4];
+    _mm256_storeu_pd(buf, _mm256_add_pd(_mm512_castpd512_pd256(s), _mm512_extractf64x4_pd(s, 1)));
+    double ss = (buf[0] + buf[1]) + (buf[2] + buf[3]);
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = (float)(1.0 / sqrt(ss / n + eps));
+    __m512 sv = _mm512_set1_ps(scale);
+    for (i = 0; i < n; i += 16) {
+        __mmask16 m = first16(n - i);
+        __m512 r = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), _mm512_mul_ps(sv, _mm512_maskz_loadu_ps(m, x + i)));
+        _mm512_mask_storeu_ps(out + i, m, r);
+    }
+}
+
+/* See ops_avx512.h. */
+void kern_softmax_avx512(float *x, int n) {
+    __m512 mv = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16) mv = _mm512_mask_max_ps(mv, first16(n - i), mv, _mm512_maskz_loadu_ps(first16(n - i), x + i));
+    float max = _mm512_reduce_max_ps(mv);
+    double s = kern_exp_shift_avx512(x, n, max);
+    __m512 inv = _mm512_set1_ps((float)(1.0 / s));
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = first16(n - i);
+        _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+    }
+}
+
+/* See ops_avx512.h. x0 c - x1 s and x1 c + x0 s from the same two products
+ * as the scalar code, one subtraction or addition each: the same bits. */
+void kern_rope_avx512(float *v, int n_heads, int head_dim, const float *cs) {
+    for (int h = 0; h < n_heads; h++) {
+        float *p = v + (size_t)h * (size_t)head_dim;
+        for (int i = 0; i < head_dim; i += 16) {
+            __mmask16 m = first16(head_dim - i);
+            __m512 x = _mm512_maskz_loadu_ps(m, p + i), t = _mm512_maskz_loadu_ps(m, cs + i);
+            __m512 c = _mm512_moveldup_ps(t), s = _mm512_movehdup_ps(t);
+            __m512 xc = _mm512_mul_ps(x, c), xs = _mm512_mul_ps(_mm512_permute_ps(x, 0xb1), s);
+            _mm512_mask_storeu_ps(p + i, m, _mm512_mask_sub_ps(_mm512_add_ps(xc, xs), 0x5555, xc, xs));
+        }
+    }
+}
+
+/* See ops_avx512.h: silu(g) * u as AVX2's swiglu8 computes it, lane for lane. */
+void kern_swiglu_avx512(float *gate, const float *up, int n) {
+    const __m512 one = _mm512_set1_ps(1.0f), neg = _mm512_set1_ps(-0.0f);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = first16(n - i);
+        __m512 g = _mm512_maskz_loadu_ps(m, gate + i), u = _mm512_maskz_loadu_ps(m, up + i);
+        __m512 r = _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, exp16(_mm512_xor_ps(g, neg)))), u);
+        _mm512_mask_storeu_ps(gate + i, m, r);
+    }
+}
+
+/* See ops_avx512.h. */
+void kern_add_avx512(float *y, const float *x, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_loadu_ps(x + i)));
+    if (i < n) {
+        __mmask16 m = first16(n - i);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+/* ---- activation quantization (Q8_32) ---- */
+
+/* See ops_avx512.h. Per block of 32: d = amax / 127, codes =
+ * round-half-even(x * (127 / amax)) by cvtps (default rounding mode, as
+ * nearbyintf), narrowed with saturation (never reached: |code| <= 127). */
+void kern_quantize_q8_32_avx512(const float *x, kern_act *a, int t) {
+    const int64_t n = a->n, nb = n / 32;
+    int8_t *q = a->qs + (size_t)t * (size_t)n;
+    float *d = a->d + (size_t)t * (size_t)nb;
+    int16_t *bs = a->bsum + (size_t)t * (size_t)nb;
+    for (int64_t b = 0; b < nb; b++) {
+        __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+        d[b] = amax / 127.0f;
+        __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+        __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id)), i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
+        bs[b] = (int16_t)_mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+        _mm_storeu_si128((__m128i *)(q + 32 * b), _mm512_cvtsepi32_epi8(i0));
+        _mm_storeu_si128((__m128i *)(q + 32 * b + 16), _mm512_cvtsepi32_epi8(i1));
+    }
+}
