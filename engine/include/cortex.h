@@ -217,6 +217,11 @@ void cx_session_free(cx_session *s);
 /* Forget the sequence (the KV cache is reused). */
 void cx_session_reset(cx_session *s);
 int cx_session_pos(const cx_session *s);
+/* Bytes of expert weights (mixture of experts) this session's cx_eval passes
+ * have read since it was made: per pass and layer, the gate, up and down rows
+ * of each expert some token of the pass chose, once however many chose it.
+ * 0 for a dense model. A counter: take differences around the calls. */
+uint64_t cx_session_expert_bytes(const cx_session *s);
 int cx_session_n_ctx(const cx_session *s);
 
 /*

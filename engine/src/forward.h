@@ -75,6 +75,8 @@ typedef struct fwd_ws {
     int *moe_sel;             /* [batch][n_expert_used]: each token's experts, best first */
     int *moe_slot;            /* [batch][n_expert_used]: the pair's row in the grouped buffers */
     int *moe_off;             /* [n_expert + 1]: expert e's grouped rows are moe_off[e] .. moe_off[e+1]-1 */
+    uint64_t moe_bytes;       /* expert weight bytes the passes read so far: each chosen expert's gate, up
+                                 and down rows, once per pass and layer (cx_session_expert_bytes) */
     float *moe_x;             /* [pairs][n_embd]: grouped inputs, then the experts' outputs */
     float *moe_h, *moe_h2;    /* [pairs][n_ff_expert]: gate and up products */
     /* the current matrix input and its prepared forms, one per activation format */

@@ -162,6 +162,9 @@ void moe_ffn(fwd_ws *w, const cx_layer *L, int T) {
     for (int p = 0; p < P; p++) slot[p] = off[sel[p]]++; /* off[e] ends at the old off[e+1] ... */
     for (int e = X; e > 0; e--) off[e] = off[e - 1];      /* ... so shift it back */
     off[0] = 0;
+    /* the bytes this layer reads: each expert that some token chose, once */
+    size_t per_expert = (size_t)F * (L->gate_exps.row_bytes + L->up_exps.row_bytes) + (size_t)E * L->down_exps.row_bytes;
+    for (int e = 0; e < X; e++) w->moe_bytes += off[e + 1] > off[e] ? per_expert : 0;
     for (int p = 0; p < P; p++)
         memcpy(w->moe_x + (size_t)slot[p] * E, w->xb + (size_t)(p / K) * E, sizeof(float) * (size_t)E);
     /* gate and up of every chosen expert over its pairs, inputs prepared once */

@@ -27,6 +27,7 @@ typedef struct req_result {
     float *itl_ms;          /* gaps between consecutive generated tokens: gen_tokens - 1 */
     int n_itl;
     double kv_attended;     /* sum over the timed decode steps of the KV positions each attended */
+    double expert_bytes;    /* synthetic tests: expert weight bytes the timed prompt pass read (0: none, dense) */
     char token_hash[17];    /* FNV-1a 64 of the generated ids: the correctness canary */
     char error[200];        /* non-empty: the request failed (e.g. prompt longer than context) */
     char state[12];         /* served: "finished", "rejected", "timeout", "cancelled", "failed"; else "" */

@@ -216,9 +216,11 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
     q->prompt_tokens = np;
     if (np) {
         ctr_snap snap;
+        uint64_t xb = cx_session_expert_bytes(st->s);
         phase_begin(st, &snap);
         if (cx_eval(st->s, st->ids + depth, np, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
         phase_end(st, &snap, &st->prefill);
+        q->expert_bytes = (double)(cx_session_expert_bytes(st->s) - xb);
     }
     q->prefill_ms = runner_now_ms() - t0;
     if (ng) {
@@ -414,7 +416,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic, const 
     for (int i = 0; i < out->n_req; i++) n_itl += (size_t)out->req[i].n_itl;
     double *v = malloc(sizeof(double) * (n + n_itl + 1));
     if (!v) return;
-    double prompt = 0, gen = 0, prefill_ms = 0, decode_ms = 0, decode_tok = 0, kv = 0;
+    double prompt = 0, gen = 0, prefill_ms = 0, decode_ms = 0, decode_tok = 0, kv = 0, xbytes = 0;
     int errors = 0;
     for (int i = 0; i < out->n_req; i++) {
         const req_result *q = &out->req[i];
@@ -422,6 +424,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic, const 
         prompt += q->prompt_tokens;
         gen += q->gen_tokens;
         if (!isnan(q->prefill_ms)) prefill_ms += q->prefill_ms; /* over HTTP: not visible (NaN) */
+        xbytes += q->expert_bytes;
         if (q->gen_tokens > 1) { decode_ms += q->decode_ms; decode_tok += q->n_itl; kv += q->kv_attended; }
     }
     rep_set_metric(out, "requests", (double)out->n_req);
@@ -430,6 +433,8 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic, const 
     rep_set_metric(out, "gen_tokens", gen);
     rep_set_metric(out, "makespan_ms", makespan_ms);
     if (prefill_ms > 0 && prompt > 0) rep_set_metric(out, "prefill_tps", prompt / (prefill_ms / 1e3));
+    /* mixture of experts, synthetic prompt tests: how prefill batches the experts */
+    if (xbytes > 0 && prompt > 0) rep_set_metric(out, "expert_bytes_per_prompt_token", xbytes / prompt);
     if (decode_ms > 0) {
         rep_set_metric(out, "decode_tps", decode_tok / (decode_ms / 1e3));
         /* KV positions a timed decode step attends, on average: the KV part

@@ -34,6 +34,14 @@ ids=$("$CORTEX" tokenize -m "$tmp/gpt-oss-tiny-f32.gguf" -p "<|start|>hello<|end
 check "gpt-oss: harmony's control tokens are single ids (<|start|> 504, <|end|> 505)" test "${ids%% *}" = 504 -a "${ids##* }" = 505
 "$BENCH" run --model "$tmp/gpt-oss-tiny-mxfp4.gguf" --workload pg16,8 -t 2 --reps 1 --warmup 0 --db "$tmp/b.db" >/dev/null 2>&1
 check "cortex-bench runs gpt-oss-tiny and stores the run" test "$(sql "$tmp/b.db" "select count(*) from runs")" = 1
+# the expert bytes a prompt pass reads: one token reads its 2 of 4 experts per layer exactly; 16 tokens read each
+# chosen expert once, so between one token's experts and all of them, whatever the routing
+xall=$(echo "$info" | sed -n 's/^experts: .*(\([0-9]*\) bytes.*/\1/p')
+"$BENCH" run --model "$tmp/gpt-oss-tiny-mxfp4.gguf" --workload pp1 -t 1 --reps 1 --warmup 0 --db "$tmp/b.db" >/dev/null 2>&1
+xb() { sql "$tmp/b.db" "select cast(median * $2 as integer) from summary where name = 'expert_bytes_per_prompt_token' and run_id = $1"; }
+check "pp1: expert bytes per prompt token = 2/4 of the experts' bytes ($xall)" test "$(xb 2 1)" = $((xall / 2))
+x16=$(xb 1 16)
+check "pg16,8: the prompt pass read each chosen expert once ($x16 bytes)" test "$x16" -ge $((xall / 2)) -a "$x16" -le "$xall"
 # quantize: stacked experts become mxfp4, their biases stay f32, the model runs
 "$CORTEX" quantize "$tmp/gpt-oss-tiny-f32.gguf" "$tmp/q.gguf" --type mxfp4 >/dev/null 2>&1
 check "quantize --type mxfp4 of gpt-oss-tiny" test $? -eq 0
