@@ -216,10 +216,10 @@ build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c h
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/run/sse.c harness/run/oai.c harness/run/prom.c -o $@ $(shell pkg-config --libs jansson)
 
-# The request-body fuzzer needs the server's parser and chat templates, and jansson.
-build-fuzz/fuzz_srv_body: tests/fuzz/fuzz_srv_body.c engine/server/srv_parse.c engine/server/srv_chat.c engine/server/srv.h
+# The request-body fuzzer needs the server's parser and chat templates (harmony's in the library), and jansson.
+build-fuzz/fuzz_srv_body: tests/fuzz/fuzz_srv_body.c engine/server/srv_parse.c engine/server/srv_chat.c engine/src/harmony.c engine/src/util.c engine/server/srv.h
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iengine/server $(SRV_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< engine/server/srv_parse.c engine/server/srv_chat.c -o $@ $(shell pkg-config --libs jansson)
+	clang $(CPPFLAGS) -Iengine/server -Iengine/src $(SRV_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< engine/server/srv_parse.c engine/server/srv_chat.c engine/src/harmony.c engine/src/util.c -o $@ $(shell pkg-config --libs jansson)
 
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)
