@@ -57,9 +57,8 @@ ALWAYS_INLINE __m512bh bf16_x32(const float *x, int64_t i, __mmask16 lo, __mmask
  * last. 24 accumulators, four weights and one activation of the 32 registers.
  * `kind` is unused: one weight format.
  */
-#define FLOAT_TILE_T 3 /* tokens per tile (float_tiles_avx512.h) */
 ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int kind, const kern_act *a, int t0, int NT,
-                              float out[4][FLOAT_TILE_T]) {
+                              float out[4][3]) {
     (void)kind;
     const int64_t n = a->n;
     __m512 acc[4][3][2];

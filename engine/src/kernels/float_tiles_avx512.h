@@ -2,11 +2,10 @@
  * float_tiles_avx512.h - the tiling of float-activation matrix products for
  * the AVX-512 kernel files (include only from files built with the AVX-512
  * flags): float_dot (one row, one token) and float_gemm (rows in fours,
- * tokens in FLOAT_TILE_T's, remainders with smaller tiles) over a tile kernel
- * the including file defines first, with FLOAT_TILE_T (the most tokens a
- * tile takes):
+ * tokens in threes, remainders with smaller tiles) over a tile kernel the
+ * including file defines first:
  *   float_rows(const uint8_t *const row[4], int NR, int kind, const kern_act *a,
- *              int t0, int NT, float out[4][FLOAT_TILE_T])
+ *              int t0, int NT, float out[4][3])
  * which must give each (row, token) pair the same arithmetic whatever NR and
  * NT, so that the gemm equals the dot bit for bit. kernels_avx512.c (f32, f16,
  * bf16 weights widened to float) and bf16_avx512bf16.c (bf16 weights and
@@ -20,23 +19,19 @@
 
 #include "kernels.h"
 
-#ifndef FLOAT_TILE_T
-#error "define FLOAT_TILE_T (tokens per tile) and float_rows before including float_tiles_avx512.h"
-#endif
-
 /* One row, one token: the tile kernel at its smallest. */
 static inline __attribute__((always_inline)) float float_dot(const uint8_t *row, int kind, const kern_act *a,
                                                              int t) {
     const uint8_t *rows[4] = {row, row, row, row};
-    float o[4][FLOAT_TILE_T];
+    float o[4][3];
     float_rows(rows, 1, kind, a, t, 1, o);
     return o[0][0];
 }
 
-/* Rows in fours, tokens in FLOAT_TILE_T's; remainders with smaller tiles of the same kernel. */
+/* Rows in fours, tokens in threes; remainders with smaller tiles of the same kernel. */
 static inline __attribute__((always_inline)) void float_gemm(int kind, const uint8_t *w, size_t rb, int64_t r0,
                                                              int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    float o[4][FLOAT_TILE_T];
+    float o[4][3];
     int64_t r = r0;
 #define FLOAT_TILE(NR_, NT_)                                                                              \
     do {                                                                                                  \
@@ -48,13 +43,13 @@ static inline __attribute__((always_inline)) void float_gemm(int kind, const uin
         const uint8_t *rows[4] = {w + (size_t)r * rb, w + (size_t)(r + 1) * rb, w + (size_t)(r + 2) * rb,
                                   w + (size_t)(r + 3) * rb};
         int t = 0;
-        for (; t + FLOAT_TILE_T <= a->T; t += FLOAT_TILE_T) FLOAT_TILE(4, FLOAT_TILE_T);
+        for (; t + 3 <= a->T; t += 3) FLOAT_TILE(4, 3);
         for (; t < a->T; t++) FLOAT_TILE(4, 1);
     }
     for (; r < r1; r++) {
         const uint8_t *rows[4] = {w + (size_t)r * rb, w + (size_t)r * rb, w + (size_t)r * rb, w + (size_t)r * rb};
         int t = 0;
-        for (; t + FLOAT_TILE_T <= a->T; t += FLOAT_TILE_T) FLOAT_TILE(1, FLOAT_TILE_T);
+        for (; t + 3 <= a->T; t += 3) FLOAT_TILE(1, 3);
         for (; t < a->T; t++) FLOAT_TILE(1, 1);
     }
 #undef FLOAT_TILE

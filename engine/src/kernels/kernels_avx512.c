@@ -381,38 +381,42 @@ ALWAYS_INLINE __m512 load_w16(const uint8_t *row, int kind, int64_t i, __mmask16
 }
 
 /*
- * NR (1..4) rows against NT (1..6) tokens of float activations, one
- * accumulator per pair over 16 columns at a time, the tail through masked
- * loads (no scalar loop), the pair's lanes reduced last. The arithmetic of a
- * pair does not depend on NR or NT, so the gemm equals the dot bit for bit.
- * Four rows by six tokens: 24 accumulators, four weights and one activation
- * of the 32 registers; ten loads (four of them converted) per 24 FMAs, where
- * three tokens with two accumulators each gave seven per twelve: each weight
- * is widened once for twice the tokens. Decode tiles are four rows by one
- * token: four independent chains.
+ * NR (1..4) rows against NT (1..3) tokens of float activations, two
+ * accumulators per pair (columns 32i..32i+15 and 32i+16..32i+31), the tail
+ * through masked loads (no scalar loop), the pair's sum reduced last. The
+ * arithmetic of a pair does not depend on NR or NT, so the gemm equals the
+ * dot bit for bit. Four rows by three tokens: 24 accumulators, four weights
+ * and one activation of the 32 registers; seven loads per twelve FMAs.
  */
-#define FLOAT_TILE_T 6 /* tokens per tile (float_tiles_avx512.h) */
 ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int kind, const kern_act *a, int t0, int NT,
-                              float out[4][FLOAT_TILE_T]) {
+                              float out[4][3]) {
     const int64_t n = a->n;
-    __m512 acc[4][FLOAT_TILE_T];
-    const float *x[FLOAT_TILE_T];
+    __m512 acc[4][3][2];
+    const float *x[3];
     UNROLL8 for (int k = 0; k < NT; k++) x[k] = a->f + (size_t)(t0 + k) * (size_t)n;
-    UNROLL8 for (int r = 0; r < NR; r++) UNROLL8 for (int k = 0; k < NT; k++) acc[r][k] = _mm512_setzero_ps();
-#define FLOAT_STEP(i_, m)                                                                          \
-    do {                                                                                           \
-        __m512 wv[4];                                                                              \
-        UNROLL8 for (int r = 0; r < NR; r++) wv[r] = load_w16(row[r], kind, (i_), (m));             \
-        UNROLL8 for (int k = 0; k < NT; k++) {                                                     \
-            __m512 xv = _mm512_maskz_loadu_ps((m), x[k] + (i_));                                   \
-            UNROLL8 for (int r = 0; r < NR; r++) acc[r][k] = _mm512_fmadd_ps(wv[r], xv, acc[r][k]); \
-        }                                                                                          \
+    UNROLL8 for (int r = 0; r < NR; r++) UNROLL8 for (int k = 0; k < NT; k++) acc[r][k][0] = acc[r][k][1] = _mm512_setzero_ps();
+#define FLOAT_STEP(i_, h, m)                                                                          \
+    do {                                                                                              \
+        __m512 wv[4];                                                                                 \
+        UNROLL8 for (int r = 0; r < NR; r++) wv[r] = load_w16(row[r], kind, (i_), (m));                \
+        UNROLL8 for (int k = 0; k < NT; k++) {                                                        \
+            __m512 xv = _mm512_maskz_loadu_ps((m), x[k] + (i_));                                      \
+            UNROLL8 for (int r = 0; r < NR; r++) acc[r][k][h] = _mm512_fmadd_ps(wv[r], xv, acc[r][k][h]); \
+        }                                                                                             \
     } while (0)
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) FLOAT_STEP(i, (__mmask16)0xffff);
-    if (i < n) FLOAT_STEP(i, (__mmask16)((1u << (n - i)) - 1));
+    for (; i + 32 <= n; i += 32) {
+        FLOAT_STEP(i, 0, (__mmask16)0xffff);
+        FLOAT_STEP(i + 16, 1, (__mmask16)0xffff);
+    }
+    if (i + 16 <= n) {
+        FLOAT_STEP(i, 0, (__mmask16)0xffff);
+        i += 16;
+    }
+    if (i < n) FLOAT_STEP(i, 1, (__mmask16)((1u << (n - i)) - 1));
 #undef FLOAT_STEP
-    UNROLL8 for (int r = 0; r < NR; r++) UNROLL8 for (int k = 0; k < NT; k++) out[r][k] = _mm512_reduce_add_ps(acc[r][k]);
+    UNROLL8 for (int r = 0; r < NR; r++) UNROLL8 for (int k = 0; k < NT; k++)
+        out[r][k] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][k][0], acc[r][k][1]));
 }
 
 #include "float_tiles_avx512.h"
