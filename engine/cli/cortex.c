@@ -277,6 +277,9 @@ static int cmd_info(opts *o) {
     printf("output:         %s\n", i->tied_output ? "tied to token_embd" : "separate output.weight");
     printf("main type:      %s\n", cx_type_name(i->main_type));
     printf("weights memory: %s\n", i->weights_memory);
+    if (strncmp(i->weights_memory, "hugepages", 9) == 0)
+        printf("huge pages:     %.1f MiB of the copy in 2 MiB pages (the file: %.1f MiB)\n",
+               (double)i->weights_hugepage_bytes / 1048576.0, (double)i->file_bytes / 1048576.0);
     printf("parameters:     %llu\n", (unsigned long long)i->n_params);
     printf("weight bytes:   %llu (%s)\nfile bytes:     %llu (%s)\n", (unsigned long long)i->weight_bytes, wb,
            (unsigned long long)i->file_bytes, fb);

@@ -86,6 +86,9 @@ typedef struct cx_model_info {
                                  for a Q4_K_M file, else the type holding most of their weights */
     const char *weights_memory; /* "mmap", "hugepages", "hugepages, repacked x8" (AVX2) or "hugepages,
                                    repacked x16" (AVX-512) (cx_model_params weights and repack) */
+    uint64_t weights_hugepage_bytes; /* of a copy in huge pages: how much of it the kernel really backs with 2 MiB
+                                 pages (/proc/self/smaps AnonHugePages at load; it gives them only while it has
+                                 free 2 MiB blocks); 0 for a mapping or where smaps cannot be read */
     const char *isa;          /* the kernel instruction set this model's passes run with ("scalar", "avx2",
                                  "avxvnni", "avx512", "avx512vnni", "avx512bf16") */
     int vocab_only;           /* a GGUF without tensors: tokenizes, but sessions refuse it (n_layer etc. are 0) */

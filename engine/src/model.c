@@ -6,6 +6,7 @@
 #include "model.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -71,6 +72,31 @@ static void *model_copy_hugepages(int fd, size_t size) {
         got += (size_t)r;
     }
     return p; /* writable until model_seal: cx_model_load may repack weights in place */
+}
+
+/* Bytes of the anonymous mapping holding p that the kernel backs with huge
+ * pages (its AnonHugePages line in /proc/self/smaps), 0 when not found. A
+ * copy advised MADV_HUGEPAGE gets 2 MiB pages only while the kernel has free
+ * 2 MiB blocks, and decode speed depends on it (TLB misses), so a benchmark
+ * must be able to say how much it got. */
+static uint64_t model_hugepage_bytes(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return 0;
+    char line[512];
+    int inside = 0;
+    uint64_t kb = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char dash;
+        if (sscanf(line, "%lx%c%lx ", &lo, &dash, &hi) == 3 && dash == '-') {
+            if (inside) break; /* past the mapping's own block */
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (inside && sscanf(line, "AnonHugePages: %" SCNu64 " kB", &kb) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kb * 1024;
 }
 
 /* See model.h. */
@@ -748,6 +774,7 @@ int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_mode
     model_repack(m, p.repack);
     model_seal(m);
     m->info.isa = m->kern->name;
+    m->info.weights_hugepage_bytes = m->map_copied ? model_hugepage_bytes(m->map) : 0;
     m->info.weights_memory = !m->map_copied ? "mmap"
                              : !m->n_repacked ? "hugepages"
                              : m->repacked_layout == KERN_LAYOUT_X16 ? "hugepages, repacked x16"

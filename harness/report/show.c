@@ -55,6 +55,7 @@ static const struct { const char *name, *label, *unit; } HEADLINE[] = {
     {"e2e_ms_p50", "end-to-end p50", "ms"}, {"e2e_ms_p99", "end-to-end p99", "ms"},
     {"queue_ms_p50", "queue wait p50", "ms"}, {"queue_ms_p99", "queue wait p99", "ms"},
     {"peak_rss_mib", "peak RSS", "MiB"},
+    {"weights_hugepage_pct", "weights in 2 MiB pages", "%"},
     {"prompt_tokens", "prompt tokens", ""}, {"gen_tokens", "generated tokens", ""},
     {"requests", "requests", ""}, {"errors", "failed requests", ""},
     {"request_rps", "request throughput (finished)", "req/s"},

@@ -100,6 +100,11 @@ static void test_model_params(void) {
                            : !strcmp(best, "avx512") || !strcmp(best, "avx512vnni") ? "hugepages, repacked x16"
                                                                                      : "hugepages";
         CHECK(!strcmp(wm, want), "hugepages: %s (table %s)", wm, best);
+        /* the copy's huge-page coverage: whole 2 MiB pages, never more than the copy (the file rounded up to 2 MiB);
+         * how much the kernel gives depends on its free memory, so no lower bound */
+        uint64_t hb = cx_model_get_info(m)->weights_hugepage_bytes, fb = cx_model_get_info(m)->file_bytes;
+        CHECK(hb % (2u << 20) == 0 && hb <= (fb + (2u << 20) - 1) / (2u << 20) * (2u << 20),
+              "huge-page bytes %llu of a %llu-byte file", (unsigned long long)hb, (unsigned long long)fb);
     }
     cx_model_free(m);
     hp.repack = 0;
@@ -109,7 +114,8 @@ static void test_model_params(void) {
     cx_model_free(m);
     hp.weights = CX_WEIGHTS_MMAP;
     m = tiny("q8_0", &hp);
-    if (m) CHECK(!strcmp(cx_model_get_info(m)->weights_memory, "mmap"), "mmap");
+    if (m) CHECK(!strcmp(cx_model_get_info(m)->weights_memory, "mmap") && cx_model_get_info(m)->weights_hugepage_bytes == 0,
+                 "mmap, no huge-page bytes");
     cx_model_free(m);
 
     /* Bad values: refused before the file is read. */
