@@ -567,8 +567,8 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
         if (cache) kv_metrics_store(cache, &st.peak, rep_get_metric(out, "prompt_tokens"), out);
         long rss = cfg->endpoint ? -1 : env_peak_rss_kib(); /* over HTTP the server's memory is not ours */
         if (rss > 0) rep_set_metric(out, "peak_rss_mib", (double)rss / 1024.0);
-        const cx_model_info *mi = cx_model_get_info(m);
-        if (!cfg->endpoint && !strncmp(mi->weights_memory, "hugepages", 9) && mi->file_bytes)
+        const cx_model_info *mi = cfg->endpoint || !m ? NULL : cx_model_get_info(m); /* over HTTP there is no model here */
+        if (mi && !strncmp(mi->weights_memory, "hugepages", 9) && mi->file_bytes)
             rep_set_metric(out, "weights_hugepage_pct", /* the copy is the file rounded up to 2 MiB: at most 100 */
                            fmin(100.0, 100.0 * (double)mi->weights_hugepage_bytes / (double)mi->file_bytes));
         if (ctr) {
