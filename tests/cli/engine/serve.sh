@@ -21,32 +21,11 @@
 # Needs ../shared/models/stories260K.gguf (skips without it) and curl.
 set -u
 . "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/serve.sh"
 M=$MODELS/stories260K.gguf
 [ -f "$M" ] || { echo "SKIP: $M is missing: no model to serve"; finish; exit; }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; finish; exit; }
 
-# start LOG ARGS...: run cortex serve --port 0 ARGS in the background; sets PID and URL.
-start() {
-    local log=$1; shift
-    "$CORTEX" serve --port 0 "$@" 2>"$log" &
-    PID=$!
-    URL=
-    for _ in $(seq 200); do
-        URL=$(grep -o 'http://[0-9.]*:[0-9]*' "$log" | head -1)
-        [ -n "$URL" ] && return 0
-        kill -0 $PID 2>/dev/null || break
-        sleep 0.05
-    done
-    echo "server did not start:"; cat "$log"
-    return 1
-}
-# post PATH JSON [curl args]: the body to $tmp/body, the status code to stdout.
-post() {
-    local path=$1 json=$2; shift 2
-    curl -s -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$json" "$@" "$URL$path"
-}
-# jq-like access with python: field EXPR (python over `d`) of the JSON in FILE.
-field() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 # The value of one metric line (name with labels, as written).
 metric() { curl -s "$URL/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 # wait_metric NAME VALUE: poll /metrics (10 s at most) until NAME is VALUE.

@@ -14,30 +14,11 @@
 # The final-channel extraction is tests/unit/engine/test_srv_chat.c's.
 set -u
 . "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/serve.sh"
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; finish; exit; }
 M=$tmp/gpt-oss-tiny.gguf
 "$CORTEX" synth --shape gpt-oss-tiny --seed 3 -o "$M" >/dev/null 2>&1
 check "synth gpt-oss-tiny" test -f "$M"
-
-# start LOG ARGS...: cortex serve --port 0 ARGS in the background; sets PID and URL.
-start() {
-    local log=$1; shift
-    "$CORTEX" serve --port 0 "$@" 2>"$log" &
-    PID=$!
-    URL=
-    for _ in $(seq 200); do
-        URL=$(grep -o 'http://[0-9.]*:[0-9]*' "$log" | head -1)
-        [ -n "$URL" ] && return 0
-        kill -0 $PID 2>/dev/null || break
-        sleep 0.05
-    done
-    echo "server did not start:"; cat "$log"
-    return 1
-}
-post() { # PATH JSON: the body to $tmp/body, the status to stdout
-    curl -s -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$2" "$URL$1"
-}
-field() { "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 
 start "$tmp/a.log" -m "$M" || { finish; exit 1; }
 check "the model's template is recognized: chat template gpt-oss" grep -q "chat template gpt-oss)" "$tmp/a.log"
