@@ -317,6 +317,16 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
 }
 
 int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch) {
+    if (type == CX_TYPE_F16) { /* column k of row r at (16 k + r) * 2 */
+        assert(row_bytes == (size_t)n * 2);
+        memcpy(scratch, group, 16 * row_bytes);
+        uint16_t *dst = (uint16_t *)(void *)group;
+        for (int r = 0; r < 16; r++) {
+            const uint16_t *src = (const uint16_t *)(const void *)(scratch + (size_t)r * row_bytes);
+            for (int64_t k = 0; k < n; k++) dst[16 * k + r] = src[k];
+        }
+        return 0;
+    }
     if (type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K) { /* word i of row r's block at 64 i + 4 r */
         size_t bs = type == CX_TYPE_Q4_K ? 144 : 210, words = bs / 4; /* Q6_K: 52 words, then d */
         int64_t nb = n / 256;

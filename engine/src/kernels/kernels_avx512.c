@@ -53,6 +53,7 @@
 /* Per-token and per-chunk loops must unroll fully so their arrays become
  * registers (see kernels_avx2.c: left as loops they live in memory). */
 #define UNROLL8 _Pragma("GCC unroll 8")
+#define UNROLL16 _Pragma("GCC unroll 16")
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 2048
 #endif
@@ -196,8 +197,27 @@ ALWAYS_INLINE void k4_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
         __m512i mn03 = _mm512_and_si512(u1, m6);
         __m512i mn47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), m4),
                                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), m2), 4));
+        /* mins as int16 pairs per lane, dword i = (m_2i, m_2i+1), for vpmaddwd against
+         * the activation's sub-block sums paired the same way */
+        __m512i mp[4];
+        UNROLL8 for (int i = 0; i < 4; i++) {
+            __m512i src = i < 2 ? mn03 : mn47;
+            int sh = 16 * (i % 2);
+            mp[i] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(src, sh), byte),
+                                    _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(src, sh + 8), byte), 16));
+        }
         __m512i isum[8], imin[8];
-        UNROLL8 for (int k = 0; k < NT; k++) isum[k] = imin[k] = zero;
+        UNROLL8 for (int k = 0; k < NT; k++) {
+            isum[k] = zero;
+            /* sums of the activation codes per sub-block of 32: adjacent bsum pairs (|.| <= 4064: int16) */
+            const int16_t *bs = bsum[k] + b * 16;
+            __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128((const __m128i *)bs), _mm_loadu_si128((const __m128i *)(bs + 8)));
+            __m512i pv = _mm512_broadcast_i32x4(pairs);
+            imin[k] = _mm512_madd_epi16(mp[0], _mm512_shuffle_epi32(pv, 0x00));
+            imin[k] = _mm512_add_epi32(imin[k], _mm512_madd_epi16(mp[1], _mm512_shuffle_epi32(pv, 0x55)));
+            imin[k] = _mm512_add_epi32(imin[k], _mm512_madd_epi16(mp[2], _mm512_shuffle_epi32(pv, 0xaa)));
+            imin[k] = _mm512_add_epi32(imin[k], _mm512_madd_epi16(mp[3], _mm512_shuffle_epi32(pv, 0xff)));
+        }
         for (int j = 0; j < 8; j++) {
             const uint8_t *codes = base + (size_t)(4 + 8 * (j / 2)) * word;
             __m512i v[8];
@@ -206,7 +226,6 @@ ALWAYS_INLINE void k4_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
                 v[i] = _mm512_and_si512(j & 1 ? _mm512_srli_epi16(raw, 4) : raw, low4);
             }
             __m512i sc = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? sc03 : sc47, 8 * (j % 4)), byte);
-            __m512i mn = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? mn03 : mn47, 8 * (j % 4)), byte);
             UNROLL8 for (int k = 0; k < NT; k++) {
                 const int8_t *xb = x[k] + b * 256 + 32 * j;
                 __m512i p0 = zero, p1 = zero;
@@ -217,8 +236,6 @@ ALWAYS_INLINE void k4_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
                     else p0 = dp4(VNNI, p0, v[i], _mm512_set1_epi32(four));
                 }
                 isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(_mm512_add_epi32(p0, p1), sc));
-                const int16_t *bs = bsum[k] + b * 16 + 2 * j;
-                imin[k] = _mm512_add_epi32(imin[k], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bs[0] + bs[1])));
             }
         }
         UNROLL8 for (int k = 0; k < NT; k++) {
@@ -427,11 +444,165 @@ static float dot_bf16row(const void *row, const kern_act *a, int t) { return flo
 static void gemm_f32(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
     float_gemm(W_F32, w, rb, r0, r1, a, y, ldy);
 }
-static void gemm_f16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    float_gemm(W_F16, w, rb, r0, r1, a, y, ldy);
-}
 static void gemm_bf16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
     float_gemm(W_BF16, w, rb, r0, r1, a, y, ldy);
+}
+
+/* ---- f16 in the sixteen-row layout ---- */
+
+/*
+ * f16 in X16 (kern_repack_x16): column k of rows 16g..16g+15 is sixteen
+ * halves at 32 k of the group. One load and one conversion give column k of
+ * sixteen rows, one row per lane; the token's value at k is broadcast and one
+ * FMA advances all sixteen rows: no horizontal sums, and a conversion per
+ * sixteen weights shared by every token of the tile. Each lane sums its row's
+ * products in column order, one FMA each (acc = fma(w_k, x_k, acc)), whatever
+ * the tile: NG groups (1..4) by NT tokens (1..6), 24 accumulators at most.
+ *
+ * h16_tile runs columns k0..k0+kn-1: col points at column k0 of the first
+ * group, the next group gstride bytes on. The sums start at 0 (k0 = 0) or
+ * continue from y (row-major prefill packs its rows chunk by chunk into this
+ * form, see h16_rows): the float stored and reloaded is the same float, so
+ * both give the same bits. keep masks the rows of the last group that exist.
+ */
+ALWAYS_INLINE void h16_tile(const uint8_t *col, size_t gstride, int NG, const kern_act *a, int t0, int NT, int64_t k0,
+                            int64_t kn, float *y, int64_t ldy, int64_t r, __mmask16 keep) {
+    __m512 acc[4][6];
+    const float *x[6];
+    UNROLL8 for (int t = 0; t < NT; t++) {
+        x[t] = a->f + (size_t)(t0 + t) * (size_t)a->n + k0;
+        UNROLL8 for (int g = 0; g < NG; g++) {
+            float *yp = y + (size_t)(t0 + t) * (size_t)ldy + (size_t)(r + 16 * g);
+            __mmask16 m = g == NG - 1 ? keep : (__mmask16)0xffff;
+            acc[g][t] = k0 ? _mm512_maskz_loadu_ps(m, yp) : _mm512_setzero_ps();
+        }
+    }
+    for (int64_t k = 0; k < kn; k++) {
+        __m512 wv[4];
+        UNROLL8 for (int g = 0; g < NG; g++)
+            wv[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(col + (size_t)g * gstride + 32 * (size_t)k)));
+        UNROLL8 for (int t = 0; t < NT; t++) {
+            __m512 xv = _mm512_set1_ps(x[t][k]);
+            UNROLL8 for (int g = 0; g < NG; g++) acc[g][t] = _mm512_fmadd_ps(wv[g], xv, acc[g][t]);
+        }
+    }
+    UNROLL8 for (int t = 0; t < NT; t++) UNROLL8 for (int g = 0; g < NG; g++) {
+        float *yp = y + (size_t)(t0 + t) * (size_t)ldy + (size_t)(r + 16 * g);
+        _mm512_mask_storeu_ps(yp, g == NG - 1 ? keep : (__mmask16)0xffff, acc[g][t]);
+    }
+}
+
+/* Every token of a, six at a time, then the rest, over NG groups (a constant
+ * after inlining: h16_groups picks it). */
+ALWAYS_INLINE void h16_tokens(const uint8_t *col, size_t gstride, int NG, const kern_act *a, int64_t k0, int64_t kn,
+                              float *y, int64_t ldy, int64_t r, __mmask16 keep) {
+    int t = 0;
+    for (; t + 6 <= a->T; t += 6) h16_tile(col, gstride, NG, a, t, 6, k0, kn, y, ldy, r, keep);
+    switch (a->T - t) {
+    case 5: h16_tile(col, gstride, NG, a, t, 5, k0, kn, y, ldy, r, keep); break;
+    case 4: h16_tile(col, gstride, NG, a, t, 4, k0, kn, y, ldy, r, keep); break;
+    case 3: h16_tile(col, gstride, NG, a, t, 3, k0, kn, y, ldy, r, keep); break;
+    case 2: h16_tile(col, gstride, NG, a, t, 2, k0, kn, y, ldy, r, keep); break;
+    case 1: h16_tile(col, gstride, NG, a, t, 1, k0, kn, y, ldy, r, keep); break;
+    default: break;
+    }
+}
+
+/* h16_tokens over ng (1..4) groups. */
+static void h16_groups(const uint8_t *col, size_t gstride, int ng, const kern_act *a, int64_t k0, int64_t kn, float *y,
+                       int64_t ldy, int64_t r, __mmask16 keep) {
+    assert(ng >= 1 && ng <= 4);
+    if (ng == 4) h16_tokens(col, gstride, 4, a, k0, kn, y, ldy, r, keep);
+    else if (ng == 3) h16_tokens(col, gstride, 3, a, k0, kn, y, ldy, r, keep);
+    else if (ng == 2) h16_tokens(col, gstride, 2, a, k0, kn, y, ldy, r, keep);
+    else h16_tokens(col, gstride, 1, a, k0, kn, y, ldy, r, keep);
+}
+
+/* kern_gemm_fn for f16 in X16: r0 and r1 are multiples of 16; four groups
+ * (64 rows, 256 KiB at n = 2048, in L2) meet every token before the next four. */
+static void gemm_f16_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                         int64_t ldy) {
+    assert(a->fmt == KERN_ACT_F32 && r0 % 16 == 0 && r1 % 16 == 0);
+    for (int64_t r = r0; r < r1; r += 64) {
+        int ng = (int)((r1 - r) / 16 < 4 ? (r1 - r) / 16 : 4);
+        h16_groups(w + (size_t)r * rb, 16 * rb, ng, a, 0, a->n, y, ldy, r, (__mmask16)0xffff);
+    }
+}
+
+/* Lanes of a gathered pair of columns, even halves (column k) first. */
+static const uint16_t H16_SPLIT[32] __attribute__((aligned(64))) = {0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20,
+                                                                   22, 24, 26, 28, 30, 1,  3,  5,  7,  9,  11,
+                                                                   13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+
+/*
+ * Columns k..k+31 of sixteen rows (src[i]: row i's first column) into the
+ * X16 form at dst (column k + j at dst + 16 j): a 16 x 16 transpose of
+ * 32-bit pairs of columns (unpack by 32 and 64 bits, then two rounds of
+ * 128-bit lane shuffles), after which register c holds columns 2c and 2c+1
+ * of every row, one row per lane; one permute then puts column 2c's sixteen
+ * halves before column 2c+1's.
+ */
+ALWAYS_INLINE void h16_pack32(const uint8_t *const src[16], int64_t k, uint16_t *dst) {
+    __m512i rv[16], t[16], u[16];
+    UNROLL16 for (int i = 0; i < 16; i++) rv[i] = _mm512_loadu_si512(src[i] + 2 * k);
+    UNROLL16 for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(rv[i], rv[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(rv[i], rv[i + 1]);
+    }
+    /* u[4q + c]: in 128-bit lane L, pair column 4L + c of rows 4q..4q+3 */
+    UNROLL16 for (int q = 0; q < 4; q++) {
+        u[4 * q] = _mm512_unpacklo_epi64(t[4 * q], t[4 * q + 2]);
+        u[4 * q + 1] = _mm512_unpackhi_epi64(t[4 * q], t[4 * q + 2]);
+        u[4 * q + 2] = _mm512_unpacklo_epi64(t[4 * q + 1], t[4 * q + 3]);
+        u[4 * q + 3] = _mm512_unpackhi_epi64(t[4 * q + 1], t[4 * q + 3]);
+    }
+    const __m512i split = _mm512_load_si512(H16_SPLIT);
+    UNROLL16 for (int c = 0; c < 4; c++) {
+        __m512i va = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), vb = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+        __m512i wa = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), wb = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+        __m512i o[4] = {_mm512_shuffle_i32x4(va, wa, 0x88), _mm512_shuffle_i32x4(vb, wb, 0x88),
+                        _mm512_shuffle_i32x4(va, wa, 0xdd), _mm512_shuffle_i32x4(vb, wb, 0xdd)};
+        UNROLL16 for (int L = 0; L < 4; L++) /* pair column 4L + c: columns 8L + 2c, 8L + 2c + 1 */
+            _mm512_store_si512(dst + 16 * (8 * L + 2 * c), _mm512_permutexvar_epi16(split, o[L]));
+    }
+}
+
+enum { H16_KC = 256 }; /* columns per packed chunk of the row-major prefill: 4 x 16 x 256 halves = 32 KiB */
+
+/*
+ * kern_gemm_fn for row-major f16: prefill (four tokens or more) packs up to
+ * 64 rows, H16_KC columns at a time, into the X16 form on the stack and runs
+ * the X16 tile over them (the X16 gemm's bits); a short last group repeats
+ * its final row in the unused lanes, which are not stored. Decode takes the
+ * one-row kernel (float_rows: 32-lane sums), which needs no packing.
+ */
+static void gemm_f16_rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
+                          int64_t ldy) {
+    if (a->T < 4) {
+        float_gemm(W_F16, w, rb, r0, r1, a, y, ldy);
+        return;
+    }
+    uint16_t pack[4][H16_KC][16] __attribute__((aligned(64)));
+    for (int64_t r = r0; r < r1; r += 64) {
+        int64_t nr = r1 - r < 64 ? r1 - r : 64;
+        int ng = (int)((nr + 15) / 16);
+        __mmask16 keep = (__mmask16)(nr % 16 ? (1u << (nr % 16)) - 1 : 0xffff);
+        for (int64_t k0 = 0; k0 < a->n; k0 += H16_KC) {
+            int64_t kn = a->n - k0 < H16_KC ? a->n - k0 : H16_KC;
+            for (int g = 0; g < ng; g++) {
+                const uint8_t *src[16];
+                for (int i = 0; i < 16; i++) {
+                    int64_t row = r + 16 * g + i < r1 ? r + 16 * g + i : r1 - 1;
+                    src[i] = w + (size_t)row * rb + 2 * (size_t)k0;
+                }
+                int64_t k = 0;
+                for (; k + 32 <= kn; k += 32) h16_pack32(src, k, &pack[g][k][0]);
+                for (; k < kn; k++) /* columns past the last whole 32 */
+                    for (int i = 0; i < 16; i++) memcpy(&pack[g][k][i], src[i] + 2 * k, 2);
+            }
+            h16_groups((const uint8_t *)pack, sizeof pack[0], ng, a, k0, kn, y, ldy, r, keep);
+        }
+    }
 }
 
 /* ---- activation quantization ---- */
@@ -490,11 +661,11 @@ const kern_ops kern_avx512_part = {
     .name = "avx512",
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_BF16] = dot_bf16row,
             [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512},
-    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_BF16] = gemm_bf16,
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16_rows, [CX_TYPE_BF16] = gemm_bf16,
              [CX_TYPE_Q8_0] = gemm_q8_0_rows,
              [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = gemm_q4_k_rows, [CX_TYPE_Q6_K] = gemm_q6_k_rows,
              [CX_TYPE_MXFP4] = mxfp4_gemm_avx512},
-    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16,
+    .gemm_x16 = {[CX_TYPE_F16] = gemm_f16_x16, [CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16,
                  [CX_TYPE_Q6_K] = gemm_q6_k_x16, [CX_TYPE_MXFP4] = mxfp4_gemm_x16_avx512},
     .quantize_act = quantize_act,
     .attn_scores = kern_attn_scores_avx512,
@@ -513,11 +684,11 @@ const kern_ops kern_avx512vnni_part = {
     .name = "avx512vnni",
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_BF16] = dot_bf16row,
             [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512vnni},
-    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16, [CX_TYPE_BF16] = gemm_bf16,
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16_rows, [CX_TYPE_BF16] = gemm_bf16,
              [CX_TYPE_Q8_0] = gemm_q8_0_rows_vnni,
              [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni, [CX_TYPE_Q4_K] = gemm_q4_k_rows_vnni,
              [CX_TYPE_Q6_K] = gemm_q6_k_rows_vnni, [CX_TYPE_MXFP4] = mxfp4_gemm_avx512vnni},
-    .gemm_x16 = {[CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,
+    .gemm_x16 = {[CX_TYPE_F16] = gemm_f16_x16, [CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,
                  [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni, [CX_TYPE_Q6_K] = gemm_q6_k_x16_vnni,
                  [CX_TYPE_MXFP4] = mxfp4_gemm_x16_avx512vnni},
     .quantize_act = quantize_act,
