@@ -371,6 +371,18 @@ typedef struct attn_job { fwd_ws *w; const fwd_seg *seg; int n_seg; const cx_lay
  * numerator; it is folded in once the keys are done: out = acc / (sum +
  * exp(s - m)), the same as ggml's softmax over the scores with s appended.
  */
+/* The largest of n scores, in eight independent chains (one chain waits a
+ * compare per score; max does not depend on the order). */
+static float tile_max(const float *sc, int n) {
+    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int i = 0; i < 8; i++) m[i] = sc[j + i] > m[i] ? sc[j + i] : m[i];
+    for (; j < n; j++) m[0] = sc[j] > m[0] ? sc[j] : m[0];
+    for (int i = 1; i < 8; i++) m[0] = m[i] > m[0] ? m[i] : m[0];
+    return m[0];
+}
+
 static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int tid, int head, int qi0, int qi1) {
     const cx_model_info *h = &w->m->info;
     const kern_ops *k = w->k;
@@ -402,8 +414,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                 k->attn_scores(sc + j, q, Kb[(k0 + j) / KV_BLOCK] + col, (size_t)kv_dim,
                                kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
             for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
-            float tmax = -INFINITY;
-            for (int j = 0; j < kn; j++) tmax = sc[j] > tmax ? sc[j] : tmax;
+            float tmax = tile_max(sc, kn);
             double *a = acc + (size_t)i * hd;
             double m_old = ml[2 * i], m_new = tmax > m_old ? tmax : m_old;
             if (m_old != m_new && m_old != -INFINITY) {

@@ -83,8 +83,12 @@ typedef struct kern_ops {
     /* Attention scores of one query against kn keys `stride` floats apart:
      * sc[j] = (q . K[j]) * scale, head_dim hd. */
     void (*attn_scores)(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale);
-    /* acc[d] += sum_j p[j] * V[j][d] in double (attention values: float sums
-     * over hundreds of positions drift past 1e-4 of the logits). */
+    /* acc[d] += sum_j p[j] * V[j][d]: per dimension, the call's keys (one KV
+     * block, 16 at most) in order into a float by one fused multiply-add
+     * each, that float then added to acc in double. Every table keeps this
+     * order, so they give the same bits; the double accumulator spans the
+     * whole context (float sums over hundreds of positions drift past 1e-4
+     * of the logits), the float one a block. */
     void (*attn_values)(double *acc, const float *p, const float *V, size_t stride, int kn, int hd);
     /* x[i] = exp(x[i] - shift); returns the sum of the new x (online softmax). */
     double (*exp_shift)(float *x, int n, float shift);

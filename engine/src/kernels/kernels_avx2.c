@@ -238,28 +238,39 @@ static void attn_scores(float *sc, const float *q, const float *K, size_t stride
     for (int j = 0; j < kn; j++) sc[j] = dot_f32v(q, K + (size_t)j * stride, hd) * scale;
 }
 
-/* 16 dimensions (four 4-lane double accumulators) stay in registers while
- * every key of the tile adds into them. */
+/* kernels.h's order (the scalar reference's bits): 32 dimensions in four
+ * 8-lane float chains, one FMA per key in order, then each chain widened and
+ * added to acc in double; the dimensions past the last eight by fmaf. */
 static void attn_values(double *acc, const float *p, const float *V, size_t stride, int kn, int hd) {
     int d = 0;
-    for (; d + 16 <= hd; d += 16) {
-        __m256d a0 = _mm256_loadu_pd(acc + d), a1 = _mm256_loadu_pd(acc + d + 4);
-        __m256d a2 = _mm256_loadu_pd(acc + d + 8), a3 = _mm256_loadu_pd(acc + d + 12);
-        for (int j = 0; j < kn; j++) {
-            const float *v = V + (size_t)j * stride + d;
-            __m256d w = _mm256_set1_pd((double)p[j]);
-            a0 = _mm256_fmadd_pd(w, _mm256_cvtps_pd(_mm_loadu_ps(v)), a0);
-            a1 = _mm256_fmadd_pd(w, _mm256_cvtps_pd(_mm_loadu_ps(v + 4)), a1);
-            a2 = _mm256_fmadd_pd(w, _mm256_cvtps_pd(_mm_loadu_ps(v + 8)), a2);
-            a3 = _mm256_fmadd_pd(w, _mm256_cvtps_pd(_mm_loadu_ps(v + 12)), a3);
+    for (; d + 8 <= hd;) {
+        int nc = hd - d >= 32 ? 4 : (hd - d) / 8; /* 8-lane chains this pass */
+        __m256 f[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        if (nc == 4)
+            for (int j = 0; j < kn; j++) {
+                const float *v = V + (size_t)j * stride + d;
+                __m256 w = _mm256_set1_ps(p[j]);
+                f[0] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v), f[0]);
+                f[1] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8), f[1]);
+                f[2] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 16), f[2]);
+                f[3] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 24), f[3]);
+            }
+        else
+            for (int j = 0; j < kn; j++) {
+                const float *v = V + (size_t)j * stride + d;
+                __m256 w = _mm256_set1_ps(p[j]);
+                for (int c = 0; c < nc; c++) f[c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * c), f[c]);
+            }
+        for (int c = 0; c < nc; c++, d += 8) {
+            _mm256_storeu_pd(acc + d, _mm256_add_pd(_mm256_loadu_pd(acc + d), _mm256_cvtps_pd(_mm256_castps256_ps128(f[c]))));
+            _mm256_storeu_pd(acc + d + 4, _mm256_add_pd(_mm256_loadu_pd(acc + d + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(f[c], 1))));
         }
-        _mm256_storeu_pd(acc + d, a0);
-        _mm256_storeu_pd(acc + d + 4, a1);
-        _mm256_storeu_pd(acc + d + 8, a2);
-        _mm256_storeu_pd(acc + d + 12, a3);
     }
-    for (; d < hd; d++)
-        for (int j = 0; j < kn; j++) acc[d] += (double)p[j] * V[(size_t)j * stride + d];
+    for (; d < hd; d++) {
+        float f = 0.0f;
+        for (int j = 0; j < kn; j++) f = fmaf(p[j], V[(size_t)j * stride + d], f);
+        acc[d] += (double)f;
+    }
 }
 
 static double exp_shift(float *x, int n, float shift) {

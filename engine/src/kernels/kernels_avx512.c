@@ -226,6 +226,7 @@ ALWAYS_INLINE void k4_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
                 v[i] = _mm512_and_si512(j & 1 ? _mm512_srli_epi16(raw, 4) : raw, low4);
             }
             __m512i sc = _mm512_and_si512(_mm512_srli_epi32(j < 4 ? sc03 : sc47, 8 * (j % 4)), byte);
+            __m512i scp = _mm512_or_si512(sc, _mm512_slli_epi32(sc, 16)); /* (sc, sc) as int16 */
             UNROLL8 for (int k = 0; k < NT; k++) {
                 const int8_t *xb = x[k] + b * 256 + 32 * j;
                 __m512i p0 = zero, p1 = zero;
@@ -235,7 +236,11 @@ ALWAYS_INLINE void k4_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
                     if (i & 1) p1 = dp4(VNNI, p1, v[i], _mm512_set1_epi32(four));
                     else p0 = dp4(VNNI, p0, v[i], _mm512_set1_epi32(four));
                 }
-                isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(_mm512_add_epi32(p0, p1), sc));
+                /* p0, p1: the even and odd chunks, 16 products each: |p| <= 16 * 15 * 127 fits
+                 * int16, so (p0, p1) pack into one dword and sc * p0 + sc * p1 is one
+                 * vpmaddwd (vpdpwssd) instead of a vpmulld: exact either way */
+                __m512i pp = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, p0, _mm512_slli_epi32(p1, 16));
+                isum[k] = VNNI ? _mm512_dpwssd_epi32(isum[k], pp, scp) : _mm512_add_epi32(isum[k], _mm512_madd_epi16(pp, scp));
             }
         }
         UNROLL8 for (int k = 0; k < NT; k++) {
@@ -300,6 +305,8 @@ ALWAYS_INLINE void k6_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
             /* sub-blocks 2 hq and 2 hq + 1: bytes 2(hq % 2) and 2(hq % 2) + 1 of that word, sign-extended */
             __m512i sc0 = _mm512_srai_epi32(_mm512_slli_epi32(scw, 24 - 16 * (hq % 2)), 24);
             __m512i sc1 = _mm512_srai_epi32(_mm512_slli_epi32(scw, 16 - 16 * (hq % 2)), 24);
+            __m512i scp = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, _mm512_slli_epi32(sc0, 5), _mm512_slli_epi32(sc1, 21));
+            scp = _mm512_sub_epi16(zero, scp); /* (-32 sc0, -32 sc1) as int16 */
             UNROLL8 for (int k = 0; k < NT; k++) {
                 const int8_t *xb = x[k] + b * 256 + 32 * hq;
                 __m512i p0 = zero, p1 = zero;
@@ -309,9 +316,12 @@ ALWAYS_INLINE void k6_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
                     if (c < 4) p0 = dp4(VNNI, p0, v[c], _mm512_set1_epi32(four));
                     else p1 = dp4(VNNI, p1, v[c], _mm512_set1_epi32(four));
                 }
-                const int16_t *bs = bsum[k] + b * 16 + 2 * hq;
-                p0 = _mm512_sub_epi32(p0, _mm512_set1_epi32(32 * bs[0]));
-                p1 = _mm512_sub_epi32(p1, _mm512_set1_epi32(32 * bs[1]));
+                /* the offset, -32 (sc0 bs0 + sc1 bs1): the two code sums are one int16
+                 * pair (a dword of bsum) against (-32 sc0, -32 sc1), |.| <= 4096 */
+                int32_t bpair;
+                memcpy(&bpair, bsum[k] + b * 16 + 2 * hq, 4);
+                __m512i bp = _mm512_set1_epi32(bpair);
+                isum[k] = VNNI ? _mm512_dpwssd_epi32(isum[k], scp, bp) : _mm512_add_epi32(isum[k], _mm512_madd_epi16(scp, bp));
                 isum[k] = _mm512_add_epi32(isum[k], _mm512_add_epi32(_mm512_mullo_epi32(p0, sc0), _mm512_mullo_epi32(p1, sc1)));
             }
         }
@@ -439,7 +449,16 @@ ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int kind, con
 #include "float_tiles_avx512.h"
 
 static float dot_f32row(const void *row, const kern_act *a, int t) { return float_dot(row, W_F32, a, t); }
-static float dot_f16row(const void *row, const kern_act *a, int t) { return float_dot(row, W_F16, a, t); }
+/* f16 row . token t in the X16 gemm's order (one FMA per column, in order):
+ * what that gemm gives each lane, for the generic gemm and the tests. */
+static float dot_f16row(const void *row, const kern_act *a, int t) {
+    const uint16_t *h = row;
+    const float *x = a->f + (size_t)t * (size_t)a->n;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t k = 0; k < a->n; k++)
+        acc = _mm_fmadd_ss(_mm_cvtph_ps(_mm_cvtsi32_si128(h[k])), _mm_set_ss(x[k]), acc);
+    return _mm_cvtss_f32(acc);
+}
 static float dot_bf16row(const void *row, const kern_act *a, int t) { return float_dot(row, W_BF16, a, t); }
 static void gemm_f32(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
     float_gemm(W_F32, w, rb, r0, r1, a, y, ldy);
@@ -570,18 +589,15 @@ ALWAYS_INLINE void h16_pack32(const uint8_t *const src[16], int64_t k, uint16_t 
 enum { H16_KC = 256 }; /* columns per packed chunk of the row-major prefill: 4 x 16 x 256 halves = 32 KiB */
 
 /*
- * kern_gemm_fn for row-major f16: prefill (four tokens or more) packs up to
- * 64 rows, H16_KC columns at a time, into the X16 form on the stack and runs
- * the X16 tile over them (the X16 gemm's bits); a short last group repeats
- * its final row in the unused lanes, which are not stored. Decode takes the
- * one-row kernel (float_rows: 32-lane sums), which needs no packing.
+ * kern_gemm_fn for row-major f16 (a mapped file, or repacking off): packs up
+ * to 64 rows, H16_KC columns at a time, into the X16 form on the stack and
+ * runs the X16 tile over them, so prefill and decode give the X16 gemm's
+ * bits; a short last group repeats its final row in the unused lanes, which
+ * are not stored. For decode the transpose costs less than reading the
+ * weights from memory (80 register operations per kilobyte).
  */
 static void gemm_f16_rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
                           int64_t ldy) {
-    if (a->T < 4) {
-        float_gemm(W_F16, w, rb, r0, r1, a, y, ldy);
-        return;
-    }
     uint16_t pack[4][H16_KC][16] __attribute__((aligned(64)));
     for (int64_t r = r0; r < r1; r += 64) {
         int64_t nr = r1 - r < 64 ? r1 - r : 64;

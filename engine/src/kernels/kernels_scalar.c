@@ -202,10 +202,14 @@ static void attn_scores(float *sc, const float *q, const float *K, size_t stride
     }
 }
 
+/* kernels.h's order, which every table keeps: per dimension, the call's
+ * keys in order into a float by one fused multiply-add each, then that float
+ * added to acc in double. */
 static void attn_values(double *acc, const float *p, const float *V, size_t stride, int kn, int hd) {
-    for (int j = 0; j < kn; j++) {
-        const float *v = V + (size_t)j * stride;
-        for (int d = 0; d < hd; d++) acc[d] += (double)p[j] * v[d];
+    for (int d = 0; d < hd; d++) {
+        float f = 0.0f;
+        for (int j = 0; j < kn; j++) f = fmaf(p[j], V[(size_t)j * stride + d], f);
+        acc[d] += (double)f;
     }
 }
 

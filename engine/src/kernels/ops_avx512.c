@@ -14,10 +14,10 @@
  *                (head_dim % 8) added after, across the sixteen keys. A key's
  *                score does not depend on where it sits in the call (short
  *                groups repeat their last key in the unused lanes).
- *   attn_values  eight doubles per register, up to 64 dimensions held in
- *                registers while every key adds into them. float x float is
- *                exact in double and each dimension adds its keys in order,
- *                as the scalar and AVX2 code do: the same bits as both.
+ *   attn_values  four 16-lane float chains (64 dimensions) take every key
+ *                of the call by one FMA each, in order, then are added to
+ *                the double accumulators: kernels.h's order, as the scalar
+ *                and AVX2 code keep it: the same bits as both.
  *   exp_shift, softmax: exp16 (AVX2's exp8 lane for lane) where AVX2 takes
  *                exp8, expf where it takes expf, the sum in AVX2's 8-lane order.
  *   swiglu       exp16, tails through masked lanes, as AVX2 pads its tail:
@@ -124,29 +124,29 @@ void kern_attn_scores_avx512(float *sc, const float *q, const float *K, size_t s
     }
 }
 
-/* Dimensions d0.. (up to 64, lanes beyond hd masked off) of acc += sum_j
- * p[j] V[j]: eight accumulators of eight doubles, each key's floats widened
- * exactly, keys added in order (so the scalar code's bits). FULL: all 64
+/* Dimensions d0.. (up to 64, lanes beyond hd masked off): kernels.h's order
+ * (the scalar and AVX2 bits), four 16-lane float chains, one FMA per key in
+ * order, each then widened and added to acc in double. FULL: all 64
  * dimensions present (no masks). */
 ALWAYS_INLINE void values64(int FULL, double *acc, const float *p, const float *V, size_t stride, int kn, int d0, int hd) {
-    __mmask8 m[8];
-    __m512d a[8];
-    UNROLL16 for (int i = 0; i < 8; i++) {
-        int left = hd - d0 - 8 * i;
-        m[i] = FULL ? 0xff : (__mmask8)(left >= 8 ? 0xff : left <= 0 ? 0 : (1u << left) - 1);
-        a[i] = FULL ? _mm512_loadu_pd(acc + d0 + 8 * i) : _mm512_maskz_loadu_pd(m[i], acc + d0 + 8 * i);
+    __mmask16 m[4];
+    __m512 f[4];
+    UNROLL16 for (int i = 0; i < 4; i++) {
+        m[i] = FULL ? 0xffff : first16(hd - d0 - 16 * i > 0 ? hd - d0 - 16 * i : 0);
+        f[i] = _mm512_setzero_ps();
     }
     for (int j = 0; j < kn; j++) {
         const float *v = V + (size_t)j * stride + d0;
-        __m512d w = _mm512_set1_pd((double)p[j]);
-        UNROLL16 for (int i = 0; i < 8; i++) {
-            __m256 f = FULL ? _mm256_loadu_ps(v + 8 * i) : _mm256_maskz_loadu_ps(m[i], v + 8 * i);
-            a[i] = _mm512_fmadd_pd(w, _mm512_cvtps_pd(f), a[i]);
-        }
+        __m512 w = _mm512_set1_ps(p[j]);
+        UNROLL16 for (int i = 0; i < 4; i++)
+            f[i] = _mm512_fmadd_ps(w, FULL ? _mm512_loadu_ps(v + 16 * i) : _mm512_maskz_loadu_ps(m[i], v + 16 * i), f[i]);
     }
-    UNROLL16 for (int i = 0; i < 8; i++) {
-        if (FULL) _mm512_storeu_pd(acc + d0 + 8 * i, a[i]);
-        else _mm512_mask_storeu_pd(acc + d0 + 8 * i, m[i], a[i]);
+    UNROLL16 for (int i = 0; i < 4; i++) UNROLL16 for (int h = 0; h < 2; h++) {
+        double *a = acc + d0 + 16 * i + 8 * h;
+        __m512d wide = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(f[i], 1) : _mm512_castps512_ps256(f[i]));
+        __mmask8 mh = (__mmask8)(h ? m[i] >> 8 : m[i] & 0xff);
+        if (FULL) _mm512_storeu_pd(a, _mm512_add_pd(_mm512_loadu_pd(a), wide));
+        else _mm512_mask_storeu_pd(a, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, a), wide));
     }
 }
 
