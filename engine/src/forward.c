@@ -56,6 +56,7 @@
 #define TILE_TOKENS FWD_TILE_TOKENS /* ... by tokens (see matmul_part) */
 
 _Static_assert(ATT_TILE % KV_BLOCK == 0, "attention tiles are whole KV blocks");
+_Static_assert(KV_BLOCK == KERN_VBLOCK, "attn_values takes the cache's blocks");
 
 /* Width of the attention's query side: n_head x head_dim (n_embd unless the
  * file gives another head_dim). */
@@ -99,7 +100,8 @@ static size_t ws_region(const cx_model_info *h, int batch, int n_out, int n_thre
     size_t T = (size_t)n_threads, hd = (size_t)h->head_dim, slack = 16 * ARENA_ALIGN;
     size_t fixed = lines(ws_floats(h, (size_t)batch, (size_t)n_out), sizeof(float)) + lines(hd / 2, sizeof(double)) +
                    T * lines(ATT_TILE, sizeof(float)) + T * lines(ATT_QBLOCK * hd, sizeof(double)) +
-                   T * lines(ATT_QBLOCK * 2, sizeof(double)) + lines((size_t)batch, sizeof(int));
+                   T * lines(ATT_QBLOCK * 2, sizeof(double)) + T * lines(2 * ATT_TILE * hd, sizeof(float)) +
+                   lines((size_t)batch, sizeof(int));
     size_t pass = 0;
     for (int f = KERN_ACT_Q8_32; f <= KERN_ACT_Q8_256; f++)
         pass += lines(kern_act_bytes(f, input_rows(h, batch), widest_input(h)), 1);
@@ -229,6 +231,8 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     w->att_scores = carve(w, (size_t)n_threads * w->att_stride[0] * sizeof(float));
     w->att_acc = carve(w, (size_t)n_threads * w->att_stride[1] * sizeof(double));
     w->att_ml = carve(w, (size_t)n_threads * w->att_stride[2] * sizeof(double));
+    w->att_stride[3] = lines(2 * ATT_TILE * hd, sizeof(float)) / sizeof(float);
+    w->att_kv = carve(w, (size_t)n_threads * w->att_stride[3] * sizeof(float));
     w->pass_mark = arena_mark(&w->mem);
     rope_frequencies(w);
     return 0;
@@ -403,7 +407,32 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     }
     int last = g->pos + qi1 - 1; /* the furthest position any query here sees */
     int first = W && g->pos + qi0 - W + 1 > 0 ? g->pos + qi0 - W + 1 : 0; /* the earliest */
+    float *kt = w->att_kv + (size_t)tid * w->att_stride[3], *vt = kt + (size_t)ATT_TILE * (size_t)hd;
     for (int k0 = first / ATT_TILE * ATT_TILE; k0 <= last; k0 += ATT_TILE) {
+        /* The tile's keys and values of this head, as the queries read them: in
+         * the cache, rows kv_dim floats apart, whose 4 KiB multiples land 64
+         * keys' lines in 16 of L1's 64 sets (more than its 12 ways: every
+         * query misses again); several queries read a packed copy, rows hd
+         * floats apart. The same values, so the same arithmetic and bits. */
+        const float *kp[ATT_TILE / KV_BLOCK], *vp[ATT_TILE / KV_BLOCK];
+        size_t stride = (size_t)kv_dim;
+        int tn = last + 1 - k0 < ATT_TILE ? last + 1 - k0 : ATT_TILE; /* keys any query reads */
+        for (int j = 0; j < tn; j += KV_BLOCK) {
+            kp[j / KV_BLOCK] = Kb[(k0 + j) / KV_BLOCK] + col;
+            vp[j / KV_BLOCK] = Vb[(k0 + j) / KV_BLOCK] + col;
+        }
+        if (nq > 1) {
+            for (int j = 0; j < tn; j++) {
+                size_t at = (size_t)(j % KV_BLOCK) * (size_t)kv_dim;
+                memcpy(kt + (size_t)j * hd, kp[j / KV_BLOCK] + at, sizeof(float) * (size_t)hd);
+                memcpy(vt + (size_t)j * hd, vp[j / KV_BLOCK] + at, sizeof(float) * (size_t)hd);
+            }
+            for (int j = 0; j < tn; j += KV_BLOCK) {
+                kp[j / KV_BLOCK] = kt + (size_t)j * hd;
+                vp[j / KV_BLOCK] = vt + (size_t)j * hd;
+            }
+            stride = (size_t)hd;
+        }
         for (int i = 0; i < nq; i++) {
             int p = g->pos + qi0 + i;
             int lo = W && p - W + 1 > 0 ? p - W + 1 : 0; /* this query's first key */
@@ -411,8 +440,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
             const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)head * (size_t)hd;
             for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order */
-                k->attn_scores(sc + j, q, Kb[(k0 + j) / KV_BLOCK] + col, (size_t)kv_dim,
-                               kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
+                k->attn_scores(sc + j, q, kp[j / KV_BLOCK], stride, kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
             for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
             float tmax = tile_max(sc, kn);
             double *a = acc + (size_t)i * hd;
@@ -424,9 +452,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             }
             ml[2 * i] = m_new;
             ml[2 * i + 1] += k->exp_shift(sc, kn, (float)m_new);
-            for (int j = 0; j < kn; j += KV_BLOCK)
-                k->attn_values(a, sc + j, Vb[(k0 + j) / KV_BLOCK] + col, (size_t)kv_dim,
-                               kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd);
+            k->attn_values(a, sc, vp, stride, kn, hd);
         }
     }
     for (int i = 0; i < nq; i++) {

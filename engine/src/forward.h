@@ -89,7 +89,8 @@ typedef struct fwd_ws {
     float *att_scores;        /* [thread][ATT_TILE] */
     double *att_acc;          /* [thread][ATT_QBLOCK][head_dim] */
     double *att_ml;           /* [thread][ATT_QBLOCK][2]: running max, running sum */
-    size_t att_stride[3];     /* elements from one thread's slice to the next */
+    float *att_kv;            /* [thread][2][ATT_TILE][head_dim]: a tile's keys, then values, packed */
+    size_t att_stride[4];     /* elements from one thread's slice to the next */
     int *item_end;            /* [batch]: attention work items of segments 0..i */
     void *region;             /* the one allocation behind all of it */
     arena mem;                /* carves the region: fixed buffers, then each pass's scratch */

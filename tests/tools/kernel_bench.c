@@ -73,7 +73,11 @@ static void b_swiglu(bench_ctx *c) {
 }
 static void b_argmax(bench_ctx *c) { c->y[0] = (float)c->k->argmax(c->big, VOCAB); }
 static void b_scores(bench_ctx *c) { c->k->attn_scores(c->sc, c->x, c->big, HD, KEYS, HD, 0.125f); }
-static void b_values(bench_ctx *c) { c->k->attn_values(c->acc, c->sc, c->big, HD, KEYS, HD); }
+static void b_values(bench_ctx *c) {
+    const float *vb[KEYS / KERN_VBLOCK];
+    for (int b = 0; b < KEYS / KERN_VBLOCK; b++) vb[b] = c->big + (size_t)b * KERN_VBLOCK * HD;
+    c->k->attn_values(c->acc, c->sc, vb, HD, KEYS, HD);
+}
 static void b_exp(bench_ctx *c) {
     memcpy(c->y, c->x, sizeof(float) * KEYS);
     c->y[KEYS] = (float)c->k->exp_shift(c->y, KEYS, 1.0f);

@@ -41,6 +41,9 @@
 
 enum { KERN_ACT_F32 = 0, KERN_ACT_Q8_32 = 1, KERN_ACT_Q8_256 = 2 };
 
+/* Keys per block of attn_values' V (the KV cache's positions per block). */
+#define KERN_VBLOCK 16
+
 /*
  * T activation rows of n values, prepared for one weight type. Row t lives at
  *   f    + t*n        (KERN_ACT_F32)
@@ -83,13 +86,16 @@ typedef struct kern_ops {
     /* Attention scores of one query against kn keys `stride` floats apart:
      * sc[j] = (q . K[j]) * scale, head_dim hd. */
     void (*attn_scores)(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale);
-    /* acc[d] += sum_j p[j] * V[j][d]: per dimension, the call's keys (one KV
-     * block, 16 at most) in order into a float by one fused multiply-add
-     * each, that float then added to acc in double. Every table keeps this
-     * order, so they give the same bits; the double accumulator spans the
-     * whole context (float sums over hundreds of positions drift past 1e-4
-     * of the logits), the float one a block. */
-    void (*attn_values)(double *acc, const float *p, const float *V, size_t stride, int kn, int hd);
+    /* acc[d] += sum_j p[j] * V(j)[d] over kn keys in blocks of KERN_VBLOCK:
+     * key j is row j % KERN_VBLOCK of block V[j / KERN_VBLOCK], rows `stride`
+     * floats apart. Per dimension, each block's keys go in order into a float
+     * by one fused multiply-add each, and the blocks' floats are added to acc
+     * in double, in block order. Every table keeps this order, so they give
+     * the same bits; the double accumulator spans the whole context (float
+     * sums over hundreds of positions drift past 1e-4 of the logits), the
+     * float one a block. Blocks are independent chains, so a call over a
+     * tile's blocks keeps several FMAs in flight. */
+    void (*attn_values)(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd);
     /* x[i] = exp(x[i] - shift); returns the sum of the new x (online softmax). */
     double (*exp_shift)(float *x, int n, float shift);
     /* acc[i] *= s (online softmax rescale). */

@@ -238,38 +238,63 @@ static void attn_scores(float *sc, const float *q, const float *K, size_t stride
     for (int j = 0; j < kn; j++) sc[j] = dot_f32v(q, K + (size_t)j * stride, hd) * scale;
 }
 
-/* kernels.h's order (the scalar reference's bits): 32 dimensions in four
- * 8-lane float chains, one FMA per key in order, then each chain widened and
- * added to acc in double; the dimensions past the last eight by fmaf. */
-static void attn_values(double *acc, const float *p, const float *V, size_t stride, int kn, int hd) {
-    int d = 0;
-    for (; d + 8 <= hd;) {
-        int nc = hd - d >= 32 ? 4 : (hd - d) / 8; /* 8-lane chains this pass */
-        __m256 f[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-        if (nc == 4)
-            for (int j = 0; j < kn; j++) {
-                const float *v = V + (size_t)j * stride + d;
-                __m256 w = _mm256_set1_ps(p[j]);
-                f[0] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v), f[0]);
-                f[1] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8), f[1]);
-                f[2] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 16), f[2]);
-                f[3] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 24), f[3]);
-            }
-        else
-            for (int j = 0; j < kn; j++) {
-                const float *v = V + (size_t)j * stride + d;
-                __m256 w = _mm256_set1_ps(p[j]);
-                for (int c = 0; c < nc; c++) f[c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * c), f[c]);
-            }
-        for (int c = 0; c < nc; c++, d += 8) {
-            _mm256_storeu_pd(acc + d, _mm256_add_pd(_mm256_loadu_pd(acc + d), _mm256_cvtps_pd(_mm256_castps256_ps128(f[c]))));
-            _mm256_storeu_pd(acc + d + 4, _mm256_add_pd(_mm256_loadu_pd(acc + d + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(f[c], 1))));
+/* Dimensions d.. (nc * 8 of them, nc <= 4) of blocks V[0..NB) (NB = 1, 2;
+ * n[b] keys each, p[b] their weights): one 8-lane float chain per block and
+ * eight dimensions, one FMA per key in order, then each widened and added to
+ * acc in double, block after block. */
+static inline __attribute__((always_inline)) void values_blocks(int NB, double *acc, const float *const p[2],
+                                                               const float *const V[2], const int n[2], size_t stride,
+                                                               int d, int nc) {
+    __m256 f[2][4];
+    for (int b = 0; b < NB; b++)
+        for (int c = 0; c < 4; c++) f[b][c] = _mm256_setzero_ps();
+    for (int j = 0; j < n[0]; j++)
+        for (int b = 0; b < NB; b++) {
+            if (j >= n[b]) continue;
+            const float *v = V[b] + (size_t)j * stride + d;
+            __m256 w = _mm256_set1_ps(p[b][j]);
+            if (nc == 4) {
+                f[b][0] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v), f[b][0]);
+                f[b][1] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8), f[b][1]);
+                f[b][2] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 16), f[b][2]);
+                f[b][3] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 24), f[b][3]);
+            } else
+                for (int c = 0; c < nc; c++) f[b][c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * c), f[b][c]);
         }
-    }
-    for (; d < hd; d++) {
-        float f = 0.0f;
-        for (int j = 0; j < kn; j++) f = fmaf(p[j], V[(size_t)j * stride + d], f);
-        acc[d] += (double)f;
+    for (int b = 0; b < NB; b++)
+        for (int c = 0; c < nc; c++) {
+            double *a = acc + d + 8 * c;
+            _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a), _mm256_cvtps_pd(_mm256_castps256_ps128(f[b][c]))));
+            _mm256_storeu_pd(a + 4, _mm256_add_pd(_mm256_loadu_pd(a + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(f[b][c], 1))));
+        }
+}
+
+/* kernels.h's order (the scalar reference's bits): blocks in pairs, 32
+ * dimensions at a time (values_blocks); the dimensions past the last eight
+ * by fmaf. */
+static void attn_values(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd) {
+    for (int b = 0; b * KERN_VBLOCK < kn; b += 2) {
+        int NB = (b + 1) * KERN_VBLOCK < kn ? 2 : 1;
+        const float *pb[2] = {p + b * KERN_VBLOCK, p + (b + 1) * KERN_VBLOCK};
+        const float *vb[2] = {V[b], NB == 2 ? V[b + 1] : V[b]};
+        int n[2];
+        for (int i = 0; i < 2; i++) {
+            int left = kn - (b + i) * KERN_VBLOCK;
+            n[i] = left < 0 ? 0 : left < KERN_VBLOCK ? left : KERN_VBLOCK;
+        }
+        int d = 0;
+        for (; d + 8 <= hd;) {
+            int nc = hd - d >= 32 ? 4 : (hd - d) / 8;
+            if (NB == 2) values_blocks(2, acc, pb, vb, n, stride, d, nc);
+            else values_blocks(1, acc, pb, vb, n, stride, d, nc);
+            d += 8 * nc;
+        }
+        for (; d < hd; d++)
+            for (int i = 0; i < NB; i++) {
+                float f = 0.0f;
+                for (int j = 0; j < n[i]; j++) f = fmaf(pb[i][j], vb[i][(size_t)j * stride + d], f);
+                acc[d] += (double)f;
+            }
     }
 }
 

@@ -202,14 +202,18 @@ static void attn_scores(float *sc, const float *q, const float *K, size_t stride
     }
 }
 
-/* kernels.h's order, which every table keeps: per dimension, the call's
- * keys in order into a float by one fused multiply-add each, then that float
- * added to acc in double. */
-static void attn_values(double *acc, const float *p, const float *V, size_t stride, int kn, int hd) {
-    for (int d = 0; d < hd; d++) {
-        float f = 0.0f;
-        for (int j = 0; j < kn; j++) f = fmaf(p[j], V[(size_t)j * stride + d], f);
-        acc[d] += (double)f;
+/* kernels.h's order, which every table keeps: per block and dimension, the
+ * block's keys in order into a float by one fused multiply-add each, then
+ * that float added to acc in double, block after block. */
+static void attn_values(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd) {
+    for (int b = 0; b * KERN_VBLOCK < kn; b++) {
+        int n = kn - b * KERN_VBLOCK < KERN_VBLOCK ? kn - b * KERN_VBLOCK : KERN_VBLOCK;
+        const float *pb = p + b * KERN_VBLOCK;
+        for (int d = 0; d < hd; d++) {
+            float f = 0.0f;
+            for (int j = 0; j < n; j++) f = fmaf(pb[j], V[b][(size_t)j * stride + d], f);
+            acc[d] += (double)f;
+        }
     }
 }
 

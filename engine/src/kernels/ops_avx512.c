@@ -124,37 +124,62 @@ void kern_attn_scores_avx512(float *sc, const float *q, const float *K, size_t s
     }
 }
 
-/* Dimensions d0.. (up to 64, lanes beyond hd masked off): kernels.h's order
- * (the scalar and AVX2 bits), four 16-lane float chains, one FMA per key in
- * order, each then widened and added to acc in double. FULL: all 64
- * dimensions present (no masks). */
-ALWAYS_INLINE void values64(int FULL, double *acc, const float *p, const float *V, size_t stride, int kn, int d0, int hd) {
+/* Dimensions d0.. (up to 64, lanes beyond hd masked off) of NB (1..4)
+ * blocks, n[b] keys each (n[0] the most): kernels.h's order (the scalar and
+ * AVX2 bits), one 16-lane float chain per block and sixteen dimensions, one
+ * FMA per key in order, each then widened and added to acc in double, block
+ * after block. Up to sixteen independent chains. FULL: all 64 dimensions
+ * present (no masks). */
+ALWAYS_INLINE void values64(int FULL, int NB, double *acc, const float *p, const float *const *V, const int *n,
+                            size_t stride, int d0, int hd) {
     __mmask16 m[4];
-    __m512 f[4];
+    __m512 f[4][4];
     UNROLL16 for (int i = 0; i < 4; i++) {
         m[i] = FULL ? 0xffff : first16(hd - d0 - 16 * i > 0 ? hd - d0 - 16 * i : 0);
-        f[i] = _mm512_setzero_ps();
+        UNROLL16 for (int b = 0; b < NB; b++) f[b][i] = _mm512_setzero_ps();
     }
-    for (int j = 0; j < kn; j++) {
-        const float *v = V + (size_t)j * stride + d0;
-        __m512 w = _mm512_set1_ps(p[j]);
-        UNROLL16 for (int i = 0; i < 4; i++)
-            f[i] = _mm512_fmadd_ps(w, FULL ? _mm512_loadu_ps(v + 16 * i) : _mm512_maskz_loadu_ps(m[i], v + 16 * i), f[i]);
-    }
-    UNROLL16 for (int i = 0; i < 4; i++) UNROLL16 for (int h = 0; h < 2; h++) {
+    for (int j = 0; j < n[0]; j++)
+        UNROLL16 for (int b = 0; b < NB; b++) {
+            if (j >= n[b]) continue;
+            const float *v = V[b] + (size_t)j * stride + d0;
+            __m512 w = _mm512_set1_ps(p[b * KERN_VBLOCK + j]);
+            UNROLL16 for (int i = 0; i < 4; i++)
+                f[b][i] = _mm512_fmadd_ps(w, FULL ? _mm512_loadu_ps(v + 16 * i) : _mm512_maskz_loadu_ps(m[i], v + 16 * i), f[b][i]);
+        }
+    UNROLL16 for (int b = 0; b < NB; b++) UNROLL16 for (int i = 0; i < 4; i++) UNROLL16 for (int h = 0; h < 2; h++) {
         double *a = acc + d0 + 16 * i + 8 * h;
-        __m512d wide = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(f[i], 1) : _mm512_castps512_ps256(f[i]));
+        __m512d wide = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(f[b][i], 1) : _mm512_castps512_ps256(f[b][i]));
         __mmask8 mh = (__mmask8)(h ? m[i] >> 8 : m[i] & 0xff);
         if (FULL) _mm512_storeu_pd(a, _mm512_add_pd(_mm512_loadu_pd(a), wide));
         else _mm512_mask_storeu_pd(a, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, a), wide));
     }
 }
 
-/* See ops_avx512.h. */
-void kern_attn_values_avx512(double *acc, const float *p, const float *V, size_t stride, int kn, int hd) {
-    int d = 0;
-    for (; d + 64 <= hd; d += 64) values64(1, acc, p, V, stride, kn, d, hd);
-    if (d < hd) values64(0, acc, p, V, stride, kn, d, hd);
+/* values64 over nb blocks (a constant per call after the switch). */
+ALWAYS_INLINE void values64_nb(int FULL, int nb, double *acc, const float *p, const float *const *V, const int *n,
+                               size_t stride, int d0, int hd) {
+    switch (nb) {
+    case 4: values64(FULL, 4, acc, p, V, n, stride, d0, hd); break;
+    case 3: values64(FULL, 3, acc, p, V, n, stride, d0, hd); break;
+    case 2: values64(FULL, 2, acc, p, V, n, stride, d0, hd); break;
+    default: values64(FULL, 1, acc, p, V, n, stride, d0, hd); break;
+    }
+}
+
+/* See ops_avx512.h: four blocks at a time. */
+void kern_attn_values_avx512(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd) {
+    for (int b = 0; b * KERN_VBLOCK < kn; b += 4) {
+        int n[4], nb = 0;
+        for (int i = 0; i < 4; i++) {
+            int left = kn - (b + i) * KERN_VBLOCK;
+            n[i] = left <= 0 ? 0 : left < KERN_VBLOCK ? left : KERN_VBLOCK;
+            nb += n[i] > 0;
+        }
+        const float *pb = p + b * KERN_VBLOCK;
+        int d = 0;
+        for (; d + 64 <= hd; d += 64) values64_nb(1, nb, acc, pb, V + b, n, stride, d, hd);
+        if (d < hd) values64_nb(0, nb, acc, pb, V + b, n, stride, d, hd);
+    }
 }
 
 /* See ops_avx512.h. AVX2's sum: one 8-lane float accumulator taking eight

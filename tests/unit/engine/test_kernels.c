@@ -23,6 +23,7 @@
  * avxvnni, avx512, avx512vnni, avx512bf16) is skipped, with a line naming the missing
  * feature, on CPUs that lack it.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -106,6 +107,15 @@ static void test_quantize_act(const kern_ops *v) {
 }
 
 /* A row of n weights of `type`, quantized from random or edge values. */
+/* attn_values' block pointers over keys stored contiguously, `stride`
+ * floats apart: block b starts at key b * KERN_VBLOCK. */
+static const float *const *vblocks(const float *V, size_t stride, int kn, const float **out) {
+    assert(kn <= 8 * KERN_VBLOCK);
+    for (int b = 0; b * KERN_VBLOCK < kn; b++) out[b] = V + (size_t)b * KERN_VBLOCK * stride;
+    return out;
+}
+static const float *vb[8]; /* vblocks' pointers for the calls below (one at a time) */
+
 static void make_row(int type, int64_t n, int kind, uint8_t *row) {
     float *w = malloc(sizeof(float) * (size_t)n);
     fill(w, n, kind == FILL_HALVES ? FILL_RANDOM : kind);
@@ -551,8 +561,8 @@ static void test_ops(const kern_ops *v) {
             }
             double d1[80], d2[80];
             for (int i = 0; i < n; i++) d1[i] = d2[i] = x[i];
-            s->attn_values(d1, sc1, V, 80, 5, n);
-            v->attn_values(d2, sc1, V, 80, 5, n);
+            s->attn_values(d1, sc1, vblocks(V, 80, 5, vb), 80, 5, n);
+            v->attn_values(d2, sc1, vblocks(V, 80, 5, vb), 80, 5, n);
             s->scale_f64(d1, 1.7, n);
             v->scale_f64(d2, 1.7, n);
             for (int i = 0; i < n; i++) CHECK_NEAR(d1[i], d2[i], 1e-15 * (fabs(d1[i]) + 1), "attn_values/scale f64");
@@ -601,8 +611,8 @@ static void test_attention(const kern_ops *v) {
                       fill_name[kind]);
                 for (int j = 0; j < kn; j++) p[j] = kind == FILL_ZERO ? 0.0f : (float)((rnd() >> 11) * 0x1.0p-53);
                 for (int i = 0; i < hd; i++) d1[i] = d2[i] = kind == FILL_EXTREME ? 1e9 * unif() : unif();
-                s->attn_values(d1, p, V, STRIDE, kn, hd);
-                v->attn_values(d2, p, V, STRIDE, kn, hd);
+                s->attn_values(d1, p, vblocks(V, STRIDE, kn, vb), STRIDE, kn, hd);
+                v->attn_values(d2, p, vblocks(V, STRIDE, kn, vb), STRIDE, kn, hd);
                 CHECK(!memcmp(d1, d2, sizeof(double) * (size_t)hd), "%s attn_values hd %d kn %d %s: not the scalar bits",
                       v->name, hd, kn, fill_name[kind]);
             }
@@ -662,8 +672,8 @@ static void test_ops_equal(const kern_ops *v, const kern_ops *a2) {
                 double e1 = a2->exp_shift(sc1, kn, 0.5f), e2 = v->exp_shift(sc2, kn, 0.5f);
                 ok[1] &= same_floats(sc1, sc2, kn) && e1 == e2;
                 for (int i = 0; i < hd; i++) d1[i] = d2[i] = unif();
-                a2->attn_values(d1, sc1, V, STRIDE, kn, hd);
-                v->attn_values(d2, sc1, V, STRIDE, kn, hd);
+                a2->attn_values(d1, sc1, vblocks(V, STRIDE, kn, vb), STRIDE, kn, hd);
+                v->attn_values(d2, sc1, vblocks(V, STRIDE, kn, vb), STRIDE, kn, hd);
                 a2->scale_f64(d1, 0.7, hd);
                 v->scale_f64(d2, 0.7, hd);
                 ok[2] &= !memcmp(d1, d2, sizeof(double) * (size_t)hd);
