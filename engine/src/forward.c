@@ -98,9 +98,10 @@ static size_t ws_floats(const cx_model_info *h, size_t batch, size_t n_out) {
  * plus a line of alignment slack each) and the largest per-pass scratch. */
 static size_t ws_region(const cx_model_info *h, int batch, int n_out, int n_threads) {
     size_t T = (size_t)n_threads, hd = (size_t)h->head_dim, slack = 16 * ARENA_ALIGN;
+    size_t rep = (size_t)(h->n_head / h->n_head_kv); /* query heads per attention item, at most */
     size_t fixed = lines(ws_floats(h, (size_t)batch, (size_t)n_out), sizeof(float)) + lines(hd / 2, sizeof(double)) +
-                   T * lines(ATT_TILE, sizeof(float)) + T * lines(ATT_QBLOCK * hd, sizeof(double)) +
-                   T * lines(ATT_QBLOCK * 2, sizeof(double)) + T * lines(2 * ATT_TILE * hd, sizeof(float)) +
+                   T * lines(ATT_TILE, sizeof(float)) + T * lines(rep * ATT_QBLOCK * hd, sizeof(double)) +
+                   T * lines(rep * ATT_QBLOCK * 2, sizeof(double)) + T * lines(2 * ATT_TILE * hd, sizeof(float)) +
                    lines((size_t)batch, sizeof(int));
     size_t pass = 0;
     for (int f = KERN_ACT_Q8_32; f <= KERN_ACT_Q8_256; f++)
@@ -226,8 +227,9 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     w->item_end = carve(w, B * sizeof(int));
     if (h->n_expert) moe_ws_carve(w, batch);
     w->att_stride[0] = lines(ATT_TILE, sizeof(float)) / sizeof(float);
-    w->att_stride[1] = lines(ATT_QBLOCK * hd, sizeof(double)) / sizeof(double);
-    w->att_stride[2] = lines(ATT_QBLOCK * 2, sizeof(double)) / sizeof(double);
+    size_t rep = (size_t)(h->n_head / h->n_head_kv); /* heads per item, at most */
+    w->att_stride[1] = lines(rep * ATT_QBLOCK * hd, sizeof(double)) / sizeof(double);
+    w->att_stride[2] = lines(rep * ATT_QBLOCK * 2, sizeof(double)) / sizeof(double);
     w->att_scores = carve(w, (size_t)n_threads * w->att_stride[0] * sizeof(float));
     w->att_acc = carve(w, (size_t)n_threads * w->att_stride[1] * sizeof(double));
     w->att_ml = carve(w, (size_t)n_threads * w->att_stride[2] * sizeof(double));
@@ -387,20 +389,22 @@ static float tile_max(const float *sc, int n) {
     return m[0];
 }
 
-static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int tid, int head, int qi0, int qi1) {
+static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int tid, int head0, int nh, int qi0,
+                            int qi1) {
     const cx_model_info *h = &w->m->info;
     const kern_ops *k = w->k;
     int hd = h->head_dim, kv_dim = h->n_head_kv * hd, QD = (int)q_dim(h);
-    int kvh = head / (h->n_head / h->n_head_kv); /* grouped-query: query heads share a kv head */
+    int kvh = head0 / (h->n_head / h->n_head_kv); /* grouped-query: query heads share a kv head */
+    assert(nh == 1 || (nh == h->n_head / h->n_head_kv && head0 % nh == 0));
     float scale = w->att_scale;
     int W = L->window;
     const float *const *Kb = g->view->k, *const *Vb = g->view->v;
     size_t col = (size_t)kvh * (size_t)hd; /* this kv head's columns in a row */
     float *sc = w->att_scores + (size_t)tid * w->att_stride[0];
-    double *acc = w->att_acc + (size_t)tid * w->att_stride[1];
-    double *ml = w->att_ml + (size_t)tid * w->att_stride[2];
+    double *acc = w->att_acc + (size_t)tid * w->att_stride[1]; /* [head][query][hd] */
+    double *ml = w->att_ml + (size_t)tid * w->att_stride[2];   /* [head][query][2] */
     int nq = qi1 - qi0;
-    for (int i = 0; i < nq; i++) {
+    for (int i = 0; i < nh * nq; i++) {
         ml[2 * i] = -INFINITY;
         ml[2 * i + 1] = 0.0;
         memset(acc + (size_t)i * hd, 0, sizeof(double) * (size_t)hd);
@@ -409,11 +413,12 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     int first = W && g->pos + qi0 - W + 1 > 0 ? g->pos + qi0 - W + 1 : 0; /* the earliest */
     float *kt = w->att_kv + (size_t)tid * w->att_stride[3], *vt = kt + (size_t)ATT_TILE * (size_t)hd;
     for (int k0 = first / ATT_TILE * ATT_TILE; k0 <= last; k0 += ATT_TILE) {
-        /* The tile's keys and values of this head, as the queries read them: in
-         * the cache, rows kv_dim floats apart, whose 4 KiB multiples land 64
+        /* The tile's keys and values of this kv head, as the queries read them:
+         * in the cache, rows kv_dim floats apart, whose 4 KiB multiples land 64
          * keys' lines in 16 of L1's 64 sets (more than its 12 ways: every
-         * query misses again); several queries read a packed copy, rows hd
-         * floats apart. The same values, so the same arithmetic and bits. */
+         * query misses again); several queries (of one head, or of the heads
+         * sharing the kv head) read a packed copy, rows hd floats apart. The
+         * same values, so the same arithmetic and bits. */
         const float *kp[ATT_TILE / KV_BLOCK], *vp[ATT_TILE / KV_BLOCK];
         size_t stride = (size_t)kv_dim;
         int tn = last + 1 - k0 < ATT_TILE ? last + 1 - k0 : ATT_TILE; /* keys any query reads */
@@ -421,7 +426,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             kp[j / KV_BLOCK] = Kb[(k0 + j) / KV_BLOCK] + col;
             vp[j / KV_BLOCK] = Vb[(k0 + j) / KV_BLOCK] + col;
         }
-        if (nq > 1) {
+        if (nq * nh > 1) {
             for (int j = 0; j < tn; j++) {
                 size_t at = (size_t)(j % KV_BLOCK) * (size_t)kv_dim;
                 memcpy(kt + (size_t)j * hd, kp[j / KV_BLOCK] + at, sizeof(float) * (size_t)hd);
@@ -433,37 +438,45 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             }
             stride = (size_t)hd;
         }
-        for (int i = 0; i < nq; i++) {
-            int p = g->pos + qi0 + i;
-            int lo = W && p - W + 1 > 0 ? p - W + 1 : 0; /* this query's first key */
-            if (k0 > p || k0 + ATT_TILE <= lo) continue;
-            int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
-            const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)head * (size_t)hd;
-            for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order */
-                k->attn_scores(sc + j, q, kp[j / KV_BLOCK], stride, kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
-            for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
-            float tmax = tile_max(sc, kn);
-            double *a = acc + (size_t)i * hd;
-            double m_old = ml[2 * i], m_new = tmax > m_old ? tmax : m_old;
-            if (m_old != m_new && m_old != -INFINITY) {
-                double corr = exp(m_old - m_new);
-                ml[2 * i + 1] *= corr;
-                k->scale_f64(a, corr, hd);
+        for (int hh = 0; hh < nh; hh++)
+            for (int i = 0; i < nq; i++) {
+                int p = g->pos + qi0 + i, s = hh * nq + i; /* s: this (head, query)'s state */
+                int lo = W && p - W + 1 > 0 ? p - W + 1 : 0; /* this query's first key */
+                if (k0 > p || k0 + ATT_TILE <= lo) continue;
+                int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
+                const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd;
+                for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order */
+                    k->attn_scores(sc + j, q, kp[j / KV_BLOCK], stride, kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
+                for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
+                float tmax = tile_max(sc, kn);
+                double *a = acc + (size_t)s * hd;
+                double m_old = ml[2 * s], m_new = tmax > m_old ? tmax : m_old;
+                if (m_old != m_new && m_old != -INFINITY) {
+                    double corr = exp(m_old - m_new);
+                    ml[2 * s + 1] *= corr;
+                    k->scale_f64(a, corr, hd);
+                }
+                ml[2 * s] = m_new;
+                ml[2 * s + 1] += k->exp_shift(sc, kn, (float)m_new);
+                k->attn_values(a, sc, vp, stride, kn, hd);
             }
-            ml[2 * i] = m_new;
-            ml[2 * i + 1] += k->exp_shift(sc, kn, (float)m_new);
-            k->attn_values(a, sc, vp, stride, kn, hd);
+    }
+    for (int hh = 0; hh < nh; hh++)
+        for (int i = 0; i < nq; i++) {
+            int head = head0 + hh, s = hh * nq + i;
+            float *o = w->xb + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)head * (size_t)hd;
+            double den = ml[2 * s + 1] + (L->sinks ? exp((double)L->sinks[head] - ml[2 * s]) : 0.0);
+            double inv = 1.0 / den;
+            for (int d = 0; d < hd; d++) o[d] = (float)(acc[(size_t)s * hd + d] * inv);
         }
-    }
-    for (int i = 0; i < nq; i++) {
-        float *o = w->xb + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)head * (size_t)hd;
-        double den = ml[2 * i + 1] + (L->sinks ? exp((double)L->sinks[head] - ml[2 * i]) : 0.0);
-        double inv = 1.0 / den;
-        for (int d = 0; d < hd; d++) o[d] = (float)(acc[(size_t)i * hd + d] * inv);
-    }
 }
 
-/* Work items (segment, head, query block) dealt round-robin: later blocks
+/* Query heads per attention item of a segment: a prefill item takes all the
+ * heads that share a kv head (one packed copy of each tile serves them all),
+ * a decode item one head (more items for the pool). */
+static int item_heads(const cx_model_info *h, const fwd_seg *s) { return s->T > 1 ? h->n_head / h->n_head_kv : 1; }
+
+/* Work items (segment, heads, query block) dealt round-robin: later blocks
  * see more keys, interleaving evens the load. item_end[g] is the number of
  * items of segments 0..g; an item's segment is found by binary search. */
 static void attention_part(void *ctx, int i, int n) {
@@ -479,9 +492,10 @@ static void attention_part(void *ctx, int i, int n) {
         }
         const fwd_seg *g = &j->seg[lo];
         int local = it - (lo ? w->item_end[lo - 1] : 0);
-        int head = local % n_head, qb = local / n_head;
+        int nh = item_heads(&w->m->info, g), groups = n_head / nh;
+        int head0 = local % groups * nh, qb = local / groups;
         int qi0 = qb * ATT_QBLOCK, qi1 = qi0 + ATT_QBLOCK < g->T ? qi0 + ATT_QBLOCK : g->T;
-        attention_block(w, g, j->layer, i, head, qi0, qi1);
+        attention_block(w, g, j->layer, i, head0, nh, qi0, qi1);
     }
 }
 
@@ -590,7 +604,7 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         assert(s->T >= 1 && s->row + s->T <= rows && (g == 0 ? s->row == 0 : s->row == seg[g - 1].row + seg[g - 1].T));
         for (int t = 0; t < s->T; t++)
             kern_rope_table(w->rope_cs + (size_t)(s->row + t) * hd, hd, s->pos + t, w->inv_freq);
-        items += h->n_head * ((s->T + ATT_QBLOCK - 1) / ATT_QBLOCK);
+        items += h->n_head / item_heads(h, s) * ((s->T + ATT_QBLOCK - 1) / ATT_QBLOCK);
         w->item_end[g] = items;
         n_out += s->out >= 0;
     }

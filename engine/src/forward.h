@@ -87,8 +87,8 @@ typedef struct fwd_ws {
     int pass_rows;            /* rows of the current pass */
     /* attention scratch, per thread, each thread's on its own cache lines */
     float *att_scores;        /* [thread][ATT_TILE] */
-    double *att_acc;          /* [thread][ATT_QBLOCK][head_dim] */
-    double *att_ml;           /* [thread][ATT_QBLOCK][2]: running max, running sum */
+    double *att_acc;          /* [thread][heads of a kv group][ATT_QBLOCK][head_dim] */
+    double *att_ml;           /* [thread][heads of a kv group][ATT_QBLOCK][2]: running max, running sum */
     float *att_kv;            /* [thread][2][ATT_TILE][head_dim]: a tile's keys, then values, packed */
     size_t att_stride[4];     /* elements from one thread's slice to the next */
     int *item_end;            /* [batch]: attention work items of segments 0..i */
