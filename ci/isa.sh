@@ -3,7 +3,8 @@
 # (issue 16): synthetic TinyLlama-1.1B in q8_0, q4_0, q4_k_m and f16, prefill
 # (pp512) and decode (tg128) on THREADS threads (default 2) under every
 # CORTEX_ISA table this CPU runs (scalar excepted: minutes per prefill), plus,
-# with 2 threads, pp512 on 1 thread under the best table (thread scaling).
+# with 2 threads, pp512 and tg128 on 1 thread under the best table (thread
+# scaling).
 # Runs are interleaved round by round (table A, B, C, then again), one
 # repetition each after a warm-up, so a shared machine's slow minutes spread
 # over every table; medians over rounds. TYPES picks the models (bf16 too: a
@@ -51,8 +52,10 @@ for type in $TYPES; do
             done
         done
         if [ "$THREADS" = 2 ]; then
-            CORTEX_ISA=$best "$BENCH" run --model "$m" --workload pp512 --reps 1 --warmup 1 -t 1 --db "$DB" \
-                --no-progress >/dev/null
+            for wl in pp512 tg128; do
+                CORTEX_ISA=$best "$BENCH" run --model "$m" --workload $wl --reps 1 --warmup 1 -t 1 --db "$DB" \
+                    --no-progress >/dev/null
+            done
         fi
     done
 done
