@@ -18,31 +18,10 @@
 #include <unistd.h>
 
 #include "cortex_tools.h"
+#include "eval_logits.h"
 #include "testing.h"
 
 static char dir[] = "/tmp/cortex-fwd-XXXXXX";
-
-/* Logits after `n` tokens, fed in chunks of `step` tokens, on `threads` threads. */
-static int logits_after(cx_model *m, const int32_t *toks, int n, int step, int threads, float *out) {
-    cx_session *s;
-    cx_err err = {0};
-    if (cx_session_new(m, 0, threads, &s, &err)) {
-        CHECK(0, "session: %s", err.msg);
-        return -1;
-    }
-    const float *l = NULL;
-    for (int i = 0; i < n; i += step) {
-        int k = n - i < step ? n - i : step;
-        if (cx_eval(s, toks + i, k, &l, &err)) {
-            CHECK(0, "eval: %s", err.msg);
-            cx_session_free(s);
-            return -1;
-        }
-    }
-    memcpy(out, l, sizeof(float) * (size_t)cx_model_get_info(m)->n_vocab);
-    cx_session_free(s);
-    return 0;
-}
 
 static void check_type(const char *type_name, int n_tokens, int n_ff) {
     cx_shape sh = *cx_shape_find("test-tiny");
