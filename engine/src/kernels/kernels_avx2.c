@@ -163,9 +163,66 @@ static void gemm_bf16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const
 
 /* ---- activation quantization (Q8_32): the scalar reference's exact codes ---- */
 
+/*
+ * Q8_256 (the K-quant activations) with the scalar reference's exact codes,
+ * scales and sums: the value of largest magnitude (the first one, on ties)
+ * gives iscale = -127 / max; codes are round-half-even(iscale * x)
+ * (cvtps under the default rounding mode, as nearbyintf) clamped to 127.
+ */
+static void quantize_q8_256(const float *x, kern_act *a, int t) {
+    const int64_t n = a->n, nb = n / 256;
+    int8_t *q = a->qs + (size_t)t * (size_t)n;
+    float *d = a->d + (size_t)t * (size_t)nb;
+    int16_t *bs = a->bsum + (size_t)t * (size_t)(n / 16);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * 256;
+        int8_t *qb = q + b * 256;
+        __m256 m = _mm256_setzero_ps();
+        for (int j = 0; j < 32; j++) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(xb + 8 * j)));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            d[b] = 0.0f;
+            memset(qb, 0, 256);
+            memset(bs + b * 16, 0, 16 * sizeof(int16_t));
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(xb + 8 * j)),
+                                                       _mm256_set1_ps(amax), _CMP_EQ_OQ));
+            if (hit) {
+                max = xb[8 * j + __builtin_ctz((unsigned)hit)];
+                break;
+            }
+        }
+        float iscale = -127.0f / max;
+        __m256 is = _mm256_set1_ps(iscale);
+        for (int g = 0; g < 16; g++) {
+            __m256i v0 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(xb + 16 * g))),
+                                          _mm256_set1_epi32(127));
+            __m256i v1 = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(xb + 16 * g + 8))),
+                                          _mm256_set1_epi32(127));
+            __m256i s8 = _mm256_add_epi32(v0, v1);
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+            s4 = _mm_hadd_epi32(s4, s4);
+            s4 = _mm_hadd_epi32(s4, s4);
+            bs[b * 16 + g] = (int16_t)_mm_cvtsi128_si32(s4);
+            /* 32 -> 16 bits (packs interleaves the 128-bit lanes; the permute restores order) -> 8 */
+            __m256i p16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xD8);
+            _mm_storeu_si128((__m128i *)(qb + 16 * g),
+                             _mm_packs_epi16(_mm256_castsi256_si128(p16), _mm256_extracti128_si256(p16, 1)));
+        }
+        d[b] = 1.0f / iscale;
+    }
+}
+
 static void quantize_act(const float *x, kern_act *a, int t) {
     if (a->fmt != KERN_ACT_Q8_32) {
-        kern_quantize_act_scalar(x, a, t);
+        quantize_q8_256(x, a, t);
         return;
     }
     int64_t n = a->n, nb = n / 32;
