@@ -114,6 +114,9 @@ static void detect(void) {
     compose(&avx512_ops, &kern_avx2_ops, &kern_avx512_part);
     compose(&avx512vnni_ops, &kern_avx2_ops, &kern_avx512vnni_part);
     compose(&avx512bf16_ops, &avx512vnni_ops, &kern_avx512bf16_part);
+    /* its BF16 kernel is the row-major vdpbf16ps one: a repacked bf16 matrix
+     * would go to avx512vnni's widening X16 kernel instead */
+    avx512bf16_ops.gemm_x16[CX_TYPE_BF16] = NULL;
 #endif
     snprintf(features, sizeof features, "%s%s%s%s%s%s%s%s%s%s%s%s", caps.sse42 ? "sse4.2 " : "",
              caps.avx ? "avx " : "", caps.avx2 ? "avx2 " : "", caps.fma ? "fma " : "", caps.f16c ? "f16c " : "",
@@ -317,7 +320,7 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
 }
 
 int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch) {
-    if (type == CX_TYPE_F16) { /* column k of row r at (16 k + r) * 2 */
+    if (type == CX_TYPE_F16 || type == CX_TYPE_BF16) { /* column k of row r at (16 k + r) * 2 */
         assert(row_bytes == (size_t)n * 2);
         memcpy(scratch, group, 16 * row_bytes);
         uint16_t *dst = (uint16_t *)(void *)group;

@@ -171,7 +171,7 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
  * front, chunk c of row r at 16 + (16c + r) * 4. One 64-byte load is then chunk c of all sixteen rows, one
  * int32 lane per row, against four activation codes broadcast to every lane:
  * each lane accumulates its row's block product with no horizontal sums.
- * f16: column k of row r at (16 k + r) * 2, so one 32-byte load is column
+ * f16 and bf16: column k of row r at (16 k + r) * 2, so one 32-byte load is column
  * k of all sixteen rows (one FMA per column advances them all).
  * Q4_K: 4-byte word i of row r's 144-byte super-block at 64 i + 4 r (d and
  * dmin, the packed scales, then the codes in 4-byte chunks); Q6_K: the same

@@ -449,25 +449,16 @@ ALWAYS_INLINE void float_rows(const uint8_t *const row[4], int NR, int kind, con
 #include "float_tiles_avx512.h"
 
 static float dot_f32row(const void *row, const kern_act *a, int t) { return float_dot(row, W_F32, a, t); }
-/* f16 row . token t in the X16 gemm's order (one FMA per column, in order):
- * what that gemm gives each lane, for the generic gemm and the tests. */
-static float dot_f16row(const void *row, const kern_act *a, int t) {
-    const uint16_t *h = row;
-    const float *x = a->f + (size_t)t * (size_t)a->n;
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t k = 0; k < a->n; k++)
-        acc = _mm_fmadd_ss(_mm_cvtph_ps(_mm_cvtsi32_si128(h[k])), _mm_set_ss(x[k]), acc);
-    return _mm_cvtss_f32(acc);
-}
-static float dot_bf16row(const void *row, const kern_act *a, int t) { return float_dot(row, W_BF16, a, t); }
 static void gemm_f32(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
     float_gemm(W_F32, w, rb, r0, r1, a, y, ldy);
 }
-static void gemm_bf16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    float_gemm(W_BF16, w, rb, r0, r1, a, y, ldy);
-}
 
 /* ---- f16 in the sixteen-row layout ---- */
+
+/* Sixteen f16 (conversion) or bf16 (a 16-bit shift) weights as floats: exact. */
+ALWAYS_INLINE __m512 h16_widen(int KIND, __m256i v) {
+    return KIND == W_F16 ? _mm512_cvtph_ps(v) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
 
 /*
  * f16 in X16 (kern_repack_x16): column k of rows 16g..16g+15 is sixteen
@@ -484,8 +475,8 @@ static void gemm_bf16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const
  * form, see h16_rows): the float stored and reloaded is the same float, so
  * both give the same bits. keep masks the rows of the last group that exist.
  */
-ALWAYS_INLINE void h16_tile(const uint8_t *col, size_t gstride, int NG, const kern_act *a, int t0, int NT, int64_t k0,
-                            int64_t kn, float *y, int64_t ldy, int64_t r, __mmask16 keep) {
+ALWAYS_INLINE void h16_tile(int KIND, const uint8_t *col, size_t gstride, int NG, const kern_act *a, int t0, int NT,
+                            int64_t k0, int64_t kn, float *y, int64_t ldy, int64_t r, __mmask16 keep) {
     __m512 acc[4][6];
     const float *x[6];
     UNROLL8 for (int t = 0; t < NT; t++) {
@@ -499,7 +490,7 @@ ALWAYS_INLINE void h16_tile(const uint8_t *col, size_t gstride, int NG, const ke
     for (int64_t k = 0; k < kn; k++) {
         __m512 wv[4];
         UNROLL8 for (int g = 0; g < NG; g++)
-            wv[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(col + (size_t)g * gstride + 32 * (size_t)k)));
+            wv[g] = h16_widen(KIND, _mm256_loadu_si256((const __m256i *)(col + (size_t)g * gstride + 32 * (size_t)k)));
         UNROLL8 for (int t = 0; t < NT; t++) {
             __m512 xv = _mm512_set1_ps(x[t][k]);
             UNROLL8 for (int g = 0; g < NG; g++) acc[g][t] = _mm512_fmadd_ps(wv[g], xv, acc[g][t]);
@@ -513,38 +504,39 @@ ALWAYS_INLINE void h16_tile(const uint8_t *col, size_t gstride, int NG, const ke
 
 /* Every token of a, six at a time, then the rest, over NG groups (a constant
  * after inlining: h16_groups picks it). */
-ALWAYS_INLINE void h16_tokens(const uint8_t *col, size_t gstride, int NG, const kern_act *a, int64_t k0, int64_t kn,
-                              float *y, int64_t ldy, int64_t r, __mmask16 keep) {
+ALWAYS_INLINE void h16_tokens(int KIND, const uint8_t *col, size_t gstride, int NG, const kern_act *a, int64_t k0,
+                              int64_t kn, float *y, int64_t ldy, int64_t r, __mmask16 keep) {
     int t = 0;
-    for (; t + 6 <= a->T; t += 6) h16_tile(col, gstride, NG, a, t, 6, k0, kn, y, ldy, r, keep);
+    for (; t + 6 <= a->T; t += 6) h16_tile(KIND, col, gstride, NG, a, t, 6, k0, kn, y, ldy, r, keep);
     switch (a->T - t) {
-    case 5: h16_tile(col, gstride, NG, a, t, 5, k0, kn, y, ldy, r, keep); break;
-    case 4: h16_tile(col, gstride, NG, a, t, 4, k0, kn, y, ldy, r, keep); break;
-    case 3: h16_tile(col, gstride, NG, a, t, 3, k0, kn, y, ldy, r, keep); break;
-    case 2: h16_tile(col, gstride, NG, a, t, 2, k0, kn, y, ldy, r, keep); break;
-    case 1: h16_tile(col, gstride, NG, a, t, 1, k0, kn, y, ldy, r, keep); break;
+    case 5: h16_tile(KIND, col, gstride, NG, a, t, 5, k0, kn, y, ldy, r, keep); break;
+    case 4: h16_tile(KIND, col, gstride, NG, a, t, 4, k0, kn, y, ldy, r, keep); break;
+    case 3: h16_tile(KIND, col, gstride, NG, a, t, 3, k0, kn, y, ldy, r, keep); break;
+    case 2: h16_tile(KIND, col, gstride, NG, a, t, 2, k0, kn, y, ldy, r, keep); break;
+    case 1: h16_tile(KIND, col, gstride, NG, a, t, 1, k0, kn, y, ldy, r, keep); break;
     default: break;
     }
 }
 
 /* h16_tokens over ng (1..4) groups. */
-static void h16_groups(const uint8_t *col, size_t gstride, int ng, const kern_act *a, int64_t k0, int64_t kn, float *y,
-                       int64_t ldy, int64_t r, __mmask16 keep) {
+ALWAYS_INLINE void h16_groups(int KIND, const uint8_t *col, size_t gstride, int ng, const kern_act *a, int64_t k0,
+                              int64_t kn, float *y, int64_t ldy, int64_t r, __mmask16 keep) {
     assert(ng >= 1 && ng <= 4);
-    if (ng == 4) h16_tokens(col, gstride, 4, a, k0, kn, y, ldy, r, keep);
-    else if (ng == 3) h16_tokens(col, gstride, 3, a, k0, kn, y, ldy, r, keep);
-    else if (ng == 2) h16_tokens(col, gstride, 2, a, k0, kn, y, ldy, r, keep);
-    else h16_tokens(col, gstride, 1, a, k0, kn, y, ldy, r, keep);
+    if (ng == 4) h16_tokens(KIND, col, gstride, 4, a, k0, kn, y, ldy, r, keep);
+    else if (ng == 3) h16_tokens(KIND, col, gstride, 3, a, k0, kn, y, ldy, r, keep);
+    else if (ng == 2) h16_tokens(KIND, col, gstride, 2, a, k0, kn, y, ldy, r, keep);
+    else h16_tokens(KIND, col, gstride, 1, a, k0, kn, y, ldy, r, keep);
 }
 
-/* kern_gemm_fn for f16 in X16: r0 and r1 are multiples of 16; four groups
- * (64 rows, 256 KiB at n = 2048, in L2) meet every token before the next four. */
-static void gemm_f16_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                         int64_t ldy) {
+/* The X16 gemm of KIND (f16 or bf16): r0 and r1 are multiples of 16; four
+ * groups (64 rows, 256 KiB at n = 2048, in L2) meet every token before the
+ * next four. */
+ALWAYS_INLINE void h16_gemm_x16(int KIND, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a,
+                                float *y, int64_t ldy) {
     assert(a->fmt == KERN_ACT_F32 && r0 % 16 == 0 && r1 % 16 == 0);
     for (int64_t r = r0; r < r1; r += 64) {
         int ng = (int)((r1 - r) / 16 < 4 ? (r1 - r) / 16 : 4);
-        h16_groups(w + (size_t)r * rb, 16 * rb, ng, a, 0, a->n, y, ldy, r, (__mmask16)0xffff);
+        h16_groups(KIND, w + (size_t)r * rb, 16 * rb, ng, a, 0, a->n, y, ldy, r, (__mmask16)0xffff);
     }
 }
 
@@ -596,8 +588,8 @@ enum { H16_KC = 256 }; /* columns per packed chunk of the row-major prefill: 4 x
  * are not stored. For decode the transpose costs less than reading the
  * weights from memory (80 register operations per kilobyte).
  */
-static void gemm_f16_rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y,
-                          int64_t ldy) {
+ALWAYS_INLINE void h16_gemm_rows(int KIND, const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a,
+                                 float *y, int64_t ldy) {
     uint16_t pack[4][H16_KC][16] __attribute__((aligned(64)));
     for (int64_t r = r0; r < r1; r += 64) {
         int64_t nr = r1 - r < 64 ? r1 - r : 64;
@@ -616,10 +608,38 @@ static void gemm_f16_rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, c
                 for (; k < kn; k++) /* columns past the last whole 32 */
                     for (int i = 0; i < 16; i++) memcpy(&pack[g][k][i], src[i] + 2 * k, 2);
             }
-            h16_groups((const uint8_t *)pack, sizeof pack[0], ng, a, k0, kn, y, ldy, r, keep);
+            h16_groups(KIND, (const uint8_t *)pack, sizeof pack[0], ng, a, k0, kn, y, ldy, r, keep);
         }
     }
 }
+
+/* The tables' f16 and bf16 entries: X16, row-major, and the one-row dot in
+ * the same order (one FMA per column, in order: what the gemms give each
+ * lane), for the generic gemm and the tests. */
+static void gemm_f16_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    h16_gemm_x16(W_F16, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_bf16_x16(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    h16_gemm_x16(W_BF16, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_f16_rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    h16_gemm_rows(W_F16, w, rb, r0, r1, a, y, ldy);
+}
+static void gemm_bf16_rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
+    h16_gemm_rows(W_BF16, w, rb, r0, r1, a, y, ldy);
+}
+ALWAYS_INLINE float h16_dot(int KIND, const void *row, const kern_act *a, int t) {
+    const uint16_t *h = row;
+    const float *x = a->f + (size_t)t * (size_t)a->n;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t k = 0; k < a->n; k++) {
+        __m128 wk = KIND == W_F16 ? _mm_cvtph_ps(_mm_cvtsi32_si128(h[k])) : _mm_castsi128_ps(_mm_cvtsi32_si128((int)h[k] << 16));
+        acc = _mm_fmadd_ss(wk, _mm_set_ss(x[k]), acc);
+    }
+    return _mm_cvtss_f32(acc);
+}
+static float dot_f16row(const void *row, const kern_act *a, int t) { return h16_dot(W_F16, row, a, t); }
+static float dot_bf16row(const void *row, const kern_act *a, int t) { return h16_dot(W_BF16, row, a, t); }
 
 /* ---- activation quantization ---- */
 
@@ -677,11 +697,11 @@ const kern_ops kern_avx512_part = {
     .name = "avx512",
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_BF16] = dot_bf16row,
             [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512},
-    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16_rows, [CX_TYPE_BF16] = gemm_bf16,
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16_rows, [CX_TYPE_BF16] = gemm_bf16_rows,
              [CX_TYPE_Q8_0] = gemm_q8_0_rows,
              [CX_TYPE_Q4_0] = gemm_q4_0_rows, [CX_TYPE_Q4_K] = gemm_q4_k_rows, [CX_TYPE_Q6_K] = gemm_q6_k_rows,
              [CX_TYPE_MXFP4] = mxfp4_gemm_avx512},
-    .gemm_x16 = {[CX_TYPE_F16] = gemm_f16_x16, [CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16,
+    .gemm_x16 = {[CX_TYPE_F16] = gemm_f16_x16, [CX_TYPE_BF16] = gemm_bf16_x16, [CX_TYPE_Q8_0] = gemm_q8_0_x16, [CX_TYPE_Q4_0] = gemm_q4_0_x16, [CX_TYPE_Q4_K] = gemm_q4_k_x16,
                  [CX_TYPE_Q6_K] = gemm_q6_k_x16, [CX_TYPE_MXFP4] = mxfp4_gemm_x16_avx512},
     .quantize_act = quantize_act,
     .attn_scores = kern_attn_scores_avx512,
@@ -700,11 +720,11 @@ const kern_ops kern_avx512vnni_part = {
     .name = "avx512vnni",
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_BF16] = dot_bf16row,
             [CX_TYPE_Q4_K] = kq_dot_q4_k_avx512, [CX_TYPE_Q6_K] = kq_dot_q6_k_avx512, [CX_TYPE_MXFP4] = mxfp4_dot_avx512vnni},
-    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16_rows, [CX_TYPE_BF16] = gemm_bf16,
+    .gemm = {[CX_TYPE_F32] = gemm_f32, [CX_TYPE_F16] = gemm_f16_rows, [CX_TYPE_BF16] = gemm_bf16_rows,
              [CX_TYPE_Q8_0] = gemm_q8_0_rows_vnni,
              [CX_TYPE_Q4_0] = gemm_q4_0_rows_vnni, [CX_TYPE_Q4_K] = gemm_q4_k_rows_vnni,
              [CX_TYPE_Q6_K] = gemm_q6_k_rows_vnni, [CX_TYPE_MXFP4] = mxfp4_gemm_avx512vnni},
-    .gemm_x16 = {[CX_TYPE_F16] = gemm_f16_x16, [CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,
+    .gemm_x16 = {[CX_TYPE_F16] = gemm_f16_x16, [CX_TYPE_BF16] = gemm_bf16_x16, [CX_TYPE_Q8_0] = gemm_q8_0_x16_vnni, [CX_TYPE_Q4_0] = gemm_q4_0_x16_vnni,
                  [CX_TYPE_Q4_K] = gemm_q4_k_x16_vnni, [CX_TYPE_Q6_K] = gemm_q6_k_x16_vnni,
                  [CX_TYPE_MXFP4] = mxfp4_gemm_x16_avx512vnni},
     .quantize_act = quantize_act,

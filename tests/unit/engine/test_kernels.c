@@ -453,8 +453,8 @@ static int check_repacked(const kern_ops *k, int type, int layout, int64_t n, co
  * operations), so all of them must give the same bits. MXFP4 also gets rows
  * of random bytes (every code, the subnormal scales e = 0 and 1, large e). */
 static void test_repacked(int type) {
-    /* f16: one packed chunk of 256 columns, then 32 + 12 (the row-major prefill's tails) */
-    int64_t n = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 768 : type == CX_TYPE_F16 ? 300 : 288;
+    /* f16, bf16: one packed chunk of 256 columns, then 32 + 12 (the row-major gemm's tails) */
+    int64_t n = type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K ? 768 : type == CX_TYPE_F16 || type == CX_TYPE_BF16 ? 300 : 288;
     int fmt = kern_act_format(type);
     size_t rb = quant_row_bytes(type, n);
     uint8_t *rows = malloc(rb * RP_R), *scratch = malloc(rb * 16);
@@ -863,6 +863,7 @@ static void run_all(void) {
     for (int v = 0; v < N_SIMD; v++) /* last: its draws leave the inputs above as they were */
         if (simd[v] && v != S_AVX512BF16) test_q6_k_cancel(simd[v]);
     test_repacked(CX_TYPE_F16);
+    test_repacked(CX_TYPE_BF16);
     test_repacked(CX_TYPE_Q8_0);
     test_repacked(CX_TYPE_Q4_0);
     test_repacked(CX_TYPE_Q4_K);
