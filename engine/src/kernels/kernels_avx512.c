@@ -633,7 +633,7 @@ ALWAYS_INLINE float h16_dot(int KIND, const void *row, const kern_act *a, int t)
     const float *x = a->f + (size_t)t * (size_t)a->n;
     __m128 acc = _mm_setzero_ps();
     for (int64_t k = 0; k < a->n; k++) {
-        __m128 wk = KIND == W_F16 ? _mm_cvtph_ps(_mm_cvtsi32_si128(h[k])) : _mm_castsi128_ps(_mm_cvtsi32_si128((int)h[k] << 16));
+        __m128 wk = KIND == W_F16 ? _mm_cvtph_ps(_mm_cvtsi32_si128(h[k])) : _mm_castsi128_ps(_mm_cvtsi32_si128((int)((uint32_t)h[k] << 16)));
         acc = _mm_fmadd_ss(wk, _mm_set_ss(x[k]), acc);
     }
     return _mm_cvtss_f32(acc);
