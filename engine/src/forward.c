@@ -96,13 +96,23 @@ static size_t ws_floats(const cx_model_info *h, size_t batch, size_t n_out) {
 
 /* Bytes of the whole region: the fixed buffers (each padded to a line,
  * plus a line of alignment slack each) and the largest per-pass scratch. */
+/* Bytes of one thread's slice of each attention scratch buffer, each a whole
+ * number of lines: scores [ATT_TILE] floats; accumulators [heads of a kv
+ * group][ATT_QBLOCK][head_dim] doubles; running max and sum [heads][ATT_QBLOCK][2]
+ * doubles; the packed tile, keys then values, [2][ATT_TILE][head_dim] floats. */
+static void att_slice_bytes(const cx_model_info *h, size_t bytes[4]) {
+    size_t hd = (size_t)h->head_dim, rep = (size_t)(h->n_head / h->n_head_kv); /* heads per item, at most */
+    bytes[0] = lines(ATT_TILE, sizeof(float));
+    bytes[1] = lines(rep * ATT_QBLOCK * hd, sizeof(double));
+    bytes[2] = lines(rep * ATT_QBLOCK * 2, sizeof(double));
+    bytes[3] = lines(2 * ATT_TILE * hd, sizeof(float));
+}
+
 static size_t ws_region(const cx_model_info *h, int batch, int n_out, int n_threads) {
-    size_t T = (size_t)n_threads, hd = (size_t)h->head_dim, slack = 16 * ARENA_ALIGN;
-    size_t rep = (size_t)(h->n_head / h->n_head_kv); /* query heads per attention item, at most */
+    size_t T = (size_t)n_threads, hd = (size_t)h->head_dim, slack = 16 * ARENA_ALIGN, att[4];
+    att_slice_bytes(h, att);
     size_t fixed = lines(ws_floats(h, (size_t)batch, (size_t)n_out), sizeof(float)) + lines(hd / 2, sizeof(double)) +
-                   T * lines(ATT_TILE, sizeof(float)) + T * lines(rep * ATT_QBLOCK * hd, sizeof(double)) +
-                   T * lines(rep * ATT_QBLOCK * 2, sizeof(double)) + T * lines(2 * ATT_TILE * hd, sizeof(float)) +
-                   lines((size_t)batch, sizeof(int));
+                   T * (att[0] + att[1] + att[2] + att[3]) + lines((size_t)batch, sizeof(int));
     size_t pass = 0;
     for (int f = KERN_ACT_Q8_32; f <= KERN_ACT_Q8_256; f++)
         pass += lines(kern_act_bytes(f, input_rows(h, batch), widest_input(h)), 1);
@@ -226,15 +236,16 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     w->inv_freq = carve(w, hd / 2 * sizeof(double));
     w->item_end = carve(w, B * sizeof(int));
     if (h->n_expert) moe_ws_carve(w, batch);
-    w->att_stride[0] = lines(ATT_TILE, sizeof(float)) / sizeof(float);
-    size_t rep = (size_t)(h->n_head / h->n_head_kv); /* heads per item, at most */
-    w->att_stride[1] = lines(rep * ATT_QBLOCK * hd, sizeof(double)) / sizeof(double);
-    w->att_stride[2] = lines(rep * ATT_QBLOCK * 2, sizeof(double)) / sizeof(double);
-    w->att_scores = carve(w, (size_t)n_threads * w->att_stride[0] * sizeof(float));
-    w->att_acc = carve(w, (size_t)n_threads * w->att_stride[1] * sizeof(double));
-    w->att_ml = carve(w, (size_t)n_threads * w->att_stride[2] * sizeof(double));
-    w->att_stride[3] = lines(2 * ATT_TILE * hd, sizeof(float)) / sizeof(float);
-    w->att_kv = carve(w, (size_t)n_threads * w->att_stride[3] * sizeof(float));
+    size_t att[4];
+    att_slice_bytes(h, att);
+    w->att_stride[0] = att[0] / sizeof(float);
+    w->att_stride[1] = att[1] / sizeof(double);
+    w->att_stride[2] = att[2] / sizeof(double);
+    w->att_stride[3] = att[3] / sizeof(float);
+    w->att_scores = carve(w, (size_t)n_threads * att[0]);
+    w->att_acc = carve(w, (size_t)n_threads * att[1]);
+    w->att_ml = carve(w, (size_t)n_threads * att[2]);
+    w->att_kv = carve(w, (size_t)n_threads * att[3]);
     w->pass_mark = arena_mark(&w->mem);
     rope_frequencies(w);
     return 0;
@@ -358,25 +369,10 @@ static void matmul_adapted(fwd_ws *ws, const cx_weight *w, float *y, int proj) {
     tp_run(ws->pool, matmul_part, &j);
 }
 
-/* ---- attention: tiled, online softmax; (segment, head, query block) items across the pool ---- */
+/* ---- attention: tiled, online softmax; (segment, heads, query block) items across the pool ---- */
 
 typedef struct attn_job { fwd_ws *w; const fwd_seg *seg; int n_seg; const cx_layer *layer; } attn_job;
 
-/*
- * One head, queries qi0..qi1-1 of segment g (positions g->pos+qi, rows
- * g->row+qi), all keys up to each query (within the layer's sliding window,
- * if it has one), read through the segment's view (pointing at the current
- * layer).
- *
- * A window of W positions (gpt-oss) leaves a query at p the keys
- * p-W+1 .. p (llama.cpp masks p - key >= W): tiles wholly before that are
- * skipped, a tile's earlier keys get a zero weight (score -inf). Tile edges
- * stay multiples of ATT_TILE from 0, so a query's arithmetic is still the
- * same in prefill and decode. A learned sink (gpt-oss: one logit s per
- * head) adds exp(s - max) to the softmax's denominator and nothing to its
- * numerator; it is folded in once the keys are done: out = acc / (sum +
- * exp(s - m)), the same as ggml's softmax over the scores with s appended.
- */
 /* The largest of n scores, in eight independent chains (one chain waits a
  * compare per score; max does not depend on the order). */
 static float tile_max(const float *sc, int n) {
@@ -389,6 +385,21 @@ static float tile_max(const float *sc, int n) {
     return m[0];
 }
 
+/*
+ * Heads head0..head0+nh-1 (one, or every head of one kv group: item_heads),
+ * queries qi0..qi1-1 of segment g (positions g->pos+qi, rows g->row+qi), all
+ * keys up to each query (within the layer's sliding window, if it has one),
+ * read through the segment's view (pointing at the current layer).
+ *
+ * A window of W positions (gpt-oss) leaves a query at p the keys
+ * p-W+1 .. p (llama.cpp masks p - key >= W): tiles wholly before that are
+ * skipped, a tile's earlier keys get a zero weight (score -inf). Tile edges
+ * stay multiples of ATT_TILE from 0, so a query's arithmetic is still the
+ * same in prefill and decode. A learned sink (gpt-oss: one logit s per
+ * head) adds exp(s - max) to the softmax's denominator and nothing to its
+ * numerator; it is folded in once the keys are done: out = acc / (sum +
+ * exp(s - m)), the same as ggml's softmax over the scores with s appended.
+ */
 static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int tid, int head0, int nh, int qi0,
                             int qi1) {
     const cx_model_info *h = &w->m->info;

@@ -7,8 +7,9 @@
  * them, and composes each from the AVX2 table with the entries below in place
  * (kern_avx512_part, kern_avx512vnni_part): q8_0, q4_0, Q4_K and Q6_K in
  * the sixteen-row layout (KERN_LAYOUT_X16, kernels.h) and, for prefill, on
- * row-major weights; f32/f16/bf16 with 16-lane FMA; the Q8_256 activation
- * quantizer. The one-row K-quant kernels (row-major decode) are in
+ * row-major weights; f16 and bf16 in that layout too (one row per lane, one
+ * FMA per column) and row-major through the same tile after an in-register
+ * transpose; f32 with 16-lane FMA tiles; the Q8_256 activation quantizer. The one-row K-quant kernels (row-major decode) are in
  * kquant_avx512.c, the MXFP4 kernels (one-row and X16) in mxfp4_avx512.c,
  * attention, the elementwise operators and the Q8_32 quantizer in
  * ops_avx512.c. What is left is AVX2's: q8_0/q4_0 decode on row-major
