@@ -7,8 +7,8 @@
  *   float_rows(const uint8_t *const row[4], int NR, int kind, const kern_act *a,
  *              int t0, int NT, float out[4][3])
  * which must give each (row, token) pair the same arithmetic whatever NR and
- * NT, so that the gemm equals the dot bit for bit. kernels_avx512.c (f32, f16,
- * bf16 weights widened to float) and bf16_avx512bf16.c (bf16 weights and
+ * NT, so that the gemm equals the dot bit for bit. kernels_avx512.c (f32
+ * weights; its f16 and bf16 have the X16 tile) and bf16_avx512bf16.c (bf16 weights and
  * activations, vdpbf16ps) each instantiate it: one tiling, two tile kernels.
  */
 #ifndef CX_FLOAT_TILES_AVX512_H

@@ -394,17 +394,15 @@ DEFINE_GEMMS(X16_Q4_K, 1, gemm_q4_k_x16_vnni, gemm_q4_k_rows_vnni, kq_gemm_q4_k_
 DEFINE_GEMMS(X16_Q6_K, 1, gemm_q6_k_x16_vnni, gemm_q6_k_rows_vnni, kq_gemm_q6_k_avx512)
 #undef DEFINE_GEMMS
 
-/* ---- f32, f16 and bf16 weights against float activations ---- */
+/* ---- f32 weights against float activations (f16 and bf16: the X16 section below) ---- */
 
 /* How a float row stores its weights (a constant after inlining). */
 enum { W_F32 = 0, W_F16 = 1, W_BF16 = 2 };
 
-/* Sixteen weights from column i (m: which lanes; the rest read as zero and
- * are not touched in memory); bf16 widened by a 16-bit shift (exact). */
+/* Sixteen f32 weights from column i (m: which lanes; the rest read as zero
+ * and are not touched in memory). */
 ALWAYS_INLINE __m512 load_w16(const uint8_t *row, int kind, int64_t i, __mmask16 m) {
-    if (kind == W_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
-    if (kind == W_BF16)
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * i)), 16));
+    assert(kind == W_F32);
     return _mm512_maskz_loadu_ps(m, (const float *)row + i);
 }
 
@@ -454,7 +452,7 @@ static void gemm_f32(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const 
     float_gemm(W_F32, w, rb, r0, r1, a, y, ldy);
 }
 
-/* ---- f16 in the sixteen-row layout ---- */
+/* ---- f16 and bf16 in the sixteen-row layout ---- */
 
 /* Sixteen f16 (conversion) or bf16 (a 16-bit shift) weights as floats: exact. */
 ALWAYS_INLINE __m512 h16_widen(int KIND, __m256i v) {
