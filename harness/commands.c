@@ -58,7 +58,10 @@ static const cli_flag run_flags[] = {
      " (default: auto: q8_0 on a quantized base, else f32)"},
     {"--lora-batching", NULL, "mixed|split", "mixed: sequences with different adapters share each step; split: one"
      " adapter per step, as llama.cpp's server (default: mixed)"},
-    {"--ctx", "-c", "N", "context length of the session (default: the model's)"},
+    {"--ctx", "-c", "N", "context length of each sequence, 1..the model's (more is an error) (default: the model's,"
+     " at most 4096)"},
+    {"--allow-failures", NULL, "SHARE", "tolerate this share of failed or truncated requests, 0..1, and still call the"
+     " run VALID (default: 0: any failed or truncated request makes the run INVALID, exit 4)"},
     {"--pin", NULL, "CPUS", "pin the run to these CPUs, e.g. 0-3,8 (default: no pinning)"},
     {"--respect-eos", NULL, NULL, "stop a request at end-of-sequence (default: generate the full length)"},
     DB_FLAG,

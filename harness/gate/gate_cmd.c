@@ -29,6 +29,7 @@
 #include "store.h"
 #include "store_gate.h"
 #include "store_read.h"
+#include "validity.h"
 #include "version.h"
 
 #define MAX_VERDICTS 256
@@ -196,7 +197,8 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
     rep_result r;
     memset(&r, 0, sizeof r);
     rep_set_metric(&r, GATE_DET_METRIC, *instr);
-    if (store_finish_run(s, id, &r, 1, err, n)) return -1;
+    run_verdict counted = {.valid = 1}; /* one count of a workload that either ran whole or failed above */
+    if (store_finish_run(s, id, &r, 1, &counted, NULL, err, n)) return -1;
     return id;
 }
 

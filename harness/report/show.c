@@ -7,12 +7,61 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "roofline.h"
 #include "show.h"
 #include "store.h"
 #include "store_read.h"
+#include "validity.h"
+
+/* See show.h. */
+int show_color(FILE *out) {
+    const char *nc = getenv("NO_COLOR");
+    return isatty(fileno(out)) && !(nc && *nc) && !(getenv("TERM") && !strcmp(getenv("TERM"), "dumb"));
+}
+
+/* See show.h. */
+const char *show_validity_word(char *buf, size_t n, const char *validity, FILE *out) {
+    int invalid = !strcmp(validity, "invalid"), red = invalid && show_color(out);
+    snprintf(buf, n, "%s%s%s", red ? "\033[1;31m" : invalid ? "**" : "",
+             invalid ? "INVALID" : !strcmp(validity, "valid") ? "VALID" : "complete", red ? "\033[0m" : invalid ? "**" : "");
+    return buf;
+}
+
+/* See show.h. */
+int show_verdict(store *s, int64_t id, FILE *out) {
+    store_run r;
+    store_request_time *q;
+    int n;
+    if (store_run_load(s, id, &r) != 1 || store_request_times(s, id, &q, &n)) return -1;
+    run_outcomes o;
+    memset(&o, 0, sizeof o);
+    for (int i = 0; i < n; i++)
+        validity_add(&o, q[i].state, q[i].gen_tokens, q[i].max_tokens, r.ignore_eos,
+                     q[i].http && strcmp(r.server_cache, "on") ? q[i].cached_tokens : 0);
+    free(q);
+    char word[48];
+    fprintf(out, "run %lld: %s", (long long)id, show_validity_word(word, sizeof word, r.validity, out));
+    if (r.validity_reasons[0]) fprintf(out, "%s%s", !strcmp(r.validity, "invalid") ? ": " : " (", r.validity_reasons);
+    fprintf(out, "%s\n", r.validity_reasons[0] && strcmp(r.validity, "invalid") ? ")" : "");
+    fprintf(out, "  requests %d over %d repetition%s: %d finished (%d by length, %d at a stop), %d truncated, %d failed,"
+                 " %d rejected, %d timed out, %d cancelled\n", o.requests, r.reps, r.reps == 1 ? "" : "s", o.finished,
+            o.by_length, o.by_stop, o.truncated, o.failed, o.rejected, o.timed_out, o.cancelled);
+    if (strcmp(r.validity, "valid")) return 0; /* no figure of a run that is not a measurement */
+    double rps = store_metric_median(s, id, "request_rps"), good = store_metric_median(s, id, "goodput_rps"),
+           share = store_metric_median(s, id, "goodput_share"), rss = store_metric_median(s, id, "peak_rss_mib");
+    int any = 0;
+    if (!isnan(rps)) fprintf(out, "%s request rate %.3f req/s", any++ ? "," : " ", rps);
+    if (!isnan(good)) fprintf(out, "%s goodput %.3f req/s (%.1f%% of requests met every SLO: %s)", any++ ? "," : " ", good,
+                              100 * share, r.slo);
+    else if (!strcmp(r.mode, "open") || !strcmp(r.mode, "closed")) fprintf(out, "%s goodput: no SLO set (--slo)", any++ ? "," : " ");
+    if (!isnan(rss)) fprintf(out, "%s peak RSS %.1f MiB", any++ ? "," : " ", rss);
+    else if (r.endpoint[0]) fprintf(out, "%s peak RSS: the server's, not measured here", any++ ? "," : " ");
+    if (any) fprintf(out, "\n");
+    return 0;
+}
 
 /* `cortex-bench list`: the newest runs as a markdown table. */
 int show_list(store *s, FILE *out, int limit, char *err, size_t n) {
@@ -27,10 +76,15 @@ int show_list(store *s, FILE *out, int limit, char *err, size_t n) {
     fprintf(out, "| ---: | --- | --- | --- | --- | --- | ---: | ---: | --- | ---: |\n");
     for (int i = 0; i < nr; i++) {
         const store_list_row *w = &rows[i];
-        char tps[32] = "";
-        if (!isnan(w->tps)) snprintf(tps, sizeof tps, "%.2f", w->tps);
-        fprintf(out, "| %lld | %.19s | %s | %s | %s | %s | %d | %d | %s%s | %s |\n", (long long)w->id, w->started, w->status,
-                w->workload, w->model, w->type, w->threads, w->reps, w->commit, w->dirty ? "+dirty" : "", tps);
+        char tps[32] = "", status[64], threads[16] = "server";
+        int invalid = !strcmp(w->validity, "invalid");
+        /* an INVALID run's figures are no measurement: never printed as one */
+        if (!isnan(w->tps) && !invalid) snprintf(tps, sizeof tps, "%.2f", w->tps);
+        if (!strcmp(w->status, "complete")) show_validity_word(status, sizeof status, w->validity, out);
+        else snprintf(status, sizeof status, "%s", w->status);
+        if (!w->http) snprintf(threads, sizeof threads, "%d", w->threads);
+        fprintf(out, "| %lld | %.19s | %s | %s | %s | %s | %s | %d | %s%s | %s |\n", (long long)w->id, w->started, status,
+                w->workload, w->model, w->type, threads, w->reps, w->commit, w->dirty ? "+dirty" : "", tps);
     }
     free(rows);
     return 0;
@@ -120,6 +174,8 @@ static void show_roofline(store *db, const int64_t *ids, int n_ids, FILE *out) {
     int any = 0, hint = 0;
     for (int r = 0; r < n_ids; r++) {
         char line[512];
+        store_run ri;
+        if (store_run_load(db, ids[r], &ri) == 1 && !strcmp(ri.validity, "invalid")) continue; /* no measurement */
         int rc = roof_describe(db, ids[r], line, sizeof line);
         if (rc == 1 && n_ids > 1) fprintf(out, "%sroofline, run %lld: %s\n", any++ ? "" : "\n", (long long)ids[r], line);
         else if (rc == 1) fprintf(out, "\nroofline: %s\n", line);
@@ -137,7 +193,8 @@ static void synthetic_md(store *db, const int64_t *ids, int n_ids, FILE *out) {
         int n = load_run(db, ids[r], &ri, rows, 128);
         const sum_row *t = n > 0 ? find_row(rows, n, "tps") : NULL;
         char tps[48] = "failed (see show)";
-        if (t) snprintf(tps, sizeof tps, "%.2f ± %.2f", t->med, t->sd);
+        if (!strcmp(ri.validity, "invalid")) snprintf(tps, sizeof tps, "INVALID (see show %lld)", (long long)ids[r]);
+        else if (t) snprintf(tps, sizeof tps, "%.2f ± %.2f", t->med, t->sd);
         fprintf(out, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %s |\n", ri.model, (double)ri.model_bytes / (1 << 20), (double)ri.model_params / 1e6,
                 ri.type, ri.threads, ri.workload, tps);
     }
@@ -162,7 +219,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         show_roofline(db, ids, n_ids, out);
         return 0;
     }
-    if (csv) fprintf(out, "run,model,type,threads,workload,metric,unit,median,min,max,stddev,n\n");
+    if (csv) fprintf(out, "run,model,type,threads,workload,metric,unit,median,min,max,stddev,n,validity\n");
     else if (json) fprintf(out, "[");
     int first = 1;
     for (int r = 0; r < n_ids; r++) {
@@ -176,6 +233,27 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         const sum_row *ord[128];
         const char *label[128], *unit[128];
         int k = ordered(rows, nr, full || csv || json, ord, label, unit);
+        if (!strcmp(ri.validity, "invalid")) { /* not a measurement: its verdict instead of figures */
+            if (csv) {
+                fprintf(out, "%lld,\"%s\",%s,%d,\"%s\",,,,,,,,\"invalid: ", (long long)ids[r], ri.model, ri.type, ri.threads,
+                        ri.workload);
+                for (const char *c = ri.validity_reasons; *c; c++) fprintf(out, *c == '"' ? "\"\"" : "%c", *c);
+                fprintf(out, "\"\n");
+            } else if (json) {
+                fprintf(out, "%s\n  {\"run\": %lld, \"workload\": ", first ? "" : ",", (long long)ids[r]);
+                json_write_string(out, ri.workload, strlen(ri.workload));
+                fprintf(out, ", \"validity\": \"invalid\", \"reasons\": ");
+                json_write_string(out, ri.validity_reasons, strlen(ri.validity_reasons));
+                fprintf(out, "}");
+            } else {
+                char word[48];
+                fprintf(out, "%s**run %lld**: `%s`: %s: %s. No figure of it is a measurement (`cortex-bench show %lld`"
+                             " lists its requests).\n", r ? "\n" : "", (long long)ids[r], ri.workload,
+                        show_validity_word(word, sizeof word, "invalid", out), ri.validity_reasons, (long long)ids[r]);
+            }
+            first = 0;
+            continue;
+        }
         if (!csv && !json && ri.endpoint[0]) /* over HTTP: the server, not our threads */
             fprintf(out, "%s**run %lld**: %s at %s (HTTP), `%s`, %s loop, median of %d repetitions\n\n"
                          "| metric | median | min | max | ± sd |\n| --- | ---: | ---: | ---: | ---: |\n",
@@ -187,8 +265,9 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         for (int i = 0; i < k; i++) {
             const sum_row *w = ord[i];
             if (csv) {
-                fprintf(out, "%lld,\"%s\",%s,%d,\"%s\",%s,%s,%.6g,%.6g,%.6g,%.6g,%d\n", (long long)ids[r], ri.model,
-                        ri.type, ri.threads, ri.workload, w->name, unit[i], w->med, w->min, w->max, w->sd, w->cnt);
+                fprintf(out, "%lld,\"%s\",%s,%d,\"%s\",%s,%s,%.6g,%.6g,%.6g,%.6g,%d,%s\n", (long long)ids[r], ri.model,
+                        ri.type, ri.threads, ri.workload, w->name, unit[i], w->med, w->min, w->max, w->sd, w->cnt,
+                        ri.validity[0] ? ri.validity : "unknown");
             } else if (json) {
                 fprintf(out, "%s\n  {\"run\": %lld, \"model\": ", first ? "" : ",", (long long)ids[r]);
                 json_write_string(out, ri.model, strlen(ri.model));
@@ -202,7 +281,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
                 json_write_number(out, w->max);
                 fprintf(out, ", \"stddev\": ");
                 json_write_number(out, w->sd);
-                fprintf(out, ", \"n\": %d}", w->cnt);
+                fprintf(out, ", \"n\": %d, \"validity\": \"%s\"}", w->cnt, ri.validity[0] ? ri.validity : "unknown");
             } else {
                 fprintf(out, "| %s%s%s%s | %.2f | %.2f | %.2f | %.2f |\n", label[i], *unit[i] ? " (" : "", unit[i],
                         *unit[i] ? ")" : "", w->med, w->min, w->max, w->sd);
@@ -265,6 +344,17 @@ int show_run_facts(store *s, int64_t id, FILE *out) {
     store_run r;
     int found = store_run_load(s, id, &r);
     if (found <= 0) return found < 0 ? -1 : 1;
+    char word[48];
+    if (!strcmp(r.status, "complete") && r.validity[0]) {
+        fprintf(out, "- %s", show_validity_word(word, sizeof word, r.validity, out));
+        if (r.validity_reasons[0]) {
+            fprintf(out, "%s", !strcmp(r.validity, "invalid") ? ": " : " (");
+            show_md_inline(out, r.validity_reasons);
+            fprintf(out, "%s", !strcmp(r.validity, "invalid") ? "; not a measurement: no figure of it is shown, gated,"
+                                                                 " trended or used as a baseline" : ")");
+        }
+        fprintf(out, "\n");
+    }
     fprintf(out, "- status **%s**, started %s, finished %s%s", r.status, r.started, *r.finished ? r.finished : "(never)",
             *r.error ? ", error: " : "");
     show_md_inline(out, r.error);
@@ -296,19 +386,23 @@ static void show_items(store *s, int64_t id, FILE *out) {
     store_item *it;
     int n;
     if (store_run_load(s, id, &r) != 1 || store_items_load(s, &r, &it, &n)) return;
-    fprintf(out, "### requests (mean over repetitions)\n\n| item | adapter | prompt tok | gen tok | queue ms | TTFT ms |"
-                 " TPOT ms | TPS | canary |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+    int valid = !strcmp(r.validity, "valid") || !r.validity[0];
+    fprintf(out, "### requests (%s)\n\n| item | adapter | outcome | prompt tok | gen tok / asked | queue ms | TTFT ms |"
+                 " TPOT ms | TPS | canary |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
+            valid ? "mean over repetitions" : "outcomes only: the run is INVALID, its timings are no measurement");
     for (int i = 0; i < n; i++) {
         const store_item *q = &it[i];
-        if (*q->error && q->n_err == q->n) {
-            fprintf(out, "| %s | | %d | | | | | | error: %s |\n", q->item, q->prompt_tokens, q->error);
+        char ad[16] = "", asked[16] = "";
+        if (q->adapter >= 0) snprintf(ad, sizeof ad, "%d", q->adapter);
+        if (q->max_tokens > 0) snprintf(asked, sizeof asked, " / %d", q->max_tokens);
+        if ((*q->error && q->n_err == q->n) || !valid) {
+            fprintf(out, "| %s | %s | %s | %d | %.0f%s | | | | | %s%s |\n", q->item, ad, q->outcome, q->prompt_tokens,
+                    isnan(q->gen_tokens) ? 0 : q->gen_tokens, asked, *q->error ? "error: " : q->hash, q->error);
             continue;
         }
-        char ad[16] = "";
-        if (q->adapter >= 0) snprintf(ad, sizeof ad, "%d", q->adapter);
-        fprintf(out, "| %s | %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %s%s%s%s |\n", q->item, ad, q->prompt_tokens,
-                q->gen_tokens, q->queue, q->ttft, q->tpot, q->tps, q->hash, q->stable == 0 ? " (UNSTABLE)" : "",
-                *q->error ? ", error: " : "", q->error);
+        fprintf(out, "| %s | %s | %s | %d | %.0f%s | %.2f | %.2f | %.2f | %.2f | %s%s%s%s |\n", q->item, ad, q->outcome,
+                q->prompt_tokens, q->gen_tokens, asked, q->queue, q->ttft, q->tpot, q->tps, q->hash,
+                q->stable == 0 ? " (UNSTABLE)" : "", *q->error ? ", error: " : "", q->error);
     }
     free(it);
     fprintf(out, "\n");
@@ -365,7 +459,14 @@ int show_run(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t
         snprintf(err, n, rc > 0 ? "no run %lld in the database" : "show: query failed", (long long)id);
         return -1;
     }
-    fprintf(out, "### summary (over repetitions)\n\n");
+    show_verdict(s, id, out);
+    store_run r;
+    if (store_run_load(s, id, &r) == 1 && !strcmp(r.validity, "invalid")) { /* its outcomes; no figure */
+        fprintf(out, "\n");
+        show_items(s, id, out);
+        return 0;
+    }
+    fprintf(out, "\n### summary (over repetitions)\n\n");
     if (show_table(s, &id, 1, "md", 1, out, err, n)) return -1;
     fprintf(out, "\n");
     show_items(s, id, out);

@@ -37,6 +37,7 @@ typedef struct ep_req {
     int chunks, done, has_usage;
     long usage_prompt, usage_gen;
     double srv_prompt_ms, srv_queue_ms, srv_ttft_ms; /* the server's "timings" (NAN: it sent none) */
+    char finish[16];            /* the last finish_reason the server sent ("stop", "length"); "" none */
     uint64_t hash;              /* FNV-1a 64 of the generated text: the canary */
     float *itl;
     int n_itl, itl_cap;
@@ -96,6 +97,7 @@ static int take_payload(ep_req *r, const char *data, size_t n, double now) {
         rc = 1;
     } else {
         if (c.text_len && take_text(r, c.text, c.text_len, now)) rc = (snprintf(r->err, sizeof r->err, "out of memory"), 1);
+        if (c.finish) snprintf(r->finish, sizeof r->finish, "%s", c.finish);
         if (c.has_usage) {
             r->has_usage = 1;
             r->usage_prompt = c.prompt_tokens;
@@ -177,6 +179,7 @@ static int issue(ep_rep *ep, CURLM *m, int i, double t_issue) {
     r->srv_prompt_ms = r->srv_queue_ms = r->srv_ttft_ms = NAN;
     q->arrival_ms = t_issue - ep->t0;
     q->priority = w->priority;
+    q->max_tokens = w->max_tokens;
     sse_init(&r->sp, on_event, r);
     r->body = oai_completion_body(ep_model_of(ep->t, w->adapter), w->text, w->text_len, w->max_tokens, 0.0,
                                   ep->cfg->ignore_eos);
@@ -216,7 +219,7 @@ static void finish(ep_rep *ep, ep_req *r, CURLcode res) {
     double now = runner_now_ms();
     const wl_request *w = &ep->wl->req[r->idx];
     if (!r->end_ms) r->end_ms = now;
-    const char *state = "finished";
+    const char *state = "stop";
     char msg[sizeof ((req_result *)0)->error] = "";
     if (res == CURLE_OK && r->status == 200 && !r->is_sse && !r->err[0]) { /* a whole completion, not streamed */
         if (take_payload(r, r->raw ? r->raw : "", r->raw_len, r->end_ms) == 0) r->done = 1;
@@ -239,11 +242,13 @@ static void finish(ep_rep *ep, ep_req *r, CURLcode res) {
         state = "failed";
         snprintf(msg, sizeof msg, "the stream ended before \"data: [DONE]\" (%d chunks)", r->chunks);
     }
-    snprintf(q->state, sizeof q->state, "%s", state);
-    snprintf(q->error, sizeof q->error, "%s", msg);
     q->stream_chunks = r->chunks;
     q->prompt_tokens = r->has_usage ? (int)r->usage_prompt : 0;
     q->gen_tokens = r->has_usage ? (int)r->usage_gen : r->chunks;
+    /* finished: by length when the server says so, or (no finish_reason) when it gave every token asked */
+    if (!msg[0] && (!strcmp(r->finish, "length") || (!r->finish[0] && q->gen_tokens >= w->max_tokens))) state = "length";
+    snprintf(q->state, sizeof q->state, "%s", state);
+    snprintf(q->error, sizeof q->error, "%s", msg);
     q->queue_ms = r->srv_queue_ms;    /* the server's own split of its time, when it sends "timings" */
     q->prefill_ms = r->srv_prompt_ms; /* (llama-server and Cortex do; NAN otherwise) */
     if (!msg[0]) {

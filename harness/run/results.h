@@ -30,10 +30,13 @@ typedef struct req_result {
     double expert_bytes;    /* synthetic tests: expert weight bytes the timed prompt pass read (0: none, dense) */
     char token_hash[17];    /* FNV-1a 64 of the generated ids: the correctness canary */
     char error[200];        /* non-empty: the request failed (e.g. prompt longer than context) */
-    char state[12];         /* served: "finished", "rejected", "timeout", "cancelled", "failed"; else "" */
+    char state[12];         /* how it ended (validity.h): "stop", "length", "failed", "rejected", "timeout",
+                             * "cancelled"; schema v12 (older rows say "finished" for both stop and length) */
+    int max_tokens;         /* the tokens it asked for (a truncated request generated fewer); schema v12 */
     int priority;           /* its scheduling class (trace "priority") */
     int preempted;          /* times the scheduler dropped and recomputed its blocks */
-    int cached_tokens;      /* prompt tokens served from the prefix cache */
+    int cached_tokens;      /* prompt tokens served from the prefix cache (over HTTP: the server's own cache,
+                             * from usage.prompt_tokens_details.cached_tokens or timings.cache_n) */
     int stream_chunks;      /* over HTTP (--endpoint): streamed chunks that carried text, each one token for
                              * the ITL; gen_tokens is then the server's usage count (chunks without one) */
 } req_result;
@@ -104,6 +107,15 @@ typedef struct run_meta {
     char server[256];       /* its identity: the Server header and the models it lists; decides comparability */
     const char *server_info; /* the /v1/models answer and Server header as JSON (borrowed), NULL in-process */
     char chat_format[16];   /* "harmony": prompts submitted as harmony user turns (the challenge on gpt-oss); "" plain. Schema v11 */
+    double allow_failures;  /* --allow-failures: the share of failed or truncated requests tolerated (0: none); v12 */
+    char server_cache[8];   /* over HTTP: "off" (asked not to reuse cached prompts, the default) or "on"; "" in-process */
+    char server_build[128]; /* over HTTP: the server's build (system_fingerprint of its answers); "" unknown */
+    /* The machine as the run saw it (env_run_state, schema v12): */
+    char affinity[256];     /* the CPUs the process may use, as a list ("0-1") */
+    int cpus_allowed;       /* how many */
+    double cgroup_cpus;     /* the cgroup's CPU quota in CPUs (cpu.max); 0: none */
+    char thp[16];           /* transparent huge pages: "always", "madvise", "never", or "unknown" */
+    char load_before[48], load_after[48]; /* /proc/loadavg's three averages at the start and the end */
     char compare_key[65];   /* sha256 of everything that must match for a comparison */
 } run_meta;
 

@@ -31,6 +31,7 @@
 #include "show.h"
 #include "store.h"
 #include "store_read.h"
+#include "validity.h"
 #include "version.h"
 #include "workload.h"
 
@@ -79,6 +80,9 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     /* Prompts in a chat format are other tokens than the plain text (only when set: older keys stay). */
     if (m->chat_format[0] && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|chat=%s", m->chat_format);
+    /* a run that tolerated failures measured fewer requests than one that did not */
+    if (m->allow_failures > 0 && k > 0 && (size_t)k < sizeof buf)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "|allow_failures=%g", m->allow_failures);
     if (m->endpoint[0] && k > 0 && (size_t)k < sizeof buf)
         snprintf(buf + k, sizeof buf - (size_t)k, "|endpoint=%s|server=%s|rate=%.6g|slo=%s", m->endpoint, m->server,
                  m->rate, m->slo);
@@ -170,16 +174,20 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
         rc = runner_rep(model, wl, &cfg, ctr, &reps[r], err, sizeof err);
     }
     if (!rc && rm) roof_apply(reps, (int)o->reps, rm, hw.read_gbs, cfg.batched ? cfg.n_seq : 1);
+    run_verdict v;
+    if (!rc) validity_judge(reps, (int)o->reps, &meta, &v);
     if (rc) {
         store_fail_run(db, id, err);
         fprintf(stderr, "cortex-bench: run %lld failed: %s\n", (long long)id, err);
-    } else if (store_finish_run(db, id, reps, (int)o->reps, err, sizeof err)) {
+    } else if (store_finish_run(db, id, reps, (int)o->reps, &v, NULL, err, sizeof err)) {
         fprintf(stderr, "cortex-bench: %s\n", err);
         rc = -1;
+    } else if (!v.valid) {
+        fprintf(stderr, "cortex-bench: run %lld is INVALID: %s\n", (long long)id, v.reasons);
     }
     for (long r = 0; r < o->reps; r++) rep_free(&reps[r]);
     free(reps);
-    return rc ? 1 : 0;
+    return rc ? CB_EXIT_FAILED : v.valid ? 0 : CB_EXIT_INVALID;
 }
 
 /* The in-process half of run_execute's checks: the thread grid (-t), pinning,
@@ -227,7 +235,13 @@ static int run_model_open(const run_opts *o, const env_info *env, run_meta *meta
     snprintf(meta->model_name, sizeof meta->model_name, "%s", mi->name);
     meta->model_params = mi->n_params;
     meta->model_bytes = mi->weight_bytes;
-    /* The context the sessions will really have (cx_session_new caps it at the model's). */
+    /* The context the sessions will have: -c as given, never silently capped (a run at 256 is not a run at 2048) */
+    if (o->ctx > mi->n_ctx) {
+        cx_model_free(*model);
+        *model = NULL;
+        return cli_fail(CB_EXIT_USAGE, "-c %ld is more than the model's context of %d tokens (%s)", o->ctx, mi->n_ctx,
+                        o->model);
+    }
     meta->n_ctx = runner_n_ctx(*model, (int)o->ctx);
     return 0;
 }
@@ -264,6 +278,7 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
         else if (!strcmp(a, "--pin")) o.pin = v;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o.threads = v;
         else if (!strcmp(a, "--reps")) { if (cli_parse_int(a, v, 1, 10000, &o.reps)) return 2; }
+        else if (!strcmp(a, "--allow-failures")) { if (cli_parse_double(a, v, 0, 1, &o.allow_failures)) return 2; }
         else if (!strcmp(a, "--warmup")) { if (cli_parse_int(a, v, 0, 10000, &o.warmup)) return 2; }
         else if (!strcmp(a, "-d") || !strcmp(a, "--depth")) { if (cli_parse_int(a, v, 0, 1 << 24, &o.depth)) return 2; }
         else if (!strcmp(a, "--concurrency")) { if (cli_parse_int(a, v, 1, 100000, &o.concurrency)) return 2; }
@@ -484,6 +499,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     meta.reps = (int)o.reps;
     meta.warmup = (int)o.warmup;
     meta.ignore_eos = cfg.ignore_eos;
+    meta.allow_failures = o.allow_failures;
     meta.test_prompt = np;
     meta.test_gen = ng;
     meta.test_depth = (int)o.depth;
@@ -499,8 +515,11 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     char why[256];
     int have_rm = model && roof_model_of(model, o.kv.type, &rm, why, sizeof why) == 0;
     if (model && !have_rm) fprintf(stderr, "cortex-bench: no bytes per token (no roofline): %s\n", why);
-    int rc = 0, n_ids = 0;
+    int rc = 0, n_ids = 0, invalid = 0;
     const roof_model *rmp = have_rm ? &rm : NULL;
+    /* An INVALID run is stored as such and the next one still runs; the exit code says so at the end. */
+#define RUN_ONE(c, m) ((rc = run_one(db, model, wlp, &o, c, m, &env, ctr, rmp, &ids[n_ids])) == CB_EXIT_INVALID \
+                           ? (invalid = 1, rc = 0) : rc)
     const wl_workload *wlp = wl_path ? &wl : NULL;
     for (int t = 0; t < n_threads && !rc && n_ids < RUN_MAX_RUNS; t++) {
         cfg.threads = threads[t];
@@ -514,11 +533,14 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
             sat_cfg.concurrency = !o.endpoint ? cfg.max_seqs : o.concurrency > 1 ? (int)o.concurrency : 8;
             snprintf(sat_meta.mode, sizeof sat_meta.mode, "closed");
             sat_meta.concurrency = sat_cfg.concurrency;
-            rc = run_one(db, model, wlp, &o, sat_cfg, sat_meta, &env, ctr, rmp, &ids[n_ids]);
+            int sat_invalid = (rc = run_one(db, model, wlp, &o, sat_cfg, sat_meta, &env, ctr, rmp, &ids[n_ids])) ==
+                              CB_EXIT_INVALID;
             int64_t sat_id = ids[n_ids++];
             double sat = rc ? NAN : store_metric_median(db, sat_id, "request_rps");
-            if (!rc && (store_run_set_sweep(db, sat_id, sat_id) || !(sat > 0)))
-                rc = cli_fail(1, "rate sweep: run %lld measured no saturation rate", (long long)sat_id);
+            if (sat_invalid) /* its rate is no measurement: the sweep has nothing to scale */
+                cli_fail(CB_EXIT_INVALID, "rate sweep: the saturation run %lld is INVALID: no sweep", (long long)sat_id);
+            else if (!rc && (store_run_set_sweep(db, sat_id, sat_id) || !(sat > 0)))
+                rc = cli_fail(CB_EXIT_FAILED, "rate sweep: run %lld measured no saturation rate", (long long)sat_id);
             if (!rc) printf("rate sweep: saturation %.3f requests/s (run %lld, closed loop, %d clients)\n", sat,
                             (long long)sat_id, sat_cfg.concurrency);
             for (int k = 0; k < 6 && !rc && n_ids < RUN_MAX_RUNS; k++) {
@@ -526,7 +548,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
                 meta.sweep = sat_id;
                 snprintf(meta.mode, sizeof meta.mode, "open");
                 meta.concurrency = 0;
-                rc = run_one(db, model, wlp, &o, cfg, meta, &env, ctr, rmp, &ids[n_ids]);
+                RUN_ONE(cfg, meta);
                 n_ids++;
             }
             continue;
@@ -537,10 +559,12 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
                 snprintf(meta.mode, sizeof meta.mode, "open");
                 meta.concurrency = 0;
             }
-            rc = run_one(db, model, wlp, &o, cfg, meta, &env, ctr, rmp, &ids[n_ids]);
+            RUN_ONE(cfg, meta);
             n_ids++;
         }
     }
+#undef RUN_ONE
+    if (!rc && invalid) rc = CB_EXIT_INVALID;
     *n_ids_out = n_ids;
     ctr_close(ctr);
     cx_model_free(model);
@@ -583,22 +607,29 @@ int cmd_run(int argc, char **argv) {
     int64_t ids[RUN_MAX_RUNS];
     int n_ids = 0;
     rc = run_execute(&o, ids, &n_ids);
-    if (rc || !n_ids) return rc;
+    if ((rc && rc != CB_EXIT_INVALID) || !n_ids) return rc;
     store *db;
     char err[512];
-    if (store_open(o.db, &db, err, sizeof err)) return cli_fail(1, "%s", err);
-    if (show_table(db, ids, n_ids, o.fmt, 0, stdout, err, sizeof err)) rc = cli_fail(1, "%s", err);
+    if (store_open(o.db, &db, err, sizeof err)) return cli_fail(CB_EXIT_FAILED, "%s", err);
+    if (show_table(db, ids, n_ids, o.fmt, 0, stdout, err, sizeof err)) rc = cli_fail(CB_EXIT_FAILED, "%s", err);
     else if (!strcmp(o.fmt, "md")) {
         for (int i = 0; i < n_ids; i++) { /* under Zipf popularity: who pays */
+            store_run r;
+            if (store_run_load(db, ids[i], &r) == 1 && !strcmp(r.validity, "invalid")) continue;
             printf("\n");
             show_adapters(db, ids[i], stdout);
             show_kv(db, ids[i], stdout);
             show_server(db, ids[i], stdout);
         }
+        printf("\n");
+        for (int i = 0; i < n_ids; i++) show_verdict(db, ids[i], stdout);
         printf("\nstored as run%s", n_ids > 1 ? "s" : "");
         for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);
         printf(" in %s (cortex-bench show RUN for details)\n", o.db);
     }
+    if (rc == CB_EXIT_INVALID) /* the last line: which runs are no measurement, and the exit code */
+        fprintf(stderr, "cortex-bench: exit %d: INVALID runs are stored as such and are no measurement"
+                        " (--allow-failures SHARE tolerates failed or truncated requests)\n", CB_EXIT_INVALID);
     store_close(db);
     return rc;
 }

@@ -18,6 +18,7 @@ typedef struct run_opts {
     const char *model, *tokenizer, *workload, *db, *fmt, *pin, *threads;
     long reps, warmup, depth, concurrency, ctx;
     int mode, respect_eos, no_progress;
+    double allow_failures; /* --allow-failures SHARE: failed or truncated requests tolerated (validity.h) */
     long max_seqs, max_batch_tokens, max_queue; /* the scheduler (--max-seqs ...) */
     int sched_given;  /* one of them was given: refused for synthetic tests */
     int kv_given;     /* a --kv-* flag or --prefix-cache was given: refused with --endpoint */
@@ -42,11 +43,13 @@ void run_opts_init(run_opts *o);
 /* Parse run flags onto `o`; 0, or 2 after printing the problem. */
 int run_opts_parse(run_opts *o, int argc, char **argv);
 /* Run: one stored run per thread count (and per --rate), ids into `ids` (RUN_MAX_RUNS
- * entries). 0, 1 (the run failed) or 2 (bad input), after printing why. */
+ * entries). CB_EXIT_OK, CB_EXIT_FAILED, CB_EXIT_USAGE or CB_EXIT_INVALID (a run is
+ * INVALID: stored so, the others still run), after printing why. */
 int run_execute(const run_opts *o, int64_t *ids, int *n_ids);
 /* One run of workload `wl` through run_execute, as the gate and calibrate
  * run their workloads (no progress line, one thread count); `argc`/`argv` is
- * the command line recorded with it. The run id, or -1 after printing why. */
+ * the command line recorded with it. The run id (which may be an INVALID
+ * run: the caller checks), or -1 after printing why. */
 int64_t run_once(const char *model, const char *wl, const char *db, const char *threads, int reps, int warmup, int argc,
                  char **argv);
 /* run_endpoint.c: the --endpoint half of run_execute's checks: the flags

@@ -17,6 +17,7 @@
 #include "kv_metrics.h"
 #include "rng.h"
 #include "stats.h"
+#include "validity.h"
 
 /* See runner.h. */
 int runner_n_ctx(const cx_model *m, int asked) {
@@ -369,7 +370,7 @@ static void set_percentiles(rep_result *out, const char *name, double *v, size_t
 
 /* 1 if q finished and met every SLO the run set (docs/metrics.md, goodput). */
 static int meets_slo(const req_result *q, const run_config *cfg) {
-    if (strcmp(q->state, "finished")) return 0;
+    if (!req_finished(q)) return 0;
     if (cfg->slo_ttft_ms > 0 && !(q->ttft_ms <= cfg->slo_ttft_ms)) return 0;
     if (cfg->slo_tpot_ms > 0 && q->gen_tokens > 1 && !(q->tpot_ms <= cfg->slo_tpot_ms)) return 0;
     if (cfg->slo_e2e_ms > 0 && !(q->e2e_ms <= cfg->slo_e2e_ms)) return 0;
@@ -379,17 +380,17 @@ static int meets_slo(const req_result *q, const run_config *cfg) {
 /* A served run's request outcomes, request rate and goodput (vLLM's
  * definition: requests meeting every SLO, per second of the run). */
 static void served_metrics(rep_result *out, double makespan_ms, const run_config *cfg) {
-    static const char *const states[] = {"finished", "rejected", "timeout", "cancelled", "failed"};
-    static const char *const names[] = {"requests_finished", "requests_rejected", "requests_timed_out",
-                                        "requests_cancelled", "requests_failed"};
-    int count[5] = {0}, good = 0;
-    for (int i = 0; i < out->n_req; i++) {
-        const req_result *q = &out->req[i];
-        for (int k = 0; k < 5; k++) count[k] += !strcmp(q->state, states[k]);
-        good += meets_slo(q, cfg);
-    }
-    for (int k = 0; k < 5; k++) rep_set_metric(out, names[k], count[k]);
-    rep_set_metric(out, "request_rps", count[0] / (makespan_ms / 1e3));
+    run_outcomes o;
+    validity_count(out, 1, cfg->ignore_eos, &o);
+    int good = 0;
+    for (int i = 0; i < out->n_req; i++) good += meets_slo(&out->req[i], cfg);
+    rep_set_metric(out, "requests_finished", o.finished);
+    rep_set_metric(out, "requests_truncated", o.truncated);
+    rep_set_metric(out, "requests_rejected", o.rejected);
+    rep_set_metric(out, "requests_timed_out", o.timed_out);
+    rep_set_metric(out, "requests_cancelled", o.cancelled);
+    rep_set_metric(out, "requests_failed", o.failed);
+    rep_set_metric(out, "request_rps", o.finished / (makespan_ms / 1e3));
     if (cfg->slo_ttft_ms > 0 || cfg->slo_tpot_ms > 0 || cfg->slo_e2e_ms > 0) {
         rep_set_metric(out, "goodput_share", out->n_req ? (double)good / out->n_req : 0);
         rep_set_metric(out, "goodput_rps", good / (makespan_ms / 1e3));
@@ -527,6 +528,9 @@ static int synthetic_rep(const cx_model *m, const run_config *cfg, rep_state *st
     double t0 = runner_now_ms();
     int rc = cfg->n_seq ? serve_multiseq(st, q, err, errlen) : serve_synthetic(st, q, err, errlen);
     *makespan = runner_now_ms() - t0;
+    /* a test generates exactly its tokens (ignoring end of text) or does not fit the context */
+    q->max_tokens = cfg->test_gen * (cfg->n_seq > 1 ? cfg->n_seq : 1);
+    snprintf(q->state, sizeof q->state, "%s", q->error[0] ? "failed" : "length");
     kv_metrics_sample(st->cache, &st->peak);
     return rc;
 }

@@ -56,10 +56,11 @@ static void sleep_until_ms(double t_ms) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
 }
 
-/* The final state's name, as stored per request. */
-static const char *state_name(int state) {
+/* The final state's name, as stored per request (validity.h): a finished
+ * request says whether it stopped by length or at a stop. */
+static const char *state_name(int state, int reason) {
     switch (state) {
-    case CX_REQ_FINISHED: return "finished";
+    case CX_REQ_FINISHED: return reason == CX_STOP_LENGTH ? "length" : "stop";
     case CX_REQ_CANCELLED: return "cancelled";
     case CX_REQ_TIMEOUT: return "timeout";
     default: return "failed";
@@ -90,7 +91,7 @@ static void on_done(void *user, const cx_request_stats *st) {
     q->itl_ms = st->n_gen > 1 ? malloc(sizeof(float) * (size_t)(st->n_gen - 1)) : NULL;
     for (int k = 0; q->itl_ms && k + 1 < st->n_gen; k++) q->itl_ms[q->n_itl++] = (float)((double)st->itl_ns[k] * ns);
     runner_token_hash(st->tokens, st->n_gen, q->token_hash);
-    snprintf(q->state, sizeof q->state, "%s", state_name(st->state));
+    snprintf(q->state, sizeof q->state, "%s", state_name(st->state, st->reason));
     if (st->state == CX_REQ_FAILED) snprintf(q->error, sizeof q->error, "%.*s", (int)sizeof q->error - 1, st->error);
     else if (st->state == CX_REQ_TIMEOUT)
         snprintf(q->error, sizeof q->error, "timed out after %.0f ms with %d tokens", q->e2e_ms, st->n_gen);
@@ -107,6 +108,7 @@ static void issue(serve_state *ss, cx_sched *s, int i, double t_issue) {
     sr->issue_ms = t_issue;
     q->arrival_ms = t_issue - ss->t0;
     q->priority = w->priority;
+    q->max_tokens = w->max_tokens;
     cx_request r = cx_request_defaults();
     r.prompt = sr->ids;
     r.n_prompt = sr->n_ids;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "prom.h"
+#include "validity.h"
 #include "stats.h"
 #include "store_row.h"
 
@@ -140,6 +141,43 @@ static const char *const MIGRATIONS[] = {
      * prompt of the challenge set as a gpt-oss user turn); NULL when the
      * prompts went in as plain text (every run before). */
     "ALTER TABLE runs ADD COLUMN chat_format TEXT;",
+    /* 11 -> 12: honest verdicts (docs/harness.md, "VALID and INVALID").
+     * Per run: whether it is a measurement at all (validity 'valid' or
+     * 'invalid') and why not, the share of failed requests it was allowed;
+     * the machine as the run saw it (the CPUs it could use, the cgroup's CPU
+     * quota, transparent huge pages, load average before and after); over
+     * HTTP the server's build (system_fingerprint) and whether its prompt
+     * cache was allowed. Per environment the CPU's identity (vendor, family,
+     * model, stepping, microcode). Per request the max_tokens it asked for
+     * (state now says how it ended: stop, length, failed, rejected, timeout,
+     * cancelled). Per verdict the two runs it judged. Runs stored before
+     * are judged once here by the one rule their rows allow: a complete run
+     * with a failed request is INVALID (truncation cannot be told without
+     * max_tokens). */
+    "ALTER TABLE runs ADD COLUMN validity TEXT CHECK (validity IN ('valid', 'invalid'));"
+    "ALTER TABLE runs ADD COLUMN validity_reasons TEXT;"
+    "ALTER TABLE runs ADD COLUMN allow_failures REAL;"
+    "ALTER TABLE runs ADD COLUMN affinity TEXT;"
+    "ALTER TABLE runs ADD COLUMN cpus_allowed INTEGER;"
+    "ALTER TABLE runs ADD COLUMN cgroup_cpus REAL;"
+    "ALTER TABLE runs ADD COLUMN thp TEXT;"
+    "ALTER TABLE runs ADD COLUMN load_before TEXT;"
+    "ALTER TABLE runs ADD COLUMN load_after TEXT;"
+    "ALTER TABLE runs ADD COLUMN server_build TEXT;"
+    "ALTER TABLE runs ADD COLUMN server_cache TEXT;"
+    "ALTER TABLE environments ADD COLUMN cpu_vendor TEXT;"
+    "ALTER TABLE environments ADD COLUMN cpu_family INTEGER;"
+    "ALTER TABLE environments ADD COLUMN cpu_model_id INTEGER;"
+    "ALTER TABLE environments ADD COLUMN cpu_stepping INTEGER;"
+    "ALTER TABLE environments ADD COLUMN microcode TEXT;"
+    "ALTER TABLE requests ADD COLUMN max_tokens INTEGER;"
+    "ALTER TABLE verdicts ADD COLUMN base_run INTEGER;"
+    "ALTER TABLE verdicts ADD COLUMN cand_run INTEGER;"
+    "UPDATE runs SET validity = CASE WHEN EXISTS (SELECT 1 FROM requests q WHERE q.run_id = runs.id AND q.error IS NOT NULL)"
+    "  THEN 'invalid' ELSE 'valid' END WHERE status = 'complete';"
+    "UPDATE runs SET validity_reasons = (SELECT count(*) FROM requests q WHERE q.run_id = runs.id AND q.error IS NOT NULL)"
+    "  || ' of ' || (SELECT count(*) FROM requests q WHERE q.run_id = runs.id) || ' requests failed (judged when the"
+    " database moved to schema v12)' WHERE validity = 'invalid';",
 };
 
 /* Format an error as "DB: what: sqlite message". */
@@ -300,9 +338,11 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
                    " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config, workload_meta,"
-                   " sched_config, rate, slo, sweep, endpoint, server, server_info, chat_format)"
-                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                "titittttttittttiiiiiitittiiititdtttdtdtttt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                   " sched_config, rate, slo, sweep, endpoint, server, server_info, chat_format, allow_failures,"
+                   " affinity, cpus_allowed, cgroup_cpus, thp, load_before, server_build, server_cache)"
+                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                   "?,?,?,?,?,?,?,?)",
+                "titittttttittttiiiiiitittiiititdtttdtdtttt" "dtddtttt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,
@@ -313,7 +353,11 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                 m->kv_config[0] ? m->kv_config : NULL, m->workload_meta, m->sched_config[0] ? m->sched_config : NULL,
                 m->rate > 0 ? m->rate : NAN, m->slo[0] ? m->slo : NULL, m->sweep > 0 ? (double)m->sweep : NAN,
                 m->endpoint[0] ? m->endpoint : NULL, m->server[0] ? m->server : NULL, m->server_info,
-                m->chat_format[0] ? m->chat_format : NULL)) {
+                m->chat_format[0] ? m->chat_format : NULL, m->allow_failures > 0 ? m->allow_failures : NAN,
+                m->affinity[0] ? m->affinity : NULL, m->cpus_allowed > 0 ? (double)m->cpus_allowed : NAN,
+                m->cgroup_cpus > 0 ? m->cgroup_cpus : NAN, m->thp[0] ? m->thp : NULL,
+                m->load_before[0] ? m->load_before : NULL, m->server_build[0] ? m->server_build : NULL,
+                m->server_cache[0] ? m->server_cache : NULL)) {
         db_fail(s, err, n, "record run");
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
@@ -422,7 +466,8 @@ static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int
     return rc;
 }
 
-int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, char *err, size_t n) {
+int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, const run_verdict *v,
+                     const char *load_after, char *err, size_t n) {
     if (exec(s, "BEGIN IMMEDIATE", err, n, "begin results")) return -1;
     const char *what = "write metrics";
     int rc = 0;
@@ -437,14 +482,16 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
             char *itl = itl_json(q);
             rc = !itl || run_sql(s, "INSERT INTO requests (run_id, rep, idx, item, adapter, arrival_ms, queue_ms,"
                                     " prefill_ms, ttft_ms, decode_ms, e2e_ms, tpot_ms, prompt_tokens, gen_tokens, itl_ms,"
-                                    " token_hash, error, state, priority, preempted, cached_tokens, stream_chunks)"
-                                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                 "iiitiddddddd" "iittt" "tiii" "d", id, (int64_t)r, (int64_t)q->idx, q->item,
+                                    " token_hash, error, state, priority, preempted, cached_tokens, stream_chunks,"
+                                    " max_tokens)"
+                                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 "iiitiddddddd" "iittt" "tiii" "dd", id, (int64_t)r, (int64_t)q->idx, q->item,
                                  (int64_t)q->adapter, q->arrival_ms, q->queue_ms, q->prefill_ms, q->ttft_ms, q->decode_ms,
                                  q->e2e_ms, q->tpot_ms, (int64_t)q->prompt_tokens, (int64_t)q->gen_tokens, itl,
                                  q->token_hash, q->error[0] ? q->error : NULL, q->state[0] ? q->state : NULL,
                                  (int64_t)q->priority, (int64_t)q->preempted, (int64_t)q->cached_tokens,
-                                 rp->http ? (double)q->stream_chunks : NAN);
+                                 rp->http ? (double)q->stream_chunks : NAN,
+                                 q->max_tokens > 0 ? (double)q->max_tokens : NAN);
             free(itl);
         }
         what = "write server metrics";
@@ -466,7 +513,11 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
     }
     char now[40];
     now_iso(now, sizeof now);
-    if (!rc) what = "complete run", rc = run_sql(s, "UPDATE runs SET status = 'complete', finished_at = ? WHERE id = ?", "ti", now, id);
+    if (!rc)
+        what = "complete run",
+        rc = run_sql(s, "UPDATE runs SET status = 'complete', finished_at = ?, validity = ?, validity_reasons = ?,"
+                        " load_after = ? WHERE id = ?", "tttti", now, v->valid ? "valid" : "invalid",
+                     v->valid ? (v->note[0] ? v->note : NULL) : v->reasons, load_after && *load_after ? load_after : NULL, id);
     if (rc) {
         db_fail(s, err, n, what);
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -515,7 +566,7 @@ int store_tag_run(store *s, int64_t id, const char *name) {
     time_t t = time(NULL);
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
     if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO tags (name, run_id, created_at) SELECT ?, id, ? FROM runs"
-                                        " WHERE id = ? AND status = 'complete'", -1, &st, NULL) == SQLITE_OK) {
+                                        " WHERE id = ? AND " STORE_MEASUREMENT("runs"), -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(st, 3, id);
@@ -523,6 +574,32 @@ int store_tag_run(store *s, int64_t id, const char *name) {
         sqlite3_finalize(st);
     }
     return rc;
+}
+
+/* See store.h. One transaction: the tag leaves every other run of the same
+ * configuration (compare_key) and workload, then names `id`. */
+int store_move_tag(store *s, int64_t id, const char *name, int64_t *previous) {
+    char err[256];
+    sqlite3_stmt *st;
+    *previous = 0;
+    if (exec(s, "BEGIN IMMEDIATE", err, sizeof err, "begin tag")) return -1;
+    if (sqlite3_prepare_v2(s->db, "SELECT max(t.run_id) AS prev FROM tags t JOIN runs r ON r.id = t.run_id"
+                                  " JOIN runs me ON me.id = ?2 WHERE t.name = ?1 AND t.run_id != ?2"
+                                  " AND r.compare_key IS me.compare_key AND r.workload = me.workload", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, id);
+        if (sqlite3_step(st) == SQLITE_ROW) *previous = row_int(st, "prev");
+    }
+    sqlite3_finalize(st);
+    int rc = run_sql(s, "DELETE FROM tags WHERE name = ?1 AND run_id != ?2 AND run_id IN (SELECT r.id FROM runs r"
+                        " JOIN runs me ON me.id = ?2 WHERE r.compare_key IS me.compare_key AND r.workload = me.workload)",
+                     "ti", name, id);
+    if (!rc) rc = store_tag_run(s, id, name);
+    if (rc) {
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    return exec(s, "COMMIT", err, sizeof err, "commit tag");
 }
 
 /* See store.h. */

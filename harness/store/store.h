@@ -18,10 +18,16 @@
 
 #include "env.h"
 #include "results.h"
+#include "validity.h"
 
-#define STORE_SCHEMA_VERSION 11
+#define STORE_SCHEMA_VERSION 12
 
 typedef struct store store;
+
+/* The SQL condition under which run `alias` is a measurement: complete and
+ * VALID (validity.h). Gates, baselines, trends, sweeps, the challenge's
+ * thread-count siblings and commit references take only these. */
+#define STORE_MEASUREMENT(alias) "(" alias ".status = 'complete' AND " alias ".validity = 'valid')"
 
 /* Open (creating and migrating as needed). The parent directory must exist,
  * except the default reports/ which callers create. */
@@ -39,13 +45,23 @@ struct sqlite3 *store_db(store *s);
 int64_t store_env_id(store *s, const env_info *e);
 
 int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run_id, char *err, size_t errlen);
-int store_finish_run(store *s, int64_t run_id, const rep_result *reps, int n_reps, char *err, size_t errlen);
+/* Write every result of the run and its verdict (validity.h; load_after: /proc/loadavg at the end, or NULL) and
+ * mark it complete, in one transaction. */
+int store_finish_run(store *s, int64_t run_id, const rep_result *reps, int n_reps, const run_verdict *v,
+                     const char *load_after, char *errbuf, size_t errlen);
 /* Mark a run failed with a reason (best effort, own transaction). */
 int store_fail_run(store *s, int64_t run_id, const char *reason);
 
-/* Tag complete run `id` as `name` (moving the tag if it named another run);
- * 0, or -1 when there is no such complete run. */
+/* Tag run `id`, a measurement (STORE_MEASUREMENT), as `name`; 0, or -1 when
+ * there is no such run. Several runs may carry a tag (one per configuration:
+ * see store_move_tag). */
 int store_tag_run(store *s, int64_t id, const char *name);
+/* Move tag `name` to run `id` (a measurement) within its configuration: the
+ * tag leaves the other runs with the same compare_key and workload (the
+ * previous one of them into *previous, 0 when none) and names `id`; runs
+ * of other configurations keep theirs, so each configuration (workload,
+ * machine, model, build, ...) has its own baseline. 0, or -1. */
+int store_move_tag(store *s, int64_t id, const char *name, int64_t *previous);
 
 /* Cached SHA-256 of a model file, keyed by path, size and mtime; 1 if found. */
 int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime_ns, char out[65]);

@@ -237,7 +237,7 @@ int store_metric_history(store *s, const char *name, const char *workload, store
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(store_db(s), "SELECT r.compare_key, r.workload, r.id, substr(r.git_commit, 1, 10) AS commit10,"
                                         " r.git_dirty, m.median FROM runs r JOIN summary m ON m.run_id = r.id AND m.name = ?1"
-                                        " WHERE r.status = 'complete' AND (?2 IS NULL OR r.workload = ?2)"
+                                        " WHERE " STORE_MEASUREMENT("r") " AND (?2 IS NULL OR r.workload = ?2)"
                                         " ORDER BY r.compare_key, r.workload, r.id", -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);

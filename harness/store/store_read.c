@@ -25,7 +25,10 @@ const char *store_errmsg(store *s) { return sqlite3_errmsg(store_db(s)); }
     " r.threads, r.reps, r.warmup, r.n_ctx, r.pinned, r.git_commit, r.git_dirty, r.build_type, r.build_flags,"            \
     " r.counter_mode, r.compare_key, r.cmdline, r.isa, r.kv_config, r.env_id, r.hw_id,"                                   \
     " r.sched_config, r.rate, r.slo, r.sweep, r.endpoint, r.server, r.chat_format,"                                         \
-    " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint"            \
+    " r.validity, r.validity_reasons, r.allow_failures, r.affinity, r.cpus_allowed, r.cgroup_cpus, r.thp, r.load_before,"  \
+    " r.load_after, r.server_build, r.server_cache, r.ignore_eos,"                                                                    \
+    " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint,"           \
+    " e.cpu_vendor, e.cpu_family, e.cpu_model_id, e.cpu_stepping, e.microcode"                                            \
     " FROM runs r LEFT JOIN environments e ON e.id = r.env_id"
 
 /* Fill *r from the current row of a RUN_SELECT query. */
@@ -65,7 +68,24 @@ static void run_fill(sqlite3_stmt *st, store_run *r) {
     TEXT(compiler, "compiler");
     TEXT(governor, "governor");
     TEXT(fingerprint, "fingerprint");
+    TEXT(validity, "validity");
+    TEXT(validity_reasons, "validity_reasons");
+    TEXT(affinity, "affinity");
+    TEXT(thp, "thp");
+    TEXT(load_before, "load_before");
+    TEXT(load_after, "load_after");
+    TEXT(server_build, "server_build");
+    TEXT(server_cache, "server_cache");
+    r->ignore_eos = (int)row_int(st, "ignore_eos");
+    TEXT(cpu_vendor, "cpu_vendor");
+    TEXT(microcode, "microcode");
 #undef TEXT
+    r->allow_failures = row_null(st, "allow_failures") ? 0 : row_num(st, "allow_failures");
+    r->cpus_allowed = (int)row_int(st, "cpus_allowed");
+    r->cgroup_cpus = row_null(st, "cgroup_cpus") ? 0 : row_num(st, "cgroup_cpus");
+    r->cpu_family = row_null(st, "cpu_family") ? -1 : (int)row_int(st, "cpu_family");
+    r->cpu_model_id = row_null(st, "cpu_model_id") ? -1 : (int)row_int(st, "cpu_model_id");
+    r->cpu_stepping = row_null(st, "cpu_stepping") ? -1 : (int)row_int(st, "cpu_stepping");
     r->concurrency = (int)row_int(st, "concurrency");
     r->model_params = row_int(st, "model_params");
     r->model_bytes = row_int(st, "model_bytes");
@@ -94,7 +114,7 @@ int store_sweep_load(store *s, int64_t sweep, store_sweep_point **out, int *n) {
         " (SELECT median FROM summary WHERE run_id = r.id AND name = 'ttft_ms_p99') AS t99,"
         " (SELECT median FROM summary WHERE run_id = r.id AND name = 'tpot_ms_p50') AS p50,"
         " (SELECT median FROM summary WHERE run_id = r.id AND name = 'goodput_rps') AS good"
-        " FROM runs r WHERE r.sweep = ?1 AND r.status = 'complete' ORDER BY r.id", sweep, 0);
+        " FROM runs r WHERE r.sweep = ?1 AND " STORE_MEASUREMENT("r") " ORDER BY r.id", sweep, 0);
     if (!st) return -1;
     int cap = 0, rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -143,7 +163,7 @@ int store_list_runs(store *s, int limit, store_list_row **out, int *n) {
     *n = 0;
     sqlite3_stmt *st = row_prepare(s,
         "SELECT r.id, r.started_at, r.status, r.workload, r.model_name, r.model_type, r.threads, r.reps,"
-        " substr(r.git_commit, 1, 10) AS commit10, r.git_dirty,"
+        " substr(r.git_commit, 1, 10) AS commit10, r.git_dirty, r.validity, r.endpoint IS NOT NULL AS http,"
         " (SELECT median FROM summary WHERE run_id = r.id AND name IN ('tps', 'output_tps') ORDER BY name = 'tps' DESC"
         "  LIMIT 1) AS tps FROM runs r ORDER BY r.id DESC LIMIT ?1", limit, 0);
     if (!st) return -1;
@@ -161,6 +181,8 @@ int store_list_runs(store *s, int limit, store_list_row **out, int *n) {
         w->threads = (int)row_int(st, "threads");
         w->reps = (int)row_int(st, "reps");
         w->dirty = (int)row_int(st, "git_dirty");
+        w->http = (int)row_int(st, "http");
+        row_copy(st, "validity", w->validity, sizeof w->validity);
         w->tps = row_num(st, "tps");
     }
     sqlite3_finalize(st);
@@ -195,6 +217,7 @@ int store_items_load(store *s, const store_run *r, store_item **items, int *n) {
         " avg(q.ttft_ms) AS ttft, avg(q.tpot_ms) AS tpot, avg(q.e2e_ms) AS e2e,"
         " avg(CASE WHEN q.error IS NULL AND q.e2e_ms > q.queue_ms THEN q.gen_tokens / ((q.e2e_ms - q.queue_ms) / 1000.0) END) AS tps,"
         " max(q.error) AS error, count(*) AS n, sum(q.error IS NOT NULL) AS n_err, max(c.token_hash) AS hash,"
+        " group_concat(DISTINCT coalesce(q.state, '')) AS outcome, max(q.max_tokens) AS max_tokens,"
         " max(c.stable) AS stable"
         " FROM requests q LEFT JOIN canaries c ON c.run_id = q.run_id AND c.item = q.item"
         " WHERE q.run_id = ?1 GROUP BY q.idx ORDER BY q.idx", r->id, 0);
@@ -218,6 +241,9 @@ int store_items_load(store *s, const store_run *r, store_item **items, int *n) {
         it->n_err = (int)row_int(st, "n_err");
         row_copy(st, "hash", it->hash, sizeof it->hash);
         it->stable = row_null(st, "stable") ? -1 : (int)row_int(st, "stable");
+        row_copy(st, "outcome", it->outcome, sizeof it->outcome);
+        for (char *c = it->outcome; *c; c++) *c = *c == ',' ? '/' : *c; /* group_concat's commas */
+        it->max_tokens = (int)row_int(st, "max_tokens");
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return -1;
@@ -325,7 +351,8 @@ int store_request_times(store *s, int64_t run, store_request_time **out, int *n)
     *out = NULL;
     *n = 0;
     sqlite3_stmt *st = row_prepare(s, "SELECT arrival_ms / 1000.0 AS arrival_s, ttft_ms, e2e_ms, queue_ms, decode_ms, rep,"
-                                      " idx, prompt_tokens, gen_tokens, item, token_hash, error"
+                                      " idx, prompt_tokens, gen_tokens, item, token_hash, error, state, max_tokens,"
+                                      " cached_tokens, stream_chunks IS NOT NULL AS http"
                                       " FROM requests WHERE run_id = ?1 ORDER BY rep, idx", run, 0);
     if (!st) return -1;
     int cap = 0, rc;
@@ -344,6 +371,10 @@ int store_request_times(store *s, int64_t run, store_request_time **out, int *n)
         t->failed = *row_text(st, "error") || row_null(st, "ttft_ms") || row_null(st, "e2e_ms");
         row_copy(st, "item", t->item, sizeof t->item);
         row_copy(st, "token_hash", t->token_hash, sizeof t->token_hash);
+        row_copy(st, "state", t->state, sizeof t->state);
+        t->max_tokens = (int)row_int(st, "max_tokens");
+        t->cached_tokens = (int)row_int(st, "cached_tokens");
+        t->http = (int)row_int(st, "http");
         row_copy(st, "error", t->error, sizeof t->error);
     }
     sqlite3_finalize(st);
@@ -354,7 +385,7 @@ int store_request_times(store *s, int64_t run, store_request_time **out, int *n)
 int store_run_siblings(store *s, int64_t run, int64_t *ids, int cap) {
     sqlite3_stmt *st = row_prepare(s,
         "SELECT o.id AS id, o.threads AS threads, o.id = r.id AS self FROM runs r JOIN runs o"
-        " ON (o.id = r.id OR (o.status = 'complete' AND o.threads IS NOT r.threads))"
+        " ON (o.id = r.id OR (" STORE_MEASUREMENT("o") " AND o.threads IS NOT r.threads))"
         " AND o.workload_hash IS r.workload_hash AND o.model_sha256 IS r.model_sha256"
         " AND o.git_commit IS r.git_commit AND o.git_dirty IS r.git_dirty AND o.build_type IS r.build_type"
         " AND o.build_flags IS r.build_flags AND o.env_id IS r.env_id AND o.isa IS r.isa AND o.kv_config IS r.kv_config"
@@ -447,7 +478,7 @@ int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int
     sqlite3_stmt *st = row_prepare(s,
         "SELECT r.id AS id FROM runs r LEFT JOIN runs me ON me.id = ?1"
         " WHERE r.id != ?3 AND (r.id IN (SELECT run_id FROM tags WHERE name = ?2)"
-        "    OR (NOT EXISTS (SELECT 1 FROM tags WHERE name = ?2) AND length(?2) >= 4 AND r.status = 'complete'"
+        "    OR (NOT EXISTS (SELECT 1 FROM tags WHERE name = ?2) AND length(?2) >= 4 AND " STORE_MEASUREMENT("r")
         "        AND r.git_commit LIKE ?2 || '%'))"
         " ORDER BY (r.compare_key IS me.compare_key AND r.workload = me.workload) DESC, r.workload = me.workload DESC,"
         " (SELECT max(created_at) FROM tags t WHERE t.run_id = r.id AND t.name = ?2) DESC, r.id DESC LIMIT 1", like, 0);

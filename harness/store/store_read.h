@@ -24,6 +24,15 @@ typedef struct store_run {
     char sched_config[96], slo[96]; /* served runs (schema v8); "" otherwise */
     char endpoint[512], server[256]; /* runs over HTTP (schema v9): the base URL and the server's identity; "" in-process */
     char chat_format[16];   /* schema v11: "harmony" when prompts went in as harmony user turns; "" plain */
+    /* schema v12: "valid" or "invalid" ("" for a run that never completed), and why (validity.h: INVALID's
+     * reasons, or what a VALID run's --allow-failures tolerated); the machine as the run saw it; over HTTP
+     * the server's build and whether its prompt cache was allowed ("off", "on") */
+    char validity[16], validity_reasons[1024];
+    double allow_failures, cgroup_cpus;
+    char affinity[256], thp[16], load_before[48], load_after[48], server_build[128], server_cache[8];
+    int cpus_allowed, ignore_eos;
+    char cpu_vendor[32], microcode[32];
+    int cpu_family, cpu_model_id, cpu_stepping; /* -1: not recorded */
     int dirty, reps, threads, warmup, n_ctx, concurrency, logical_cores;
     double rate;    /* open loop at this Poisson rate; 0: none */
     int64_t sweep;  /* the rate sweep's saturation run; 0: not in a sweep */
@@ -41,6 +50,8 @@ typedef struct store_list_row {
     int64_t id;
     char started[40], status[16], workload[256], model[160], type[16], commit[16];
     int threads, reps, dirty;
+    int http;             /* measured over HTTP: the threads are the server's */
+    char validity[16];    /* "valid", "invalid", "" (incomplete, failed, or before schema v12) */
     double tps; /* median tps (synthetic tests) or output_tps, NAN when none */
 } store_list_row;
 
@@ -57,6 +68,8 @@ typedef struct store_item {
     int adapter, prompt_tokens, n, n_err, stable;   /* stable: 1, 0, -1 unknown */
     double gen_tokens, queue, ttft, tpot, e2e, tps; /* NAN when no repetition served it */
     char error[200], hash[24];
+    char outcome[48];   /* its repetitions' outcomes (validity.h), distinct ones joined by '/', e.g. "length" */
+    int max_tokens;     /* asked for (0: not recorded) */
 } store_item;
 
 /* One counter over the phases prefill, decode, total (STORE_PHASES). */
@@ -75,6 +88,9 @@ typedef struct store_request_time {
     int rep, idx, failed;        /* failed: an error, or no latency recorded */
     int prompt_tokens, gen_tokens;
     char item[64], token_hash[24], error[200];
+    char state[12];              /* how it ended (validity.h); "finished" in rows before schema v12 */
+    int max_tokens;              /* asked for; 0 in rows before schema v12 */
+    int cached_tokens, http;     /* prompt tokens from a cache; 1: measured over HTTP */
 } store_request_time;
 
 /* Per-adapter latency of a trace run (adapter_stats row), NAN when absent. */

@@ -14,6 +14,18 @@
 
 #define CLI_DEFAULT_DB "reports/cortex.db"
 
+/* cortex-bench's exit codes, one table for every command (docs/harness.md,
+ * "Exit codes"). gate and compare judge with one rule (gate.h) and exit alike. */
+enum {
+    CB_EXIT_OK = 0,          /* done: every run VALID; no regression proven (inconclusive metrics are listed) */
+    CB_EXIT_REGRESSED = 1,   /* gate, compare: a metric regressed, or a correctness canary changed */
+    CB_EXIT_FAILED = 1,      /* the other commands: the engine, a server or the database failed */
+    CB_EXIT_USAGE = 2,       /* bad input: a flag or its value, a workload, model, database path, run reference;
+                              * runs that may not be compared; no baseline; a gate file that cannot decide */
+    CB_EXIT_UNAVAILABLE = 3, /* gate --mode deterministic: no instruction counter on this machine */
+    CB_EXIT_INVALID = 4      /* a run is INVALID (validity.h): run stored one; gate, compare and report were given one */
+};
+
 /* One flag of a subcommand. `value` names what it takes ("FILE"), NULL for a
  * switch; `help` says what it does, every accepted value and the default. */
 typedef struct cli_flag {

@@ -250,22 +250,23 @@ check "unloading an unknown adapter: 404" test "$code" = 404
 # cortex-bench measures this server over HTTP: the standard prompts and a trace naming the adapter
 "$BENCH" run --endpoint "$URL/v1" --workload standard --concurrency 4 --reps 1 --warmup 0 --db "$tmp/b.db" \
     --no-progress >/dev/null 2>"$tmp/bench.err"
-check "cortex-bench --endpoint: exit 0" test $? -eq 0
-# stories260K's context is 128 tokens: the longer standard prompts are answered 400 and recorded as failed
+# stories260K's context is 128 tokens: the longer standard prompts are answered 400 and recorded as failed,
+# so the run is INVALID (exit 4), its outcomes stored
+check "cortex-bench --endpoint: prompts past the context make the run INVALID (exit 4)" test $? -eq 4
 check "cortex-bench --endpoint: all 10 standard prompts recorded, the ones past the context as 400s" test \
     "$(sql "$tmp/b.db" "select count(*) from requests")/$(sql "$tmp/b.db" "select count(*) from requests where \
-    state = 'finished' or (state = 'failed' and error like 'HTTP 400:%leaves no room%')")" = "10/10"
+    state in ('stop', 'length') or (state = 'failed' and error like 'HTTP 400:%leaves no room%')")" = "10/10"
 check "cortex-bench --endpoint: the prompts that fit finished" test \
-    "$(sql "$tmp/b.db" "select count(*) from requests where state = 'finished'")" -ge 3
+    "$(sql "$tmp/b.db" "select count(*) from requests where state in ('stop', 'length')")" -ge 3
 check "cortex-bench --endpoint: the server's timings stored (queue, prefill; its TTFT and what HTTP adds)" test \
-    "$(sql "$tmp/b.db" "select count(*) from requests where state = 'finished' and queue_ms >= 0 and prefill_ms >= 0 and \
+    "$(sql "$tmp/b.db" "select count(*) from requests where state in ('stop', 'length') and queue_ms >= 0 and prefill_ms >= 0 and \
     prefill_ms <= ttft_ms")/$(sql "$tmp/b.db" "select count(*) from summary where name in ('server_ttft_ms', \
-    'http_ttft_overhead_ms') and median >= 0")" = "$(sql "$tmp/b.db" "select count(*) from requests where state = 'finished'")/2"
+    'http_ttft_overhead_ms') and median >= 0")" = "$(sql "$tmp/b.db" "select count(*) from requests where state in ('stop', 'length')")/2"
 printf '{"id": "a", "arrival_s": 0, "adapter": 1, "prompt_len": 4, "max_tokens": 8, "text": "Once upon a time"}\n{"id": "b", "arrival_s": 0, "adapter": 0, "prompt_len": 4, "max_tokens": 8, "text": "Once upon a time"}\n' >"$tmp/ad.jsonl"
 "$BENCH" run --endpoint "$URL/v1" --workload "trace:$tmp/ad.jsonl" --adapter-names one --reps 1 --warmup 0 \
     --db "$tmp/b.db" --no-progress >/dev/null 2>"$tmp/bench2.err"
 check "cortex-bench --endpoint --adapter-names: both requests finished" test \
-    "$(sql "$tmp/b.db" "select count(*) from requests where state = 'finished' and run_id = (select max(id) from runs)")" = 2
+    "$(sql "$tmp/b.db" "select count(*) from requests where state in ('stop', 'length') and run_id = (select max(id) from runs)")" = 2
 kill -TERM $PID; wait $PID
 "$CORTEX" serve --port 0 -m "$M" --lora "x=$tmp/none.gguf" 2>"$tmp/lbad"; rc=$?
 check "--lora with a missing file: exit 1 naming it" sh -c "[ $rc -eq 1 ] && grep -q none.gguf '$tmp/lbad'"

@@ -19,18 +19,75 @@ check "runs record their thread counts" test "$(sql "$db" "select group_concat(t
 check "pg16,8 at depth 32 emits valid JSON" "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any(r["metric"]=="tps" for r in d)' "$tmp/pg.json"
 check "KV depth stored" test "$(sql "$db" "select test_depth from runs order by id desc limit 1")" = 32
 
-# The standard prompt set on a 128-token context: long prompts fail alone, recorded.
+# The standard prompt set on a 128-token context: long prompts fail alone,
+# others are cut short by the full context; recorded, and the run is INVALID
+# (docs/harness.md, "VALID and INVALID"): stored so, exit 4, no figure shown.
 "$BENCH" run --model "$tmp/tiny.gguf" --workload standard -t 1 --reps 1 --warmup 0 --db "$db" >"$tmp/std.out" 2>"$tmp/std.err"
-check "standard workload completes despite over-long prompts" test $? -eq 0
+check "a run with failed requests exits 4 (INVALID)" test $? -eq 4
 id=$(sql "$db" "select max(id) from runs")
+check "stored complete and INVALID" test "$(sql "$db" "select status || ' ' || validity from runs where id = $id")" = "complete invalid"
+check "its reasons count the failures, with an example" \
+    test "$(sql "$db" "select validity_reasons like '9 of 10 requests failed (p02: prompt of % tokens does not fit the context of 128 tokens)' from runs where id = $id")" = 1
 check "10 requests recorded" test "$(sql "$db" "select count(*) from requests where run_id = $id")" = 10
+check "every request stores how it ended and what it asked" \
+    test "$(sql "$db" "select count(*) from requests where run_id = $id and state in ('length', 'stop', 'failed') and max_tokens > 0")" = 10
 check "prompts longer than the context are per-request errors" \
-    test "$(sql "$db" "select count(*) from requests where run_id = $id and error like 'prompt of % tokens does not fit the context of 128 tokens'")" -ge 1
+    test "$(sql "$db" "select count(*) from requests where run_id = $id and state = 'failed' and error like 'prompt of % tokens does not fit the context of 128 tokens'")" -ge 1
 check "requests that fit were served" test "$(sql "$db" "select count(*) from requests where run_id = $id and error is null and gen_tokens > 0")" -ge 1
 check "canaries stored for served prompts" test "$(sql "$db" "select count(*) from canaries where run_id = $id")" -ge 1
+check "run prints INVALID with the reasons, no figure" sh -c "grep -q '^\*\*run $id\*\*: .standard.: \*\*INVALID\*\*: ' '$tmp/std.out' &&
+    ! grep -qE 'throughput|tok/s' '$tmp/std.out'"
+check "run prints the outcomes" \
+    grep -qE "^  requests 10 over 1 repetition: 1 finished \(1 by length, 0 at a stop\), 0 truncated, 9 failed, 0 rejected, 0 timed out, 0 cancelled$" "$tmp/std.out"
+check "run says why it exits 4, on stderr" grep -q "exit 4: INVALID runs are stored as such" "$tmp/std.err"
 "$BENCH" show "$id" --db "$db" >"$tmp/show.out"
-check "show prints the request table with the error" grep -q "error: prompt of" "$tmp/show.out"
-check "show prints counters, hardware ones missing or counted" grep -qE "\| (prefill|decode|total) \| cycles \| " "$tmp/show.out"
+check "show puts INVALID and its reasons first" sh -c "sed -n 3p '$tmp/show.out' | grep -q '^- \*\*INVALID\*\*: .* requests failed'"
+check "show prints the request table with outcomes and the error" sh -c "grep -q '| failed | .*error: prompt of' '$tmp/show.out' &&
+    grep -qE '^\| p[0-9]+ \|  \| length \| [0-9]+ \| [0-9]+ / [0-9]+ \|' '$tmp/show.out'"
+check "show prints no figure of an INVALID run" sh -c "! grep -qE '### summary|### counters|### KV cache' '$tmp/show.out'"
+"$BENCH" list --db "$db" >"$tmp/list.out"
+check "list shows it INVALID without a TPS" grep -qE "^\| $id \| [^|]+ \| \*\*INVALID\*\* \| standard \| .* \|  \|$" "$tmp/list.out"
+"$BENCH" run --model "$tmp/tiny.gguf" --workload standard -t 1 --reps 1 --warmup 0 --db "$db" -o json >"$tmp/std.json" 2>/dev/null
+check "-o json of an INVALID run: its verdict, no metric" "$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d) == 1 and d[0]["validity"] == "invalid" and "requests failed" in d[0]["reasons"] and "metric" not in d[0], d' "$tmp/std.json"
+# --allow-failures names the tolerated share: then VALID, with what it tolerated.
+"$BENCH" run --model "$tmp/tiny.gguf" --workload standard -t 1 --reps 1 --warmup 0 --allow-failures 1 --db "$db" >"$tmp/std2.out" 2>&1
+check "--allow-failures 1: exit 0" test $? -eq 0
+id2=$(sql "$db" "select max(id) from runs")
+check "--allow-failures 1: VALID, noting what it tolerated" \
+    test "$(sql "$db" "select validity || ': ' || validity_reasons from runs where id = $id2")" = "valid: $(sql "$db" "select count(*) from requests where run_id = $id2 and (state = 'failed' or gen_tokens < max_tokens)") of 10 requests failed or were truncated, within --allow-failures 1"
+check "--allow-failures is part of the comparison key" \
+    test "$(sql "$db" "select count(distinct compare_key) from runs where id in ($id, $id2)")" = 2
+"$BENCH" run --model "$tmp/tiny.gguf" --workload standard -t 1 --reps 1 --warmup 0 --allow-failures 0.1 --db "$db" >/dev/null 2>&1
+check "--allow-failures 0.1 does not cover them: exit 4" test $? -eq 4
+check "  and says the share is more than it tolerates" \
+    test "$(sql "$db" "select validity_reasons like '%is more than --allow-failures 0.1 tolerates' from runs order by id desc limit 1")" = 1
+# A request the full context cuts short is truncated: INVALID too.
+printf '{"id": "fits", "max_tokens": 8, "text": "Once upon a time"}\n{"id": "cut", "max_tokens": 120, "text": "%s"}\n' \
+    "$(printf 'Once upon a time there was a little dog. %.0s' 1 2 3)" >"$tmp/cut.jsonl"
+"$BENCH" run --model "$tmp/tiny.gguf" --workload "prompts:$tmp/cut.jsonl" -t 1 --reps 1 --warmup 0 --db "$db" >"$tmp/cut.out" 2>&1
+check "a truncated request: exit 4" test $? -eq 4
+check "  truncation can be found from the database" \
+    test "$(sql "$db" "select group_concat(item || ':' || state || ':' || (gen_tokens < max_tokens)) from requests where run_id = (select max(id) from runs)")" = "fits:length:0,cut:length:1"
+check "  the reasons say so, with the tokens and why" \
+    test "$(sql "$db" "select validity_reasons like '1 of 2 requests were truncated (cut: % of 120 tokens, stopped by length: the context was full)' from runs order by id desc limit 1")" = 1
+check "  run prints it" grep -qE "^  requests 2 over 1 repetition: 2 finished \(2 by length, 0 at a stop\), 1 truncated, 0 failed" "$tmp/cut.out"
+# Every request failing: INVALID, "no request finished".
+"$BENCH" run --model "$tmp/tiny.gguf" --workload standard -c 16 -t 1 --reps 1 --warmup 0 --db "$db" >/dev/null 2>&1
+check "a run whose every request fails exits 4" test $? -eq 4
+check "  INVALID: no request finished" \
+    test "$(sql "$db" "select validity_reasons like '10 of 10 requests failed %; no request finished (0 rejected, 0 timed out, 10 failed)' from runs order by id desc limit 1")" = 1
+# -c past the model's context is an error, not a silent cap.
+before_c=$(sql "$db" "select count(*) from runs")
+"$BENCH" run --model "$tmp/tiny.gguf" --workload pp8 -c 4096 -t 1 --db "$db" >/dev/null 2>"$tmp/ctx.err"
+check "-c past the model's context: exit 2" test $? -eq 2
+check "  one line naming both contexts" sh -c "test \$(wc -l <'$tmp/ctx.err') -eq 1 && grep -q -- '-c 4096 is more than the model.s context of 128 tokens' '$tmp/ctx.err'"
+check "  nothing stored" test "$(sql "$db" "select count(*) from runs")" = "$before_c"
+"$BENCH" show 1 --db "$db" >"$tmp/show_pp.out"
+check "show of a VALID run prints counters, hardware ones missing or counted" grep -qE "\| (prefill|decode|total) \| cycles \| " "$tmp/show_pp.out"
+check "show of a VALID run says so" grep -q "^run 1: VALID$" "$tmp/show_pp.out"
 
 # Trace generation and open-loop replay with per-adapter statistics.
 "$BENCH" trace --requests 8 --rate 50 --zipf 1.1 --adapters 3 --prompt-len uniform:8,24 --gen-len fixed:4 --seed 7 -o "$tmp/t.jsonl"
@@ -63,7 +120,7 @@ assert json.loads(sys.argv[1]) == json.load(open(sys.argv[2] + ".meta.json"))' "
 "$BENCH" show "$id" --db "$db" >"$tmp/show_t.out"
 check "show prints the trace's command and parameters" sh -c "grep -q '^- workload made by .*trace --requests 8 ' '$tmp/show_t.out' &&
     grep -q '^- workload parameters (sidecar): format=cortex-bench trace version=2 requests=8 rate=50 zipf=1.1 ' '$tmp/show_t.out'"
-check "runs without a sidecar store NULL" test "$(sql "$db" "select count(*) from runs where workload = 'standard' and workload_meta is null")" = 1
+check "runs without a sidecar store NULL" test "$(sql "$db" "select count(*) = sum(workload_meta is null) from runs where workload = 'standard'")" = 1
 # An old-format trace (the v1 header line, no sidecar) still replays.
 { echo "# cortex-bench trace v1 requests=8 rate=50 zipf=1.1 adapters=3 prompt_len=uniform:8,24 gen_len=fixed:4 seed=7"; cat "$tmp/t.jsonl"; } >"$tmp/old.jsonl"
 "$BENCH" run --model "$tmp/tiny.gguf" --workload "trace:$tmp/old.jsonl" -t 1 --reps 1 --warmup 0 --db "$db" >/dev/null 2>&1

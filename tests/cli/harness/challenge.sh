@@ -37,9 +37,12 @@ db=$tmp/c.db
 # The machine's roofs (small and quick), then the challenge at 1 and 2 threads.
 "$BENCH" hw --size 64 --reps 2 --db "$db" >/dev/null 2>&1
 check "hw row measured" test "$(sql "$db" "select count(*) from hw")" = 1
-"$BENCH" run --model "$model" -z "$tok" --workload challenge -t 1,2 --reps 2 --warmup 0 --no-progress --db "$db" \
-    >"$tmp/run.out" 2>"$tmp/run.err"
-check "run --workload challenge -t 1,2 exits 0" test $? -eq 0
+# 3 of the 10 prompts cannot fit and 1 is cut short by the full context: tolerated by --allow-failures 0.4, so the runs are VALID with that noted.
+"$BENCH" run --model "$model" -z "$tok" --workload challenge -t 1,2 --reps 2 --warmup 0 --no-progress --allow-failures 0.4 \
+    --db "$db" >"$tmp/run.out" 2>"$tmp/run.err"
+check "run --workload challenge -t 1,2 --allow-failures 0.4 exits 0" test $? -eq 0
+check "both runs VALID, noting the tolerated failures" \
+    test "$(sql "$db" "select count(*) from runs where workload = 'challenge' and validity = 'valid' and validity_reasons = '8 of 20 requests failed or were truncated, within --allow-failures 0.4'")" = 2
 check "two complete runs, 1 and 2 threads" \
     test "$(sql "$db" "select group_concat(threads) from (select threads from runs where status = 'complete' and workload = 'challenge' order by threads)")" = "1,2"
 r1=$(sql "$db" "select id from runs where workload = 'challenge' and threads = 1")
@@ -111,7 +114,11 @@ check "projection at 80 GB/s is twice that at 40 ($p40, $p80)" \
     "$PY" -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(not (a > 0 and abs(b / a - 2) < 0.01))" "$p40" "$p80"
 check "the given bandwidth is named as given" has "$tmp/p80/challenge.md" "| 80.00 GB/s | \`--challenge-gbs\`, given |"
 check "the default bandwidth is labelled an estimate" has "$md" "This default is an estimate, not a measurement"
-check "a model smaller than the cache is flagged" has "$md" "Not meaningful for this model"
+if [ -n "$(sql "$db" "select llc_bytes from hw where llc_bytes > 0")" ]; then
+    check "a model smaller than the cache is flagged" has "$md" "Not meaningful for this model"
+else # a VM without /sys/devices/system/cpu/cpu0/cache: the cache's size is unknown, nothing to flag against
+    check "no last-level cache size known: no fits-in-cache claim" sh -c "! grep -q 'Not meaningful for this model' '$md'"
+fi
 
 # Without a hw row: no projection, and why; one thread count only: said so.
 cp "$db" "$tmp/nohw.db"

@@ -69,7 +69,10 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"id": i, "text": t, "max_tokens": 6}) + "\n")
 PYEOF
 run --endpoint "$url" --workload "prompts:$tmp/mixed.jsonl" --concurrency 2 >/dev/null 2>&1
-check "a run with failures completes" test $? -eq 0
+check "a run with failed requests is INVALID: exit 4" test $? -eq 4
+check "... stored INVALID, naming the failures (a 429 is counted, not a failure)" \
+    test "$(sql "$db" "select validity || ': ' || validity_reasons from runs order by id desc limit 1")" = \
+    "invalid: 3 of 6 requests failed (f500: HTTP 500: internal error (asked for))"
 mix=$(last)
 st() { sql "$db" "select state || ':' || coalesce(error, '') from requests where run_id = $mix and item = '$1'"; }
 check "429 is stored as rejected" test "$(st rej)" = "rejected:rejected: HTTP 429: too many requests"
@@ -111,7 +114,8 @@ check "--respect-eos: ignore_eos not sent (the mock then stops after 5 tokens)" 
 run --endpoint "$url" --workload "prompts:$tmp/t.jsonl" --rate 200 --adapter-names lora-a,lora-b >/dev/null 2>&1
 check "--rate 200: open loop at that rate" test "$(sql "$db" "select mode || ' ' || rate from runs where id = $(last)")" = "open 200.0"
 first=$(( $(last) + 1 ))
-run --endpoint "$url" --workload "prompts:$tmp/mixed.jsonl" --rate sweep --concurrency 3 >"$tmp/sweep.out" 2>&1
+grep -E '"(ok1|ok2|rej)"' "$tmp/mixed.jsonl" >"$tmp/served.jsonl" # no failure: a saturation run that is VALID
+run --endpoint "$url" --workload "prompts:$tmp/served.jsonl" --rate sweep --concurrency 3 >"$tmp/sweep.out" 2>&1
 check "the sweep names its saturation rate (3 clients)" grep -q "^rate sweep: saturation [0-9.]* requests/s (run $first, closed loop, 3 clients)" "$tmp/sweep.out"
 check "the sweep stores 7 runs" test "$(sql "$db" "select count(*) from runs where sweep = $first")" = 7
 

@@ -19,6 +19,10 @@
 #include "roofline.h"
 #include "store.h"
 #include "testing.h"
+#include "validity.h"
+
+/* Every run here is a measurement. */
+static const run_verdict valid = {.valid = 1};
 
 static char dir[] = "/tmp/cortex-roofline-XXXXXX";
 
@@ -172,7 +176,7 @@ static void test_lookup_and_describe(void) {
     roof_model rm;
     roof_model_from_numbers(&rm, 1e6, 256000, 1000, 0, 4, 2, 64);
     roof_apply(&r, 1, &rm, 0, 1);
-    CHECK(store_finish_run(s, id, &r, 1, err, sizeof err) == 0, "finish: %s", err);
+    CHECK(store_finish_run(s, id, &r, 1, &valid, NULL, err, sizeof err) == 0, "finish: %s", err);
     CHECK(roof_describe(s, id, buf, sizeof buf) == -1, "decoded, no hw row: the caller prints the hint");
     double dec, frac;
     roof_fraction(s, id, &dec, &frac);
@@ -214,7 +218,7 @@ static void test_lookup_and_describe(void) {
     meta.hw_id = h1;
     int64_t id2 = 0;
     CHECK(store_begin_run(s, &meta, &env, &id2, err, sizeof err) == 0 &&
-              store_finish_run(s, id2, &r2, 1, err, sizeof err) == 0,
+              store_finish_run(s, id2, &r2, 1, &valid, NULL, err, sizeof err) == 0,
           "second run: %s", err);
     CHECK(roof_describe(s, id2, buf, sizeof buf) == 1 && strstr(buf, "= 92% of roofline 17333.19 tok/s") &&
               strstr(buf, "hw row 1)"),
@@ -227,7 +231,7 @@ static void test_lookup_and_describe(void) {
     memset(&r3, 0, sizeof r3);
     rep_set_metric(&r3, "prefill_tps", 900);
     store_begin_run(s, &meta, &env, &id3, err, sizeof err);
-    store_finish_run(s, id3, &r3, 1, err, sizeof err);
+    store_finish_run(s, id3, &r3, 1, &valid, NULL, err, sizeof err);
     CHECK(roof_describe(s, id3, buf, sizeof buf) == 0, "no decode: no sentence, no hint");
     store_close(s);
 }

@@ -22,6 +22,10 @@
 #include "store_gate.h"
 #include "store_read.h"
 #include "testing.h"
+#include "validity.h"
+
+/* The runs written here are measurements unless a test says otherwise. */
+static const run_verdict valid = {.valid = 1};
 
 static char dir[] = "/tmp/cortex-store-XXXXXX";
 
@@ -307,7 +311,7 @@ static void test_migrate_from_v8(void) {
     rep.srv = &d;
     rep.n_srv = 1;
     rep_set_metric(&rep, "requests", 1);
-    CHECK(store_finish_run(s, id, &rep, 1, err, sizeof err) == 0, "finish HTTP run: %s", err);
+    CHECK(store_finish_run(s, id, &rep, 1, &valid, NULL, err, sizeof err) == 0, "finish HTTP run: %s", err);
     CHECK(!strcmp(q_text(db, "SELECT endpoint || ' ' || server FROM runs WHERE id = 2", buf, sizeof buf),
                   "http://127.0.0.1:8080/v1 llama.cpp; models=m"), "endpoint and server stored (%s)", buf);
     CHECK(!strcmp(q_text(db, "SELECT json_extract(server_info, '$.models.data[0].id') FROM runs WHERE id = 2", buf,
@@ -392,7 +396,7 @@ static void test_run_lifecycle(void) {
         cfg.rep_index = r;
         CHECK(runner_rep(m, NULL, &cfg, ctr, &reps[r], err, sizeof err) == 0, "rep %d: %s", r, err);
     }
-    CHECK(store_finish_run(s, id, reps, 2, err, sizeof err) == 0, "finish: %s", err);
+    CHECK(store_finish_run(s, id, reps, 2, &valid, NULL, err, sizeof err) == 0, "finish: %s", err);
     CHECK(!strcmp(q_text(store_db(s), sql, buf, sizeof buf), "complete"), "finished run is complete (%s)", buf);
     sqlite3 *db = store_db(s);
     CHECK(q_int(db, "SELECT count(*) FROM counters WHERE status = 'ok'") == 0, "no counter claims a value");
@@ -439,7 +443,7 @@ static int64_t resolver_run(store *s, const char *wl, const char *commit) {
     snprintf(meta.git_commit, sizeof meta.git_commit, "%s", commit);
     char err[256];
     int64_t id = 0;
-    if (store_begin_run(s, &meta, &env, &id, err, sizeof err) || store_finish_run(s, id, NULL, 0, err, sizeof err)) return -1;
+    if (store_begin_run(s, &meta, &env, &id, err, sizeof err) || store_finish_run(s, id, NULL, 0, &valid, NULL, err, sizeof err)) return -1;
     return id;
 }
 
