@@ -129,7 +129,12 @@ static const cli_flag gate_flags[] = {
     {"--baseline-instructions", NULL, "N", "deterministic: the baseline's instruction count, measured elsewhere"
      " (default: from the database)"},
     {"--det-mode", NULL, "callgrind|perf|auto", "deterministic: how instructions are counted (default: auto)"},
-    {"--record-baseline", NULL, NULL, "store this measurement and tag it as the baseline (default: judge it)"},
+    {"--record-baseline", NULL, NULL, "measure and record the runs as the baselines of their configurations, moving the"
+     " tag, without judging; refused for a run measured under load or with too wide a spread (max_load, max_spread in"
+     " the gate file) (default: judge)"},
+    {"--advance-baseline", NULL, NULL, "judge; when the gate passes, its VALID candidates fit to be baselines become"
+     " them (the nightly way: the baseline advances only on a passing night; the first night records) (default: the"
+     " baseline stays)"},
     GATE_FILE_FLAG,
     {"--junit", NULL, "FILE", "also write the verdicts as JUnit XML (default: none)"},
     {"--summary", NULL, "FILE.md", "also write a markdown summary (default: none)"},

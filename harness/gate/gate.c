@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "significance.h"
 #include "store_gate.h"
 #include "store_read.h"
@@ -26,6 +27,12 @@ static double median_of(const double *x, size_t n) {
     double m = sig_median(t, n);
     free(t);
     return m;
+}
+
+int gate_min_reps(double alpha) {
+    int n = 1;
+    while (n < 64 && sig_mw_min_p((size_t)n, (size_t)n) > alpha) n++;
+    return n;
 }
 
 void gate_judge(const gate_metric *rule, const double *base, size_t nb, const double *cand, size_t nc, double alpha,
@@ -52,27 +59,37 @@ void gate_judge(const gate_metric *rule, const double *base, size_t nb, const do
         o->ci_hi = hi - 1.0;
     }
     double worse = rule->higher_is_better ? -o->change : o->change; /* > 0: the wrong way */
-    if (fabs(o->change) <= rule->threshold) {
+    int within = fabs(o->change) <= rule->threshold;
+    if (rule->deterministic) { /* a count that repeats to ~2e-7: no sampling noise to test against */
+        o->v = within ? GATE_UNCHANGED : worse > 0 ? GATE_REGRESSED : GATE_IMPROVED;
+        snprintf(o->note, sizeof o->note, "deterministic count: the ±%.1f%% threshold decides", rule->threshold * 100);
+        return;
+    }
+    double min_p = sig_mw_min_p(nb, nc);
+    if (min_p > alpha) { /* no outcome of the test could be significant: too few samples to decide */
+        o->v = GATE_INCONCLUSIVE;
+        snprintf(o->note, sizeof o->note, "too few repetitions to decide: %zu vs %zu cannot reach p < %.2f (at best"
+                 " p = %.3f; needs %d per side)%s", nb, nc, alpha, min_p, gate_min_reps(alpha),
+                 within ? "; the medians are within the threshold" : "");
+        return;
+    }
+    if (within) {
         o->v = GATE_UNCHANGED;
         snprintf(o->note, sizeof o->note, "within ±%.1f%%", rule->threshold * 100);
         return;
     }
-    int significant;
-    if (nb == 1 && nc == 1) {
-        significant = 1;
-        snprintf(o->note, sizeof o->note, "single deterministic measurement per side: the threshold decides");
-    } else if (sig_mw_min_p(nb, nc) <= alpha) {
-        double u;
-        sig_mann_whitney(base, nb, cand, nc, &u, &o->p);
-        significant = o->p < alpha;
-        snprintf(o->note, sizeof o->note, "Mann-Whitney U = %.1f, p = %.4f %s %.2f", u, o->p, significant ? "<" : ">=", alpha);
-    } else {
-        significant = !isnan(o->ci_lo) && (o->ci_lo > 0 || o->ci_hi < 0);
-        snprintf(o->note, sizeof o->note, "%zu vs %zu repetitions cannot reach p < %.2f (min p %.3f): 95%% CI %s 1",
-                 nb, nc, alpha, sig_mw_min_p(nb, nc), significant ? "excludes" : "includes");
-    }
+    double u;
+    sig_mann_whitney(base, nb, cand, nc, &u, &o->p);
+    int significant = o->p < alpha;
+    snprintf(o->note, sizeof o->note, "Mann-Whitney U = %.1f, p = %.4f %s %.2f", u, o->p, significant ? "<" : ">=", alpha);
     if (!significant) o->v = GATE_INCONCLUSIVE;
     else o->v = worse > 0 ? GATE_REGRESSED : GATE_IMPROVED;
+}
+
+int gate_exit_code(const gate_verdict *v, int n, const int *judged) {
+    for (int i = 0; i < n; i++)
+        if ((!judged || judged[i]) && v[i].v == GATE_REGRESSED) return CB_EXIT_REGRESSED;
+    return CB_EXIT_OK;
 }
 
 /* Is `ref` a whole positive number? */

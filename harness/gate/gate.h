@@ -26,21 +26,38 @@ typedef struct gate_verdict {
     double p;              /* Mann-Whitney two-sided p, NAN when the sizes cannot reach alpha */
     int n_base, n_cand;
     gate_v v;
-    char note[160];        /* how significance was decided, or why inconclusive */
+    char note[200];        /* how significance was decided, or why inconclusive */
+    int64_t base_run, cand_run; /* the runs the values came from (0: not stored runs, e.g. A/B) */
 } gate_verdict;
 
 const char *gate_v_name(gate_v v);
 
 /*
- * Judge one metric. A move counts only when it is past the threshold AND
- * significant: by the Mann-Whitney U test at `alpha` when the repetition
- * counts can reach it, otherwise by the bootstrap CI of the ratio excluding 1
- * (the two groups' intervals do not overlap). Within the threshold it is
- * unchanged; past it but not significant, inconclusive. With one value per
- * side (deterministic mode) the threshold alone decides.
+ * Judge one metric: the one verdict rule of `gate` and `compare`
+ * (docs/gates.md, "Verdicts").
+ *
+ *   - no values on a side, or a base median <= 0: inconclusive;
+ *   - a deterministic metric (rule->deterministic: instruction counts, which
+ *     repeat exactly): the threshold alone decides, on the medians;
+ *   - a wall-clock metric with too few repetitions for the test (the exact
+ *     Mann-Whitney U test cannot reach p < alpha with nb and nc values, e.g.
+ *     3 vs 3 at 0.05): inconclusive, whatever the medians say, never
+ *     "regressed" nor "unchanged";
+ *   - otherwise within the threshold: unchanged; past it, regressed or
+ *     improved only when the U test gives p < alpha, else inconclusive.
+ *
+ * The bootstrap CI of the ratio is reported alongside, never decisive.
  */
 void gate_judge(const gate_metric *rule, const double *base, size_t nb, const double *cand, size_t nc, double alpha,
                 int bootstrap, gate_verdict *out);
+/* The fewest values per side with which the exact U test can reach p < alpha
+ * (4 at 0.05, 5 at 0.01): a wall-clock gate with fewer repetitions cannot decide. */
+int gate_min_reps(double alpha);
+/* Exit code of a judgement (cli_util.h's table): CB_EXIT_REGRESSED when a
+ * judged verdict regressed or a canary changed (counted among the verdicts
+ * too), else CB_EXIT_OK. `judged[i]` 0 skips verdict i (compare's ungated
+ * metrics); NULL judges all. */
+int gate_exit_code(const gate_verdict *v, int n, const int *judged);
 
 /*
  * Resolve a baseline reference to a run comparable with `cand_run` on

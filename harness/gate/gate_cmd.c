@@ -10,6 +10,7 @@
  */
 #include "gate_cmd.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "sha256.h"
 #include "store.h"
 #include "store_gate.h"
+#include "stats.h"
 #include "store_read.h"
 #include "validity.h"
 #include "version.h"
@@ -37,7 +39,9 @@
 typedef struct gate_opts {
     const char *model, *baseline, *gate_file, *db, *junit, *summary, *threads, *det_mode;
     const char *baseline_bin; /* wall-clock A/B: measure this binary interleaved with ourselves */
-    int deterministic, record_baseline;
+    int deterministic;
+    int record_baseline;  /* record this run as the baseline of its configuration (no judging) */
+    int advance_baseline; /* judge; on a pass, the VALID, quiet candidates become the baselines */
     double baseline_instructions; /* deterministic: a count measured elsewhere (ci/baseline.sh) */
 } gate_opts;
 
@@ -113,27 +117,16 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
                  (long long)cand);
         return;
     }
-    /* More failed requests than the baseline is a regression whatever the speed. */
-    size_t ne_b = store_metric_values(s, base, "errors", bv, 1), ne_c = store_metric_values(s, cand, "errors", cv, 1);
-    if (ne_b && ne_c && cv[0] > bv[0]) {
-        gate_verdict *v = add_verdict(g);
-        if (v) {
-            gate_metric rule = {"errors", 0, 0};
-            gate_judge(&rule, bv, 1, cv, 1, c->alpha, c->bootstrap, v);
-            v->base_median = bv[0];
-            v->cand_median = cv[0];
-            v->v = GATE_REGRESSED;
-            snprintf(v->note, sizeof v->note, "failed requests: %.0f -> %.0f", bv[0], cv[0]);
-        }
-    }
     int inconclusive = 0;
     for (int k = first; k < g->n; k++) inconclusive += g->v[k].v == GATE_INCONCLUSIVE;
     if (inconclusive && c->budget > 0 && !o->deterministic) {
         fprintf(stderr, "cortex-bench gate: %s: %d inconclusive metric(s), running %d more repetitions\n", wl,
                 inconclusive, c->budget);
         int64_t extra = run_once(o->model, wl, o->db, o->threads, c->budget, 1, argc, argv);
-        if (extra < 0) {
-            snprintf(g->error, sizeof g->error, "the extra repetitions of %s failed", wl);
+        store_run er;
+        if (extra < 0 || store_run_load(s, extra, &er) != 1 || strcmp(er.validity, "valid")) {
+            snprintf(g->error, sizeof g->error, "the extra repetitions of %s %s", wl,
+                     extra < 0 ? "failed" : "are INVALID: no verdict can use them");
             return;
         }
         for (int k = first; k < g->n; k++) {
@@ -152,6 +145,10 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
         snprintf(g->v[k].metric, sizeof g->v[k].metric, "%s", name);
     }
     judge_canaries(s, base, cand, wl, g);
+    for (int k = first; k < g->n; k++) { /* every verdict names the two runs it judged (the dashboard's links) */
+        g->v[k].base_run = base;
+        g->v[k].cand_run = cand;
+    }
 }
 
 /* Deterministic mode: count instructions of the micro workload; store it as a
@@ -232,6 +229,8 @@ static int64_t store_gate(store *s, const gate_conf *c, const char *mode, int64_
         w->p = v->p;
         w->n_base = (int)v->n_base;
         w->n_cand = (int)v->n_cand;
+        w->base_run = v->base_run;
+        w->cand_run = v->cand_run;
     }
     return store_gate_insert(s, &row, rows, g->n);
 }
@@ -437,6 +436,7 @@ static int parse_gate(int argc, char **argv, gate_opts *o) {
     for (int i = 0; i < argc;) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--record-baseline")) { o->record_baseline = 1; i++; continue; }
+        if (!strcmp(a, "--advance-baseline")) { o->advance_baseline = 1; i++; continue; }
         if (!v) return cli_fail(2, "%s needs a value", a);
         if (!strcmp(a, "--model") || !strcmp(a, "-m")) o->model = v;
         else if (!strcmp(a, "--baseline")) o->baseline = v;
@@ -458,6 +458,66 @@ static int parse_gate(int argc, char **argv, gate_opts *o) {
     if (!o->model) return cli_fail(2, "%s", "gate needs --model MODEL");
     if (o->threads && strchr(o->threads, ','))
         return cli_fail(2, "-t: the gate compares one thread count at a time, not a list ('%s')", o->threads);
+    if (o->record_baseline && o->advance_baseline)
+        return cli_fail(2, "%s", "--record-baseline records without judging; --advance-baseline judges, then records: give one");
+    if (o->baseline_bin && (o->record_baseline || o->advance_baseline))
+        return cli_fail(2, "%s", "--baseline-bin measures its baseline anew each time: nothing to record");
+    return 0;
+}
+
+/* Robust relative spread of n values: 1.4826 * MAD / median (a normal
+ * sample's coefficient of variation, unmoved by one slow repetition). */
+static double robust_spread(double *v, size_t n) {
+    if (n < 2) return 0;
+    stats_sort(v, n);
+    double med = stats_percentile(v, n, 50);
+    double *d = malloc(sizeof(double) * n);
+    if (!d || !(med > 0)) {
+        free(d);
+        return NAN;
+    }
+    for (size_t i = 0; i < n; i++) d[i] = fabs(v[i] - med);
+    stats_sort(d, n);
+    double mad = stats_percentile(d, n, 50);
+    free(d);
+    return 1.4826 * mad / med;
+}
+
+/* May run `id` become a baseline? A VALID run measured on a quiet machine
+ * (median other_load_cpus <= max_load) whose gated metrics repeat within
+ * max_spread. 1, or 0 with why. */
+static int baseline_fit(store *s, const gate_conf *c, int64_t id, char *why, size_t n) {
+    static double v[GATE_MAX_VALUES];
+    store_run r;
+    if (store_run_load(s, id, &r) != 1 || strcmp(r.validity, "valid"))
+        return snprintf(why, n, "run %lld is not a VALID run", (long long)id), 0;
+    double load = store_metric_median(s, id, "other_load_cpus");
+    if (load > c->max_load)
+        return snprintf(why, n, "run %lld was measured under load: %.2f CPUs busy with other work (max_load %.2f in %.200s)",
+                        (long long)id, load, c->max_load, c->path), 0;
+    for (int i = 0; i < c->n_metrics; i++) {
+        if (c->metrics[i].deterministic) continue;
+        size_t k = store_metric_values(s, id, c->metrics[i].name, v, GATE_MAX_VALUES);
+        double sp = robust_spread(v, k);
+        if (sp > c->max_spread)
+            return snprintf(why, n, "run %lld repeats too loosely: %s spreads %.1f%% (1.4826 MAD / median over %zu"
+                            " repetitions; max_spread %.1f%% in %.200s)", (long long)id, c->metrics[i].name, 100 * sp, k,
+                            100 * c->max_spread, c->path), 0;
+    }
+    return 1;
+}
+
+/* Make run `id` the baseline `tag` of its configuration (store_move_tag), if
+ * it is fit to be one; prints what happened. 0, or -1 with why in err. */
+static int record_baseline(store *s, const gate_conf *c, const char *tag, const char *wl, int64_t id, char *err, size_t n) {
+    char why[380];
+    if (!baseline_fit(s, c, id, why, sizeof why))
+        return snprintf(err, n, "%.60s: not recorded as baseline '%.40s': %s", wl, tag, why), -1;
+    int64_t prev = 0;
+    if (store_move_tag(s, id, tag, &prev)) return snprintf(err, n, "%s: cannot tag run %lld: %s", wl, (long long)id,
+                                                           store_errmsg(s)), -1;
+    if (prev) printf("baseline '%s' for %s: run %lld (was run %lld)\n", tag, wl, (long long)id, (long long)prev);
+    else printf("baseline '%s' for %s: run %lld (the first of its configuration)\n", tag, wl, (long long)id);
     return 0;
 }
 
@@ -476,6 +536,9 @@ int cmd_gate(int argc, char **argv) {
     const char *mode = o.deterministic ? "deterministic" : o.baseline_bin ? "wallclock-ab" : "wallclock";
     int64_t last_base = 0, last_cand = 0;
     int unavailable = 0; /* deterministic mode without an instruction counter: exit 3 */
+    int invalid = 0;     /* candidate runs that are INVALID: exit 4 */
+    int64_t advance[GATE_MAX_WORKLOADS + 1]; /* --advance-baseline: candidates to record if the gate passes */
+    int n_advance = 0;
     if (o.deterministic) {
         double instr = 0;
         int64_t cand = deterministic_run(s, &c, &o, &instr, err, sizeof err);
@@ -492,18 +555,25 @@ int cmd_gate(int argc, char **argv) {
                 bid = gate_resolve(s, o.baseline, cand, err, sizeof err);
                 if (bid > 0) store_metric_values(s, bid, GATE_DET_METRIC, &base, 1);
             }
-            if (isnan(base) && o.record_baseline) {
-                store_tag_run(s, cand, o.baseline);
-                printf("no deterministic baseline '%s': tagged run %lld (%.0f instructions) as the baseline\n", o.baseline,
-                       (long long)cand, instr);
+            if (o.record_baseline || (isnan(base) && o.advance_baseline)) { /* a count needs no quiet machine */
+                int64_t prev = 0;
+                if (store_move_tag(s, cand, o.baseline, &prev))
+                    snprintf(g.error, sizeof g.error, "cannot tag run %lld: %s", (long long)cand, store_errmsg(s));
+                else printf("deterministic baseline '%s': run %lld (%.0f instructions)%s\n", o.baseline, (long long)cand,
+                            instr, prev ? "; it replaces an earlier one" : "");
+                base = NAN;
             } else if (isnan(base)) {
                 snprintf(g.error, sizeof g.error, "no deterministic baseline '%s' comparable with run %lld%s%s "
                          "(tag one: cortex-bench tag RUN %s)", o.baseline, (long long)cand, bid < 0 ? ": " : "",
                          bid < 0 ? err : "", o.baseline);
             } else {
                 gate_verdict *v = add_verdict(&g);
+                assert(v); /* the first verdict of the state: room for MAX_VERDICTS */
                 gate_judge(rule, &base, 1, &instr, 1, c.alpha, c.bootstrap, v);
                 snprintf(v->metric, sizeof v->metric, "micro:p%d,g%d/instructions", c.micro_prompt, c.micro_gen);
+                v->base_run = bid > 0 ? bid : 0;
+                v->cand_run = cand;
+                if (o.advance_baseline) advance[n_advance++] = cand;
             }
             last_base = bid;
             last_cand = cand;
@@ -525,11 +595,24 @@ int cmd_gate(int argc, char **argv) {
                 double x;
                 produced[m] |= store_metric_values(s, cand, c.metrics[m].name, &x, 1) > 0;
             }
+            store_run cr;
+            if (store_run_load(s, cand, &cr) != 1 || strcmp(cr.validity, "valid")) { /* no measurement: nothing to judge */
+                invalid++;
+                k += (size_t)snprintf(g.error + k, sizeof g.error - k, "%sthe candidate run %lld of %s is INVALID: %.300s",
+                                      k ? "; " : "", (long long)cand, c.workloads[w], cr.validity_reasons);
+                if (k >= sizeof g.error) k = sizeof g.error - 1;
+                continue;
+            }
+            if (o.record_baseline) { /* record, do not judge */
+                if (record_baseline(s, &c, o.baseline, c.workloads[w], cand, err, sizeof err)) {
+                    k += (size_t)snprintf(g.error + k, sizeof g.error - k, "%s%s", k ? "; " : "", err);
+                    if (k >= sizeof g.error) k = sizeof g.error - 1;
+                }
+                continue;
+            }
             int64_t base = gate_resolve(s, o.baseline, cand, err, sizeof err);
-            if (base <= 0 && o.record_baseline) { /* first run of a new configuration: it becomes the baseline */
-                store_tag_run(s, cand, o.baseline);
-                printf("no baseline '%s' for %s: tagged run %lld as the baseline\n", o.baseline, c.workloads[w],
-                       (long long)cand);
+            if (base <= 0 && o.advance_baseline) { /* first night of a configuration: its run becomes the baseline */
+                advance[n_advance++] = cand;
                 continue;
             }
             if (base <= 0) {
@@ -540,26 +623,36 @@ int cmd_gate(int argc, char **argv) {
                 continue;
             }
             judge_runs(s, &c, &o, c.workloads[w], base, cand, &g, argc + 2, full);
+            if (o.advance_baseline) advance[n_advance++] = cand;
             last_base = base;
             last_cand = cand;
         }
         if (missing && k < sizeof g.error)
-            snprintf(g.error + k, sizeof g.error - k, " (tag runs with: cortex-bench tag RUN %s, or rerun with --record-baseline)",
-                     o.baseline);
+            snprintf(g.error + k, sizeof g.error - k, " (record one with: cortex-bench gate --record-baseline, or tag a"
+                     " VALID run: cortex-bench tag RUN %s)", o.baseline);
         /* a configured metric no workload produced could never fail the gate: refuse (this error replaces any other) */
         if (ran == c.n_workloads) gate_conf_unmeasured(&c, produced, g.error, sizeof g.error);
     }
-    int regressed = 0, inconclusive = 0;
-    for (int i = 0; i < g.n; i++) {
-        regressed += g.v[i].v == GATE_REGRESSED;
-        inconclusive += g.v[i].v == GATE_INCONCLUSIVE;
-    }
+    int regressed = gate_exit_code(g.v, g.n, NULL) == CB_EXIT_REGRESSED, inconclusive = 0;
+    for (int i = 0; i < g.n; i++) inconclusive += g.v[i].v == GATE_INCONCLUSIVE;
     const char *verdict = g.error[0] ? "error" : regressed ? "regression" : "pass";
     store_gate(s, &c, mode, last_base, last_cand, verdict, &g);
     print_table(stdout, &g, mode, verdict);
     if (inconclusive && !regressed && !g.error[0])
-        printf("\n%d metric(s) stayed inconclusive after the extra repetitions: not a proven regression, the gate passes.\n",
-               inconclusive);
+        printf("\n%d metric(s) inconclusive (too few repetitions, or not significant after the extra ones): not a proven"
+               " regression, the gate passes.\n", inconclusive);
+    /* The baseline advances only on a VALID, passing night, and only to runs fit to be baselines. */
+    for (int i = 0; i < n_advance && !g.error[0] && !regressed; i++) {
+        store_run r;
+        if (store_run_load(s, advance[i], &r) != 1) continue;
+        if (o.deterministic) {
+            int64_t prev = 0;
+            if (!store_move_tag(s, advance[i], o.baseline, &prev))
+                printf("deterministic baseline '%s': run %lld\n", o.baseline, (long long)advance[i]);
+        } else if (record_baseline(s, &c, o.baseline, r.workload, advance[i], err, sizeof err)) {
+            printf("%s; the baseline stays\n", err);
+        }
+    }
     if (o.summary) {
         FILE *f = fopen(o.summary, "w");
         if (!f) fprintf(stderr, "cortex-bench: %s: cannot write the summary\n", o.summary);
@@ -571,5 +664,6 @@ int cmd_gate(int argc, char **argv) {
     if (o.junit && write_junit(o.junit, &g, mode)) fprintf(stderr, "cortex-bench: %s: cannot write JUnit XML\n", o.junit);
     store_close(s);
     if (g.error[0]) fprintf(stderr, "cortex-bench: gate: %s\n", g.error);
-    return unavailable ? 3 : g.error[0] ? 2 : regressed ? 1 : 0;
+    return unavailable ? CB_EXIT_UNAVAILABLE : invalid ? CB_EXIT_INVALID : g.error[0] ? CB_EXIT_USAGE
+         : regressed ? CB_EXIT_REGRESSED : CB_EXIT_OK;
 }

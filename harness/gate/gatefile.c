@@ -3,6 +3,8 @@
  */
 #include "gatefile.h"
 
+#include "gate.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,8 @@ int gate_conf_load(const char *path, gate_conf *c, char *err, size_t n) {
     c->reps = 5;
     c->micro_prompt = 64;
     c->micro_gen = 32;
+    c->max_load = GATE_DEFAULT_MAX_LOAD;
+    c->max_spread = GATE_DEFAULT_MAX_SPREAD;
     FILE *f = fopen(path, "r");
     if (!f) return snprintf(err, n, "%s: cannot open gate file: %s", path, strerror(errno)), -1;
     char line[512];
@@ -56,6 +60,12 @@ int gate_conf_load(const char *path, gate_conf *c, char *err, size_t n) {
             else if (is_boot) c->bootstrap = (int)v;
             else if (!strcmp(tok[0], "budget")) c->budget = (int)v;
             else c->reps = (int)v;
+        } else if (!strcmp(tok[0], "max_load")) {
+            if (nt != 2 || num(tok[1], 0, 1024, &v)) BAD("max_load takes one number of CPUs in [0, 1024]");
+            else c->max_load = v;
+        } else if (!strcmp(tok[0], "max_spread")) {
+            if (nt != 2 || num(tok[1], 0, 10, &v)) BAD("max_spread takes one relative spread in [0, 10], e.g. 0.05");
+            else c->max_spread = v;
         } else if (!strcmp(tok[0], "workload")) {
             if (nt != 2 || c->n_workloads >= GATE_MAX_WORKLOADS || strlen(tok[1]) >= sizeof c->workloads[0])
                 BAD("workload takes one name (at most %d workloads)", GATE_MAX_WORKLOADS);
@@ -73,6 +83,7 @@ int gate_conf_load(const char *path, gate_conf *c, char *err, size_t n) {
                 gate_metric *m = &c->metrics[c->n_metrics++];
                 snprintf(m->name, sizeof m->name, "%s", tok[1]);
                 m->higher_is_better = !strcmp(tok[2], "higher");
+                m->deterministic = !strcmp(tok[1], GATE_DET_METRIC);
                 m->threshold = v;
             }
         } else {
@@ -83,6 +94,11 @@ int gate_conf_load(const char *path, gate_conf *c, char *err, size_t n) {
     fclose(f);
     if (!rc && c->version != 1) rc = (snprintf(err, n, "%s: missing 'version 1' line", path), -1);
     if (!rc && !c->n_metrics) rc = (snprintf(err, n, "%s: no metric lines: the gate would judge nothing", path), -1);
+    /* A wall-clock gate whose repetitions cannot reach alpha could never find a regression: refuse it. */
+    int min_reps = gate_min_reps(c->alpha);
+    if (!rc && c->n_workloads && c->reps < min_reps)
+        rc = (snprintf(err, n, "%s: reps %d cannot decide: the exact Mann-Whitney U test needs %d repetitions per side"
+                       " to reach p < %g", path, c->reps, min_reps, c->alpha), -1);
     if (!rc && sha256_hex_file(path, c->sha256, err, n)) rc = -1;
     return rc;
 }

@@ -18,6 +18,7 @@ typedef struct gate_metric {
     char name[40];
     int higher_is_better;
     double threshold; /* relative, e.g. 0.10 */
+    int deterministic; /* a count that repeats exactly (GATE_DET_METRIC): the threshold alone decides */
 } gate_metric;
 
 typedef struct gate_conf {
@@ -31,7 +32,15 @@ typedef struct gate_conf {
     gate_metric metrics[GATE_MAX_METRICS];
     int n_metrics;
     int micro_prompt, micro_gen;
+    /* A baseline is recorded only from a run measured on a quiet machine with
+     * a tight spread (docs/gates.md, "Baselines"): at most max_load CPUs busy
+     * with other work (the median of other_load_cpus), and every gated metric's
+     * robust spread (1.4826 MAD / median over the repetitions) at most max_spread. */
+    double max_load, max_spread;
 } gate_conf;
+
+#define GATE_DEFAULT_MAX_LOAD 0.5
+#define GATE_DEFAULT_MAX_SPREAD 0.10
 
 /* Parse a gate file; errors name FILE:LINE and the problem. */
 int gate_conf_load(const char *path, gate_conf *c, char *err, size_t errlen);

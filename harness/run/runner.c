@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "adapters.h"
+#include "cpuload.h"
 #include "endpoint.h"
 #include "env.h"
 #include "kv_metrics.h"
@@ -552,6 +553,8 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
     if (!out->req) return snprintf(err, errlen, "out of memory"), -1;
     out->n_req = n;
     env_peak_rss_reset();
+    cpuload_snap load0, load1;
+    cpuload_snapshot(&load0);
     ctr_snap all0;
     if (ctr) ctr_snapshot(ctr, &all0);
     double makespan = 0;
@@ -565,9 +568,16 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
         rc = cfg->endpoint ? endpoint_rep(cfg->endpoint, wl, cfg, out, &makespan, err, errlen)
                            : serve_rep(m, wl, cfg, out, &makespan, &st.peak, &cache, &sched, err, errlen);
     }
+    cpuload_snapshot(&load1);
     if (cfg->progress) fprintf(stderr, "\r%*s\r", 100, "");
     if (!rc) {
         summarize(out, makespan, synthetic, cfg);
+        double other, steal;
+        cpuload_between(&load0, &load1, &other, &steal);
+        if (other >= 0 && !cfg->endpoint) { /* over HTTP a local server is "other work": not a measure of the machine */
+            rep_set_metric(out, "other_load_cpus", other);
+            rep_set_metric(out, "steal_cpus", steal);
+        }
         if (cache) kv_metrics_store(cache, &st.peak, rep_get_metric(out, "prompt_tokens"), out);
         long rss = cfg->endpoint ? -1 : env_peak_rss_kib(); /* over HTTP the server's memory is not ours */
         if (rss > 0) rep_set_metric(out, "peak_rss_mib", (double)rss / 1024.0);

@@ -33,6 +33,7 @@ typedef struct store_verdict_row {
     char metric[96], direction[8], verdict[16], note[256];
     double threshold, base_median, cand_median, change, ci_lo, ci_hi, p;
     int n_base, n_cand;
+    int64_t base_run, cand_run; /* the two runs this verdict judged (schema v12); 0: none stored (A/B, older rows) */
 } store_verdict_row;
 
 /* One point of a metric's history: a complete run's median. */

@@ -156,6 +156,16 @@ check "compare refuses runs with different thread counts (exit 2)" test $? -eq 2
 check "refusal names the difference" grep -q "thread count" "$tmp/cmp.err"
 "$BENCH" compare 1 2 --db "$db" --force >"$tmp/cmp.out"
 check "--force compares and flags" grep -q "FLAGGED" "$tmp/cmp.out"
+# An A/A pair at --reps 1 is never "regressed": one value a side cannot show a change (docs/gates.md).
+for k in 1 2; do "$BENCH" run --model "$tmp/tiny.gguf" --workload tg16 -t 1 --reps 1 --warmup 0 --db "$tmp/aa.db" >/dev/null 2>&1; done
+"$BENCH" compare 1 2 --db "$tmp/aa.db" --gate-file ci/gates.conf >"$tmp/aa.out" 2>&1
+check "A/A at --reps 1: exit 0, never regressed" sh -c "test $? -eq 0 && ! grep -q regressed '$tmp/aa.out'"
+check "... every gated metric inconclusive, saying why" sh -c "grep -q '| tps | .* | inconclusive |' '$tmp/aa.out' &&
+    grep -q 'inconclusive: 1 vs 1 repetitions cannot show a change at p < 0.05 (the U test needs 4 per side)' '$tmp/aa.out'"
+# An INVALID run is no measurement: compare refuses it (exit 4), even with --force.
+inv=$(sql "$db" "select min(id) from runs where validity = 'invalid'")
+"$BENCH" compare "$inv" "$inv" --db "$db" --force >/dev/null 2>"$tmp/cmpi.err"
+check "compare of an INVALID run: exit 4 naming it" sh -c "test $? -eq 4 && grep -q 'run $inv is INVALID: ' '$tmp/cmpi.err'"
 
 # Bad input: one clear line naming the problem, non-zero exit, database untouched.
 before=$(sql "$db" "select count(*) from runs")

@@ -18,21 +18,52 @@ check() { local what=$1; shift; if "$@"; then pass=$((pass + 1)); echo "ok - $wh
 sql() { "$PY" -c 'import sqlite3, sys; r = sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone(); print("" if r is None else r[0])' "$@"; }
 
 # Wall-clock mode: every metric ci/gates.conf names comes out of its workloads
-# (fewer repetitions, same workloads and metrics; --record-baseline makes the
-# verdict independent of timing), and a metric no workload produces is refused.
+# (fewer repetitions, same workloads and metrics; the baseline limits opened
+# up so that recording does not depend on this machine's load), and a metric
+# no workload produces is refused.
 "$BUILD/cortex" synth --shape gate-micro --type q8_0 -o "$tmp/w.gguf" 2>/dev/null
-sed 's/^reps .*/reps 2/; s/^budget .*/budget 0/' ci/gates.conf >"$tmp/ci.conf"
+sed 's/^reps .*/reps 4/; s/^budget .*/budget 0/' ci/gates.conf >"$tmp/ci.conf"
+printf 'max_load 1024\nmax_spread 10\n' >>"$tmp/ci.conf"
 w() { "$BENCH" gate --model "$tmp/w.gguf" --db "$tmp/w.db" -t 1 "$@" >"$tmp/w.out" 2>"$tmp/w.err"; }
 w --gate-file "$tmp/ci.conf" --record-baseline
 check "wall-clock gate with ci/gates.conf's workloads and metrics: every metric measured (exit 0)" test $? -eq 0
+check "--record-baseline names the baseline of each workload" \
+    test "$(grep -cE "^baseline 'baseline' for (tg32|pp64): run [0-9]+ \(the first of its configuration\)$" "$tmp/w.out")" = 2
+first_tg=$(sql "$tmp/w.db" "select t.run_id from tags t join runs r on r.id = t.run_id where t.name = 'baseline' and r.workload = 'tg32'")
+w --gate-file "$tmp/ci.conf" --record-baseline
+check "--record-baseline again moves the tag (one baseline per workload and machine)" \
+    test "$(sql "$tmp/w.db" "select count(*) || ':' || sum(run_id > $first_tg) from tags where name = 'baseline'")" = "2:2"
+check "... and says which run it replaced" grep -q "^baseline 'baseline' for tg32: run [0-9]* (was run $first_tg)$" "$tmp/w.out"
 w --gate-file "$tmp/ci.conf"
 check "... and judged: a ttft_ms_p50 and an output_tps verdict" \
     sh -c "grep -q '/ttft_ms_p50 |' '$tmp/w.out' && grep -q '/output_tps |' '$tmp/w.out'"
+check "each verdict names the two runs it judged" \
+    test "$(sql "$tmp/w.db" "select count(*) = sum(base_run > 0 and cand_run > base_run) from verdicts where gate_id = (select max(id) from gates)")" = 1
 sed 's/^metric tps /metric total_tps higher 0.1\nmetric tps /' "$tmp/ci.conf" >"$tmp/unmeasured.conf"
 w --gate-file "$tmp/unmeasured.conf"
 check "a configured metric no workload produces: exit 2" test $? -eq 2
 check "... one stderr line naming the metric and the workloads" \
     sh -c "test \$(wc -l <'$tmp/w.err') -eq 1 && grep -q \"metric 'total_tps' is measured by none of the gate's workloads (tg32, pp64)\" '$tmp/w.err'"
+# A gate file whose repetitions cannot reach alpha could never find a regression: refused.
+sed 's/^reps .*/reps 3/' "$tmp/ci.conf" >"$tmp/few.conf"
+w --gate-file "$tmp/few.conf"
+check "reps 3 at alpha 0.05: exit 2 naming the repetitions needed" \
+    sh -c "test $? -eq 2 && grep -q 'reps 3 cannot decide: the exact Mann-Whitney U test needs 4 repetitions per side' '$tmp/w.err'"
+# A baseline is never recorded from a loose or loaded run.
+sed 's/^max_spread .*/max_spread 0/' "$tmp/ci.conf" >"$tmp/tight.conf"
+before=$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")
+w --gate-file "$tmp/tight.conf" --record-baseline
+check "max_spread 0: recording refused (exit 2), naming the spread" \
+    sh -c "test $? -eq 2 && grep -q 'not recorded as baseline .baseline.: run [0-9]* repeats too loosely: ' '$tmp/w.err'"
+check "... the baseline stays" test "$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")" = "$before"
+sed 's/^max_load .*/max_load 0.3/' "$tmp/ci.conf" >"$tmp/quiet.conf"
+( while :; do :; done ) & busy=$!
+w --gate-file "$tmp/quiet.conf" --record-baseline
+rc=$?
+kill $busy; wait $busy 2>/dev/null
+check "a busy loop beside the run: recording refused (exit 2) as measured under load" \
+    sh -c "test $rc -eq 2 && grep -q 'was measured under load: [0-9.]* CPUs busy with other work (max_load 0.30' '$tmp/w.err'"
+check "... the baseline stays" test "$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")" = "$before"
 
 if [ ! -x "$KNOB" ]; then
     if [ "${CI:-}" = true ]; then check "knob build present ($KNOB: make KNOBS=1)" false; echo "$pass passed, $fail failed"; exit 1; fi
@@ -56,9 +87,20 @@ rm -f "$db"*
 CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate
 check "no baseline yet: gate errors (exit 2)" test $? -eq 2
 check "the error says how to make one" grep -q "tag one" "$tmp/err.txt"
-CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --record-baseline
-check "--record-baseline records and passes" test $? -eq 0
+CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --advance-baseline
+check "--advance-baseline, the first night: records (exit 0)" test $? -eq 0
 check "the run is tagged baseline" test "$(sql "$db" "select count(*) from tags where name = 'baseline'")" = 1
+b1=$(sql "$db" "select run_id from tags where name = 'baseline'")
+CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --advance-baseline
+check "--advance-baseline on a passing night: exit 0" test $? -eq 0
+check "... the baseline advances to it" test "$(sql "$db" "select (run_id > $b1) || ':' || count(*) from tags where name = 'baseline'")" = "1:1"
+b2=$(sql "$db" "select run_id from tags where name = 'baseline'")
+CORTEX_SLOWDOWN_PCT=15 g "$KNOB" gate --advance-baseline
+check "--advance-baseline on a regressed night: exit 1" test $? -eq 1
+check "... the baseline stays" test "$(sql "$db" "select run_id from tags where name = 'baseline'")" = "$b2"
+CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --record-baseline
+check "--record-baseline re-records (exit 0)" test $? -eq 0
+check "... moving the tag" test "$(sql "$db" "select (run_id > $b2) || ':' || count(*) from tags where name = 'baseline'")" = "1:1"
 CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --junit "$tmp/j.xml" --summary "$tmp/s.md"
 check "unchanged build passes (exit 0)" test $? -eq 0
 check "instructions unchanged" grep -q "instructions .* \*\*unchanged\*\*" "$tmp/out.md"
@@ -68,7 +110,7 @@ CORTEX_SLOWDOWN_PCT=5 g "$KNOB" gate --junit "$tmp/j5.xml"
 check "5% injected slowdown fails the gate (exit 1)" test $? -eq 1
 check "instructions regressed by about 5% (4-6%)" grep -qE "instructions .* \+[4-6]\.[0-9]+% .*\*\*regressed\*\*" "$tmp/out.md"
 check "JUnit XML reports the failure" "$PY" -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); assert r.find("testsuite").get("failures") == "1"' "$tmp/j5.xml"
-check "gate decisions stored (pass, pass, regression)" test "$(sql "$db" "select group_concat(verdict) from (select verdict from gates where verdict != 'error' order by id)")" = "pass,pass,regression"
+check "gate decisions stored (pass x3, regression, pass, pass, regression)" test "$(sql "$db" "select group_concat(verdict) from (select verdict from gates where verdict != 'error' order by id)")" = "pass,pass,regression,pass,pass,regression"
 check "verdicts stored per metric" test "$(sql "$db" "select verdict from verdicts order by gate_id desc limit 1")" = regressed
 # A baseline given as a number (ci/baseline.sh measures the parent commit's).
 base=$(sql "$db" "select value from rep_metrics where name = 'instructions' order by run_id limit 1")

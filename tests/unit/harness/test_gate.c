@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gate.h"
+#include "cli_util.h"
 #include "gatefile.h"
 #include "testing.h"
 
@@ -41,13 +42,38 @@ static void test_verdicts(void) {
     CHECK(v.v == GATE_UNCHANGED, "within threshold: unchanged: %s", gate_v_name(v.v));
     gate_judge(&tps, base, 5, noisy, 5, 0.05, 2000, &v);
     CHECK(v.v == GATE_INCONCLUSIVE && v.p >= 0.05, "past threshold but not significant: %s (p=%g)", gate_v_name(v.v), v.p);
-    /* 3 vs 3 cannot reach p < 0.05 (min p 0.1): the bootstrap CI decides. */
+    /* 3 vs 3 cannot reach p < 0.05 (min p 0.1): too few samples to decide, whatever the medians say. */
     gate_judge(&tps, base, 3, slow, 3, 0.05, 2000, &v);
-    CHECK(v.v == GATE_REGRESSED && isnan(v.p) && strstr(v.note, "CI excludes"), "3 vs 3 via CI: %s (%s)",
-          gate_v_name(v.v), v.note);
-    CHECK(v.ci_lo < -0.15 && v.ci_hi < 0, "CI of the change lies below zero: [%g, %g]", v.ci_lo, v.ci_hi);
+    CHECK(v.v == GATE_INCONCLUSIVE && isnan(v.p) && strstr(v.note, "too few repetitions") && strstr(v.note, "needs 4"),
+          "3 vs 3, -20%%: inconclusive, never regressed: %s (%s)", gate_v_name(v.v), v.note);
+    CHECK(v.ci_lo < -0.15 && v.ci_hi < 0, "the CI is still reported: [%g, %g]", v.ci_lo, v.ci_hi);
+    gate_judge(&tps, base, 3, same, 3, 0.05, 2000, &v);
+    CHECK(v.v == GATE_INCONCLUSIVE && strstr(v.note, "within the threshold"), "3 vs 3 within the threshold: no"
+          " 'unchanged' claim either: %s (%s)", gate_v_name(v.v), v.note);
+    /* One repetition a side (an A/A pair at --reps 1): never regressed, however far apart. */
+    double one_b = 100, one_c = 50;
+    gate_judge(&tps, &one_b, 1, &one_c, 1, 0.05, 2000, &v);
+    CHECK(v.v == GATE_INCONCLUSIVE && strstr(v.note, "1 vs 1"), "1 vs 1, -50%%: inconclusive (%s)", v.note);
+    /* 2 vs 2 (the A/A pair judged 'regressed -45.7%, p 0.33'). */
+    double two_b[2] = {100, 101}, two_c[2] = {54, 55};
+    gate_judge(&tps, two_b, 2, two_c, 2, 0.05, 2000, &v);
+    CHECK(v.v == GATE_INCONCLUSIVE, "2 vs 2, -46%%: inconclusive: %s", gate_v_name(v.v));
+    /* 4 vs 4: the smallest that can decide at 0.05 (complete separation, p = 0.0286). */
+    gate_judge(&tps, base, 4, slow, 4, 0.05, 2000, &v);
+    CHECK(v.v == GATE_REGRESSED && fabs(v.p - 2.0 / 70) < 1e-9, "4 vs 4 separated: regressed, p = 2/70 (%g)", v.p);
+    CHECK(gate_min_reps(0.05) == 4 && gate_min_reps(0.01) == 5 && gate_min_reps(0.1) == 3,
+          "fewest repetitions per side: 4 at 0.05, 5 at 0.01, 3 at 0.1 (%d %d %d)", gate_min_reps(0.05),
+          gate_min_reps(0.01), gate_min_reps(0.1));
+    /* Exit codes: one table for gate and compare. */
+    gate_verdict vs[2];
+    gate_judge(&tps, base, 5, same, 5, 0.05, 2000, &vs[0]);
+    gate_judge(&tps, base, 5, slow, 5, 0.05, 2000, &vs[1]);
+    int judged[2] = {1, 0};
+    CHECK(gate_exit_code(vs, 1, NULL) == CB_EXIT_OK && gate_exit_code(vs, 2, NULL) == CB_EXIT_REGRESSED &&
+          gate_exit_code(vs, 2, judged) == CB_EXIT_OK, "exit codes: 0 unchanged, 1 regressed, ungated ignored");
     /* Deterministic: one value each; 3% more instructions past a 2% threshold. */
     gate_metric ins = rule("instructions", 0, 0.02);
+    ins.deterministic = 1;
     double b1 = 1.0e8, c1 = 1.03e8, c2 = 1.01e8;
     gate_judge(&ins, &b1, 1, &c1, 1, 0.05, 2000, &v);
     CHECK(v.v == GATE_REGRESSED, "deterministic +3%% > 2%%: %s", gate_v_name(v.v));
@@ -77,6 +103,11 @@ static void test_gatefile(void) {
     CHECK(c.n_metrics > 0 && c.n_workloads > 0 && gate_conf_metric(&c, "instructions"), "it has metrics and workloads");
     CHECK(parse("version 1\nmetric tps higher 0.1\n", &c, err, sizeof err) == 0 && c.metrics[0].higher_is_better &&
           c.metrics[0].threshold == 0.1, "minimal file");
+    CHECK(c.max_load == GATE_DEFAULT_MAX_LOAD && c.max_spread == GATE_DEFAULT_MAX_SPREAD && !c.metrics[0].deterministic,
+          "baseline limits default; a wall-clock metric is not deterministic");
+    CHECK(parse("version 1\nmax_load 0.25\nmax_spread 0.05\nmetric instructions lower 0.02\n", &c, err, sizeof err) == 0 &&
+          c.max_load == 0.25 && c.max_spread == 0.05 && c.metrics[0].deterministic, "max_load, max_spread; instructions"
+          " is deterministic: %s", err);
     static const struct { const char *text, *want; } bad[] = {
         {"metric tps higher 0.1\n", "missing 'version 1'"},
         {"version 2\n", ":1: version must be 1"},
@@ -85,6 +116,11 @@ static void test_gatefile(void) {
         {"version 1\nalpha 2\nmetric a higher 1\n", ":2: alpha takes one number"},
         {"version 1\nfrobnicate 3\n", ":2: unknown setting 'frobnicate'"},
         {"version 1\n# only comments\n", "no metric lines"},
+        {"version 1\nreps 3\nworkload tg32\nmetric tps higher 0.1\n",
+         "reps 3 cannot decide: the exact Mann-Whitney U test needs 4 repetitions per side to reach p < 0.05"},
+        {"version 1\nalpha 0.01\nreps 4\nworkload tg32\nmetric tps higher 0.1\n", "needs 5 repetitions per side"},
+        {"version 1\nmax_load -1\nmetric tps higher 0.1\n", ":2: max_load takes one number of CPUs"},
+        {"version 1\nmax_spread x\nmetric tps higher 0.1\n", ":2: max_spread takes one relative spread"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK(parse(bad[i].text, &c, err, sizeof err) != 0 && strstr(err, bad[i].want), "bad gate file %zu: '%s' (want %s)",
