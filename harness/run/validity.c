@@ -81,10 +81,11 @@ void validity_judge(const rep_result *reps, int n_reps, const run_meta *m, run_v
         }
         const req_result *t = example(reps, n_reps, m->ignore_eos, 1);
         if (o->truncated && t) {
-            snprintf(line, sizeof line, "%d of %d requests were truncated (%s: %d of %d tokens, stopped by %s%s)",
-                     o->truncated, o->requests, t->item, t->gen_tokens, t->max_tokens, t->state,
-                     !strcmp(t->state, "length") ? ": the context was full"
-                                                 : " although asked to ignore end of text; --respect-eos measures what it generates");
+            snprintf(line, sizeof line, "%d of %d requests were truncated (%s: %d of %d tokens, %s)", o->truncated,
+                     o->requests, t->item, t->gen_tokens, t->max_tokens,
+                     !strcmp(t->state, "length") ? "stopped by length: the context was full"
+                                                 : "stopped at end of text although asked to ignore it; --respect-eos"
+                                                   " measures what it generates");
             add(v->reasons, sizeof v->reasons, line);
         }
         if (m->allow_failures > 0) {
