@@ -2,7 +2,7 @@
 # ci/baseline.sh - the deterministic-mode baseline of another revision, built
 # on the spot, so CI never has to commit numbers (docs/gates.md).
 #
-#   ci/baseline.sh [REV] [--model FILE] [--mode callgrind|perf|auto] [--driver BIN] [--prompt N] [--gen G]
+#   ci/baseline.sh [REV] [--model FILE] [--mode callgrind|perf|auto] [--driver BIN] [--prompt N] [--gen G] [--keep DIR]
 #
 # REV defaults to the parent commit HEAD~1 (HEAD itself when there is none).
 # Builds REV's cortex-bench and cortex in a temporary `git worktree` (removed
@@ -19,6 +19,9 @@
 # --driver: a cortex-bench (e.g. the candidate's build/cortex-bench) whose
 # det_measure runs REV's binary, so both sides are measured by the same
 # procedure (valgrind options, environment); by default REV's own does.
+# --keep DIR: also build REV's tests/kernel_bench and keep REV's cortex,
+# cortex-bench and tests/kernel_bench in DIR (DIR/cortex-bench, ...) for the
+# A/B gate of the default kernels (ci/gate_ab.sh); the worktree still goes.
 #
 # Exit codes: 0 measured; 1 failure (bad revision, build, measurement);
 # 2 bad usage; 3 REV predates the micro subcommand: no baseline, record only;
@@ -28,7 +31,7 @@ set -uo pipefail
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 
-rev="" model="" mode="auto" prompt="" gen="" driver=""
+rev="" model="" mode="auto" prompt="" gen="" driver="" keep=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --model) [ $# -ge 2 ] || usage; model=$2; shift 2 ;;
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
         --prompt) [ $# -ge 2 ] || usage; prompt=$2; shift 2 ;;
         --gen) [ $# -ge 2 ] || usage; gen=$2; shift 2 ;;
         --driver) [ $# -ge 2 ] || usage; driver=$2; shift 2 ;;
+        --keep) [ $# -ge 2 ] || usage; keep=$2; shift 2 ;;
         -h|--help) usage ;;
         -*) echo "baseline.sh: unknown option '$1'" >&2; usage ;;
         *) [ -z "$rev" ] || usage; rev=$1; shift ;;
@@ -71,12 +75,18 @@ trap 'exit 130' INT TERM HUP
 echo "baseline.sh: building ${sha:0:12} ($rev) in a temporary worktree" >&2
 git worktree add --detach "$wt" "$sha" >"$tmp/worktree.log" 2>&1 || {
     cat "$tmp/worktree.log" >&2; echo "baseline.sh: git worktree add failed" >&2; exit 1; }
-if ! (cd "$wt" && make -j"${BASELINE_JOBS:-2}" build/cortex-bench build/cortex) >"$tmp/build.log" 2>&1; then
+targets=(build/cortex-bench build/cortex)
+[ -n "$keep" ] && targets+=(build/tests/kernel_bench)
+if ! (cd "$wt" && make -j"${BASELINE_JOBS:-2}" "${targets[@]}") >"$tmp/build.log" 2>&1; then
     tail -30 "$tmp/build.log" >&2
     echo "baseline.sh: ${sha:0:12} does not build" >&2
     exit 1
 fi
 bench="$wt/build/cortex-bench"
+if [ -n "$keep" ]; then
+    mkdir -p "$keep/tests" && cp "$wt/build/cortex" "$wt/build/cortex-bench" "$keep/" &&
+        cp "$wt/build/tests/kernel_bench" "$keep/tests/" || { echo "baseline.sh: cannot keep the binaries in $keep" >&2; exit 1; }
+fi
 
 # A revision older than the micro subcommand answers "unknown command 'micro'".
 probe=$("$bench" micro 2>&1)

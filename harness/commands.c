@@ -13,6 +13,7 @@
 #include "detmode.h"
 #include "gate_cmd.h"
 #include "hw_cmd.h"
+#include "judge.h"
 #include "report_cmd.h"
 #include "run_cmd.h"
 #include "show_cmd.h"
@@ -143,6 +144,15 @@ static const cli_flag gate_flags[] = {
     {NULL, NULL, NULL, NULL},
 };
 
+static const cli_flag judge_flags[] = {
+    {"--threshold", NULL, "T", "relative change that counts, 0..10 (default: 0.10)"},
+    {"--alpha", NULL, "A", "significance level of the U test, 0.000001..0.5 (default: 0.05)"},
+    {"--title", NULL, "NAME", "the table's heading, \"cortex-bench gate (NAME)\" (default: judge)"},
+    {"--junit", NULL, "FILE", "also write the verdicts as JUnit XML (default: none)"},
+    {"--summary", NULL, "FILE.md", "also write the table as markdown (default: none)"},
+    {NULL, NULL, NULL, NULL},
+};
+
 static const cli_flag micro_flags[] = {
     {"--model", "-m", "FILE", "the model (required; cortex synth --shape gate-micro --type q8_0 makes it)"},
     {"--prompt", NULL, "N", "prompt tokens, 1..1048576 (default: 16)"},
@@ -210,8 +220,11 @@ const cli_command bench_commands[] = {
      compare_flags, "cortex-bench compare baseline 14"},
     {"tag", cmd_tag, "RUN NAME", "name a complete run (RUN: a run id, a tag or a git commit)", tag_flags,
      "cortex-bench tag 12 baseline"},
-    {"gate", cmd_gate, "", "judge this build against the baseline; exit 0 pass, 1 regression, 2 error, 3 no counter",
-     gate_flags, "cortex-bench gate --model /tmp/gm.gguf --mode deterministic"},
+    {"gate", cmd_gate, "", "judge this build against the baseline; exit 0 pass, 1 regression, 2 error, 3 no counter,"
+     " 4 an INVALID candidate", gate_flags, "cortex-bench gate --model /tmp/gm.gguf --mode deterministic"},
+    {"judge", cmd_judge, "FILE|-", "the gate's verdicts over samples measured elsewhere: lines \"METRIC<TAB>lower|higher"
+     "<TAB>base|cand<TAB>VALUE\"; exit 0 pass, 1 regression, 2 bad input", judge_flags,
+     "cortex-bench judge --threshold 0.1 --alpha 0.01 kernels.tsv"},
     {"micro", cmd_micro, "", "the deterministic gate's fixed workload (used by gate --mode deterministic)",
      micro_flags, "cortex-bench micro --measure callgrind --model /tmp/gm.gguf"},
     {"calibrate", cmd_calibrate, "", "A/A runs of this build against itself, to set gate thresholds from",

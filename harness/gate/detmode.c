@@ -200,7 +200,8 @@ static double callgrind_total(const char *text) {
 }
 
 int det_measure(const char *bench_bin, const char *model, const char *mode, int test_prompt, int test_gen,
-                double *instructions, char *mode_used, size_t mode_len, char *err, size_t errlen) {
+                double *instructions, char *mode_used, size_t mode_len, char *isa_used, size_t isa_len, char *err,
+                size_t errlen) {
     *instructions = 0;
     if (mode_len) mode_used[0] = 0;
     char why[256] = "";
@@ -311,6 +312,9 @@ int det_measure(const char *bench_bin, const char *model, const char *mode, int 
         *instructions = n;
     }
     snprintf(mode_used, mode_len, "%s", use_callgrind ? "callgrind" : "perf");
+    const char *isa = out ? strstr(out, " isa=") : NULL;
+    size_t il = isa ? strcspn(isa + 5, " \r\n") : 0;
+    snprintf(isa_used, isa_len, "%.*s", il ? (int)il : 7, il ? isa + 5 : "unknown");
     rc = 0;
 done:
     free(out);

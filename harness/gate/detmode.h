@@ -56,11 +56,15 @@ enum {
  * Measure the micro workload of `bench_bin` (a cortex-bench binary) on
  * `model` with `test_prompt` prompt tokens and `test_gen` greedy steps, in a
  * child process, in `mode` ("callgrind", "perf" or "auto"). On success *instructions
- * gets the count and mode_used the mode actually used ("callgrind" or
- * "perf"). The child inherits the environment (CORTEX_SLOWDOWN_PCT included).
+ * gets the count, mode_used the mode actually used ("callgrind" or "perf")
+ * and isa_used the kernel table the child really ran (its `isa=`: under
+ * valgrind, which emulates no AVX-512, the AVX2 table even on an AVX-512
+ * machine; "unknown" for a child from before it said so). The child inherits
+ * the environment (CORTEX_SLOWDOWN_PCT, CORTEX_ISA included).
  */
 int det_measure(const char *bench_bin, const char *model, const char *mode, int test_prompt, int test_gen,
-                double *instructions, char *mode_used, size_t mode_len, char *err, size_t errlen);
+                double *instructions, char *mode_used, size_t mode_len, char *isa_used, size_t isa_len, char *err,
+                size_t errlen);
 
 /* 1 if an executable `valgrind` is on PATH. */
 int det_have_valgrind(void);

@@ -9,6 +9,7 @@
 #define GATE_MAX_VALUES 1024
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "gatefile.h"
@@ -58,6 +59,11 @@ int gate_min_reps(double alpha);
  * too), else CB_EXIT_OK. `judged[i]` 0 skips verdict i (compare's ungated
  * metrics); NULL judges all. */
 int gate_exit_code(const gate_verdict *v, int n, const int *judged);
+/* gate_print.c: the verdict table in markdown, headed "## cortex-bench gate
+ * (MODE): VERDICT" and the error when there is one. */
+void gate_print_table(FILE *f, const gate_verdict *v, int n, const char *mode, const char *verdict, const char *error);
+/* The same as JUnit XML at `path`: 0, or -1 when it cannot be written. */
+int gate_write_junit(const char *path, const gate_verdict *v, int n, const char *mode, const char *error);
 
 /*
  * Resolve a baseline reference to a run comparable with `cand_run` on

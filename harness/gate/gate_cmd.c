@@ -155,12 +155,12 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
  * run. Returns the run id, -1 on failure, or DET_EUNAVAIL when this machine
  * has no instruction counter for the asked mode (err says why). */
 static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *o, double *instr, char *err, size_t n) {
-    char self[1024], mode[32];
+    char self[1024], mode[32], isa[32];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     if (k <= 0) return snprintf(err, n, "cannot find the cortex-bench binary (/proc/self/exe)"), -1;
     self[k] = 0;
     int rc = det_measure(self, o->model, o->det_mode ? o->det_mode : "auto", c->micro_prompt, c->micro_gen, instr, mode,
-                         sizeof mode, err, n);
+                         sizeof mode, isa, sizeof isa, err, n);
     if (rc) return rc == DET_EUNAVAIL ? DET_EUNAVAIL : -1;
     run_meta m;
     memset(&m, 0, sizeof m);
@@ -178,9 +178,9 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
     snprintf(m.build_type, sizeof m.build_type, "%s", CORTEX_BUILD_TYPE);
     snprintf(m.build_flags, sizeof m.build_flags, "%s", CORTEX_BUILD_FLAGS);
     snprintf(m.counter_mode, sizeof m.counter_mode, "%s", mode);
-    cx_model_params mp; /* the micro child inherits CORTEX_ISA, so it runs these kernels */
-    const char *isa = cx_model_params_from_env(&mp, NULL) ? NULL : cx_isa_resolve(mp.isa, NULL);
-    snprintf(m.isa, sizeof m.isa, "%s", isa ? isa : "");
+    /* the kernels the child really ran, as it said: under valgrind the AVX2 table even where this process
+     * would run AVX-512 (the counts gate that table only: docs/gates.md, "What each gate covers") */
+    snprintf(m.isa, sizeof m.isa, "%s", isa);
     env_info e;
     env_collect(&e);
     /* Instruction counts do not depend on the CPU model the way times do, but
@@ -233,75 +233,6 @@ static int64_t store_gate(store *s, const gate_conf *c, const char *mode, int64_
         w->cand_run = v->cand_run;
     }
     return store_gate_insert(s, &row, rows, g->n);
-}
-
-/* A percentage, or "-" for NAN. */
-static const char *pct(double x, char *buf, size_t n) {
-    if (isnan(x)) snprintf(buf, n, "-");
-    else snprintf(buf, n, "%+.2f%%", x * 100);
-    return buf;
-}
-
-static void print_table(FILE *f, const gate_state *g, const char *mode, const char *verdict) {
-    fprintf(f, "## cortex-bench gate (%s): %s\n\n", mode, verdict);
-    if (g->error[0]) fprintf(f, "**error:** %s\n\n", g->error);
-    fprintf(f, "| metric | base | candidate | change | 95%% CI | p | verdict | note |\n"
-               "| --- | ---: | ---: | ---: | --- | ---: | --- | --- |\n");
-    for (int i = 0; i < g->n; i++) {
-        const gate_verdict *v = &g->v[i];
-        char a[32], b[32], c[32], p[32];
-        char bm[32], cm[32];
-        snprintf(bm, sizeof bm, isnan(v->base_median) ? "-" : "%.6g", v->base_median);
-        snprintf(cm, sizeof cm, isnan(v->cand_median) ? "-" : "%.6g", v->cand_median);
-        fprintf(f, "| %s | %s | %s | %s | [%s, %s] | %s | **%s** | %s |\n", v->metric, bm, cm,
-                pct(v->change, a, sizeof a), pct(v->ci_lo, b, sizeof b), pct(v->ci_hi, c, sizeof c),
-                isnan(v->p) ? "-" : (snprintf(p, sizeof p, "%.4f", v->p), p), gate_v_name(v->v), v->note);
-    }
-}
-
-/* XML-escape into f. */
-static void xml(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '&') fputs("&amp;", f);
-        else if (*s == '"') fputs("&quot;", f);
-        else fputc(*s, f);
-    }
-}
-
-static int write_junit(const char *path, const gate_state *g, const char *mode) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    int failures = 0;
-    for (int i = 0; i < g->n; i++) failures += g->v[i].v == GATE_REGRESSED;
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"cortex-bench gate (%s)\""
-               " tests=\"%d\" failures=\"%d\" errors=\"%d\">\n", mode, g->n + (g->error[0] ? 1 : 0), failures,
-            g->error[0] ? 1 : 0);
-    for (int i = 0; i < g->n; i++) {
-        const gate_verdict *v = &g->v[i];
-        char a[32];
-        fprintf(f, "    <testcase classname=\"gate.%s\" name=\"", mode);
-        xml(f, v->metric);
-        fprintf(f, "\">");
-        if (v->v == GATE_REGRESSED) {
-            fprintf(f, "<failure message=\"regressed %s\">", pct(v->change, a, sizeof a));
-            xml(f, v->note);
-            fprintf(f, "</failure>");
-        } else {
-            fprintf(f, "<system-out>%s %s: ", gate_v_name(v->v), pct(v->change, a, sizeof a));
-            xml(f, v->note);
-            fprintf(f, "</system-out>");
-        }
-        fprintf(f, "</testcase>\n");
-    }
-    if (g->error[0]) {
-        fprintf(f, "    <testcase classname=\"gate.%s\" name=\"setup\"><error message=\"", mode);
-        xml(f, g->error);
-        fprintf(f, "\"/></testcase>\n");
-    }
-    fprintf(f, "  </testsuite>\n</testsuites>\n");
-    return fclose(f);
 }
 
 /* Values of one metric from a `run -o json` table (one object per line). */
@@ -637,7 +568,7 @@ int cmd_gate(int argc, char **argv) {
     for (int i = 0; i < g.n; i++) inconclusive += g.v[i].v == GATE_INCONCLUSIVE;
     const char *verdict = g.error[0] ? "error" : regressed ? "regression" : "pass";
     store_gate(s, &c, mode, last_base, last_cand, verdict, &g);
-    print_table(stdout, &g, mode, verdict);
+    gate_print_table(stdout, g.v, g.n, mode, verdict, g.error);
     if (inconclusive && !regressed && !g.error[0])
         printf("\n%d metric(s) inconclusive (too few repetitions, or not significant after the extra ones): not a proven"
                " regression, the gate passes.\n", inconclusive);
@@ -657,11 +588,11 @@ int cmd_gate(int argc, char **argv) {
         FILE *f = fopen(o.summary, "w");
         if (!f) fprintf(stderr, "cortex-bench: %s: cannot write the summary\n", o.summary);
         else {
-            print_table(f, &g, mode, verdict);
+            gate_print_table(f, g.v, g.n, mode, verdict, g.error);
             fclose(f);
         }
     }
-    if (o.junit && write_junit(o.junit, &g, mode)) fprintf(stderr, "cortex-bench: %s: cannot write JUnit XML\n", o.junit);
+    if (o.junit && gate_write_junit(o.junit, g.v, g.n, mode, g.error)) fprintf(stderr, "cortex-bench: %s: cannot write JUnit XML\n", o.junit);
     store_close(s);
     if (g.error[0]) fprintf(stderr, "cortex-bench: gate: %s\n", g.error);
     return unavailable ? CB_EXIT_UNAVAILABLE : invalid ? CB_EXIT_INVALID : g.error[0] ? CB_EXIT_USAGE

@@ -64,7 +64,7 @@ static int micro_int(const char *flag, const char *v, long lo, long hi, int *out
 
 /* --measure: run det_measure on `bin` and print the result line. */
 static int micro_measure(const char *bin, const char *model, const char *mode, int np, int ng) {
-    char self[PATH_MAX], used[32], err[1024];
+    char self[PATH_MAX], used[32], isa[32], err[1024];
     if (!bin) { /* this very binary */
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
         if (n <= 0) return micro_fail(1, "cannot find this binary (/proc/self/exe); pass --bench-bin");
@@ -72,9 +72,10 @@ static int micro_measure(const char *bin, const char *model, const char *mode, i
         bin = self;
     }
     double ins;
-    int rc = det_measure(bin, model, mode, np, ng, &ins, used, sizeof used, err, sizeof err);
+    int rc = det_measure(bin, model, mode, np, ng, &ins, used, sizeof used, isa, sizeof isa, err, sizeof err);
     if (rc) return micro_fail(rc == DET_ENOMICRO ? 3 : rc == DET_EUNAVAIL ? 4 : 1, err);
-    printf("instructions=%.0f mode=%s micro_version=%d prompt=%d gen=%d\n", ins, used, DET_MICRO_VERSION, np, ng);
+    printf("instructions=%.0f mode=%s micro_version=%d prompt=%d gen=%d isa=%s\n", ins, used, DET_MICRO_VERSION, np, ng,
+           isa);
     return 0;
 }
 
@@ -144,8 +145,10 @@ int cmd_micro(int argc, char **argv) {
     long long ins = fd >= 0 ? det_perf_stop(fd) : 0;
     if (wrc) { micro_fail(1, e.msg); goto out; }
     if (fd >= 0 && ins <= 0) { micro_fail(1, "the instructions counter could not be read (or was multiplexed)"); goto out; }
-    printf("micro_version=%d prompt=%d gen=%d threads=1 token_hash=%016llx", DET_MICRO_VERSION, np, ng,
-           (unsigned long long)hash);
+    /* isa: the kernels this process really ran (under valgrind, which has no AVX-512, the AVX2 table even
+     * on an AVX-512 machine): the counts belong to that table, and the gate records it */
+    printf("micro_version=%d prompt=%d gen=%d threads=1 token_hash=%016llx isa=%s", DET_MICRO_VERSION, np, ng,
+           (unsigned long long)hash, mi->isa);
     if (fd >= 0) printf(" instructions=%lld", ins);
     printf("\n");
     rc = 0;

@@ -10,6 +10,12 @@
  * multi-row kernels by gathers, decode through the one-row kernels).
  * A benchmark, not a test: nothing here passes or fails.
  *   build/tests/kernel_bench [--quick] [--rows] [--base ISA] [--isa ISA] [--types T1,T2,...]
+ * When --base and --isa name the same table it is timed once and both columns
+ * are that time (ci/gate_ab.sh times one table of two builds this way,
+ * alternating the builds, and judges them with `cortex-bench judge`).
+ * KERNEL_BENCH_SLOWDOWN_PCT=P (0..1000, a test knob): each timed round also
+ * calls the kernel P more times per 100, an injected slowdown of about P% for
+ * measuring that gate's detection rate (docs/gates.md).
  * (--types: only these weight types' kernels, e.g. q4_0,mxfp4; no other operators;
  * --base avx512vnni --isa avx512bf16 --types bf16: what vdpbf16ps buys over float activations)
  * Matrix shapes are 256 rows x 2048 columns (the rows fit in L2, so this
@@ -85,14 +91,18 @@ static void b_exp(bench_ctx *c) {
 static void b_scale(bench_ctx *c) { c->k->scale_f64(c->acc, 1.0, HD); }
 static void b_add(bench_ctx *c) { c->k->add(c->y, c->x, COLS); }
 
+/* KERNEL_BENCH_SLOWDOWN_PCT: extra calls per 100 (see the top); 0 normally. */
+static int slowdown_pct;
+
 /* Median ns per call of fn over `rounds` rounds of >= min_s seconds. */
 static double time_fn(bench_fn fn, bench_ctx *c, int rounds, double min_s, double *out) {
     for (int r = 0; r < rounds; r++) {
-        long n = 0;
+        long n = 0, extra = 0;
         double t0 = now(), t;
         do {
             for (int i = 0; i < 8; i++) fn(c);
             n += 8;
+            for (; extra * 100 < n * slowdown_pct; extra++) fn(c); /* the knob: P extra calls per 100 */
             t = now() - t0;
         } while (t < min_s);
         out[r] = t / (double)n * 1e9;
@@ -136,7 +146,12 @@ static int in_list(const char *list, const char *name) {
 
 int main(int argc, char **argv) {
     int quick = 0, rows_only = 0;
-    const char *base = "scalar", *isa = "avx2", *only = NULL;
+    const char *base = "scalar", *isa = "avx2", *only = NULL, *knob = getenv("KERNEL_BENCH_SLOWDOWN_PCT");
+    slowdown_pct = knob ? atoi(knob) : 0;
+    if (slowdown_pct < 0 || slowdown_pct > 1000) {
+        fprintf(stderr, "kernel_bench: KERNEL_BENCH_SLOWDOWN_PCT=%s is not in 0..1000\n", knob);
+        return 2;
+    }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--rows")) rows_only = 1;
@@ -173,6 +188,7 @@ int main(int argc, char **argv) {
     kern_rope_table(c.cs, HD, 100, inv);
 
     printf("| kernel | shape | %s ns/call | %s ns/call | speed-up |\n|---|---|---:|---:|---:|\n", sc->name, av->name);
+    int same = sc == av; /* one table: timed once */
     int types[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_BF16, CX_TYPE_Q8_0, CX_TYPE_Q4_0, CX_TYPE_Q4_K, CX_TYPE_Q6_K,
                    CX_TYPE_MXFP4};
     double s_buf[9], a_buf[9];
@@ -205,7 +221,7 @@ int main(int argc, char **argv) {
             c.k = sc, c.w = wt[0], c.layout = lay[0];
             double s = time_fn(b_gemm, &c, rounds, min_s, s_buf);
             c.k = av, c.w = wt[1], c.layout = lay[1];
-            double v = time_fn(b_gemm, &c, rounds, min_s, a_buf);
+            double v = same ? s : time_fn(b_gemm, &c, rounds, min_s, a_buf);
             printf("| %s %s | %d x %d, %d token%s (%s / %s) | %.0f | %.0f | %.1fx |\n", cx_type_name(type),
                    c.T == 1 ? "matvec (decode)" : "gemm (prefill)", ROWS, COLS, c.T, c.T == 1 ? "" : "s",
                    layout_name[lay[0]], layout_name[lay[1]], s, v, s / v);
@@ -217,7 +233,7 @@ int main(int argc, char **argv) {
             c.k = sc;
             double s = time_fn(b_quant, &c, rounds, min_s, s_buf);
             c.k = av;
-            double v = time_fn(b_quant, &c, rounds, min_s, a_buf);
+            double v = same ? s : time_fn(b_quant, &c, rounds, min_s, a_buf);
             printf("| quantize activations (%s) | %d | %.0f | %.0f | %.1fx |\n", fmt == KERN_ACT_Q8_32 ? "q8 per 32" : "q8 per 256",
                    COLS, s, v, s / v);
         }
@@ -236,7 +252,7 @@ int main(int argc, char **argv) {
         c.k = sc;
         double s = time_fn(ops[i].fn, &c, rounds, min_s, s_buf);
         c.k = av;
-        double v = time_fn(ops[i].fn, &c, rounds, min_s, a_buf);
+        double v = same ? s : time_fn(ops[i].fn, &c, rounds, min_s, a_buf);
         printf("| %s | %s | %.0f | %.0f | %.1fx |\n", ops[i].name, ops[i].shape, s, v, s / v);
     }
     free(c.x), free(c.y), free(c.big), free(c.w1), free(c.cs), free(c.sc), free(c.acc); /* clean under LeakSanitizer */

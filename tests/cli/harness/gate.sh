@@ -112,6 +112,14 @@ check "instructions regressed by about 5% (4-6%)" grep -qE "instructions .* \+[4
 check "JUnit XML reports the failure" "$PY" -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); assert r.find("testsuite").get("failures") == "1"' "$tmp/j5.xml"
 check "gate decisions stored (pass x3, regression, pass, pass, regression)" test "$(sql "$db" "select group_concat(verdict) from (select verdict from gates where verdict != 'error' order by id)")" = "pass,pass,regression,pass,pass,regression"
 check "verdicts stored per metric" test "$(sql "$db" "select verdict from verdicts order by gate_id desc limit 1")" = regressed
+# The stored kernel table is the one the counted child really ran (under valgrind, which emulates no
+# AVX-512, the AVX2 table even on an AVX-512 machine: the default there is gated by ci/gate.sh's A/B).
+ran=$(CORTEX_SLOWDOWN_PCT=0 "$KNOB" micro --measure $mode --model "$tmp/m.gguf" 2>/dev/null | sed -n 's/.* isa=\([a-z0-9_]*\).*/\1/p')
+check "the deterministic run stores the kernel table it measured ($ran)" \
+    test -n "$ran" -a "$(sql "$db" "select isa from runs order by id desc limit 1")" = "$ran"
+if [ "$(sql "$db" "select counter_mode from runs order by id desc limit 1")" = callgrind ] && grep -qw avx512f /proc/cpuinfo; then
+    check "under callgrind on an AVX-512 machine that table is avx2" test "$ran" = avx2
+fi
 # A baseline given as a number (ci/baseline.sh measures the parent commit's).
 base=$(sql "$db" "select value from rep_metrics where name = 'instructions' order by run_id limit 1")
 CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --baseline-instructions "$base"

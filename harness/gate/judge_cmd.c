@@ -1,0 +1,148 @@
+/*
+ * judge_cmd.c - `cortex-bench judge` (see judge.h): read samples, group them
+ * by metric and side, judge each metric with gate_judge at one threshold,
+ * print the gate's table, exit with the gate's codes.
+ */
+#include "judge.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "gate.h"
+
+int judge_parse_line(const char *line, judge_sample *s, char *err, size_t n) {
+    memset(s, 0, sizeof *s);
+    size_t k = strspn(line, " \r");
+    if (!line[k] || line[k] == '#') return 0;
+    const char *f[4];
+    size_t len[4];
+    const char *p = line;
+    for (int i = 0; i < 4; i++) {
+        f[i] = p;
+        len[i] = strcspn(p, "\t");
+        p += len[i];
+        if (i < 3) {
+            if (*p != '\t') return snprintf(err, n, "expected 4 tab-separated fields (METRIC, lower|higher, base|cand, VALUE)"), -1;
+            p++;
+        }
+    }
+    while (len[3] && (f[3][len[3] - 1] == '\r' || f[3][len[3] - 1] == ' ')) len[3]--;
+    if (*p) return snprintf(err, n, "more than 4 fields"), -1;
+    if (!len[0] || len[0] >= sizeof s->metric) return snprintf(err, n, "the metric name must be 1..%zu bytes", sizeof s->metric - 1), -1;
+    memcpy(s->metric, f[0], len[0]);
+    if (len[1] == 5 && !memcmp(f[1], "lower", 5)) s->higher_is_better = 0;
+    else if (len[1] == 6 && !memcmp(f[1], "higher", 6)) s->higher_is_better = 1;
+    else return snprintf(err, n, "the direction must be lower or higher"), -1;
+    if (len[2] == 4 && !memcmp(f[2], "base", 4)) s->cand = 0;
+    else if (len[2] == 4 && !memcmp(f[2], "cand", 4)) s->cand = 1;
+    else return snprintf(err, n, "the side must be base or cand"), -1;
+    char num[64], *end;
+    if (!len[3] || len[3] >= sizeof num) return snprintf(err, n, "the value is not a number"), -1;
+    memcpy(num, f[3], len[3]);
+    num[len[3]] = 0;
+    errno = 0;
+    s->value = strtod(num, &end);
+    if (*end || errno || !isfinite(s->value)) return snprintf(err, n, "the value '%s' is not a finite number", num), -1;
+    return 1;
+}
+
+/* The samples of one metric. */
+typedef struct judge_metric {
+    char name[96];   /* the whole name (gate_metric's holds 39 bytes) */
+    gate_metric rule;
+    double *v[2];
+    size_t n[2];
+} judge_metric;
+
+static double *grow(double *v, size_t n) {
+    if (n && (n & (n - 1))) return v; /* room left: capacities are powers of two */
+    return realloc(v, sizeof(double) * (n ? 2 * n : 8));
+}
+
+int cmd_judge(int argc, char **argv) {
+    const char *path = NULL, *title = "judge", *junit = NULL, *summary = NULL;
+    double threshold = 0.10, alpha = 0.05;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] != '-' || !strcmp(a, "-")) {
+            if (path) return cli_fail(CB_EXIT_USAGE, "judge takes one FILE, not '%s' too", a);
+            path = a;
+            continue;
+        }
+        if (!v) return cli_fail(CB_EXIT_USAGE, "%s needs a value", a);
+        if (!strcmp(a, "--threshold")) { if (cli_parse_double(a, v, 0, 10, &threshold)) return CB_EXIT_USAGE; }
+        else if (!strcmp(a, "--alpha")) { if (cli_parse_double(a, v, 1e-6, 0.5, &alpha)) return CB_EXIT_USAGE; }
+        else if (!strcmp(a, "--title")) title = v;
+        else if (!strcmp(a, "--junit")) junit = v;
+        else if (!strcmp(a, "--summary")) summary = v;
+        else return cli_fail(CB_EXIT_USAGE, "unknown option '%s' (see cortex-bench judge --help)", a);
+        i++;
+    }
+    if (!path) return cli_fail(CB_EXIT_USAGE, "%s", "judge needs a FILE of samples (or - for standard input)");
+    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    if (!f) return cli_fail(CB_EXIT_USAGE, "%s: %s", path, strerror(errno));
+    static judge_metric m[JUDGE_MAX_METRICS];
+    int nm = 0, rc = 0;
+    char line[1024], err[256];
+    for (int ln = 1; !rc && fgets(line, sizeof line, f); ln++) {
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\n') line[--len] = 0;
+        else if (!feof(f)) rc = cli_fail(CB_EXIT_USAGE, "%s:%d: line longer than %zu bytes", path, ln, sizeof line - 2);
+        judge_sample s;
+        int k = rc ? 0 : judge_parse_line(line, &s, err, sizeof err);
+        if (k < 0) rc = cli_fail(CB_EXIT_USAGE, "%s:%d: %s", path, ln, err);
+        if (k <= 0) continue;
+        int j = 0;
+        while (j < nm && strcmp(m[j].name, s.metric)) j++;
+        if (j == nm && nm == JUDGE_MAX_METRICS) {
+            rc = cli_fail(CB_EXIT_USAGE, "%s:%d: more than %d metrics", path, ln, JUDGE_MAX_METRICS);
+            break;
+        }
+        if (j == nm) {
+            memset(&m[nm], 0, sizeof m[nm]);
+            snprintf(m[nm].name, sizeof m[nm].name, "%s", s.metric);
+            snprintf(m[nm].rule.name, sizeof m[nm].rule.name, "%.*s", (int)sizeof m[nm].rule.name - 1, s.metric);
+            m[nm].rule.higher_is_better = s.higher_is_better;
+            m[nm].rule.threshold = threshold;
+            nm++;
+        } else if (m[j].rule.higher_is_better != s.higher_is_better) {
+            rc = cli_fail(CB_EXIT_USAGE, "%s:%d: %s is %s here, %s before", path, ln, m[j].name,
+                          s.higher_is_better ? "higher" : "lower", s.higher_is_better ? "lower" : "higher");
+            break;
+        }
+        double *g = m[j].n[s.cand] < GATE_MAX_VALUES ? grow(m[j].v[s.cand], m[j].n[s.cand]) : NULL;
+        if (!g) {
+            rc = cli_fail(CB_EXIT_USAGE, "%s:%d: more than %d values of %s on one side (or out of memory)", path, ln,
+                          GATE_MAX_VALUES, s.metric);
+            break;
+        }
+        m[j].v[s.cand] = g;
+        g[m[j].n[s.cand]++] = s.value;
+    }
+    if (f != stdin) fclose(f);
+    if (!rc && !nm) rc = cli_fail(CB_EXIT_USAGE, "%s: no samples", path);
+    /* a metric on one side only (a kernel added or renamed) is judged inconclusive by gate_judge; none on both
+     * sides means the two sides measured different things: an error */
+    int both = 0;
+    for (int j = 0; j < nm; j++) both += m[j].n[0] && m[j].n[1];
+    if (!rc && !both) rc = cli_fail(CB_EXIT_USAGE, "%s: no metric has both base and cand values", path);
+    static gate_verdict v[JUDGE_MAX_METRICS];
+    for (int j = 0; !rc && j < nm; j++) {
+        gate_judge(&m[j].rule, m[j].v[0], m[j].n[0], m[j].v[1], m[j].n[1], alpha, 2000, &v[j]);
+        snprintf(v[j].metric, sizeof v[j].metric, "%.95s", m[j].name);
+    }
+    for (int j = 0; j < nm; j++) free(m[j].v[0]), free(m[j].v[1]);
+    if (rc) return rc;
+    rc = gate_exit_code(v, nm, NULL);
+    const char *verdict = rc == CB_EXIT_REGRESSED ? "regression" : "pass";
+    gate_print_table(stdout, v, nm, title, verdict, "");
+    FILE *sf = summary ? fopen(summary, "w") : NULL;
+    if (summary && !sf) fprintf(stderr, "cortex-bench: %s: cannot write the summary\n", summary);
+    if (sf) gate_print_table(sf, v, nm, title, verdict, ""), fclose(sf);
+    if (junit && gate_write_junit(junit, v, nm, title, "")) fprintf(stderr, "cortex-bench: %s: cannot write JUnit XML\n", junit);
+    return rc;
+}
