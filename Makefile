@@ -216,6 +216,11 @@ build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c h
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/run/sse.c harness/run/oai.c harness/run/prom.c -o $@ $(shell pkg-config --libs jansson)
 
+# The judge's sample lines (cortex-bench judge).
+build-fuzz/fuzz_judge: tests/fuzz/fuzz_judge.c harness/gate/judge.c harness/gate/judge.h
+	@mkdir -p build-fuzz
+	clang $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(FUZZ_FLAGS) $< harness/gate/judge.c -o $@ -lm
+
 # The request-body fuzzer needs the server's parser and chat templates (harmony's in the library), and jansson.
 build-fuzz/fuzz_srv_body: tests/fuzz/fuzz_srv_body.c engine/server/srv_parse.c engine/server/srv_chat.c engine/src/harmony.c engine/src/util.c engine/server/srv.h
 	@mkdir -p build-fuzz

@@ -1,5 +1,5 @@
 /*
- * judge_cmd.c - `cortex-bench judge` (see judge.h): read samples, group them
+ * judge_cmd.c - `cortex-bench judge` (see judge.h): read samples (judge.c), group them
  * by metric and side, judge each metric with gate_judge at one threshold,
  * print the gate's table, exit with the gate's codes.
  */
@@ -13,42 +13,6 @@
 
 #include "cli_util.h"
 #include "gate.h"
-
-int judge_parse_line(const char *line, judge_sample *s, char *err, size_t n) {
-    memset(s, 0, sizeof *s);
-    size_t k = strspn(line, " \r");
-    if (!line[k] || line[k] == '#') return 0;
-    const char *f[4];
-    size_t len[4];
-    const char *p = line;
-    for (int i = 0; i < 4; i++) {
-        f[i] = p;
-        len[i] = strcspn(p, "\t");
-        p += len[i];
-        if (i < 3) {
-            if (*p != '\t') return snprintf(err, n, "expected 4 tab-separated fields (METRIC, lower|higher, base|cand, VALUE)"), -1;
-            p++;
-        }
-    }
-    while (len[3] && (f[3][len[3] - 1] == '\r' || f[3][len[3] - 1] == ' ')) len[3]--;
-    if (*p) return snprintf(err, n, "more than 4 fields"), -1;
-    if (!len[0] || len[0] >= sizeof s->metric) return snprintf(err, n, "the metric name must be 1..%zu bytes", sizeof s->metric - 1), -1;
-    memcpy(s->metric, f[0], len[0]);
-    if (len[1] == 5 && !memcmp(f[1], "lower", 5)) s->higher_is_better = 0;
-    else if (len[1] == 6 && !memcmp(f[1], "higher", 6)) s->higher_is_better = 1;
-    else return snprintf(err, n, "the direction must be lower or higher"), -1;
-    if (len[2] == 4 && !memcmp(f[2], "base", 4)) s->cand = 0;
-    else if (len[2] == 4 && !memcmp(f[2], "cand", 4)) s->cand = 1;
-    else return snprintf(err, n, "the side must be base or cand"), -1;
-    char num[64], *end;
-    if (!len[3] || len[3] >= sizeof num) return snprintf(err, n, "the value is not a number"), -1;
-    memcpy(num, f[3], len[3]);
-    num[len[3]] = 0;
-    errno = 0;
-    s->value = strtod(num, &end);
-    if (*end || errno || !isfinite(s->value)) return snprintf(err, n, "the value '%s' is not a finite number", num), -1;
-    return 1;
-}
 
 /* The samples of one metric. */
 typedef struct judge_metric {

@@ -65,6 +65,28 @@ check "a busy loop beside the run: recording refused (exit 2) as measured under 
     sh -c "test $rc -eq 2 && grep -q 'was measured under load: [0-9.]* CPUs busy with other work (max_load 0.30' '$tmp/w.err'"
 check "... the baseline stays" test "$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")" = "$before"
 
+# judge: the gate's rule over samples measured elsewhere (ci/gate_ab.sh's kernel timings).
+{ for v in 100 101 99 100.5 99.5; do printf 'k\tlower\tbase\t%s\n' $v; done
+  for v in 120 121 119 120.5 119.5; do printf 'k\tlower\tcand\t%s\n' $v; done
+  for v in 10 11 9 10 10; do printf 'speed\thigher\tbase\t%s\ncand_only\tlower\tcand\t1\n' $v; done
+  for v in 10.1 10.9 9.2 10 10; do printf 'speed\thigher\tcand\t%s\n' $v; done; } >"$tmp/samples.tsv"
+"$BENCH" judge "$tmp/samples.tsv" --threshold 0.1 --junit "$tmp/judge.xml" >"$tmp/judge.md" 2>&1
+check "judge: a 20% slower metric, 5 vs 5 separated: exit 1" test $? -eq 1
+check "... regressed, the unchanged one unchanged, a one-sided one inconclusive" sh -c "
+    grep -q '^| k | 100 | 120 | +20.00% .* | \*\*regressed\*\* |' '$tmp/judge.md' &&
+    grep -q '^| speed | .* | \*\*unchanged\*\* |' '$tmp/judge.md' &&
+    grep -q '^| cand_only | .* | \*\*inconclusive\*\* | no comparable values (0 base, 5 candidate)' '$tmp/judge.md'"
+check "... JUnit XML with one failure" "$PY" -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); assert r.find("testsuite").get("failures") == "1"' "$tmp/judge.xml"
+printf 'k\tlower\tbase\t1\nk\tlower\tbase\toops\n' | "$BENCH" judge - >/dev/null 2>"$tmp/judge.err"
+check "judge: a bad line is exit 2 naming FILE:LINE" sh -c "test $? -eq 2 && grep -q '^cortex-bench: -:2: the value .oops. is not a finite number' '$tmp/judge.err'"
+printf 'k\tlower\tbase\t1\nk\thigher\tcand\t1\n' | "$BENCH" judge - >/dev/null 2>"$tmp/judge.err"
+check "judge: a metric whose direction changes is exit 2" sh -c "test $? -eq 2 && grep -q 'k is higher here, lower before' '$tmp/judge.err'"
+printf 'k\tlower\tbase\t1\nj\tlower\tcand\t1\n' | "$BENCH" judge - >/dev/null 2>"$tmp/judge.err"
+check "judge: no metric on both sides is exit 2" sh -c "test $? -eq 2 && grep -q 'no metric has both base and cand values' '$tmp/judge.err'"
+mkdir -p "$tmp/nobuild"
+ci/gate_ab.sh "$tmp/nobuild" "$BUILD" "$tmp/ab" >/dev/null 2>"$tmp/ab.err"
+check "ci/gate_ab.sh without a base build: exit 2 naming it" sh -c "test $? -eq 2 && grep -q 'nobuild/cortex: not built' '$tmp/ab.err'"
+
 if [ ! -x "$KNOB" ]; then
     if [ "${CI:-}" = true ]; then check "knob build present ($KNOB: make KNOBS=1)" false; echo "$pass passed, $fail failed"; exit 1; fi
     echo "SKIP: $KNOB not built (make KNOBS=1 build-knob/cortex-bench)"; echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit

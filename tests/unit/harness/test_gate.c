@@ -12,6 +12,7 @@
 #include "gate.h"
 #include "cli_util.h"
 #include "gatefile.h"
+#include "judge.h"
 #include "testing.h"
 
 static gate_metric rule(const char *name, int higher, double thr) {
@@ -142,7 +143,38 @@ static void test_unmeasured(void) {
           !strchr(msg, '\n') && !strstr(msg, "instructions"), "one line naming them and the workloads: %s", msg);
 }
 
+/* `cortex-bench judge`'s sample lines: untrusted input, one error per problem. */
+static void test_judge_lines(void) {
+    judge_sample s;
+    char err[256];
+    CHECK(judge_parse_line("kernel: q8_0 gemm\tlower\tcand\t1234.5", &s, err, sizeof err) == 1 &&
+          !strcmp(s.metric, "kernel: q8_0 gemm") && !s.higher_is_better && s.cand && s.value == 1234.5, "a sample line");
+    CHECK(judge_parse_line("tps\thigher\tbase\t7e2\r", &s, err, sizeof err) == 1 && s.higher_is_better && !s.cand &&
+          s.value == 700, "higher, base, a trailing CR");
+    CHECK(judge_parse_line("", &s, err, sizeof err) == 0 && judge_parse_line("# a comment", &s, err, sizeof err) == 0,
+          "blank and comment lines are skipped");
+    static const struct { const char *line, *want; } bad[] = {
+        {"tps\thigher\tbase", "expected 4 tab-separated fields"},
+        {"tps\thigher\tbase\t1\t2", "more than 4 fields"},
+        {"\thigher\tbase\t1", "the metric name must be 1..95 bytes"},
+        {"tps\tfaster\tbase\t1", "the direction must be lower or higher"},
+        {"tps\thigher\tnew\t1", "the side must be base or cand"},
+        {"tps\thigher\tbase\t1x", "the value '1x' is not a finite number"},
+        {"tps\thigher\tbase\tnan", "is not a finite number"},
+        {"tps\thigher\tbase\t1e999", "is not a finite number"},
+        {"tps\thigher\tbase\t", "the value is not a number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(judge_parse_line(bad[i].line, &s, err, sizeof err) == -1 && strstr(err, bad[i].want),
+              "bad sample line %zu: '%s' (want %s)", i, err, bad[i].want);
+    char longname[200];
+    memset(longname, 'k', sizeof longname);
+    snprintf(longname + 120, sizeof longname - 120, "\tlower\tbase\t1");
+    CHECK(judge_parse_line(longname, &s, err, sizeof err) == -1, "a 120-byte name is refused, not truncated");
+}
+
 TEST_MAIN({
+    test_judge_lines();
     test_verdicts();
     test_gatefile();
     test_unmeasured();
