@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ci/nightly.sh - the full suite, every night: the standard prompt set and a
-# Zipf trace (stored), the wall-clock gate against the 'baseline' tag, the
-# deterministic gate against the parent commit, a report for each new run,
-# and the dashboard. Results accumulate in $DB (default reports/cortex.db).
+# Zipf trace (stored), the wall-clock gate against the 'baseline' tag (which
+# advances on a passing night), the gates of every change against the parent
+# commit, the history's steps (reports/nightly-trend.txt), a report for each
+# new run, and the dashboard. Results accumulate in $DB (default reports/cortex.db).
 #
 #   ci/nightly.sh [MODEL]     default: models/stories15m-2k-q8_0.gguf (synthesized if absent)
 #
@@ -27,6 +28,9 @@ build/cortex-bench run --model "$MODEL" --workload trace:prompts/traces/zipf-cha
 build/cortex-bench gate --model "$MODEL" -t "$THREADS" --db "$DB" --advance-baseline \
     --junit reports/nightly-wallclock.xml --summary reports/nightly-wallclock.md; worst $?
 ci/gate.sh build; worst $?
+# Drift below the threshold passes every night and advances the baseline: the history's change points show it.
+for m in decode_tps ttft_ms_p50; do build/cortex-bench trend "$m" --db "$DB"; done >reports/nightly-trend.txt 2>&1
+grep -E 'step|possible' reports/nightly-trend.txt || true
 # A report for every run this night added, against the baseline where one exists.
 for id in $(sqlite3 "$DB" "select id from runs where status = 'complete' and id > ${first:-0}"); do
     build/cortex-bench report "$id" --baseline baseline --db "$DB" >/dev/null 2>&1 ||
