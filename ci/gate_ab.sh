@@ -26,7 +26,8 @@
 # tests/kernel_bench (ci/baseline.sh --keep makes BASE_DIR; CAND_DIR is a build
 # directory). OUT_DIR (default CAND_DIR/gate): the model, samples, tables, JUnit.
 # AB_ROUNDS (12), AB_KERNEL_THRESHOLD (0.10), AB_ALPHA (0.01) tune the kernel
-# part. Exit: 0 pass (or this CPU's default kernels are not AVX-512: nothing
+# part; AB_PARTS ("kernel model") names the parts to run (ci/gate_rates.sh
+# measures each alone). Exit: 0 pass (or this CPU's default kernels are not AVX-512: nothing
 # to add to the deterministic gate, said so), 1 a confirmed regression, 2 error.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +76,8 @@ model_ab() { # try: one whole-model A/B into $out/model-TRY.md
 }
 
 rc=0
-for part in kernel model; do
+for part in ${AB_PARTS:-kernel model}; do
+    case $part in kernel|model) ;; *) echo "gate_ab: AB_PARTS: unknown part '$part'" >&2; exit 2 ;; esac
     ${part}_ab 1; r=$?
     if [ $r = 1 ]; then # a regression must strike twice: a second, independent A/B of the same part
         echo "gate_ab: $part A/B found a regression; measuring again to confirm"
