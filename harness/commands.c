@@ -36,7 +36,8 @@ static const cli_flag run_flags[] = {
      " (default: standard)"},
     {"--reps", NULL, "N", "counted repetitions, 1..10000 (default: 3)"},
     {"--warmup", NULL, "N", "warm-up repetitions, not counted, 0..10000 (default: 1)"},
-    {"--threads", "-t", "T[,T...]", "thread counts, one run each, 1..256 (default: all logical CPUs)"},
+    {"--threads", "-t", "T[,T...]", "thread counts, one run each, 1..256 (default: the CPUs this process may use,"
+     " after --pin, capped by its cgroup CPU quota rounded up)"},
     {"--depth", "-d", "N", "KV depth before a synthetic test (ppN, tgN, pgN,M), 0..16777216 (default: 0)"},
     {"--mode", NULL, "closed|open", "prompt sets and traces: closed (back to back) or open (arrival times)"
      " (default: open for a trace, closed for a prompt set)"},
@@ -139,7 +140,8 @@ static const cli_flag gate_flags[] = {
     GATE_FILE_FLAG,
     {"--junit", NULL, "FILE", "also write the verdicts as JUnit XML (default: none)"},
     {"--summary", NULL, "FILE.md", "also write a markdown summary (default: none)"},
-    {"-t", NULL, "T", "one thread count (default: all logical CPUs)"},
+    {"-t", NULL, "T", "one thread count (default: the CPUs this process may use, capped by its cgroup CPU quota"
+     " rounded up; with --baseline-bin: 1)"},
     DB_FLAG,
     {NULL, NULL, NULL, NULL},
 };
@@ -167,7 +169,8 @@ static const cli_flag calibrate_flags[] = {
     {"--model", "-m", "FILE", "the model (required)"},
     {"--pairs", NULL, "N", "A/A pairs per workload, 1..1000 (default: 5)"},
     {"--workload", NULL, "W", "one workload instead of the gate's (default: the gate file's workloads)"},
-    {"-t", NULL, "T", "one thread count (default: all logical CPUs)"},
+    {"-t", NULL, "T", "one thread count (default: the CPUs this process may use, capped by its cgroup CPU quota"
+     " rounded up)"},
     GATE_FILE_FLAG,
     DB_FLAG,
     {NULL, NULL, NULL, NULL},
@@ -203,7 +206,8 @@ static const cli_flag dashboard_flags[] = {
 static const cli_flag hw_flags[] = {
     {"--size", NULL, "MiB", "buffer size of the memory tests, 1..1048576 (default: 1024)"},
     {"--reps", NULL, "N", "passes, the best is kept, 1..1000 (default: 5)"},
-    {"--threads", "-t", "N", "threads of the many-thread column, 1..1024 (default: all logical CPUs)"},
+    {"--threads", "-t", "N", "threads of the many-thread column, 1..1024 (default: the CPUs this process may use,"
+     " capped by its cgroup CPU quota rounded up)"},
     DB_FLAG,
     {NULL, NULL, NULL, NULL},
 };

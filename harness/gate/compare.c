@@ -17,13 +17,13 @@
 
 /* See compare.h. */
 int compare_runs(store *s, int64_t a, int64_t b, int force, const gate_conf *gc, FILE *out) {
-    char diff[512];
+    char diff[1024];
     if (store_comparable(s, a, b, diff, sizeof diff) < 0) {
         fprintf(stderr, "cortex-bench: compare: run %lld or %lld is not in the database\n", (long long)a, (long long)b);
         return CB_EXIT_USAGE;
     }
     if (diff[0] && !force) {
-        fprintf(stderr, "cortex-bench: runs %lld and %lld are not comparable: %s differ (--force to compare anyway)\n",
+        fprintf(stderr, "cortex-bench: runs %lld and %lld are not comparable: %s (--force to compare anyway)\n",
                 (long long)a, (long long)b, diff);
         return CB_EXIT_USAGE;
     }
@@ -37,7 +37,7 @@ int compare_runs(store *s, int64_t a, int64_t b, int force, const gate_conf *gc,
             return CB_EXIT_INVALID;
         }
     }
-    if (diff[0]) fprintf(out, "**FLAGGED: not comparable (%s differ); compared because of --force.**\n\n", diff);
+    if (diff[0]) fprintf(out, "**FLAGGED: not comparable (%s); compared because of --force.**\n\n", diff);
     char (*names)[40];
     int nn;
     if (store_common_metrics(s, a, b, &names, &nn)) {

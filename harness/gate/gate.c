@@ -101,26 +101,35 @@ static int is_number(const char *ref) {
 }
 
 /* See gate.h. The reference is resolved as every command resolves one
- * (store_resolve_run, preferring runs of the candidate's configuration);
- * the gate then insists on comparability. */
+ * (store_resolve_run, preferring runs of the candidate's configuration,
+ * then of its workload, then the newest); the gate then insists on
+ * comparability. When a tag or commit names runs but its best match is not
+ * comparable, err says which run that is and how it differs: otherwise "no
+ * baseline" leaves the user guessing what to fix. */
 int64_t gate_resolve(store *s, const char *ref, int64_t cand, char *err, size_t n) {
-    char diff[512];
+    char diff[1024];
     int64_t id;
     int numeric = is_number(ref);
+    if (n) err[0] = 0;
     if (store_resolve_run(s, ref, cand, cand, &id, err, n)) {
-        if (!numeric) return 0; /* no such tag or commit: no baseline */
+        if (!numeric) { /* no such tag or commit: no baseline, nothing to explain */
+            if (n) err[0] = 0;
+            return 0;
+        }
         return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
     }
     store_run r;
     if (store_run_load(s, id, &r) != 1 || strcmp(r.status, "complete")) {
-        if (!numeric) return 0;
+        if (!numeric) return snprintf(err, n, "'%s' names run %lld, which is not complete", ref, (long long)id), 0;
         return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
     }
     if (store_comparable(s, id, cand, diff, sizeof diff) < 0)
         return snprintf(err, n, "baseline run %s is not in the database", ref), -1;
     if (diff[0]) {
-        if (!numeric) return 0; /* the best match of a tag or commit is not comparable: none is */
-        return snprintf(err, n, "baseline run %s is not comparable: %s differ", ref, diff), -1;
+        if (!numeric) /* the best match of a tag or commit is not comparable: none is */
+            return snprintf(err, n, "the closest is run %lld ('%s'), which differs (baseline vs candidate) in %s",
+                            (long long)id, ref, diff), 0;
+        return snprintf(err, n, "baseline run %s is not comparable: it differs (baseline vs candidate) in %s", ref, diff), -1;
     }
     return id;
 }

@@ -68,7 +68,10 @@ int gate_write_junit(const char *path, const gate_verdict *v, int n, const char 
 /*
  * Resolve a baseline reference to a run comparable with `cand_run` on
  * `workload`: a run id, a tag (latest tagged comparable run), or a git commit
- * prefix (latest comparable run built from it). 0 if none; -1 on error.
+ * prefix (latest comparable run built from it). 0 if none (err then says
+ * why when the tag or commit names runs: the closest one and the fields it
+ * differs in, baseline vs candidate; "" when it names none); -1 on error
+ * (a run id that is missing, incomplete or not comparable: err says which).
  */
 int64_t gate_resolve(store *s, const char *ref, int64_t cand_run, char *err, size_t errlen);
 

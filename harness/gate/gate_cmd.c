@@ -457,7 +457,7 @@ int cmd_gate(int argc, char **argv) {
     int rc = parse_gate(argc, argv, &o);
     if (rc) return rc;
     gate_conf c;
-    char err[512];
+    char err[1024];
     if (gate_conf_load(o.gate_file, &c, err, sizeof err)) return cli_fail(2, "%s", err);
     cli_ensure_default_dir(o.db);
     store *s;
@@ -495,8 +495,8 @@ int cmd_gate(int argc, char **argv) {
                 base = NAN;
             } else if (isnan(base)) {
                 snprintf(g.error, sizeof g.error, "no deterministic baseline '%s' comparable with run %lld%s%s "
-                         "(tag one: cortex-bench tag RUN %s)", o.baseline, (long long)cand, bid < 0 ? ": " : "",
-                         bid < 0 ? err : "", o.baseline);
+                         "(tag one: cortex-bench tag RUN %s)", o.baseline, (long long)cand, err[0] ? ": " : "",
+                         err[0] ? err : "", o.baseline);
             } else {
                 gate_verdict *v = add_verdict(&g);
                 assert(v); /* the first verdict of the state: room for MAX_VERDICTS */
@@ -547,9 +547,9 @@ int cmd_gate(int argc, char **argv) {
                 continue;
             }
             if (base <= 0) {
-                k += (size_t)snprintf(g.error + k, sizeof g.error - k, "%sno baseline '%s' comparable with run %lld (%s)%s%.200s",
+                k += (size_t)snprintf(g.error + k, sizeof g.error - k, "%sno baseline '%s' comparable with run %lld (%s)%s%.600s",
                                       missing++ ? "; " : "", o.baseline, (long long)cand, c.workloads[w],
-                                      base < 0 ? ": " : "", base < 0 ? err : "");
+                                      err[0] ? ": " : "", err[0] ? err : "");
                 if (k >= sizeof g.error) k = sizeof g.error - 1;
                 continue;
             }

@@ -1,7 +1,7 @@
 /*
- * env.c - see env.h. Everything is read from /proc, /sys, uname, sysconf and
- * CPUID; nothing is spawned, so collecting the environment cannot disturb the
- * run it describes.
+ * env.c - see env.h. Everything is read from /proc, /sys, uname, sysconf,
+ * sched_getaffinity and CPUID; nothing is spawned, so collecting the
+ * environment cannot disturb the run it describes.
  */
 #include "env.h"
 
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +125,43 @@ static void env_cpuid_brand(char *out, size_t n) {
     s[48] = 0;
     env_copy_trim(out, n, s);
 }
+
+/* CPUID leaf 0's vendor string ("GenuineIntel") into out (>= 13 bytes); "" if absent. */
+static void env_cpuid_vendor(char *out, size_t n) {
+    unsigned a, r[3];
+    out[0] = 0;
+    if (n < 13 || !__get_cpuid(0, &a, &r[0], &r[2], &r[1])) return; /* EBX, EDX, ECX spell it in that order */
+    memcpy(out, r, 12);
+    out[12] = 0;
+}
 #endif
+
+/* See env.h. */
+void env_cpuid_signature(uint32_t eax, int *family, int *model, int *stepping) {
+    int base_family = (int)((eax >> 8) & 0xf), base_model = (int)((eax >> 4) & 0xf);
+    *stepping = (int)(eax & 0xf);
+    *family = base_family == 0xf ? base_family + (int)((eax >> 20) & 0xff) : base_family;
+    *model = base_family == 0x6 || base_family == 0xf ? (int)((eax >> 16) & 0xf) << 4 | base_model : base_model;
+}
+
+/* A cpuinfo number field ("26"), or -1 when it is not one. */
+static int env_cpuinfo_int(const char *v) {
+    char *end;
+    while (isspace((unsigned char)*v)) v++;
+    if (!isdigit((unsigned char)*v)) return -1;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    while (isspace((unsigned char)*end)) end++;
+    return errno || *end || x > INT_MAX ? -1 : (int)x;
+}
+
+/* One identity field from two sources (-1: the source has none): the value
+ * both give or the only one given; -1 (unknown) when they disagree. */
+static int env_agree(int cpuid, int cpuinfo) {
+    if (cpuid < 0) return cpuinfo;
+    if (cpuinfo < 0) return cpuid;
+    return cpuid == cpuinfo ? cpuid : -1;
+}
 
 /* Distinct (package, core) pairs over the online CPUs from sysfs; 0 if unknown. */
 static int env_physical_cores(void) {
@@ -182,8 +219,8 @@ int env_collect(env_info *e) {
     memset(e, 0, sizeof *e);
 
     /* /proc/cpuinfo: model name, flags (x86) or Features (arm), hypervisor. */
-    char flags[4096] = "";
-    int have_cpuinfo_flags = 0;
+    char flags[4096] = "", ci_vendor[16] = "";
+    int have_cpuinfo_flags = 0, ci_family = -1, ci_model = -1, ci_stepping = -1, block = 0;
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (f) {
         char *line = NULL;
@@ -193,8 +230,20 @@ int env_collect(env_info *e) {
             if (!colon) continue;
             size_t klen = (size_t)(colon - line);
             while (klen && isspace((unsigned char)line[klen - 1])) klen--;
+            if (klen == 9 && !strncmp(line, "processor", 9)) block++;
+            int first = block <= 1; /* the identity fields of the first processor's block */
             if (!e->cpu_model[0] && klen == 10 && !strncmp(line, "model name", 10))
                 env_copy_trim(e->cpu_model, sizeof e->cpu_model, colon + 1);
+            else if (first && klen == 9 && !strncmp(line, "vendor_id", 9))
+                env_copy_trim(ci_vendor, sizeof ci_vendor, colon + 1);
+            else if (first && klen == 10 && !strncmp(line, "cpu family", 10))
+                ci_family = env_cpuinfo_int(colon + 1);
+            else if (first && klen == 5 && !strncmp(line, "model", 5))
+                ci_model = env_cpuinfo_int(colon + 1);
+            else if (first && klen == 8 && !strncmp(line, "stepping", 8))
+                ci_stepping = env_cpuinfo_int(colon + 1);
+            else if (first && klen == 9 && !strncmp(line, "microcode", 9))
+                env_copy_trim(e->microcode, sizeof e->microcode, colon + 1);
             else if (!have_cpuinfo_flags && ((klen == 5 && !strncmp(line, "flags", 5)) ||
                                              (klen == 8 && !strncmp(line, "Features", 8)))) {
                 env_copy_trim(flags, sizeof flags, colon + 1);
@@ -207,10 +256,16 @@ int env_collect(env_info *e) {
     e->hypervisor = have_cpuinfo_flags && env_has_word(flags, "hypervisor");
 
     unsigned cpuid_mask = 0;
-    int have_cpuid = 0;
+    int have_cpuid = 0, id_family = -1, id_model = -1, id_stepping = -1;
+    char id_vendor[16] = "";
 #ifdef ENV_X86
     have_cpuid = 1;
     cpuid_mask = env_cpuid_isa();
+    env_cpuid_vendor(id_vendor, sizeof id_vendor);
+    {
+        unsigned a, b, c, d;
+        if (__get_cpuid(1, &a, &b, &c, &d)) env_cpuid_signature(a, &id_family, &id_model, &id_stepping);
+    }
     if (!e->cpu_model[0]) env_cpuid_brand(e->cpu_model, sizeof e->cpu_model);
     if (!have_cpuinfo_flags) {
         unsigned a, b, c = 0, d;
@@ -221,6 +276,15 @@ int env_collect(env_info *e) {
         snprintf(e->cpu_model, sizeof e->cpu_model, "unknown");
         rc = -1;
     }
+    /* Identity: CPUID and the kernel's account of it must agree (they read
+     * the same registers; a disagreement means one of them is not to be
+     * trusted, so the field is unknown rather than either value). */
+    e->cpu_family = env_agree(id_family, ci_family);
+    e->cpu_model_id = env_agree(id_model, ci_model);
+    e->cpu_stepping = env_agree(id_stepping, ci_stepping);
+    if (id_vendor[0] && ci_vendor[0] && strcmp(id_vendor, ci_vendor)) snprintf(e->cpu_vendor, sizeof e->cpu_vendor, "unknown");
+    else snprintf(e->cpu_vendor, sizeof e->cpu_vendor, "%s", id_vendor[0] ? id_vendor : ci_vendor[0] ? ci_vendor : "unknown");
+    if (!e->microcode[0]) snprintf(e->microcode, sizeof e->microcode, "unknown");
     /* ISA: the intersection of what each available source reports. */
     size_t used = 0;
     for (int i = 0; i < ENV_NISA; i++) {
@@ -277,8 +341,11 @@ int env_collect(env_info *e) {
 void env_fingerprint(const env_info *e, char out_hex[65]) {
     char buf[1024];
     unsigned long long gib = (unsigned long long)((e->mem_bytes + (1ull << 29)) >> 30);
-    int n = snprintf(buf, sizeof buf, "cpu_model=%s\nisa_flags=%s\nlogical_cores=%d\nmem_gib=%llu\nkernel=%s\ncompiler=%s\n",
-                     e->cpu_model, e->isa_flags, e->logical_cores, gib, e->kernel, e->compiler);
+    int n = snprintf(buf, sizeof buf,
+                     "cpu_model=%s\nisa_flags=%s\nlogical_cores=%d\nmem_gib=%llu\nkernel=%s\ncompiler=%s\n"
+                     "cpu_vendor=%s\ncpu_family=%d\ncpu_model_id=%d\ncpu_stepping=%d\nmicrocode=%s\n",
+                     e->cpu_model, e->isa_flags, e->logical_cores, gib, e->kernel, e->compiler, e->cpu_vendor,
+                     e->cpu_family, e->cpu_model_id, e->cpu_stepping, e->microcode);
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof buf) n = (int)sizeof buf - 1;
     sha256_ctx c;
@@ -422,4 +489,209 @@ int env_pin_cpus(const char *list, char *err, size_t errlen) {
         closedir(d);
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------- one run */
+
+/* See env.h. */
+int env_cpulist_format(const cpu_set_t *set, char *out, size_t n) {
+    size_t k = 0;
+    int count = 0;
+    if (n) out[0] = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, set)) continue;
+        int hi = c;
+        while (hi + 1 < CPU_SETSIZE && CPU_ISSET(hi + 1, set)) hi++;
+        count += hi - c + 1;
+        if (k < n) {
+            int w = hi == c ? snprintf(out + k, n - k, "%s%d", k ? "," : "", c)
+                            : snprintf(out + k, n - k, "%s%d-%d", k ? "," : "", c, hi);
+            k += w > 0 ? (size_t)w : 0;
+        }
+        c = hi;
+    }
+    return count;
+}
+
+/* A non-negative decimal integer at *p (no sign), advancing *p; -1 if none or too large. */
+static long long env_parse_count(const char **p) {
+    if (!isdigit((unsigned char)**p)) return -1;
+    char *end;
+    errno = 0;
+    long long x = strtoll(*p, &end, 10);
+    if (errno) return -1;
+    *p = end;
+    return x;
+}
+
+/* See env.h. */
+int env_parse_cpu_max(const char *text, double *cpus) {
+    const char *p = text;
+    long long quota = -1, period = -1;
+    *cpus = 0;
+    while (*p == ' ' || *p == '\t') p++;
+    if (!strncmp(p, "max", 3)) p += 3;
+    else if ((quota = env_parse_count(&p)) <= 0) return -1;
+    if (*p == ' ' || *p == '\t') {
+        while (*p == ' ' || *p == '\t') p++;
+        if ((period = env_parse_count(&p)) <= 0) return -1;
+    }
+    while (isspace((unsigned char)*p)) p++;
+    if (*p || (quota > 0 && period <= 0)) return -1; /* a quota needs its period to mean anything */
+    if (quota > 0) *cpus = (double)quota / (double)period;
+    return 0;
+}
+
+/* The smaller of two quotas where 0 means none. */
+static double env_min_quota(double a, double b) { return a <= 0 ? b : b <= 0 ? a : a < b ? a : b; }
+
+/*
+ * Quota over `dir`/`path` and each ancestor up to `dir` itself: cgroup v2
+ * (v1_period NULL: `file` is cpu.max) or v1 (`file` is cpu.cfs_quota_us,
+ * `v1_period` cpu.cfs_period_us). Returns how many directories had the file.
+ */
+static int env_quota_walk(const char *dir, const char *path, const char *file, const char *v1_period, double *quota) {
+    char p[PATH_MAX], f[PATH_MAX + 64], line[128];
+    int found = 0;
+    /* a path the namespace cannot show (it climbs out with ..) is read at the mount's root only */
+    snprintf(p, sizeof p, "%s", strstr(path, "/..") || path[0] != '/' ? "/" : path);
+    for (;;) {
+        size_t len = strlen(p);
+        while (len > 1 && p[len - 1] == '/') p[--len] = 0;
+        snprintf(f, sizeof f, "%s%s/%s", dir, len > 1 ? p : "", file);
+        if (env_read_line(f, line, sizeof line) == 0) {
+            double q = 0;
+            if (!v1_period) { /* v2: "max 100000" or "QUOTA PERIOD" */
+                if (env_parse_cpu_max(line, &q) == 0) found++, *quota = env_min_quota(*quota, q);
+            } else if (!strcmp(line, "-1")) { /* v1: no quota here */
+                found++;
+            } else { /* v1: QUOTA in cpu.cfs_quota_us, PERIOD in cpu.cfs_period_us */
+                char per[64];
+                const char *a = line, *b = per;
+                long long us = env_parse_count(&a), period;
+                snprintf(f, sizeof f, "%s%s/%s", dir, len > 1 ? p : "", v1_period);
+                if (us > 0 && !*a && env_read_line(f, per, sizeof per) == 0 && (period = env_parse_count(&b)) > 0 && !*b)
+                    found++, *quota = env_min_quota(*quota, (double)us / (double)period);
+            }
+        }
+        if (len <= 1) break;
+        char *slash = strrchr(p, '/');
+        if (slash == p) p[1] = 0;
+        else *slash = 0;
+    }
+    return found;
+}
+
+/* See env.h. */
+int env_read_cgroup_cpus(const char *self_cgroup, const char *mount, double *cpus) {
+    *cpus = 0;
+    FILE *f = fopen(self_cgroup, "r");
+    if (!f) return -1;
+    char *line = NULL, v2[PATH_MAX] = "", v1[PATH_MAX] = "";
+    size_t cap = 0;
+    int have_v2 = 0, have_v1 = 0;
+    while (getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = 0;
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2) continue;
+        *c1 = *c2 = 0;
+        const char *ctrl = c1 + 1, *path = c2 + 1;
+        if (!strcmp(line, "0") && !*ctrl) {
+            snprintf(v2, sizeof v2, "%s", path);
+            have_v2 = 1;
+            continue;
+        }
+        /* v1: the controllers are a comma list; "cpu" alone, not "cpuset" or "cpuacct" */
+        char list[256];
+        snprintf(list, sizeof list, "%s", ctrl);
+        for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+            if (!strcmp(tok, "cpu")) {
+                snprintf(v1, sizeof v1, "%s", path);
+                have_v1 = 1;
+            }
+    }
+    free(line);
+    fclose(f);
+    double q = 0;
+    int found = have_v2 ? env_quota_walk(mount, v2, "cpu.max", NULL, &q) : 0;
+    if (!found && have_v1) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/cpu", mount);
+        found = env_quota_walk(dir, v1, "cpu.cfs_quota_us", "cpu.cfs_period_us", &q);
+        if (!found) {
+            snprintf(dir, sizeof dir, "%s/cpu,cpuacct", mount);
+            found = env_quota_walk(dir, v1, "cpu.cfs_quota_us", "cpu.cfs_period_us", &q);
+        }
+    }
+    *cpus = q;
+    return found ? 0 : -1;
+}
+
+/* See env.h. */
+int env_parse_thp(const char *text, char *out, size_t n) {
+    const char *a = strchr(text, '['), *b = a ? strchr(a + 1, ']') : NULL;
+    size_t len = b ? (size_t)(b - a - 1) : 0;
+    int ok = len > 0 && len < n;
+    for (size_t i = 0; ok && i < len; i++) ok = islower((unsigned char)a[1 + i]) || a[1 + i] == '_';
+    if (!ok) {
+        snprintf(out, n, "unknown");
+        return -1;
+    }
+    memcpy(out, a + 1, len);
+    out[len] = 0;
+    return 0;
+}
+
+/* See env.h. */
+int env_parse_loadavg(const char *text, double out[3]) {
+    const char *p = text;
+    for (int i = 0; i < 3; i++) {
+        while (*p == ' ' || *p == '\t') p++;
+        char *end;
+        double x = isdigit((unsigned char)*p) ? strtod(p, &end) : -1;
+        if (!(x >= 0) || !isfinite(x) || (*end && !isspace((unsigned char)*end))) {
+            out[0] = out[1] = out[2] = NAN;
+            return -1;
+        }
+        out[i] = x;
+        p = end;
+    }
+    return 0;
+}
+
+/* See env.h. */
+int env_read_loadavg(const char *path, double out[3]) {
+    char line[256];
+    if (env_read_line(path, line, sizeof line)) {
+        out[0] = out[1] = out[2] = NAN;
+        return -1;
+    }
+    return env_parse_loadavg(line, out);
+}
+
+/* See env.h. */
+int env_loadavg(double out[3]) { return env_read_loadavg("/proc/loadavg", out); }
+
+/* See env.h. */
+void env_run_state_collect(env_run_state *r) {
+    memset(r, 0, sizeof *r);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) r->cpus_allowed = env_cpulist_format(&set, r->affinity, sizeof r->affinity);
+    env_read_cgroup_cpus("/proc/self/cgroup", "/sys/fs/cgroup", &r->cgroup_cpus);
+    char line[256];
+    if (env_read_line("/sys/kernel/mm/transparent_hugepage/enabled", line, sizeof line) ||
+        env_parse_thp(line, r->thp, sizeof r->thp))
+        snprintf(r->thp, sizeof r->thp, "unknown");
+}
+
+/* See env.h. */
+int env_default_threads(const env_run_state *r) {
+    long n = r->cpus_allowed;
+    if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0) n = 1;
+    if (r->cgroup_cpus > 0) {
+        double cap = ceil(r->cgroup_cpus);
+        if (cap < (double)n) n = (long)cap;
+    }
+    return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
 }

@@ -357,10 +357,12 @@ static int hw_has_flag(const char *flags, const char *word) {
 }
 
 void hw_opts_init(hw_opts *o) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    env_run_state rs; /* the CPUs this process may use, capped by its cgroup's quota (as run's -t) */
+    env_run_state_collect(&rs);
     o->bytes = 1ull << 30;
     o->reps = 5;
-    o->threads = n > 0 ? (int)n : 1;
+    o->threads = env_default_threads(&rs);
+    if (o->threads > HW_MAX_THREADS) o->threads = HW_MAX_THREADS;
 }
 
 int hw_measure(const hw_opts *o, hw_result *r, char *err, size_t errlen) {

@@ -42,7 +42,7 @@ typedef struct hw_result {
     char notes[256];                            /* caveats (buffer near the cache size, ...) */
 } hw_result;
 
-/* Defaults: 1 GiB, 5 passes, every online CPU. */
+/* Defaults: 1 GiB, 5 passes, the CPUs this process may use capped by its cgroup CPU quota (env_default_threads). */
 void hw_opts_init(hw_opts *o);
 
 /* Measure everything. 0, or -1 with a message (allocation, thread creation). */

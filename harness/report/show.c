@@ -373,8 +373,23 @@ int show_run_facts(store *s, int64_t id, FILE *out) {
                 r.n_ctx, *r.pinned ? r.pinned : "no CPUs (not pinned)");
     fprintf(out, "- build %s `%s`, commit %s%s, kernels %s, counters %s\n", r.build_type, r.build_flags, r.commit,
             r.dirty ? " (dirty)" : "", *r.isa ? r.isa : "unknown (recorded before schema v5)", r.counter_mode);
-    fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s\n", r.fingerprint, r.cpu_model,
+    fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s", r.fingerprint, r.cpu_model,
             r.isa_flags, r.logical_cores, (double)r.mem_bytes / (1 << 30), r.kernel, r.compiler, r.governor);
+    if (r.cpu_vendor[0]) { /* the CPU's identity, schema v12 (-1: unknown) */
+        fprintf(out, "; %s", r.cpu_vendor);
+        const char *what[] = {"family", "model", "stepping"};
+        int v[] = {r.cpu_family, r.cpu_model_id, r.cpu_stepping};
+        for (int i = 0; i < 3; i++) fprintf(out, v[i] >= 0 ? " %s %d" : " %s unknown", what[i], v[i]);
+        fprintf(out, ", microcode %s", r.microcode[0] ? r.microcode : "unknown");
+    }
+    fprintf(out, "\n");
+    if (r.affinity[0]) { /* the machine as the run had it, schema v12 */
+        char quota[32] = "none";
+        if (r.cgroup_cpus > 0) snprintf(quota, sizeof quota, "%g CPUs", r.cgroup_cpus);
+        fprintf(out, "- during the run: CPUs %s (%d allowed), cgroup CPU quota %s, transparent huge pages %s, load %s before,"
+                     " %s after\n", r.affinity, r.cpus_allowed, quota, r.thp[0] ? r.thp : "unknown",
+                r.load_before[0] ? r.load_before : "unknown", r.load_after[0] ? r.load_after : "unknown");
+    }
     if (*r.cmdline) fprintf(out, "- command `%s`\n", r.cmdline);
     show_workload_meta(s, id, out);
     return 0;

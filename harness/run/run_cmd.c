@@ -84,8 +84,14 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     if (m->allow_failures > 0 && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|allow_failures=%g", m->allow_failures);
     if (m->endpoint[0] && k > 0 && (size_t)k < sizeof buf)
-        snprintf(buf + k, sizeof buf - (size_t)k, "|endpoint=%s|server=%s|rate=%.6g|slo=%s", m->endpoint, m->server,
-                 m->rate, m->slo);
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "|endpoint=%s|server=%s|rate=%.6g|slo=%s", m->endpoint, m->server,
+                      m->rate, m->slo);
+    /* The silicon beyond its brand string, and the machine as this run had it (schema v12): the CPUs the
+     * process could use (taskset, cpusets), the cgroup's CPU quota, transparent huge pages. */
+    if (k > 0 && (size_t)k < sizeof buf)
+        snprintf(buf + k, sizeof buf - (size_t)k, "|cpu_id=%s/%d/%d/%d|microcode=%s|affinity=%s|cpus_allowed=%d|quota=%.6g|thp=%s",
+                 e->cpu_vendor, e->cpu_family, e->cpu_model_id, e->cpu_stepping, e->microcode, m->affinity,
+                 m->cpus_allowed, m->cgroup_cpus, m->thp);
     sha256_ctx c;
     uint8_t d[32];
     sha256_init(&c);
@@ -139,12 +145,20 @@ static int parse_rates(const char *v, double *rates, int *n, int *sweep) {
     return 0;
 }
 
+/* /proc/loadavg's three averages as stored ("0.52 0.31 0.20"); "" when unreadable (stored as NULL). */
+static void load_text(char *out, size_t n) {
+    double l[3];
+    if (env_loadavg(l) == 0) snprintf(out, n, "%.2f %.2f %.2f", l[0], l[1], l[2]);
+    else if (n) out[0] = 0;
+}
+
 /* One run at one thread count: record, warm up, measure, add the roofline
  * figures (rm may be NULL: the model's bytes per token are unknown), store. */
 static int run_one(store *db, const cx_model *model, const wl_workload *wl, const run_opts *o, run_config cfg,
                    run_meta meta, const env_info *env, ctr_set *ctr, const roof_model *rm, int64_t *id_out) {
     char err[512], fp[65];
     compare_key(&meta, env, meta.compare_key);
+    load_text(meta.load_before, sizeof meta.load_before); /* the load the run starts under */
     /* The machine's measured read bandwidth at this thread count, if `cortex-bench hw` ran here. */
     hw_ref hw;
     env_fingerprint(env, fp);
@@ -174,12 +188,14 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
         rc = runner_rep(model, wl, &cfg, ctr, &reps[r], err, sizeof err);
     }
     if (!rc && rm) roof_apply(reps, (int)o->reps, rm, hw.read_gbs, cfg.batched ? cfg.n_seq : 1);
+    char load_after[sizeof meta.load_after];
+    load_text(load_after, sizeof load_after);
     run_verdict v;
     if (!rc) validity_judge(reps, (int)o->reps, &meta, &v);
     if (rc) {
         store_fail_run(db, id, err);
         fprintf(stderr, "cortex-bench: run %lld failed: %s\n", (long long)id, err);
-    } else if (store_finish_run(db, id, reps, (int)o->reps, &v, NULL, err, sizeof err)) {
+    } else if (store_finish_run(db, id, reps, (int)o->reps, &v, load_after, err, sizeof err)) {
         fprintf(stderr, "cortex-bench: %s\n", err);
         rc = -1;
     } else if (!v.valid) {
@@ -193,7 +209,7 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
 /* The in-process half of run_execute's checks: the thread grid (-t), pinning,
  * the model loaded (*model) and the KV options tried against it; the
  * model's and kernels' fields of *meta. 0, or the exit code after the message. */
-static int run_model_open(const run_opts *o, const env_info *env, run_meta *meta, cx_model **model, int *threads,
+static int run_model_open(const run_opts *o, run_meta *meta, cx_model **model, int *threads,
                           int *n_threads) {
     char err[512], tbuf[128];
     *model = NULL;
@@ -204,8 +220,12 @@ static int run_model_open(const run_opts *o, const env_info *env, run_meta *meta
         if (cli_parse_int("-t", tok, 1, 256, &t)) return 2;
         threads[(*n_threads)++] = (int)t;
     }
-    if (!*n_threads) threads[(*n_threads)++] = env->logical_cores > 0 ? env->logical_cores : 1;
     if (o->pin && env_pin_cpus(o->pin, err, sizeof err)) return cli_fail(2, "--pin: %s", err);
+    if (!*n_threads) { /* the CPUs this process may use (after --pin; taskset, cpusets), capped by its cgroup's quota */
+        env_run_state rs;
+        env_run_state_collect(&rs);
+        threads[(*n_threads)++] = env_default_threads(&rs);
+    }
     cx_err ce = {0};
     cx_model_params mp; /* CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA */
     if (cx_model_params_from_env(&mp, &ce)) return cli_fail(2, "%s", ce.msg);
@@ -420,12 +440,19 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     ep_target ep;
     memset(&ep, 0, sizeof ep);
     int threads[32], n_threads = 0, rc0 = o.endpoint ? run_endpoint_open(&o, wl_path ? &wl : NULL, &ep, &meta)
-                                                      : run_model_open(&o, &env, &meta, &model, threads, &n_threads);
+                                                      : run_model_open(&o, &meta, &model, threads, &n_threads);
     if (rc0) {
         ep_free(&ep);
         wl_free(&wl);
         return rc0;
     }
+    /* The machine as these runs have it: after --pin, before any engine thread exists. */
+    env_run_state rs;
+    env_run_state_collect(&rs);
+    snprintf(meta.affinity, sizeof meta.affinity, "%s", rs.affinity);
+    meta.cpus_allowed = rs.cpus_allowed;
+    meta.cgroup_cpus = rs.cgroup_cpus;
+    snprintf(meta.thp, sizeof meta.thp, "%s", rs.thp);
     if (o.endpoint) {
         n_threads = 1;
         threads[0] = 0; /* the server's threads are its own */

@@ -312,11 +312,18 @@ static int run_sql(store *s, const char *sql, const char *fmt, ...) {
 int64_t store_env_id(store *s, const env_info *e) {
     char fp[65];
     env_fingerprint(e, fp);
+    /* the CPU's identity (schema v12): NULL where unknown (no number or word stands for "we could not
+     * tell"; an environment recorded before v12 reads the same, and store_comparable says "unknown") */
     if (run_sql(s, "INSERT OR IGNORE INTO environments (fingerprint, cpu_model, isa_flags, logical_cores, physical_cores,"
-                   " mem_bytes, kernel, compiler, governor, hypervisor, numa_nodes, hostname)"
-                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", "tttiiitttiit", fp, e->cpu_model, e->isa_flags,
+                   " mem_bytes, kernel, compiler, governor, hypervisor, numa_nodes, hostname, cpu_vendor, cpu_family,"
+                   " cpu_model_id, cpu_stepping, microcode)"
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", "tttiiitttiit" "tdddt", fp, e->cpu_model, e->isa_flags,
                 (int64_t)e->logical_cores, (int64_t)e->physical_cores, (int64_t)e->mem_bytes, e->kernel, e->compiler,
-                e->governor, (int64_t)e->hypervisor, (int64_t)e->numa_nodes, e->hostname))
+                e->governor, (int64_t)e->hypervisor, (int64_t)e->numa_nodes, e->hostname,
+                strcmp(e->cpu_vendor, "unknown") ? e->cpu_vendor : NULL,
+                e->cpu_family >= 0 ? (double)e->cpu_family : NAN, e->cpu_model_id >= 0 ? (double)e->cpu_model_id : NAN,
+                e->cpu_stepping >= 0 ? (double)e->cpu_stepping : NAN,
+                strcmp(e->microcode, "unknown") ? e->microcode : NULL))
         return -1;
     sqlite3_stmt *st;
     int64_t id = -1;

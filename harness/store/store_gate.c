@@ -14,28 +14,39 @@
 #include "kv_opts.h"
 #include "store_row.h"
 
-/* Fields that must be equal, with the name printed when they are not. */
-static const struct { const char *sql, *name; } FIELDS[] = {
-    {"e.cpu_model", "CPU model"}, {"e.isa_flags", "ISA flags"}, {"e.logical_cores", "core count"},
-    {"r.model_sha256", "model file"}, {"r.model_type", "quantization"}, {"r.threads", "thread count"},
-    {"r.build_type", "build type"}, {"r.n_ctx", "context size"}, {"r.workload_hash", "workload"},
-    {"r.test_prompt", "test prompt size"}, {"r.test_gen", "test generation size"}, {"r.test_depth", "test KV depth"},
-    {"r.mode", "loop mode"}, {"r.concurrency", "concurrency"}, {"r.ignore_eos", "end-of-text handling"},
-    {"r.isa", "kernel instruction set (CORTEX_ISA)"},
+/* Fields that must be equal, with the name printed when they are not, and
+ * the word for a value not stored (NULL or empty; default "none"). */
+static const struct { const char *sql, *name, *missing; } FIELDS[] = {
+    {"e.cpu_model", "CPU model", "unknown"}, {"e.isa_flags", "ISA flags", "none"}, {"e.logical_cores", "core count", "unknown"},
+    /* the silicon behind the brand string (schema v12; an environment recorded before has none, so is unknown) */
+    {"e.cpu_vendor", "CPU vendor", "unknown"}, {"e.cpu_family", "CPU family", "unknown"},
+    {"e.cpu_model_id", "CPU model number", "unknown"}, {"e.cpu_stepping", "CPU stepping", "unknown"},
+    {"e.microcode", "microcode", "unknown"},
+    {"r.model_sha256", "model file", "none"}, {"r.model_type", "quantization", "none"}, {"r.threads", "thread count", "none"},
+    {"r.build_type", "build type", "none"}, {"r.n_ctx", "context size", "none"}, {"r.workload_hash", "workload", "none"},
+    {"r.test_prompt", "test prompt size", "none"}, {"r.test_gen", "test generation size", "none"},
+    {"r.test_depth", "test KV depth", "none"}, {"r.mode", "loop mode", "none"}, {"r.concurrency", "concurrency", "none"},
+    {"r.ignore_eos", "end-of-text handling", "none"}, {"r.isa", "kernel instruction set (CORTEX_ISA)", "not recorded"},
     /* runs before schema v6 have none: they used the engine's default cache */
-    {"coalesce(r.kv_config, '" KV_OPTS_DEFAULT_CONFIG "')", "KV cache configuration"},
+    {"coalesce(r.kv_config, '" KV_OPTS_DEFAULT_CONFIG "')", "KV cache configuration", "none"},
     /* served workloads (schema v8): what the scheduler was allowed, the offered load, the SLOs */
-    {"r.sched_config", "scheduler configuration"}, {"r.rate", "open-loop rate"}, {"r.slo", "goodput SLOs"},
+    {"r.sched_config", "scheduler configuration", "none"}, {"r.rate", "open-loop rate", "none"},
+    {"r.slo", "goodput SLOs", "none"},
     /* runs over HTTP (schema v9): which server, and which software with which models behind it; an
      * in-process run (NULL) is never comparable with one over HTTP */
-    {"coalesce(r.endpoint, 'in-process')", "endpoint (HTTP server or in-process)"}, {"r.server", "server identity"},
+    {"coalesce(r.endpoint, 'in-process')", "endpoint (HTTP server or in-process)", "none"},
+    {"r.server", "server identity", "none"},
+    /* the machine as the run had it (schema v12): the CPUs it could use (taskset, --pin, cpusets), how
+     * many, its cgroup's CPU quota (NULL: none), transparent huge pages; runs before have none recorded */
+    {"r.affinity", "CPUs allowed", "not recorded"}, {"r.cpus_allowed", "number of CPUs allowed", "not recorded"},
+    {"r.cgroup_cpus", "cgroup CPU quota", "none"}, {"r.thp", "transparent huge pages", "not recorded"},
 };
 #define N_FIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
 /* See store_gate.h. One row per run: each field as text under its own alias
  * (f0, f1, ...), compared by name. */
 int store_comparable(store *s, int64_t a, int64_t b, char *diff, size_t n) {
-    char sql[2048] = "SELECT ";
+    char sql[4096] = "SELECT ";
     size_t k = strlen(sql);
     for (size_t f = 0; f < N_FIELDS; f++)
         k += (size_t)snprintf(sql + k, sizeof sql - k, "%s%s AS f%zu", f ? ", " : "", FIELDS[f].sql, f);
@@ -47,13 +58,15 @@ int store_comparable(store *s, int64_t a, int64_t b, char *diff, size_t n) {
         else sqlite3_bind_int64(st[side], 1, side ? b : a);
         if (!rc && sqlite3_step(st[side]) != SQLITE_ROW) rc = -1;
     }
-    diff[0] = 0;
+    if (n) diff[0] = 0;
     k = 0;
     for (size_t f = 0; f < N_FIELDS && !rc; f++) {
         char name[8];
         snprintf(name, sizeof name, "f%zu", f);
-        if (strcmp(row_text(st[0], name), row_text(st[1], name)) && k < n)
-            k += (size_t)snprintf(diff + k, n - k, "%s%s", k ? ", " : "", FIELDS[f].name);
+        const char *va = row_text(st[0], name), *vb = row_text(st[1], name);
+        if (strcmp(va, vb) && k < n) /* long values (hashes, server identities) cut at 72 characters */
+            k += (size_t)snprintf(diff + k, n - k, "%s%s: %.72s vs %.72s", k ? "; " : "", FIELDS[f].name,
+                                  *va ? va : FIELDS[f].missing, *vb ? vb : FIELDS[f].missing);
     }
     sqlite3_finalize(st[0]);
     sqlite3_finalize(st[1]);

@@ -44,8 +44,11 @@ typedef struct store_history_point {
     double median;
 } store_history_point;
 
-/* Which comparability fields differ between runs a and b, as "CPU model,
- * thread count" (empty when they may be compared); -1 if a run is missing. */
+/* Which comparability fields differ between runs a and b, each named with
+ * a's value and b's, as "thread count: 1 vs 2; CPUs allowed: 0 vs 0-1"
+ * (empty when they may be compared; a value not stored reads "none",
+ * "unknown" or "not recorded", as fits the field); 0, or -1 if a run is
+ * missing. */
 int store_comparable(store *s, int64_t a, int64_t b, char *diff, size_t n);
 /* The summary metric names both runs have, in a's order (malloc'd array of
  * 40-byte names; free() it). 0 or -1. */
