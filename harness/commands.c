@@ -81,8 +81,9 @@ static const cli_flag run_flags[] = {
 static const cli_flag trace_flags[] = {
     {"--requests", NULL, "N", "number of requests, 1..10000000 (default: 64)"},
     {"--rate", NULL, "R", "mean arrival rate in requests per second, Poisson (default: 1)"},
-    {"--zipf", NULL, "S", "Zipf exponent of adapter popularity, 0..100 (default: 1.1)"},
-    {"--adapters", NULL, "K", "number of adapters, 1..100000 (default: 4)"},
+    {"--zipf", NULL, "S", "Zipf exponent of adapter popularity, 0..100 (default: 1.1; 0 with --adapters 0)"},
+    {"--adapters", NULL, "K", "number of adapters, 0..100000; 0: a plain trace, every request asks for adapter 0 (the"
+     " base model), so it replays against any server (default: 4)"},
     {"--prompt-len", NULL, "DIST", "prompt length: fixed:N | uniform:A,B | normal:MEAN,SD | lognormal:MU,SIGMA"
      " (default: uniform:32,256)"},
     {"--gen-len", NULL, "DIST", "generated length, same forms (default: uniform:16,128)"},
