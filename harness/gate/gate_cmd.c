@@ -29,6 +29,7 @@
 #include "store.h"
 #include "store_gate.h"
 #include "store_read.h"
+#include "summary.h"
 #include "validity.h"
 #include "version.h"
 
@@ -36,6 +37,7 @@
 
 typedef struct gate_opts {
     const char *model, *baseline, *gate_file, *db, *junit, *summary, *threads, *det_mode;
+    const char *step_summary; /* --step-summary FILE; NULL: $GITHUB_STEP_SUMMARY when set (report/summary.h) */
     const char *baseline_bin; /* wall-clock A/B: measure this binary interleaved with ourselves */
     int deterministic, record_baseline;
     double baseline_instructions; /* deterministic: a count measured elsewhere (ci/baseline.sh) */
@@ -444,6 +446,7 @@ static int parse_gate(int argc, char **argv, gate_opts *o) {
         else if (!strcmp(a, "--db")) o->db = v;
         else if (!strcmp(a, "--junit")) o->junit = v;
         else if (!strcmp(a, "--summary")) o->summary = v;
+        else if (!strcmp(a, "--step-summary")) o->step_summary = v;
         else if (!strcmp(a, "-t")) o->threads = v;
         else if (!strcmp(a, "--det-mode")) o->det_mode = v;
         else if (!strcmp(a, "--baseline-bin")) o->baseline_bin = v;
@@ -569,6 +572,12 @@ int cmd_gate(int argc, char **argv) {
         }
     }
     if (o.junit && write_junit(o.junit, &g, mode)) fprintf(stderr, "cortex-bench: %s: cannot write JUnit XML\n", o.junit);
+    FILE *ss = summary_open(o.step_summary); /* the CI step summary: the verdict table, the runs judged */
+    if (ss) {
+        print_table(ss, &g, mode, verdict);
+        summary_gate_runs(ss, s, last_base, last_cand);
+        summary_close(ss);
+    }
     store_close(s);
     if (g.error[0]) fprintf(stderr, "cortex-bench: gate: %s\n", g.error);
     return unavailable ? 3 : g.error[0] ? 2 : regressed ? 1 : 0;
