@@ -67,7 +67,10 @@ static const cli_flag run_flags[] = {
     {"--pin", NULL, "CPUS", "pin the run to these CPUs, e.g. 0-3,8 (default: no pinning)"},
     {"--respect-eos", NULL, NULL, "stop a request at end-of-sequence (default: generate the full length)"},
     DB_FLAG,
-    {"-o", NULL, "md|csv|json", "format of the results table (default: md)"},
+    {"-o", NULL, "md|csv|json|jsonl|bmf", "format of the results table: jsonl is json one object a line, bmf is"
+     " Bencher Metric Format of VALID runs' headline metrics (default: md)"},
+    {"--step-summary", NULL, "FILE", "append a markdown block of the runs (ids, commit, VALID or INVALID, headline"
+     " results) to FILE (default: $GITHUB_STEP_SUMMARY when set, else none)"},
     {"--no-progress", NULL, NULL, "no progress line on stderr (default: shown on a terminal outside CI)"},
     {"--kv-type", NULL, "f32|f16|q8", "element type of the hot KV tier (default: f32)"},
     {"--kv-warm-type", NULL, "q8|q4", "element type of the warm KV tier (default: q8)"},
@@ -83,8 +86,9 @@ static const cli_flag run_flags[] = {
 static const cli_flag trace_flags[] = {
     {"--requests", NULL, "N", "number of requests, 1..10000000 (default: 64)"},
     {"--rate", NULL, "R", "mean arrival rate in requests per second, Poisson (default: 1)"},
-    {"--zipf", NULL, "S", "Zipf exponent of adapter popularity, 0..100 (default: 1.1)"},
-    {"--adapters", NULL, "K", "number of adapters, 1..100000 (default: 4)"},
+    {"--zipf", NULL, "S", "Zipf exponent of adapter popularity, 0..100 (default: 1.1; 0 with --adapters 0)"},
+    {"--adapters", NULL, "K", "number of adapters, 0..100000; 0: a plain trace, every request asks for adapter 0 (the"
+     " base model), so it replays against any server (default: 4)"},
     {"--prompt-len", NULL, "DIST", "prompt length: fixed:N | uniform:A,B | normal:MEAN,SD | lognormal:MU,SIGMA"
      " (default: uniform:32,256)"},
     {"--gen-len", NULL, "DIST", "generated length, same forms (default: uniform:16,128)"},
@@ -106,7 +110,9 @@ static const cli_flag list_flags[] = {
 
 static const cli_flag show_flags[] = {
     DB_FLAG,
-    {"-o", NULL, "md|csv|json", "output format (default: md)"},
+    {"-o", NULL, "md|csv|json|jsonl|bmf", "output format; with --requests md, csv, json or jsonl (default: md)"},
+    {"--requests", NULL, NULL, "instead: every request of every repetition (state, tokens, latencies, canary, error,"
+     " the run's validity on each row) (default: the run's summary)"},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -140,6 +146,8 @@ static const cli_flag gate_flags[] = {
     GATE_FILE_FLAG,
     {"--junit", NULL, "FILE", "also write the verdicts as JUnit XML (default: none)"},
     {"--summary", NULL, "FILE.md", "also write a markdown summary (default: none)"},
+    {"--step-summary", NULL, "FILE", "append the verdict table and the runs judged to FILE (default:"
+     " $GITHUB_STEP_SUMMARY when set, else none)"},
     {"-t", NULL, "T", "one thread count (default: the CPUs this process may use, capped by its cgroup CPU quota"
      " rounded up; with --baseline-bin: 1)"},
     DB_FLAG,
@@ -219,7 +227,7 @@ const cli_command bench_commands[] = {
      "cortex-bench trace --requests 100 --rate 2 --adapters 4 --prompt-len uniform:32,256 -o t.jsonl"},
     {"list", cmd_list, "", "list the newest runs", list_flags, "cortex-bench list --limit 5"},
     {"show", cmd_show, "RUN", "print one run (RUN: a run id, a tag or a git commit)", show_flags,
-     "cortex-bench show 12 -o json"},
+     "cortex-bench show 12 --requests -o jsonl"},
     {"compare", cmd_compare, "BASE CAND", "compare two runs with the gate's statistics (run ids, tags or commits)",
      compare_flags, "cortex-bench compare baseline 14"},
     {"tag", cmd_tag, "RUN NAME", "name a complete run (RUN: a run id, a tag or a git commit)", tag_flags,

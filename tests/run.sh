@@ -15,6 +15,7 @@ export CORTEX_BIN=${CORTEX_BIN:-$PWD/$BUILD/cortex}
 export DUMP_LOGITS=${DUMP_LOGITS:-$PWD/$BUILD/tests/dump_logits}
 export CORTEX_MODELS=${CORTEX_MODELS:-$PWD/../shared/models}
 export BUILD
+unset GITHUB_STEP_SUMMARY # the suites' runs are no CI results: not in the job's step summary
 pass=0 fail=0 failed=()
 log_dir=$(mktemp -d)
 trap 'rm -rf "$log_dir"' EXIT

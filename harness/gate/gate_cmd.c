@@ -31,6 +31,7 @@
 #include "store_gate.h"
 #include "stats.h"
 #include "store_read.h"
+#include "summary.h"
 #include "validity.h"
 #include "version.h"
 
@@ -38,6 +39,7 @@
 
 typedef struct gate_opts {
     const char *model, *baseline, *gate_file, *db, *junit, *summary, *threads, *det_mode;
+    const char *step_summary; /* --step-summary FILE; NULL: $GITHUB_STEP_SUMMARY when set (report/summary.h) */
     const char *baseline_bin; /* wall-clock A/B: measure this binary interleaved with ourselves */
     int deterministic;
     int record_baseline;  /* record this run as the baseline of its configuration (no judging) */
@@ -375,6 +377,7 @@ static int parse_gate(int argc, char **argv, gate_opts *o) {
         else if (!strcmp(a, "--db")) o->db = v;
         else if (!strcmp(a, "--junit")) o->junit = v;
         else if (!strcmp(a, "--summary")) o->summary = v;
+        else if (!strcmp(a, "--step-summary")) o->step_summary = v;
         else if (!strcmp(a, "-t")) o->threads = v;
         else if (!strcmp(a, "--det-mode")) o->det_mode = v;
         else if (!strcmp(a, "--baseline-bin")) o->baseline_bin = v;
@@ -593,6 +596,12 @@ int cmd_gate(int argc, char **argv) {
         }
     }
     if (o.junit && gate_write_junit(o.junit, g.v, g.n, mode, g.error)) fprintf(stderr, "cortex-bench: %s: cannot write JUnit XML\n", o.junit);
+    FILE *ss = summary_open(o.step_summary); /* the CI step summary: the verdict table, the runs judged */
+    if (ss) {
+        gate_print_table(ss, g.v, g.n, mode, verdict, g.error);
+        summary_gate_runs(ss, s, last_base, last_cand);
+        summary_close(ss);
+    }
     store_close(s);
     if (g.error[0]) fprintf(stderr, "cortex-bench: gate: %s\n", g.error);
     return unavailable ? CB_EXIT_UNAVAILABLE : invalid ? CB_EXIT_INVALID : g.error[0] ? CB_EXIT_USAGE

@@ -1,7 +1,8 @@
 /*
  * show.c - read runs back out of the database for people and tools:
  * `cortex-bench list`, `cortex-bench show RUN`, and the llama-bench-like table
- * `cortex-bench run` prints at the end (markdown, csv or json).
+ * `cortex-bench run` prints at the end (markdown, csv, json or jsonl; bmf
+ * from export.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "export.h"
 #include "json.h"
 #include "roofline.h"
 #include "show.h"
@@ -201,11 +203,13 @@ static void synthetic_md(store *db, const int64_t *ids, int n_ids, FILE *out) {
 }
 
 int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int full, FILE *out, char *err, size_t n) {
-    int json = !strcmp(fmt, "json"), csv = !strcmp(fmt, "csv");
-    if (!json && !csv && strcmp(fmt, "md")) {
-        snprintf(err, n, "unknown output format '%s' (md, csv, json)", fmt);
+    /* jsonl: json's objects, one a line, no enclosing array */
+    int jsonl = !strcmp(fmt, "jsonl"), json = jsonl || !strcmp(fmt, "json"), csv = !strcmp(fmt, "csv");
+    if (!export_format_known(fmt)) {
+        snprintf(err, n, "unknown output format '%s' (%s)", fmt, EXPORT_FORMATS);
         return -1;
     }
+    if (!strcmp(fmt, "bmf")) return export_bmf(s, ids, n_ids, out, err, n); /* export.c */
     store *db = s;
     int all_synthetic = 1;
     for (int r = 0; r < n_ids; r++) {
@@ -220,7 +224,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         return 0;
     }
     if (csv) fprintf(out, "run,model,type,threads,workload,metric,unit,median,min,max,stddev,n,validity\n");
-    else if (json) fprintf(out, "[");
+    else if (json && !jsonl) fprintf(out, "[");
     int first = 1;
     for (int r = 0; r < n_ids; r++) {
         store_run ri;
@@ -240,11 +244,11 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
                 for (const char *c = ri.validity_reasons; *c; c++) fprintf(out, *c == '"' ? "\"\"" : "%c", *c);
                 fprintf(out, "\"\n");
             } else if (json) {
-                fprintf(out, "%s\n  {\"run\": %lld, \"workload\": ", first ? "" : ",", (long long)ids[r]);
+                fprintf(out, "%s{\"run\": %lld, \"workload\": ", jsonl ? "" : first ? "\n  " : ",\n  ", (long long)ids[r]);
                 json_write_string(out, ri.workload, strlen(ri.workload));
                 fprintf(out, ", \"validity\": \"invalid\", \"reasons\": ");
                 json_write_string(out, ri.validity_reasons, strlen(ri.validity_reasons));
-                fprintf(out, "}");
+                fprintf(out, "}%s", jsonl ? "\n" : "");
             } else {
                 char word[48];
                 fprintf(out, "%s**run %lld**: `%s`: %s: %s. No figure of it is a measurement (`cortex-bench show %lld`"
@@ -269,7 +273,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
                         ri.type, ri.threads, ri.workload, w->name, unit[i], w->med, w->min, w->max, w->sd, w->cnt,
                         ri.validity[0] ? ri.validity : "unknown");
             } else if (json) {
-                fprintf(out, "%s\n  {\"run\": %lld, \"model\": ", first ? "" : ",", (long long)ids[r]);
+                fprintf(out, "%s{\"run\": %lld, \"model\": ", jsonl ? "" : first ? "\n  " : ",\n  ", (long long)ids[r]);
                 json_write_string(out, ri.model, strlen(ri.model));
                 fprintf(out, ", \"type\": \"%s\", \"threads\": %d, \"workload\": ", ri.type, ri.threads);
                 json_write_string(out, ri.workload, strlen(ri.workload));
@@ -281,7 +285,8 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
                 json_write_number(out, w->max);
                 fprintf(out, ", \"stddev\": ");
                 json_write_number(out, w->sd);
-                fprintf(out, ", \"n\": %d, \"validity\": \"%s\"}", w->cnt, ri.validity[0] ? ri.validity : "unknown");
+                fprintf(out, ", \"n\": %d, \"validity\": \"%s\"}%s", w->cnt, ri.validity[0] ? ri.validity : "unknown",
+                        jsonl ? "\n" : "");
             } else {
                 fprintf(out, "| %s%s%s%s | %.2f | %.2f | %.2f | %.2f |\n", label[i], *unit[i] ? " (" : "", unit[i],
                         *unit[i] ? ")" : "", w->med, w->min, w->max, w->sd);
@@ -289,7 +294,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
             first = 0;
         }
     }
-    if (json) fprintf(out, "\n]\n");
+    if (json) fprintf(out, "%s", jsonl ? "" : "\n]\n");
     else if (!csv) show_roofline(db, ids, n_ids, out);
     return 0;
 }

@@ -12,10 +12,11 @@
 
 /* `cortex-bench list`: the newest `limit` runs as a markdown table. */
 int show_list(store *s, FILE *out, int limit, char *err, size_t n);
-/* `cortex-bench show`: one run in md, csv or json; -1 with a message (no such run). */
+/* `cortex-bench show`: one run in md, csv, json, jsonl or bmf; -1 with a message (no such run). */
 int show_run(store *s, int64_t run_id, const char *format, FILE *out, char *err, size_t n);
 
-/* Summary rows of several runs as md, csv or json; `full` adds every metric. */
+/* Summary rows of several runs as md, csv, json, jsonl (json's objects, one a
+ * line) or bmf (export_bmf); `full` adds every metric. */
 int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int full, FILE *out, char *err, size_t n);
 
 /* A run's identity, provenance and environment as a markdown bullet list;

@@ -6,7 +6,8 @@
 
 /* list [--db FILE] [--limit N]: the newest runs. 0, 1 or 2 (bad flag). */
 int cmd_list(int argc, char **argv);
-/* show RUN [--db FILE] [-o md|csv|json]: one run. 0, 1 or 2 (bad flag). */
+/* show RUN [--db FILE] [-o md|csv|json|jsonl|bmf] [--requests]: one run, or
+ * (--requests; md|csv|json|jsonl) every request of it. 0, 1 or 2 (bad flag). */
 int cmd_show(int argc, char **argv);
 
 #endif

@@ -23,6 +23,7 @@
 #include "counters.h"
 #include "endpoint.h"
 #include "env.h"
+#include "export.h"
 #include "hw_store.h"
 #include "kv_opts.h"
 #include "roofline.h"
@@ -31,6 +32,7 @@
 #include "show.h"
 #include "store.h"
 #include "store_read.h"
+#include "summary.h"
 #include "validity.h"
 #include "version.h"
 #include "workload.h"
@@ -295,6 +297,7 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
         else if (!strcmp(a, "--workload") || !strcmp(a, "-w")) o.workload = v;
         else if (!strcmp(a, "--db")) o.db = v;
         else if (!strcmp(a, "-o")) o.fmt = v;
+        else if (!strcmp(a, "--step-summary")) o.step_summary = v;
         else if (!strcmp(a, "--pin")) o.pin = v;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o.threads = v;
         else if (!strcmp(a, "--reps")) { if (cli_parse_int(a, v, 1, 10000, &o.reps)) return 2; }
@@ -344,8 +347,7 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
     if (!o.model && !o.endpoint) return cli_fail(2, "%s", "run needs --model MODEL (or --endpoint URL)");
     if (!o.endpoint && (o.api_key || o.adapter_names))
         return cli_fail(2, "%s applies to runs over HTTP: give --endpoint URL", o.api_key ? "--api-key" : "--adapter-names");
-    if (strcmp(o.fmt, "md") && strcmp(o.fmt, "csv") && strcmp(o.fmt, "json"))
-        return cli_fail(2, "-o: unknown format '%s' (md, csv, json)", o.fmt);
+    if (!export_format_known(o.fmt)) return cli_fail(2, "-o: unknown format '%s' (%s)", o.fmt, EXPORT_FORMATS);
     if (o.max_batch_tokens < o.max_seqs)
         return cli_fail(2, "--max-batch-tokens %ld is below --max-seqs %ld: every running sequence decodes one token "
                         "per step", o.max_batch_tokens, o.max_seqs);
@@ -653,6 +655,11 @@ int cmd_run(int argc, char **argv) {
         printf("\nstored as run%s", n_ids > 1 ? "s" : "");
         for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);
         printf(" in %s (cortex-bench show RUN for details)\n", o.db);
+    }
+    FILE *ss = summary_open(o.step_summary); /* the CI step summary (report/summary.c) */
+    if (ss) {
+        summary_runs(ss, db, ids, n_ids);
+        summary_close(ss);
     }
     if (rc == CB_EXIT_INVALID) /* the last line: which runs are no measurement, and the exit code */
         fprintf(stderr, "cortex-bench: exit %d: INVALID runs are stored as such and are no measurement"

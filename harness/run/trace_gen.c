@@ -292,8 +292,8 @@ int trace_params_check(const trace_params *p, char *err, size_t errlen) {
         return fail(err, errlen, CX_EINVAL, "--rate must be a number of requests per second in (0, 1e9] (got %g)", p->rate);
     if (!(p->zipf_s >= 0) || p->zipf_s > 100)
         return fail(err, errlen, CX_EINVAL, "--zipf must be an exponent in [0, 100] (got %g)", p->zipf_s);
-    if (p->adapters < 1 || p->adapters > WL_MAX_ADAPTER)
-        return fail(err, errlen, CX_EINVAL, "--adapters must be in 1..%d (got %d)", WL_MAX_ADAPTER, p->adapters);
+    if (p->adapters < 0 || p->adapters > WL_MAX_ADAPTER)
+        return fail(err, errlen, CX_EINVAL, "--adapters must be in 0..%d (got %d)", WL_MAX_ADAPTER, p->adapters);
     if (p->deadline_ms < 0 || p->deadline_ms > 1e9)
         return fail(err, errlen, CX_EINVAL, "--deadline-ms must be in 0..1e9 (got %g)", p->deadline_ms);
     if (p->system_prefix < 0 || p->system_prefix > TRACE_MAX_LEN / 2)
@@ -332,7 +332,8 @@ int trace_gen_init(trace_gen *g, const trace_params *p, char *err, size_t errlen
     rng_seed(&g->prompt_lens, p->seed, STREAM_PROMPT_LEN);
     rng_seed(&g->gen_lens, p->seed, STREAM_GEN_LEN);
     rng_seed(&g->priorities, p->seed, STREAM_PRIORITY);
-    rc = trace_zipf_init(&g->zipf, p->adapters, p->zipf_s, err, errlen);
+    if (p->adapters > 0) /* --adapters 0: a plain trace, no adapter to draw (the other streams are unchanged) */
+        rc = trace_zipf_init(&g->zipf, p->adapters, p->zipf_s, err, errlen);
     if (!rc) rc = trace_zipf_init(&g->words, N_WORDS, 1.0, err, errlen);
     if (!rc && p->system_prefix > 0) { /* the shared system prompt, from its own stream */
         rng sys_rng;
@@ -364,7 +365,7 @@ int trace_gen_next(trace_gen *g, trace_request *r) {
     double us = floor(g->t * 1e6 + 0.5);
     r->arrival_us = us < 9.2e18 ? (int64_t)us : INT64_MAX; /* 292,000 years: never in practice */
     r->arrival_s = (double)r->arrival_us / 1e6;
-    r->adapter = trace_zipf_draw(&g->zipf, &g->adapters);
+    r->adapter = g->p.adapters > 0 ? trace_zipf_draw(&g->zipf, &g->adapters) : 0; /* 0: the base model */
     r->prompt_len = trace_len_draw(&g->p.prompt_len, &g->prompt_lens);
     r->max_tokens = trace_len_draw(&g->p.gen_len, &g->gen_lens);
     if (g->p.n_prio > 1) { /* class by its weight: the first whose cumulative share passes u */

@@ -7,7 +7,8 @@
  * Request i arrives at the i-th event of a Poisson process of rate R (gaps
  * Exp(R), the first request at the first gap, times rounded to microseconds),
  * asks for adapter k in 1..K with Zipf probability P(k) = k^-S / sum_j j^-S
- * (S = 0 is uniform), and has a target prompt length and a max_tokens drawn
+ * (S = 0 is uniform; with K = 0, a plain trace, every request asks for
+ * adapter 0, the base model, and no adapter is drawn), and has a target prompt length and a max_tokens drawn
  * from two length distributions. Its text is English-like, built from a fixed
  * word list to about prompt_len / 1.3 words, so traces do not depend on any
  * model (the real token count is measured at replay).
@@ -92,7 +93,7 @@ typedef struct trace_params {
     int requests;        /* --requests N, 1..TRACE_MAX_REQUESTS */
     double rate;         /* --rate R requests per second, > 0 */
     double zipf_s;       /* --zipf S >= 0 */
-    int adapters;        /* --adapters K, 1..WL_MAX_ADAPTER */
+    int adapters;        /* --adapters K, 0..WL_MAX_ADAPTER (0: a plain trace, every request adapter 0) */
     trace_len prompt_len;/* --prompt-len DIST: target prompt tokens */
     trace_len gen_len;   /* --gen-len DIST: max_tokens */
     uint64_t seed;       /* --seed X */
@@ -110,7 +111,7 @@ typedef struct trace_request {
     char id[24];           /* "r0001"...: 'r' + 1-based index, zero-padded to >= 4 digits */
     int64_t arrival_us;    /* arrival time in microseconds */
     double arrival_s;      /* arrival_us / 1e6 */
-    int adapter;           /* 1..adapters */
+    int adapter;           /* 1..adapters; 0 when adapters is 0 */
     int prompt_len;        /* target prompt tokens (system prefix included) */
     int max_tokens;        /* tokens to generate at most */
     int priority;          /* class 0..n_prio-1 (0 when no classes were given) */
@@ -121,7 +122,7 @@ typedef struct trace_request {
 typedef struct trace_gen {
     trace_params p;
     rng arrivals, adapters, prompt_lens, gen_lens, priorities;
-    trace_zipf zipf;       /* adapters */
+    trace_zipf zipf;       /* adapters (empty when p.adapters is 0) */
     trace_zipf words;      /* Zipf(1) over the word list: frequent words come up often */
     double t;              /* current arrival time, seconds */
     int next;              /* index of the next request */

@@ -352,7 +352,7 @@ int store_request_times(store *s, int64_t run, store_request_time **out, int *n)
     *n = 0;
     sqlite3_stmt *st = row_prepare(s, "SELECT arrival_ms / 1000.0 AS arrival_s, ttft_ms, e2e_ms, queue_ms, decode_ms, rep,"
                                       " idx, prompt_tokens, gen_tokens, item, token_hash, error, state, max_tokens,"
-                                      " cached_tokens, stream_chunks IS NOT NULL AS http"
+                                      " cached_tokens, stream_chunks IS NOT NULL AS http, tpot_ms, adapter"
                                       " FROM requests WHERE run_id = ?1 ORDER BY rep, idx", run, 0);
     if (!st) return -1;
     int cap = 0, rc;
@@ -375,6 +375,8 @@ int store_request_times(store *s, int64_t run, store_request_time **out, int *n)
         t->max_tokens = (int)row_int(st, "max_tokens");
         t->cached_tokens = (int)row_int(st, "cached_tokens");
         t->http = (int)row_int(st, "http");
+        t->tpot_ms = row_num(st, "tpot_ms");
+        t->adapter = row_null(st, "adapter") ? -1 : (int)row_int(st, "adapter");
         row_copy(st, "error", t->error, sizeof t->error);
     }
     sqlite3_finalize(st);

@@ -91,6 +91,8 @@ typedef struct store_request_time {
     char state[12];              /* how it ended (validity.h); "finished" in rows before schema v12 */
     int max_tokens;              /* asked for; 0 in rows before schema v12 */
     int cached_tokens, http;     /* prompt tokens from a cache; 1: measured over HTTP */
+    double tpot_ms;              /* NAN when not recorded (fewer than two tokens, a failure) */
+    int adapter;                 /* the trace's adapter id; -1 for prompt sets and synthetic tests */
 } store_request_time;
 
 /* Per-adapter latency of a trace run (adapter_stats row), NAN when absent. */

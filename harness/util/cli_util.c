@@ -83,13 +83,15 @@ int cli_parse_flags(int argc, char **argv, const char *const *names, const char 
     return 0;
 }
 
-/* See cli_util.h. */
-int cli_parse_read_opts(int argc, char **argv, const char **db, const char **fmt, long *limit, int *force,
-                        const char **pos, int max_pos) {
+/* The reader of cli_parse_read_opts and cli_parse_show_opts: --requests is
+ * a flag only where `requests` is given. */
+static int parse_read(int argc, char **argv, const char **db, const char **fmt, long *limit, int *force, int *requests,
+                      const char **pos, int max_pos) {
     int n_pos = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--force")) { *force = 1; continue; }
+        if (requests && !strcmp(a, "--requests")) { *requests = 1; continue; }
         if (a[0] != '-') {
             if (n_pos >= max_pos) return cli_fail(2, "unexpected argument '%s'", a);
             pos[n_pos++] = a;
@@ -103,6 +105,19 @@ int cli_parse_read_opts(int argc, char **argv, const char **db, const char **fmt
         i++;
     }
     return n_pos == max_pos ? 0 : cli_fail(2, "%s", max_pos == 1 ? "expected a run id" : "expected two run ids");
+}
+
+/* See cli_util.h. */
+int cli_parse_read_opts(int argc, char **argv, const char **db, const char **fmt, long *limit, int *force,
+                        const char **pos, int max_pos) {
+    return parse_read(argc, argv, db, fmt, limit, force, NULL, pos, max_pos);
+}
+
+/* See cli_util.h. */
+int cli_parse_show_opts(int argc, char **argv, const char **db, const char **fmt, int *requests, const char **run) {
+    long limit = 0;
+    int force = 0;
+    return parse_read(argc, argv, db, fmt, &limit, &force, requests, run, 1);
 }
 
 /* A whole-string integer in [lo, hi], or one error line naming the flag. */

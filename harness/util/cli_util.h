@@ -56,10 +56,13 @@ int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
  * into `vals`); at most `max_pos` positional arguments. 0 or 2 after a message. */
 int cli_parse_flags(int argc, char **argv, const char *const *names, const char **vals, int n_names, const char **pos,
                     int max_pos, int *n_pos);
-/* The flags of list, show and compare (--db, -o, --limit, --force) and
+/* The flags of list and compare (--db, -o, --limit, --force) and
  * exactly `max_pos` positional arguments into `pos`; 0 or 2 after a message. */
 int cli_parse_read_opts(int argc, char **argv, const char **db, const char **fmt, long *limit, int *force,
                         const char **pos, int max_pos);
+/* The flags of show (--db, -o, the switch --requests) and its one run
+ * reference into *run; 0 or 2 after a message. */
+int cli_parse_show_opts(int argc, char **argv, const char **db, const char **fmt, int *requests, const char **run);
 /* Whole-string numbers in [lo, hi]; print the flag and return -1 otherwise. */
 int cli_parse_int(const char *flag, const char *v, long lo, long hi, long *out);
 int cli_parse_double(const char *flag, const char *v, double lo, double hi, double *out);

@@ -146,8 +146,11 @@ local_run=$(last)
 "$BENCH" compare "$mix" "$local_run" --db "$db" >/dev/null 2>"$tmp/cmp.err"
 check "HTTP and in-process runs are not comparable" test $? -eq 2
 check "... the endpoint named as a difference" grep -q "endpoint (HTTP server or in-process)" "$tmp/cmp.err"
-"$BENCH" compare "$mix" "$local_run" --db "$db" --force >"$tmp/force.out" 2>&1
+"$BENCH" compare "$std" "$local_run" --db "$db" --force >"$tmp/force.out" 2>&1
 check "... unless --force (compared, flagged)" grep -q "FLAGGED: not comparable (.*endpoint (HTTP server or in-process)" "$tmp/force.out"
+"$BENCH" compare "$mix" "$local_run" --db "$db" --force >/dev/null 2>"$tmp/force.err"
+check "... but an INVALID run is never compared, even with --force (exit 4)" \
+    sh -c "test $? -eq 4 && grep -q 'run $mix is INVALID: 3 of 6 requests failed' '$tmp/force.err'"
 
 # Errors: one line naming the URL, non-zero, nothing in the database.
 before=$(runs)

@@ -12,6 +12,8 @@ CORTEX=${CORTEX_BIN:-$BUILD/cortex}
 BENCH=${CORTEX_BENCH:-$BUILD/cortex-bench}
 PY=${PY:-/usr/bin/python3}
 MODELS=${CORTEX_MODELS:-../shared/models}
+# Test runs are no CI results: never appended to the job's step summary (summary.h).
+unset GITHUB_STEP_SUMMARY
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 pass=0 fail=0

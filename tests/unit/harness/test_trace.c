@@ -1012,6 +1012,28 @@ static void test_trace_files(void) {
     }
     p.zipf_s = 1.1;
 
+    /* A plain trace (--adapters 0): every request asks for adapter 0, and
+     * nothing else changes (no stream is drawn from for the adapters). */
+    const char *e = tmp_path("plain.jsonl");
+    p.adapters = 0;
+    p.zipf_s = 0;
+    CHECK(trace_write(&p, e, NULL, err, sizeof err) == 0, "plain trace: %s", err);
+    if (wl_load(a, &w1, err, sizeof err) == 0 && wl_load(e, &w2, err, sizeof err) == 0) {
+        int same = w1.n == w2.n, zero = 1;
+        for (size_t i = 0; same && i < w1.n; i++) {
+            same &= strcmp(w1.req[i].id, w2.req[i].id) == 0 && w1.req[i].arrival_s == w2.req[i].arrival_s &&
+                    w1.req[i].prompt_len == w2.req[i].prompt_len && strcmp(w1.req[i].text, w2.req[i].text) == 0 &&
+                    w1.req[i].max_tokens == w2.req[i].max_tokens;
+            zero &= w2.req[i].adapter == 0 && w1.req[i].adapter >= 1;
+        }
+        CHECK(same && zero, "--adapters 0: adapter 0 everywhere, arrivals, lengths and texts as with --adapters 4");
+        wl_free(&w1);
+        wl_free(&w2);
+    }
+    check_sidecar(&p, e, NULL);
+    p.adapters = 4;
+    p.zipf_s = 1.1;
+
     /* Text is about prompt_len / 1.3 words, English-like sentences. */
     rng tr;
     rng_seed(&tr, 3, 3);
@@ -1042,8 +1064,9 @@ static void test_trace_files(void) {
     bad.requests = 0;
     CHECK(trace_write(&bad, tmp_path("bad.jsonl"), NULL, err, sizeof err) == CX_EINVAL && strstr(err, "--requests"), "%s", err);
     bad = p;
-    bad.adapters = 0;
-    CHECK(trace_write(&bad, tmp_path("bad.jsonl"), NULL, err, sizeof err) == CX_EINVAL && strstr(err, "--adapters"), "%s", err);
+    bad.adapters = -1;
+    CHECK(trace_write(&bad, tmp_path("bad.jsonl"), NULL, err, sizeof err) == CX_EINVAL &&
+          strcmp(err, "--adapters must be in 0..1000000 (got -1)") == 0, "%s", err);
     bad = p;
     bad.zipf_s = -1;
     CHECK(trace_write(&bad, tmp_path("bad.jsonl"), NULL, err, sizeof err) == CX_EINVAL && strstr(err, "--zipf"), "%s", err);
@@ -1204,6 +1227,12 @@ static void test_committed_traces(void) {
         {"uniform-burst.jsonl", 32, 16, 0, 4, "normal:128,32,max=256", "fixed:32", 3, 0,
          CMD("--requests 32 --rate 16 --zipf 0 --adapters 4 --prompt-len normal:128,32,max=256 --gen-len fixed:32 --seed 3",
              "uniform-burst.jsonl")},
+        {"plain-smoke.jsonl", 16, 8, 0, 0, "uniform:8,40", "uniform:8,24", 5, 0,
+         CMD("--requests 16 --rate 8 --adapters 0 --prompt-len uniform:8,40 --gen-len uniform:8,24 --seed 5",
+             "plain-smoke.jsonl")},
+        {"plain-chat.jsonl", 64, 1, 0, 0, "lognormal:4.5,0.6", "uniform:32,128", 2, 0,
+         CMD("--requests 64 --rate 1 --adapters 0 --prompt-len lognormal:4.5,0.6 --gen-len uniform:32,128 --seed 2",
+             "plain-chat.jsonl")},
         {"shared-prefix.jsonl", 16, 1, 0, 1, "uniform:16,48", "fixed:16", 4, 400,
          CMD("--requests 16 --rate 1 --zipf 0 --adapters 1 --prompt-len uniform:16,48 --gen-len fixed:16 --system-prefix 400 "
              "--seed 4", "shared-prefix.jsonl")},
@@ -1225,6 +1254,9 @@ static void test_committed_traces(void) {
         wl_workload w;
         CHECK(wl_load(committed, &w, err, sizeof err) == 0 && w.kind == WL_TRACE && w.n == (size_t)traces[i].n && w.meta,
               "%s", err);
+        int plain = 1; /* the plain traces name no adapter: they replay against any server */
+        for (size_t j = 0; j < w.n; j++) plain &= w.req[j].adapter == 0;
+        CHECK(plain == (traces[i].k == 0), "%s: adapter 0 on every request exactly when --adapters 0", committed);
         wl_free(&w);
     }
 }
