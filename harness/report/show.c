@@ -31,6 +31,13 @@ const char *show_validity_word(char *buf, size_t n, const char *validity, FILE *
 }
 
 /* See show.h. */
+const char *show_num(char *buf, size_t n, const char *fmt, double v) {
+    if (isfinite(v)) snprintf(buf, n, fmt, v);
+    else snprintf(buf, n, "-");
+    return buf;
+}
+
+/* See show.h. */
 int show_verdict(store *s, int64_t id, FILE *out) {
     store_run r;
     store_request_time *q;
@@ -400,9 +407,12 @@ static void show_items(store *s, int64_t id, FILE *out) {
                     isnan(q->gen_tokens) ? 0 : q->gen_tokens, asked, *q->error ? "error: " : q->hash, q->error);
             continue;
         }
-        fprintf(out, "| %s | %s | %s | %d | %.0f%s | %.2f | %.2f | %.2f | %.2f | %s%s%s%s |\n", q->item, ad, q->outcome,
-                q->prompt_tokens, q->gen_tokens, asked, q->queue, q->ttft, q->tpot, q->tps, q->hash,
-                q->stable == 0 ? " (UNSTABLE)" : "", *q->error ? ", error: " : "", q->error);
+        char queue[24], ttft[24], tpot[24], tps[24]; /* "-" where not measured (no queue over HTTP, one chunk) */
+        fprintf(out, "| %s | %s | %s | %d | %.0f%s | %s | %s | %s | %s | %s%s%s%s |\n", q->item, ad, q->outcome,
+                q->prompt_tokens, q->gen_tokens, asked, show_num(queue, sizeof queue, "%.2f", q->queue),
+                show_num(ttft, sizeof ttft, "%.2f", q->ttft), show_num(tpot, sizeof tpot, "%.2f", q->tpot),
+                show_num(tps, sizeof tps, "%.2f", q->tps), q->hash, q->stable == 0 ? " (UNSTABLE)" : "",
+                *q->error ? ", error: " : "", q->error);
     }
     free(it);
     fprintf(out, "\n");
@@ -438,12 +448,13 @@ void show_adapters(store *s, int64_t id, FILE *out) {
             fprintf(out, "### per adapter (all repetitions; ms, output tok/s)\n\n| adapter | requests | TTFT p50 | TTFT p90 |"
                          " TTFT p99 | ITL p50 | ITL p90 | ITL p99 | e2e p50 | tokens | output tok/s |\n"
                          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-        char tok[32] = "-", tps[32] = "-";
+        char tok[32] = "-", tps[32], f[7][24]; /* "-" where not measured (no ITL: one chunk each) */
         if (a[i].gen_tokens >= 0) snprintf(tok, sizeof tok, "%lld", (long long)a[i].gen_tokens);
-        if (a[i].output_tps == a[i].output_tps) snprintf(tps, sizeof tps, "%.2f", a[i].output_tps);
-        fprintf(out, "| %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s |\n", a[i].adapter,
-                a[i].requests, a[i].ttft_p50, a[i].ttft_p90, a[i].ttft_p99, a[i].itl_p50, a[i].itl_p90, a[i].itl_p99,
-                a[i].e2e_p50, tok, tps);
+        const double v[7] = {a[i].ttft_p50, a[i].ttft_p90, a[i].ttft_p99, a[i].itl_p50, a[i].itl_p90, a[i].itl_p99,
+                             a[i].e2e_p50};
+        for (int k = 0; k < 7; k++) show_num(f[k], sizeof f[k], "%.2f", v[k]);
+        fprintf(out, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", a[i].adapter, a[i].requests, f[0], f[1],
+                f[2], f[3], f[4], f[5], f[6], tok, show_num(tps, sizeof tps, "%.2f", a[i].output_tps));
     }
     free(a);
     if (n) fprintf(out, "\n");

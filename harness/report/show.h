@@ -32,6 +32,9 @@ int show_verdict(store *s, int64_t id, FILE *out);
 const char *show_validity_word(char *buf, size_t n, const char *validity, FILE *out);
 /* 1 when out is a terminal that takes colour (not NO_COLOR, not TERM=dumb). */
 int show_color(FILE *out);
+/* v printed with printf format `fmt` (one double) into buf, or "-" when it
+ * is NaN or infinite (a figure that was not measured): never "nan". Returns buf. */
+const char *show_num(char *buf, size_t n, const char *fmt, double v);
 /* Text on one markdown line: '|' escaped, newlines flattened. */
 void show_md_inline(FILE *f, const char *s);
 
