@@ -45,9 +45,13 @@ int show_verdict(store *s, int64_t id, FILE *out) {
     if (store_run_load(s, id, &r) != 1 || store_request_times(s, id, &q, &n)) return -1;
     run_outcomes o;
     memset(&o, 0, sizeof o);
-    for (int i = 0; i < n; i++)
+    long long cached = 0, prompt = 0; /* over HTTP: what the server's prompt cache served */
+    for (int i = 0; i < n; i++) {
         validity_add(&o, q[i].state, q[i].gen_tokens, q[i].max_tokens, r.ignore_eos,
                      q[i].http && strcmp(r.server_cache, "on") ? q[i].cached_tokens : 0);
+        cached += q[i].http ? q[i].cached_tokens : 0;
+        prompt += q[i].http ? q[i].prompt_tokens : 0;
+    }
     free(q);
     char word[48];
     fprintf(out, "run %lld: %s", (long long)id, show_validity_word(word, sizeof word, r.validity, out));
@@ -56,6 +60,8 @@ int show_verdict(store *s, int64_t id, FILE *out) {
     fprintf(out, "  requests %d over %d repetition%s: %d finished (%d by length, %d at a stop), %d truncated, %d failed,"
                  " %d rejected, %d timed out, %d cancelled\n", o.requests, r.reps, r.reps == 1 ? "" : "s", o.finished,
             o.by_length, o.by_stop, o.truncated, o.failed, o.rejected, o.timed_out, o.cancelled);
+    if (!strcmp(r.server_cache, "on")) /* the cache's share, which the figures below include */
+        fprintf(out, "  the server's prompt cache (--server-cache on) served %lld of %lld prompt tokens\n", cached, prompt);
     if (strcmp(r.validity, "valid")) return 0; /* no figure of a run that is not a measurement */
     double rps = store_metric_median(s, id, "request_rps"), good = store_metric_median(s, id, "goodput_rps"),
            share = store_metric_median(s, id, "goodput_share"), rss = store_metric_median(s, id, "peak_rss_mib");
@@ -370,7 +376,11 @@ int show_run_facts(store *s, int64_t id, FILE *out) {
     if (r.endpoint[0]) {
         fprintf(out, "- measured over HTTP: model `%s` at `%s`, server ", r.model, r.endpoint);
         show_md_inline(out, r.server);
-        fprintf(out, "\n");
+        fprintf(out, "\n- server build ");
+        show_md_inline(out, r.server_build[0] ? r.server_build : "unknown (no system_fingerprint, /props or /version)");
+        fprintf(out, ", prompt cache %s\n", !strcmp(r.server_cache, "on") ? "on (--server-cache on: the server's own policy)"
+                                        : !strcmp(r.server_cache, "off") ? "off (each request asked it not to reuse prompts)"
+                                                                          : "not asked (recorded before schema v12)");
     } else
         fprintf(out, "- model `%s` (%s, %lld parameters, sha256 %.16s)\n", r.model_path, r.type, (long long)r.model_params,
                 r.model_sha256);

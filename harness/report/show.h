@@ -23,8 +23,9 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
 int show_run_facts(store *s, int64_t id, FILE *out);
 /* The run's verdict (validity.h): "run N: VALID" or "INVALID: reasons", its
  * request outcomes (finished by length / at a stop, truncated, failed,
- * rejected, timed out, cancelled), and for a VALID run its request rate,
- * goodput and peak RSS. `run` prints it under its table, `show` at the top.
+ * rejected, timed out, cancelled), over HTTP with --server-cache on the
+ * prompt tokens the server's cache served, and for a VALID run its request
+ * rate, goodput and peak RSS. `run` prints it under its table, `show` at the top.
  * 0, or -1 (no such run). */
 int show_verdict(store *s, int64_t id, FILE *out);
 /* "VALID", "INVALID" (bold in markdown, red on a terminal) or "complete" (a run

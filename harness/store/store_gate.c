@@ -29,6 +29,9 @@ static const struct { const char *sql, *name; } FIELDS[] = {
     /* runs over HTTP (schema v9): which server, and which software with which models behind it; an
      * in-process run (NULL) is never comparable with one over HTTP */
     {"coalesce(r.endpoint, 'in-process')", "endpoint (HTTP server or in-process)"}, {"r.server", "server identity"},
+    /* whether the server's prompt cache could serve the prompts (schema v12); runs over HTTP from before
+     * asked nothing, as --server-cache on does */
+    {"coalesce(r.server_cache, CASE WHEN r.endpoint IS NOT NULL THEN 'on' END)", "server prompt cache (--server-cache)"},
 };
 #define N_FIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
