@@ -211,10 +211,10 @@ build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(FUZZ_FLAGS) $< harness/util/json.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c -o $@ -lm
 
-# The server-response fuzzer: SSE framing, OpenAI bodies (jansson), Prometheus text.
-build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c harness/run/prom.c $(HARNESS_HDR)
+# The server-response fuzzer: SSE framing, OpenAI bodies (jansson), Prometheus text, builds (results.c).
+build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c harness/run/prom.c harness/run/results.c $(HARNESS_HDR)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/run/sse.c harness/run/oai.c harness/run/prom.c -o $@ $(shell pkg-config --libs jansson)
+	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/run/sse.c harness/run/oai.c harness/run/prom.c harness/run/results.c -o $@ $(shell pkg-config --libs jansson)
 
 # The judge's sample lines (cortex-bench judge).
 build-fuzz/fuzz_judge: tests/fuzz/fuzz_judge.c harness/gate/judge.c harness/gate/judge.h

@@ -30,6 +30,9 @@ static const cli_flag run_flags[] = {
     {"--api-key", NULL, "KEY", "with --endpoint: sent as \"Authorization: Bearer KEY\" (default: none)"},
     {"--adapter-names", NULL, "NAME1,NAME2,...", "with --endpoint: the model names of trace adapter ids 1, 2, ...; id 0"
      " is --model (default: none, so a trace naming adapters is refused)"},
+    {"--server-cache", NULL, "on|off", "with --endpoint: off asks the server not to reuse cached prompts"
+     " (cache_prompt false, a cache_salt per request), and a run it served from its cache anyway is INVALID; on"
+     " leaves its prompt cache to it and records what it served (default: off)"},
     {"--tokenizer", "-z", "FILE", "a tokenizer file, for models without an embedded vocabulary (default: none)"},
     {"--workload", "-w", "W",
      "standard | challenge | trace:FILE | prompts:FILE | ppN | tgN | pgN,M | multiseq:NSEQ,CTX,GEN | batched:NSEQ,CTX,GEN"

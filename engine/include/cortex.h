@@ -542,6 +542,8 @@ typedef struct cx_request {
     const char *const *stop;   /* stop strings */
     int n_stop;
     int ignore_eos;        /* 1: the end-of-text token does not end the request */
+    int no_prefix_cache;   /* 1: take no cached prefix blocks, compute the whole prompt (its own full blocks
+                              are still cached for later requests): llama-server's "cache_prompt": false */
     int priority;          /* higher classes are admitted first; FIFO within a class */
     int64_t deadline_ms;   /* > 0: end as CX_REQ_TIMEOUT this long after submission */
     int adapter;           /* LoRA adapter id (cx_sched_adapter_add), 0: none */

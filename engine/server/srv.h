@@ -77,6 +77,7 @@ typedef struct srv_params {
     int top_logprobs;           /* alternatives per token, 0..SRV_MAX_TOP_LOGPROBS */
     int priority;               /* extension: the scheduler's class, higher first */
     int ignore_eos;             /* extension (llama.cpp's): the end-of-text token does not end it */
+    int cache_prompt;           /* extension (llama.cpp's): 0 takes nothing from the prefix cache (default 1) */
 } srv_params;
 
 /* Parse a request body of `len` bytes for the chat route (chat = 1) or the

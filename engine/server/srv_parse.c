@@ -266,6 +266,7 @@ int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_p
     memset(p, 0, sizeof *p);
     p->chat = chat;
     p->sp = *dflt;
+    p->cache_prompt = 1;
     json_error_t je;
     p->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!p->root)
@@ -281,7 +282,8 @@ int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_p
     const char *mt = chat && field(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (get_int(o, mt, 1, 1 << 24, &max_tokens, e) || get_int(o, "n", 1, 1, &n, e) ||
         get_int(o, "priority", -1000, 1000, &priority, e) || get_sampling(o, p, e) || get_stop(o, p, e) ||
-        get_bool(o, "stream", &p->stream, e) || get_bool(o, "ignore_eos", &p->ignore_eos, e) || get_logprobs(o, p, e))
+        get_bool(o, "stream", &p->stream, e) || get_bool(o, "ignore_eos", &p->ignore_eos, e) || get_logprobs(o, p, e) ||
+        get_bool(o, "cache_prompt", &p->cache_prompt, e))
         return -1;
     p->max_tokens = (int)max_tokens;
     p->priority = (int)priority;

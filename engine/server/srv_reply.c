@@ -31,10 +31,12 @@ const char *srv_finish_reason(const srv_job *j) {
     return j->reason == CX_STOP_LENGTH ? "length" : "stop";
 }
 
-/* {"prompt_tokens","completion_tokens","total_tokens"} of j so far. */
+/* {"prompt_tokens","completion_tokens","total_tokens"} of j so far, and
+ * prompt_tokens_details.cached_tokens: the prompt tokens the prefix cache
+ * supplied (OpenAI's and vLLM's name for timings.cache_n). */
 static json_t *usage(const srv_job *j) {
-    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_gen, "total_tokens",
-                     j->n_prompt + j->n_gen);
+    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_gen,
+                     "total_tokens", j->n_prompt + j->n_gen, "prompt_tokens_details", "cached_tokens", j->n_cached);
 }
 
 /* Milliseconds from a to b (CLOCK_MONOTONIC ns), or null when either is not known yet. */

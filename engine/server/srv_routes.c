@@ -122,6 +122,7 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
     q.max_tokens = p.max_tokens ? p.max_tokens : S->cfg->max_tokens;
     q.priority = p.priority;
     q.ignore_eos = p.ignore_eos;
+    q.no_prefix_cache = !p.cache_prompt;
     q.deadline_ms = S->cfg->request_timeout_ms;
     q.adapter = adapter;
     memcpy(stop, p.stop, sizeof p.stop);

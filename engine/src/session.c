@@ -155,7 +155,7 @@ int session_check_tokens(const cx_session *s, const int32_t *tokens, int n, cx_e
 
 /* See session.h. */
 int session_take_prefix(cx_session *s, const int32_t *tokens, int n) {
-    int reused = kv_match(s->cache, &s->seq, tokens, n);
+    int reused = s->no_prefix ? 0 : kv_match(s->cache, &s->seq, tokens, n);
     assert(reused >= 0 && reused < n && s->pos + reused <= s->n_ctx); /* the last token is always computed */
     s->last_reused = reused;
     s->pos += reused;

@@ -17,13 +17,15 @@ struct cx_session {
     kv_seq seq;               /* this sequence's block table */
     kv_view view;             /* attention's f32 view of one layer of it */
     int last_reused;          /* tokens the last evaluation took from the prefix cache */
+    int no_prefix;            /* 1: take no cached prefix blocks (the scheduler's cx_request.no_prefix_cache) */
     int in_batch;             /* set while cx_batch_eval checks for repeated sessions */
     cx_lora_use lora[CX_LORA_MAX_SET]; /* the adapters its tokens apply (cx_session_set_lora) */
     int n_lora;
 };
 
 /* Take the cached prefix blocks that continue s with tokens[0..n) (cache
- * locked): the position advances past them; returns how many (< n). */
+ * locked): the position advances past them; returns how many (< n; 0 with
+ * s->no_prefix set). */
 int session_take_prefix(cx_session *s, const int32_t *tokens, int n);
 /* After a pass wrote positions pos..pos+T-1 (tokens[0..T)): commit them,
  * advance, and collect the view's restore counters; CX_EIO (naming the spill

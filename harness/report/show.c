@@ -33,6 +33,13 @@ const char *show_validity_word(char *buf, size_t n, const char *validity, FILE *
 }
 
 /* See show.h. */
+const char *show_num(char *buf, size_t n, const char *fmt, double v) {
+    if (isfinite(v)) snprintf(buf, n, fmt, v);
+    else snprintf(buf, n, "-");
+    return buf;
+}
+
+/* See show.h. */
 int show_verdict(store *s, int64_t id, FILE *out) {
     store_run r;
     store_request_time *q;
@@ -40,9 +47,13 @@ int show_verdict(store *s, int64_t id, FILE *out) {
     if (store_run_load(s, id, &r) != 1 || store_request_times(s, id, &q, &n)) return -1;
     run_outcomes o;
     memset(&o, 0, sizeof o);
-    for (int i = 0; i < n; i++)
+    long long cached = 0, prompt = 0; /* over HTTP: what the server's prompt cache served */
+    for (int i = 0; i < n; i++) {
         validity_add(&o, q[i].state, q[i].gen_tokens, q[i].max_tokens, r.ignore_eos,
                      q[i].http && strcmp(r.server_cache, "on") ? q[i].cached_tokens : 0);
+        cached += q[i].http ? q[i].cached_tokens : 0;
+        prompt += q[i].http ? q[i].prompt_tokens : 0;
+    }
     free(q);
     char word[48];
     fprintf(out, "run %lld: %s", (long long)id, show_validity_word(word, sizeof word, r.validity, out));
@@ -51,6 +62,8 @@ int show_verdict(store *s, int64_t id, FILE *out) {
     fprintf(out, "  requests %d over %d repetition%s: %d finished (%d by length, %d at a stop), %d truncated, %d failed,"
                  " %d rejected, %d timed out, %d cancelled\n", o.requests, r.reps, r.reps == 1 ? "" : "s", o.finished,
             o.by_length, o.by_stop, o.truncated, o.failed, o.rejected, o.timed_out, o.cancelled);
+    if (!strcmp(r.server_cache, "on")) /* the cache's share, which the figures below include */
+        fprintf(out, "  the server's prompt cache (--server-cache on) served %lld of %lld prompt tokens\n", cached, prompt);
     if (strcmp(r.validity, "valid")) return 0; /* no figure of a run that is not a measurement */
     double rps = store_metric_median(s, id, "request_rps"), good = store_metric_median(s, id, "goodput_rps"),
            share = store_metric_median(s, id, "goodput_share"), rss = store_metric_median(s, id, "peak_rss_mib");
@@ -368,7 +381,11 @@ int show_run_facts(store *s, int64_t id, FILE *out) {
     if (r.endpoint[0]) {
         fprintf(out, "- measured over HTTP: model `%s` at `%s`, server ", r.model, r.endpoint);
         show_md_inline(out, r.server);
-        fprintf(out, "\n");
+        fprintf(out, "\n- server build ");
+        show_md_inline(out, r.server_build[0] ? r.server_build : "unknown (no system_fingerprint, /props or /version)");
+        fprintf(out, ", prompt cache %s\n", !strcmp(r.server_cache, "on") ? "on (--server-cache on: the server's own policy)"
+                                        : !strcmp(r.server_cache, "off") ? "off (each request asked it not to reuse prompts)"
+                                                                          : "not asked (recorded before schema v12)");
     } else
         fprintf(out, "- model `%s` (%s, %lld parameters, sha256 %.16s)\n", r.model_path, r.type, (long long)r.model_params,
                 r.model_sha256);
@@ -420,9 +437,12 @@ static void show_items(store *s, int64_t id, FILE *out) {
                     isnan(q->gen_tokens) ? 0 : q->gen_tokens, asked, *q->error ? "error: " : q->hash, q->error);
             continue;
         }
-        fprintf(out, "| %s | %s | %s | %d | %.0f%s | %.2f | %.2f | %.2f | %.2f | %s%s%s%s |\n", q->item, ad, q->outcome,
-                q->prompt_tokens, q->gen_tokens, asked, q->queue, q->ttft, q->tpot, q->tps, q->hash,
-                q->stable == 0 ? " (UNSTABLE)" : "", *q->error ? ", error: " : "", q->error);
+        char queue[24], ttft[24], tpot[24], tps[24]; /* "-" where not measured (no queue over HTTP, one chunk) */
+        fprintf(out, "| %s | %s | %s | %d | %.0f%s | %s | %s | %s | %s | %s%s%s%s |\n", q->item, ad, q->outcome,
+                q->prompt_tokens, q->gen_tokens, asked, show_num(queue, sizeof queue, "%.2f", q->queue),
+                show_num(ttft, sizeof ttft, "%.2f", q->ttft), show_num(tpot, sizeof tpot, "%.2f", q->tpot),
+                show_num(tps, sizeof tps, "%.2f", q->tps), q->hash, q->stable == 0 ? " (UNSTABLE)" : "",
+                *q->error ? ", error: " : "", q->error);
     }
     free(it);
     fprintf(out, "\n");
@@ -458,12 +478,13 @@ void show_adapters(store *s, int64_t id, FILE *out) {
             fprintf(out, "### per adapter (all repetitions; ms, output tok/s)\n\n| adapter | requests | TTFT p50 | TTFT p90 |"
                          " TTFT p99 | ITL p50 | ITL p90 | ITL p99 | e2e p50 | tokens | output tok/s |\n"
                          "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-        char tok[32] = "-", tps[32] = "-";
+        char tok[32] = "-", tps[32], f[7][24]; /* "-" where not measured (no ITL: one chunk each) */
         if (a[i].gen_tokens >= 0) snprintf(tok, sizeof tok, "%lld", (long long)a[i].gen_tokens);
-        if (a[i].output_tps == a[i].output_tps) snprintf(tps, sizeof tps, "%.2f", a[i].output_tps);
-        fprintf(out, "| %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s |\n", a[i].adapter,
-                a[i].requests, a[i].ttft_p50, a[i].ttft_p90, a[i].ttft_p99, a[i].itl_p50, a[i].itl_p90, a[i].itl_p99,
-                a[i].e2e_p50, tok, tps);
+        const double v[7] = {a[i].ttft_p50, a[i].ttft_p90, a[i].ttft_p99, a[i].itl_p50, a[i].itl_p90, a[i].itl_p99,
+                             a[i].e2e_p50};
+        for (int k = 0; k < 7; k++) show_num(f[k], sizeof f[k], "%.2f", v[k]);
+        fprintf(out, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", a[i].adapter, a[i].requests, f[0], f[1],
+                f[2], f[3], f[4], f[5], f[6], tok, show_num(tps, sizeof tps, "%.2f", a[i].output_tps));
     }
     free(a);
     if (n) fprintf(out, "\n");

@@ -24,8 +24,9 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
 int show_run_facts(store *s, int64_t id, FILE *out);
 /* The run's verdict (validity.h): "run N: VALID" or "INVALID: reasons", its
  * request outcomes (finished by length / at a stop, truncated, failed,
- * rejected, timed out, cancelled), and for a VALID run its request rate,
- * goodput and peak RSS. `run` prints it under its table, `show` at the top.
+ * rejected, timed out, cancelled), over HTTP with --server-cache on the
+ * prompt tokens the server's cache served, and for a VALID run its request
+ * rate, goodput and peak RSS. `run` prints it under its table, `show` at the top.
  * 0, or -1 (no such run). */
 int show_verdict(store *s, int64_t id, FILE *out);
 /* "VALID", "INVALID" (bold in markdown, red on a terminal) or "complete" (a run
@@ -33,6 +34,9 @@ int show_verdict(store *s, int64_t id, FILE *out);
 const char *show_validity_word(char *buf, size_t n, const char *validity, FILE *out);
 /* 1 when out is a terminal that takes colour (not NO_COLOR, not TERM=dumb). */
 int show_color(FILE *out);
+/* v printed with printf format `fmt` (one double) into buf, or "-" when it
+ * is NaN or infinite (a figure that was not measured): never "nan". Returns buf. */
+const char *show_num(char *buf, size_t n, const char *fmt, double v);
 /* Text on one markdown line: '|' escaped, newlines flattened. */
 void show_md_inline(FILE *f, const char *s);
 

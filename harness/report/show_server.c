@@ -1,7 +1,8 @@
 /*
  * show_server.c - the "Server" section of `cortex-bench run`, `show` and
  * `report` for a run measured over HTTP (run --endpoint): which server, and
- * what its /metrics said changed while the repetitions ran.
+ * what its /metrics said changed while the repetitions ran (a NaN value, as
+ * Prometheus allows, prints as "-").
  */
 #include <math.h>
 #include <stdlib.h>
@@ -25,7 +26,9 @@ void show_server(store *s, int64_t id, FILE *out) {
     for (int i = 0; i < n; i++) {
         fprintf(out, "| ");
         show_md_inline(out, m[i].series);
-        fprintf(out, " | %.6g | %d | %.6g |\n", m[i].delta_mean, m[i].reps, m[i].after_last);
+        char delta[32], after[32]; /* "-": a value the server gave as NaN (a gauge with nothing observed) */
+        fprintf(out, " | %s | %d | %s |\n", show_num(delta, sizeof delta, "%.6g", m[i].delta_mean), m[i].reps,
+                show_num(after, sizeof after, "%.6g", m[i].after_last));
     }
     if (n) fprintf(out, "\n");
     free(m);

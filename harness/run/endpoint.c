@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "oai.h"
 
@@ -43,6 +45,10 @@ int ep_init(ep_target *t, const char *url, const char *api_key, char *err, size_
     size_t root = n >= 3 && !strcmp(t->base + n - 3, "/v1") ? n - 3 : n;
     snprintf(t->metrics_url, sizeof t->metrics_url, "%.*s/metrics", (int)root, t->base);
     t->api_key = api_key;
+    /* cache salts must differ from every other request's, this process's and any other client's */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    snprintf(t->salt, sizeof t->salt, "cortex-bench-%ld-%lld%09ld", (long)getpid(), (long long)now.tv_sec, now.tv_nsec);
     return 0;
 }
 
@@ -174,6 +180,23 @@ static int identify(ep_target *t, const char *server, const char *body, size_t l
     return t->info ? 0 : -1;
 }
 
+/* The server's build where it tells it at the root, beside /metrics:
+ * llama-server's /props, else /version (vLLM, SGLang); other servers answer
+ * 404 and the answers' system_fingerprint is all there is. */
+static void probe_build(ep_target *t) {
+    static const char *const paths[] = {"/props", "/version"};
+    size_t root = strlen(t->metrics_url) - strlen("/metrics");
+    for (size_t i = 0; i < sizeof paths / sizeof *paths && !t->build[0]; i++) {
+        char url[640], *body, why[CURL_ERROR_SIZE];
+        size_t len;
+        long status;
+        snprintf(url, sizeof url, "%.*s%s", (int)root, t->metrics_url, paths[i]);
+        if (ep_get(t, url, &body, &len, &status, NULL, 0, why, sizeof why)) return; /* unreachable now: no build */
+        if (status == 200) oai_server_build(body, len, t->build, sizeof t->build);
+        free(body);
+    }
+}
+
 /* See endpoint.h. */
 int ep_probe(ep_target *t, const char *model, char *err, size_t errlen) {
     char url[600], server[200], why[CURL_ERROR_SIZE + 64];
@@ -215,6 +238,7 @@ int ep_probe(ep_target *t, const char *model, char *err, size_t errlen) {
         t->has_metrics = status == 200;
         free(body);
     }
+    probe_build(t);
     return 0;
 }
 

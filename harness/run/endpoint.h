@@ -7,15 +7,21 @@
  *
  *   - before anything is stored, ep_probe asks URL/models (the server's
  *     identity: its model list and Server header; an unreachable server, a
- *     refused API key or an answer that is not a model list is one error)
- *     and whether ROOT/metrics answers (ROOT: URL without its "/v1");
+ *     refused API key or an answer that is not a model list is one error),
+ *     whether ROOT/metrics answers (ROOT: URL without its "/v1"), and the
+ *     server's build where it tells it (ROOT/props: llama-server's
+ *     build_info; else ROOT/version: vLLM's and SGLang's version);
  *   - each request is a streamed POST URL/completions (oai.h) on the libcurl
  *     multi interface, all in flight on one thread: closed loop (cfg
  *     concurrency clients) or open loop (trace arrival times, or Poisson
  *     arrivals at cfg->rate), as serve.c issues them to the scheduler;
+ *   - with the server cache off (the default), each request asks the server
+ *     not to reuse cached prompts ("cache_prompt": false and a "cache_salt"
+ *     no other request carries: oai_completion_body);
  *   - per request: TTFT to the first chunk with text, ITL between chunks
  *     with text (one token each, as vLLM's benchmark_serving counts), E2E to
- *     "data: [DONE]", token totals from the server's usage; HTTP 429 is
+ *     "data: [DONE]", token totals from the server's usage, the prompt
+ *     tokens it says its cache served, its system_fingerprint; HTTP 429 is
  *     recorded as rejected, any other failure (status, dropped connection,
  *     a stream without [DONE], an error in the stream) as failed, a trace
  *     deadline passed as timeout;
@@ -43,6 +49,9 @@ typedef struct ep_target {
     char server[256];       /* the Server header ("" when none) and the model ids, for comparability */
     char *info;             /* JSON: {"url", "server", "models": the /v1/models answer}, malloc'd */
     int has_metrics;        /* ROOT/metrics answered 200 at the probe */
+    char build[128];        /* the server's build from ROOT/props or ROOT/version ("" when neither says) */
+    int server_cache;       /* 1: --server-cache on (the server's own policy); 0: each request asks it off */
+    char salt[64];          /* what makes this process's cache salts unique: its pid and start time */
     int model_unlisted;     /* --model is not among the listed models (llama-server takes any name; vLLM 404s) */
 } ep_target;
 
@@ -72,7 +81,8 @@ int ep_get(const ep_target *t, const char *url, char **body, size_t *len, long *
            char *err, size_t errlen);
 
 /* endpoint_rep.c: one repetition of `wl` against t (see above): fills
- * out->req, the request counts' metrics and out->srv; *makespan_ms from the
+ * out->req, the request counts' metrics, out->srv and out->server_build (the
+ * system_fingerprints the answers carried); *makespan_ms from the
  * first issue to the last request's end. -1 only when the client itself
  * fails (no memory, libcurl refuses); a server's failures are per request. */
 int endpoint_rep(const ep_target *t, const wl_workload *wl, const run_config *cfg, rep_result *out, double *makespan_ms,

@@ -37,6 +37,7 @@ typedef struct ep_req {
     int chunks, done, has_usage;
     long usage_prompt, usage_gen;
     double srv_prompt_ms, srv_queue_ms, srv_ttft_ms; /* the server's "timings" (NAN: it sent none) */
+    long cached;                /* prompt tokens the server says its cache served (the most any payload said) */
     char finish[16];            /* the last finish_reason the server sent ("stop", "length"); "" none */
     uint64_t hash;              /* FNV-1a 64 of the generated text: the canary */
     float *itl;
@@ -107,6 +108,12 @@ static int take_payload(ep_req *r, const char *data, size_t n, double now) {
             r->srv_prompt_ms = c.t_prompt_ms;
             r->srv_queue_ms = c.t_queue_ms;
             r->srv_ttft_ms = c.t_ttft_ms;
+        }
+        if (c.has_cached && c.cached_tokens > r->cached) r->cached = c.cached_tokens;
+        if (c.fingerprint) {
+            char fp[96];
+            oai_clean_text(c.fingerprint, strlen(c.fingerprint), fp, sizeof fp);
+            rep_add_build(r->rep->out->server_build, sizeof r->rep->out->server_build, fp);
         }
     }
     oai_chunk_free(&c);
@@ -181,8 +188,11 @@ static int issue(ep_rep *ep, CURLM *m, int i, double t_issue) {
     q->priority = w->priority;
     q->max_tokens = w->max_tokens;
     sse_init(&r->sp, on_event, r);
+    /* the salt: unique to this process (t->salt), repetition (its start) and request */
+    char salt[128];
+    snprintf(salt, sizeof salt, "%s-%.0f-%d", ep->t->salt, ep->t0 * 1e3, i);
     r->body = oai_completion_body(ep_model_of(ep->t, w->adapter), w->text, w->text_len, w->max_tokens, 0.0,
-                                  ep->cfg->ignore_eos);
+                                  ep->cfg->ignore_eos, ep->t->server_cache ? NULL : salt);
     char url[600], auth[600];
     snprintf(url, sizeof url, "%s/completions", ep->t->base);
     r->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
@@ -243,6 +253,7 @@ static void finish(ep_rep *ep, ep_req *r, CURLcode res) {
         snprintf(msg, sizeof msg, "the stream ended before \"data: [DONE]\" (%d chunks)", r->chunks);
     }
     q->stream_chunks = r->chunks;
+    q->cached_tokens = (int)r->cached; /* whatever the outcome: a failed request may have been served from the cache too */
     q->prompt_tokens = r->has_usage ? (int)r->usage_prompt : 0;
     q->gen_tokens = r->has_usage ? (int)r->usage_gen : r->chunks;
     /* finished: by length when the server says so, or (no finish_reason) when it gave every token asked */

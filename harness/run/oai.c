@@ -12,7 +12,7 @@
 
 /* See oai.h. */
 char *oai_completion_body(const char *model, const char *prompt, size_t prompt_len, int max_tokens, double temperature,
-                          int ignore_eos) {
+                          int ignore_eos, const char *no_cache_salt) {
     json_t *o = json_object();
     json_t *so = json_object();
     char *s = NULL;
@@ -21,7 +21,9 @@ char *oai_completion_body(const char *model, const char *prompt, size_t prompt_l
         !json_object_set_new(o, "max_tokens", json_integer(max_tokens)) &&
         !json_object_set_new(o, "temperature", json_real(temperature)) &&
         !json_object_set_new(o, "stream", json_true()) && !json_object_set_new(so, "include_usage", json_true()) &&
-        !json_object_set(o, "stream_options", so) && (!ignore_eos || !json_object_set_new(o, "ignore_eos", json_true())))
+        !json_object_set(o, "stream_options", so) && (!ignore_eos || !json_object_set_new(o, "ignore_eos", json_true())) &&
+        (!no_cache_salt || (!json_object_set_new(o, "cache_prompt", json_false()) &&
+                            !json_object_set_new(o, "cache_salt", json_string(no_cache_salt)))))
         s = json_dumps(o, JSON_COMPACT);
     json_decref(so);
     json_decref(o);
@@ -107,6 +109,20 @@ int oai_parse_chunk(const char *data, size_t n, oai_chunk *c, char *err, size_t 
         c->t_queue_ms = ms_of(json_object_get(tm, "queue_ms"));
         c->t_ttft_ms = ms_of(json_object_get(tm, "ttft_ms"));
     }
+    /* Prompt tokens from the server's cache, by either name; a server that
+     * sends both means the same count, and the larger is the safe reading. */
+    long cached;
+    const json_t *pd = json_is_object(u) ? json_object_get(u, "prompt_tokens_details") : NULL;
+    if (json_is_object(pd) && count_of(json_object_get(pd, "cached_tokens"), &cached)) {
+        c->has_cached = 1;
+        c->cached_tokens = cached;
+    }
+    if (json_is_object(tm) && count_of(json_object_get(tm, "cache_n"), &cached)) {
+        if (!c->has_cached || cached > c->cached_tokens) c->cached_tokens = cached;
+        c->has_cached = 1;
+    }
+    const json_t *fp = json_object_get(root, "system_fingerprint");
+    if (json_is_string(fp) && json_string_length(fp)) c->fingerprint = json_string_value(fp);
     return 0;
 }
 
@@ -154,17 +170,38 @@ void oai_models_free(char **ids, int n) {
 }
 
 /* See oai.h. */
-void oai_error_message(const char *body, size_t n, char *out, size_t cap) {
+void oai_clean_text(const char *src, size_t len, char *out, size_t cap) {
     if (!cap) return;
-    json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, NULL);
-    const char *m = json_is_object(root) ? error_of(root) : NULL;
-    const char *src = m ? m : body;
-    size_t len = m ? strlen(m) : n, k = 0;
+    size_t k = 0;
     while (k < len && k + 1 < cap) {
         unsigned char ch = (unsigned char)src[k];
         out[k++] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
     }
     while (k > 0 && out[k - 1] == ' ') k--;
     out[k] = 0;
+}
+
+/* See oai.h. */
+void oai_error_message(const char *body, size_t n, char *out, size_t cap) {
+    json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, NULL);
+    const char *m = json_is_object(root) ? error_of(root) : NULL;
+    oai_clean_text(m ? m : body, m ? strlen(m) : n, out, cap);
     json_decref(root);
+}
+
+/* See oai.h. */
+int oai_server_build(const char *body, size_t n, char *out, size_t cap) {
+    json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, NULL);
+    const json_t *b = json_is_object(root) ? json_object_get(root, "build_info") : NULL, *v = NULL;
+    if (!json_is_string(b) || !json_string_length(b)) b = NULL;
+    if (!b && json_is_object(root)) v = json_object_get(root, "version");
+    if (v && (!json_is_string(v) || !json_string_length(v))) v = NULL;
+    char tmp[256];
+    if (b) oai_clean_text(json_string_value(b), json_string_length(b), out, cap);
+    else if (v) {
+        oai_clean_text(json_string_value(v), json_string_length(v), tmp, sizeof tmp);
+        if (cap) snprintf(out, cap, "version %s", tmp);
+    } else if (cap) out[0] = 0;
+    json_decref(root);
+    return cap && out[0];
 }

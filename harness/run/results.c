@@ -29,6 +29,20 @@ double rep_get_metric(const rep_result *r, const char *name) {
     return NAN;
 }
 
+void rep_add_build(char *list, size_t cap, const char *build) {
+    size_t n = strlen(build), k = strlen(list);
+    if (!n || !cap) return;
+    for (const char *p = list; *p;) { /* already listed? */
+        const char *e = strstr(p, ", ");
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !memcmp(p, build, n)) return;
+        if (len == 3 && !memcmp(p, "...", 3)) return; /* full: more were left out already */
+        p = e ? e + 2 : p + len;
+    }
+    if (k + (k ? 2 : 0) + n < cap) snprintf(list + k, cap - k, "%s%s", k ? ", " : "", build);
+    else if (k && k + 5 < cap) snprintf(list + k, cap - k, ", ...");
+}
+
 void rep_free(rep_result *r) {
     for (int i = 0; i < r->n_req; i++) free(r->req[i].itl_ms);
     free(r->req);

@@ -6,6 +6,7 @@
 #ifndef CB_RESULTS_H
 #define CB_RESULTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define CB_MAX_METRICS 128
@@ -68,6 +69,8 @@ typedef struct rep_result {
     int http;               /* measured over HTTP (--endpoint): stream_chunks and srv apply */
     prom_delta *srv;        /* over HTTP: the server's /metrics series that changed during the repetition */
     int n_srv;
+    char server_build[128]; /* over HTTP: the system_fingerprints its answers carried, distinct, ", "-separated
+                             * (rep_add_build); "" none. store_finish_run makes them runs.server_build */
 } rep_result;
 
 /* Everything that identifies a run and decides what it may be compared with. */
@@ -123,6 +126,10 @@ typedef struct run_meta {
 void rep_set_metric(rep_result *r, const char *name, double value);
 /* Value of a named metric, or NAN. */
 double rep_get_metric(const rep_result *r, const char *name);
+/* Add `build` to the ", "-separated list of distinct builds in list[cap]
+ * unless it is there already; a build that does not fit whole is left out
+ * and the list ends in ", ..." so that it says there were more. */
+void rep_add_build(char *list, size_t cap, const char *build);
 /* Free the per-request arrays of a repetition. */
 void rep_free(rep_result *r);
 

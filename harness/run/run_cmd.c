@@ -78,16 +78,20 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     /* Served workloads: the scheduler, the offered rate and the SLOs decide what the numbers mean. */
     if (m->sched_config[0] && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|sched=%s|rate=%.6g|slo=%s", m->sched_config, m->rate, m->slo);
-    /* Over HTTP: the server and what it serves decide what the numbers mean (the rate and SLOs too). */
     /* Prompts in a chat format are other tokens than the plain text (only when set: older keys stay). */
     if (m->chat_format[0] && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|chat=%s", m->chat_format);
     /* a run that tolerated failures measured fewer requests than one that did not */
     if (m->allow_failures > 0 && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|allow_failures=%g", m->allow_failures);
+    /* Over HTTP: the server and what it serves decide what the numbers mean (the rate and SLOs too), and
+     * whether its prompt cache may serve prompts. "on" asks the server nothing, as every run over HTTP
+     * did before --server-cache: those keep their key; "off" is another configuration. */
     if (m->endpoint[0] && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|endpoint=%s|server=%s|rate=%.6g|slo=%s", m->endpoint, m->server,
                       m->rate, m->slo);
+    if (m->endpoint[0] && strcmp(m->server_cache, "on") && k > 0 && (size_t)k < sizeof buf)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "|server_cache=%s", m->server_cache);
     /* The silicon beyond its brand string, and the machine as this run had it (schema v12): the CPUs the
      * process could use (taskset, cpusets), the cgroup's CPU quota, transparent huge pages. */
     if (k > 0 && (size_t)k < sizeof buf)
@@ -316,6 +320,10 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
         else if (!strcmp(a, "--endpoint")) o.endpoint = v;
         else if (!strcmp(a, "--api-key")) o.api_key = v;
         else if (!strcmp(a, "--adapter-names")) o.adapter_names = v;
+        else if (!strcmp(a, "--server-cache")) {
+            if (strcmp(v, "on") && strcmp(v, "off")) return cli_fail(2, "--server-cache: '%s' is not on or off", v);
+            o.server_cache = v;
+        }
         else if (!strcmp(a, "--slo")) o.slo = v;
         else if (!strcmp(a, "--adapters")) o.adapters = v;
         else if (!strcmp(a, "--lora-budget")) {
@@ -345,8 +353,9 @@ int run_opts_parse(run_opts *op, int argc, char **argv) {
         i += takes;
     }
     if (!o.model && !o.endpoint) return cli_fail(2, "%s", "run needs --model MODEL (or --endpoint URL)");
-    if (!o.endpoint && (o.api_key || o.adapter_names))
-        return cli_fail(2, "%s applies to runs over HTTP: give --endpoint URL", o.api_key ? "--api-key" : "--adapter-names");
+    if (!o.endpoint && (o.api_key || o.adapter_names || o.server_cache))
+        return cli_fail(2, "%s applies to runs over HTTP: give --endpoint URL",
+                        o.api_key ? "--api-key" : o.adapter_names ? "--adapter-names" : "--server-cache");
     if (!export_format_known(o.fmt)) return cli_fail(2, "-o: unknown format '%s' (%s)", o.fmt, EXPORT_FORMATS);
     if (o.max_batch_tokens < o.max_seqs)
         return cli_fail(2, "--max-batch-tokens %ld is below --max-seqs %ld: every running sequence decodes one token "

@@ -25,6 +25,7 @@ typedef struct run_opts {
     int kv_given;     /* a --kv-* flag or --prefix-cache was given: refused with --endpoint */
     const char *endpoint, *api_key, *adapter_names; /* --endpoint URL (then --model names the served model),
                                                        --api-key K, --adapter-names N1,N2,...: endpoint.h */
+    const char *server_cache; /* --server-cache on|off (NULL: not given, off): the server's prompt cache */
     const char *rate; /* --rate R[,R...]|sweep, NULL: none */
     const char *slo;  /* --slo ttft=MS,tpot=MS[,e2e=MS], NULL: none */
     const char *adapters;  /* --adapters DIR|synth:K,RANK, NULL: trace adapter ids are labels only */

@@ -2,7 +2,8 @@
  * run_endpoint.c - `cortex-bench run --endpoint URL`: what run_execute does
  * for a run over HTTP before anything is stored (see run_cmd.h): refuse the
  * flags only an in-process run has, know the server, fill the run's
- * record of it.
+ * record of it (its identity, its build where the probe learnt it, and
+ * whether its prompt cache may serve the requests: --server-cache).
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +24,7 @@ int run_endpoint_open(const run_opts *o, const wl_workload *wl, ep_target *t, ru
                                 " synthetic test '%s'", o->workload);
     char err[1024];
     if (ep_init(t, o->endpoint, o->api_key, err, sizeof err)) return cli_fail(2, "%s", err);
+    t->server_cache = o->server_cache && !strcmp(o->server_cache, "on");
     if (o->adapter_names && ep_set_adapters(t, o->adapter_names, err, sizeof err)) return cli_fail(2, "%s", err);
     if (ep_check_workload(t, wl, err, sizeof err)) return cli_fail(2, "%s", err);
     if (ep_probe(t, o->model, err, sizeof err)) return cli_fail(1, "%s", err);
@@ -31,6 +33,8 @@ int run_endpoint_open(const run_opts *o, const wl_workload *wl, ep_target *t, ru
     snprintf(meta->endpoint, sizeof meta->endpoint, "%s", t->base);
     snprintf(meta->server, sizeof meta->server, "%s", t->server);
     meta->server_info = t->info;
+    snprintf(meta->server_cache, sizeof meta->server_cache, "%s", t->server_cache ? "on" : "off");
+    snprintf(meta->server_build, sizeof meta->server_build, "%s", t->build); /* the answers' fingerprints win (store.c) */
     snprintf(meta->model_path, sizeof meta->model_path, "%s", t->base);
     snprintf(meta->model_name, sizeof meta->model_name, "%.*s", (int)sizeof meta->model_name - 1, t->model);
     snprintf(meta->model_type, sizeof meta->model_type, "http");

@@ -512,6 +512,19 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
                          k->name, k->ok ? k->value : NAN, k->unit, k->ok ? "ok" : "missing", k->ok ? NULL : k->reason);
         }
     }
+    if (!rc) { /* over HTTP: the builds the answers named (system_fingerprint) replace what the probe said */
+        char builds[sizeof reps[0].server_build] = "";
+        for (int r = 0; r < n_reps; r++)
+            for (const char *p = reps[r].server_build; *p;) {
+                const char *e = strstr(p, ", ");
+                char one[sizeof builds];
+                snprintf(one, sizeof one, "%.*s", (int)(e ? (size_t)(e - p) : strlen(p)), p);
+                rep_add_build(builds, sizeof builds, one);
+                p = e ? e + 2 : p + strlen(p);
+            }
+        what = "write the server's build";
+        if (builds[0]) rc = run_sql(s, "UPDATE runs SET server_build = ? WHERE id = ?", "ti", builds, id);
+    }
     if (!rc && n_reps > 0) {
         what = "write summary";
         rc = write_summary(s, id, reps, n_reps);

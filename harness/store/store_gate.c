@@ -40,6 +40,12 @@ static const struct { const char *sql, *name, *missing; } FIELDS[] = {
      * many, its cgroup's CPU quota (NULL: none), transparent huge pages; runs before have none recorded */
     {"r.affinity", "CPUs allowed", "not recorded"}, {"r.cpus_allowed", "number of CPUs allowed", "not recorded"},
     {"r.cgroup_cpus", "cgroup CPU quota", "none"}, {"r.thp", "transparent huge pages", "not recorded"},
+    /* whether the server's prompt cache could serve the prompts (schema v12); runs over HTTP from before
+     * asked nothing, as --server-cache on does */
+    {"coalesce(r.server_cache, CASE WHEN r.endpoint IS NOT NULL THEN 'on' END)", "server prompt cache (--server-cache)",
+     "none"},
+    /* a run that tolerated failed requests measured fewer of them (schema v12) */
+    {"r.allow_failures", "tolerated failures (--allow-failures)", "none"},
 };
 #define N_FIELDS (sizeof FIELDS / sizeof FIELDS[0])
 

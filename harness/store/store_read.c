@@ -215,7 +215,9 @@ int store_items_load(store *s, const store_run *r, store_item **items, int *n) {
         " avg(CASE WHEN q.error IS NULL THEN q.gen_tokens END) AS gen_tokens,"
         " avg(CASE WHEN q.error IS NULL THEN q.queue_ms END) AS queue,"
         " avg(q.ttft_ms) AS ttft, avg(q.tpot_ms) AS tpot, avg(q.e2e_ms) AS e2e,"
-        " avg(CASE WHEN q.error IS NULL AND q.e2e_ms > q.queue_ms THEN q.gen_tokens / ((q.e2e_ms - q.queue_ms) / 1000.0) END) AS tps,"
+        /* service time = e2e - queue; over HTTP the queue is not visible (NULL): e2e, as req_tps_* count it */
+        " avg(CASE WHEN q.error IS NULL AND q.e2e_ms > coalesce(q.queue_ms, 0)"
+        "  THEN q.gen_tokens / ((q.e2e_ms - coalesce(q.queue_ms, 0)) / 1000.0) END) AS tps,"
         " max(q.error) AS error, count(*) AS n, sum(q.error IS NOT NULL) AS n_err, max(c.token_hash) AS hash,"
         " group_concat(DISTINCT coalesce(q.state, '')) AS outcome, max(q.max_tokens) AS max_tokens,"
         " max(c.stable) AS stable"

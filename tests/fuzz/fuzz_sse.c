@@ -11,10 +11,13 @@
  *      pieces whose sizes come from the input itself: both must dispatch the
  *      same events (same count, same bytes) and agree on sse_finish. Every
  *      event's data is NUL-terminated at its length and parsed with
- *      oai_parse_chunk: on success text is NUL-terminated at text_len and
- *      counts are non-negative; on failure the message is non-empty.
+ *      oai_parse_chunk: on success text is NUL-terminated at text_len,
+ *      counts (usage, cached prompt tokens) are non-negative and a
+ *      system_fingerprint is non-empty and stays within a short list of
+ *      builds (rep_add_build); on failure the message is non-empty.
  *   2. oai_parse_models: on success every id is a string; oai_error_message
- *      into a small buffer stays within it.
+ *      and oai_server_build (a /props or /version answer) into small buffers
+ *      stay within them.
  *   3. prom_parse: series sorted and unique, names shorter than
  *      PROM_MAX_NAME; prom_diff of the scrape with itself is empty.
  * Seeds: tests/fuzz/corpus/sse/.
@@ -25,6 +28,7 @@
 
 #include "oai.h"
 #include "prom.h"
+#include "results.h"
 #include "sse.h"
 
 /* Abort (a finding) when a property fails: libFuzzer records the input. */
@@ -50,6 +54,19 @@ static int on_event(void *user, const char *event, const char *data, size_t n) {
     if (oai_parse_chunk(data, n, &c, err, sizeof err) == 0) {
         require(c.text && c.text[c.text_len] == 0);
         require(!c.has_usage || (c.prompt_tokens >= 0 && c.completion_tokens >= 0));
+        require(!c.has_cached || c.cached_tokens >= 0);
+        if (c.fingerprint) {
+            char fp[24], list[40];
+            require(c.fingerprint[0] != 0);
+            memset(list, 'z', sizeof list);
+            list[0] = 0;
+            oai_clean_text(c.fingerprint, strlen(c.fingerprint), fp, sizeof fp);
+            require(strlen(fp) < sizeof fp);
+            rep_add_build(list, 32, fp);
+            rep_add_build(list, 32, "another");
+            rep_add_build(list, 32, fp);
+            require(strlen(list) < 32 && list[39] == 'z');
+        }
         oai_chunk_free(&c);
     } else {
         require(err[0] != 0 && c.root == NULL);
@@ -87,6 +104,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(msg, 'z', sizeof msg);
     oai_error_message(p, size, msg, 8);
     require(msg[8] == 'z' && strlen(msg) < 8);
+    memset(msg, 'z', sizeof msg);
+    int got = oai_server_build(p, size, msg, 8);
+    require(msg[8] == 'z' && strlen(msg) < 8 && got == (msg[0] != 0));
 
     prom_scrape s;
     if (prom_parse(p, size, &s) == 0) {

@@ -5,15 +5,27 @@ library only.
 
 Routes:
   GET  /v1/models            {"object": "list", "data": [{"id": NAME}, ...]} (--models)
-  POST /v1/completions       {"prompt", "max_tokens", "stream", "stream_options", "ignore_eos", "model"}
+  POST /v1/completions       {"prompt", "max_tokens", "stream", "stream_options", "ignore_eos", "model",
+                              "cache_prompt"}
   POST /v1/chat/completions  the same with "messages" (the prompt is their contents joined)
-  GET  /metrics              Prometheus text: requests by status, prompt and generated tokens (--no-metrics: 404)
+  GET  /metrics              Prometheus text: requests by status, prompt and generated tokens, the prompt
+                             cache's hit ratio (NaN until a prompt came, as Prometheus allows) (--no-metrics: 404)
+  GET  /props                {"build_info": B} with --build-info B (llama-server's), else 404
 
 Generation: token i (0-based) is the text " t<i>"; max_tokens of them with
 "ignore_eos": true, else min(max_tokens, 5) (the "end of text" comes early);
 each after --token-delay-ms; streamed --chunk-tokens tokens to an SSE chunk,
 then a usage chunk when stream_options.include_usage, then "data: [DONE]".
 Prompt tokens are the prompt's whitespace-separated words.
+
+Prompt cache, as llama-server's: a prompt that begins with the words of an
+earlier one has those words (all but its last) served from the cache,
+reported as timings.cache_n on the last text chunk and as
+usage.prompt_tokens_details.cached_tokens (--cache-report picks either or
+both); "cache_prompt": false turns it off for that request unless
+--ignore-cache-prompt (a server that caches although asked not to). Answers
+carry "system_fingerprint": FP with --fingerprint FP. --log-bodies FILE
+appends every completion request's body to FILE, one JSON object a line.
 
 Knobs: --api-key K (401 without "Authorization: Bearer K"); --max-concurrent C
 (429 past C completions in flight); --ignore-stream (answer every completion
@@ -32,7 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class State:
-    """Counters behind /metrics and the in-flight gauge, under one lock."""
+    """Counters behind /metrics, the in-flight gauge and the prompt cache, under one lock."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -40,6 +52,23 @@ class State:
         self.prompt_tokens = 0
         self.gen_tokens = 0
         self.running = 0
+        self.prompts = []  # the prompt cache: word lists of earlier prompts
+        self.cached_tokens = 0
+
+    def cached(self, words, use):
+        """Words of `words` the cache serves (the longest prefix shared with an earlier prompt, less the
+        last word, which is always computed), 0 when `use` is false; the prompt is remembered either way."""
+        n = 0
+        with self.lock:
+            for old in self.prompts if use else []:
+                k = 0
+                while k < min(len(old), len(words)) and old[k] == words[k]:
+                    k += 1
+                n = max(n, k)
+            self.prompts.append(words)
+            n = min(n, max(len(words) - 1, 0))
+            self.cached_tokens += n
+        return n
 
     def count(self, code, prompt=0, gen=0):
         with self.lock:
@@ -83,6 +112,8 @@ def make_handler(opts, state):
                 if self.authorized():
                     self.send_json(200, {"object": "list", "data": [
                         {"id": m, "object": "model", "owned_by": "mock"} for m in opts.models]})
+            elif self.path == "/props" and opts.build_info:
+                self.send_json(200, {"build_info": opts.build_info, "default_generation_settings": {}})
             elif self.path == "/metrics" and not opts.no_metrics:
                 with state.lock:
                     lines = ["# HELP mock_requests_total completions by status", "# TYPE mock_requests_total counter"]
@@ -90,7 +121,9 @@ def make_handler(opts, state):
                     lines += ["# TYPE mock_prompt_tokens_total counter", "mock_prompt_tokens_total %d" % state.prompt_tokens,
                               "# TYPE mock_generation_tokens_total counter",
                               "mock_generation_tokens_total %d" % state.gen_tokens,
-                              "# TYPE mock_requests_running gauge", "mock_requests_running %d" % state.running]
+                              "# TYPE mock_requests_running gauge", "mock_requests_running %d" % state.running,
+                              "# TYPE mock_prompt_cache_hit_ratio gauge", "mock_prompt_cache_hit_ratio %s" %
+                              ("%.6f" % (state.cached_tokens / state.prompt_tokens) if state.prompt_tokens else "NaN")]
                 body = ("\n".join(lines) + "\n").encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -111,10 +144,14 @@ def make_handler(opts, state):
             if self.path not in ("/v1/completions", "/v1/chat/completions"):
                 return self.error(404, "no route " + self.path)
             n = int(self.headers.get("Content-Length", "0"))
+            raw = self.rfile.read(n)
             try:
-                req = json.loads(self.rfile.read(n))
+                req = json.loads(raw)
             except ValueError:
                 return self.error(400, "body is not JSON")
+            if opts.log_bodies:
+                with state.lock, open(opts.log_bodies, "a") as f:
+                    f.write(json.dumps(req) + "\n")
             if not self.authorized():
                 return
             if req.get("model") not in opts.models:
@@ -142,8 +179,16 @@ def make_handler(opts, state):
                 return self.error(500, "internal error (asked for)")
             max_tokens = int(req.get("max_tokens", 16))
             n_gen = max_tokens if req.get("ignore_eos") else min(max_tokens, 5)
-            n_prompt = len(prompt.split())
+            words = prompt.split()
+            n_prompt = len(words)
+            n_cached = state.cached(words, req.get("cache_prompt", True) is not False or opts.ignore_cache_prompt)
             usage = {"prompt_tokens": n_prompt, "completion_tokens": n_gen, "total_tokens": n_prompt + n_gen}
+            if opts.cache_report in ("usage", "both"):
+                usage["prompt_tokens_details"] = {"cached_tokens": n_cached}
+            timings = {"prompt_n": n_prompt - n_cached, "prompt_ms": 1.25, "predicted_n": n_gen, "predicted_ms": 2.5}
+            if opts.cache_report in ("timings", "both"):
+                timings["cache_n"] = n_cached
+            fp = {"system_fingerprint": opts.fingerprint} if opts.fingerprint else {}
             obj = "chat.completion" if chat else "text_completion"
             if not req.get("stream") or opts.ignore_stream:
                 time.sleep(opts.token_delay_ms * n_gen / 1e3)
@@ -151,8 +196,8 @@ def make_handler(opts, state):
                 choice = {"index": 0, "finish_reason": "length" if n_gen == max_tokens else "stop"}
                 choice.update({"message": {"role": "assistant", "content": text}} if chat else {"text": text})
                 state.count(200, n_prompt, n_gen)
-                return self.send_json(200, {"id": "cmpl-mock", "object": obj, "model": req["model"],
-                                            "choices": [choice], "usage": usage})
+                return self.send_json(200, dict({"id": "cmpl-mock", "object": obj, "model": req["model"],
+                                                 "choices": [choice], "usage": usage, "timings": timings}, **fp))
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
@@ -164,11 +209,10 @@ def make_handler(opts, state):
                 last = start + opts.chunk_tokens >= n_gen
                 choice = {"index": 0, "finish_reason": ("length" if n_gen == max_tokens else "stop") if last else None}
                 choice.update({"delta": {"content": text}} if chat else {"text": text})
-                body = {"id": "cmpl-mock", "object": obj + ".chunk" if chat else obj, "model": req["model"],
-                        "choices": [choice]}
+                body = dict({"id": "cmpl-mock", "object": obj + ".chunk" if chat else obj, "model": req["model"],
+                             "choices": [choice]}, **fp)
                 if last:  # llama-server's timings on the last chunk (no queue_ms/ttft_ms: those are Cortex's)
-                    body["timings"] = {"prompt_n": n_prompt, "prompt_ms": 1.25, "predicted_n": n_gen,
-                                       "predicted_ms": 2.5}
+                    body["timings"] = timings
                 self.chunk(json.dumps(body))
                 sent += 1
                 if "DROP" in prompt and sent == 2:
@@ -186,8 +230,8 @@ def make_handler(opts, state):
                     state.count(500)
                     return
             if (req.get("stream_options") or {}).get("include_usage"):
-                self.chunk(json.dumps({"id": "cmpl-mock", "object": obj, "model": req["model"], "choices": [],
-                                       "usage": usage}))
+                self.chunk(json.dumps(dict({"id": "cmpl-mock", "object": obj, "model": req["model"], "choices": [],
+                                            "usage": usage}, **fp)))
             self.chunk("[DONE]")
             self.wfile.write(b"0\r\n\r\n")
             state.count(200, n_prompt, n_gen)
@@ -205,6 +249,11 @@ def main():
     ap.add_argument("--max-concurrent", type=int, default=0)
     ap.add_argument("--no-metrics", action="store_true")
     ap.add_argument("--ignore-stream", action="store_true")
+    ap.add_argument("--ignore-cache-prompt", action="store_true")
+    ap.add_argument("--cache-report", choices=("timings", "usage", "both"), default="both")
+    ap.add_argument("--fingerprint", default="")
+    ap.add_argument("--build-info", default="")
+    ap.add_argument("--log-bodies", default="")
     opts = ap.parse_args()
     opts.models = opts.models.split(",")
     srv = ThreadingHTTPServer(("127.0.0.1", opts.port), make_handler(opts, State()))

@@ -232,6 +232,7 @@ static int req_make(cx_sched *s, const cx_request *q, sched_req **out, cx_err *e
     r->adapter = q->adapter;
     r->adapter_scale = q->adapter_scale;
     r->ignore_eos = q->ignore_eos;
+    r->no_prefix = q->no_prefix_cache != 0;
     r->user = q->user;
     r->on_token = q->on_token;
     r->on_done = q->on_done;

@@ -38,6 +38,7 @@ typedef struct sched_req {
     float adapter_scale;
     struct sched_adapter *ad;  /* its adapter's registration (adapter != 0), referenced until it ends */
     int ignore_eos;
+    int no_prefix;             /* cx_request.no_prefix_cache: its session takes no cached prefix blocks */
     int cancel;                /* cx_sched_cancel asked (read at step boundaries) */
     int reporting;             /* ended, on_done not yet returned: release is deferred */
     int release;               /* cx_sched_release asked while reporting */

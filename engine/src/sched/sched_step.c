@@ -144,6 +144,7 @@ static void admit(cx_sched *s, int64_t now) {
         unqueue(s, r);
         s->run[k] = r;
         r->slot = k;
+        s->sess[k]->no_prefix = r->no_prefix; /* for every pass of this request, recomputation included */
         s->n_run++;
         r->state = CX_REQ_PREFILL;
         if (!r->t_start) r->t_start = now;

@@ -17,7 +17,11 @@
 #     equal `cortex generate --lora`), /v1/load_lora_adapter and
 #     /v1/unload_lora_adapter, /v1/models and the adapter metrics;
 #   - cortex-bench run --endpoint against it: the standard prompts, and a
-#     trace whose adapter id maps to the adapter's name (--adapter-names).
+#     trace whose adapter id maps to the adapter's name (--adapter-names);
+#   - --prefix-cache: a repeated prompt's usage.prompt_tokens_details.cached_tokens
+#     (= timings.cache_n), "cache_prompt": false computing it whole (same
+#     text), and cortex-bench's --server-cache off (nothing cached, VALID)
+#     and on (the cached tokens recorded).
 # Needs ../shared/models/stories260K.gguf (skips without it) and curl.
 set -u
 . "$(dirname "$0")/../lib/common.sh"
@@ -267,6 +271,34 @@ printf '{"id": "a", "arrival_s": 0, "adapter": 1, "prompt_len": 4, "max_tokens":
     --db "$tmp/b.db" --no-progress >/dev/null 2>"$tmp/bench2.err"
 check "cortex-bench --endpoint --adapter-names: both requests finished" test \
     "$(sql "$tmp/b.db" "select count(*) from requests where state in ('stop', 'length') and run_id = (select max(id) from runs)")" = 2
+kill -TERM $PID; wait $PID
+
+# ---- the prefix cache: usage.prompt_tokens_details.cached_tokens, "cache_prompt": false -------------
+start "$tmp/p.log" -m "$M" --prefix-cache || { finish; exit 1; }
+L="Once upon a time there was a little girl named Lily who loved to play in the park with her friends every day"
+q="{\"prompt\": \"$L\", \"max_tokens\": 8, \"temperature\": 0"
+post /v1/completions "$q}" >/dev/null
+cp "$tmp/body" "$tmp/first.json"
+post /v1/completions "$q}" >/dev/null
+check "a repeated prompt: usage.prompt_tokens_details.cached_tokens > 0, = timings.cache_n, same text" test "$(field \
+    "$tmp/body" '(d["usage"]["prompt_tokens_details"]["cached_tokens"] > 0, d["usage"]["prompt_tokens_details"]["cached_tokens"] == d["timings"]["cache_n"], d["choices"][0]["text"])')" = \
+    "$(field "$tmp/first.json" '(True, True, d["choices"][0]["text"])')"
+post /v1/completions "$q, \"cache_prompt\": false}" >/dev/null
+check "cache_prompt false: nothing from the cache (cached_tokens 0, cache_n 0), same text" test "$(field "$tmp/body" \
+    '(d["usage"]["prompt_tokens_details"]["cached_tokens"], d["timings"]["cache_n"], d["choices"][0]["text"])')" = \
+    "$(field "$tmp/first.json" '(0, 0, d["choices"][0]["text"])')"
+check "cache_prompt not a boolean: 400 naming it" test "$(post /v1/completions "$q, \"cache_prompt\": 1}") $(field \
+    "$tmp/body" 'd["error"]["param"]')" = "400 cache_prompt"
+printf '{"id": "r%d", "text": "%s", "max_tokens": 4}\n' 1 "$L" 2 "$L" 3 "$L" >"$tmp/rep.jsonl"
+"$BENCH" run --endpoint "$URL/v1" --workload "prompts:$tmp/rep.jsonl" --reps 1 --warmup 0 --db "$tmp/c.db" --no-progress \
+    >/dev/null 2>"$tmp/c.err"; rc=$?
+check "cortex-bench --endpoint (server cache off, the default): VALID, no prompt token from the cache" test \
+    "$rc/$(sql "$tmp/c.db" "select validity || ' ' || sum(cached_tokens) from runs join requests on run_id = runs.id")" = "0/valid 0"
+"$BENCH" run --endpoint "$URL/v1" --workload "prompts:$tmp/rep.jsonl" --reps 1 --warmup 0 --db "$tmp/c.db" --no-progress \
+    --server-cache on >/dev/null 2>>"$tmp/c.err"; rc=$?
+check "cortex-bench --endpoint --server-cache on: VALID, the repeated prompts' cached tokens recorded" test \
+    "$rc/$(sql "$tmp/c.db" "select validity || ' ' || (sum(cached_tokens) > 0) from runs join requests on run_id = runs.id \
+    where runs.id = 2")" = "0/valid 1"
 kill -TERM $PID; wait $PID
 "$CORTEX" serve --port 0 -m "$M" --lora "x=$tmp/none.gguf" 2>"$tmp/lbad"; rc=$?
 check "--lora with a missing file: exit 1 naming it" sh -c "[ $rc -eq 1 ] && grep -q none.gguf '$tmp/lbad'"

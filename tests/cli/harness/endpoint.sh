@@ -8,7 +8,13 @@
 # timeout, the /metrics differences stored, Poisson rates and the rate
 # sweep, HTTP runs not comparable with in-process ones (unless forced), and
 # an unreachable server, a bad URL, a refused API key and bad flags refused
-# with one line and nothing written to the database.
+# with one line and nothing written to the database. The server's prompt
+# cache: every request asks it off by default (cache_prompt false, a
+# cache_salt of its own), --server-cache on records what it served (VALID),
+# a server that serves from its cache although asked not to makes the run
+# INVALID (exit 4), and cache-on and cache-off runs do not compare. The
+# server's build (/props, system_fingerprint) is stored and shown, and no
+# output of run, show, compare or report prints "nan".
 set -u
 . "$(dirname "$0")/../lib/common.sh"
 MOCK="$PY $(dirname "$0")/../../tools/mock_openai.py"
@@ -26,7 +32,7 @@ last() { sql "$db" "select max(id) from runs"; }
 metric() { sql "$db" "select median from summary where run_id = $1 and name = '$2'"; }
 runs() { sql "$db" "select count(*) from runs"; }
 
-start_mock main --models base-model,lora-a,lora-b --token-delay-ms 0.2
+start_mock main --models base-model,lora-a,lora-b --token-delay-ms 0.2 --log-bodies "$tmp/bodies.jsonl"
 url=http://127.0.0.1:$port/v1
 check "the mock is listening" test -n "$port"
 
@@ -58,6 +64,16 @@ check "the metrics difference is stored: generated tokens" test \
 check "the metrics difference is stored: 200s" test \
     "$(sql "$db" "select delta from server_metrics where run_id = $std and series = 'mock_requests_total{code=\"200\"}'")" = "$n_std.0"
 check "run prints the server section" grep -q '^### Server' "$tmp/std.out"
+check "every request asked the server cache off: cache_prompt false and a cache_salt of its own" test "$("$PY" -c '
+import json, sys
+b = [json.loads(l) for l in open(sys.argv[1])]
+print(sum(x.get("cache_prompt") is False for x in b), len({x.get("cache_salt") for x in b if x.get("cache_salt")}))' \
+    "$tmp/bodies.jsonl")" = "$n_std $n_std"
+check "... stored as server_cache off; no cached prompt token; VALID" test \
+    "$(sql "$db" "select server_cache || ' ' || validity || ' ' || (select sum(cached_tokens) from requests where run_id = $std) from runs where id = $std")" = "off valid 0"
+check "... no build where the server names none" test "$(sql "$db" "select coalesce(server_build, 'NULL') from runs where id = $std")" = NULL
+"$BENCH" show "$std" --db "$db" >"$tmp/show_std.out" 2>&1
+check "show: the build unknown, the prompt cache off" grep -q "^- server build unknown .*, prompt cache off" "$tmp/show_std.out"
 
 # Outcomes: 429 rejected; 500, a dropped connection and an error in the stream failed.
 "$PY" - "$tmp/mixed.jsonl" <<'PYEOF'
@@ -128,7 +144,8 @@ check "2 tokens a chunk: tokens from usage, chunks stored apart" test \
 check "a trailing / of the URL is dropped" test "$(sql "$db" "select endpoint from runs where id = $two")" = "http://127.0.0.1:$port/v1"
 
 # A server that answers whole (application/json) though asked to stream, and has no /metrics.
-start_mock whole --ignore-stream --no-metrics
+start_mock whole --ignore-stream --no-metrics --models base-model
+whole_port=$port
 run --endpoint "http://127.0.0.1:$port/v1" --workload "prompts:$tmp/mixed.jsonl" >/dev/null 2>&1
 whole=$(last)
 check "a whole answer: one chunk, tokens from usage, TTFT = E2E" test \
@@ -151,6 +168,61 @@ check "... unless --force (compared, flagged)" grep -q "FLAGGED: not comparable 
 "$BENCH" compare "$mix" "$local_run" --db "$db" --force >/dev/null 2>"$tmp/force.err"
 check "... but an INVALID run is never compared, even with --force (exit 4)" \
     sh -c "test $? -eq 4 && grep -q 'run $mix is INVALID: 3 of 6 requests failed' '$tmp/force.err'"
+
+# The server's prompt cache (the mock's, as llama-server's): the same prompt three times in a run, twice over.
+printf '{"id": "r%d", "text": "the same long prompt is sent three times in one run", "max_tokens": 4}\n' 1 2 3 >"$tmp/same.jsonl"
+start_mock cache --fingerprint fp_mock1 --build-info b100-probe --log-bodies "$tmp/cache_bodies.jsonl"
+curl_metrics=$(curl -s "http://127.0.0.1:$port/metrics" | grep -c 'mock_prompt_cache_hit_ratio NaN')
+check "the fresh mock's hit ratio is NaN (a value /metrics may give)" test "$curl_metrics" = 1
+run --endpoint "http://127.0.0.1:$port/v1" --workload "prompts:$tmp/same.jsonl" --server-cache on >"$tmp/on.out" 2>&1
+check "--server-cache on, a repeated prompt: exit 0 (VALID)" test $? -eq 0
+on=$(last)
+check "... the cached prompt tokens recorded per request (0, then all 11 words but the last)" test \
+    "$(sql "$db" "select group_concat(cached_tokens, ',') from (select cached_tokens from requests where run_id = $on order by idx)")" = "0,10,10"
+check "... stored as server_cache on, VALID" test "$(sql "$db" "select server_cache || ' ' || validity from runs where id = $on")" = "on valid"
+check "... nothing asked of the server's cache" test "$(grep -c cache_prompt "$tmp/cache_bodies.jsonl")" = 0
+check "the answers' system_fingerprint is the build (over the probe's /props build_info)" test \
+    "$(sql "$db" "select server_build from runs where id = $on")" = fp_mock1
+run --endpoint "http://127.0.0.1:$port/v1" --workload "prompts:$tmp/same.jsonl" >/dev/null 2>&1; rc=$?
+check "--server-cache off (the default) against a server that honours cache_prompt: VALID, nothing cached" test \
+    "$rc/$(sql "$db" "select sum(cached_tokens) from requests where run_id = $(last)")" = "0/0"
+off=$(last)
+"$BENCH" compare "$on" "$off" --db "$db" >"$tmp/cache_cmp.out" 2>"$tmp/cache_cmp.err"; rc=$?
+check "cache-on and cache-off runs do not compare, the difference named" test \
+    "$rc/$(grep -c 'server prompt cache (--server-cache)' "$tmp/cache_cmp.err")" = "2/1"
+check "... nor share a compare key" test "$(sql "$db" "select count(distinct compare_key) from runs where id in ($on, $off)")" = 2
+"$BENCH" show "$on" --db "$db" >"$tmp/show_on.out" 2>&1
+check "show: the build and the prompt cache on" grep -q "^- server build fp_mock1, prompt cache on" "$tmp/show_on.out"
+check "run: what the server's cache served (2 x 10 of 3 x 11 prompt tokens)" \
+    grep -q "^  the server's prompt cache (--server-cache on) served 20 of 33 prompt tokens" "$tmp/on.out"
+check "show: a server metric that was NaN shows no figure ('-')" grep -q '^| mock_prompt_cache_hit_ratio | - | 1 | ' "$tmp/show_on.out"
+start_mock probe --build-info b100-probe --no-metrics
+run --endpoint "http://127.0.0.1:$port/v1" --workload "prompts:$tmp/same.jsonl" >/dev/null 2>&1
+check "no system_fingerprint: the probe's /props build_info is the build" test \
+    "$(sql "$db" "select server_build from runs where id = $(last)")" = b100-probe
+start_mock liar --ignore-cache-prompt --cache-report usage
+run --endpoint "http://127.0.0.1:$port/v1" --workload "prompts:$tmp/same.jsonl" >"$tmp/liar.out" 2>"$tmp/liar.err"
+check "a server that serves from its cache although asked not to: INVALID, exit 4" test $? -eq 4
+check "... stored INVALID with the reason, its cached tokens (usage.prompt_tokens_details) recorded" test \
+    "$(sql "$db" "select validity || ': ' || validity_reasons || ' / ' || (select sum(cached_tokens) from requests where run_id = runs.id) from runs where id = $(last)")" = \
+    "invalid: the server served 20 prompt tokens from its cache although asked not to (cache_prompt false): its figures are inflated by it (--server-cache on measures with the cache) / 20"
+check "... and says so" grep -q "run $(last) is INVALID: the server served 20 prompt tokens from its cache" "$tmp/liar.err"
+# A trace answered whole (no ITL, no queue): the per-adapter and per-request tables show "-", not nan.
+run --endpoint "http://127.0.0.1:$whole_port/v1" --workload "trace:$tmp/t.jsonl" --adapter-names base-model,base-model \
+    --model base-model >"$tmp/whole_trace.out" 2>&1
+"$BENCH" show "$(last)" --db "$db" >"$tmp/show_whole.out" 2>&1
+check "a trace answered whole: the per-adapter ITL shows '-'" grep -q '^| 1 | 3 | [0-9.]* | [0-9.]* | [0-9.]* | - | - | - |' "$tmp/show_whole.out"
+"$BENCH" report "$on" --db "$db" --out "$tmp/rep" >/dev/null 2>&1
+check "report: the server's build" grep -q "^- server build fp_mock1" "$tmp/rep/report.md"
+for f in std.out show_std.out on.out show_on.out liar.out whole_trace.out show_whole.out rep/report.md cache_cmp.out \
+    cache_cmp.err; do
+    [ -f "$tmp/$f" ] && cat "$tmp/$f"
+done >"$tmp/all.out"
+"$BENCH" show "$std" --db "$db" -o json >>"$tmp/all.out" 2>&1
+"$BENCH" show "$std" --db "$db" -o csv >>"$tmp/all.out" 2>&1
+"$BENCH" list --db "$db" >>"$tmp/all.out" 2>&1
+check "no 'nan' anywhere in run, show (md, json, csv), compare, list or report output" test \
+    "$(grep -ciw -e nan -e -nan "$tmp/all.out")" = 0
 
 # Errors: one line naming the URL, non-zero, nothing in the database.
 before=$(runs)
@@ -177,5 +249,11 @@ run --endpoint "$url" --workload pp16 >/dev/null 2>"$tmp/pp.err"
 check "a synthetic test with --endpoint: exit 2" grep -q "not the synthetic test 'pp16'" "$tmp/pp.err"
 run --model "$tmp/tiny.gguf" --api-key x >/dev/null 2>"$tmp/k.err"
 check "--api-key without --endpoint: exit 2" test $? -eq 2
+"$BENCH" run --model "$tmp/tiny.gguf" --server-cache off --db "$tmp/sc.db" >/dev/null 2>"$tmp/sc.err"; rc=$?
+check "--server-cache without --endpoint: exit 2, one line, no database" test \
+    "$rc/$(wc -l <"$tmp/sc.err")/$(test -e "$tmp/sc.db" && echo db)" = "2/1/"
+check "... naming the flag" grep -q "^cortex-bench: --server-cache applies to runs over HTTP: give --endpoint URL" "$tmp/sc.err"
+run --endpoint "$url" --server-cache maybe >/dev/null 2>"$tmp/sc2.err"; rc=$?
+check "--server-cache maybe: exit 2 naming on or off" test "$rc/$(grep -c "'maybe' is not on or off" "$tmp/sc2.err")" = "2/1"
 
 finish endpoint

@@ -10,7 +10,8 @@
  *     queued and decoding (partial output kept); a full queue refuses with
  *     CX_EBUSY and counts; priority order, FIFO within a class, aging;
  *   - stop strings (held back across tokens, never emitted), stop ids,
- *     max_tokens; the prefix cache serves a shared system prompt once;
+ *     max_tokens; the prefix cache serves a shared system prompt once, and
+ *     nothing to a request with no_prefix_cache (its tokens unchanged);
  *   - four threads submitting and cancelling against the run thread
  *     (run under ThreadSanitizer by make tsan), then a drain;
  *   - bad parameters and bad requests: one clear error each.
@@ -385,6 +386,20 @@ static void check_stops_prefix(cx_model *m) {
     cx_sched_request_stats(s, id, &st);
     CHECK(st.n_cached == 32, "a repeated prompt takes its 2 full blocks from the prefix cache (%d tokens)", st.n_cached);
     CHECK(!memcmp(again.tok, free_run.tok, sizeof(int32_t) * 4), "tokens after a prefix hit are unchanged");
+    /* no_prefix_cache (cache_prompt false): the same prompt computed whole, the same tokens; the cache still serves others */
+    static got uncached, after;
+    cx_request r5 = greedy(p, 40, 4, &uncached);
+    r5.no_prefix_cache = 1;
+    id = cx_sched_submit(s, &r5, &err);
+    drain(s);
+    cx_sched_request_stats(s, id, &st);
+    CHECK(st.n_cached == 0, "no_prefix_cache: nothing taken from the prefix cache (%d tokens)", st.n_cached);
+    CHECK(uncached.n == 4 && !memcmp(uncached.tok, free_run.tok, sizeof(int32_t) * 4), "no_prefix_cache: the same tokens");
+    cx_request r6 = greedy(p, 40, 4, &after);
+    id = cx_sched_submit(s, &r6, &err);
+    drain(s);
+    cx_sched_request_stats(s, id, &st);
+    CHECK(st.n_cached == 32, "the next request (cache allowed) takes the 2 blocks again (%d tokens)", st.n_cached);
     cx_sched_free(s);
 }
 

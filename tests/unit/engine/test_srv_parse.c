@@ -35,7 +35,8 @@ static void test_completions_fields(void) {
                     " \"top_k\": 12, \"min_p\": 0.1, \"seed\": 99, \"presence_penalty\": 0.5, \"frequency_penalty\": -1,"
                     " \"repeat_penalty\": 1.1, \"stop\": [\"a\", \"bc\"], \"stream\": true,"
                     " \"stream_options\": {\"include_usage\": true}, \"logprobs\": 3, \"priority\": 5,"
-                    " \"ignore_eos\": true, \"user\": \"u1\", \"unknown_field\": [1, 2]}";
+                    " \"ignore_eos\": true, \"user\": \"u1\", \"unknown_field\": [1, 2], \"cache_prompt\": false,"
+                    " \"cache_salt\": \"s1\"}";
     CHECK(parse(b, 0, &p, &e) == 0, "parse: %s", e.message);
     CHECK(!strcmp(p.model, "m") && !strcmp(p.prompt, "Once") && !p.prompt_ids, "model and prompt");
     CHECK(p.max_tokens == 7 && p.priority == 5 && p.ignore_eos == 1, "max_tokens %d priority %d", p.max_tokens, p.priority);
@@ -45,6 +46,7 @@ static void test_completions_fields(void) {
     CHECK(p.n_stop == 2 && !strcmp(p.stop[0], "a") && !strcmp(p.stop[1], "bc"), "stop");
     CHECK(p.stream == 1 && p.include_usage == 1, "stream");
     CHECK(p.logprobs == 1 && p.top_logprobs == 3, "logprobs %d %d", p.logprobs, p.top_logprobs);
+    CHECK(p.cache_prompt == 0, "cache_prompt false (vLLM's cache_salt beside it is ignored)");
     srv_params_free(&p);
 }
 
@@ -57,6 +59,7 @@ static void test_defaults(void) {
     CHECK(p.sp.temperature == d.temperature && p.sp.top_k == d.top_k && p.sp.seed == d.seed, "defaults kept");
     CHECK(p.max_tokens == 0 && !p.model && !p.stream && !p.logprobs && p.n_stop == 1 && !strcmp(p.stop[0], "end"),
           "absent fields");
+    CHECK(p.cache_prompt == 1, "the prefix cache may serve a request that does not say");
     srv_params_free(&p);
     CHECK(parse("{\"prompt\": [1, 2, 300]}", 0, &p, &e) == 0, "ids: %s", e.message);
     CHECK(!p.prompt && p.n_prompt_ids == 3 && p.prompt_ids[2] == 300, "token-id prompt");
@@ -89,6 +92,7 @@ static void test_refusals(void) {
     refused("{\"prompt\": 5}", 0, "prompt");
     refused("{\"prompt\": [1, -2]}", 0, "prompt");
     refused("{\"prompt\": \"x\", \"max_tokens\": \"5\"}", 0, "max_tokens");
+    refused("{\"prompt\": \"x\", \"cache_prompt\": 0}", 0, "cache_prompt");
     refused("{\"prompt\": \"x\", \"max_tokens\": 0}", 0, "max_tokens");
     refused("{\"prompt\": \"x\", \"max_tokens\": 1.5}", 0, "max_tokens");
     refused("{\"prompt\": \"x\", \"temperature\": \"hot\"}", 0, "temperature");

@@ -12,6 +12,7 @@
 
 #include "oai.h"
 #include "prom.h"
+#include "results.h"
 #include "sse.h"
 #include "testing.h"
 
@@ -124,15 +125,73 @@ static void test_oai_chunks(void) {
     CHECK(oai_parse_chunk("[1,2]", 5, &c, err, sizeof err) == -1 && !c.root, "an array is not a chunk");
     CHECK(oai_parse_chunk("{\"a\":", 5, &c, err, sizeof err) == -1 && !strncmp(err, "not a JSON object", 17), "%s", err);
 
-    char *body = oai_completion_body("m\"x", "say \"hi\"\n", 9, 16, 0.0, 1);
+    /* the server's prompt cache: OpenAI/vLLM's cached_tokens, llama-server's cache_n, the larger of both */
+    const char *cu = "{\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":2,"
+                     "\"prompt_tokens_details\":{\"cached_tokens\":32}}}";
+    CHECK(oai_parse_chunk(cu, strlen(cu), &c, err, sizeof err) == 0 && c.has_cached && c.cached_tokens == 32 && c.has_usage,
+          "usage.prompt_tokens_details.cached_tokens");
+    oai_chunk_free(&c);
+    const char *cn = "{\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}],\"timings\":{\"cache_n\":17,\"prompt_n\":3}}";
+    CHECK(oai_parse_chunk(cn, strlen(cn), &c, err, sizeof err) == 0 && c.has_cached && c.cached_tokens == 17,
+          "llama-server's timings.cache_n");
+    oai_chunk_free(&c);
+    const char *both = "{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":0}},\"timings\":{\"cache_n\":9}}";
+    CHECK(oai_parse_chunk(both, strlen(both), &c, err, sizeof err) == 0 && c.has_cached && c.cached_tokens == 9,
+          "both: the larger");
+    oai_chunk_free(&c);
+    const char *zero = "{\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1,\"prompt_tokens_details\":{\"cached_tokens\":0}}}";
+    CHECK(oai_parse_chunk(zero, strlen(zero), &c, err, sizeof err) == 0 && c.has_cached && c.cached_tokens == 0,
+          "zero cached tokens is a count");
+    oai_chunk_free(&c);
+    const char *junk = "{\"usage\":{\"prompt_tokens_details\":{\"cached_tokens\":-3}},\"timings\":{\"cache_n\":\"7\"},"
+                       "\"system_fingerprint\":\"\"}";
+    CHECK(oai_parse_chunk(junk, strlen(junk), &c, err, sizeof err) == 0 && !c.has_cached && !c.fingerprint,
+          "a negative count, a string count and an empty fingerprint are nothing");
+    oai_chunk_free(&c);
+    const char *nodet = "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"prompt_tokens_details\":null},"
+                        "\"timings\":[],\"system_fingerprint\":null}";
+    CHECK(oai_parse_chunk(nodet, strlen(nodet), &c, err, sizeof err) == 0 && !c.has_cached && !c.fingerprint &&
+              !c.has_timings, "vLLM without --enable-prompt-tokens-details: no count");
+    oai_chunk_free(&c);
+    const char *fp = "{\"choices\":[{\"text\":\"x\"}],\"system_fingerprint\":\"b4567-abc1234\"}";
+    CHECK(oai_parse_chunk(fp, strlen(fp), &c, err, sizeof err) == 0 && c.fingerprint && !strcmp(c.fingerprint, "b4567-abc1234"),
+          "system_fingerprint");
+    oai_chunk_free(&c);
+
+    char *body = oai_completion_body("m\"x", "say \"hi\"\n", 9, 16, 0.0, 1, NULL);
     CHECK(body && strstr(body, "\"prompt\":\"say \\\"hi\\\"\\n\"") && strstr(body, "\"model\":\"m\\\"x\"") &&
               strstr(body, "\"max_tokens\":16") && strstr(body, "\"stream\":true") &&
               strstr(body, "\"stream_options\":{\"include_usage\":true}") && strstr(body, "\"ignore_eos\":true") &&
               strstr(body, "\"temperature\":0"), "request body: %s", body ? body : "(null)");
+    CHECK(body && !strstr(body, "cache_prompt") && !strstr(body, "cache_salt"), "server cache on: nothing asked");
     free(body);
-    body = oai_completion_body("m", "p", 1, 1, 0.0, 0);
+    body = oai_completion_body("m", "p", 1, 1, 0.0, 0, "salt-1");
     CHECK(body && !strstr(body, "ignore_eos"), "no ignore_eos when the end of text is respected");
+    CHECK(body && strstr(body, "\"cache_prompt\":false") && strstr(body, "\"cache_salt\":\"salt-1\""),
+          "server cache off: cache_prompt false and the salt: %s", body ? body : "(null)");
     free(body);
+
+    char build[24];
+    const char *props = "{\"default_generation_settings\":{},\"build_info\":\"b6000-0123abcd\"}";
+    CHECK(oai_server_build(props, strlen(props), build, sizeof build) == 1 && !strcmp(build, "b6000-0123abcd"),
+          "llama-server's /props build_info: '%s'", build);
+    CHECK(oai_server_build("{\"version\":\"0.10.1\"}", 20, build, sizeof build) == 1 && !strcmp(build, "version 0.10.1"),
+          "vLLM's /version: '%s'", build);
+    const char *ctl = "{\"build_info\":\"b1\\nwith a very long tail that does not fit\"}";
+    CHECK(oai_server_build(ctl, strlen(ctl), build, sizeof build) == 1 && strlen(build) == sizeof build - 1 &&
+              !strchr(build, '\n'), "control characters flattened, truncated to the buffer: '%s'", build);
+    CHECK(oai_server_build("{\"build_info\":3,\"version\":\"\"}", 29, build, sizeof build) == 0 && !build[0],
+          "no build: a number, an empty version");
+    CHECK(oai_server_build("<html>404</html>", 16, build, sizeof build) == 0 && !build[0], "a 404 page: no build");
+
+    char list[24] = "";
+    rep_add_build(list, sizeof list, "b1");
+    rep_add_build(list, sizeof list, "b2");
+    rep_add_build(list, sizeof list, "b1");
+    CHECK(!strcmp(list, "b1, b2"), "distinct builds: '%s'", list);
+    rep_add_build(list, sizeof list, "a-build-too-long");
+    rep_add_build(list, sizeof list, "b3");
+    CHECK(!strcmp(list, "b1, b2, ..."), "more than fit: '%s'", list);
 
     char **ids;
     int n;

@@ -299,6 +299,8 @@ static void test_migrate_from_v8(void) {
     snprintf(meta.endpoint, sizeof meta.endpoint, "http://127.0.0.1:8080/v1");
     snprintf(meta.server, sizeof meta.server, "llama.cpp; models=m");
     meta.server_info = "{\"models\":{\"data\":[{\"id\":\"m\"}]}}";
+    snprintf(meta.server_cache, sizeof meta.server_cache, "off");
+    snprintf(meta.server_build, sizeof meta.server_build, "b1-probe");
     int64_t id = 0;
     CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 2, "HTTP run: %s", err);
     rep_result rep;
@@ -316,7 +318,15 @@ static void test_migrate_from_v8(void) {
     rep.srv = &d;
     rep.n_srv = 1;
     rep_set_metric(&rep, "requests", 1);
-    CHECK(store_finish_run(s, id, &rep, 1, &valid, NULL, err, sizeof err) == 0, "finish HTTP run: %s", err);
+    rep_result reps[2];
+    reps[0] = rep;
+    reps[1] = rep;
+    snprintf(reps[0].server_build, sizeof reps[0].server_build, "fp_a");
+    snprintf(reps[1].server_build, sizeof reps[1].server_build, "fp_b, fp_a");
+    CHECK(store_finish_run(s, id, reps, 2, &valid, NULL, err, sizeof err) == 0, "finish HTTP run: %s", err);
+    CHECK(!strcmp(q_text(db, "SELECT server_build || ' ' || server_cache FROM runs WHERE id = 2", buf, sizeof buf),
+                  "fp_a, fp_b off"), "the answers' fingerprints, distinct over repetitions, replace the probe's build (%s)",
+          buf);
     CHECK(!strcmp(q_text(db, "SELECT endpoint || ' ' || server FROM runs WHERE id = 2", buf, sizeof buf),
                   "http://127.0.0.1:8080/v1 llama.cpp; models=m"), "endpoint and server stored (%s)", buf);
     CHECK(!strcmp(q_text(db, "SELECT json_extract(server_info, '$.models.data[0].id') FROM runs WHERE id = 2", buf,
@@ -335,6 +345,25 @@ static void test_migrate_from_v8(void) {
     char diff[2048];
     CHECK(store_comparable(s, 1, 2, diff, sizeof diff) == 0 && strstr(diff, "endpoint (HTTP server or in-process)"),
           "HTTP and in-process runs differ in their endpoint (%s)", diff);
+    /* a run whose answers name no build keeps the probe's; cache on and off do not compare; no record (an HTTP
+     * run from before v12) counts as on */
+    int64_t id3 = 0, id4 = 0;
+    snprintf(meta.server_cache, sizeof meta.server_cache, "on");
+    CHECK(store_begin_run(s, &meta, &env, &id3, err, sizeof err) == 0 &&
+              store_finish_run(s, id3, &rep, 1, &valid, NULL, err, sizeof err) == 0, "cache-on run: %s", err);
+    CHECK(!strcmp(q_text(db, "SELECT server_build FROM runs WHERE id = 3", buf, sizeof buf), "b1-probe"),
+          "no fingerprint: the probe's build (%s)", buf);
+    CHECK(store_comparable(s, 2, 3, diff, sizeof diff) == 0 && !strcmp(diff, "server prompt cache (--server-cache): off vs on"),
+          "cache off and on differ in that alone (%s)", diff);
+    meta.server_cache[0] = 0;
+    meta.server_build[0] = 0;
+    CHECK(store_begin_run(s, &meta, &env, &id4, err, sizeof err) == 0, "an HTTP run without a cache record: %s", err);
+    CHECK(q_int(db, "SELECT server_build IS NULL AND server_cache IS NULL FROM runs WHERE id = 4") == 1,
+          "nothing known: NULL");
+    CHECK(store_comparable(s, 3, 4, diff, sizeof diff) == 0 && !strstr(diff, "server prompt cache"),
+          "an HTTP run without a record compares with cache on (%s)", diff);
+    CHECK(store_comparable(s, 2, 4, diff, sizeof diff) == 0 && strstr(diff, "server prompt cache"),
+          "... not with cache off (%s)", diff);
     check_integrity(db, "migrated from v8");
     store_close(s);
 }
