@@ -161,6 +161,8 @@ static const cli_flag calibrate_flags[] = {
 static const cli_flag trend_flags[] = {
     {"--workload", NULL, "W", "only runs of this workload (default: every workload)"},
     {"--chart", NULL, "DIR", "also draw the history with gnuplot into DIR (default: none)"},
+    {"--gate-file", NULL, "FILE", "the metric's threshold for the newest-run warning (default: ci/gates.conf when"
+     " present; none: 3 sigma alone)"},
     DB_FLAG,
     {NULL, NULL, NULL, NULL},
 };

@@ -257,3 +257,16 @@ int store_metric_history(store *s, const char *name, const char *workload, store
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : -1;
 }
+
+int store_metric_known(store *s, const char *name, const char *workload) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(store_db(s), "SELECT 1 FROM summary m JOIN runs r ON r.id = m.run_id WHERE m.name = ?1"
+                                        " AND (?2 IS NULL OR r.workload = ?2) LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    if (workload) sqlite3_bind_text(st, 2, workload, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, 2);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}

@@ -59,8 +59,14 @@ int64_t store_gate_insert(store *s, const store_gate_row *g, const store_verdict
 int store_gates_recent(store *s, int limit, store_gate_row **out, int *n);
 /* A gate's verdicts: regressed first, then inconclusive, improved, the rest; by metric. 0 or -1. */
 int store_verdicts_load(store *s, int64_t gate, store_verdict_row **out, int *n);
-/* Medians of metric `name` over complete runs (of `workload` when not
- * NULL), ordered by comparable series (compare_key, workload) then run id. 0 or -1. */
+/* Medians of metric `name` over measurements (STORE_MEASUREMENT: complete
+ * and VALID runs; of `workload` when not NULL), ordered by comparable series
+ * (compare_key, workload) then run id. 0 or -1. */
 int store_metric_history(store *s, const char *name, const char *workload, store_history_point **out, int *n);
+/* Whether any stored run (of `workload` when not NULL), of any status or
+ * validity, has a summary row of metric `name`: 1 yes, 0 no, -1 on a
+ * database error. Tells a misspelt metric or workload from one whose runs
+ * are all INVALID or failed. */
+int store_metric_known(store *s, const char *name, const char *workload);
 
 #endif
