@@ -35,6 +35,12 @@ int show_color(FILE *out);
 /* Text on one markdown line: '|' escaped, newlines flattened. */
 void show_md_inline(FILE *f, const char *s);
 
+/* Per item (prompt / trace entry / test) as a markdown table: its outcome
+ * (validity.h), tokens generated of those asked, and means over repetitions;
+ * for an INVALID run the outcomes only (no timing: none is a measurement).
+ * `show` and `report` print it. */
+void show_items(store *s, int64_t id, FILE *out);
+
 /* The run's KV cache configuration and kv_* metrics (show_kv.c). */
 void show_kv(store *s, int64_t id, FILE *out);
 

@@ -30,6 +30,7 @@ tables_ok() { grep -q '^## Summary' "$1" && grep -q '^| p01 |' "$1" && grep -q '
 no_images() { ! grep -q '!\[' "$1/report.md" && ! ls "$1"/*.png >/dev/null 2>&1; }
 no_external() { ! grep -qiE '(src|href)="(https?:)?//' "$1"; }
 fails_with() { [ "$1" -ne 0 ] && [ "$1" -lt 128 ] && one_line "$2" "$3"; }
+exits_with() { [ "$1" -eq "$2" ] && one_line "$3" "$4"; } # rc want file pattern
 trend_charts() { for m in "${@:2}"; do grep -qE "charts/trend_[^\"]*_$m\.svg" "$1" || return 1; done; }
 page_svgs_ok() { # dir: every chart index.html shows is a valid SVG
     local f n=0
@@ -55,12 +56,17 @@ run --workload standard --reps 2 --allow-failures 0.2 && run --workload standard
 check "two standard runs" test $? -eq 0
 run --workload "trace:prompts/traces/zipf-smoke.jsonl" --reps 1
 check "trace replay of zipf-smoke" test $? -eq 0
-run --workload pp32 --reps 2
-check "pp32 run" test $? -eq 0
+run --workload pp32 --reps 2 && run --workload pp32 --reps 2
+check "two pp32 runs" test $? -eq 0
 std1=$(sql "$db" "select min(id) from runs where workload = 'standard'")
 std2=$(sql "$db" "select max(id) from runs where workload = 'standard'")
 trc=$(sql "$db" "select id from runs where workload like 'trace:%'")
-pp=$(sql "$db" "select id from runs where workload = 'pp32'")
+pp=$(sql "$db" "select min(id) from runs where workload = 'pp32'")
+pp2=$(sql "$db" "select max(id) from runs where workload = 'pp32'")
+# Without --allow-failures the 2 prompts past the context make a standard run INVALID (exit 4).
+run --workload standard --reps 1
+check "a standard run with failed prompts is INVALID (exit 4)" test $? -eq 4
+inv=$(sql "$db" "select max(id) from runs where workload = 'standard'")
 
 # The standard run against the other as baseline: report.md and every chart.
 r=$tmp/r-std
@@ -91,7 +97,7 @@ check "trace report has the per-adapter table" grep -q "^## Per adapter" "$r/rep
 # A synthetic test, with the baseline given by tag.
 sql "$db" "insert into tags (name, run_id, created_at) values ('smoke-base', $pp, '2026-01-01T00:00:00Z')" >/dev/null
 r=$tmp/r-pp
-"$BENCH" report "$pp" --baseline smoke-base --db "$db" --out "$r" >/dev/null 2>&1
+"$BENCH" report "$pp2" --baseline smoke-base --db "$db" --out "$r" >/dev/null 2>&1
 check "report --baseline TAG resolves the tag" grep -q "baseline: run $pp" "$r/report.md"
 gcheck "synthetic report's charts are valid" charts_valid "$r"
 check "missing counters listed with their reason" grep -qE '^- `[a-z-]+` \((prefill|decode|total)' "$r/report.md"
@@ -108,7 +114,29 @@ check "text-only report.md has no images" no_images "$r"
 "$BENCH" report 999 --db "$db" >/dev/null 2>"$tmp/bad.err"
 check "report of a missing run fails with one line" fails_with $? "$tmp/bad.err" "no run 999"
 "$BENCH" report "$std2" --baseline no-such-tag --db "$db" >/dev/null 2>"$tmp/bad.err"
-check "unknown baseline tag fails naming it" fails_with $? "$tmp/bad.err" no-such-tag
+check "unknown baseline tag: exit 2, one line naming it" exits_with $? 2 "$tmp/bad.err" no-such-tag
+
+# The baseline is a VALID run comparable with RUN, else one line saying why (exit 2) and no report.
+"$BENCH" report "$std2" --baseline "$inv" --db "$db" --out "$tmp/nb1" >/dev/null 2>"$tmp/bad.err"
+check "an INVALID baseline: exit 2, one line" exits_with $? 2 "$tmp/bad.err" "run $inv is INVALID, not a measurement: 2 of 10 requests failed"
+"$BENCH" report "$std2" --baseline "$pp" --db "$db" --out "$tmp/nb2" >/dev/null 2>"$tmp/bad.err"
+check "a baseline of another workload: exit 2, one line naming what differs" \
+    exits_with $? 2 "$tmp/bad.err" "run $pp is not comparable with run $std2: workload"
+sql "$db" "insert into tags (name, run_id, created_at) values ('other-wl', $trc, '2026-01-01T00:00:00Z')" >/dev/null
+"$BENCH" report "$std2" --baseline other-wl --db "$db" --out "$tmp/nb3" >/dev/null 2>"$tmp/bad.err"
+check "a tag on another workload's run: exit 2, one line" exits_with $? 2 "$tmp/bad.err" "other-wl: run $trc is not comparable"
+"$BENCH" report "$std2" --baseline "$std2" --db "$db" --out "$tmp/nb4" >/dev/null 2>"$tmp/bad.err"
+check "the run as its own baseline: exit 2" exits_with $? 2 "$tmp/bad.err" "is run $std2 itself"
+check "no report written for a refused baseline" sh -c "! ls '$tmp'/nb*/report.md >/dev/null 2>&1"
+
+# An INVALID run's report: INVALID and why first, its outcomes, no figure (no summary, chart, counter); exit 4.
+r=$tmp/r-inv
+"$BENCH" report "$inv" --db "$db" --out "$r" >/dev/null 2>"$tmp/inv.err"
+check "report of an INVALID run: exit 4, one line" exits_with $? 4 "$tmp/inv.err" "run $inv is INVALID"
+check "INVALID and the reasons are its first statement" grep -q '^> \*\*INVALID\*\*: 2 of 10 requests failed' <(sed -n 3p "$r/report.md")
+check "no summary, chart, counter or per-adapter figure" \
+    sh -c "! grep -qE '^## (Summary|Charts|Counters|Per adapter)|TPS per prompt|tok/s' '$r/report.md' && ! ls '$r'/*.gp '$r'/*.dat >/dev/null 2>&1"
+check "its outcomes: each request's, failures with the reason" grep -q '^| p10 |  | failed | [0-9]* | 0 / [0-9]* | | | | | error: prompt of' "$r/report.md"
 "$BENCH" report "$std2" --db "$db" --colour >/dev/null 2>"$tmp/bad.err"
 check "unknown flag rejected, named" fails_with $? "$tmp/bad.err" colour
 
