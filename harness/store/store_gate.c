@@ -148,7 +148,8 @@ int64_t store_gate_insert(store *s, const store_gate_row *g, const store_verdict
     }
     if (id > 0 && sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO verdicts (gate_id, metric, direction, threshold,"
                                          " base_median, cand_median, change, ci_lo, ci_hi, p_value, n_base, n_cand, verdict,"
-                                         " note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                                         " note, base_run, cand_run) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+                                         " ?12, ?13, ?14, ?15, ?16)",
                                      -1, &st, NULL) == SQLITE_OK) {
         for (int i = 0; i < n; i++) {
             sqlite3_reset(st);
@@ -166,6 +167,8 @@ int64_t store_gate_insert(store *s, const store_gate_row *g, const store_verdict
             sqlite3_bind_int(st, 12, v[i].n_cand);
             sqlite3_bind_text(st, 13, v[i].verdict, -1, SQLITE_TRANSIENT);
             sqlite3_bind_text(st, 14, v[i].note, -1, SQLITE_TRANSIENT);
+            bind_run(st, 15, v[i].base_run);
+            bind_run(st, 16, v[i].cand_run);
             sqlite3_step(st);
         }
         sqlite3_finalize(st);
@@ -204,10 +207,13 @@ int store_gates_recent(store *s, int limit, store_gate_row **out, int *n) {
 int store_verdicts_load(store *s, int64_t gate, store_verdict_row **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s, "SELECT metric, verdict, change, ci_lo, ci_hi, p_value, base_median, cand_median,"
-                                   " threshold, direction, n_base, n_cand, note FROM verdicts WHERE gate_id = ?1"
-                                   " ORDER BY CASE verdict WHEN 'regressed' THEN 0 WHEN 'inconclusive' THEN 1"
-                                   " WHEN 'improved' THEN 2 ELSE 3 END, metric", gate, 0);
+    /* the verdict's own runs (schema v12), else the gate's (rows stored before) */
+    sqlite3_stmt *st = row_prepare(s, "SELECT v.metric, v.verdict, v.change, v.ci_lo, v.ci_hi, v.p_value, v.base_median,"
+                                   " v.cand_median, v.threshold, v.direction, v.n_base, v.n_cand, v.note,"
+                                   " coalesce(v.base_run, g.base_run) AS base_run, coalesce(v.cand_run, g.cand_run) AS cand_run"
+                                   " FROM verdicts v JOIN gates g ON g.id = v.gate_id WHERE v.gate_id = ?1"
+                                   " ORDER BY CASE v.verdict WHEN 'regressed' THEN 0 WHEN 'inconclusive' THEN 1"
+                                   " WHEN 'improved' THEN 2 ELSE 3 END, v.metric", gate, 0);
     if (!st) return -1;
     int cap = 0, rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -226,6 +232,8 @@ int store_verdicts_load(store *s, int64_t gate, store_verdict_row **out, int *n)
         v->threshold = row_num(st, "threshold");
         v->n_base = (int)row_int(st, "n_base");
         v->n_cand = (int)row_int(st, "n_cand");
+        v->base_run = row_int(st, "base_run");
+        v->cand_run = row_int(st, "cand_run");
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : -1;

@@ -28,11 +28,16 @@ typedef struct store_gate_row {
     char cand_commit[48], cand_workload[256]; /* read back only: the candidate run's */
 } store_gate_row;
 
-/* One metric's verdict of a gate (verdicts row); NAN for absent numbers. */
+/* One metric's verdict of a gate (verdicts row); NAN for absent numbers.
+ * base_run/cand_run: the two runs this verdict judged (schema v12; a gate
+ * over several workloads judges a different pair per workload). Written as
+ * NULL when 0; read back as the gate's own base_run/cand_run for rows
+ * stored before v12 (NULL), 0 when neither is known. */
 typedef struct store_verdict_row {
     char metric[96], direction[8], verdict[16], note[256];
     double threshold, base_median, cand_median, change, ci_lo, ci_hi, p;
     int n_base, n_cand;
+    int64_t base_run, cand_run;
 } store_verdict_row;
 
 /* One point of a metric's history: a complete run's median. */

@@ -157,11 +157,54 @@ sql "$db" "insert into gates (id, created_at, base_run, cand_run, mode, verdict,
 sql "$db" "insert into verdicts (gate_id, metric, direction, threshold, base_median, cand_median, change, verdict, n_base, n_cand) values (1, 'standard/decode_tps', 'higher', 0.05, 100, 90, -0.1, 'regressed', 2, 2)" >/dev/null
 (cd "$tmp" && "$BENCH" dashboard --db "$db" --out site >/dev/null 2>&1)
 check "latest gate verdicts shown" grep -q '>standard/decode_tps<.*>regressed<' "$site/index.html"
+
 CORTEX_GNUPLOT=/nonexistent "$BENCH" dashboard --db "$db" --out "$tmp/site-plain" >/dev/null 2>"$tmp/plain.err"
 rc=$?
 check "dashboard without gnuplot exits 0" test $rc -eq 0
 check "one stderr line mentioning gnuplot" one_line "$tmp/plain.err" gnuplot
 check "built-in SVG charts are valid" page_svgs_ok "$tmp/site-plain"
+
+# Only measurements are green, charted or shown as figures; an INVALID run is red, with its reasons.
+check "the header counts VALID and INVALID runs apart" grep -q '>5 VALID</span> <span class="badge bad">1 INVALID</span>' "$site/index.html"
+check "the INVALID run: a red INVALID badge with its reasons" \
+    grep -qE "<tr class=\"invalid\"><td class=\"num\">$inv</td>.*<span class=\"badge bad\" title=\"2 of 10 requests failed[^\"]*\">INVALID</span>" "$site/index.html"
+check "... no figure of it, its reasons under it" sh -c "grep -A1 '<td class=\"num\">$inv</td>' '$site/index.html' | grep -q 'INVALID: not a measurement' && grep -A1 '<td class=\"num\">$inv</td>' '$site/index.html' | grep -q '<strong>INVALID</strong>: 2 of 10 requests failed'"
+check "no VALID badge or figure for it" sh -c "! grep '<td class=\"num\">$inv</td>' '$site/index.html' | grep -qE 'badge good|class=\"num\">[0-9.]+</td><td class=\"num\">[0-9.]'"
+in_chart() { # dir run: some trend chart of the page has a point of run
+    grep -qE "^[0-9]+\s.*\s$2\$" "$1"/charts/trend_*.dat 2>/dev/null || grep -q "<title>run $2: " "$1"/charts/trend_*.svg
+}
+check "the VALID standard runs are trend points" in_chart "$tmp/site-plain" "$std2"
+check "the INVALID run is no trend point (built-in SVG)" sh -c "$(declare -f in_chart); ! in_chart '$tmp/site-plain' $inv"
+gcheck "the INVALID run is no trend point (gnuplot data)" sh -c "$(declare -f in_chart); ! in_chart '$site' $inv"
+
+# Each verdict names the runs it judged: verdicts.base_run/cand_run (schema v12), the gate's for older rows.
+sql "$db" "insert into verdicts (gate_id, metric, direction, threshold, base_median, cand_median, change, verdict, n_base, n_cand, base_run, cand_run) values (1, 'pp32/tps', 'higher', 0.05, 100, 101, 0.01, 'unchanged', 2, 2, $pp, $pp2)" >/dev/null
+(cd "$tmp" && "$BENCH" dashboard --db "$db" --out site >/dev/null 2>&1)
+check "a verdict with its own runs shows them" grep -q ">pp32/tps</code></td><td><span class=\"badge neutral\">unchanged</span></td><td class=\"num\">$pp → $pp2</td>" "$site/index.html"
+check "an older verdict row falls back to the gate's runs" grep -q ">standard/decode_tps</code></td><td><span class=\"badge bad\">regressed</span></td><td class=\"num\">$std1 → $std2</td>" "$site/index.html"
+
+# A rate sweep is one item (its saturation run in the trends, its rates with its chart); a run over HTTP
+# shows its server, never "0 threads".
+d2=$tmp/d2.db
+cp "$db" "$d2"
+run2() { "$BENCH" run --model "$tmp/tiny.gguf" -t 1 --warmup 0 --no-progress --db "$d2" "$@" >/dev/null 2>"$tmp/run.err"; }
+run2 --workload "trace:prompts/traces/zipf-smoke.jsonl" --rate sweep --reps 1
+check "a rate sweep of zipf-smoke" test $? -eq 0
+sat=$(sql "$d2" "select max(sweep) from runs")
+member=$(sql "$d2" "select max(id) from runs where sweep = $sat")
+sql "$d2" "update runs set validity = 'invalid', validity_reasons = '1 of 16 requests timed out' where id = $member" >/dev/null
+sql "$d2" "update runs set endpoint = 'http://127.0.0.1:9/v1', server = 'mock-server 1.0', threads = 0 where id = $trc" >/dev/null
+CORTEX_GNUPLOT=/nonexistent "$BENCH" dashboard --db "$d2" --out "$tmp/site2" >/dev/null 2>&1
+page2=$tmp/site2/index.html
+groups() { grep -A1 -F '<div class="group">' "$1" | grep -cF "<h3><code>$2</code>"; } # page workload: trend groups
+check "the sweep is one trend group (its saturation run), beside the plain replay's" \
+    test "$(groups "$page2" "trace:prompts/traces/zipf-smoke.jsonl")" = 2
+check "its rates are listed with the sweep" grep -q "rate sweep of run $sat</a> at [0-9.]* req/s" "$page2"
+check "the sweep section has its anchor and chart" sh -c "grep -q 'id=\"sweep-$sat\"' '$page2' && grep -q 'charts/sweep-$sat.svg' '$page2'"
+check "the sweep's INVALID run is named in red with its reason, not a point" \
+    grep -q "<li><span class=\"badge bad\">INVALID</span> run $member (offered [0-9.]* req/s), not a measurement: 1 of 16 requests timed out</li>" "$page2"
+check "the HTTP run shows its server" grep -q "server mock-server 1.0 at <code>http://127.0.0.1:9/v1</code>" "$page2"
+check "no run reads \"0 threads\"" sh -c "! grep -qE '(^|[^0-9])0 threads' '$page2'"
 
 # In a browser: the charts really load; a screenshot for people.
 shot=dashboards/screenshot.sh
