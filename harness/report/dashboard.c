@@ -165,7 +165,7 @@ static int db_load(db_ctx *c) {
         snprintf(r->reasons, sizeof r->reasons, "%s", a->validity_reasons);
         snprintf(r->endpoint, sizeof r->endpoint, "%s", a->endpoint);
         snprintf(r->server, sizeof r->server, "%s", a->server);
-        r->measurement = !strcmp(a->status, "complete") && !strcmp(a->validity, "valid");
+        r->measurement = a->measurement;
         r->sweep = a->sweep;
         r->rate = a->rate;
         snprintf(r->cpu, sizeof r->cpu, "%s", a->cpu_model);

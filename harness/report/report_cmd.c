@@ -46,11 +46,12 @@ static int report_baseline(store *s, const char *ref, int64_t run, int64_t *base
         return cli_fail(CB_EXIT_FAILED, "--baseline %s: %s", ref, store_errmsg(s));
     long long id = (long long)*base;
     if (*base == run) return cli_fail(CB_EXIT_USAGE, "--baseline %s is run %lld itself", ref, id);
-    if (strcmp(b.status, "complete"))
-        return cli_fail(CB_EXIT_USAGE, "--baseline %s: run %lld is %s, not a measurement", ref, id, b.status);
-    if (strcmp(b.validity, "valid"))
+    if (!b.measurement) { /* STORE_MEASUREMENT: complete and VALID */
+        if (strcmp(b.status, "complete"))
+            return cli_fail(CB_EXIT_USAGE, "--baseline %s: run %lld is %s, not a measurement", ref, id, b.status);
         return cli_fail(CB_EXIT_USAGE, "--baseline %s: run %lld is INVALID, not a measurement: %s", ref, id,
                         *b.validity_reasons ? b.validity_reasons : "no verdict stored");
+    }
     if (diff[0])
         return cli_fail(CB_EXIT_USAGE, "--baseline %s: run %lld is not comparable with run %lld: %s differ%s", ref, id,
                         (long long)run, diff, strchr(diff, ',') ? "" : "s");
