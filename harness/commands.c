@@ -168,7 +168,8 @@ static const cli_flag trend_flags[] = {
 };
 
 static const cli_flag report_flags[] = {
-    {"--baseline", NULL, "REF", "a run id, tag or git commit to compare against; of several, one like RUN (default: none)"},
+    {"--baseline", NULL, "REF", "a run id, tag or git commit to compare against; of several, one like RUN; it must be a"
+     " VALID run comparable with RUN (same configuration and workload), else exit 2 (default: none)"},
     {"--out", NULL, "DIR", "where report.md and its charts go (default: reports/RUN/; --challenge: reports/challenge-RUN/)"},
     {"--challenge", NULL, "RUN", "instead: the benchmark challenge's report of RUN (a prompt-set run, e.g. --workload"
      " challenge) and its configuration at other thread counts, against 30 tokens/s, with a projection to the challenge"
