@@ -2,10 +2,15 @@
 # tests/cli/harness/report.sh - `cortex-bench report` and `cortex-bench dashboard` end
 # to end on real runs of a tiny synthetic model: the report's charts (PNG and
 # SVG, valid files) with a baseline given by run id and by tag, the text-only
-# report without gnuplot, the dashboard with and without gnuplot, and the
-# dashboard in headless Chromium: every chart image loads, and a screenshot
-# lands in reports/dashboard.png. Without Chromium the browser checks print
-# SKIP (and fail when CI=true). Run from the repository root (tests/run.sh).
+# report without gnuplot, the baseline refused (exit 2, one line) when it is
+# INVALID, of another workload or RUN itself, an INVALID run's report
+# (outcomes only, exit 4), the dashboard with and without gnuplot (only
+# VALID runs green, charted and shown with figures; INVALID in red with its
+# reasons; each verdict's own runs; a rate sweep as one item; an HTTP run's
+# server), and the dashboard in headless Chromium: every chart image loads,
+# and a screenshot lands in reports/dashboard.png. Without Chromium the
+# browser checks print SKIP (and fail when CI=true). Run from the repository
+# root (tests/run.sh).
 set -u
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$root"
