@@ -190,12 +190,15 @@ static const cli_flag calibrate_flags[] = {
 static const cli_flag trend_flags[] = {
     {"--workload", NULL, "W", "only runs of this workload (default: every workload)"},
     {"--chart", NULL, "DIR", "also draw the history with gnuplot into DIR (default: none)"},
+    {"--gate-file", NULL, "FILE", "the metric's threshold for the newest-run warning (default: ci/gates.conf when"
+     " present; none: 3 sigma alone)"},
     DB_FLAG,
     {NULL, NULL, NULL, NULL},
 };
 
 static const cli_flag report_flags[] = {
-    {"--baseline", NULL, "REF", "a run id, tag or git commit to compare against; of several, one like RUN (default: none)"},
+    {"--baseline", NULL, "REF", "a run id, tag or git commit to compare against; of several, one like RUN; it must be a"
+     " VALID run comparable with RUN (same configuration and workload), else exit 2 (default: none)"},
     {"--out", NULL, "DIR", "where report.md and its charts go (default: reports/RUN/; --challenge: reports/challenge-RUN/)"},
     {"--challenge", NULL, "RUN", "instead: the benchmark challenge's report of RUN (a prompt-set run, e.g. --workload"
      " challenge) and its configuration at other thread counts, against 30 tokens/s, with a projection to the challenge"

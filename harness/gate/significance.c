@@ -389,9 +389,8 @@ int sig_steps(const double *y, size_t n, size_t min_seg, double penalty, size_t 
 }
 
 /* sigma from the first differences (robust to the steps themselves), with
- * fallbacks for data whose typical difference is exactly 0; the 3 ln n
- * scaling is justified at the top of this file. */
-double sig_default_penalty(const double *y, size_t n) {
+ * fallbacks for data whose typical difference is exactly 0 (see the header). */
+double sig_noise(const double *y, size_t n) {
     if (!y || n < 2) return 0;
     double *d = malloc(n * sizeof *d);
     if (!d) return NAN;
@@ -410,5 +409,41 @@ double sig_default_penalty(const double *y, size_t n) {
         if (!(sigma > 0)) sigma = 1e-9 * fabs(med);
     }
     free(d);
-    return 3 * sigma * log((double)n);
+    return sigma;
+}
+
+/* The 3 ln n scaling is justified at the top of this file. */
+double sig_default_penalty(const double *y, size_t n) {
+    if (!y || n < 2) return 0;
+    return 3 * sig_noise(y, n) * log((double)n);
+}
+
+/* See significance.h. The level is the median of the last segment's points
+ * before the newest, so the newest point does not pull the level it is
+ * judged against. */
+int sig_latest(const double *y, size_t n, const size_t *cp, size_t ncp, double k_sigma, double rel_threshold,
+               sig_latest_check *out) {
+    if (!out) return CX_EINVAL;
+    memset(out, 0, sizeof *out);
+    out->level = out->change = out->sigma = NAN;
+    if (!y || (ncp && !cp) || !(k_sigma >= 0) || isnan(rel_threshold)) return CX_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(y[i])) return CX_EINVAL;
+    size_t a = ncp ? cp[ncp - 1] : 0;
+    if (ncp && (a == 0 || a >= n)) return CX_EINVAL; /* change points lie inside the series */
+    if (n < 3) return 0; /* too short for a noise level that a single point cannot make by itself */
+    if (a == n - 1) a = ncp >= 2 ? cp[ncp - 2] : 0; /* a segment of the newest alone (min_seg 1): the one before */
+    out->k = n - 1 - a;
+    double *tmp = malloc(out->k * sizeof *tmp);
+    if (!tmp) return CX_ENOMEM;
+    memcpy(tmp, y + a, out->k * sizeof *tmp);
+    out->level = sig_median(tmp, out->k);
+    free(tmp);
+    out->sigma = sig_noise(y, n);
+    if (isnan(out->sigma)) return CX_ENOMEM;
+    double d = y[n - 1] - out->level;
+    out->change = out->level != 0 ? d / fabs(out->level) : NAN;
+    out->flag = fabs(d) > k_sigma * out->sigma &&
+                (rel_threshold <= 0 || (!isnan(out->change) && fabs(out->change) > rel_threshold));
+    return 0;
 }

@@ -8,6 +8,8 @@
  *   sig_mw_min_p            the smallest p the exact test can give at na, nb
  *   sig_steps               change points of a series (L1 optimal partitioning)
  *   sig_default_penalty     a robust default penalty for sig_steps
+ *   sig_noise               the robust noise level (sigma) that penalty is made of
+ *   sig_latest              is the newest point off the last fitted level? (a possible step)
  *   sig_median              median, sorting in place
  *
  * Everything is deterministic (the bootstrap's generator is seeded by the
@@ -116,5 +118,39 @@ int sig_steps(const double *y, size_t n, size_t min_seg, double penalty, size_t 
  * be finite.
  */
 double sig_default_penalty(const double *y, size_t n);
+
+/*
+ * The noise level sig_default_penalty is made of: sigma = 1.4826 *
+ * median|y_{i+1} - y_i| / sqrt(2), with its fallbacks (see above). 0 for
+ * n < 2 (or y NULL); NaN if allocation fails; y must be finite.
+ */
+double sig_noise(const double *y, size_t n);
+
+/* sig_latest's answer. */
+typedef struct sig_latest_check {
+    int flag;       /* the newest point is off the level by more than k_sigma * sigma and the threshold */
+    size_t k;       /* the points the level is the median of (0: the series is too short to judge) */
+    double level;   /* the median of those k points; NaN when k is 0 */
+    double change;  /* newest / level - 1 (signed, relative to |level|); NaN when the level is 0 or unknown */
+    double sigma;   /* sig_noise of the whole series */
+} sig_latest_check;
+
+/*
+ * A step needs a segment of at least 2 points, so sig_steps cannot see a
+ * move at the newest point alone (the night a regression lands). This checks
+ * the newest point y[n-1] against the last fitted level: the median of the
+ * k points from the last change point (cp[ncp-1], 0 without one) up to but
+ * not including the newest (when the newest starts a segment of its own, the
+ * segment before). It flags when |y[n-1] - level| > k_sigma * sigma (sigma:
+ * sig_noise over the whole series) and, when rel_threshold > 0, also
+ * |y[n-1] / level - 1| > rel_threshold (e.g. the gate file's threshold of
+ * the metric): a possible step, not confirmed until another point agrees.
+ * Series shorter than 3 are not judged (k = 0, flag 0). cp/ncp as sig_steps
+ * returns them. Returns 0, CX_EINVAL (NULL out or y, a non-finite value, a
+ * change point outside 1..n-1, k_sigma < 0 or NaN, rel_threshold NaN),
+ * CX_ENOMEM.
+ */
+int sig_latest(const double *y, size_t n, const size_t *cp, size_t ncp, double k_sigma, double rel_threshold,
+               sig_latest_check *out);
 
 #endif

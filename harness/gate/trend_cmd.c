@@ -1,15 +1,22 @@
 /*
  * trend_cmd.c - `cortex-bench trend METRIC`: fit steps to a metric's history
- * (runs in commit order, per comparable series), name the commits where it
- * stepped, and optionally chart each series with gnuplot.
+ * (measurements only: complete VALID runs, in commit order, per comparable
+ * series), name the commits where it stepped, warn when the newest run is
+ * off the last fitted level (a possible step a single run cannot confirm:
+ * sig_latest), and optionally chart each series with gnuplot. A metric (or
+ * workload) no stored run has is a usage error (exit 2); the warning keeps
+ * exit 0 (docs/gates.md, "History: trend", says why).
  */
 #include "gate_cmd.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_util.h"
+#include "gatefile.h"
 #include "plot.h"
 #include "significance.h"
 #include "store.h"
@@ -69,25 +76,82 @@ static int trend_chart(const char *dir, const char *mname, const char *wl, int s
     return plot_gnuplot_run(gnuplot, dir, path, err, en);
 }
 
+/* How far (in the series' robust sigmas) the newest run must be off the
+ * last fitted level to be warned about; docs/gates.md says why 3. */
+#define TREND_LATEST_SIGMAS 3.0
+
+/* The gate file's threshold for metric `name` (0 when it has none): `path`
+ * when given (an error is exit 2), else ci/gates.conf when readable. 0, or
+ * a CLI exit code after the message. */
+static int trend_threshold(const char *path, const char *name, double *thr, char *used, size_t n) {
+    *thr = 0;
+    used[0] = 0;
+    if (!path && access("ci/gates.conf", R_OK)) return 0;
+    static gate_conf c;
+    char err[1024];
+    if (gate_conf_load(path ? path : "ci/gates.conf", &c, err, sizeof err)) return cli_fail(CB_EXIT_USAGE, "%s", err);
+    const gate_metric *m = gate_conf_metric(&c, name);
+    if (m) {
+        *thr = m->threshold;
+        snprintf(used, n, "%s", c.path);
+    }
+    return 0;
+}
+
+/* The warning line of a newest run off the last fitted level (sig_latest's
+ * flag): by how much, against what, and that it is not confirmed. */
+static void trend_latest(const sig_latest_check *kc, const double *y, const int64_t *run, char (*commit)[16], int n,
+                         double thr, const char *thr_file) {
+    sig_latest_check k = *kc;
+    double sig = k.sigma > 0 ? fabs(y[n - 1] - k.level) / k.sigma : INFINITY;
+    char why[160];
+    int w = snprintf(why, sizeof why, "%.4g against %.4g, %.1f sigma", y[n - 1], k.level, sig);
+    if (thr > 0) snprintf(why + w, sizeof why - (size_t)w, "; threshold %.1f%% in %s", 100 * thr, thr_file);
+    if (isnan(k.change))
+        printf("    latest run %lld (%s) is off the level of the last %zu runs (%s): a possible step, not confirmed"
+               " until another run agrees\n", (long long)run[n - 1], commit[n - 1], k.k, why);
+    else
+        printf("    latest run %lld (%s) is %.1f%% %s the level of the last %zu runs (%s): a possible step, not"
+               " confirmed until another run agrees\n", (long long)run[n - 1], commit[n - 1], 100 * fabs(k.change),
+               k.change < 0 ? "below" : "above", k.k, why);
+}
+
 /* Fit steps to a metric's history (commit order) per comparable series and
  * name the commit where it stepped. */
 int cmd_trend(int argc, char **argv) {
-    const char *db = CLI_DEFAULT_DB, *mname = NULL, *workload = NULL, *chart = NULL;
+    const char *db = CLI_DEFAULT_DB, *mname = NULL, *workload = NULL, *chart = NULL, *gate_file = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
         else if (!strcmp(argv[i], "--chart") && i + 1 < argc) chart = argv[++i];
         else if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
+        else if (!strcmp(argv[i], "--gate-file") && i + 1 < argc) gate_file = argv[++i];
         else if (argv[i][0] != '-' && !mname) mname = argv[i];
-        else return cli_fail(2, "unexpected argument '%s' (trend METRIC [--workload W] [--chart DIR] [--db FILE])", argv[i]);
+        else return cli_fail(2, "unexpected argument '%s' (trend METRIC [--workload W] [--chart DIR] [--gate-file F]"
+                             " [--db FILE])", argv[i]);
     }
-    if (!mname) return cli_fail(2, "%s", "usage: cortex-bench trend METRIC [--workload W] [--chart DIR] [--db FILE]");
+    if (!mname)
+        return cli_fail(2, "%s", "usage: cortex-bench trend METRIC [--workload W] [--chart DIR] [--gate-file F] [--db FILE]");
+    double thr;
+    char thr_file[512];
+    int rc = trend_threshold(gate_file, mname, &thr, thr_file, sizeof thr_file);
+    if (rc) return rc;
     store *s;
     if (cli_open_existing(db, &s)) return 1;
+    int known = store_metric_known(s, mname, workload);
+    if (known <= 0) {
+        if (known < 0) rc = cli_fail(CB_EXIT_FAILED, "trend: %s", store_errmsg(s));
+        else if (workload && store_metric_known(s, mname, NULL) == 1)
+            rc = cli_fail(CB_EXIT_USAGE, "trend: no stored run of workload '%s' has metric '%s'", workload, mname);
+        else rc = cli_fail(CB_EXIT_USAGE, "trend: no stored run has metric '%s' (`cortex-bench show RUN` lists a run's"
+                           " metrics)", mname);
+        store_close(s);
+        return rc;
+    }
     store_history_point *h;
     int nh;
     if (store_metric_history(s, mname, workload, &h, &nh)) {
         free(h);
-        int rc = cli_fail(1, "trend: %s", store_errmsg(s));
+        rc = cli_fail(1, "trend: %s", store_errmsg(s));
         store_close(s);
         return rc;
     }
@@ -105,7 +169,9 @@ int cmd_trend(int argc, char **argv) {
             double pen = sig_default_penalty(y, (size_t)n);
             if (n >= 4) sig_steps(y, (size_t)n, 2, pen, cp, &ncp);
             printf("%s%s (%s), %d runs, series %.12s: ", series++ ? "\n" : "", mname, wl, n, key);
-            if (!ncp) printf("no step\n");
+            sig_latest_check late;
+            int warn = !sig_latest(y, (size_t)n, cp, ncp, TREND_LATEST_SIGMAS, thr, &late) && late.flag;
+            if (!ncp) printf("%s\n", warn ? "no confirmed step" : "no step");
             char cerr[2048];
             if (chart && trend_chart(chart, mname, wl, series - 1, y, run, commit, n, cp, ncp, cerr, sizeof cerr))
                 fprintf(stderr, "cortex-bench: trend chart: %s\n", cerr);
@@ -120,6 +186,7 @@ int cmd_trend(int argc, char **argv) {
                 printf("%sstep at run %lld, commit %s: %.4g -> %.4g (%+.1f%%)\n", i ? "    " : "\n    ",
                        (long long)run[b], commit[b], before, after, (after / before - 1) * 100);
             }
+            if (warn) trend_latest(&late, y, run, commit, n, thr, thr_file);
             n = 0;
         }
         if (!more) break;
@@ -133,6 +200,8 @@ int cmd_trend(int argc, char **argv) {
     }
     free(h);
     store_close(s);
-    if (!series) printf("no complete runs with mname %s%s%s\n", mname, workload ? " on " : "", workload ? workload : "");
+    if (!series) /* the metric is stored, but only by runs that are no measurement */
+        printf("no measurement of %s%s%s: every run that has it is INVALID, failed or incomplete\n", mname,
+               workload ? " on " : "", workload ? workload : "");
     return 0;
 }

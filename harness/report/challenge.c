@@ -1,8 +1,10 @@
 /*
  * challenge.c - the challenge report (see challenge.h): challenge.md with
- * the measured figures against the 30 tokens/s baseline, per prompt, the
- * charts (drawn by the report's chart code: report_int.h, plot.h), the
- * projection to the challenge machine and the reproduction record.
+ * VALID or INVALID first, then the measured figures against the 30 tokens/s
+ * baseline, per prompt, the charts (drawn by the report's chart code:
+ * report_int.h, plot.h), the projection to the challenge machine and the
+ * reproduction record. An INVALID run gets its verdict, its per-prompt
+ * outcomes and the reproduction record, and nothing that reads as a figure.
  */
 #include "challenge.h"
 
@@ -196,12 +198,24 @@ static void md_projection(FILE *out, const chal_data *d, const chal_opts *o) {
         return;
     }
     const chal_proj *p = &d->proj;
-    const chal_run *r = &d->run[d->n_runs - 1];
+    const chal_run *r = &d->run[d->best];
     char b[4][32], lb[32];
     fprintf(out, "The challenge machine (2 sockets, %d cores, %.0f GB) is not available here. Its decode speed is"
                  " **projected** from what one decoded token costs, the roofs `cortex-bench hw` measured on this"
-                 " machine, and the share of its roof this engine reached here at %s (run %lld):\n\n",
-            o->cores, o->mem_gb, threads_label(r, lb, sizeof lb), (long long)r->info.id);
+                 " machine, and the share of its roof this engine reached here at %s (run %lld)%s:\n\n",
+            o->cores, o->mem_gb, threads_label(r, lb, sizeof lb), (long long)r->info.id,
+            d->n_runs > 1 ? ", the thread count that decoded fastest here (`decode_tps`, median over repetitions)" : "");
+    for (int k = 0; k < d->n_runs; k++) { /* more threads, less speed: said, not hidden by the choice above */
+        const chal_run *q = &d->run[k];
+        if (q->info.threads <= r->info.threads || !(q->decode_tps < r->decode_tps)) continue;
+        char lq[32];
+        fprintf(out, "> **Warning: more threads were slower.** At %s (run %lld) decode ran at %.2f tokens/s, %.1f %%"
+                     " below the %.2f tokens/s of %s. The projection starts from the faster %s; that this machine did"
+                     " not scale (shared or hyperthreaded cores, bandwidth already saturated, or threading overhead on"
+                     " a small model) is itself a finding the projection cannot carry over.\n\n",
+                threads_label(q, lq, sizeof lq), (long long)q->info.id, q->decode_tps,
+                100 * (1 - q->decode_tps / r->decode_tps), r->decode_tps, lb, lb);
+    }
     fprintf(out, "| quantity | value | from |\n| --- | ---: | --- |\n");
     fprintf(out, "| bytes read per decoded token | %.4g MB | `bytes_per_token` of run %lld: weights read (for a mixture"
                  " of experts only the used experts), KV at the mean attended position |\n",
@@ -310,6 +324,43 @@ static void md_record(FILE *out, const chal_data *d, const chal_opts *o) {
                  " then this report; the canaries must match.\n");
 }
 
+/* VALID or INVALID, first: an INVALID run's reasons and that nothing below
+ * is a measurement; a VALID run's tolerated failures and how many prompts
+ * each thread count served. */
+static void md_verdict(FILE *out, const chal_data *d) {
+    const store_run *r = &d->run[d->asked].info;
+    char word[48], lb[32];
+    if (d->invalid) {
+        fprintf(out, "> %s: ", show_validity_word(word, sizeof word, "invalid", out));
+        show_md_inline(out, r->validity_reasons);
+        fprintf(out, ".\n>\n> **Not a measurement**: no comparison with the %g tokens/s baseline and no projection"
+                     " are made from this run; what follows are its per-prompt outcomes only. Rerun with every prompt"
+                     " served (a larger context, fewer failures) or, to accept some failures knowingly,"
+                     " `--allow-failures SHARE`.\n\n", CHAL_BASELINE_TPS);
+        return;
+    }
+    fprintf(out, "> **VALID**");
+    if (*r->validity_reasons) {
+        fprintf(out, " with tolerated failures (");
+        show_md_inline(out, r->validity_reasons);
+        fprintf(out, ")");
+    }
+    fprintf(out, ":");
+    for (int k = 0; k < d->n_runs; k++) {
+        const chal_run *q = &d->run[k];
+        int served = 0, partly = 0;
+        for (int i = 0; i < q->n; i++) {
+            served += q->p[i].served > 0;
+            partly += q->p[i].served > 0 && q->p[i].served < q->p[i].reps;
+        }
+        fprintf(out, "%s %d of %d prompts served at %s", k ? (k == d->n_runs - 1 ? " and" : ",") : "", served, q->n,
+                threads_label(q, lb, sizeof lb));
+        if (partly) fprintf(out, " (%d of them not in every repetition)", partly);
+    }
+    fprintf(out, ".%s\n\n", *r->validity_reasons ? " Every figure below is over the served prompts only: a prompt"
+                                                    " that failed counts in none." : "");
+}
+
 /* The title, what the challenge is and what was run instead. */
 static void md_head(FILE *out, const chal_data *d) {
     const store_run *r = &d->run[d->asked].info;
@@ -319,6 +370,7 @@ static void md_head(FILE *out, const chal_data *d) {
     gmtime_r(&t, &tm);
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
     fprintf(out, "# Challenge run: %s (%s), run %lld\n\n", r->model, r->type, (long long)r->id);
+    md_verdict(out, d);
     fprintf(out, "Generated %s by `cortex-bench report --challenge`. Metric definitions: docs/metrics.md.\n\n", now);
     fprintf(out, "**The challenge**: GPT-OSS-20B on a CPU VM with 2 sockets, 8 cores and 32 GB, 10 standardized"
                  " prompts, minimum, median and maximum tokens per second and memory, against a baseline of %g"
@@ -341,7 +393,7 @@ static void md_head(FILE *out, const chal_data *d) {
     if (strcmp(r->model, "gpt-oss-20b") && !strstr(r->model_path, "gpt-oss-20b"))
         fprintf(out, " The model is not GPT-OSS-20B, so no figure here is the challenge's: they show the method.");
     fprintf(out, "\n\n");
-    if (d->n_runs < 2)
+    if (d->n_runs < 2 && !d->invalid)
         fprintf(out, "> Only one thread count of this configuration is stored. The challenge comparison wants 1 and 2"
                      " threads: `cortex-bench run ... --workload %s -t 1,2`.\n\n", r->workload);
 }
@@ -355,6 +407,14 @@ static int md_write(rp_ctx *c, const chal_data *d, const chal_opts *o, rp_chart 
     FILE *out = fopen(tmp, "w");
     if (!out) return snprintf(c->err, c->errlen, "cannot write %s: %s", tmp, strerror(errno)), -1;
     md_head(out, d);
+    if (d->invalid) { /* the outcomes, what was run; no figure */
+        fprintf(out, "## Outcomes per prompt\n\n");
+        show_verdict(c->s, d->run[d->asked].info.id, out);
+        fprintf(out, "\n");
+        show_items(c->s, d->run[d->asked].info.id, out);
+        md_record(out, d, o);
+        return plot_commit_file(out, tmp, path, c->err, c->errlen);
+    }
     md_results(out, d);
     rp_md_charts(out, charts, CC_N, have_gp, gp_err);
     md_prompts(out, d);
@@ -380,9 +440,12 @@ int chal_report_write(store *s, int64_t run_id, const chal_opts *opts, const cha
     int rc = -1;
     if (plot_mkdirs(c.dir, err, errlen)) goto out;
     rp_charts_clear(&c, charts, CC_N);
-    if (chal_chart(&c, &charts[CC_TPS], &d, 0) || chal_chart(&c, &charts[CC_TTFT], &d, 1)) goto out;
-    char gp_err[768];
-    int have_gp = rp_charts_render(&c, charts, CC_N, gp_err, sizeof gp_err);
+    char gp_err[768] = "";
+    int have_gp = 0;
+    if (!d.invalid) { /* an INVALID run's speeds are no measurement: no chart */
+        if (chal_chart(&c, &charts[CC_TPS], &d, 0) || chal_chart(&c, &charts[CC_TTFT], &d, 1)) goto out;
+        have_gp = rp_charts_render(&c, charts, CC_N, gp_err, sizeof gp_err);
+    }
     if (md_write(&c, &d, opts, charts, have_gp, *gp_err ? gp_err : NULL, path_out)) goto out;
     if (*gp_err) {
         snprintf(err, errlen, "%s (challenge.md written without that chart)", gp_err);

@@ -6,9 +6,14 @@
  * minimum, median and maximum and the peak RSS, for RUN and the runs of its
  * configuration at other thread counts (store_run_siblings), against the
  * challenge's 30 tokens/s baseline; and a projection to the challenge
- * machine from the roofs `cortex-bench hw` measured here and the bytes and
- * arithmetic a decoded token costs (roofline.h). Definitions:
- * docs/metrics.md ("The challenge run"); the command: docs/harness.md.
+ * machine from the roofs `cortex-bench hw` measured here (one core's peak
+ * for the instruction set the run's kernels used) and the bytes and
+ * arithmetic a decoded token costs (roofline.h), from the thread count that
+ * decoded fastest. The report states VALID or INVALID first; an INVALID run
+ * (validity.h) is no measurement: its report shows the per-prompt outcomes
+ * only, with no comparison with the baseline and no projection.
+ * Definitions: docs/metrics.md ("The challenge run"); the command:
+ * docs/harness.md.
  *
  * challenge_data.c loads and computes (no output); challenge.c writes the
  * markdown report and its charts.
@@ -92,16 +97,33 @@ typedef struct chal_proj {
 
 /* Everything a challenge report is made from. */
 typedef struct chal_data {
-    chal_run run[CHAL_MAX_RUNS]; /* by thread count */
+    chal_run run[CHAL_MAX_RUNS]; /* by thread count; an INVALID asked run alone */
     int n_runs;
     int asked;                /* index of the run the report was asked for */
-    hw_peaks hw;              /* the hw row of the run with the most threads (id 0: none) */
+    int invalid;              /* the asked run is INVALID: outcomes only, no comparison, no projection */
+    int best;                 /* index of the run the projection is from: the best decode_tps median (-1: none) */
+    hw_peaks hw;              /* the hw row of that run (id 0: none) */
     int have_hw;
-    const char *core_fig;     /* which measured per-core peak core_gops is ("int8 AVX2 dot", ...) */
+    char core_fig[256];       /* which measured per-core peak core_gops is ("int8 AVX-512 VNNI dot", ...) */
     chal_proj proj;
     int have_proj;
     char no_proj[256];        /* why there is no projection */
 } chal_data;
+
+/* The run to project from: the index of the largest decode_tps median
+ * (fewer threads on a tie), -1 when no run has one. More threads are not
+ * assumed faster: on a shared or small machine they can be slower. */
+int chal_best_run(const chal_run *runs, int n);
+
+/* One core's peak arithmetic (G op/s) for the kernels a run used, from hw
+ * row `hw`: `isa` is runs.isa ("avx512vnni+hpx16": the part before '+'
+ * counts), `type` the weights' type. Float weights (f32, f16, bf16) use the
+ * FMA peak of that ISA (AVX-512 F or AVX2), quantized ones the int8 dot
+ * product peak (AVX-512 VNNI for avx512vnni/avx512bf16 kernels, AVX2
+ * maddubs+madd otherwise), scalar kernels the scalar peak. A figure hw did
+ * not measure is replaced by the nearest it did, and `fig` (n bytes) says
+ * which and why. NAN when none is known. */
+double chal_core_peak(const hw_peaks *hw, const char *isa, const char *type, char *fig, size_t n);
 
 /* Compute the roofs, efficiency and projection of `p` from its inputs. */
 void chal_project(chal_proj *p);

@@ -125,14 +125,76 @@ static int run_of(store *s, int64_t id, chal_run *r) {
     return rc;
 }
 
-/* The projection from the run with the most threads (the last), its hw row
- * and the options; d->have_proj, or the reason in d->no_proj. */
+/* See challenge.h. */
+int chal_best_run(const chal_run *runs, int n) {
+    int best = -1;
+    for (int k = 0; k < n; k++) {
+        double v = runs[k].decode_tps;
+        if (isnan(v)) continue;
+        if (best < 0 || v > runs[best].decode_tps ||
+            (v == runs[best].decode_tps && runs[k].info.threads < runs[best].info.threads))
+            best = k;
+    }
+    return best;
+}
+
+/* See challenge.h. */
+double chal_core_peak(const hw_peaks *hw, const char *isa, const char *type, char *fig, size_t n) {
+    char base[32];
+    snprintf(base, sizeof base, "%.*s", (int)strcspn(isa, "+"), isa);
+    int fp = !strcmp(type, "f32") || !strcmp(type, "f16") || !strcmp(type, "bf16");
+    int avx512 = !strncmp(base, "avx512", 6), vnni512 = !strcmp(base, "avx512vnni") || !strcmp(base, "avx512bf16");
+    double v;
+    if (!strcmp(base, "scalar")) {
+        snprintf(fig, n, "fp32 scalar mul+add (the run forced scalar kernels)");
+        return hw->fp32_scalar_1t;
+    }
+    if (fp && avx512 && !isnan(hw->fp32_avx512_1t)) {
+        snprintf(fig, n, "fp32 AVX-512 FMA (the run's %s kernels)", base);
+        return hw->fp32_avx512_1t;
+    }
+    if (!fp && vnni512 && !isnan(hw->int8_vnni_1t)) {
+        snprintf(fig, n, "int8 AVX-512 VNNI dot (vpdpbusd; the run's %s kernels)", base);
+        return hw->int8_vnni_1t;
+    }
+    v = fp ? hw->fp32_avx2_1t : hw->int8_avx2_1t;
+    const char *what = fp ? "fp32 AVX2 FMA" : "int8 AVX2 dot (maddubs+madd)";
+    if (!*base) snprintf(fig, n, "%s (the run's kernels were not recorded: assumed AVX2)", what);
+    else if (avx512 && (fp || vnni512))
+        snprintf(fig, n, "%s standing in for the run's %s kernels: hw row %lld has no AVX-512 %s figure", what, base,
+                 (long long)hw->id, fp ? "FMA" : "VNNI");
+    else if (avx512)
+        snprintf(fig, n, "%s standing in for the run's %s kernels (512-bit maddubs+madd), whose peak `cortex-bench hw`"
+                 " does not measure", what, base);
+    else if (!fp && !strcmp(base, "avxvnni"))
+        snprintf(fig, n, "%s standing in for the run's avxvnni kernels (VEX vpdpbusd), whose peak `cortex-bench hw`"
+                 " does not measure", what);
+    else snprintf(fig, n, "%s (the run's %s kernels)", what, base);
+    if (isnan(v)) { /* no AVX2 here: the scalar figure is what the kernels get */
+        snprintf(fig, n, "fp32 scalar mul+add (no AVX2 figure measured)");
+        v = hw->fp32_scalar_1t;
+    }
+    return v;
+}
+
+/* The projection from the run that decoded fastest (chal_best_run), its hw
+ * row and the options; d->have_proj, or the reason in d->no_proj. */
 static void proj_of(store *s, const chal_opts *o, chal_data *d) {
-    const chal_run *r = &d->run[d->n_runs - 1];
+    if (d->invalid) {
+        snprintf(d->no_proj, sizeof d->no_proj, "run %lld is INVALID: no measurement to project from",
+                 (long long)d->run[d->asked].info.id);
+        return;
+    }
+    d->best = chal_best_run(d->run, d->n_runs);
+    const chal_run *r = &d->run[d->best < 0 ? d->n_runs - 1 : d->best];
     hw_ref ref;
     if (r->info.endpoint[0]) {
         snprintf(d->no_proj, sizeof d->no_proj, "run %lld was measured over HTTP: the server's model and machine are"
                  " not known here", (long long)r->info.id);
+        return;
+    }
+    if (d->best < 0) {
+        snprintf(d->no_proj, sizeof d->no_proj, "no run recorded a decode speed (decode_tps)");
         return;
     }
     if (hw_store_lookup(s, NULL, r->info.env_id, r->info.threads, &ref) != 1 || hw_store_peaks(s, ref.id, &d->hw) != 1) {
@@ -141,23 +203,14 @@ static void proj_of(store *s, const chal_opts *o, chal_data *d) {
         return;
     }
     d->have_hw = 1;
-    if (isnan(r->bytes_per_token) || isnan(r->decode_tps)) {
+    if (isnan(r->bytes_per_token)) {
         snprintf(d->no_proj, sizeof d->no_proj, "run %lld recorded no bytes per decoded token (see the run's stderr:"
-                 " the model's tensors could not be accounted for) or no decode speed", (long long)r->info.id);
+                 " the model's tensors could not be accounted for)", (long long)r->info.id);
         return;
     }
-    /* One core's peak for the run's kernels: fp32 FMA for float weights, int8 dot products for quantized
-     * ones (the q8/q4/k-quant/mxfp4 kernels multiply int8 codes), scalar when the run forced scalar kernels. */
-    int scalar = !strncmp(r->info.isa, "scalar", 6);
-    int fp = !strcmp(r->info.type, "f32") || !strcmp(r->info.type, "f16") || !strcmp(r->info.type, "bf16");
     chal_proj *p = &d->proj;
     memset(p, 0, sizeof *p);
-    p->core_gops = scalar ? d->hw.fp32_scalar_1t : fp ? d->hw.fp32_avx2_1t : d->hw.int8_avx2_1t;
-    d->core_fig = scalar ? "fp32 scalar mul+add" : fp ? "fp32 AVX2 FMA" : "int8 AVX2 dot (maddubs+madd)";
-    if (isnan(p->core_gops)) { /* no AVX2 here: the scalar figure is what the kernels get */
-        p->core_gops = d->hw.fp32_scalar_1t;
-        d->core_fig = "fp32 scalar mul+add (no AVX2 figure measured)";
-    }
+    p->core_gops = chal_core_peak(&d->hw, r->info.isa, r->info.type, d->core_fig, sizeof d->core_fig);
     p->bytes_per_token = r->bytes_per_token;
     p->flops_per_token = r->flops_per_token;
     p->here_gbs = ref.read_gbs;
@@ -183,8 +236,11 @@ int chal_load(store *s, int64_t run_id, const chal_opts *opts, chal_data *d, cha
     if (strcmp(r.status, "complete"))
         return snprintf(err, errlen, "run %lld is %s: the challenge report needs a complete run", (long long)run_id,
                         r.status), -1;
-    int64_t ids[CHAL_MAX_RUNS];
-    int n = store_run_siblings(s, run_id, ids, CHAL_MAX_RUNS);
+    int64_t ids[CHAL_MAX_RUNS] = {run_id};
+    /* An INVALID run is no measurement: reported alone, never beside (or against) its VALID siblings. */
+    d->invalid = !strcmp(r.validity, "invalid");
+    d->best = -1;
+    int n = d->invalid ? 1 : store_run_siblings(s, run_id, ids, CHAL_MAX_RUNS);
     if (n <= 0) return snprintf(err, errlen, "report: runs: %s", store_errmsg(s)), -1;
     for (int i = 0; i < n; i++) {
         if (run_of(s, ids[i], &d->run[d->n_runs])) {

@@ -2,6 +2,8 @@
  * dashboard.c - `cortex-bench dashboard`: the static HTML dashboard (see
  * dashboard.h). Everything comes from one pass over the database: runs with
  * their environments, the headline medians of every run, the latest gates.
+ * Only measurements (STORE_MEASUREMENT: complete and VALID) show figures or
+ * enter a trend; an INVALID run is shown in red with its reasons.
  */
 #include "dashboard.h"
 
@@ -50,6 +52,11 @@ typedef struct db_run {
     int64_t id;
     char started[40], status[16], error[512], commit[48], workload[256], mode[16], model[160], type[16], key[80];
     char cpu[160], kernel[128], compiler[128], governor[32], fpr[20];
+    char validity[16], reasons[1024]; /* validity.h: "valid", "invalid" ("" before schema v12 or not complete) */
+    char endpoint[512], server[256];  /* measured over HTTP: the server's URL and identity ("" in-process) */
+    int measurement;                  /* STORE_MEASUREMENT: complete and VALID; the only runs with figures */
+    int64_t sweep;                    /* the rate sweep's saturation run (0: none) */
+    double rate;                      /* open loop at this rate (0: none) */
     int dirty, threads, reps, cores;
     double mem_gib;
     double med[DB_NM], lo[DB_NM], hi[DB_NM]; /* summary median/min/max, NAN if absent */
@@ -77,8 +84,8 @@ static int db_fail(db_ctx *c, const char *what) {
     return -1;
 }
 
-/* Write text HTML-escaped (also fine inside attributes and SVG). */
-static void db_html(FILE *f, const char *s) {
+/* See dashboard.h. */
+void dashboard_html(FILE *f, const char *s) {
     for (; *s; s++) {
         switch (*s) {
         case '&': fputs("&amp;", f); break;
@@ -91,6 +98,8 @@ static void db_html(FILE *f, const char *s) {
     }
 }
 
+#define db_html dashboard_html
+
 /* Numbers with about three significant digits, for axes and tables. */
 static const char *db_short(char *buf, size_t n, double v) {
     double a = fabs(v);
@@ -101,6 +110,24 @@ static const char *db_short(char *buf, size_t n, double v) {
     else snprintf(buf, n, "%.3g", v);
     return buf;
 }
+
+/* Where a run ran: "4 threads", or for a run over HTTP its server (the
+ * threads are the server's business, not this harness's: never "0 threads"). */
+static void db_where(FILE *out, const db_run *r) {
+    if (!*r->endpoint) {
+        fprintf(out, "%d thread%s", r->threads, r->threads == 1 ? "" : "s");
+        return;
+    }
+    fprintf(out, "server ");
+    db_html(out, *r->server ? r->server : "(unidentified)");
+    fprintf(out, " at <code>");
+    db_html(out, r->endpoint);
+    fprintf(out, "</code>");
+}
+
+/* A run of a rate sweep other than its saturation run: shown with the sweep
+ * (dashboard_sweep.c), not as a trend of its own rate. */
+static int db_sweep_member(const db_run *r) { return r->sweep && r->sweep != r->id; }
 
 /* ---------------------------------------------------------------- loading */
 
@@ -134,6 +161,13 @@ static int db_load(db_ctx *c) {
         snprintf(r->key, sizeof r->key, "%s", a->key);
         r->threads = a->threads;
         r->reps = a->reps;
+        snprintf(r->validity, sizeof r->validity, "%s", a->validity);
+        snprintf(r->reasons, sizeof r->reasons, "%s", a->validity_reasons);
+        snprintf(r->endpoint, sizeof r->endpoint, "%s", a->endpoint);
+        snprintf(r->server, sizeof r->server, "%s", a->server);
+        r->measurement = a->measurement;
+        r->sweep = a->sweep;
+        r->rate = a->rate;
         snprintf(r->cpu, sizeof r->cpu, "%s", a->cpu_model);
         r->cores = a->logical_cores;
         r->mem_gib = (double)a->mem_bytes / (1 << 30);
@@ -142,6 +176,8 @@ static int db_load(db_ctx *c) {
         snprintf(r->governor, sizeof r->governor, "%s", a->governor);
         snprintf(r->fpr, sizeof r->fpr, "%.12s", a->fingerprint);
         for (int m = 0; m < DB_NM; m++) r->med[m] = r->lo[m] = r->hi[m] = NAN;
+        r->roof_frac = NAN;
+        if (!r->measurement) continue; /* no figure of it is a measurement: none is loaded */
         int nr = store_summary_load(c->s, r->id, rows, 256);
         if (nr < 0) {
             free(all);
@@ -399,11 +435,24 @@ static int db_group_html(db_ctx *c, FILE *out, const db_group *g) {
     db_html(out, r0->workload);
     fprintf(out, "</code> · ");
     db_html(out, r0->model);
-    fprintf(out, " · %d thread%s · %s</h3>\n<p class=\"meta\">", r0->threads, r0->threads == 1 ? "" : "s",
+    fprintf(out, " · ");
+    db_where(out, r0);
+    fprintf(out, " · %s</h3>\n<p class=\"meta\">",
             synth ? "synthetic test" : !strcmp(r0->mode, "open") ? "open loop (trace replay)" : "closed loop");
     db_html(out, last->cpu);
-    fprintf(out, ", %d CPUs · configuration <code>%.12s</code> · %d run%s, latest run %lld</p>\n<div class=\"charts\">\n",
-            last->cores, r0->key, g->n, g->n == 1 ? "" : "s", (long long)g->latest);
+    fprintf(out, ", %d CPUs · configuration <code>%.12s</code> · %d run%s, latest run %lld", last->cores, r0->key, g->n,
+            g->n == 1 ? "" : "s", (long long)g->latest);
+    int sweeps = 0;
+    int64_t newest_sweep = 0;
+    for (int k = 0; k < g->n; k++)
+        if (rs[k]->sweep == rs[k]->id) {
+            sweeps++;
+            if (rs[k]->id > newest_sweep) newest_sweep = rs[k]->id;
+        }
+    if (sweeps) /* saturation runs: their sweeps' other rates are charted under Rate sweeps, not here */
+        fprintf(out, " · %d saturation run%s of rate sweeps (the newest: <a href=\"#sweep-%lld\">sweep of run %lld</a>)",
+                sweeps, sweeps == 1 ? "" : "s", (long long)newest_sweep, (long long)newest_sweep);
+    fprintf(out, "</p>\n<div class=\"charts\">\n");
     for (int m = 0; m < DB_NM; m++) {
         if (DB_METRICS[m].synthetic != synth) continue;
         int any = 0;
@@ -433,8 +482,8 @@ static int db_trends(db_ctx *c, FILE *out) {
         return snprintf(c->err, c->errlen, "dashboard: out of memory"), -1;
     }
     int n = 0, ng = 0, rc = 0;
-    for (int i = 0; i < c->n_runs; i++)
-        if (!strcmp(c->runs[i].status, "complete")) rs[n++] = &c->runs[i];
+    for (int i = 0; i < c->n_runs; i++) /* measurements only; a sweep as its saturation run */
+        if (c->runs[i].measurement && !db_sweep_member(&c->runs[i])) rs[n++] = &c->runs[i];
     qsort(rs, (size_t)n, sizeof *rs, db_cmp_group);
     for (int i = 0; i < n;) {
         int j = i;
@@ -448,10 +497,14 @@ static int db_trends(db_ctx *c, FILE *out) {
     }
     qsort(gs, (size_t)ng, sizeof *gs, db_cmp_latest);
     fprintf(out, "<section id=\"trends\">\n<h2>Trends by configuration</h2>\n");
-    if (!ng) fprintf(out, "<p class=\"none\">No complete runs yet: <code>cortex-bench run</code> records them.</p>\n");
+    if (!ng) fprintf(out, "<p class=\"none\">No measurements yet (complete VALID runs): <code>cortex-bench run</code>"
+                          " records them.</p>\n");
     else
         fprintf(out, "<p class=\"help\">One group per workload and comparable configuration (same CPU, ISA flags, core"
                      " count, model file, quantization, threads, build type and context: <code>runs.compare_key</code>)."
+                     " Only measurements are charted: complete VALID runs (INVALID, failed and incomplete runs are"
+                     " listed under Runs, never as points); a rate sweep is charted by its saturation run, its other"
+                     " rates under Rate sweeps."
                      " Points are medians over repetitions, bars span min–max; x: runs in commit order (git history"
                      " when available, else order of first benchmark), labelled r<em>run</em> and commit (* = dirty"
                      " tree). Charts: %s.</p>\n",
@@ -505,7 +558,7 @@ static int db_gates(db_ctx *c, FILE *out) {
         db_html(out, g->gate_file);
         fprintf(out, "</code>");
     }
-    fprintf(out, ".</p>\n");
+    fprintf(out, ". Each verdict below names the two runs it judged.</p>\n");
     if (*g->summary) {
         fprintf(out, "<p class=\"summary\">");
         db_html(out, g->summary);
@@ -519,8 +572,9 @@ static int db_gates(db_ctx *c, FILE *out) {
         free(gs);
         return db_fail(c, "verdicts");
     }
-    fprintf(out, "<table class=\"verdicts\">\n<thead><tr><th>metric</th><th>verdict</th><th>change</th><th>95%% CI</th>"
-                 "<th>p</th><th>baseline</th><th>candidate</th><th>threshold</th><th>n</th><th>note</th></tr></thead>\n<tbody>\n");
+    fprintf(out, "<table class=\"verdicts\">\n<thead><tr><th>metric</th><th>verdict</th><th>runs (baseline → candidate)</th>"
+                 "<th>change</th><th>95%% CI</th><th>p</th><th>baseline</th><th>candidate</th><th>threshold</th><th>n</th>"
+                 "<th>note</th></tr></thead>\n<tbody>\n");
     for (int i = 0; i < nv; i++) {
         const store_verdict_row *v = &vs[i];
         char b[3][40];
@@ -528,7 +582,12 @@ static int db_gates(db_ctx *c, FILE *out) {
         db_html(out, v->metric);
         fprintf(out, "</code></td><td><span class=\"badge %s\">", db_verdict_class(v->verdict));
         db_html(out, v->verdict);
-        fprintf(out, "</span></td><td class=\"num\">");
+        /* the verdict's own runs (a gate over several workloads judges a pair per workload; rows
+         * stored before schema v12 fall back to the gate's pair: store_verdicts_load) */
+        char vb[24] = "–", vc[24] = "–";
+        if (v->base_run) snprintf(vb, sizeof vb, "%lld", (long long)v->base_run);
+        if (v->cand_run) snprintf(vc, sizeof vc, "%lld", (long long)v->cand_run);
+        fprintf(out, "</span></td><td class=\"num\">%s → %s</td><td class=\"num\">", vb, vc);
         if (isnan(v->change)) fprintf(out, "–");
         else fprintf(out, "%+.2f %%", 100 * v->change);
         fprintf(out, "</td><td class=\"num\">");
@@ -548,7 +607,7 @@ static int db_gates(db_ctx *c, FILE *out) {
         fprintf(out, "</td></tr>\n");
     }
     free(vs);
-    if (!nv) fprintf(out, "<tr><td colspan=\"10\" class=\"none\">This gate recorded no per-metric verdicts.</td></tr>\n");
+    if (!nv) fprintf(out, "<tr><td colspan=\"11\" class=\"none\">This gate recorded no per-metric verdicts.</td></tr>\n");
     fprintf(out, "</tbody></table>\n");
 
     /* Recent gates. */
@@ -619,35 +678,53 @@ static void db_runs(db_ctx *c, FILE *out) {
     fprintf(out, "<p class=\"help\">Decode: median decode tok/s and, in parentheses, its fraction of the memory-bandwidth"
                  " roofline (read bandwidth / bytes read per token; docs/metrics.md).%s</p>\n",
             hint ? " " ROOF_HINT " (no hw row for some machines)." : "");
-    fprintf(out, "<table class=\"runs\">\n<thead><tr><th>run</th><th>started (UTC)</th><th>status</th><th>commit</th>"
-                 "<th>workload</th><th>model</th><th>threads</th><th>reps</th><th>TPS (median)</th><th>decode (roofline)</th>"
+    fprintf(out, "<table class=\"runs\">\n<thead><tr><th>run</th><th>started (UTC)</th><th>verdict</th><th>commit</th>"
+                 "<th>workload</th><th>model</th><th>threads or server</th><th>reps</th><th>TPS (median)</th><th>decode (roofline)</th>"
                  "<th>TTFT p50</th><th>environment</th><th>report</th></tr></thead>\n<tbody>\n");
     for (int i = c->n_runs - 1, k = 0; i >= 0 && k < DB_TABLE_RUNS; i--, k++) {
         const db_run *r = &c->runs[i];
-        fprintf(out, "<tr><td class=\"num\">%lld</td><td class=\"nowrap\">%.10s %.8s</td><td><span class=\"badge %s\"",
-                (long long)r->id, r->started, strlen(r->started) > 11 ? r->started + 11 : "", !strcmp(r->status, "complete") ? "good" : !strcmp(r->status, "failed") ? "bad" : "neutral");
-        if (*r->error) {
+        int complete = !strcmp(r->status, "complete"), invalid = complete && !strcmp(r->validity, "invalid");
+        /* green only for a measurement; INVALID (and a failed run) red; the rest grey */
+        const char *cls = r->measurement ? "good" : invalid || !strcmp(r->status, "failed") ? "bad" : "neutral";
+        const char *word = r->measurement ? "VALID" : invalid ? "INVALID" : complete ? "not judged" : r->status;
+        const char *why = invalid ? r->reasons : r->error;
+        fprintf(out, "<tr%s><td class=\"num\">%lld</td><td class=\"nowrap\">%.10s %.8s</td><td><span class=\"badge %s\"",
+                invalid ? " class=\"invalid\"" : "", (long long)r->id, r->started,
+                strlen(r->started) > 11 ? r->started + 11 : "", cls);
+        if (*why) {
             fprintf(out, " title=\"");
-            db_html(out, r->error);
+            db_html(out, why);
             fprintf(out, "\"");
         }
         fprintf(out, ">");
-        db_html(out, r->status);
+        db_html(out, word);
         fprintf(out, "</span></td><td><code>%.10s</code>%s</td><td><code>", *r->commit ? r->commit : "?",
                 r->dirty ? " <span class=\"dirty\" title=\"built from a modified tree\">dirty</span>" : "");
         db_html(out, r->workload);
-        fprintf(out, "</code></td><td>");
+        fprintf(out, "</code>");
+        if (db_sweep_member(r)) /* charted with its sweep, not as a trend of its own */
+            fprintf(out, "<br><small><a href=\"#sweep-%lld\">rate sweep of run %lld</a> at %.3g req/s</small>",
+                    (long long)r->sweep, (long long)r->sweep, r->rate);
+        else if (r->sweep) fprintf(out, "<br><small><a href=\"#sweep-%lld\">rate sweep</a>: saturation run</small>", (long long)r->id);
+        fprintf(out, "</td><td>");
         db_html(out, r->model);
         fprintf(out, " <small>");
         db_html(out, r->type);
-        char b[3][32], dec[64];
-        double tps = !isnan(r->med[0]) ? r->med[0] : r->med[5];
-        plot_num(dec, sizeof dec, r->med[1], 2);
-        if (!isnan(r->med[1]) && !isnan(r->roof_frac))
-            snprintf(dec + strlen(dec), sizeof dec - strlen(dec), " (%.0f%%)", 100 * r->roof_frac);
-        fprintf(out, "</small></td><td class=\"num\">%d</td><td class=\"num\">%d</td><td class=\"num\">%s</td>"
-                     "<td class=\"num\">%s</td><td class=\"num\">%s</td><td>",
-                r->threads, r->reps, plot_num(b[0], 32, tps, 2), dec, isnan(r->med[3]) ? "–" : plot_num(b[2], 32, r->med[3], 2));
+        fprintf(out, "</small></td><td>");
+        db_where(out, r);
+        fprintf(out, "</td><td class=\"num\">%d</td>", r->reps);
+        if (r->measurement) {
+            char b[3][32], dec[64];
+            double tps = !isnan(r->med[0]) ? r->med[0] : r->med[5];
+            plot_num(dec, sizeof dec, r->med[1], 2);
+            if (!isnan(r->med[1]) && !isnan(r->roof_frac))
+                snprintf(dec + strlen(dec), sizeof dec - strlen(dec), " (%.0f%%)", 100 * r->roof_frac);
+            fprintf(out, "<td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td>",
+                    plot_num(b[0], 32, tps, 2), dec, isnan(r->med[3]) ? "–" : plot_num(b[2], 32, r->med[3], 2));
+        } else { /* no figure of a run that is not a measurement */
+            fprintf(out, "<td colspan=\"3\" class=\"nofig\">%s</td><td>",
+                    invalid ? "INVALID: not a measurement" : complete ? "not judged: no figure" : "no result");
+        }
         db_html(out, r->cpu);
         fprintf(out, ", %d CPUs, %.1f GiB<br><small>", r->cores, r->mem_gib);
         db_html(out, r->kernel);
@@ -665,9 +742,9 @@ static void db_runs(db_ctx *c, FILE *out) {
             fprintf(out, "<small title=\"cortex-bench report %lld writes it\">–</small>", (long long)r->id);
         }
         fprintf(out, "</td></tr>\n");
-        if (*r->error && strcmp(r->status, "complete")) {
-            fprintf(out, "<tr class=\"err\"><td></td><td colspan=\"11\">");
-            db_html(out, r->error);
+        if (*why && !r->measurement) { /* why it is no measurement, in red under it */
+            fprintf(out, "<tr class=\"err\"><td></td><td colspan=\"11\">%s", invalid ? "<strong>INVALID</strong>: " : "");
+            db_html(out, why);
             fprintf(out, "</td></tr>\n");
         }
     }
@@ -691,6 +768,7 @@ static const char DB_CSS[] =
     "padding:4px 7px;text-align:left;vertical-align:top}\n"
     "th{background:#f1f3f5}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
     "tr.err td{color:#a40000;font-size:12px;border-top:none}small{color:#666}.nowrap{white-space:nowrap}\n"
+    "tr.invalid td{background:#fff4f4}td.nofig{color:#a40000;font-style:italic;text-align:center}\n"
     ".badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:12px;font-weight:600}\n"
     ".good{background:#d9f2dd;color:#145c22}.bad{background:#fbd9d9;color:#8a1010}.warn{background:#fff0c2;color:#7a5200}"
     ".neutral{background:#ebebeb;color:#444}\n"
@@ -756,21 +834,26 @@ int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(now, sizeof now, "%Y-%m-%d %H:%M:%S UTC", &tm);
-    int complete = 0, failed = 0;
+    int valid = 0, invalid = 0, complete = 0, failed = 0; /* only VALID runs count as green */
     for (int i = 0; i < c.n_runs; i++) {
+        valid += c.runs[i].measurement;
         complete += !strcmp(c.runs[i].status, "complete");
+        invalid += !strcmp(c.runs[i].status, "complete") && !strcmp(c.runs[i].validity, "invalid");
         failed += !strcmp(c.runs[i].status, "failed");
     }
     fprintf(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                  "<title>Cortex benchmark dashboard</title>\n<style>\n%s</style>\n</head>\n<body>\n"
                  "<header>\n<h1>Cortex benchmark dashboard</h1>\n<p class=\"meta\">Generated %s by"
-                 " <code>cortex-bench dashboard</code> from %d run%s (%d complete, %d failed, %d incomplete)."
+                 " <code>cortex-bench dashboard</code> from %d run%s: <span class=\"badge good\">%d VALID</span>"
+                 " <span class=\"badge %s\">%d INVALID</span> %d failed, %d incomplete%s. Only VALID runs are"
+                 " measurements: the others show no figure and are in no trend."
                  " Metric definitions: docs/metrics.md.</p>\n"
                  "<nav><a href=\"#gates\">Gate verdicts</a><a href=\"#trends\">Trends</a><a href=\"#sweeps\">Rate sweeps</a>"
                  "<a href=\"#runs\">Runs</a></nav>\n"
                  "</header>\n",
-            DB_CSS, now, c.n_runs, c.n_runs == 1 ? "" : "s", complete, failed, c.n_runs - complete - failed);
+            DB_CSS, now, c.n_runs, c.n_runs == 1 ? "" : "s", valid, invalid ? "bad" : "neutral", invalid, failed,
+            c.n_runs - complete - failed, complete - valid - invalid ? ", some complete but not judged" : "");
     if (db_gates(&c, out) || db_trends(&c, out) || dashboard_sweeps(s, out, c.charts, err, errlen)) goto done;
     db_runs(&c, out);
     fprintf(out, "<script>\n%s</script>\n</body>\n</html>\n", DB_JS);

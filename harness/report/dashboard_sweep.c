@@ -3,7 +3,10 @@
  * sweep`): for each sweep one SVG chart, drawn here without gnuplot like the
  * trend charts, of latency (TTFT p50 and p99, TPOT p50) and achieved
  * request rate against the offered load, with the saturation rate of the
- * sweep's closed-loop run marked, and a table of its runs.
+ * sweep's closed-loop run marked, and a table of its runs. Points are
+ * measurements only (store_sweep_load); the sweep's INVALID runs are listed
+ * under it in red with their reasons, never as points. A sweep is one item:
+ * the trend charts take its saturation run alone (dashboard.c).
  */
 #include "dashboard.h"
 
@@ -125,11 +128,35 @@ int dashboard_sweeps(store *s, FILE *out, const char *charts_dir, char *err, siz
         snprintf(file, sizeof file, "sweep-%lld.svg", (long long)runs[i].id);
         snprintf(path, sizeof path, "%s/%s", charts_dir, file);
         rc = sweep_svg(path, runs[i].id, p, n, sat, err, errlen);
-        fprintf(out, "<h3>run %lld: <code>%s</code>, %d threads, %s</h3>\n<img src=\"charts/%s\" alt=\"rate sweep %lld\">\n"
+        fprintf(out, "<h3 id=\"sweep-%lld\">run %lld: <code>", (long long)runs[i].id, (long long)runs[i].id);
+        dashboard_html(out, runs[i].workload);
+        if (runs[i].endpoint[0]) { /* over HTTP: the server's threads, not ours */
+            fprintf(out, "</code>, server ");
+            dashboard_html(out, runs[i].server[0] ? runs[i].server : "(unidentified)");
+            fprintf(out, " at <code>");
+            dashboard_html(out, runs[i].endpoint);
+            fprintf(out, "</code>");
+        } else fprintf(out, "</code>, %d thread%s", runs[i].threads, runs[i].threads == 1 ? "" : "s");
+        fprintf(out, ", ");
+        dashboard_html(out, runs[i].sched_config);
+        fprintf(out, "</h3>\n");
+        int bad = 0; /* the sweep's INVALID runs: named, in red, never points */
+        for (int k = 0; k < n_runs; k++) {
+            const store_run *q = &runs[k];
+            if ((q->sweep != runs[i].id && q->id != runs[i].id) || strcmp(q->validity, "invalid")) continue;
+            if (!bad++) fprintf(out, "<ul class=\"invalid\">\n");
+            fprintf(out, "<li><span class=\"badge bad\">INVALID</span> run %lld (", (long long)q->id);
+            if (q->rate > 0) fprintf(out, "offered %.4g req/s", q->rate);
+            else fprintf(out, "the closed-loop saturation run");
+            fprintf(out, "), not a measurement: ");
+            dashboard_html(out, q->validity_reasons);
+            fprintf(out, "</li>\n");
+        }
+        if (bad) fprintf(out, "</ul>\n");
+        fprintf(out, "<img src=\"charts/%s\" alt=\"rate sweep %lld\">\n"
                      "<table><tr><th>run</th><th>offered req/s</th><th>achieved req/s</th><th>output tok/s</th>"
                      "<th>TTFT p50 ms</th><th>TTFT p99 ms</th><th>TPOT p50 ms</th><th>goodput req/s</th></tr>\n",
-                (long long)runs[i].id, runs[i].workload, runs[i].threads, runs[i].sched_config, file,
-                (long long)runs[i].id);
+                file, (long long)runs[i].id);
         for (int k = 0; k < n; k++) {
             double v[7] = {p[k].rate, p[k].request_rps, p[k].output_tps, p[k].ttft_p50, p[k].ttft_p99, p[k].tpot_p50,
                            p[k].goodput_rps};

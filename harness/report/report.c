@@ -14,6 +14,11 @@
  * A chart without data (e.g. latency over time for a closed-loop run) is not
  * written; report.md says why. This file loads the run (store_read.h),
  * renders the charts with gnuplot (plot.h) and writes report.md.
+ *
+ * An INVALID run (validity.h) is no measurement: its report says INVALID
+ * with the reasons first and shows the request outcomes only (no summary,
+ * charts, comparison, counters or other figure). The baseline is checked by
+ * report_cmd.c: a VALID run comparable with RUN.
  */
 #include "report.h"
 
@@ -37,21 +42,19 @@ int rp_db_fail(rp_ctx *c, const char *what) {
 
 /* ---------------------------------------------------------------- report.md */
 
+/* The run is INVALID: no measurement, outcomes only. */
+static int rp_invalid(const rp_ctx *c) { return !strcmp(c->run.info.validity, "invalid"); }
+
 /* Run header: identity, provenance, environment (as `show` prints it). */
 static int rp_md_header(rp_ctx *c, FILE *out) {
     fprintf(out, "## Run\n\n");
     if (show_run_facts(c->s, c->run.info.id, out)) return rp_db_fail(c, "runs");
-    if (c->base.info.id) {
-        int same_key = *c->run.info.key && !strcmp(c->run.info.key, c->base.info.key);
-        int same_wl = !strcmp(c->run.info.workload, c->base.info.workload);
-        fprintf(out, "- baseline: run %lld (`%s`, commit %.10s%s, started %s, %s)%s%s\n", (long long)c->base.info.id,
-                c->base.info.workload, c->base.info.commit, c->base.info.dirty ? " dirty" : "", c->base.info.started, c->base.info.status,
-                same_key && same_wl ? ", same workload and configuration (comparable)" : "",
-                !same_key ? ", **different configuration** (compare_key differs: CPU, model, threads, build or context;"
-                            " see `cortex-bench compare`)"
-                : !same_wl ? ", **different workload**" : "");
-    }
+    if (c->base.info.id) /* report_cmd.c held it to a VALID run comparable with this one */
+        fprintf(out, "- baseline: run %lld (`%s`, commit %.10s%s, started %s, VALID), same workload and configuration"
+                     " (comparable)\n", (long long)c->base.info.id, c->base.info.workload, c->base.info.commit,
+                c->base.info.dirty ? " dirty" : "", c->base.info.started);
     fprintf(out, "\n");
+    if (rp_invalid(c)) return 0; /* its KV and server figures are no measurement either */
     show_kv(c->s, c->run.info.id, out);
     show_server(c->s, c->run.info.id, out);
     return 0;
@@ -295,9 +298,20 @@ static int rp_write_md(rp_ctx *c, int have_gp, const char *gp_error) {
     gmtime_r(&t, &tm);
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
     fprintf(out, "# cortex-bench report: run %lld\n\n", (long long)c->run.info.id);
-    fprintf(out, "`%s` on %s (%s), %d thread%s. Generated %s by `cortex-bench report`", c->run.info.workload, c->run.info.model,
-            c->run.info.type, c->run.info.threads, c->run.info.threads == 1 ? "" : "s", now);
-    if (c->base.info.id) fprintf(out, ", against baseline run %lld", (long long)c->base.info.id);
+    int invalid = rp_invalid(c);
+    if (invalid) {
+        char word[48];
+        fprintf(out, "> %s: ", show_validity_word(word, sizeof word, "invalid", out));
+        show_md_inline(out, c->run.info.validity_reasons);
+        fprintf(out, ". **Not a measurement**: this report shows the run's request outcomes only; no figure of it is"
+                     " shown, charted, compared%s, gated or trended.\n\n",
+                c->base.info.id ? " (with the baseline given, either)" : "");
+    }
+    fprintf(out, "`%s` on %s (%s), ", c->run.info.workload, c->run.info.model, c->run.info.type);
+    if (c->run.info.endpoint[0]) fprintf(out, "over HTTP at `%s`", c->run.info.endpoint);
+    else fprintf(out, "%d thread%s", c->run.info.threads, c->run.info.threads == 1 ? "" : "s");
+    fprintf(out, ". Generated %s by `cortex-bench report`", now);
+    if (c->base.info.id && !invalid) fprintf(out, ", against baseline run %lld", (long long)c->base.info.id);
     fprintf(out, ". Metric definitions: docs/metrics.md.\n\n");
     if (!strcmp(c->run.info.status, "incomplete"))
         fprintf(out, "> **This run is incomplete**: it was killed or is still running, so it has no results.\n\n");
@@ -307,6 +321,13 @@ static int rp_write_md(rp_ctx *c, int have_gp, const char *gp_error) {
         fclose(out);
         unlink(tmp);
         return -1;
+    }
+    if (invalid) { /* the verdict and the outcomes; nothing else */
+        fprintf(out, "## Outcomes\n\n");
+        show_verdict(c->s, c->run.info.id, out);
+        fprintf(out, "\n");
+        show_items(c->s, c->run.info.id, out);
+        return plot_commit_file(out, tmp, path, c->err, c->errlen);
     }
     fprintf(out, "## Summary (over repetitions)\n\n");
     char serr[256];
@@ -371,8 +392,12 @@ int report_write(store *s, int64_t run_id, int64_t baseline_run, const char *out
         goto out;
     }
 
-    /* Data and scripts; stale images of a previous report are removed first. */
+    /* Data and scripts; stale images of a previous report are removed first. An INVALID run has no chart. */
     rp_charts_clear(&c, c.charts, CH_N);
+    if (rp_invalid(&c)) {
+        rc = rp_write_md(&c, 0, NULL);
+        goto out;
+    }
     if (rp_chart_tps(&c, &c.charts[CH_TPS]) || rp_chart_cdf(&c, &c.charts[CH_TTFT], 0) ||
         rp_chart_cdf(&c, &c.charts[CH_ITL], 1) || rp_chart_time(&c, &c.charts[CH_TIME]) ||
         rp_chart_counters(&c, &c.charts[CH_COUNTERS]) || rp_chart_adapters(&c, &c.charts[CH_ADAPTERS]) ||

@@ -417,8 +417,8 @@ int show_run_facts(store *s, int64_t id, FILE *out) {
     return 0;
 }
 
-/* Per item (prompt / trace entry / test): means over repetitions. */
-static void show_items(store *s, int64_t id, FILE *out) {
+/* See show.h. */
+void show_items(store *s, int64_t id, FILE *out) {
     store_run r;
     store_item *it;
     int n;

@@ -40,6 +40,12 @@ const char *show_num(char *buf, size_t n, const char *fmt, double v);
 /* Text on one markdown line: '|' escaped, newlines flattened. */
 void show_md_inline(FILE *f, const char *s);
 
+/* Per item (prompt / trace entry / test) as a markdown table: its outcome
+ * (validity.h), tokens generated of those asked, and means over repetitions;
+ * for an INVALID run the outcomes only (no timing: none is a measurement).
+ * `show` and `report` print it. */
+void show_items(store *s, int64_t id, FILE *out);
+
 /* The run's KV cache configuration and kv_* metrics (show_kv.c). */
 void show_kv(store *s, int64_t id, FILE *out);
 

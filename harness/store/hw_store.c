@@ -7,6 +7,7 @@
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Bind a double, or NULL for NAN (a figure that was not measured). */
@@ -112,13 +113,34 @@ int hw_store_lookup(store *s, const char *fingerprint, int64_t env_id, int threa
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? found : -1;
 }
 
+/* See hw_store.h. Word by word after "measured: ": the number whose next
+ * words are a G...OP/s unit and "(1 thread)". */
+double hw_store_text_peak_1t(const char *text) {
+    static const char PREFIX[] = "measured: ";
+    if (!text || strncmp(text, PREFIX, sizeof PREFIX - 1)) return NAN;
+    const char *w = text + sizeof PREFIX - 1;
+    while (*w) {
+        const char *unit = strchr(w, ' ');
+        if (!unit) break;
+        unit++;
+        size_t ulen = strcspn(unit, " ");
+        char *end;
+        double v = strtod(w, &end);
+        if (end == unit - 1 && end > w && isfinite(v) && v > 0 && unit[0] == 'G' && ulen >= 5 &&
+            !strncmp(unit + ulen - 4, "OP/s", 4) && !strncmp(unit + ulen, " (1 thread)", 11))
+            return v;
+        w = unit;
+    }
+    return NAN;
+}
+
 /* See hw_store.h. */
 int hw_store_peaks(store *s, int64_t id, hw_peaks *out) {
     sqlite3 *db = store_db(s);
     sqlite3_stmt *st;
     memset(out, 0, sizeof *out);
     if (sqlite3_prepare_v2(db, "SELECT id, threads, read_gbs_1t, read_gbs, fp32_gflops_scalar_1t, fp32_gflops_avx2_1t,"
-                               " int8_gops_avx2_1t, llc_bytes, measured_at FROM hw WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
+                               " int8_gops_avx2_1t, avx512, vnni, llc_bytes, measured_at FROM hw WHERE id = ?1", -1, &st, NULL) != SQLITE_OK)
         return -1;
     sqlite3_bind_int64(st, 1, id);
     int rc = sqlite3_step(st);
@@ -130,6 +152,8 @@ int hw_store_peaks(store *s, int64_t id, hw_peaks *out) {
         out->fp32_scalar_1t = row_num(st, "fp32_gflops_scalar_1t");
         out->fp32_avx2_1t = row_num(st, "fp32_gflops_avx2_1t");
         out->int8_avx2_1t = row_num(st, "int8_gops_avx2_1t");
+        out->fp32_avx512_1t = hw_store_text_peak_1t(row_text(st, "avx512"));
+        out->int8_vnni_1t = hw_store_text_peak_1t(row_text(st, "vnni"));
         out->llc_bytes = row_null(st, "llc_bytes") ? NAN : row_num(st, "llc_bytes");
         row_copy(st, "measured_at", out->measured_at, sizeof out->measured_at);
     }

@@ -40,9 +40,19 @@ typedef struct hw_peaks {
     int threads;              /* the row's N */
     double read_gbs_1t, read_gbs; /* best read GB/s at 1 and N threads */
     double fp32_scalar_1t, fp32_avx2_1t, int8_avx2_1t; /* one core's peak arithmetic, G operations/s */
+    /* the same for AVX-512 F FMA and AVX-512 VNNI: schema v5 stores these only in the avx512 and vnni text
+     * columns ("measured: FMA 123.4 GFLOP/s (1 thread), ..."), so they are read back from that text
+     * (hw_store_text_peak_1t; 0.1 G op/s resolution); NAN where not measured */
+    double fp32_avx512_1t, int8_vnni_1t;
     double llc_bytes;         /* last-level cache, NAN when sysfs did not say */
     char measured_at[40];
 } hw_peaks;
+
+/* The one-thread peak in an hw row's avx512 or vnni text, as hw.c writes it:
+ * "measured: FMA 123.4 GFLOP/s (1 thread), 456.7 (4 threads)" or
+ * "measured: AVX-512 VNNI 123.4 GOP/s (1 thread), ..." -> 123.4. NAN for any
+ * other text ("available", "not available on this CPU", NULL, malformed). */
+double hw_store_text_peak_1t(const char *text);
 
 /* hw row `id` into *out: 1 found, 0 missing, -1 on a query error. */
 int hw_store_peaks(store *s, int64_t id, hw_peaks *out);

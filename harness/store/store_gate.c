@@ -167,8 +167,8 @@ int64_t store_gate_insert(store *s, const store_gate_row *g, const store_verdict
     }
     if (id > 0 && sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO verdicts (gate_id, metric, direction, threshold,"
                                          " base_median, cand_median, change, ci_lo, ci_hi, p_value, n_base, n_cand, verdict,"
-                                         " note, base_run, cand_run) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-                                         " ?11, ?12, ?13, ?14, ?15, ?16)",
+                                         " note, base_run, cand_run) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+                                         " ?12, ?13, ?14, ?15, ?16)",
                                      -1, &st, NULL) == SQLITE_OK) {
         for (int i = 0; i < n; i++) {
             sqlite3_reset(st);
@@ -226,11 +226,13 @@ int store_gates_recent(store *s, int limit, store_gate_row **out, int *n) {
 int store_verdicts_load(store *s, int64_t gate, store_verdict_row **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s, "SELECT metric, verdict, change, ci_lo, ci_hi, p_value, base_median, cand_median,"
-                                   " threshold, direction, n_base, n_cand, note, base_run, cand_run FROM verdicts"
-                                   " WHERE gate_id = ?1"
-                                   " ORDER BY CASE verdict WHEN 'regressed' THEN 0 WHEN 'inconclusive' THEN 1"
-                                   " WHEN 'improved' THEN 2 ELSE 3 END, metric", gate, 0);
+    /* the verdict's own runs (schema v12), else the gate's (rows stored before) */
+    sqlite3_stmt *st = row_prepare(s, "SELECT v.metric, v.verdict, v.change, v.ci_lo, v.ci_hi, v.p_value, v.base_median,"
+                                   " v.cand_median, v.threshold, v.direction, v.n_base, v.n_cand, v.note,"
+                                   " coalesce(v.base_run, g.base_run) AS base_run, coalesce(v.cand_run, g.cand_run) AS cand_run"
+                                   " FROM verdicts v JOIN gates g ON g.id = v.gate_id WHERE v.gate_id = ?1"
+                                   " ORDER BY CASE v.verdict WHEN 'regressed' THEN 0 WHEN 'inconclusive' THEN 1"
+                                   " WHEN 'improved' THEN 2 ELSE 3 END, v.metric", gate, 0);
     if (!st) return -1;
     int cap = 0, rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -281,4 +283,17 @@ int store_metric_history(store *s, const char *name, const char *workload, store
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int store_metric_known(store *s, const char *name, const char *workload) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(store_db(s), "SELECT 1 FROM summary m JOIN runs r ON r.id = m.run_id WHERE m.name = ?1"
+                                        " AND (?2 IS NULL OR r.workload = ?2) LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    if (workload) sqlite3_bind_text(st, 2, workload, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, 2);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }

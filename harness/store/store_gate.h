@@ -28,12 +28,16 @@ typedef struct store_gate_row {
     char cand_commit[48], cand_workload[256]; /* read back only: the candidate run's */
 } store_gate_row;
 
-/* One metric's verdict of a gate (verdicts row); NAN for absent numbers. */
+/* One metric's verdict of a gate (verdicts row); NAN for absent numbers.
+ * base_run/cand_run: the two runs this verdict judged (schema v12; a gate
+ * over several workloads judges a different pair per workload). Written as
+ * NULL when 0; read back as the gate's own base_run/cand_run for rows
+ * stored before v12 (NULL), 0 when neither is known. */
 typedef struct store_verdict_row {
     char metric[96], direction[8], verdict[16], note[256];
     double threshold, base_median, cand_median, change, ci_lo, ci_hi, p;
     int n_base, n_cand;
-    int64_t base_run, cand_run; /* the two runs this verdict judged (schema v12); 0: none stored (A/B, older rows) */
+    int64_t base_run, cand_run; /* the two runs this verdict judged (schema v12); 0: none (A/B); older rows: the gate's */
 } store_verdict_row;
 
 /* One point of a metric's history: a complete run's median. */
@@ -63,8 +67,14 @@ int64_t store_gate_insert(store *s, const store_gate_row *g, const store_verdict
 int store_gates_recent(store *s, int limit, store_gate_row **out, int *n);
 /* A gate's verdicts: regressed first, then inconclusive, improved, the rest; by metric. 0 or -1. */
 int store_verdicts_load(store *s, int64_t gate, store_verdict_row **out, int *n);
-/* Medians of metric `name` over complete runs (of `workload` when not
- * NULL), ordered by comparable series (compare_key, workload) then run id. 0 or -1. */
+/* Medians of metric `name` over measurements (STORE_MEASUREMENT: complete
+ * and VALID runs; of `workload` when not NULL), ordered by comparable series
+ * (compare_key, workload) then run id. 0 or -1. */
 int store_metric_history(store *s, const char *name, const char *workload, store_history_point **out, int *n);
+/* Whether any stored run (of `workload` when not NULL), of any status or
+ * validity, has a summary row of metric `name`: 1 yes, 0 no, -1 on a
+ * database error. Tells a misspelt metric or workload from one whose runs
+ * are all INVALID or failed. */
+int store_metric_known(store *s, const char *name, const char *workload);
 
 #endif

@@ -26,7 +26,7 @@ const char *store_errmsg(store *s) { return sqlite3_errmsg(store_db(s)); }
     " r.counter_mode, r.compare_key, r.cmdline, r.isa, r.kv_config, r.env_id, r.hw_id,"                                   \
     " r.sched_config, r.rate, r.slo, r.sweep, r.endpoint, r.server, r.chat_format,"                                         \
     " r.validity, r.validity_reasons, r.allow_failures, r.affinity, r.cpus_allowed, r.cgroup_cpus, r.thp, r.load_before,"  \
-    " r.load_after, r.server_build, r.server_cache, r.ignore_eos,"                                                                    \
+    " r.load_after, r.server_build, r.server_cache, r.ignore_eos, " STORE_MEASUREMENT("r") " AS measurement,"            \
     " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint,"           \
     " e.cpu_vendor, e.cpu_family, e.cpu_model_id, e.cpu_stepping, e.microcode"                                            \
     " FROM runs r LEFT JOIN environments e ON e.id = r.env_id"
@@ -35,6 +35,7 @@ const char *store_errmsg(store *s) { return sqlite3_errmsg(store_db(s)); }
 static void run_fill(sqlite3_stmt *st, store_run *r) {
     memset(r, 0, sizeof *r);
     r->id = row_int(st, "id");
+    r->measurement = row_int(st, "measurement") == 1;
 #define TEXT(field, col) row_copy(st, col, r->field, sizeof r->field)
     TEXT(status, "status");
     TEXT(started, "started_at");

@@ -36,6 +36,7 @@ typedef struct store_run {
     int dirty, reps, threads, warmup, n_ctx, concurrency, logical_cores;
     double rate;    /* open loop at this Poisson rate; 0: none */
     int64_t sweep;  /* the rate sweep's saturation run; 0: not in a sweep */
+    int measurement; /* STORE_MEASUREMENT (store.h): complete and VALID; the only runs shown with figures */
 } store_run;
 
 /* One run of a rate sweep: the offered rate (0: the closed-loop saturation

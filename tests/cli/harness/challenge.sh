@@ -8,8 +8,12 @@
 # (scaling with --challenge-gbs; absent, with the reason, without a hw row or
 # over HTTP: the mock OpenAI server) and
 # the reproduction record (model SHA-256, fingerprint, commit, command lines,
-# canaries); bad input is one line and exit 2 (1 for a run that is not a
-# prompt set). Skips without ../shared/models (CORTEX_MODELS), fails so under
+# canaries); VALID (with the tolerated failures and the prompts served) or
+# INVALID first; the projection from the thread count that decoded fastest
+# (warning when more threads were slower) with the compute peak of the
+# run's kernels (AVX-512 FMA or VNNI from the hw row); an INVALID run's
+# report: its outcomes only, exit 4; bad input is one line and exit 2 (1 for
+# a run that is not a prompt set). Skips without ../shared/models (CORTEX_MODELS), fails so under
 # CI=true. Run from the repository root (tests/run.sh).
 set -u
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -71,6 +75,8 @@ for s in "## Measured here, against the 30 tokens/s baseline" "## Charts" "## Pe
     "## Projection to the challenge machine (a projection, not a measurement)" "## Reproduction record"; do
     check "section: $s" has "$md" "$s"
 done
+check "VALID with the tolerated failures and the prompts served, first" test "$(sed -n 3p "$md")" = \
+    "> **VALID** with tolerated failures (8 of 20 requests failed or were truncated, within --allow-failures 0.4): 7 of 10 prompts served at 1 thread and 7 of 10 prompts served at 2 threads. Every figure below is over the served prompts only: a prompt that failed counts in none."
 check "both thread counts in the results" sh -c "grep -q '^| 1 thread | $r1 | 7 of 10 |' '$md' && grep -q '^| 2 threads | $r2 | 7 of 10 |' '$md'"
 check "the prompts are said to stand in for the challenge's" has "$md" "stand in for the challenge's own set"
 check "failed prompts shown with their reason" grep -q '^| c10 | .*failed: prompt of [0-9]* tokens does not fit the context of 512' "$md"
@@ -120,6 +126,39 @@ else # a VM without /sys/devices/system/cpu/cpu0/cache: the cache's size is unkn
     check "no last-level cache size known: no fits-in-cache claim" sh -c "! grep -q 'Not meaningful for this model' '$md'"
 fi
 
+# The projection starts from the thread count that decoded fastest (decode_tps), not the most threads,
+# and says when more threads were slower.
+set_decode() { # db factor: run r2's decode_tps median = r1's x factor
+    sql "$1" "update summary set median = $2 * (select median from summary where run_id = $r1 and name = 'decode_tps') where run_id = $r2 and name = 'decode_tps'" >/dev/null
+}
+cp "$db" "$tmp/slow2.db"
+set_decode "$tmp/slow2.db" 0.25
+"$BENCH" report --challenge "$r2" --db "$tmp/slow2.db" --out "$tmp/slow2" >/dev/null 2>&1
+check "2 threads 4x slower: the projection starts from 1 thread" \
+    has "$tmp/slow2/challenge.md" "reached here at 1 thread (run $r1), the thread count that decoded fastest here"
+check "... and warns that more threads were slower" \
+    grep -q "Warning: more threads were slower.\*\* At 2 threads (run $r2) decode ran at [0-9.]* tokens/s, 75.0 % below" "$tmp/slow2/challenge.md"
+cp "$db" "$tmp/fast2.db"
+set_decode "$tmp/fast2.db" 4
+"$BENCH" report --challenge "$r1" --db "$tmp/fast2.db" --out "$tmp/fast2" >/dev/null 2>&1
+check "2 threads 4x faster: from 2 threads, no warning" sh -c "grep -qF 'reached here at 2 threads (run $r2), the thread count that decoded fastest' '$tmp/fast2/challenge.md' && ! grep -q 'more threads were slower' '$tmp/fast2/challenge.md'"
+
+# One core's peak is the hw row's for the instruction set the run's kernels used (runs.isa).
+hw=$(sql "$db" "select id from hw")
+cp "$db" "$tmp/isa.db"
+sql "$tmp/isa.db" "update hw set avx512 = 'measured: FMA 321.5 GFLOP/s (1 thread), 600.0 (2 threads)', vnni = 'measured: AVX-512 VNNI 987.6 GOP/s (1 thread), 1900.0 (2 threads)'" >/dev/null
+isa_peak() { # isa type -> the report's "one core's peak" row
+    sql "$tmp/isa.db" "update runs set isa = '$1', model_type = '$2' where workload = 'challenge'" >/dev/null
+    "$BENCH" report --challenge "$r1" --db "$tmp/isa.db" --out "$tmp/isa" >/dev/null 2>&1
+    grep "^| one core's peak arithmetic here |" "$tmp/isa/challenge.md"
+}
+check "AVX-512 kernels, float weights: the AVX-512 FMA peak" \
+    test "$(isa_peak avx512vnni+hpx16 f32)" = "| one core's peak arithmetic here | 321.50 G op/s | hw row $hw: fp32 AVX-512 FMA (the run's avx512vnni kernels), 1 thread |"
+check "AVX-512 VNNI kernels, quantized weights: the VNNI peak" \
+    test "$(isa_peak avx512vnni q8_0)" = "| one core's peak arithmetic here | 987.60 G op/s | hw row $hw: int8 AVX-512 VNNI dot (vpdpbusd; the run's avx512vnni kernels), 1 thread |"
+check "AVX2 kernels, quantized weights: the AVX2 int8 peak" \
+    test "$(isa_peak avx2 q8_0)" = "| one core's peak arithmetic here | $(sql "$db" "select printf('%.2f', int8_gops_avx2_1t) from hw") G op/s | hw row $hw: int8 AVX2 dot (maddubs+madd) (the run's avx2 kernels), 1 thread |"
+
 # Without a hw row: no projection, and why; one thread count only: said so.
 cp "$db" "$tmp/nohw.db"
 sql "$tmp/nohw.db" "update runs set hw_id = null" >/dev/null
@@ -127,8 +166,21 @@ sql "$tmp/nohw.db" "delete from hw" >/dev/null
 "$BENCH" report --challenge "$r1" --db "$tmp/nohw.db" --out "$tmp/nohw" >/dev/null 2>&1
 check "no hw row: no projection, with the reason" has "$tmp/nohw/challenge.md" "_No projection: this machine has no \`cortex-bench hw\` row"
 "$BENCH" run --model "$model" -z "$tok" --workload challenge -t 1 --reps 1 --warmup 0 --no-progress --db "$tmp/one.db" >/dev/null 2>&1
-"$BENCH" report --challenge 1 --db "$tmp/one.db" --out "$tmp/one" >/dev/null 2>&1
+check "without --allow-failures the 3 failed prompts make the run INVALID (exit 4)" test $? -eq 4
+"$BENCH" run --model "$model" -z "$tok" --workload challenge -t 1 --reps 1 --warmup 0 --no-progress --allow-failures 0.4 \
+    --db "$tmp/one.db" >/dev/null 2>&1
+"$BENCH" report --challenge 2 --db "$tmp/one.db" --out "$tmp/one" >/dev/null 2>&1
 check "one thread count: the report says 1 and 2 are wanted" has "$tmp/one/challenge.md" "Only one thread count of this configuration"
+
+# An INVALID run: INVALID and its reasons first, its per-prompt outcomes, no figure read against the baseline,
+# no projection, no chart; exit 4.
+"$BENCH" report --challenge 1 --db "$tmp/one.db" --out "$tmp/inv" >/dev/null 2>"$tmp/inv.err"
+check "report of an INVALID run: exit 4, one line saying so" fails_with $? 4 "$tmp/inv.err" "run 1 is INVALID"
+inv=$tmp/inv/challenge.md
+check "INVALID and the reasons are its first statement" grep -q "^> \*\*INVALID\*\*: 3 of 10 requests failed" <(sed -n 3p "$inv")
+check "no comparison with the baseline, no projection, no chart" sh -c "! grep -qE '(above|below) the baseline|×|## Measured here|## Projection|[Pp]rojected|## Charts|tok/s' '$inv' && ! ls '$tmp/inv/'*.gp >/dev/null 2>&1"
+check "its outcomes per prompt, failures with the reason" grep -q '^| c10 |  | failed | [0-9]* | 0 / [0-9]* | | | | | error: prompt of' "$inv"
+check "and the reproduction record" has "$inv" "## Reproduction record"
 
 # Over HTTP (the mock OpenAI server): the same prompts and report, no projection (the server's machine is not this one).
 "$PY" tests/tools/mock_openai.py >"$tmp/mock.port" 2>"$tmp/mock.err" &

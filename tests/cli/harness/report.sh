@@ -2,10 +2,15 @@
 # tests/cli/harness/report.sh - `cortex-bench report` and `cortex-bench dashboard` end
 # to end on real runs of a tiny synthetic model: the report's charts (PNG and
 # SVG, valid files) with a baseline given by run id and by tag, the text-only
-# report without gnuplot, the dashboard with and without gnuplot, and the
-# dashboard in headless Chromium: every chart image loads, and a screenshot
-# lands in reports/dashboard.png. Without Chromium the browser checks print
-# SKIP (and fail when CI=true). Run from the repository root (tests/run.sh).
+# report without gnuplot, the baseline refused (exit 2, one line) when it is
+# INVALID, of another workload or RUN itself, an INVALID run's report
+# (outcomes only, exit 4), the dashboard with and without gnuplot (only
+# VALID runs green, charted and shown with figures; INVALID in red with its
+# reasons; each verdict's own runs; a rate sweep as one item; an HTTP run's
+# server), and the dashboard in headless Chromium: every chart image loads,
+# and a screenshot lands in reports/dashboard.png. Without Chromium the
+# browser checks print SKIP (and fail when CI=true). Run from the repository
+# root (tests/run.sh).
 set -u
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$root"
@@ -30,6 +35,7 @@ tables_ok() { grep -q '^## Summary' "$1" && grep -q '^| p01 |' "$1" && grep -q '
 no_images() { ! grep -q '!\[' "$1/report.md" && ! ls "$1"/*.png >/dev/null 2>&1; }
 no_external() { ! grep -qiE '(src|href)="(https?:)?//' "$1"; }
 fails_with() { [ "$1" -ne 0 ] && [ "$1" -lt 128 ] && one_line "$2" "$3"; }
+exits_with() { [ "$1" -eq "$2" ] && one_line "$3" "$4"; } # rc want file pattern
 trend_charts() { for m in "${@:2}"; do grep -qE "charts/trend_[^\"]*_$m\.svg" "$1" || return 1; done; }
 page_svgs_ok() { # dir: every chart index.html shows is a valid SVG
     local f n=0
@@ -55,12 +61,17 @@ run --workload standard --reps 2 --allow-failures 0.2 && run --workload standard
 check "two standard runs" test $? -eq 0
 run --workload "trace:prompts/traces/zipf-smoke.jsonl" --reps 1
 check "trace replay of zipf-smoke" test $? -eq 0
-run --workload pp32 --reps 2
-check "pp32 run" test $? -eq 0
+run --workload pp32 --reps 2 && run --workload pp32 --reps 2
+check "two pp32 runs" test $? -eq 0
 std1=$(sql "$db" "select min(id) from runs where workload = 'standard'")
 std2=$(sql "$db" "select max(id) from runs where workload = 'standard'")
 trc=$(sql "$db" "select id from runs where workload like 'trace:%'")
-pp=$(sql "$db" "select id from runs where workload = 'pp32'")
+pp=$(sql "$db" "select min(id) from runs where workload = 'pp32'")
+pp2=$(sql "$db" "select max(id) from runs where workload = 'pp32'")
+# Without --allow-failures the 2 prompts past the context make a standard run INVALID (exit 4).
+run --workload standard --reps 1
+check "a standard run with failed prompts is INVALID (exit 4)" test $? -eq 4
+inv=$(sql "$db" "select max(id) from runs where workload = 'standard'")
 
 # The standard run against the other as baseline: report.md and every chart.
 r=$tmp/r-std
@@ -91,7 +102,7 @@ check "trace report has the per-adapter table" grep -q "^## Per adapter" "$r/rep
 # A synthetic test, with the baseline given by tag.
 sql "$db" "insert into tags (name, run_id, created_at) values ('smoke-base', $pp, '2026-01-01T00:00:00Z')" >/dev/null
 r=$tmp/r-pp
-"$BENCH" report "$pp" --baseline smoke-base --db "$db" --out "$r" >/dev/null 2>&1
+"$BENCH" report "$pp2" --baseline smoke-base --db "$db" --out "$r" >/dev/null 2>&1
 check "report --baseline TAG resolves the tag" grep -q "baseline: run $pp" "$r/report.md"
 gcheck "synthetic report's charts are valid" charts_valid "$r"
 check "missing counters listed with their reason" grep -qE '^- `[a-z-]+` \((prefill|decode|total)' "$r/report.md"
@@ -108,7 +119,29 @@ check "text-only report.md has no images" no_images "$r"
 "$BENCH" report 999 --db "$db" >/dev/null 2>"$tmp/bad.err"
 check "report of a missing run fails with one line" fails_with $? "$tmp/bad.err" "no run 999"
 "$BENCH" report "$std2" --baseline no-such-tag --db "$db" >/dev/null 2>"$tmp/bad.err"
-check "unknown baseline tag fails naming it" fails_with $? "$tmp/bad.err" no-such-tag
+check "unknown baseline tag: exit 2, one line naming it" exits_with $? 2 "$tmp/bad.err" no-such-tag
+
+# The baseline is a VALID run comparable with RUN, else one line saying why (exit 2) and no report.
+"$BENCH" report "$std2" --baseline "$inv" --db "$db" --out "$tmp/nb1" >/dev/null 2>"$tmp/bad.err"
+check "an INVALID baseline: exit 2, one line" exits_with $? 2 "$tmp/bad.err" "run $inv is INVALID, not a measurement: 2 of 10 requests failed"
+"$BENCH" report "$std2" --baseline "$pp" --db "$db" --out "$tmp/nb2" >/dev/null 2>"$tmp/bad.err"
+check "a baseline of another workload: exit 2, one line naming what differs" \
+    exits_with $? 2 "$tmp/bad.err" "run $pp is not comparable with run $std2: workload"
+sql "$db" "insert into tags (name, run_id, created_at) values ('other-wl', $trc, '2026-01-01T00:00:00Z')" >/dev/null
+"$BENCH" report "$std2" --baseline other-wl --db "$db" --out "$tmp/nb3" >/dev/null 2>"$tmp/bad.err"
+check "a tag on another workload's run: exit 2, one line" exits_with $? 2 "$tmp/bad.err" "other-wl: run $trc is not comparable"
+"$BENCH" report "$std2" --baseline "$std2" --db "$db" --out "$tmp/nb4" >/dev/null 2>"$tmp/bad.err"
+check "the run as its own baseline: exit 2" exits_with $? 2 "$tmp/bad.err" "is run $std2 itself"
+check "no report written for a refused baseline" sh -c "! ls '$tmp'/nb*/report.md >/dev/null 2>&1"
+
+# An INVALID run's report: INVALID and why first, its outcomes, no figure (no summary, chart, counter); exit 4.
+r=$tmp/r-inv
+"$BENCH" report "$inv" --db "$db" --out "$r" >/dev/null 2>"$tmp/inv.err"
+check "report of an INVALID run: exit 4, one line" exits_with $? 4 "$tmp/inv.err" "run $inv is INVALID"
+check "INVALID and the reasons are its first statement" grep -q '^> \*\*INVALID\*\*: 2 of 10 requests failed' <(sed -n 3p "$r/report.md")
+check "no summary, chart, counter or per-adapter figure" \
+    sh -c "! grep -qE '^## (Summary|Charts|Counters|Per adapter)|TPS per prompt|tok/s' '$r/report.md' && ! ls '$r'/*.gp '$r'/*.dat >/dev/null 2>&1"
+check "its outcomes: each request's, failures with the reason" grep -q '^| p10 |  | failed | [0-9]* | 0 / [0-9]* | | | | | error: prompt of' "$r/report.md"
 "$BENCH" report "$std2" --db "$db" --colour >/dev/null 2>"$tmp/bad.err"
 check "unknown flag rejected, named" fails_with $? "$tmp/bad.err" colour
 
@@ -129,11 +162,54 @@ sql "$db" "insert into gates (id, created_at, base_run, cand_run, mode, verdict,
 sql "$db" "insert into verdicts (gate_id, metric, direction, threshold, base_median, cand_median, change, verdict, n_base, n_cand) values (1, 'standard/decode_tps', 'higher', 0.05, 100, 90, -0.1, 'regressed', 2, 2)" >/dev/null
 (cd "$tmp" && "$BENCH" dashboard --db "$db" --out site >/dev/null 2>&1)
 check "latest gate verdicts shown" grep -q '>standard/decode_tps<.*>regressed<' "$site/index.html"
+
 CORTEX_GNUPLOT=/nonexistent "$BENCH" dashboard --db "$db" --out "$tmp/site-plain" >/dev/null 2>"$tmp/plain.err"
 rc=$?
 check "dashboard without gnuplot exits 0" test $rc -eq 0
 check "one stderr line mentioning gnuplot" one_line "$tmp/plain.err" gnuplot
 check "built-in SVG charts are valid" page_svgs_ok "$tmp/site-plain"
+
+# Only measurements are green, charted or shown as figures; an INVALID run is red, with its reasons.
+check "the header counts VALID and INVALID runs apart" grep -q '>5 VALID</span> <span class="badge bad">1 INVALID</span>' "$site/index.html"
+check "the INVALID run: a red INVALID badge with its reasons" \
+    grep -qE "<tr class=\"invalid\"><td class=\"num\">$inv</td>.*<span class=\"badge bad\" title=\"2 of 10 requests failed[^\"]*\">INVALID</span>" "$site/index.html"
+check "... no figure of it, its reasons under it" sh -c "grep -A1 '<td class=\"num\">$inv</td>' '$site/index.html' | grep -q 'INVALID: not a measurement' && grep -A1 '<td class=\"num\">$inv</td>' '$site/index.html' | grep -q '<strong>INVALID</strong>: 2 of 10 requests failed'"
+check "no VALID badge or figure for it" sh -c "! grep '<td class=\"num\">$inv</td>' '$site/index.html' | grep -qE 'badge good|class=\"num\">[0-9.]+</td><td class=\"num\">[0-9.]'"
+in_chart() { # dir run: some trend chart of the page has a point of run
+    grep -qE "^[0-9]+\s.*\s$2\$" "$1"/charts/trend_*.dat 2>/dev/null || grep -q "<title>run $2: " "$1"/charts/trend_*.svg
+}
+check "the VALID standard runs are trend points" in_chart "$tmp/site-plain" "$std2"
+check "the INVALID run is no trend point (built-in SVG)" sh -c "$(declare -f in_chart); ! in_chart '$tmp/site-plain' $inv"
+gcheck "the INVALID run is no trend point (gnuplot data)" sh -c "$(declare -f in_chart); ! in_chart '$site' $inv"
+
+# Each verdict names the runs it judged: verdicts.base_run/cand_run (schema v12), the gate's for older rows.
+sql "$db" "insert into verdicts (gate_id, metric, direction, threshold, base_median, cand_median, change, verdict, n_base, n_cand, base_run, cand_run) values (1, 'pp32/tps', 'higher', 0.05, 100, 101, 0.01, 'unchanged', 2, 2, $pp, $pp2)" >/dev/null
+(cd "$tmp" && "$BENCH" dashboard --db "$db" --out site >/dev/null 2>&1)
+check "a verdict with its own runs shows them" grep -q ">pp32/tps</code></td><td><span class=\"badge neutral\">unchanged</span></td><td class=\"num\">$pp → $pp2</td>" "$site/index.html"
+check "an older verdict row falls back to the gate's runs" grep -q ">standard/decode_tps</code></td><td><span class=\"badge bad\">regressed</span></td><td class=\"num\">$std1 → $std2</td>" "$site/index.html"
+
+# A rate sweep is one item (its saturation run in the trends, its rates with its chart); a run over HTTP
+# shows its server, never "0 threads".
+d2=$tmp/d2.db
+cp "$db" "$d2"
+run2() { "$BENCH" run --model "$tmp/tiny.gguf" -t 1 --warmup 0 --no-progress --db "$d2" "$@" >/dev/null 2>"$tmp/run.err"; }
+run2 --workload "trace:prompts/traces/zipf-smoke.jsonl" --rate sweep --reps 1
+check "a rate sweep of zipf-smoke" test $? -eq 0
+sat=$(sql "$d2" "select max(sweep) from runs")
+member=$(sql "$d2" "select max(id) from runs where sweep = $sat")
+sql "$d2" "update runs set validity = 'invalid', validity_reasons = '1 of 16 requests timed out' where id = $member" >/dev/null
+sql "$d2" "update runs set endpoint = 'http://127.0.0.1:9/v1', server = 'mock-server 1.0', threads = 0 where id = $trc" >/dev/null
+CORTEX_GNUPLOT=/nonexistent "$BENCH" dashboard --db "$d2" --out "$tmp/site2" >/dev/null 2>&1
+page2=$tmp/site2/index.html
+groups() { grep -A1 -F '<div class="group">' "$1" | grep -cF "<h3><code>$2</code>"; } # page workload: trend groups
+check "the sweep is one trend group (its saturation run), beside the plain replay's" \
+    test "$(groups "$page2" "trace:prompts/traces/zipf-smoke.jsonl")" = 2
+check "its rates are listed with the sweep" grep -q "rate sweep of run $sat</a> at [0-9.]* req/s" "$page2"
+check "the sweep section has its anchor and chart" sh -c "grep -q 'id=\"sweep-$sat\"' '$page2' && grep -q 'charts/sweep-$sat.svg' '$page2'"
+check "the sweep's INVALID run is named in red with its reason, not a point" \
+    grep -q "<li><span class=\"badge bad\">INVALID</span> run $member (offered [0-9.]* req/s), not a measurement: 1 of 16 requests timed out</li>" "$page2"
+check "the HTTP run shows its server" grep -q "server mock-server 1.0 at <code>http://127.0.0.1:9/v1</code>" "$page2"
+check "no run reads \"0 threads\"" sh -c "! grep -qE '(^|[^0-9])0 threads' '$page2'"
 
 # In a browser: the charts really load; a screenshot for people.
 shot=dashboards/screenshot.sh

@@ -425,6 +425,53 @@ static void test_boot_errors(void) {
 
 /* ---- change points ------------------------------------------------------------------ */
 
+/* The newest point against the last fitted level: by hand; after a step;
+ * the threshold; rates on noise and on a drop; short series and errors. */
+static void test_latest(void) {
+    sig_latest_check k;
+    /* level: median of the 7 before = 10; differences 1 x 6 and 4: sigma = 1.4826 / sqrt 2 */
+    double y[] = {10, 11, 10, 11, 10, 11, 10, 6};
+    CHECK(sig_latest(y, 8, NULL, 0, 3, 0, &k) == 0, "rc");
+    CHECK(k.flag && k.k == 7, "flag %d k %zu", k.flag, k.k);
+    CHECK_NEAR(k.level, 10, 0, "level");
+    CHECK_NEAR(k.sigma, 1.4826 / sqrt(2.0), 1e-12, "sigma");
+    CHECK_NEAR(k.change, -0.4, 1e-12, "change");
+    CHECK(sig_latest(y, 8, NULL, 0, 3, 0.5, &k) == 0 && !k.flag, "40%% is within a 50%% threshold");
+    CHECK(sig_latest(y, 8, NULL, 0, 4, 0, &k) == 0 && !k.flag, "4 is within 4 sigma (4.19)");
+    y[7] = 7; /* 3 below: within 3 sigma (3.15) */
+    CHECK(sig_latest(y, 8, NULL, 0, 3, 0, &k) == 0 && !k.flag, "3 below is within 3 sigma");
+    /* after a step at 4 the level is the new segment's, not the whole series' */
+    double z[] = {10, 10.5, 10, 10.5, 20, 20.5, 20, 20.5, 20, 14};
+    size_t cp[] = {4};
+    CHECK(sig_latest(z, 10, cp, 1, 3, 0, &k) == 0 && k.k == 5 && k.level == 20 && k.flag, "level %g k %zu", k.level, k.k);
+    CHECK_NEAR(k.change, -0.3, 1e-12, "30%% below the new level");
+    /* too short to judge */
+    CHECK(sig_latest(y, 2, NULL, 0, 3, 0, &k) == 0 && k.k == 0 && !k.flag && isnan(k.level), "n = 2 not judged");
+    /* errors */
+    double bad[] = {1, NAN, 2, 3};
+    size_t out_of_range[] = {4};
+    CHECK(sig_latest(bad, 4, NULL, 0, 3, 0, &k) == CX_EINVAL, "NaN");
+    CHECK(sig_latest(z, 10, NULL, 1, 3, 0, &k) == CX_EINVAL, "cp NULL with ncp 1");
+    CHECK(sig_latest(z, 4, out_of_range, 1, 3, 0, &k) == CX_EINVAL, "cp past the end");
+    CHECK(sig_latest(z, 10, NULL, 0, -1, 0, &k) == CX_EINVAL, "k_sigma < 0");
+    CHECK(sig_latest(z, 10, NULL, 0, 3, NAN, &k) == CX_EINVAL, "threshold NaN");
+    CHECK(sig_latest(z, 10, NULL, 0, 3, 0, NULL) == CX_EINVAL, "NULL out");
+    /* normal noise, n = 20: rarely flagged at 3 sigma; a 5-sigma drop on the newest almost always */
+    int noise = 0, drop = 0;
+    for (uint64_t seed = 1; seed <= 2000; seed++) {
+        uint64_t st = seed;
+        double w[20];
+        for (int i = 0; i < 20; i++) w[i] = 100 + t_gauss(&st);
+        sig_latest(w, 20, NULL, 0, 3, 0, &k);
+        noise += k.flag;
+        w[19] -= 5;
+        sig_latest(w, 20, NULL, 0, 3, 0, &k);
+        drop += k.flag;
+    }
+    CHECK(noise <= 50, "noise flagged in %d of 2000 series (measured: 37)", noise);
+    CHECK(drop >= 1750, "a 5-sigma drop flagged in %d of 2000 series (measured: 1790)", drop);
+}
+
 /* Run sig_steps with the default penalty and min_seg 2; returns ncp. */
 static size_t steps_default(const double *y, size_t n, size_t *cp) {
     size_t ncp = 99;
@@ -659,5 +706,6 @@ TEST_MAIN({
     test_steps_bruteforce();
     test_steps_penalty_and_errors();
     test_steps_long();
+    test_latest();
     test_median();
 })

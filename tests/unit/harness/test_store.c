@@ -7,6 +7,7 @@
  * database with data. Schema v6: the run's KV cache configuration, from empty
  * and from a v5 database with data; a run stores its KV counters as metrics.
  */
+#include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -509,9 +510,50 @@ static void test_resolve(void) {
     store_close(s);
 }
 
+/* A gate's verdicts keep the runs each one judged (schema v12); a verdict
+ * without them (0: a row from before) reads back as the gate's pair. */
+static void test_verdict_runs(void) {
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/verdicts.db", dir);
+    store *s;
+    CHECK(store_open(path, &s, err, sizeof err) == 0, "open: %s", err);
+    if (!s) return;
+    int64_t a = resolver_run(s, "tg8", "aaaa1111"), b = resolver_run(s, "tg8", "bbbb2222"),
+            c = resolver_run(s, "pp8", "aaaa1111"), d = resolver_run(s, "pp8", "bbbb2222");
+    store_gate_row g;
+    memset(&g, 0, sizeof g);
+    g.base_run = c, g.cand_run = d; /* the gate row holds one pair; its verdicts span two */
+    snprintf(g.mode, sizeof g.mode, "wallclock");
+    snprintf(g.verdict, sizeof g.verdict, "pass");
+    store_verdict_row v[2];
+    memset(v, 0, sizeof v);
+    snprintf(v[0].metric, sizeof v[0].metric, "tg8/tps");
+    snprintf(v[1].metric, sizeof v[1].metric, "pp8/tps");
+    for (int i = 0; i < 2; i++) {
+        snprintf(v[i].verdict, sizeof v[i].verdict, "unchanged");
+        v[i].threshold = v[i].base_median = v[i].cand_median = v[i].change = v[i].ci_lo = v[i].ci_hi = v[i].p = NAN;
+    }
+    v[0].base_run = a, v[0].cand_run = b; /* its own pair */
+    int64_t gid = store_gate_insert(s, &g, v, 2);
+    CHECK(gid > 0, "gate stored");
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM verdicts WHERE gate_id = %lld AND base_run IS NULL", (long long)gid);
+    CHECK(q_int(store_db(s), sql) == 1, "0 is stored as NULL");
+    store_verdict_row *r;
+    int n;
+    CHECK(store_verdicts_load(s, gid, &r, &n) == 0 && n == 2, "two verdicts");
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(r[i].metric, "tg8/tps")) CHECK(r[i].base_run == a && r[i].cand_run == b, "its own runs");
+        else CHECK(r[i].base_run == c && r[i].cand_run == d, "none stored: the gate's");
+    }
+    free(r);
+    store_close(s);
+}
+
 TEST_MAIN({
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     test_resolve();
+    test_verdict_runs();
     test_fresh();
     test_migrate_from_v1();
     test_migrate_from_v4();
