@@ -206,10 +206,10 @@ build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(ENGINE_HDR)
 	@mkdir -p build-fuzz
 	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out $(ISA_SRC_PATTERNS),$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread $(shell pkg-config --libs libpcre2-8 jansson)
 
-# The workload fuzzer needs the harness's parsers rather than the engine.
+# The workload fuzzer needs the harness's parsers (and jansson) rather than the engine.
 build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)
 	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(FUZZ_FLAGS) $< harness/util/json.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c -o $@ -lm
+	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/util/jsonx.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c -o $@ -lm $(shell pkg-config --libs jansson)
 
 # The server-response fuzzer: SSE framing, OpenAI bodies (jansson), Prometheus text.
 build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c harness/run/prom.c $(HARNESS_HDR)
