@@ -40,7 +40,6 @@ PAPI    ?= 0
 
 # Sources are found in every subsystem folder (engine/src/kv/, harness/store/, ...).
 ENGINE_SRC := $(sort $(shell find engine/src -name '*.c'))
-ENGINE_HDR := $(shell find engine/include engine/src -name '*.h')
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 LIB        := $(BUILD)/libcortex.a
 CLI        := $(BUILD)/cortex
@@ -66,12 +65,19 @@ vpath test_%.c $(sort $(dir $(TEST_SRC)))
 TOOL_SRC   := $(wildcard tests/tools/*.c)
 TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 
+# Header dependencies: every compile writes TARGET.d (-MMD: the user headers it
+# read; -MP: an empty rule per header, so a deleted header is no error), and
+# those files are included at the end of this Makefile. So editing a header
+# rebuilds exactly the objects and tests that include it. -MT names the target
+# for the rules that compile and link in one command (tests, tools).
+DEPFLAGS = -MMD -MP -MF $@.d -MT $@
+
 .PHONY: all test sanitize tsan fuzz bench clean FORCE
 all: $(LIB) $(CLI) $(BENCH) $(TEST_BIN) $(TOOL_BIN)
 
-$(BUILD)/%.o: %.c $(ENGINE_HDR)
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # SIMD kernels: only files named *_avx2.c get the AVX2 instruction set, only
 # *_avxvnni.c that plus AVX-VNNI, only *_avx512.c the AVX-512 one (F/BW/VL/DQ,
@@ -81,20 +87,18 @@ ISA_AVX2 = -mavx2 -mfma -mf16c
 ISA_AVXVNNI = $(ISA_AVX2) -mavxvnni
 ISA_AVX512 = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c
 ISA_AVX512BF16 = $(ISA_AVX512) -mavx512bf16
-# The ISA-specific files, which the fuzz build compiles apart with their flags.
-ISA_SRC_PATTERNS = %_avx2.c %_avxvnni.c %_avx512.c %_avx512bf16.c
-$(BUILD)/%_avx2.o: %_avx2.c $(ENGINE_HDR)
+$(BUILD)/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
-$(BUILD)/%_avxvnni.o: %_avxvnni.c $(ENGINE_HDR)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX2) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/%_avxvnni.o: %_avxvnni.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVXVNNI) -c $< -o $@
-$(BUILD)/%_avx512.o: %_avx512.c $(ENGINE_HDR)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVXVNNI) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX512) -c $< -o $@
-$(BUILD)/%_avx512bf16.o: %_avx512bf16.c $(ENGINE_HDR)
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX512) $(DEPFLAGS) -c $< -o $@
+$(BUILD)/%_avx512bf16.o: %_avx512bf16.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX512BF16) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) $(ISA_AVX512BF16) $(DEPFLAGS) -c $< -o $@
 
 $(LIB): $(ENGINE_OBJ)
 	@rm -f $@
@@ -108,15 +112,13 @@ SRV_LIBS   := $(shell pkg-config --libs $(SRV_PKGS))
 SRV_OBJ    := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard engine/server/*.c)))
 SLIB       := $(BUILD)/libcortexsrv.a
 $(SRV_OBJ): CPPFLAGS += $(SRV_CFLAGS)
-$(SRV_OBJ): $(wildcard engine/server/*.h)
 $(SLIB): $(SRV_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The cortex command: every engine/cli/*.c, rebuilt when its headers change.
+# The cortex command: every engine/cli/*.c.
 CLI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard engine/cli/*.c)))
 $(CLI_OBJ): CPPFLAGS += -Iengine/server
-$(CLI_OBJ): $(wildcard engine/cli/*.h engine/server/*.h)
 $(CLI): $(CLI_OBJ) $(SLIB) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(SRV_LIBS)
 
@@ -130,43 +132,45 @@ $(VERSION_H): FORCE
 	  "$(GIT_COMMIT)" "$(GIT_DIRTY)" "$(BUILD_TYPE)" "$(CC_VERSION) $(CFLAGS)" "$(CURDIR)" >$@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
-$(BUILD)/harness/%.o: harness/%.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
+$(BUILD)/harness/%.o: harness/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # Harness *_avx2.c (cortex-bench hw's kernels): AVX2 flags too (this rule's shorter stem wins over the one above).
-$(BUILD)/harness/%_avx2.o: harness/%_avx2.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
+$(BUILD)/harness/%_avx2.o: harness/%_avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(CFLAGS) $(ISA_AVX2) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(CFLAGS) $(ISA_AVX2) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/harness/%_avx512.o: harness/%_avx512.c $(HARNESS_HDR) $(wildcard engine/include/*.h)
+$(BUILD)/harness/%_avx512.o: harness/%_avx512.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(CFLAGS) $(ISA_AVX512) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(CFLAGS) $(ISA_AVX512) $(DEPFLAGS) -c $< -o $@
 
 $(HLIB): $(HARNESS_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# Only the files that record the build's provenance depend on version.h.
-$(BUILD)/harness/run/run_cmd.o $(BUILD)/harness/gate/gate_cmd.o: $(BUILD)/harness/%.o: harness/%.c $(VERSION_H) $(HARNESS_HDR) $(wildcard engine/include/*.h)
+# Only the files that record the build's provenance include version.h; it is
+# named here as well as in their .d files because it must exist (it is made)
+# before their first compile.
+$(BUILD)/harness/run/run_cmd.o $(BUILD)/harness/gate/gate_cmd.o: $(BUILD)/harness/%.o: harness/%.c $(VERSION_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) -I$(BUILD)/gen $(WARN) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) -I$(BUILD)/gen $(WARN) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BENCH): $(BUILD)/harness/bench_main.o $(HLIB) $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -lsqlite3 $(HARNESS_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/test_%: test_%.c $(wildcard tests/unit/*.h) $(LIB) $(HLIB)
+$(BUILD)/tests/test_%: test_%.c $(LIB) $(HLIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iengine/src $(HARNESS_INC) $(HARNESS_CFLAGS) -Itests/unit $(WARN) $(CFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(HARNESS_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Iengine/src $(HARNESS_INC) $(HARNESS_CFLAGS) -Itests/unit $(WARN) $(CFLAGS) $(DEPFLAGS) $(LDFLAGS) $< $(HLIB) $(LIB) -o $@ -lsqlite3 $(HARNESS_LIBS) $(LDLIBS)
 
 # The server's unit tests (test_srv_*) link its library and libraries too.
-$(BUILD)/tests/test_srv_%: test_srv_%.c $(wildcard tests/unit/*.h) $(SLIB) $(LIB)
+$(BUILD)/tests/test_srv_%: test_srv_%.c $(SLIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iengine/src -Iengine/server -Itests/unit $(SRV_CFLAGS) $(WARN) $(CFLAGS) $(LDFLAGS) $< $(SLIB) $(LIB) -o $@ $(LDLIBS) $(SRV_LIBS)
+	$(CC) $(CPPFLAGS) -Iengine/src -Iengine/server -Itests/unit $(SRV_CFLAGS) $(WARN) $(CFLAGS) $(DEPFLAGS) $(LDFLAGS) $< $(SLIB) $(LIB) -o $@ $(LDLIBS) $(SRV_LIBS)
 
 $(BUILD)/tests/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Iengine/src $(WARN) $(CFLAGS) $(LDFLAGS) $< $(LIB) -o $@ $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Iengine/src $(WARN) $(CFLAGS) $(DEPFLAGS) $(LDFLAGS) $< $(LIB) -o $@ $(LDLIBS)
 
 # The knob build (injected slowdowns) is part of the tests: the gate must catch them.
 test: all
@@ -186,45 +190,56 @@ tsan:
 	  CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread" $(TSAN_TESTS:%=build-tsan/tests/%)
 	@set -e; for t in $(TSAN_TESTS); do TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/tests/$$t | tail -1; done
 
+# libFuzzer targets. Every source is compiled once into build-fuzz/obj/ with
+# the fuzzer's instrumentation (fuzzer-no-link), one rule for all (the header
+# names of engine/src, engine/server and harness/ do not collide), the SIMD
+# kernel files with their ISA flags; each target links what it needs.
 FUZZ_FLAGS = -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS = $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS))
+FUZZ_INC = -Iengine/src -Iengine/server $(HARNESS_INC) $(HARNESS_CFLAGS) $(SRV_CFLAGS)
+FUZZ_LIBS = -lm -lz -pthread $(shell pkg-config --libs libpcre2-8 jansson)
 FUZZ_TARGETS = $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-# The SIMD kernel files need their ISA flags, so they are compiled apart.
-FUZZ_AVX2_OBJ = $(patsubst %.c,build-fuzz/obj/%.o,$(filter $(ISA_SRC_PATTERNS),$(ENGINE_SRC)))
-build-fuzz/obj/%_avx2.o: %_avx2.c $(ENGINE_HDR)
+fuzz_obj = $(patsubst %.c,build-fuzz/obj/%.o,$(1))
+FUZZ_ENGINE_OBJ = $(call fuzz_obj,$(ENGINE_SRC))
+FUZZ_OBJ = $(call fuzz_obj,$(ENGINE_SRC) $(HARNESS_ALL) $(wildcard engine/server/*.c) $(wildcard tests/fuzz/fuzz_*.c))
+build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX2) -c $< -o $@
-build-fuzz/obj/%_avx512.o: %_avx512.c $(ENGINE_HDR)
+	clang $(CPPFLAGS) $(FUZZ_INC) $(WARN) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
+build-fuzz/obj/%_avx2.o: %_avx2.c
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX512) -c $< -o $@
-build-fuzz/obj/%_avxvnni.o: %_avxvnni.c $(ENGINE_HDR)
+	clang $(CPPFLAGS) $(FUZZ_INC) $(WARN) $(FUZZ_CFLAGS) $(ISA_AVX2) $(DEPFLAGS) -c $< -o $@
+build-fuzz/obj/%_avx512.o: %_avx512.c
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVXVNNI) -c $< -o $@
-build-fuzz/obj/%_avx512bf16.o: %_avx512bf16.c $(ENGINE_HDR)
+	clang $(CPPFLAGS) $(FUZZ_INC) $(WARN) $(FUZZ_CFLAGS) $(ISA_AVX512) $(DEPFLAGS) -c $< -o $@
+build-fuzz/obj/%_avxvnni.o: %_avxvnni.c
 	@mkdir -p $(dir $@)
-	clang $(CPPFLAGS) $(WARN) $(subst fuzzer,fuzzer-no-link,$(FUZZ_FLAGS)) $(ISA_AVX512BF16) -c $< -o $@
-build-fuzz/%: tests/fuzz/%.c $(ENGINE_SRC) $(FUZZ_AVX2_OBJ) $(ENGINE_HDR)
-	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iengine/src $(WARN) $(FUZZ_FLAGS) $< $(filter-out $(ISA_SRC_PATTERNS),$(ENGINE_SRC)) $(FUZZ_AVX2_OBJ) -o $@ -lm -lz -pthread $(shell pkg-config --libs libpcre2-8 jansson)
+	clang $(CPPFLAGS) $(FUZZ_INC) $(WARN) $(FUZZ_CFLAGS) $(ISA_AVXVNNI) $(DEPFLAGS) -c $< -o $@
+build-fuzz/obj/%_avx512bf16.o: %_avx512bf16.c
+	@mkdir -p $(dir $@)
+	clang $(CPPFLAGS) $(FUZZ_INC) $(WARN) $(FUZZ_CFLAGS) $(ISA_AVX512BF16) $(DEPFLAGS) -c $< -o $@
+# Objects named only by the link rules below would be intermediate files, which
+# make deletes after the build: keep them.
+.SECONDARY: $(FUZZ_OBJ)
+
+# The engine's targets link the whole engine.
+build-fuzz/fuzz_%: build-fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_ENGINE_OBJ)
+	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 # The workload fuzzer needs the harness's parsers rather than the engine.
-build-fuzz/fuzz_jsonl: tests/fuzz/fuzz_jsonl.c $(HARNESS_ALL) $(HARNESS_HDR)
-	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(FUZZ_FLAGS) $< harness/util/json.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c -o $@ -lm
+build-fuzz/fuzz_jsonl: build-fuzz/obj/tests/fuzz/fuzz_jsonl.o $(call fuzz_obj,harness/util/jsonx.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c)
+	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 # The server-response fuzzer: SSE framing, OpenAI bodies (jansson), Prometheus text, builds (results.c).
-build-fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c harness/run/sse.c harness/run/oai.c harness/run/prom.c harness/run/results.c $(HARNESS_HDR)
-	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) $(HARNESS_INC) $(HARNESS_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< harness/run/sse.c harness/run/oai.c harness/run/prom.c harness/run/results.c -o $@ $(shell pkg-config --libs jansson)
+build-fuzz/fuzz_sse: build-fuzz/obj/tests/fuzz/fuzz_sse.o $(call fuzz_obj,harness/run/sse.c harness/run/oai.c harness/run/prom.c harness/run/results.c)
+	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 # The judge's sample lines (cortex-bench judge).
-build-fuzz/fuzz_judge: tests/fuzz/fuzz_judge.c harness/gate/judge.c harness/gate/judge.h
-	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) $(HARNESS_INC) $(WARN) $(FUZZ_FLAGS) $< harness/gate/judge.c -o $@ -lm
+build-fuzz/fuzz_judge: build-fuzz/obj/tests/fuzz/fuzz_judge.o $(call fuzz_obj,harness/gate/judge.c)
+	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 # The request-body fuzzer needs the server's parser and chat templates (harmony's in the library), and jansson.
-build-fuzz/fuzz_srv_body: tests/fuzz/fuzz_srv_body.c engine/server/srv_parse.c engine/server/srv_chat.c engine/src/harmony.c engine/src/util.c engine/server/srv.h
-	@mkdir -p build-fuzz
-	clang $(CPPFLAGS) -Iengine/server -Iengine/src $(SRV_CFLAGS) $(WARN) $(FUZZ_FLAGS) $< engine/server/srv_parse.c engine/server/srv_chat.c engine/src/harmony.c engine/src/util.c -o $@ $(shell pkg-config --libs jansson)
+build-fuzz/fuzz_srv_body: build-fuzz/obj/tests/fuzz/fuzz_srv_body.o $(call fuzz_obj,engine/server/srv_parse.c engine/server/srv_chat.c engine/src/harmony.c engine/src/util.c)
+	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 fuzz: $(FUZZ_TARGETS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(FUZZ_TARGETS)
@@ -243,3 +258,10 @@ bench: $(CLI) $(BENCH)
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz build-knob
+
+# Every target that gets a dependency file (DEPFLAGS), and those files. A
+# target built before it had one (a build tree from before they existed) is
+# rebuilt once, so no header change is missed.
+DEP_TARGETS := $(ENGINE_OBJ) $(SRV_OBJ) $(CLI_OBJ) $(HARNESS_ALL:%.c=$(BUILD)/%.o) $(TEST_BIN) $(TOOL_BIN) $(FUZZ_OBJ)
+$(filter-out $(patsubst %.d,%,$(wildcard $(DEP_TARGETS:=.d))),$(wildcard $(DEP_TARGETS))): FORCE
+-include $(wildcard $(DEP_TARGETS:=.d))

@@ -24,7 +24,7 @@
 #include "env.h"
 #include "gate.h"
 #include "gatefile.h"
-#include "json.h"
+#include "jsonx.h"
 #include "run_cmd.h"
 #include "sha256.h"
 #include "store.h"
@@ -256,13 +256,14 @@ static int ab_rep(const char *bin, const gate_opts *o, const gate_conf *c, const
     while (fgets(line, sizeof line, p)) {
         char *b = strchr(line, '{'), *e = strrchr(line, '}');
         if (!b || !e) continue;
-        json_obj obj;
+        json_t *obj;
         char jerr[128];
-        if (json_parse_object(b, (size_t)(e - b + 1), &obj, jerr, sizeof jerr)) continue;
-        const json_field *m = json_get(&obj, "metric"), *v = json_get(&obj, "median");
-        for (int k = 0; m && v && m->type == JSON_STRING && v->type == JSON_NUMBER && k < c->n_metrics; k++)
-            if (!strcmp(m->str, c->metrics[k].name) && out->n[k] < GATE_MAX_VALUES) out->v[k][out->n[k]++] = v->number;
-        json_obj_free(&obj);
+        if (jx_parse_object(b, (size_t)(e - b + 1), &obj, NULL, jerr, sizeof jerr)) continue;
+        const json_t *m = json_object_get(obj, "metric"), *v = json_object_get(obj, "median");
+        for (int k = 0; json_is_string(m) && json_is_number(v) && k < c->n_metrics; k++)
+            if (!strcmp(json_string_value(m), c->metrics[k].name) && out->n[k] < GATE_MAX_VALUES)
+                out->v[k][out->n[k]++] = json_number_value(v);
+        json_decref(obj);
     }
     int st = pclose(p);
     if (st != 0) return snprintf(err, n, "%s run %s failed (status %d)", bin, wl, st), -1;

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "jsonx.h"
 #include "show.h"
 #include "store_read.h"
 
@@ -86,7 +86,7 @@ static void bmf_name(const store_run *r, char *buf, size_t cap) {
         k += (size_t)snprintf(buf + k, cap - k, "/c%d", r->concurrency);
     if (r->rate > 0 && k < cap) {
         char rate[40];
-        json_format_number(rate, sizeof rate, r->rate);
+        jx_format_number(rate, sizeof rate, r->rate);
         snprintf(buf + k, cap - k, "/rate%s", rate);
     }
 }
@@ -135,17 +135,17 @@ int export_bmf(store *s, const int64_t *ids, int n_ids, FILE *out, char *err, si
             if (!w || !isfinite(w->med)) continue;
             if (!any++) {
                 fprintf(out, "%s\n  ", first ? "" : ",");
-                json_write_string(out, name, strlen(name));
+                jx_write_string(out, name, strlen(name));
                 fprintf(out, ": {");
                 first = 0;
             }
             fprintf(out, "%s\n    \"%s\": {\"value\": ", any > 1 ? "," : "", BMF_MEASURES[m].measure);
-            json_write_number(out, w->med);
+            jx_write_number(out, w->med);
             if (isfinite(w->min) && isfinite(w->max) && w->min <= w->med && w->med <= w->max) {
                 fprintf(out, ", \"lower_value\": ");
-                json_write_number(out, w->min);
+                jx_write_number(out, w->min);
                 fprintf(out, ", \"upper_value\": ");
-                json_write_number(out, w->max);
+                jx_write_number(out, w->max);
             }
             fprintf(out, "}");
         }
@@ -179,18 +179,18 @@ static void csv_text(FILE *f, const char *s) {
  * for people (md); json null / an empty csv field or md cell when x is not
  * a number. */
 static void req_num(FILE *f, int json, int csv, double x) {
-    if (json) json_write_number(f, x);
+    if (json) jx_write_number(f, x);
     else if (isfinite(x) && !csv) fprintf(f, "%.3f", x);
     else if (isfinite(x)) {
         char b[40];
-        json_format_number(b, sizeof b, x);
+        jx_format_number(b, sizeof b, x);
         fputs(b, f);
     }
 }
 
 /* One text in the format's way. */
 static void req_text(FILE *f, int json, int csv, const char *s) {
-    if (json) json_write_string(f, s, strlen(s));
+    if (json) jx_write_string(f, s, strlen(s));
     else if (csv) csv_text(f, s);
     else show_md_inline(f, s);
 }

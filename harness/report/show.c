@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "export.h"
-#include "json.h"
+#include "jsonx.h"
 #include "roofline.h"
 #include "show.h"
 #include "store.h"
@@ -238,7 +238,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
     }
     if (csv) fprintf(out, "run,model,type,threads,workload,metric,unit,median,min,max,stddev,n,validity\n");
     else if (json && !jsonl) fprintf(out, "[");
-    int first = 1;
+    int first = 1, oom = 0; /* oom: jansson could not encode a string */
     for (int r = 0; r < n_ids; r++) {
         store_run ri;
         sum_row rows[128];
@@ -258,9 +258,9 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
                 fprintf(out, "\"\n");
             } else if (json) {
                 fprintf(out, "%s{\"run\": %lld, \"workload\": ", jsonl ? "" : first ? "\n  " : ",\n  ", (long long)ids[r]);
-                json_write_string(out, ri.workload, strlen(ri.workload));
+                oom |= jx_write_string(out, ri.workload, strlen(ri.workload));
                 fprintf(out, ", \"validity\": \"invalid\", \"reasons\": ");
-                json_write_string(out, ri.validity_reasons, strlen(ri.validity_reasons));
+                oom |= jx_write_string(out, ri.validity_reasons, strlen(ri.validity_reasons));
                 fprintf(out, "}%s", jsonl ? "\n" : "");
             } else {
                 char word[48];
@@ -287,17 +287,17 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
                         ri.validity[0] ? ri.validity : "unknown");
             } else if (json) {
                 fprintf(out, "%s{\"run\": %lld, \"model\": ", jsonl ? "" : first ? "\n  " : ",\n  ", (long long)ids[r]);
-                json_write_string(out, ri.model, strlen(ri.model));
+                oom |= jx_write_string(out, ri.model, strlen(ri.model));
                 fprintf(out, ", \"type\": \"%s\", \"threads\": %d, \"workload\": ", ri.type, ri.threads);
-                json_write_string(out, ri.workload, strlen(ri.workload));
+                oom |= jx_write_string(out, ri.workload, strlen(ri.workload));
                 fprintf(out, ", \"metric\": \"%s\", \"unit\": \"%s\", \"median\": ", w->name, unit[i]);
-                json_write_number(out, w->med);
+                jx_write_number(out, w->med);
                 fprintf(out, ", \"min\": ");
-                json_write_number(out, w->min);
+                jx_write_number(out, w->min);
                 fprintf(out, ", \"max\": ");
-                json_write_number(out, w->max);
+                jx_write_number(out, w->max);
                 fprintf(out, ", \"stddev\": ");
-                json_write_number(out, w->sd);
+                jx_write_number(out, w->sd);
                 fprintf(out, ", \"n\": %d, \"validity\": \"%s\"}%s", w->cnt, ri.validity[0] ? ri.validity : "unknown",
                         jsonl ? "\n" : "");
             } else {
@@ -309,6 +309,10 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
     }
     if (json) fprintf(out, "%s", jsonl ? "" : "\n]\n");
     else if (!csv) show_roofline(db, ids, n_ids, out);
+    if (oom) {
+        snprintf(err, n, "show: out of memory writing JSON");
+        return -1;
+    }
     return 0;
 }
 
@@ -325,35 +329,36 @@ void show_md_inline(FILE *f, const char *s) {
  * then its other scalar fields as key=value (the file hash is already shown). */
 static void show_workload_meta(store *st, int64_t id, FILE *out) {
     char *meta = store_run_workload_meta(st, id);
-    json_obj o;
+    json_t *o;
     char err[256];
-    if (!meta || json_parse_object(meta, strlen(meta), &o, err, sizeof err) != 0) {
+    if (!meta || jx_parse_object(meta, strlen(meta), &o, NULL, err, sizeof err) != 0) {
         free(meta);
         return;
     }
-    const json_field *cmd = json_get(&o, "cmdline");
-    if (cmd && cmd->type == JSON_STRING) {
+    const json_t *cmd = json_object_get(o, "cmdline");
+    if (json_is_string(cmd)) {
         fprintf(out, "- workload made by `");
-        show_md_inline(out, cmd->str);
+        show_md_inline(out, json_string_value(cmd));
         fprintf(out, "`\n");
     }
     fprintf(out, "- workload parameters (sidecar):");
-    for (size_t i = 0; i < o.n; i++) {
-        const json_field *f = &o.fields[i];
-        if (f == cmd || !strcmp(f->key, "trace_sha256") || f->type == JSON_OBJECT || f->type == JSON_ARRAY) continue;
+    const char *key;
+    json_t *f;
+    json_object_foreach(o, key, f) { /* in the file's order: jansson keeps insertion order */
+        if (f == cmd || !strcmp(key, "trace_sha256") || json_is_object(f) || json_is_array(f)) continue;
         char num[40];
         const char *v = num;
-        if (f->type == JSON_STRING) v = f->str;
-        else if (f->type == JSON_NUMBER) json_format_number(num, sizeof num, f->number);
-        else if (f->type == JSON_BOOL) v = f->boolean ? "true" : "false";
+        if (json_is_string(f)) v = json_string_value(f);
+        else if (json_is_number(f)) jx_format_number(num, sizeof num, json_number_value(f));
+        else if (json_is_boolean(f)) v = json_is_true(f) ? "true" : "false";
         else v = "null";
         fprintf(out, " ");
-        show_md_inline(out, f->key);
+        show_md_inline(out, key);
         fprintf(out, "=");
         show_md_inline(out, v);
     }
     fprintf(out, "\n");
-    json_obj_free(&o);
+    json_decref(o);
     free(meta);
 }
 

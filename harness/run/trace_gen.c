@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "cortex.h"
-#include "json.h"
+#include "jsonx.h"
 #include "sha256.h"
 #include "workload.h"
 
@@ -191,8 +191,8 @@ int trace_len_draw(const trace_len *d, rng *r) {
 /* Canonical spec text with shortest numbers, for the sidecar. */
 void trace_len_format(const trace_len *d, char *buf, size_t cap) {
     char a[40], b[40];
-    json_format_number(a, sizeof a, d->a);
-    json_format_number(b, sizeof b, d->b);
+    jx_format_number(a, sizeof a, d->a);
+    jx_format_number(b, sizeof b, d->b);
     int k = d->kind == TRACE_LEN_FIXED ? snprintf(buf, cap, "fixed:%s", a)
                                        : snprintf(buf, cap, "%s:%s,%s", LEN_NAMES[d->kind], a, b);
     if (d->max && k >= 0 && (size_t)k < cap) snprintf(buf + k, cap - (size_t)k, ",max=%d", d->max);
@@ -420,44 +420,46 @@ void trace_gen_free(trace_gen *g) {
 
 /* The sidecar: a flat JSON object, one key per line, keys in a fixed order,
  * numbers in their shortest exact form, so the bytes are reproducible. */
-void trace_meta_write(FILE *f, const trace_params *p, const char *trace_sha256, const char *cmdline) {
+int trace_meta_write(FILE *f, const trace_params *p, const char *trace_sha256, const char *cmdline) {
     char rate[40], zipf[40], pl[128], gl[128];
+    int oom = 0;
     assert(trace_sha256 && strlen(trace_sha256) == 64);
-    json_format_number(rate, sizeof rate, p->rate);
-    json_format_number(zipf, sizeof zipf, p->zipf_s);
+    jx_format_number(rate, sizeof rate, p->rate);
+    jx_format_number(zipf, sizeof zipf, p->zipf_s);
     trace_len_format(&p->prompt_len, pl, sizeof pl);
     trace_len_format(&p->gen_len, gl, sizeof gl);
     fprintf(f, "{\n  \"format\": \"cortex-bench trace\",\n  \"version\": %d,\n  \"requests\": %d,\n  \"rate\": %s,\n"
                "  \"zipf\": %s,\n  \"adapters\": %d,\n  \"prompt_len\": ",
             TRACE_FORMAT_VERSION, p->requests, rate, zipf, p->adapters);
-    json_write_string(f, pl, strlen(pl));
+    oom |= jx_write_string(f, pl, strlen(pl));
     fputs(",\n  \"gen_len\": ", f);
-    json_write_string(f, gl, strlen(gl));
+    oom |= jx_write_string(f, gl, strlen(gl));
     fprintf(f, ",\n  \"system_prefix\": %d,\n  \"seed\": %llu,\n  \"trace_sha256\": \"%s\"", p->system_prefix,
             (unsigned long long)p->seed, trace_sha256);
     if (p->n_prio) { /* only when given: older sidecars keep their bytes */
         fputs(",\n  \"priorities\": \"", f);
         for (int k = 0; k < p->n_prio; k++) {
             char w[40];
-            json_format_number(w, sizeof w, p->prio_w[k]);
+            jx_format_number(w, sizeof w, p->prio_w[k]);
             fprintf(f, "%s%s", k ? "," : "", w);
         }
         fputs("\"", f);
     }
     if (p->deadline_ms > 0) {
         char dl[40];
-        json_format_number(dl, sizeof dl, p->deadline_ms);
+        jx_format_number(dl, sizeof dl, p->deadline_ms);
         fprintf(f, ",\n  \"deadline_ms\": %s", dl);
     }
     if (cmdline) {
         fputs(",\n  \"cmdline\": ", f);
-        json_write_string(f, cmdline, strlen(cmdline));
+        oom |= jx_write_string(f, cmdline, strlen(cmdline));
     }
     fputs("\n}\n", f);
+    return oom ? CX_ENOMEM : 0;
 }
 
 /* Write every request of the generator `ctx` to f, one JSON object a line;
- * 0, or CX_ENOMEM from the generator. */
+ * 0, or CX_ENOMEM from the generator or jansson. */
 static int write_requests(FILE *f, void *ctx) {
     trace_gen *g = ctx;
     trace_request r;
@@ -469,11 +471,11 @@ static int write_requests(FILE *f, void *ctx) {
         if (g->p.n_prio) fprintf(f, "\"priority\": %d, ", r.priority);
         if (g->p.deadline_ms > 0) {
             char dl[40];
-            json_format_number(dl, sizeof dl, g->p.deadline_ms);
+            jx_format_number(dl, sizeof dl, g->p.deadline_ms);
             fprintf(f, "\"deadline_ms\": %s, ", dl);
         }
         fputs("\"text\": ", f);
-        json_write_string(f, r.text, r.text_len);
+        if (jx_write_string(f, r.text, r.text_len)) return CX_ENOMEM;
         fputs("}\n", f);
         if (ferror(f)) break;
     }
@@ -490,8 +492,7 @@ typedef struct meta_ctx {
 /* write_file body for the sidecar. */
 static int write_meta(FILE *f, void *ctx) {
     const meta_ctx *m = ctx;
-    trace_meta_write(f, m->p, m->sha256, m->cmdline);
-    return 0;
+    return trace_meta_write(f, m->p, m->sha256, m->cmdline);
 }
 
 /* Create `path`, fill it with body(f, ctx), and check every write and the

@@ -164,8 +164,9 @@ int trace_word_count(void);
  * a JSON object, one key per line, with the format and version, every
  * generation parameter, the trace file's SHA-256 and, when not NULL, the
  * command line that wrote it. The same arguments give the same bytes.
+ * 0, or CX_ENOMEM (jansson ran out of memory: the text is incomplete).
  */
-void trace_meta_write(FILE *f, const trace_params *p, const char *trace_sha256, const char *cmdline);
+int trace_meta_write(FILE *f, const trace_params *p, const char *trace_sha256, const char *cmdline);
 
 /*
  * Write the trace as plain JSONL (one request object per line, nothing else)

@@ -1,6 +1,6 @@
 /*
  * workload.c - JSONL workload loader: splits the bytes into lines, parses
- * each with json_parse_object, checks the fields for the workload's kind, and
+ * each with jx_parse_object (jansson), checks the fields for the workload's kind, and
  * rejects duplicate ids with a hash set, all in one pass in file order so the
  * first problem in the file is the one reported.
  */
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cortex.h"
-#include "json.h"
+#include "jsonx.h"
 #include "sha256.h"
 
 /* Write "NAME:LINE: <message>" (or "NAME: <message>" when line is 0) to err. */
@@ -108,29 +108,29 @@ typedef struct line_ctx {
 } line_ctx;
 
 /* Fetch a required key; report it missing. */
-static int need(const line_ctx *c, const json_obj *o, const char *key, const json_field **out) {
-    *out = json_get(o, key);
+static int need(const line_ctx *c, const json_t *o, const char *key, const json_t **out) {
+    *out = json_object_get(o, key);
     if (!*out) return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "missing required key \"%s\"", key);
     return 0;
 }
 
 /* Shortest text for a number in messages ("0.1", not "0.10000000000000001"). */
 static const char *num_str(double x, char buf[40]) {
-    json_format_number(buf, 40, x);
+    jx_format_number(buf, 40, x);
     return buf;
 }
 
 /* A required integer key in [lo, hi] (lo is 0 or 1: "non-negative"/"positive"). */
-static int need_int(const line_ctx *c, const json_obj *o, const char *key, long lo, long hi, int *out) {
-    const json_field *f;
+static int need_int(const line_ctx *c, const json_t *o, const char *key, long lo, long hi, int *out) {
+    const json_t *f;
     char nb[40];
     int rc = need(c, o, key, &f);
     if (rc) return rc;
     const char *range = lo == 1 ? "a positive integer" : "a non-negative integer";
-    if (f->type != JSON_NUMBER)
+    if (!json_is_number(f))
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s, not %s", key, range,
-                       json_type_name(f->type));
-    double x = f->number; /* finite: the parser rejects overflow */
+                       jx_type_name(f));
+    double x = json_number_value(f); /* finite: the parser rejects overflow */
     if (x != floor(x) || x < (double)lo)
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s (got %s)", key, range,
                        num_str(x, nb));
@@ -141,40 +141,51 @@ static int need_int(const line_ctx *c, const json_obj *o, const char *key, long 
     return 0;
 }
 
-/* Take ownership of a string field's bytes, refusing embedded NULs and, if
- * `nonempty`, the empty string. */
-static int take_string(const line_ctx *c, json_field *f, const char *key, int nonempty, char **out, size_t *len) {
-    if (f->type != JSON_STRING)
+/* Copy a string field's bytes, refusing embedded NULs (JSON_ALLOW_NUL keeps
+ * them in the value so this can name them) and, if `nonempty`, the empty string. */
+static int take_string(const line_ctx *c, const json_t *f, const char *key, int nonempty, char **out, size_t *len) {
+    if (!json_is_string(f))
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be a string, not %s", key,
-                       json_type_name(f->type));
-    if (nonempty && f->str_len == 0)
+                       jx_type_name(f));
+    const char *s = json_string_value(f);
+    size_t n = json_string_length(f);
+    if (nonempty && n == 0)
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must not be empty", key);
-    if (strlen(f->str) != f->str_len)
+    if (memchr(s, 0, n))
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must not contain \\u0000", key);
-    *out = f->str;
-    if (len) *len = f->str_len;
-    f->str = NULL; /* now owned by the request */
+    *out = dup_n(s, n);
+    if (!*out) return fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
+    if (len) *len = n;
     return 0;
 }
 
+/* 1 and *out = v when v is a number with an integral value in [-2^53, 2^53]
+ * (every integer up to 2^53 is exact in a double; beyond, ids would collide). */
+static int int53(const json_t *v, int64_t *out) {
+    const double lim = 9007199254740992.0; /* 2^53 */
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    if (!(x >= -lim && x <= lim) || (double)(int64_t)x != x) return 0;
+    *out = (int64_t)x;
+    return 1;
+}
+
 /* The request id: a non-empty string, or an integer kept as its decimal form. */
-static int take_id(const line_ctx *c, json_obj *o, char **out) {
-    const json_field *cf;
-    int rc = need(c, o, "id", &cf);
+static int take_id(const line_ctx *c, const json_t *o, char **out) {
+    const json_t *f;
+    int rc = need(c, o, "id", &f);
     if (rc) return rc;
-    json_field *f = (json_field *)cf; /* o is ours: taking the string out is fine */
-    if (f->type == JSON_NUMBER) {
+    if (json_is_number(f)) {
         int64_t v;
-        if (!json_get_int64(f, &v))
+        if (!int53(f, &v))
             return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"id\" must be a string or an integer");
         char buf[32];
         snprintf(buf, sizeof buf, "%lld", (long long)v);
         *out = dup_n(buf, strlen(buf));
         return *out ? 0 : fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
     }
-    if (f->type != JSON_STRING)
+    if (!json_is_string(f))
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"id\" must be a string or an integer, not %s",
-                       json_type_name(f->type));
+                       jx_type_name(f));
     return take_string(c, f, "id", 1, out, NULL);
 }
 
@@ -182,56 +193,58 @@ static int take_id(const line_ctx *c, json_obj *o, char **out) {
  * class in -WL_MAX_PRIORITY..WL_MAX_PRIORITY (higher first, default 0), and
  * "deadline_ms", a positive number of milliseconds after the request is
  * issued (absent or null: none). */
-static int read_sched_fields(const line_ctx *c, const json_obj *o, wl_request *r) {
+static int read_sched_fields(const line_ctx *c, const json_t *o, wl_request *r) {
     char nb[40];
-    const json_field *f = json_get(o, "priority");
-    if (f && f->type != JSON_NULL) {
-        if (f->type != JSON_NUMBER || f->number != floor(f->number))
+    const json_t *f = json_object_get(o, "priority");
+    if (f && !json_is_null(f)) {
+        double x = json_is_number(f) ? json_number_value(f) : 0;
+        if (!json_is_number(f) || x != floor(x))
             return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"priority\" must be an integer class, not %s",
-                           f->type == JSON_NUMBER ? num_str(f->number, nb) : json_type_name(f->type));
-        if (fabs(f->number) > WL_MAX_PRIORITY)
+                           json_is_number(f) ? num_str(x, nb) : jx_type_name(f));
+        if (fabs(x) > WL_MAX_PRIORITY)
             return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"priority\" %s is outside -%d..%d",
-                           num_str(f->number, nb), WL_MAX_PRIORITY, WL_MAX_PRIORITY);
-        r->priority = (int)f->number;
+                           num_str(x, nb), WL_MAX_PRIORITY, WL_MAX_PRIORITY);
+        r->priority = (int)x;
     }
-    f = json_get(o, "deadline_ms");
-    if (f && f->type != JSON_NULL) {
-        if (f->type != JSON_NUMBER)
+    f = json_object_get(o, "deadline_ms");
+    if (f && !json_is_null(f)) {
+        if (!json_is_number(f))
             return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                           "\"deadline_ms\" must be a number of milliseconds, not %s", json_type_name(f->type));
-        if (!(f->number > 0) || f->number > 1e9)
+                           "\"deadline_ms\" must be a number of milliseconds, not %s", jx_type_name(f));
+        double x = json_number_value(f);
+        if (!(x > 0) || x > 1e9)
             return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                           "\"deadline_ms\" must be in (0, 1e9] milliseconds (got %s)", num_str(f->number, nb));
-        r->deadline_ms = f->number;
+                           "\"deadline_ms\" must be in (0, 1e9] milliseconds (got %s)", num_str(x, nb));
+        r->deadline_ms = x;
     }
     return 0;
 }
 
 /* Fill r from a parsed line of a workload of kind `kind`. */
-static int read_request(const line_ctx *c, json_obj *o, wl_kind kind, wl_request *r) {
-    const json_field *f;
+static int read_request(const line_ctx *c, const json_t *o, wl_kind kind, wl_request *r) {
+    const json_t *f;
     int rc = take_id(c, o, &r->id);
     if (!rc) rc = need(c, o, "text", &f);
-    if (!rc) rc = take_string(c, (json_field *)f, "text", 1, &r->text, &r->text_len);
+    if (!rc) rc = take_string(c, f, "text", 1, &r->text, &r->text_len);
     if (!rc) rc = need_int(c, o, "max_tokens", 1, WL_MAX_TOKENS, &r->max_tokens);
     if (!rc) rc = read_sched_fields(c, o, r);
     if (rc) return rc;
     r->adapter = -1;
     if (kind == WL_PROMPTS) {
-        f = json_get(o, "category");
-        if (f && f->type != JSON_NULL) rc = take_string(c, (json_field *)f, "category", 0, &r->category, NULL);
+        f = json_object_get(o, "category");
+        if (f && !json_is_null(f)) rc = take_string(c, f, "category", 0, &r->category, NULL);
         return rc;
     }
     rc = need(c, o, "arrival_s", &f);
     if (rc) return rc;
-    if (f->type != JSON_NUMBER)
+    if (!json_is_number(f))
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                       "\"arrival_s\" must be a number of seconds, not %s", json_type_name(f->type));
+                       "\"arrival_s\" must be a number of seconds, not %s", jx_type_name(f));
     char nb[40];
-    if (!(f->number >= 0))
+    if (!(json_number_value(f) >= 0))
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"arrival_s\" must not be negative (got %s)",
-                       num_str(f->number, nb));
-    r->arrival_s = f->number;
+                       num_str(json_number_value(f), nb));
+    r->arrival_s = json_number_value(f);
     rc = need_int(c, o, "adapter", 0, WL_MAX_ADAPTER, &r->adapter);
     if (!rc) rc = need_int(c, o, "prompt_len", 1, WL_MAX_TOKENS, &r->prompt_len);
     return rc;
@@ -271,20 +284,20 @@ static int skippable(const char *line, size_t n) {
 static int add_line(const line_ctx *c, const char *s, size_t n, wl_workload *w, size_t *cap, size_t *first_line,
                     id_set *ids) {
     char jerr[256], b[48];
-    json_obj o;
-    int rc = json_parse_object(s, n, &o, jerr, sizeof jerr);
+    json_t *o;
+    int rc = jx_parse_object(s, n, &o, NULL, jerr, sizeof jerr); /* one line: its column is the file's */
     if (rc) return fail_at(c->err, c->errlen, rc, c->name, c->line, "%s", jerr);
-    int has_arrival = json_get(&o, "arrival_s") != NULL;
+    int has_arrival = json_object_get(o, "arrival_s") != NULL;
     if (w->n == 0) {
         w->kind = has_arrival ? WL_TRACE : WL_PROMPTS;
         *first_line = c->line;
     } else if (w->kind == WL_PROMPTS && has_arrival) {
-        json_obj_free(&o);
+        json_decref(o);
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
                        "\"arrival_s\" in a prompt set (the first request, line %zu, has none; a trace needs it on every line)",
                        *first_line);
     } else if (w->kind == WL_TRACE && !has_arrival) {
-        json_obj_free(&o);
+        json_decref(o);
         return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
                        "missing required key \"arrival_s\" (this is a trace: the first request, line %zu, has it)",
                        *first_line);
@@ -293,7 +306,7 @@ static int add_line(const line_ctx *c, const char *s, size_t n, wl_workload *w, 
         size_t ncap = *cap ? 2 * *cap : 16;
         wl_request *nr = realloc(w->req, ncap * sizeof *nr);
         if (!nr) {
-            json_obj_free(&o);
+            json_decref(o);
             return fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory for %zu requests", ncap);
         }
         w->req = nr;
@@ -302,8 +315,8 @@ static int add_line(const line_ctx *c, const char *s, size_t n, wl_workload *w, 
     wl_request *r = &w->req[w->n];
     memset(r, 0, sizeof *r);
     r->line = c->line;
-    rc = read_request(c, &o, w->kind, r);
-    json_obj_free(&o);
+    rc = read_request(c, o, w->kind, r);
+    json_decref(o);
     if (!rc && w->kind == WL_TRACE && w->n > 0 && r->arrival_s < w->req[w->n - 1].arrival_s) {
         char t1[40], t0[40];
         rc = fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
@@ -365,23 +378,24 @@ int wl_attach_meta(wl_workload *w, const char *buf, size_t n, const char *name, 
     assert(w && name && (buf || n == 0));
     if (n > WL_META_MAX)
         return fail_at(err, errlen, CX_EFORMAT, name, 0, "larger than %d bytes: too large for a sidecar", WL_META_MAX);
-    json_obj o;
+    json_t *o;
     char jerr[256];
-    int rc = json_parse_object(buf, n, &o, jerr, sizeof jerr);
-    if (rc) return fail_at(err, errlen, rc, name, 0, "%s", jerr);
-    const json_field *h = json_get(&o, "trace_sha256");
-    if (h && h->type != JSON_STRING)
-        rc = fail_at(err, errlen, CX_EFORMAT, name, 0, "\"trace_sha256\" must be a string, not %s", json_type_name(h->type));
-    else if (h && strcmp(h->str, w->sha256) != 0) {
+    int line;
+    int rc = jx_parse_object(buf, n, &o, &line, jerr, sizeof jerr);
+    if (rc) return fail_at(err, errlen, rc, name, (size_t)line, "%s", jerr);
+    const json_t *h = json_object_get(o, "trace_sha256");
+    if (h && !json_is_string(h))
+        rc = fail_at(err, errlen, CX_EFORMAT, name, 0, "\"trace_sha256\" must be a string, not %s", jx_type_name(h));
+    else if (h && strcmp(json_string_value(h), w->sha256) != 0) {
         char b[48];
         rc = fail_at(err, errlen, CX_EFORMAT, name, 0,
                      "describes another file (\"trace_sha256\" %.12s..., but %s has %.12s...): regenerate the trace "
-                     "or delete the sidecar", for_msg(h->str, b), w->source ? w->source : "the workload", w->sha256);
+                     "or delete the sidecar", for_msg(json_string_value(h), b), w->source ? w->source : "the workload", w->sha256);
     }
-    json_obj_free(&o);
+    json_decref(o);
     if (rc) return rc;
     while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\r' || buf[n - 1] == '\n')) n--;
-    char *copy = dup_n(buf, n); /* no NUL inside: the JSON grammar has none outside escapes */
+    char *copy = dup_n(buf, n); /* no NUL inside: jx_parse_object rejects a raw one */
     if (!copy) return fail_at(err, errlen, CX_ENOMEM, name, 0, "out of memory");
     free(w->meta);
     w->meta = copy;
