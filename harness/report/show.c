@@ -18,6 +18,9 @@
 #include "store_read.h"
 #include "validity.h"
 
+/* Other work (other_load_cpus) past which a run's verdict says the machine was shared. */
+#define SHOW_LOADED_CPUS 0.25
+
 /* See show.h. */
 int show_color(FILE *out) {
     const char *nc = getenv("NO_COLOR");
@@ -75,6 +78,11 @@ int show_verdict(store *s, int64_t id, FILE *out) {
     if (!isnan(rss)) fprintf(out, "%s peak RSS %.1f MiB", any++ ? "," : " ", rss);
     else if (r.endpoint[0]) fprintf(out, "%s peak RSS: the server's, not measured here", any++ ? "," : " ");
     if (any) fprintf(out, "\n");
+    /* a loaded machine's figures are a loaded machine's: said, and refused as a baseline (gates.md) */
+    double other = store_metric_median(s, id, "other_load_cpus");
+    if (other > SHOW_LOADED_CPUS)
+        fprintf(out, "  other work kept %.2f of %d CPUs busy while it ran (median over the repetitions): the figures are"
+                     " a shared machine's\n", other, r.cpus_allowed > 0 ? r.cpus_allowed : r.logical_cores);
     return 0;
 }
 
