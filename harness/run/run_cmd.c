@@ -263,10 +263,10 @@ static int run_model_open(const run_opts *o, run_meta *meta, cx_model **model, i
     meta->model_bytes = mi->weight_bytes;
     /* The context the sessions will have: -c as given, never silently capped (a run at 256 is not a run at 2048) */
     if (o->ctx > mi->n_ctx) {
-        cx_model_free(*model);
+        cli_fail(CB_EXIT_USAGE, "-c %ld is more than the model's context of %d tokens (%s)", o->ctx, mi->n_ctx, o->model);
+        cx_model_free(*model); /* after the message: mi is the model's */
         *model = NULL;
-        return cli_fail(CB_EXIT_USAGE, "-c %ld is more than the model's context of %d tokens (%s)", o->ctx, mi->n_ctx,
-                        o->model);
+        return CB_EXIT_USAGE;
     }
     meta->n_ctx = runner_n_ctx(*model, (int)o->ctx);
     return 0;
