@@ -15,7 +15,8 @@
 #                exact U test at ALPHA and the threshold).
 #   whole model  `cortex-bench gate --baseline-bin BASE/cortex-bench` on a
 #                stories15m-shaped q8_0 model: tg32 and pp64 alternating one
-#                repetition of each build (ci/gates.conf's thresholds).
+#                repetition of each build (ci/gates-ab.conf: 12 pairs, 5 %
+#                throughput and 10 % latency thresholds).
 #
 # A regression counts only when a second, independent A/B of the same part
 # finds the same metric regressed: a noise false alarm must then strike twice.
@@ -25,7 +26,7 @@
 # BASE_DIR, CAND_DIR: directories holding cortex, cortex-bench and
 # tests/kernel_bench (ci/baseline.sh --keep makes BASE_DIR; CAND_DIR is a build
 # directory). OUT_DIR (default CAND_DIR/gate): the model, samples, tables, JUnit.
-# AB_ROUNDS (12), AB_KERNEL_THRESHOLD (0.10), AB_ALPHA (0.01) tune the kernel
+# AB_ROUNDS (16), AB_KERNEL_THRESHOLD (0.05), AB_ALPHA (0.01) tune the kernel
 # part; AB_PARTS ("kernel model") names the parts to run (ci/gate_rates.sh
 # measures each alone). Exit: 0 pass (or this CPU's default kernels are not AVX-512: nothing
 # to add to the deterministic gate, said so), 1 a confirmed regression, 2 error.
@@ -33,7 +34,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: ci/gate_ab.sh BASE_DIR CAND_DIR [OUT_DIR]" >&2; exit 2; }
 base=$1 cand=$2 out=${3:-$2/gate}
-rounds=${AB_ROUNDS:-12} kthr=${AB_KERNEL_THRESHOLD:-0.10} alpha=${AB_ALPHA:-0.01}
+rounds=${AB_ROUNDS:-16} kthr=${AB_KERNEL_THRESHOLD:-0.05} alpha=${AB_ALPHA:-0.01}
 for d in "$base" "$cand"; do
     for b in cortex cortex-bench tests/kernel_bench; do
         [ -x "$d/$b" ] || { echo "gate_ab: $d/$b: not built" >&2; exit 2; }
@@ -72,7 +73,7 @@ kernel_ab() { # try: one kernel A/B into $out/kernel-TRY.{tsv,md}
 model_ab() { # try: one whole-model A/B into $out/model-TRY.md
     rm -f "$out/ab-$1.db"*
     "$cand/cortex-bench" gate --model "$model" --baseline-bin "$base/cortex-bench" -t 1 --db "$out/ab-$1.db" \
-        --summary "$out/model-$1.md" >/dev/null
+        --gate-file ci/gates-ab.conf --summary "$out/model-$1.md" >/dev/null
 }
 
 rc=0
