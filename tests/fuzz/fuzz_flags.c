@@ -8,11 +8,13 @@
  * at most max_pos positional arguments, and a help text that prints.
  * Seeds: tests/fuzz/corpus/flags/ (words separated by NUL bytes).
  */
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cortex_tools.h"
 
@@ -50,9 +52,15 @@ static void require(int cond) {
     if (!cond) abort();
 }
 
+/* The parser's error lines go to /dev/null during a parse; libFuzzer's own
+ * output keeps the real stderr. */
+static int devnull = -1, real_stderr = -1;
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    if (!freopen("/dev/null", "w", stderr)) abort(); /* the parser's error lines */
+    devnull = open("/dev/null", O_WRONLY);
+    real_stderr = dup(2);
+    if (devnull < 0 || real_stderr < 0) abort();
     return 0;
 }
 
@@ -68,7 +76,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     f_opts o = {.i = 1, .f = 0.5f, .d = 1, .budget = CX_KV_UNLIMITED, .kvt = CX_KV_F32, .warm = CX_KV_Q8};
     cx_flags p = {.prog = "fuzz", .cmd = "cmd", .table = TABLE, .n = (int)(sizeof TABLE / sizeof TABLE[0]), .bit = 1,
                   .max_pos = 2};
+    fflush(stderr);
+    dup2(devnull, 2);
     int rc = cx_flags_parse(&p, argc, argv, &o);
+    fflush(stderr);
+    dup2(real_stderr, 2);
     require(rc == 0 || rc == 1 || rc == 2);
     require(p.n_pos >= 0 && p.n_pos <= p.max_pos);
     if (rc == 0) {
