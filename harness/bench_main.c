@@ -1,7 +1,8 @@
 /*
  * bench_main.c - the `cortex-bench` program: find the subcommand in the
  * command table (commands.c) and run it through cli_command_main, which
- * answers -h/--help and rejects unknown flags the same way for every one.
+ * parses its flags from the flag table (commands.c) and answers -h/--help
+ * the same way for every one.
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,6 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (const cli_command *c = bench_commands; c->name; c++)
-        if (!strcmp(cmd, c->name)) return cli_command_main(c, argc - 2, argv + 2);
+        if (!strcmp(cmd, c->name)) return cli_command_main(c, bench_flags, n_bench_flags, argc, argv);
     return cli_fail(2, "unknown command '%s' (cortex-bench --help lists them)", cmd);
 }

@@ -7,6 +7,8 @@
 #ifndef CORTEX_TOOLS_H
 #define CORTEX_TOOLS_H
 
+#include <stdio.h>
+
 #include "cortex.h"
 
 #ifdef __cplusplus
@@ -33,6 +35,108 @@ int64_t cx_parse_bytes(const char *s);
  * keys and values of every layer, scales included; -1 for another type.
  * What attention reads per position attended (the roofline's KV term). */
 double cx_kv_bytes_per_pos(const cx_model *m, int kv_type);
+
+/* A whole-string base-10 integer in [lo, hi] into *out; 0, or -1 (not an
+ * integer, out of range, or trailing characters). */
+int cx_parse_int_in(const char *s, long long lo, long long hi, long long *out);
+/* A whole-string number in [lo, hi] (NaN never is) into *out; 0 or -1. */
+int cx_parse_num_in(const char *s, double lo, double hi, double *out);
+
+/* ---- command-line flags (flags.c) ----------------------------------------
+ *
+ * One table of flags drives a program's parser and every command's --help:
+ * which commands take a flag, how its value is read, where it goes (an offset
+ * into the caller's options struct), its range or accepted values, and what
+ * it means. The help shows the defaults from an options struct filled by the
+ * caller's own defaults function, so it cannot drift from the code. `cortex`
+ * (engine/cli/cli_flags.c) and `cortex-bench` (harness/commands.c) use it.
+ */
+
+/* How a flag's value is read (cx_flag.kind), and the field it goes to. */
+enum {
+    CX_FLAG_SWITCH, /* no value: int, set to 1 */
+    CX_FLAG_STR,    /* const char *: the argv string itself (with a list of values: one of them, any case) */
+    CX_FLAG_INT,    /* int in [lo, hi] */
+    CX_FLAG_LONG,   /* long in [lo, hi] */
+    CX_FLAG_U64,    /* uint64_t in [lo, hi] (lo >= 0) */
+    CX_FLAG_FLOAT,  /* float in [lo, hi] */
+    CX_FLAG_DOUBLE, /* double in [lo, hi] */
+    CX_FLAG_BUDGET, /* int64_t bytes, cx_parse_bytes ("64K", "1.5M"), or "unlimited": CX_KV_UNLIMITED */
+    CX_FLAG_CHOICE, /* int: the index of the value in `choices` ("closed|open": closed 0, open 1), any case */
+    CX_FLAG_CUSTOM, /* `parse` reads it (after the value was checked against a list, if there is one) */
+    CX_FLAG_HELP    /* -h/--help: cx_flags_parse returns 1 */
+};
+
+typedef struct cx_flag cx_flag;
+/* One flag of one or more commands. Tables are written with the first nine
+ * fields in order, then designated ones: {.., NULL, .help = "..."}. */
+struct cx_flag {
+    const char *name, *alias; /* "--model", "-m" (or NULL); a short flag alone is its name ("-o") */
+    const char *meta;         /* the value's placeholder ("FILE"); NULL for a switch and -h */
+    unsigned cmds;            /* bits of the commands taking it (the caller's numbering) */
+    int kind;                 /* CX_FLAG_* */
+    size_t off;               /* offsetof(the caller's options struct, the field) */
+    double lo, hi;            /* numbers: the accepted range (shown by the help); free for callbacks */
+    const char *dflt;         /* the default in words, instead of showing the field; or NULL */
+    const char *help;         /* what it does; the help adds the accepted values and the default */
+    const char *choices;      /* an enumeration: its values, "a|b|c" */
+    /* ... or its values listed into buf from the engine's tables ('|'-separated; returns buf) */
+    const char *(*values)(const cx_flag *f, char *buf, size_t cap);
+    /* CX_FLAG_CUSTOM: store value v of the flag, written as `name`, into opts (f->off: its field);
+     * 0, or -1 with the whole message in err ("--lora: 'x' names no file") */
+    int (*parse)(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t n);
+    /* the default of the field in opts, in words (NULL: none to show); instead of the kind's own way */
+    const char *(*show)(const cx_flag *f, const void *opts, char *buf, size_t cap);
+};
+
+#define CX_FLAGS_MAX 256   /* entries of one table */
+#define CX_FLAGS_MAX_POS 8 /* positional arguments one command may take */
+
+/* One command's parse: what the caller sets, then what cx_flags_parse fills. */
+typedef struct cx_flags {
+    const char *prog;     /* "cortex": every error line is "PROG: ..." on stderr */
+    const char *cmd;      /* the command ("serve"), named in errors */
+    const cx_flag *table; /* every flag of every command */
+    int n;                /* entries in table (at most CX_FLAGS_MAX) */
+    unsigned bit;         /* this command's bit in cx_flag.cmds */
+    int max_pos;          /* positional arguments it takes (at most CX_FLAGS_MAX_POS) */
+    /* filled by cx_flags_parse: */
+    const char *pos[CX_FLAGS_MAX_POS]; /* positional arguments (anything not starting with '-', and "-") */
+    int n_pos;
+    unsigned char given[CX_FLAGS_MAX / 8]; /* bit i: table[i] was given */
+} cx_flags;
+
+/* Parse argv (the words after the command) into opts, which holds the
+ * defaults already. A flag's value is the next word, whatever it looks like
+ * ("--seed -1", "--db -h"). Returns 0; 1 when -h/--help came (the caller
+ * prints the help); or 2 after printing one line "PROG: ..." naming the
+ * unknown flag, the flag without its value, the bad value or the unexpected
+ * argument. */
+int cx_flags_parse(cx_flags *p, int argc, char **argv, void *opts);
+/* 1 if a flag of p's command that stores into opts bytes [off, off + size)
+ * was given (several flags may share a field or a struct: the KV cache's). */
+int cx_flags_given(const cx_flags *p, size_t off, size_t size);
+/* Print the flags of p's command, one a line in table order: the aliases
+ * and names, the placeholder, the help, then "(one of a|b; default x)",
+ * "(1..256; default 8)" or "(default x)", the default read from `defaults`
+ * (an options struct as the caller's defaults function fills it). */
+void cx_flags_help(const cx_flags *p, const void *defaults, FILE *out);
+
+/* Callbacks for flags whose values are the engine's own tables. */
+/* KV types of the tier (int)f->lo (CX_KV_HOT, CX_KV_WARM), into an int field (CX_KV_*). */
+const char *cx_flag_kv_types(const cx_flag *f, char *buf, size_t cap);
+int cx_flag_kv_type(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t n);
+const char *cx_flag_kv_type_show(const cx_flag *f, const void *opts, char *buf, size_t cap);
+/* KV policies ("lru|lfu"), into an int field (CX_KV_LRU, ...). */
+const char *cx_flag_kv_policies(const cx_flag *f, char *buf, size_t cap);
+int cx_flag_kv_policy(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t n);
+const char *cx_flag_kv_policy_show(const cx_flag *f, const void *opts, char *buf, size_t cap);
+/* The designated fields of a CX_FLAG_CUSTOM KV type or policy flag. */
+#define CX_FLAG_KV_TYPE_OPS .values = cx_flag_kv_types, .parse = cx_flag_kv_type, .show = cx_flag_kv_type_show
+#define CX_FLAG_KV_POLICY_OPS .values = cx_flag_kv_policies, .parse = cx_flag_kv_policy, .show = cx_flag_kv_policy_show
+/* Weight and file type names (cx_type_name, for a CX_FLAG_STR), and the shape presets' names. */
+const char *cx_flag_weight_types(const cx_flag *f, char *buf, size_t cap);
+const char *cx_flag_shapes(const cx_flag *f, char *buf, size_t cap);
 
 /* ---- synthetic models --------------------------------------------------- */
 

@@ -17,30 +17,28 @@
 #include "store_read.h"
 #include "store.h"
 
+/* See gate_cmd.h. */
+void calibrate_opts_init(void *op) {
+    calibrate_opts *o = op;
+    memset(o, 0, sizeof *o);
+    o->db = CLI_DEFAULT_DB;
+    o->gate_file = "ci/gates.conf";
+    o->pairs = 5;
+}
+
 /* A/A: run the same build against itself `pairs` times and report how far
  * each metric moves when nothing changed, to set thresholds from. */
-int cmd_calibrate(int argc, char **argv) {
-    struct { const char *model, *db, *gate_file, *threads; } o = {NULL, CLI_DEFAULT_DB, "ci/gates.conf", NULL};
-    long pairs = 5;
-    const char *workload = NULL;
-    for (int i = 0; i < argc; i += 2) { /* every calibrate option takes a value */
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) return cli_fail(2, "%s needs a value", a);
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) o.model = v;
-        else if (!strcmp(a, "--db")) o.db = v;
-        else if (!strcmp(a, "--gate-file")) o.gate_file = v;
-        else if (!strcmp(a, "--workload")) workload = v;
-        else if (!strcmp(a, "-t")) o.threads = v;
-        else if (!strcmp(a, "--pairs")) { if (cli_parse_int(a, v, 1, 1000, &pairs)) return 2; }
-        else return cli_fail(2, "unknown option '%s'", a);
-    }
-    if (!o.model) return cli_fail(2, "%s", "calibrate needs --model MODEL");
+int cmd_calibrate(void *opts, const cli_args *args) {
+    const calibrate_opts *o = opts;
+    const char *workload = o->workload;
+    long pairs = o->pairs;
+    if (!o->model) return cli_fail(2, "%s", "calibrate needs --model MODEL");
     gate_conf c;
     char err[512];
-    if (gate_conf_load(o.gate_file, &c, err, sizeof err)) return cli_fail(2, "%s", err);
+    if (gate_conf_load(o->gate_file, &c, err, sizeof err)) return cli_fail(2, "%s", err);
     store *s;
-    cli_ensure_default_dir(o.db);
-    if (store_open(o.db, &s, err, sizeof err)) return cli_fail(2, "%s", err);
+    cli_ensure_default_dir(o->db);
+    if (store_open(o->db, &s, err, sizeof err)) return cli_fail(2, "%s", err);
     int nw = workload ? 1 : c.n_workloads;
     printf("| workload | metric | pairs | median |change| | max |change| | A/A judged regressed | suggested threshold |\n"
            "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
@@ -49,8 +47,8 @@ int cmd_calibrate(int argc, char **argv) {
         static double changes[GATE_MAX_METRICS][1000];
         int false_alarms[GATE_MAX_METRICS] = {0}, n[GATE_MAX_METRICS] = {0};
         for (long p = 0; p < pairs; p++) {
-            int64_t a = run_once(o.model, wl, o.db, o.threads, c.reps, 1, argc + 2, argv - 2);
-            int64_t b = run_once(o.model, wl, o.db, o.threads, c.reps, 1, argc + 2, argv - 2);
+            int64_t a = run_once(o->model, wl, o->db, o->threads, c.reps, 1, args->argc, args->argv);
+            int64_t b = run_once(o->model, wl, o->db, o->threads, c.reps, 1, args->argc, args->argv);
             if (a < 0 || b < 0) { store_close(s); return cli_fail(1, "calibration run of %s failed", wl); }
             for (int m = 0; m < c.n_metrics; m++) {
                 double va[GATE_MAX_VALUES], vb[GATE_MAX_VALUES];

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -206,16 +207,16 @@ int det_measure(const char *bench_bin, const char *model, const char *mode, int 
     if (mode_len) mode_used[0] = 0;
     char why[256] = "";
     int use_callgrind;
-    if (!strcmp(mode, "callgrind")) {
+    if (!strcasecmp(mode, "callgrind")) {
         if (!det_have_valgrind())
             return snprintf(err, errlen, "callgrind mode: valgrind is not on PATH (apt-get install valgrind)"),
                    DET_EUNAVAIL;
         use_callgrind = 1;
-    } else if (!strcmp(mode, "perf")) {
+    } else if (!strcasecmp(mode, "perf")) {
         if (!det_perf_supported(why, sizeof why))
             return snprintf(err, errlen, "perf mode: %s", why), DET_EUNAVAIL;
         use_callgrind = 0;
-    } else if (!strcmp(mode, "auto")) {
+    } else if (!strcasecmp(mode, "auto")) {
         if (det_have_valgrind()) use_callgrind = 1;
         else if (det_perf_supported(why, sizeof why)) use_callgrind = 0;
         else

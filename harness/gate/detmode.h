@@ -79,8 +79,18 @@ int det_perf_open(char *err, size_t errlen);
 void det_perf_start(int fd);
 long long det_perf_stop(int fd);
 
-/* `cortex-bench micro` (micro.c): the workload itself, or with --measure the
- * driver around det_measure. Usage in micro.c. */
-int cmd_micro(int argc, char **argv);
+/* micro's options (the flag table, harness/commands.c, fills them). */
+typedef struct micro_opts {
+    const char *model;
+    const char *measure; /* --measure callgrind|perf|auto; NULL: run the workload here */
+    const char *bin;     /* --bench-bin; NULL: this binary */
+    int prompt, gen;     /* DET_DEFAULT_PROMPT, DET_DEFAULT_GEN */
+    int count;           /* --count */
+} micro_opts;
+void micro_opts_init(void *o);
+/* `cortex-bench micro` (micro.c; opts: micro_opts): the workload itself, or
+ * with --measure the driver around det_measure. Usage in micro.c. */
+struct cli_args;
+int cmd_micro(void *opts, const struct cli_args *a);
 
 #endif

@@ -37,16 +37,6 @@
 
 #define MAX_VERDICTS 256
 
-typedef struct gate_opts {
-    const char *model, *baseline, *gate_file, *db, *junit, *summary, *threads, *det_mode;
-    const char *step_summary; /* --step-summary FILE; NULL: $GITHUB_STEP_SUMMARY when set (report/summary.h) */
-    const char *baseline_bin; /* wall-clock A/B: measure this binary interleaved with ourselves */
-    int deterministic;
-    int record_baseline;  /* record this run as the baseline of its configuration (no judging) */
-    int advance_baseline; /* judge; on a pass, the VALID, quiet candidates become the baselines */
-    double baseline_instructions; /* deterministic: a count measured elsewhere (ci/baseline.sh) */
-} gate_opts;
-
 typedef struct gate_state {
     gate_verdict v[MAX_VERDICTS];
     int n;
@@ -161,7 +151,7 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     if (k <= 0) return snprintf(err, n, "cannot find the cortex-bench binary (/proc/self/exe)"), -1;
     self[k] = 0;
-    int rc = det_measure(self, o->model, o->det_mode ? o->det_mode : "auto", c->micro_prompt, c->micro_gen, instr, mode,
+    int rc = det_measure(self, o->model, o->det_mode, c->micro_prompt, c->micro_gen, instr, mode,
                          sizeof mode, isa, sizeof isa, err, n);
     if (rc) return rc == DET_EUNAVAIL ? DET_EUNAVAIL : -1;
     run_meta m;
@@ -361,35 +351,19 @@ static void ab_gate(const gate_conf *c, const gate_opts *o, gate_state *g) {
     rmdir(tmp);
 }
 
-static int parse_gate(int argc, char **argv, gate_opts *o) {
+/* See gate_cmd.h. */
+void gate_opts_init(void *op) {
+    gate_opts *o = op;
     memset(o, 0, sizeof *o);
     o->baseline = "baseline";
     o->gate_file = "ci/gates.conf";
     o->db = CLI_DEFAULT_DB;
+    o->det_mode = "auto";
     o->baseline_instructions = NAN;
-    for (int i = 0; i < argc;) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--record-baseline")) { o->record_baseline = 1; i++; continue; }
-        if (!strcmp(a, "--advance-baseline")) { o->advance_baseline = 1; i++; continue; }
-        if (!v) return cli_fail(2, "%s needs a value", a);
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) o->model = v;
-        else if (!strcmp(a, "--baseline")) o->baseline = v;
-        else if (!strcmp(a, "--gate-file")) o->gate_file = v;
-        else if (!strcmp(a, "--db")) o->db = v;
-        else if (!strcmp(a, "--junit")) o->junit = v;
-        else if (!strcmp(a, "--summary")) o->summary = v;
-        else if (!strcmp(a, "--step-summary")) o->step_summary = v;
-        else if (!strcmp(a, "-t")) o->threads = v;
-        else if (!strcmp(a, "--det-mode")) o->det_mode = v;
-        else if (!strcmp(a, "--baseline-bin")) o->baseline_bin = v;
-        else if (!strcmp(a, "--baseline-instructions")) {
-            if (cli_parse_double(a, v, 1, 1e18, &o->baseline_instructions)) return 2;
-        } else if (!strcmp(a, "--mode")) {
-            if (!strcmp(v, "deterministic")) o->deterministic = 1;
-            else if (strcmp(v, "wallclock")) return cli_fail(2, "--mode: '%s' is not wallclock or deterministic", v);
-        } else return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
-        i += 2;
-    }
+}
+
+/* The checks across gate's flags; 0 or 2 after the message. */
+static int gate_check(const gate_opts *o) {
     if (!o->model) return cli_fail(2, "%s", "gate needs --model MODEL");
     if (o->threads && strchr(o->threads, ','))
         return cli_fail(2, "-t: the gate compares one thread count at a time, not a list ('%s')", o->threads);
@@ -456,9 +430,11 @@ static int record_baseline(store *s, const gate_conf *c, const char *tag, const 
     return 0;
 }
 
-int cmd_gate(int argc, char **argv) {
-    gate_opts o;
-    int rc = parse_gate(argc, argv, &o);
+int cmd_gate(void *opts, const cli_args *a) {
+    gate_opts o = *(const gate_opts *)opts;
+    int argc = a->argc;
+    char **full = a->argv; /* "cortex-bench gate ...", recorded with the runs */
+    int rc = gate_check(&o);
     if (rc) return rc;
     gate_conf c;
     char err[1024];
@@ -516,11 +492,10 @@ int cmd_gate(int argc, char **argv) {
     } else if (o.baseline_bin) {
         ab_gate(&c, &o, &g);
     } else {
-        char **full = argv - 2;
         int missing = 0, produced[GATE_MAX_METRICS] = {0}, ran = 0;
         size_t k = 0;
         for (int w = 0; w < c.n_workloads; w++) {
-            int64_t cand = run_once(o.model, c.workloads[w], o.db, o.threads, c.reps, 1, argc + 2, full);
+            int64_t cand = run_once(o.model, c.workloads[w], o.db, o.threads, c.reps, 1, argc, full);
             if (cand < 0) {
                 snprintf(g.error, sizeof g.error, "the candidate run of %s failed", c.workloads[w]);
                 break;
@@ -557,7 +532,7 @@ int cmd_gate(int argc, char **argv) {
                 if (k >= sizeof g.error) k = sizeof g.error - 1;
                 continue;
             }
-            judge_runs(s, &c, &o, c.workloads[w], base, cand, &g, argc + 2, full);
+            judge_runs(s, &c, &o, c.workloads[w], base, cand, &g, argc, full);
             if (o.advance_baseline) advance[n_advance++] = cand;
             last_base = base;
             last_cand = cand;

@@ -28,7 +28,15 @@ typedef struct judge_sample {
  * comment line, -1 malformed with the problem in err. */
 int judge_parse_line(const char *line, judge_sample *s, char *err, size_t errlen);
 
+/* judge's options (the flag table, harness/commands.c, fills them); FILE is its positional argument. */
+typedef struct judge_opts {
+    const char *title, *junit, *summary;
+    double threshold, alpha;
+} judge_opts;
+/* The defaults: threshold 0.10, alpha 0.05, the title "judge". */
+void judge_opts_init(void *o);
 /* `cortex-bench judge FILE|- [--threshold T] [--alpha A] [--title NAME] [--junit F] [--summary F]`. */
-int cmd_judge(int argc, char **argv);
+struct cli_args;
+int cmd_judge(void *opts, const struct cli_args *a);
 
 #endif

@@ -27,25 +27,20 @@ static double *grow(double *v, size_t n) {
     return realloc(v, sizeof(double) * (n ? 2 * n : 8));
 }
 
-int cmd_judge(int argc, char **argv) {
-    const char *path = NULL, *title = "judge", *junit = NULL, *summary = NULL;
-    double threshold = 0.10, alpha = 0.05;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (a[0] != '-' || !strcmp(a, "-")) {
-            if (path) return cli_fail(CB_EXIT_USAGE, "judge takes one FILE, not '%s' too", a);
-            path = a;
-            continue;
-        }
-        if (!v) return cli_fail(CB_EXIT_USAGE, "%s needs a value", a);
-        if (!strcmp(a, "--threshold")) { if (cli_parse_double(a, v, 0, 10, &threshold)) return CB_EXIT_USAGE; }
-        else if (!strcmp(a, "--alpha")) { if (cli_parse_double(a, v, 1e-6, 0.5, &alpha)) return CB_EXIT_USAGE; }
-        else if (!strcmp(a, "--title")) title = v;
-        else if (!strcmp(a, "--junit")) junit = v;
-        else if (!strcmp(a, "--summary")) summary = v;
-        else return cli_fail(CB_EXIT_USAGE, "unknown option '%s' (see cortex-bench judge --help)", a);
-        i++;
-    }
+/* See judge.h. */
+void judge_opts_init(void *op) {
+    judge_opts *o = op;
+    memset(o, 0, sizeof *o);
+    o->title = "judge";
+    o->threshold = 0.10;
+    o->alpha = 0.05;
+}
+
+int cmd_judge(void *opts, const cli_args *a) {
+    const judge_opts *o = opts;
+    const char *path = a->flags->n_pos ? a->flags->pos[0] : NULL, *title = o->title, *junit = o->junit,
+               *summary = o->summary;
+    double threshold = o->threshold, alpha = o->alpha;
     if (!path) return cli_fail(CB_EXIT_USAGE, "%s", "judge needs a FILE of samples (or - for standard input)");
     FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
     if (!f) return cli_fail(CB_EXIT_USAGE, "%s: %s", path, strerror(errno));

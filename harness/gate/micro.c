@@ -54,14 +54,6 @@ static int micro_fail(int code, const char *msg) {
     return code;
 }
 
-/* An int flag value, parsed and reported by the shared CLI parser. */
-static int micro_int(const char *flag, const char *v, long lo, long hi, int *out) {
-    long x;
-    if (cli_parse_int(flag, v, lo, hi, &x)) return -1;
-    *out = (int)x;
-    return 0;
-}
-
 /* --measure: run det_measure on `bin` and print the result line. */
 static int micro_measure(const char *bin, const char *model, const char *mode, int np, int ng) {
     char self[PATH_MAX], used[32], isa[32], err[1024];
@@ -79,31 +71,21 @@ static int micro_measure(const char *bin, const char *model, const char *mode, i
     return 0;
 }
 
-int cmd_micro(int argc, char **argv) {
-    const char *model = NULL, *measure = NULL, *bin = NULL;
-    int np = DET_DEFAULT_PROMPT, ng = DET_DEFAULT_GEN, count = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--count")) { count = 1; continue; }
-        if (!v) {
-            fprintf(stderr, "cortex-bench micro: %s needs a value\n", a);
-            return 2;
-        }
-        if (!strcmp(a, "--model") || !strcmp(a, "-m")) model = v;
-        else if (!strcmp(a, "--measure")) measure = v;
-        else if (!strcmp(a, "--bench-bin")) bin = v;
-        else if (!strcmp(a, "--prompt")) { if (micro_int(a, v, 1, 1 << 20, &np)) return 2; }
-        else if (!strcmp(a, "--gen")) { if (micro_int(a, v, 0, 1 << 20, &ng)) return 2; }
-        else {
-            fprintf(stderr, "cortex-bench micro: unknown option '%s'\n", a);
-            return 2;
-        }
-        i++;
-    }
+/* See detmode.h. */
+void micro_opts_init(void *op) {
+    micro_opts *o = op;
+    memset(o, 0, sizeof *o);
+    o->prompt = DET_DEFAULT_PROMPT;
+    o->gen = DET_DEFAULT_GEN;
+}
+
+int cmd_micro(void *opts, const cli_args *a) {
+    const micro_opts *o = opts;
+    const char *model = o->model, *measure = o->measure, *bin = o->bin;
+    int np = o->prompt, ng = o->gen, count = o->count;
+    (void)a;
     if (!model) return micro_fail(2, "needs --model MODEL (cortex synth --shape " DET_DEFAULT_SHAPE " --type "
                                      DET_DEFAULT_TYPE " -o FILE makes the default one)");
-    if (measure && strcmp(measure, "callgrind") && strcmp(measure, "perf") && strcmp(measure, "auto"))
-        return micro_fail(2, "--measure: expected callgrind, perf or auto");
     if (measure) return micro_measure(bin, model, measure, np, ng);
 
     cx_model *m;

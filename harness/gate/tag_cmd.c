@@ -11,19 +11,14 @@
 #include "store.h"
 #include "store_read.h"
 
-/* Flags checked by cli_command_main; RUN and NAME are positional. */
-int cmd_tag(int argc, char **argv) {
-    const char *db = CLI_DEFAULT_DB, *pos[2] = {0};
-    int np = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-        else if (argv[i][0] != '-' && np < 2) pos[np++] = argv[i];
-        else return cli_fail(2, "unexpected argument '%s' (tag RUN NAME [--db FILE])", argv[i]);
-    }
+/* RUN and NAME are positional; --db is in cli_read_opts. */
+int cmd_tag(void *opts, const cli_args *a) {
+    const cli_read_opts *o = opts;
+    const char *const *pos = a->flags->pos;
     int64_t id;
-    if (np != 2) return cli_fail(2, "%s", "usage: cortex-bench tag RUN NAME [--db FILE]");
+    if (a->flags->n_pos != 2) return cli_fail(2, "%s", "usage: cortex-bench tag RUN NAME [--db FILE]");
     store *s;
-    if (cli_open_existing(db, &s)) return 1;
+    if (cli_open_existing(o->db, &s)) return 1;
     char err[512];
     if (store_resolve_run(s, pos[0], 0, 0, &id, err, sizeof err)) {
         store_close(s);

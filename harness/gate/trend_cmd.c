@@ -116,21 +116,21 @@ static void trend_latest(const sig_latest_check *kc, const double *y, const int6
                k.change < 0 ? "below" : "above", k.k, why);
 }
 
+/* See gate_cmd.h. */
+void trend_opts_init(void *op) {
+    trend_opts *o = op;
+    memset(o, 0, sizeof *o);
+    o->db = CLI_DEFAULT_DB;
+}
+
 /* Fit steps to a metric's history (commit order) per comparable series and
  * name the commit where it stepped. */
-int cmd_trend(int argc, char **argv) {
-    const char *db = CLI_DEFAULT_DB, *mname = NULL, *workload = NULL, *chart = NULL, *gate_file = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db = argv[++i];
-        else if (!strcmp(argv[i], "--chart") && i + 1 < argc) chart = argv[++i];
-        else if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
-        else if (!strcmp(argv[i], "--gate-file") && i + 1 < argc) gate_file = argv[++i];
-        else if (argv[i][0] != '-' && !mname) mname = argv[i];
-        else return cli_fail(2, "unexpected argument '%s' (trend METRIC [--workload W] [--chart DIR] [--gate-file F]"
-                             " [--db FILE])", argv[i]);
-    }
-    if (!mname)
+int cmd_trend(void *opts, const cli_args *args) {
+    const trend_opts *o = opts;
+    const char *db = o->db, *workload = o->workload, *chart = o->chart, *gate_file = o->gate_file;
+    if (args->flags->n_pos != 1)
         return cli_fail(2, "%s", "usage: cortex-bench trend METRIC [--workload W] [--chart DIR] [--gate-file F] [--db FILE]");
+    const char *mname = args->flags->pos[0];
     double thr;
     char thr_file[512];
     int rc = trend_threshold(gate_file, mname, &thr, thr_file, sizeof thr_file);

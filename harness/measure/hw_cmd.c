@@ -1,6 +1,6 @@
 /*
  * hw_cmd.c - `cortex-bench hw [--db FILE] [--size MiB] [--reps N] [-t N]`
- * (see hw_cmd.h): flags, the database opened before measuring (so a bad path
+ * (see hw_cmd.h): its options, the database opened before measuring (so a bad path
  * fails at once), the measurement, its table, the stored row.
  */
 #include "hw_cmd.h"
@@ -50,20 +50,20 @@ static void hw_print(FILE *out, const hw_result *r, const env_info *e) {
     if (r->notes[0]) fprintf(out, "- note: %s\n", r->notes);
 }
 
-int cmd_hw(int argc, char **argv) {
-    const char *db = CLI_DEFAULT_DB;
-    hw_opts o;
-    hw_opts_init(&o);
-    for (int i = 0; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long x;
-        if (!v) return cli_fail(2, "%s needs a value", a);
-        if (!strcmp(a, "--db")) db = v;
-        else if (!strcmp(a, "--size")) { if (cli_parse_int(a, v, 1, 1L << 20, &x)) return 2; o.bytes = (uint64_t)x << 20; }
-        else if (!strcmp(a, "--reps")) { if (cli_parse_int(a, v, 1, 1000, &x)) return 2; o.reps = (int)x; }
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { if (cli_parse_int(a, v, 1, 1024, &x)) return 2; o.threads = (int)x; }
-        else return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
-    }
+/* See hw_cmd.h. */
+void hw_cmd_opts_init(void *op) {
+    hw_cmd_opts *o = op;
+    hw_opts_init(&o->hw);
+    o->size_mib = (long)(o->hw.bytes >> 20);
+    o->db = CLI_DEFAULT_DB;
+}
+
+int cmd_hw(void *opts, const cli_args *a) {
+    const hw_cmd_opts *ho = opts;
+    const char *db = ho->db;
+    hw_opts o = ho->hw;
+    (void)a;
+    o.bytes = (uint64_t)ho->size_mib << 20;
     char err[512];
     store *s;
     cli_ensure_default_dir(db);

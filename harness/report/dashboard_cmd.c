@@ -10,18 +10,23 @@
 #include "dashboard.h"
 #include "store.h"
 
+/* See report_cmd.h. */
+void dashboard_opts_init(void *op) {
+    dashboard_opts *o = op;
+    o->db = CLI_DEFAULT_DB;
+    o->out = DASHBOARD_DEFAULT_DIR;
+}
+
 /* dashboard [--db FILE] [--out DIR] */
-int cmd_dashboard(int argc, char **argv) {
-    static const char *const names[] = {"--db", "--out"};
-    const char *vals[2] = {CLI_DEFAULT_DB, NULL}, *pos[1];
-    int n_pos;
-    if (cli_parse_flags(argc, argv, names, vals, 2, pos, 0, &n_pos)) return 2;
+int cmd_dashboard(void *opts, const cli_args *a) {
+    const dashboard_opts *o = opts;
+    (void)a;
     store *s;
-    if (cli_open_existing(vals[0], &s)) return 1;
+    if (cli_open_existing(o->db, &s)) return 1;
     char err[1024];
-    int rc = dashboard_write(s, vals[1], err, sizeof err);
+    int rc = dashboard_write(s, o->out, err, sizeof err);
     store_close(s);
     if (rc) return cli_fail(1, "%s", err);
-    printf("wrote %s/index.html\n", vals[1] ? vals[1] : DASHBOARD_DEFAULT_DIR);
+    printf("wrote %s/index.html\n", o->out);
     return 0;
 }

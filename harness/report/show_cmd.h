@@ -4,10 +4,11 @@
 #ifndef CB_SHOW_CMD_H
 #define CB_SHOW_CMD_H
 
-/* list [--db FILE] [--limit N]: the newest runs. 0, 1 or 2 (bad flag). */
-int cmd_list(int argc, char **argv);
+struct cli_args;
+/* list [--db FILE] [--limit N] (opts: a cli_read_opts): the newest runs. 0, 1 or 2 (bad flag). */
+int cmd_list(void *opts, const struct cli_args *a);
 /* show RUN [--db FILE] [-o md|csv|json|jsonl|bmf] [--requests]: one run, or
- * (--requests; md|csv|json|jsonl) every request of it. 0, 1 or 2 (bad flag). */
-int cmd_show(int argc, char **argv);
+ * (--requests; md|csv|json|jsonl) every request of it. 0, 1 or 2 (bad flag). opts: a cli_read_opts. */
+int cmd_show(void *opts, const struct cli_args *a);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * kv_opts.h - the KV cache options of `cortex-bench run` (--kv-type,
  * --kv-warm-type, --kv-hot/--kv-warm/--kv-cold, --kv-policy, --prefix-cache,
- * --kv-spill): parsing into cx_kv_params and the canonical text stored with
- * a run (runs.kv_config, part of the comparability key).
+ * --kv-spill; parsed into run_opts.kv by the flag table, harness/commands.c)
+ * as the canonical text stored with a run (runs.kv_config, part of the
+ * comparability key).
  */
 #ifndef CB_KV_OPTS_H
 #define CB_KV_OPTS_H
@@ -14,10 +15,6 @@
 /* What cx_kv_defaults() gives, as kv_opts_config writes it: the config of
  * every run recorded before schema v6 (the engine's plain f32 cache). */
 #define KV_OPTS_DEFAULT_CONFIG "type=f32 warm_type=q8 hot=unlimited warm=unlimited cold=unlimited policy=lru prefix=off spill=off"
-
-/* If `a` is a KV option, parse its value `v` into *p and return 0 (or 2 after
- * printing one error line); -1 when `a` is not a KV option. */
-int kv_opts_parse(const char *a, const char *v, cx_kv_params *p);
 
 /* The canonical configuration text of *p (KV_OPTS_DEFAULT_CONFIG for the
  * defaults): budgets in bytes, the spill file as on/off (its path does not

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,7 +273,9 @@ static int run_model_open(const run_opts *o, run_meta *meta, cx_model **model, i
     return 0;
 }
 
-void run_opts_init(run_opts *o) {
+/* See run_cmd.h. */
+void run_opts_init(void *op) {
+    run_opts *o = op;
     memset(o, 0, sizeof *o);
     o->workload = "standard";
     o->db = CLI_DEFAULT_DB;
@@ -282,85 +285,31 @@ void run_opts_init(run_opts *o) {
     o->concurrency = 1;
     o->mode = -1;
     o->kv = cx_kv_defaults();
-    o->max_seqs = 8;
-    o->max_batch_tokens = 256;
-    o->max_queue = 1024;
+    cx_sched_params sp = cx_sched_defaults(); /* the scheduler as `cortex serve` starts it */
+    o->max_seqs = sp.max_seqs;
+    o->max_batch_tokens = sp.max_batch_tokens;
+    o->max_queue = sp.max_queue;
     o->lora_type = -1;
 }
 
-int run_opts_parse(run_opts *op, int argc, char **argv) {
-    run_opts o = *op;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
-        if (!strcmp(a, "--respect-eos")) { o.respect_eos = 1; takes = 0; }
-        else if (!strcmp(a, "--no-progress")) { o.no_progress = 1; takes = 0; }
-        else if (!v) return cli_fail(2, "%s needs a value", a);
-        else if (!strcmp(a, "--model") || !strcmp(a, "-m")) o.model = v;
-        else if (!strcmp(a, "-z") || !strcmp(a, "--tokenizer")) o.tokenizer = v;
-        else if (!strcmp(a, "--workload") || !strcmp(a, "-w")) o.workload = v;
-        else if (!strcmp(a, "--db")) o.db = v;
-        else if (!strcmp(a, "-o")) o.fmt = v;
-        else if (!strcmp(a, "--step-summary")) o.step_summary = v;
-        else if (!strcmp(a, "--pin")) o.pin = v;
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) o.threads = v;
-        else if (!strcmp(a, "--reps")) { if (cli_parse_int(a, v, 1, 10000, &o.reps)) return 2; }
-        else if (!strcmp(a, "--allow-failures")) { if (cli_parse_double(a, v, 0, 1, &o.allow_failures)) return 2; }
-        else if (!strcmp(a, "--warmup")) { if (cli_parse_int(a, v, 0, 10000, &o.warmup)) return 2; }
-        else if (!strcmp(a, "-d") || !strcmp(a, "--depth")) { if (cli_parse_int(a, v, 0, 1 << 24, &o.depth)) return 2; }
-        else if (!strcmp(a, "--concurrency")) { if (cli_parse_int(a, v, 1, 100000, &o.concurrency)) return 2; }
-        else if (!strcmp(a, "--max-seqs")) { if (cli_parse_int(a, v, 1, 256, &o.max_seqs)) return 2; o.sched_given = 1; }
-        else if (!strcmp(a, "--max-batch-tokens")) {
-            if (cli_parse_int(a, v, 1, 256, &o.max_batch_tokens)) return 2;
-            o.sched_given = 1;
-        } else if (!strcmp(a, "--max-queue")) {
-            if (cli_parse_int(a, v, 1, 1000000, &o.max_queue)) return 2;
-            o.sched_given = 1;
-        } else if (!strcmp(a, "--rate")) o.rate = v;
-        else if (!strcmp(a, "--endpoint")) o.endpoint = v;
-        else if (!strcmp(a, "--api-key")) o.api_key = v;
-        else if (!strcmp(a, "--adapter-names")) o.adapter_names = v;
-        else if (!strcmp(a, "--server-cache")) {
-            if (strcmp(v, "on") && strcmp(v, "off")) return cli_fail(2, "--server-cache: '%s' is not on or off", v);
-            o.server_cache = v;
-        }
-        else if (!strcmp(a, "--slo")) o.slo = v;
-        else if (!strcmp(a, "--adapters")) o.adapters = v;
-        else if (!strcmp(a, "--lora-budget")) {
-            if ((o.lora_budget = cx_parse_bytes(v)) < 0)
-                return cli_fail(2, "--lora-budget: '%s' is not a byte count (e.g. 256M, 2G)", v);
-        } else if (!strcmp(a, "--lora-type")) {
-            if (!strcmp(v, "auto")) o.lora_type = -1;
-            else if (!strcmp(v, "f32") || !strcmp(v, "q8_0") || !strcmp(v, "q4_0")) o.lora_type = cx_type_from_name(v);
-            else return cli_fail(2, "--lora-type: '%s' is not f32, q8_0, q4_0 or auto", v);
-            o.lora_type_given = 1;
-        } else if (!strcmp(a, "--lora-batching")) {
-            if (!strcmp(v, "mixed")) o.lora_split = 0;
-            else if (!strcmp(v, "split")) o.lora_split = 1;
-            else return cli_fail(2, "--lora-batching: '%s' is not mixed or split", v);
-        }
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) { if (cli_parse_int(a, v, 1, 1 << 24, &o.ctx)) return 2; }
-        else if (!strcmp(a, "--mode")) {
-            if (!strcmp(v, "closed")) o.mode = RUN_CLOSED;
-            else if (!strcmp(v, "open")) o.mode = RUN_OPEN;
-            else return cli_fail(2, "--mode: '%s' is not closed or open", v);
-        } else {
-            int k = kv_opts_parse(a, v, &o.kv);
-            if (k > 0) return k;
-            if (k < 0) return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
-            o.kv_given = 1;
-        }
-        i += takes;
-    }
-    if (!o.model && !o.endpoint) return cli_fail(2, "%s", "run needs --model MODEL (or --endpoint URL)");
-    if (!o.endpoint && (o.api_key || o.adapter_names || o.server_cache))
+/* See run_cmd.h. */
+int run_opts_check(run_opts *o, const cx_flags *f) {
+    o->sched_given = cx_flags_given(f, offsetof(run_opts, max_seqs), sizeof o->max_seqs) ||
+                     cx_flags_given(f, offsetof(run_opts, max_batch_tokens), sizeof o->max_batch_tokens) ||
+                     cx_flags_given(f, offsetof(run_opts, max_queue), sizeof o->max_queue);
+    o->kv_given = cx_flags_given(f, offsetof(run_opts, kv), sizeof o->kv);
+    o->lora_type_given = cx_flags_given(f, offsetof(run_opts, lora_type), sizeof o->lora_type);
+    o->server_cache_given = cx_flags_given(f, offsetof(run_opts, server_cache), sizeof o->server_cache);
+    if (o->lora_budget == CX_KV_UNLIMITED) o->lora_budget = 0; /* the scheduler's "unlimited" */
+    if (!o->model && !o->endpoint) return cli_fail(2, "%s", "run needs --model MODEL (or --endpoint URL)");
+    if (!o->endpoint && (o->api_key || o->adapter_names || o->server_cache_given))
         return cli_fail(2, "%s applies to runs over HTTP: give --endpoint URL",
-                        o.api_key ? "--api-key" : o.adapter_names ? "--adapter-names" : "--server-cache");
-    if (!export_format_known(o.fmt)) return cli_fail(2, "-o: unknown format '%s' (%s)", o.fmt, EXPORT_FORMATS);
-    if (o.max_batch_tokens < o.max_seqs)
+                        o->api_key ? "--api-key" : o->adapter_names ? "--adapter-names" : "--server-cache");
+    if (!export_format_known(o->fmt)) return cli_fail(2, "-o: unknown format '%s' (%s)", o->fmt, EXPORT_FORMATS);
+    if (o->kv.spill_path && !*o->kv.spill_path) return cli_fail(2, "%s", "--kv-spill needs a file path");
+    if (o->max_batch_tokens < o->max_seqs)
         return cli_fail(2, "--max-batch-tokens %ld is below --max-seqs %ld: every running sequence decodes one token "
-                        "per step", o.max_batch_tokens, o.max_seqs);
-    *op = o;
+                        "per step", o->max_batch_tokens, o->max_seqs);
     return 0;
 }
 
@@ -634,13 +583,12 @@ int64_t run_once(const char *model, const char *wl, const char *db, const char *
     return ids[0];
 }
 
-/* Parse, execute, print the results table and where the runs are stored. */
-int cmd_run(int argc, char **argv) {
-    run_opts o;
-    run_opts_init(&o);
-    o.argc = argc + 2;
-    o.argv = argv - 2; /* "cortex-bench run ..." */
-    int rc = run_opts_parse(&o, argc, argv);
+/* Check, execute, print the results table and where the runs are stored. */
+int cmd_run(void *opts, const cli_args *a) {
+    run_opts o = *(run_opts *)opts;
+    o.argc = a->argc;
+    o.argv = a->argv; /* "cortex-bench run ..." */
+    int rc = run_opts_check(&o, a->flags);
     if (rc) return rc;
     int64_t ids[RUN_MAX_RUNS];
     int n_ids = 0;

@@ -21,15 +21,16 @@ typedef struct run_opts {
     int mode, respect_eos, no_progress;
     double allow_failures; /* --allow-failures SHARE: failed or truncated requests tolerated (validity.h) */
     long max_seqs, max_batch_tokens, max_queue; /* the scheduler (--max-seqs ...) */
-    int sched_given;  /* one of them was given: refused for synthetic tests */
-    int kv_given;     /* a --kv-* flag or --prefix-cache was given: refused with --endpoint */
+    int sched_given;  /* one of them was given: refused for synthetic tests (run_opts_check) */
+    int kv_given;     /* a --kv-* flag or --prefix-cache was given: refused with --endpoint (run_opts_check) */
     const char *endpoint, *api_key, *adapter_names; /* --endpoint URL (then --model names the served model),
                                                        --api-key K, --adapter-names N1,N2,...: endpoint.h */
-    const char *server_cache; /* --server-cache on|off (NULL: not given, off): the server's prompt cache */
+    int server_cache;         /* --server-cache off|on: 1 lets the server use its prompt cache */
+    int server_cache_given;
     const char *rate; /* --rate R[,R...]|sweep, NULL: none */
     const char *slo;  /* --slo ttft=MS,tpot=MS[,e2e=MS], NULL: none */
     const char *adapters;  /* --adapters DIR|synth:K,RANK, NULL: trace adapter ids are labels only */
-    int64_t lora_budget;   /* --lora-budget BYTES (0: unlimited) */
+    int64_t lora_budget;   /* --lora-budget BYTES (0: unlimited; run_opts_check makes "unlimited" 0) */
     int lora_split;        /* --lora-batching split: one adapter per step (llama.cpp's way) */
     int lora_type;         /* --lora-type: adapters' in-memory type (-1: auto) */
     int lora_type_given;
@@ -40,10 +41,15 @@ typedef struct run_opts {
 
 
 /* Defaults: standard workload, 3 repetitions after 1 warm-up, reports/cortex.db,
- * the engine's default KV cache. */
-void run_opts_init(run_opts *o);
-/* Parse run flags onto `o`; 0, or 2 after printing the problem. */
-int run_opts_parse(run_opts *o, int argc, char **argv);
+ * the engine's own scheduler (cx_sched_defaults) and KV cache (cx_kv_defaults).
+ * `run --help` shows these values. (void *: the command table's init.) */
+void run_opts_init(void *o);
+/* After the flags were parsed into o (f: which were given): the *_given
+ * fields set, and the checks across flags (--model or --endpoint, the flags
+ * only HTTP runs take, -o, --max-batch-tokens against --max-seqs). 0, or 2
+ * after printing the problem. */
+struct cx_flags;
+int run_opts_check(run_opts *o, const struct cx_flags *f);
 /* Run: one stored run per thread count (and per --rate), ids into `ids` (RUN_MAX_RUNS
  * entries). CB_EXIT_OK, CB_EXIT_FAILED, CB_EXIT_USAGE or CB_EXIT_INVALID (a run is
  * INVALID: stored so, the others still run), after printing why. */
@@ -62,7 +68,9 @@ int64_t run_once(const char *model, const char *wl, const char *db, const char *
 struct ep_target;
 struct wl_workload;
 int run_endpoint_open(const run_opts *o, const struct wl_workload *wl, struct ep_target *t, run_meta *meta);
-/* The `run` subcommand: execute, then print the results table. */
-int cmd_run(int argc, char **argv);
+/* The `run` subcommand (opts: a run_opts, its flags parsed): check,
+ * execute, then print the results table. */
+struct cli_args;
+int cmd_run(void *opts, const struct cli_args *a);
 
 #endif

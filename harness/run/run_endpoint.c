@@ -24,7 +24,7 @@ int run_endpoint_open(const run_opts *o, const wl_workload *wl, ep_target *t, ru
                                 " synthetic test '%s'", o->workload);
     char err[1024];
     if (ep_init(t, o->endpoint, o->api_key, err, sizeof err)) return cli_fail(2, "%s", err);
-    t->server_cache = o->server_cache && !strcmp(o->server_cache, "on");
+    t->server_cache = o->server_cache == 1; /* --server-cache on */
     if (o->adapter_names && ep_set_adapters(t, o->adapter_names, err, sizeof err)) return cli_fail(2, "%s", err);
     if (ep_check_workload(t, wl, err, sizeof err)) return cli_fail(2, "%s", err);
     if (ep_probe(t, o->model, err, sizeof err)) return cli_fail(1, "%s", err);

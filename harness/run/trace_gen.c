@@ -310,13 +310,13 @@ int trace_prio_parse(const char *v, trace_params *p, char *err, size_t errlen) {
         char *end;
         double w = strtod(q, &end);
         if (end == q || !(w >= 0) || w > 1e9 || (*end && *end != ',') || n == TRACE_MAX_CLASSES)
-            return fail(err, errlen, CX_EINVAL, "--priorities '%s' is not up to %d non-negative weights W0,W1,... "
+            return fail(err, errlen, CX_EINVAL, "--priorities: '%s' is not up to %d non-negative weights W0,W1,... "
                         "(class k drawn with weight Wk)", v, TRACE_MAX_CLASSES);
         p->prio_w[n++] = w;
         total += w;
         q = *end ? end + 1 : end;
     }
-    if (!n || !(total > 0)) return fail(err, errlen, CX_EINVAL, "--priorities '%s' has no positive weight", v);
+    if (!n || !(total > 0)) return fail(err, errlen, CX_EINVAL, "--priorities: '%s' has no positive weight", v);
     p->n_prio = n;
     return 0;
 }

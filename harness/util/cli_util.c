@@ -3,7 +3,6 @@
  */
 #include "cli_util.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,127 +21,61 @@ int cli_fail(int code, const char *fmt, ...) {
     return code;
 }
 
-/* The flag of `c` called `a` (by name or alias), or NULL. */
-static const cli_flag *cli_flag_find(const cli_command *c, const char *a) {
-    for (const cli_flag *f = c->flags; f && f->name; f++)
-        if (!strcmp(a, f->name) || (f->alias && !strcmp(a, f->alias))) return f;
-    return NULL;
+/* The parse of command c over the flag table. */
+static cx_flags flags_of(const cli_command *c, const cx_flag *table, int n) {
+    cx_flags p = {.prog = "cortex-bench", .cmd = c->name, .table = table, .n = n, .bit = c->bit, .max_pos = c->max_pos};
+    return p;
 }
 
-/* See cli_util.h. Flags are listed one per line, aliases first. */
-void cli_usage(const cli_command *c, FILE *out) {
+/* See cli_util.h. */
+void cli_usage(const cli_command *c, const cx_flag *table, int n, FILE *out) {
+    void *d = calloc(1, c->opts_size);
+    if (!d) return;
+    c->init(d);
+    cx_flags p = flags_of(c, table, n);
     fprintf(out, "usage: cortex-bench %s%s%s [options]\n  %s\n", c->name, *c->args ? " " : "", c->args, c->summary);
     fprintf(out, "\noptions:\n");
-    for (const cli_flag *f = c->flags; f && f->name; f++) {
-        char head[96];
-        snprintf(head, sizeof head, "%s%s%s%s%s", f->alias ? f->alias : "", f->alias ? ", " : "", f->name,
-                 f->value ? " " : "", f->value ? f->value : "");
-        fprintf(out, "  %-28s %s\n", head, f->help);
-    }
-    fprintf(out, "  %-28s %s\n", "-h, --help", "print this help and exit");
+    cx_flags_help(&p, d, out);
     fprintf(out, "\nexample:\n  %s\n", c->example);
-}
-
-/* See cli_util.h. A lone "-" and anything not starting with '-' are
- * positional arguments, left to the command. */
-int cli_command_main(const cli_command *c, int argc, char **argv) {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            cli_usage(c, stdout);
-            return 0;
-        }
-        if (a[0] != '-' || !a[1]) continue;
-        const cli_flag *f = cli_flag_find(c, a);
-        if (!f) return cli_fail(2, "%s: unknown option '%s' (cortex-bench %s --help lists them)", c->name, a, c->name);
-        if (!f->value) continue;
-        if (i + 1 >= argc) return cli_fail(2, "%s: %s needs a value (%s)", c->name, a, f->value);
-        i++;
-    }
-    return c->run(argc, argv);
+    free(d);
 }
 
 /* See cli_util.h. */
-int cli_parse_flags(int argc, char **argv, const char *const *names, const char **vals, int n_names, const char **pos,
-                    int max_pos, int *n_pos) {
-    *n_pos = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (a[0] != '-' || !a[1]) {
-            if (*n_pos >= max_pos) return cli_fail(2, "unexpected argument '%s'", a);
-            pos[(*n_pos)++] = a;
-            continue;
-        }
-        int k = -1;
-        for (int j = 0; j < n_names; j++)
-            if (!strcmp(a, names[j])) k = j;
-        if (k < 0) return cli_fail(2, "unknown option '%s' (see cortex-bench --help)", a);
-        if (i + 1 >= argc) return cli_fail(2, "%s needs a value", a);
-        vals[k] = argv[++i];
+int cli_command_main(const cli_command *c, const cx_flag *table, int n, int argc, char **argv) {
+    void *o = calloc(1, c->opts_size);
+    if (!o) return cli_fail(CB_EXIT_FAILED, "%s", "out of memory");
+    c->init(o);
+    cx_flags p = flags_of(c, table, n);
+    int rc = cx_flags_parse(&p, argc - 2, argv + 2, o);
+    if (rc == 1) { /* -h/--help */
+        cli_usage(c, table, n, stdout);
+        rc = CB_EXIT_OK;
+    } else if (rc == 0) {
+        cli_args a = {argc, argv, &p};
+        rc = c->run(o, &a);
     }
-    return 0;
-}
-
-/* The reader of cli_parse_read_opts and cli_parse_show_opts: --requests is
- * a flag only where `requests` is given. */
-static int parse_read(int argc, char **argv, const char **db, const char **fmt, long *limit, int *force, int *requests,
-                      const char **pos, int max_pos) {
-    int n_pos = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--force")) { *force = 1; continue; }
-        if (requests && !strcmp(a, "--requests")) { *requests = 1; continue; }
-        if (a[0] != '-') {
-            if (n_pos >= max_pos) return cli_fail(2, "unexpected argument '%s'", a);
-            pos[n_pos++] = a;
-            continue;
-        }
-        if (!v) return cli_fail(2, "%s needs a value", a);
-        if (!strcmp(a, "--db")) *db = v;
-        else if (!strcmp(a, "-o")) *fmt = v;
-        else if (!strcmp(a, "--limit")) { if (cli_parse_int(a, v, 1, 1000000, limit)) return 2; }
-        else return cli_fail(2, "unknown option '%s'", a);
-        i++;
-    }
-    return n_pos == max_pos ? 0 : cli_fail(2, "%s", max_pos == 1 ? "expected a run id" : "expected two run ids");
+    free(o);
+    return rc;
 }
 
 /* See cli_util.h. */
-int cli_parse_read_opts(int argc, char **argv, const char **db, const char **fmt, long *limit, int *force,
-                        const char **pos, int max_pos) {
-    return parse_read(argc, argv, db, fmt, limit, force, NULL, pos, max_pos);
-}
-
-/* See cli_util.h. */
-int cli_parse_show_opts(int argc, char **argv, const char **db, const char **fmt, int *requests, const char **run) {
-    long limit = 0;
-    int force = 0;
-    return parse_read(argc, argv, db, fmt, &limit, &force, requests, run, 1);
+void cli_read_opts_init(void *op) {
+    cli_read_opts *o = op;
+    memset(o, 0, sizeof *o);
+    o->db = CLI_DEFAULT_DB;
+    o->fmt = "md";
+    o->gate_file = "ci/gates.conf";
+    o->limit = 20;
 }
 
 /* A whole-string integer in [lo, hi], or one error line naming the flag. */
 int cli_parse_int(const char *flag, const char *v, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || errno || end == v || *end || x < lo || x > hi) {
+    long long x;
+    if (cx_parse_int_in(v, lo, hi, &x)) {
         fprintf(stderr, "cortex-bench: %s: '%s' is not an integer in [%ld, %ld]\n", flag, v ? v : "", lo, hi);
         return -1;
     }
-    *out = x;
-    return 0;
-}
-
-/* A whole-string number in [lo, hi], or one error line naming the flag. */
-int cli_parse_double(const char *flag, const char *v, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || errno || end == v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "cortex-bench: %s: '%s' is not a number in [%g, %g]\n", flag, v ? v : "", lo, hi);
-        return -1;
-    }
-    *out = x;
+    *out = (long)x;
     return 0;
 }
 

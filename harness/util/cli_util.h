@@ -1,8 +1,8 @@
 /*
  * cli_util.h - what every cortex-bench subcommand shares: its table entry
- * (name, flags, usage), the common flag check run before it (-h/--help, an
- * unknown flag, a flag missing its value), one-line errors, strict number
- * parsing, opening the database.
+ * (name, options, usage), running it with its flags parsed by the flag table
+ * (commands.c, on the shared parser of cortex_tools.h), one-line errors,
+ * strict number parsing, opening the database.
  */
 #ifndef CB_CLI_UTIL_H
 #define CB_CLI_UTIL_H
@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cortex_tools.h"
 #include "store.h"
 
 #define CLI_DEFAULT_DB "reports/cortex.db"
@@ -26,46 +27,55 @@ enum {
     CB_EXIT_INVALID = 4      /* a run is INVALID (validity.h): run stored one; gate, compare and report were given one */
 };
 
-/* One flag of a subcommand. `value` names what it takes ("FILE"), NULL for a
- * switch; `help` says what it does, every accepted value and the default. */
-typedef struct cli_flag {
-    const char *name, *alias, *value, *help;
-} cli_flag;
+/* What a command gets besides its options (the parse filled them): the
+ * command line as typed, for provenance, and the parse itself (positional
+ * arguments, and which flags were given: cx_flags_given). */
+typedef struct cli_args {
+    int argc;              /* the whole command line: "cortex-bench", the command, its words */
+    char **argv;
+    const cx_flags *flags; /* pos[0..n_pos), given */
+} cli_args;
 
-/* A cortex-bench subcommand: what bench_main dispatches on, and its usage.
- * `flags` ends with an entry whose name is NULL. */
+/* A cortex-bench subcommand: what bench_main dispatches on, its options and
+ * their defaults, and its usage. Its flags are the entries of the flag table
+ * (commands.c) whose command mask has `bit`; they store into its options
+ * struct, which `init` fills with the defaults first (--help shows them). */
 typedef struct cli_command {
     const char *name;
-    int (*run)(int argc, char **argv);
-    const char *args;    /* positional arguments ("RUN", "BASE CAND"), or "" */
-    const char *summary; /* one line: what it does */
-    const cli_flag *flags;
-    const char *example; /* one complete command line */
+    int (*run)(void *opts, const cli_args *a);
+    unsigned bit;
+    size_t opts_size;         /* sizeof its options struct */
+    void (*init)(void *opts); /* the defaults */
+    int max_pos;              /* positional arguments it takes, at most */
+    const char *args;         /* their names ("RUN", "BASE CAND"), or "" */
+    const char *summary;      /* one line: what it does */
+    const char *example;      /* one complete command line */
 } cli_command;
 
-/* The usage of `c`: synopsis, summary, every flag with its help, an example. */
-void cli_usage(const cli_command *c, FILE *out);
-/* Run `c` on its arguments: -h/--help prints its usage to stdout (exit 0); an
- * unknown flag or a flag without its value is one error line (exit 2);
- * otherwise c->run decides. Values are skipped, so `--db -h` names a file. */
-int cli_command_main(const cli_command *c, int argc, char **argv);
+/* The usage of `c`: synopsis, summary, every flag of the table with its
+ * accepted values and default (cx_flags_help), an example. */
+void cli_usage(const cli_command *c, const cx_flag *table, int n, FILE *out);
+/* Run `c` on the whole command line (argv[0] "cortex-bench", argv[1] the
+ * command): its options set to their defaults, then parsed from argv[2..]
+ * by the flag table (cx_flags_parse); -h/--help prints its usage to stdout
+ * (exit 0); an unknown flag, a flag without its value, a bad value or an
+ * extra positional argument is one error line (exit 2); otherwise c->run
+ * decides. */
+int cli_command_main(const cli_command *c, const cx_flag *table, int n, int argc, char **argv);
 
 /* Print "cortex-bench: " + the formatted message + newline; return `code`. */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Parse `[POSITIONAL] --flag VALUE...` for the flags named in `names` (values
- * into `vals`); at most `max_pos` positional arguments. 0 or 2 after a message. */
-int cli_parse_flags(int argc, char **argv, const char *const *names, const char **vals, int n_names, const char **pos,
-                    int max_pos, int *n_pos);
-/* The flags of list and compare (--db, -o, --limit, --force) and
- * exactly `max_pos` positional arguments into `pos`; 0 or 2 after a message. */
-int cli_parse_read_opts(int argc, char **argv, const char **db, const char **fmt, long *limit, int *force,
-                        const char **pos, int max_pos);
-/* The flags of show (--db, -o, the switch --requests) and its one run
- * reference into *run; 0 or 2 after a message. */
-int cli_parse_show_opts(int argc, char **argv, const char **db, const char **fmt, int *requests, const char **run);
-/* Whole-string numbers in [lo, hi]; print the flag and return -1 otherwise. */
+
+/* The options of the commands that read the database: list, show, compare, tag. */
+typedef struct cli_read_opts {
+    const char *db, *fmt; /* --db, show -o */
+    const char *gate_file; /* compare --gate-file (the default may be missing) */
+    long limit;            /* list --limit */
+    int force, requests;   /* compare --force, show --requests */
+} cli_read_opts;
+void cli_read_opts_init(void *o);
+/* A whole-string integer in [lo, hi] (run's -t list, run ids); print the flag and return -1 otherwise. */
 int cli_parse_int(const char *flag, const char *v, long lo, long hi, long *out);
-int cli_parse_double(const char *flag, const char *v, double lo, double hi, double *out);
 /* A positive run id. */
 int cli_parse_id(const char *v, int64_t *id);
 /* The same without printing: -1 if `v` is not a run id. */

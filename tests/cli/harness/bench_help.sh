@@ -3,8 +3,11 @@
 # --help with its own usage on stdout (exit 0), and an unknown flag, or a
 # flag missing its value, is one error line naming it (exit 2). The
 # subcommands are read from the command table (harness/commands.c), so a new
-# one is walked too; every flag a subcommand's parser compares against (a
-# "-x"/"--xyz" literal in the file defining cmd_NAME) must appear in its usage.
+# one is walked too; every flag the parser takes for a subcommand (the flag
+# table's entries carrying its bit, in harness/commands.c) and every flag its
+# own file names (a "-x"/"--xyz" literal in the file defining cmd_NAME, e.g.
+# in a message) must appear in its usage, and every flag the usage lists is
+# one the parser takes.
 set -u
 . "$(dirname "$0")/../lib/common.sh"
 BENCH=$(cd "$(dirname "$BENCH")" && pwd)/$(basename "$BENCH")
@@ -31,24 +34,32 @@ for c in $cmds; do
         check "$c $h: an example" grep -qA1 "^example:" "$c$h.out"
     done
     check "$c: -h and --help print the same" cmp -s "$c--help.out" "$c-h.out"
-    # Every flag literal of the file that defines cmd_$c (and, for run, the KV options) is in the usage.
+    # Every flag of the table entries for $c (their first line: names, placeholder, command bits), and every
+    # flag literal of the file that defines cmd_$c, is in the usage.
+    bit=B_$(echo "$c" | tr a-z A-Z)
+    table=$(grep -E '^ +\{"--?[a-z][a-z0-9-]*", ' "$src/commands.c" | grep -E "\b($bit|B_ALL)\b" |
+            sed -E 's/^ +\{"([^"]+)", (NULL|"([^"]+)").*/\1 \3/')
+    check "$c: the flag table has entries for it" test -n "$table"
     file=$(grep -lE "^int cmd_$c\(" -r "$src")
-    [ "$c" = run ] && file="$file $src/run/kv_opts.c"
     sed -n '/^options:/,/^example:/p' "$c--help.out" >"$c.opts"
     missing=""
-    for f in $(grep -ohE '"--?[a-z][a-z0-9-]*"' $file | tr -d '"' | sort -u); do
-        grep -qE "^  (-[a-z], )?$f( |,|$)" "$c.opts" || missing="$missing $f"
+    for f in $table $(grep -ohE '"--?[a-z][a-z0-9-]*"' $file | tr -d '"' | sort -u); do
+        grep -qE "^ +(-[a-z], )?$f( |,|$)" "$c.opts" || missing="$missing $f"
     done
     check "$c: usage names every flag its parser takes${missing:+ (missing:$missing)}" test -z "$missing"
-    # Each listed flag gets past the common check: the error names the unknown flag after it, not it.
+    # Each listed flag is one the parser takes for $c: the error names the unknown flag after it, or (a value
+    # it refuses) the flag and the value 'v'; never the flag as unknown.
     bad=""
-    for f in $(grep -oE '^  (-[a-z], )?--?[a-z][a-z0-9-]*( [^ ]+)?' "$c--help.out" | sed -E 's/^  (-[a-z], )?//' |
+    for f in $(grep -oE '^ +(-[a-z], )?--?[a-z][a-z0-9-]*( [^ ]+)?' "$c--help.out" | sed -E 's/^ +(-[a-z], )?//' |
                awk '{print $1 ($2 ? "=V" : "")}'); do
         flag=${f%=V}
         [ "$flag" = --help ] && continue
+        echo " $table " | tr '\n' ' ' | grep -q -- " $flag " || { bad="$bad $flag(not-in-table)"; continue; }
         if [ "$f" != "$flag" ]; then "$BENCH" "$c" "$flag" v --zz-unknown >/dev/null 2>flag.err
         else "$BENCH" "$c" "$flag" --zz-unknown >/dev/null 2>flag.err; fi
-        [ $? -eq 2 ] && grep -q "'--zz-unknown'" flag.err || bad="$bad $flag"
+        rc=$?
+        [ $rc -eq 2 ] && [ "$(wc -l <flag.err)" -eq 1 ] &&
+            { grep -q "'--zz-unknown'" flag.err || grep -q -- "^cortex-bench: $flag: 'v' " flag.err; } || bad="$bad $flag"
     done
     check "$c: every listed flag is accepted${bad:+ (refused:$bad)}" test -z "$bad"
     for args in "--no-such-flag" "--no-such-flag 1" "-Q"; do
@@ -60,7 +71,7 @@ for c in $cmds; do
         check "$c $args: the line names '$flag'" grep -q "'$flag'" bad.err
     done
     # A flag that takes a value, given last without one.
-    vflag=$(grep -oE '^  (-[a-z], )?--?[a-z][a-z0-9-]* [^ ]+' "$c--help.out" | sed -E 's/^  (-[a-z], )?//' | awk 'NR==1{print $1}')
+    vflag=$(grep -oE '^ +(-[a-z], )?--?[a-z][a-z0-9-]* [^ ]+' "$c--help.out" | sed -E 's/^ +(-[a-z], )?//' | awk 'NR==1{print $1}')
     if [ -n "$vflag" ]; then
         "$BENCH" "$c" "$vflag" >bad.out 2>bad.err
         rc=$?

@@ -43,7 +43,7 @@ check "show prints the machine's state during the run" \
     grep -qE "^- during the run: CPUs [0-9,-]+ \([0-9]+ allowed\), cgroup CPU quota .*, transparent huge pages [a-z]+, load .* before, .* after$" "$tmp/show.out"
 check "show prints the CPU's identity on the environment line" grep -qE "^- environment .*; [A-Za-z]+ family [0-9a-z]+ model" "$tmp/show.out"
 "$BENCH" run --help >"$tmp/help.out"
-check "run --help states the -t default" grep -q "default: the CPUs this process may use" "$tmp/help.out"
+check "run --help states the -t default" grep -q "default the CPUs this process may use" "$tmp/help.out"
 
 if [ "$(nproc)" -lt 2 ]; then
     echo "SKIP: one CPU: the pinned-versus-unpinned checks need two"

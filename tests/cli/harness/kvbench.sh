@@ -88,7 +88,7 @@ bad "q4 is not a hot type" "--kv-type: .q4. is not" --kv-type q4
 bad "unknown warm type" "--kv-warm-type: .f16." --kv-warm-type f16
 bad "bad byte count" "--kv-cold: .lots. is not a byte count" --kv-cold lots
 bad "unknown policy" "--kv-policy: .mru." --kv-policy mru
-bad "prefix cache needs on or off" "--prefix-cache: .yes. is not on or off" --prefix-cache yes
+bad "prefix cache needs on or off" "--prefix-cache: .yes. is not one of off|on" --prefix-cache yes
 bad "hot budget below one block" "less than one f32 block" --kv-hot 1K
 bad "unwritable spill file" "spill" --kv-hot 16K --kv-spill /nonexistent-dir/spill.kv
 bad "bad multiseq spec" "multiseq:NSEQ,CTX,GEN" --workload multiseq:0,10,1

@@ -30,7 +30,28 @@ check "max-seqs 4, 4 clients: the same greedy tokens for every prompt (f32)" tes
     "$(sql "$db" "select count(*) from canaries a join canaries b on a.item = b.item and a.token_hash = b.token_hash where a.run_id = $one and b.run_id = $four")" = 12
 check "batching took fewer steps than requests' tokens" \
     "$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$(metric "$four" steps)" "$(metric "$one" steps)"
-check "the scheduler's configuration is stored" test "$(sql "$db" "select sched_config from runs where id = $four")" = "seqs=4,batch=256,queue=1024"
+check "the scheduler's configuration is stored" test "$(sql "$db" "select sched_config from runs where id = $four")" = "seqs=4,batch=256,queue=256"
+# The defaults `run --help` states are the ones a run without the flags uses, and the engine's own
+# (cx_sched_defaults, cx_kv_defaults: `cortex serve --help` states the scheduler's).
+"$BENCH" run --help >"$tmp/run.help"
+"$CORTEX" serve --help >"$tmp/serve.help"
+default_of() { # help file, flag -> the default it states
+    grep -E -- "^ +(-[a-z], )?$2 " "$1" | grep -oE 'default [^;)]+' | tail -1 | sed 's/^default //'
+}
+check "run --help: --max-queue defaults to 256" test "$(default_of "$tmp/run.help" --max-queue)" = 256
+for f in --max-seqs --max-batch-tokens --max-queue; do
+    check "run --help: $f defaults to cortex serve's" \
+        test -n "$(default_of "$tmp/run.help" $f)" -a "$(default_of "$tmp/run.help" $f)" = "$(default_of "$tmp/serve.help" $f)"
+done
+check "a run without --max-batch-tokens and --max-queue stores the defaults run --help states" \
+    test "$(sql "$db" "select sched_config from runs where id = $one")" = \
+    "seqs=1,batch=$(default_of "$tmp/run.help" --max-batch-tokens),queue=$(default_of "$tmp/run.help" --max-queue)"
+kv_help="type=$(default_of "$tmp/run.help" --kv-type) warm_type=$(default_of "$tmp/run.help" --kv-warm-type)"
+kv_help="$kv_help hot=$(default_of "$tmp/run.help" --kv-hot) warm=$(default_of "$tmp/run.help" --kv-warm)"
+kv_help="$kv_help cold=$(default_of "$tmp/run.help" --kv-cold) policy=$(default_of "$tmp/run.help" --kv-policy)"
+kv_help="$kv_help prefix=$(default_of "$tmp/run.help" --prefix-cache) spill=off"
+check "a run without KV flags stores the KV defaults run --help states ($kv_help)" \
+    test "$(sql "$db" "select kv_config from runs where id = $one")" = "$kv_help"
 check "runs with different schedulers are not comparable" \
     test "$(sql "$db" "select count(distinct compare_key) from runs where id in ($one, $four)")" = 2
 check "every request finished" test "$(metric "$four" requests_finished)" = 12.0
