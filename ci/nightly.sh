@@ -25,8 +25,20 @@ build/cortex-bench run --model "$MODEL" --workload trace:prompts/traces/zipf-cha
 [ $rc -eq 0 ] || [ $rc -eq 4 ] || exit 2
 # The baseline advances only on a VALID, passing night, to runs measured on a quiet machine with a
 # tight spread (docs/gates.md, "Baselines"); the first night records it.
-build/cortex-bench gate --model "$MODEL" -t "$THREADS" --db "$DB" --advance-baseline \
-    --junit reports/nightly-wallclock.xml --summary reports/nightly-wallclock.md; worst $?
+# Against a baseline measured in another window, a regression must show twice (docs/gates.md: this mode's
+# measured A/A false alarms are 5-15 % a gate): a second gate, new candidate runs against the same baseline.
+gate_wall() {
+    build/cortex-bench gate --model "$MODEL" -t "$THREADS" --db "$DB" --advance-baseline \
+        --junit reports/nightly-wallclock.xml --summary reports/nightly-wallclock.md
+}
+gate_wall; g=$?
+if [ $g -eq 1 ]; then
+    echo "nightly: the wall-clock gate regressed; measuring again to confirm"
+    cp reports/nightly-wallclock.md reports/nightly-wallclock-first.md
+    gate_wall; g=$?
+    [ $g -eq 1 ] || echo "nightly: not confirmed by the second gate (exit $g): the first was noise"
+fi
+worst $g
 ci/gate.sh build; worst $?
 # Drift below the threshold passes every night and advances the baseline: the history's change points show it.
 for m in decode_tps ttft_ms_p50; do build/cortex-bench trend "$m" --db "$DB"; done >reports/nightly-trend.txt 2>&1
