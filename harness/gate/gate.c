@@ -23,7 +23,7 @@ const char *gate_v_name(gate_v v) {
 static double median_of(const double *x, size_t n) {
     double *t = malloc(sizeof(double) * (n ? n : 1));
     if (!t) return NAN;
-    memcpy(t, x, sizeof(double) * n);
+    if (n) memcpy(t, x, sizeof(double) * n); /* x may be NULL when n is 0 (one side has no values) */
     double m = sig_median(t, n);
     free(t);
     return m;
