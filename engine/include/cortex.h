@@ -368,6 +368,9 @@ typedef struct cx_kv_stats {
     int64_t blocks[CX_KV_TIERS];   /* blocks held now per tier (cold: in memory and spilled) */
     int64_t spilled_bytes;         /* cold pages in the spill file now */
     int64_t blocks_used, blocks_max;
+    int64_t blocks_capacity;       /* blocks the byte budgets can always hold (<= blocks_max): the hot and warm
+                                      slots plus the cold budget at its worst-case page size (all of blocks_max
+                                      with a spill file or no budgets); what the scheduler admits against */
     int64_t hits[CX_KV_TIERS];     /* block reads by forward passes served from each tier (one per block per pass) */
     int64_t demotions, promotions; /* moves to a lower / a higher tier */
     int64_t spills, drops;         /* cold pages written to the spill file; cached prefixes dropped */
@@ -581,7 +584,7 @@ typedef struct cx_sched_stats {
     int64_t steps, prefill_tokens, decode_tokens;
     int64_t step_ns, eval_ns;      /* time in steps, and inside their cx_batch_eval (the rest is
                                       the scheduler's own overhead: batch forming, sampling, callbacks) */
-    int64_t kv_blocks_used, kv_blocks_max;
+    int64_t kv_blocks_used, kv_blocks_max, kv_blocks_capacity; /* see cx_kv_stats */
     int lora_registered, lora_resident;    /* adapters known; loaded now */
     int64_t lora_bytes;                    /* memory of the resident ones */
     int64_t lora_loads, lora_evictions;    /* loads (first use and reloads); unloads to make room */

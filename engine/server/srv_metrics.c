@@ -113,8 +113,10 @@ char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len) {
     for (int t = 0; t < CX_KV_TIERS; t++) fprintf(f, "cortex_kv_blocks{tier=\"%s\"} %lld\n", tier[t], (long long)kv.blocks[t]);
     head(f, "cortex_kv_blocks_used", "gauge", "KV cache blocks in use (by sequences and cached prefixes).");
     fprintf(f, "cortex_kv_blocks_used %lld\n", (long long)kv.blocks_used);
-    head(f, "cortex_kv_blocks_max", "gauge", "KV cache blocks the cache can hold.");
+    head(f, "cortex_kv_blocks_max", "gauge", "KV cache block ids (positions / 16, plus one).");
     fprintf(f, "cortex_kv_blocks_max %lld\n", (long long)kv.blocks_max);
+    head(f, "cortex_kv_blocks_capacity", "gauge", "KV cache blocks the byte budgets always hold (what admission counts).");
+    fprintf(f, "cortex_kv_blocks_capacity %lld\n", (long long)kv.blocks_capacity);
     head(f, "cortex_prefix_cache_hit_rate", "gauge", "Prompt blocks found in the prefix cache / looked up (0: none).");
     fprintf(f, "cortex_prefix_cache_hit_rate %.6f\n", kv.prefix_hit_rate);
     head(f, "cortex_adapters_registered", "gauge", "LoRA adapters the server knows by name.");

@@ -170,6 +170,29 @@ static int setup_tiering(kv_cache *c, cx_err *err) {
     return 0;
 }
 
+/* Blocks the byte budgets hold whatever the data: every hot and warm slot,
+ * and as many cold blocks as the cold budget holds at the worst-case size of
+ * a block's pages (each page at most the zlib bound of its format's slab,
+ * rounded to buddy pieces as cold_size in kv_tier.c does; the count, not the
+ * bytes now held, because a promotion may swap a small cold block for a
+ * large one), so any block count up to this can be placed
+ * without a pass running out of room. A spill file (or no budgets: no
+ * tiering) holds every block. Admission counts against this, not against
+ * block ids: ids are plentiful, bytes are what runs out. */
+static int32_t capacity_of(const kv_cache *c) {
+    if (!c->tiering || c->spill_fd >= 0) return c->max_blocks;
+    int64_t n = (int64_t)c->slots[KV_HOT].n + c->slots[KV_WARM].n;
+    if (c->cold_mem) {
+        int64_t cold = c->p.budget[KV_COLD];
+        /* cold pages are of the warm format when there is a warm tier, else of the hot one (move_cold) */
+        int fmt = c->slots[KV_WARM].n > 0 ? c->fmt[KV_WARM] : c->fmt[KV_HOT];
+        size_t size[KV_PIECES], worst;
+        kv_page_pieces((size_t)c->n_layer * kv_zip_bound(kv_slab_bytes(fmt, c->dim)), size, &worst);
+        n += cold == CX_KV_UNLIMITED ? c->max_blocks : cold / (int64_t)worst;
+    }
+    return n < c->max_blocks ? (int32_t)n : c->max_blocks;
+}
+
 /* See kv_cache.h. */
 int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks, int owned, kv_cache **out,
                     cx_err *err) {
@@ -223,6 +246,7 @@ int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks
             return rc;
         }
     }
+    c->capacity = capacity_of(c);
     *out = c;
     return 0;
 }
@@ -261,11 +285,14 @@ static int32_t drop_candidate(const kv_cache *c) {
     return best;
 }
 
-/* See kv_cache.h: free ids plus the cached prefixes nobody holds (kv_block_alloc drops those on demand). */
+/* See kv_cache.h: the capacity less the blocks in use, plus the cached
+ * prefixes nobody holds (kv_block_alloc, and a full cold tier, drop those on
+ * demand). capacity <= max_blocks, so this is at most the free ids plus the
+ * droppable ones. */
 int32_t kv_blocks_available(const kv_cache *c) {
-    int32_t n = c->n_free;
+    int32_t n = c->capacity - (c->max_blocks - c->n_free);
     for (int32_t i = 0; i < c->max_blocks; i++) n += c->blocks[i].tier != KV_FREE && kv_block_droppable(&c->blocks[i]);
-    return n;
+    return n > 0 ? n : 0;
 }
 
 /* See kv_cache.h. The new block has one reference, no storage and no rows. */
@@ -343,6 +370,7 @@ void kv_stats(const kv_cache *c, cx_kv_stats *out) {
     out->spilled_bytes = c->spilled_bytes;
     out->blocks_used = c->max_blocks - c->n_free;
     out->blocks_max = c->max_blocks;
+    out->blocks_capacity = c->capacity;
     out->zip_ratio = out->zip_out ? (double)out->zip_in / (double)out->zip_out : 0.0;
     out->prefix_hit_rate = out->prefix_lookups ? (double)out->prefix_hits / (double)out->prefix_lookups : 0.0;
 }

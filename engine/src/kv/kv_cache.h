@@ -73,6 +73,7 @@ struct cx_kv_cache {
     const cx_model *m;
     int n_layer, dim;              /* dim: kv_dim = n_head_kv * head_dim */
     int32_t max_blocks;
+    int32_t capacity;              /* blocks the byte budgets always hold (kv_capacity_of), <= max_blocks */
     kv_block *blocks;
     int32_t free_head, n_free;
     int32_t *tokens;               /* [max_blocks][KV_BLOCK]: each block's tokens (prefix checks) */
@@ -112,8 +113,10 @@ int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks
 void kv_cache_destroy(kv_cache *c);
 /* Check params against the model; 0 or CX_EINVAL with a message. */
 int kv_check_params(const cx_model *m, const cx_kv_params *p, cx_err *err);
-/* Blocks kv_block_alloc can still hand out: free ones and droppable cached
- * prefixes (a scan of the block array; the scheduler's admission check). */
+/* Blocks the cache can still take on without running out of room in any
+ * tier: the guaranteed capacity less the blocks in use, plus the droppable
+ * cached prefixes (a scan of the block array; the scheduler's admission and
+ * batch check). Never more than kv_block_alloc can hand out. */
 int32_t kv_blocks_available(const kv_cache *c);
 /* A free block id (dropping an unused cached prefix if none is free), or -1. */
 int32_t kv_block_alloc(kv_cache *c);

@@ -362,6 +362,7 @@ void cx_sched_get_stats(cx_sched *s, cx_sched_stats *out) {
     pthread_mutex_unlock(&s->mu);
     out->kv_blocks_used = kv.blocks_used;
     out->kv_blocks_max = kv.blocks_max;
+    out->kv_blocks_capacity = kv.blocks_capacity;
 }
 
 /* See cortex.h. */

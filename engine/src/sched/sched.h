@@ -72,6 +72,7 @@ struct cx_sched {
     sched_req **run;           /* [max_seqs] the request in each slot, or NULL */
     sched_req **wait;          /* [max_queue + max_seqs] waiting (preempted ones come back here) */
     int n_wait, n_run;
+    int hold;                  /* the last pass ran out of KV room: admit only into an empty run set until one succeeds */
     sched_req *all;            /* records not yet released */
     int64_t next_id;
 

@@ -7,8 +7,10 @@
  *      class plus one per aging_ms waited; FIFO within a class), take free
  *      slots while their blocks fit the cache;
  *   3. batch: every decoding sequence's next token, then prompt chunks of
- *      the prefilling ones in admission order, up to max_batch_tokens;
- *      when the pass would need more blocks than the cache has, the
+ *      the prefilling ones in scheduling order, up to max_batch_tokens;
+ *      when the pass would need more blocks than the cache's budgets hold,
+ *      more than the hot tier can pin, or would leave out the lead (the
+ *      first in scheduling order, which every pass advances), the
  *      lowest-priority, latest-arrived sequence is preempted: its blocks
  *      are dropped and it waits again to be recomputed (its prompt and the
  *      tokens it generated, prefilled; f32 prefill equals decode bit for
@@ -47,7 +49,10 @@ static int pending(const cx_sched *s, const sched_req *r) {
 /* Blocks a sequence at pos allocates to hold n more tokens. */
 static int blocks_for(int pos, int n) { return (pos + n + CX_KV_BLOCK - 1) / CX_KV_BLOCK - (pos + CX_KV_BLOCK - 1) / CX_KV_BLOCK; }
 
-/* Blocks the shared cache can still hand out. */
+/* Blocks a pass writing n tokens from pos touches (each must be in the hot tier during the pass). */
+static int blocks_written(int pos, int n) { return (pos + n - 1) / CX_KV_BLOCK - pos / CX_KV_BLOCK + 1; }
+
+/* Blocks the shared cache can still take on within its budgets. */
 static int32_t available(cx_sched *s) {
     pthread_mutex_lock(&s->cache->lock);
     int32_t n = kv_blocks_available(s->cache);
@@ -124,12 +129,14 @@ static void admit(cx_sched *s, int64_t now) {
             if (before(s, s->wait[i], s->wait[best], now)) best = i;
         sched_req *r = s->wait[best];
         int need = blocks_for(0, r->n_prompt + r->n_gen + 1);
-        if (need > s->cache->max_blocks) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "the request needs %d KV blocks; the whole cache has %d", need, s->cache->max_blocks);
+        if (need > s->cache->capacity) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "the request needs %d KV blocks of %d positions; the cache's budgets hold %d",
+                     need, CX_KV_BLOCK, s->cache->capacity);
             fail(s, r, msg);
             continue;
         }
+        if (s->hold && s->n_run > 0) break; /* a pass ran out of room: nobody joins until one succeeds (progress) */
         if (need > avail - reserve && s->n_run > 0) break; /* strict priority: no overtaking by smaller ones */
         if (need > avail && s->n_run == 0) break;           /* cached prefixes are dropped as blocks are taken */
         int k = 0;
@@ -162,7 +169,8 @@ static void preempt(cx_sched *s, sched_req *r) {
     s->wait[s->n_wait++] = r; /* wait has room for max_queue + max_seqs */
 }
 
-/* The running request to preempt first: lowest effective priority, latest arrival. */
+/* The running request to preempt first: the last in scheduling order (lowest effective
+ * priority, latest arrival). */
 static sched_req *victim(cx_sched *s, int64_t now) {
     sched_req *v = NULL;
     for (int k = 0; k < s->p.max_seqs; k++) {
@@ -172,38 +180,60 @@ static sched_req *victim(cx_sched *s, int64_t now) {
     return v;
 }
 
-/* Step 3 (lock held): the pass's segments into b_*; preempts until its blocks fit. Returns
- * the number of segments. */
+/* The lead: the running request first in scheduling order (highest effective priority,
+ * earliest submission), NULL if none. Never the victim while another runs. */
+static sched_req *lead_of(cx_sched *s, int64_t now) {
+    sched_req *l = NULL;
+    for (int k = 0; k < s->p.max_seqs; k++) {
+        sched_req *r = s->run[k];
+        if (r && (!l || before(s, r, l, now))) l = r;
+    }
+    return l;
+}
+
+/* Step 3 (lock held): the pass's segments into b_*. Returns the number of segments.
+ *
+ * Progress: every pass feeds the lead at least one token. Decode tokens go
+ * first (the lead's too, when it decodes); then prompt chunks in scheduling
+ * order, so a prefilling lead takes the first chunk, and the budget has room
+ * for it (max_batch_tokens >= max_seqs, and at most max_seqs - 1 others
+ * decode). What can still keep it out are the cache's limits: the new blocks
+ * must fit what the budgets hold (kv_blocks_available) and the blocks the
+ * pass writes must fit the hot tier. While either fails, or the lead is out,
+ * the victim (never the lead while another runs) is preempted; a lead alone
+ * that does not fit can never fit and fails. */
 static int form_batch(cx_sched *s, int64_t now) {
+    const int hot = s->cache->slots[KV_HOT].n; /* blocks one pass may write (kv_prepare_batch pins them hot) */
     for (;;) {
-        int n = 0, budget = s->p.max_batch_tokens, need = 0;
-        /* lora_split: only the adapter of the earliest admitted running request this step */
-        const sched_req *lead = NULL;
-        for (int k = 0; s->p.lora_split && k < s->p.max_seqs; k++)
-            if (s->run[k] && (!lead || s->run[k]->t_start < lead->t_start)) lead = s->run[k];
+        int n = 0, budget = s->p.max_batch_tokens, need = 0, written = 0, lead_in = 0;
+        const sched_req *lead = lead_of(s, now);
+        const sched_req *split = s->p.lora_split ? lead : NULL; /* lora_split: only the lead's adapter this step */
         for (int k = 0; k < s->p.max_seqs; k++) { /* decode first: one token each */
             sched_req *r = s->run[k];
-            if (!r || r->n_gen == 0 || pending(s, r) != 1 || (lead && !sched_lora_same(r, lead))) continue;
+            if (!r || r->n_gen == 0 || pending(s, r) != 1 || (split && !sched_lora_same(r, split))) continue;
             int pos = cx_session_pos(s->sess[k]);
             s->b_slot[n] = k;
             s->b_tok[n] = r->toks + pos;
             s->b_n[n++] = 1;
             need += blocks_for(pos, 1);
+            written++;
             budget--;
+            lead_in |= r == lead;
         }
-        for (;;) { /* then prompt chunks, earliest admitted first */
+        for (;;) { /* then prompt chunks, in scheduling order */
             sched_req *next = NULL;
             for (int k = 0; k < s->p.max_seqs; k++) {
                 sched_req *r = s->run[k];
                 int taken = 0;
                 for (int i = 0; i < n; i++) taken |= s->b_slot[i] == k;
-                if (r && !taken && (!lead || sched_lora_same(r, lead)) && (next == NULL || r->t_start < next->t_start))
+                if (r && !taken && (!split || sched_lora_same(r, split)) && (next == NULL || before(s, r, next, now)))
                     next = r;
             }
-            if (!next || budget <= 0) break;
+            if (!next || budget <= 0 || written >= hot) break;
             int k = next->slot, pos = cx_session_pos(s->sess[k]), T = pending(s, next);
             if (s->p.chunk && T > s->p.chunk) T = s->p.chunk;
             if (T > budget) T = budget;
+            if (T > (hot - written) * CX_KV_BLOCK - pos % CX_KV_BLOCK) T = (hot - written) * CX_KV_BLOCK - pos % CX_KV_BLOCK;
             /* A chunk cut short ends on a block boundary, so the next one can still meet the prefix cache. */
             if (T < pending(s, next) && (pos + T) % CX_KV_BLOCK && (pos + T) / CX_KV_BLOCK * CX_KV_BLOCK > pos)
                 T = (pos + T) / CX_KV_BLOCK * CX_KV_BLOCK - pos;
@@ -211,14 +241,16 @@ static int form_batch(cx_sched *s, int64_t now) {
             s->b_tok[n] = next->toks + pos;
             s->b_n[n++] = T;
             need += blocks_for(pos, T);
+            written += blocks_written(pos, T);
             budget -= T;
+            lead_in |= next == lead;
         }
-        if (n == 0 || need <= available(s)) return n;
+        if (n == 0 || (need <= available(s) && written <= hot && lead_in)) return n;
         sched_req *v = victim(s, now);
         if (s->n_run == 1) { /* alone and still too big: the cache cannot hold this request */
             char msg[200];
-            snprintf(msg, sizeof msg, "the KV cache (%d blocks of %d positions) cannot hold this request's %d tokens",
-                     s->cache->max_blocks, CX_KV_BLOCK, v->n_prompt + v->n_gen + 1);
+            snprintf(msg, sizeof msg, "the KV cache's budgets (%d blocks of %d positions) cannot hold this request's %d "
+                     "tokens", s->cache->capacity, CX_KV_BLOCK, v->n_prompt + v->n_gen + 1);
             fail(s, v, msg);
         } else {
             preempt(s, v);
@@ -317,8 +349,10 @@ int sched_step(cx_sched *s, cx_err *err) {
         rc = cx_batch_eval(s->batch, s->b_sess, s->b_tok, s->b_n, n, &logits, err);
         t2 = cx_now_ns();
     }
-    if (rc) { /* out of blocks after all (copy-on-write, say): make room; anything else fails the pass */
+    if (rc) { /* out of room after all (a copy-on-write, a fragmented cold region): make room, and admit nobody
+               * until a pass succeeds, so each failed pass shrinks the running set; anything else fails the pass */
         pthread_mutex_lock(&s->mu);
+        s->hold = rc == CX_ENOMEM;
         if (rc == CX_ENOMEM && s->n_run > 1) preempt(s, victim(s, t0));
         else
             for (int i = 0; i < n; i++)
@@ -326,6 +360,7 @@ int sched_step(cx_sched *s, cx_err *err) {
         pthread_mutex_unlock(&s->mu);
         n = 0;
     }
+    if (n > 0) s->hold = 0; /* only touched by the stepping thread */
     for (int i = 0; i < n; i++) {
         sched_req *r = s->run[s->b_slot[i]];
         cx_session *ss = s->b_sess[i];
