@@ -4,7 +4,9 @@
 # with --prefix-cache on records a prefix hit rate > 0; the KV counters are
 # stored as metrics and shown; runs with different KV settings are not
 # compared silently; multiseq keeps several sequences in one tiered cache;
-# batched decodes them in one pass per round and generates the same tokens.
+# batched decodes them in one pass per round and generates the same tokens;
+# byte budgets below what two sequences need end (no livelock), the prompt
+# they can never hold failed by name.
 set -u
 . "$(dirname "$0")/../lib/common.sh"
 db=$tmp/kv.db
@@ -86,6 +88,16 @@ bad() { # description, expected stderr pattern, args...
 bad "unknown KV type" "--kv-type: .q3. is not" --kv-type q3
 bad "q4 is not a hot type" "--kv-type: .q4. is not" --kv-type q4
 bad "unknown warm type" "--kv-warm-type: .f16." --kv-warm-type f16
+# Two sequences under budgets below their needs (issue 25: this never ended;
+# every pass ran out of cold room, preempted one and readmitted it at once).
+"$CORTEX" synth --shape stories15m --type q8_0 -c 2048 -o "$tmp/s15.gguf" 2>/dev/null
+timeout 120 "$BENCH" run --model "$tmp/s15.gguf" --workload standard --concurrency 2 --reps 1 --warmup 0 -t 1 \
+    --kv-hot 4M --kv-warm 2M --kv-cold 2M --db "$tmp/tight.db" >"$tmp/tight.out" 2>&1
+rc=$?
+check "tight KV budgets at concurrency 2 end (exit 4: INVALID, not a timeout) (rc $rc)" test $rc -eq 4
+check "... the prompt the budgets can never hold failed by name, the others finished" \
+    grep -q 'p10: the request needs [0-9]* KV blocks of 16 positions; the cache.s budgets hold [0-9]*' "$tmp/tight.out"
+check "... 9 of 10 finished" grep -q '9 finished' "$tmp/tight.out"
 bad "bad byte count" "--kv-cold: .lots. is not a byte count" --kv-cold lots
 bad "unknown policy" "--kv-policy: .mru." --kv-policy mru
 bad "prefix cache needs on or off" "--prefix-cache: .yes. is not one of off|on" --prefix-cache yes
