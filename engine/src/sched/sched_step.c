@@ -122,6 +122,9 @@ static void end_expired(cx_sched *s, int64_t now) {
  * that cannot fit even an empty cache fails (it would wait forever). */
 static void admit(cx_sched *s, int64_t now) {
     int32_t avail = available(s);
+    /* Only running sequences hold blocks (unslot resets a session), so with none running the whole
+     * capacity is free or droppable; otherwise a request that fits could wait here forever. */
+    assert((s->n_run > 0 || avail == s->cache->capacity) && "KV blocks held with no sequence running");
     int reserve = s->n_run; /* each running sequence may need one more block soon */
     while (s->n_run < s->p.max_seqs && s->n_wait > 0) {
         int best = 0;
