@@ -153,6 +153,7 @@ check "then 'c' fits: 200" test "$(load c l1.gguf)" = 200
 check "GET /v1/models/c: 200, parent llama" test \
     "$(curl -s "${K[@]}" "$URL/v1/models/c" >"$tmp/body"; field "$tmp/body" 'd["parent"]')" = llama
 kill -TERM $PID; wait $PID
+check "SIGTERM: the server exits 0 (under ASan: nothing leaked)" test $? = 0
 
 start "$tmp/b.log" -m "$M" || { finish; exit 1; }
 code=$(post /v1/load_lora_adapter "{\"lora_name\": \"a\", \"lora_path\": \"$tmp/ad/l1.gguf\"}")
@@ -160,6 +161,7 @@ check "without --lora-dir: load 403 naming the flag" test \
     "$code $(field "$tmp/body" '"--lora-dir" in d["error"]["message"]')" = "403 True"
 check "without --lora-dir: unload 403" test "$(post /v1/unload_lora_adapter '{"lora_name": "a"}')" = 403
 kill -TERM $PID; wait $PID
+check "SIGTERM: the server exits 0 (under ASan: nothing leaked)" test $? = 0
 "$CORTEX" serve --port 0 -m "$M" --lora-dir "$tmp/ad/l1.gguf" 2>"$tmp/err"
 check "--lora-dir naming a file: exit 1, said" sh -c "[ $? -eq 1 ] && grep -q 'not a directory' '$tmp/err'"
 "$CORTEX" serve --port 0 -m "$M" --max-adapters 1 --lora "a=$tmp/ad/l1.gguf" --lora "b=$tmp/ad/l1.gguf" 2>"$tmp/err"
@@ -203,4 +205,5 @@ code=$(unload x)
 check "... and unloads at once: 200" test "$code $(grep -c 'removed successfully' "$tmp/body")" = "200 1"
 check "/metrics: no adapter left" test "$(metric cortex_adapters_registered)" = 0
 kill -TERM $PID; wait $PID
+check "SIGTERM: the server exits 0 (under ASan: nothing leaked)" test $? = 0
 finish
