@@ -65,7 +65,7 @@ static int parse_lora_named(const cx_flag *f, const char *name, const char *v, v
     int max = (int)(sizeof o->serve_lora / sizeof o->serve_lora[0]);
     if (!eq || eq == v || !eq[1]) return snprintf(err, n, "%s: '%s' is not NAME=FILE", name, v), -1;
     if (o->n_serve_lora >= max)
-        return snprintf(err, n, "%s: at most %d adapters at start (load more with POST /v1/load_lora_adapter)", name,
+        return snprintf(err, n, "%s: at most %d adapters at start (load more at run time: --lora-dir)", name,
                         max), -1;
     o->serve_lora[o->n_serve_lora++] = v;
     return 0;
@@ -223,7 +223,12 @@ static const cx_flag FLAGS[] = {
      .help = "largest request body accepted (413 past it)"},
     {"--lora", NULL, "NAME=FILE", CMD_SERVE, CX_FLAG_CUSTOM, O(serve_lora), 0, 0, "none",
      .help = "serve a LoRA adapter (GGUF, or a PEFT directory) under the model name NAME, loaded at start; repeatable "
-     "(more: POST /v1/load_lora_adapter)", .parse = parse_lora_named},
+     "(more at run time with --lora-dir)", .parse = parse_lora_named},
+    {"--lora-dir", NULL, "DIR", CMD_SERVE, CX_FLAG_STR, O(lora_dir), 0, 0, "none: the adapter routes answer 403",
+     .help = "allow POST /v1/load_lora_adapter and /v1/unload_lora_adapter, loading only files inside DIR (lora_path "
+     "relative to it; nothing outside, symbolic links resolved)"},
+    {"--max-adapters", NULL, "N", CMD_SERVE, CX_FLAG_LONG, O(max_adapters), 1, 4096, NULL,
+     .help = "adapters registered at once (--lora's included); a load past it gets 409"},
     {"--lora-budget", NULL, "BYTES", CMD_SERVE, CX_FLAG_BUDGET, O(lora_budget), 0, 0, "unlimited",
      .help = "resident adapters' memory; idle ones are unloaded least recently used first and reloaded on use"},
     {"--lora-type", NULL, "TYPE", CMD_SERVE, CX_FLAG_STR, O(lora_type), 0, 0, "auto: q8_0 for a quantized base, else f32",
@@ -253,6 +258,7 @@ void cli_defaults(opts *o) {
     o->max_batch_tokens = sp.max_batch_tokens;
     o->max_queue = sp.max_queue;
     o->max_body = 1L << 20;
+    o->max_adapters = 32;
 }
 
 /* Print "cortex: " + the message + newline to stderr. */

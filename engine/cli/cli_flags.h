@@ -34,6 +34,8 @@ typedef struct opts {
     const char *serve_lora[64];  /* serve --lora NAME=FILE (repeatable) */
     int n_serve_lora;
     int64_t lora_budget;         /* serve --lora-budget BYTES (0: unlimited) */
+    const char *lora_dir;        /* serve --lora-dir DIR: the adapter routes load from DIR only; NULL: routes off */
+    long max_adapters;           /* serve --max-adapters N */
     float request_timeout;                                    /* serve: seconds, 0: none */
     int no_bos, no_special, no_echo, list, json, ids, kv_stats;
     int random_seed;    /* generate --seed -1: draw the seed at start */

@@ -672,6 +672,8 @@ static int cmd_serve(opts *o) {
     }
     cfg.lora = o->serve_lora;
     cfg.n_lora = o->n_serve_lora;
+    cfg.lora_dir = o->lora_dir;
+    cfg.max_adapters = (int)o->max_adapters;
     int rc = srv_serve(m, &cfg);
     cx_model_free(m);
     return rc;

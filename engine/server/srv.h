@@ -4,6 +4,7 @@
  *   srv_main.c     the command: model, scheduler, daemon, signals, drain
  *   srv_http.c     libmicrohttpd glue: bodies, limits, auth, routing, replies
  *   srv_routes.c   the routes: completions, chat, models, health, metrics
+ *   srv_admin.c    the adapter routes: closed unless --lora-dir, confined to it, capped
  *   srv_parse.c    request bodies (jansson) into srv_params; error objects
  *   srv_job.c      one request between the scheduler's callbacks and a connection
  *   srv_reply.c    response bodies: completion objects, chunks, logprobs, usage
@@ -54,8 +55,18 @@ char *srv_error_json(const srv_error *e);
 #define SRV_MAX_STOP 4          /* stop strings per request (OpenAI's limit) */
 #define SRV_MAX_TOP_LOGPROBS 20 /* alternatives per token (OpenAI's limit) */
 
-/* A chat message: role "system", "user" or "assistant" (cortex_tools.h's type, which the harmony renderer takes). */
+#define SRV_MAX_PROMPTS 32    /* prompts of one /v1/completions request (one choice each) */
+
+/* A chat message: role "system", "user" or "assistant" (cortex_tools.h's type, which the harmony renderer takes);
+ * OpenAI's "developer" role arrives as "system". */
 typedef cx_chat_msg srv_msg;
+
+/* One completions prompt: text, or token ids (malloc'd). */
+typedef struct srv_prompt {
+    const char *text;           /* NULL when given as token ids */
+    int32_t *ids;
+    int n_ids;
+} srv_prompt;
 
 /* A parsed /v1/completions or /v1/chat/completions body. Strings point into
  * `root` (the parsed document), freed by srv_params_free. */
@@ -63,13 +74,13 @@ typedef struct srv_params {
     struct json_t *root;
     int chat;
     const char *model;          /* NULL: absent */
-    const char *prompt;         /* completions: the prompt text, or NULL when given as token ids */
-    int32_t *prompt_ids;        /* completions: token ids (malloc'd), n_prompt_ids of them */
-    int n_prompt_ids;
+    srv_prompt *prompts;        /* completions: 1..SRV_MAX_PROMPTS prompts (malloc'd), one choice each, in order */
+    int n_prompts;
     srv_msg *msgs;              /* chat: the messages (malloc'd) */
     int n_msgs;
     int max_tokens;             /* 0: absent (the server's default) */
     cx_sampler_params sp;       /* the defaults given, overridden by the body */
+    int seed_given;             /* 1: the body set `seed` (else the server draws one: srv_random_seed) */
     const char *stop[SRV_MAX_STOP];
     int n_stop;
     int stream, include_usage;
@@ -130,11 +141,14 @@ typedef struct srv_hist {
     uint64_t count;
 } srv_hist;
 
+#define SRV_STATUS_MAX 600
+
 typedef struct srv_metrics {
     pthread_mutex_t mu;
     srv_hist ttft, itl, e2e;
     int64_t prompt_tokens, generation_tokens; /* over ended requests */
-    int64_t http[6];                          /* responses by status class: [2] 2xx ... [5] 5xx */
+    int64_t http[SRV_STATUS_MAX];             /* responses by status (100..599) */
+    int64_t invalid, queue_full;              /* completion requests refused: 4xx other than 429, and 429 */
 } srv_metrics;
 
 void srv_metrics_init(srv_metrics *mt);
@@ -143,6 +157,8 @@ void srv_metrics_free(srv_metrics *mt);
 void srv_metrics_record(srv_metrics *mt, const cx_request_stats *st);
 /* Count one HTTP response by its status. */
 void srv_metrics_http(srv_metrics *mt, int status);
+/* Count a completion request refused before it ran, by its status (429: queue full; other 4xx: invalid). */
+void srv_metrics_refused(srv_metrics *mt, int status);
 /* The Prometheus text exposition of mt and the scheduler's state (malloc'd; NULL: out of memory). */
 char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len);
 
@@ -162,6 +178,8 @@ typedef struct srv_config {
     cx_sched_params sched;     /* (sched.lora_budget, sched.lora_type: the adapters') */
     const char *const *lora;   /* "NAME=FILE" adapters registered (and loaded) at start */
     int n_lora;
+    const char *lora_dir;      /* NULL: the adapter routes answer 403; else the one directory they load from */
+    int max_adapters;          /* adapters registered at once, --lora's included */
 } srv_config;
 
 typedef struct srv_server {
@@ -177,6 +195,8 @@ typedef struct srv_server {
     int n_ctl;
     cx_sampler_params sp;      /* requests' sampling defaults */
     srv_metrics metrics;
+    char *lora_dir;            /* realpath of cfg->lora_dir (malloc'd), or NULL: runtime adapters off */
+    pthread_mutex_t admin_mu;  /* one adapter load or unload at a time: the cap and the ids stay exact */
     struct MHD_Daemon *daemon;
     pthread_mutex_t mu;        /* guards in_flight and draining */
     pthread_cond_t cv;
@@ -273,8 +293,9 @@ typedef struct srv_out {
 size_t srv_utf8_cut(const char *s, size_t n);
 /* The OpenAI finish_reason of a job's end ("stop", "length"; NULL: none). */
 const char *srv_finish_reason(const srv_job *j);
-/* The whole non-streaming response of a finished job (job lock held): malloc'd JSON text. */
-char *srv_reply_body(const srv_out *o, const srv_job *j);
+/* The whole non-streaming response of finished jobs j[0..n), one choice
+ * each in order (each job's lock held): malloc'd JSON text. */
+char *srv_reply_body(const srv_out *o, srv_job *const *j, int n);
 /* One streaming chunk (job lock held): n bytes of text (chat: content) and
  * nr of reasoning (chat: reasoning_content, left out when 0), tokens [t0, t1),
  * the finish reason (NULL: none yet); role: 1 for the chat's first delta.
@@ -285,8 +306,8 @@ char *srv_reply_chunk(const srv_out *o, const srv_job *j, const char *text, size
 char *srv_reply_usage_chunk(const srv_out *o, const srv_job *j);
 /* Fill e for a job that did not end normally (timeout: 504, failed: 500). 0 if it did. */
 int srv_job_error(const srv_job *j, srv_error *e);
-/* e's error object with the job's partial usage added (504 bodies). */
-char *srv_reply_error_usage(const srv_error *e, const srv_job *j);
+/* e's error object with jobs j[0..n)'s partial usage added (504 bodies). */
+char *srv_reply_error_usage(const srv_error *e, srv_job *const *j, int n);
 
 /* ---- streaming (srv_sse.c) ------------------------------------------------- */
 
@@ -303,5 +324,16 @@ int srv_route(srv_server *S, struct MHD_Connection *c, const char *method, const
  * -1 (e filled, 404 model_not_found) for an unknown name. The one place the
  * model field is resolved. */
 int srv_resolve_model(const srv_server *S, const char *model, srv_error *e);
+/* A seed for a request that gives none: 64 bits from getrandom (the
+ * kernel's generator; /dev/urandom where it fails) mixed with a counter and
+ * the clock, so concurrent requests never share one even without entropy. */
+uint64_t srv_random_seed(void);
+/* srv_admin.c: the adapter routes, POST /v1/load_lora_adapter (load = 1) and /v1/unload_lora_adapter. */
+int srv_admin_adapter(srv_server *S, struct MHD_Connection *c, int load, const char *body, size_t len);
+/* Resolve lora_path against the --lora-dir directory `dir` (a realpath):
+ * the real path of a readable regular file or directory strictly inside it
+ * (malloc'd), or NULL for anything else: outside (.., an absolute path, a
+ * symbolic link out), missing, unreadable or of another type alike. */
+char *srv_admin_path(const char *dir, const char *lora_path);
 
 #endif

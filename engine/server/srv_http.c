@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,13 +68,17 @@ int srv_http_gone(struct MHD_Connection *c) {
     return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
-/* 1 if the Authorization header is "Bearer <key>" (compared in time independent of where it differs). */
+/* 1 if the Authorization header is "Bearer <key>" (compared in time
+ * independent of where it differs). The scheme is case-insensitive and
+ * followed by one or more spaces (RFC 9110, 11.1 and 11.4): "bearer" and
+ * "BEARER" are the same scheme, as clients send it either way. */
 static int authorized(const srv_server *S, struct MHD_Connection *c) {
     const char *key = S->cfg->api_key;
     if (!key) return 1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h || strncmp(h, "Bearer ", 7)) return 0;
-    h += 7;
+    if (!h || strncasecmp(h, "Bearer", 6) || h[6] != ' ') return 0;
+    h += 6;
+    while (*h == ' ') h++;
     size_t n = strlen(key);
     if (strlen(h) != n) return 0;
     unsigned diff = 0;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "srv.h"
 
@@ -74,6 +75,7 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
     S.sp = cx_sampler_defaults();
     srv_metrics_init(&S.metrics);
     pthread_mutex_init(&S.mu, NULL);
+    pthread_mutex_init(&S.admin_mu, NULL);
     pthread_cond_init(&S.cv, NULL);
     pick_template(&S);
 
@@ -87,6 +89,18 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
     cx_err err = {0};
     char msg[256];
     int port = 0, rc = 1;
+    if (cfg->n_lora > cfg->max_adapters) {
+        fprintf(stderr, "cortex: serve: %d adapters given with --lora, more than --max-adapters %d\n", cfg->n_lora,
+                cfg->max_adapters);
+        goto out;
+    }
+    if (cfg->lora_dir) { /* resolved once: every load compares its file's real path with this one */
+        struct stat st;
+        if (!(S.lora_dir = realpath(cfg->lora_dir, NULL)) || stat(S.lora_dir, &st) || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "cortex: serve: --lora-dir %s: not a directory\n", cfg->lora_dir);
+            goto out;
+        }
+    }
     if (cx_sched_new(m, &cfg->sched, &S.sched, &err)) {
         fprintf(stderr, "cortex: serve: %s\n", err.msg);
         goto out;
@@ -131,6 +145,8 @@ out:
     if (S.daemon) srv_http_stop(&S);
     cx_sched_free(S.sched);
     srv_metrics_free(&S.metrics);
+    free(S.lora_dir);
+    pthread_mutex_destroy(&S.admin_mu);
     pthread_mutex_destroy(&S.mu);
     pthread_cond_destroy(&S.cv);
     return rc;

@@ -1,9 +1,10 @@
 /*
  * srv_parse.c - request bodies of /v1/completions and /v1/chat/completions
  * into srv_params, with jansson. Every wrong type, range or shape is refused
- * with a 400 naming the field (OpenAI's error object); fields this server
- * does not know are ignored, as OpenAI clients send many; a JSON null is the
- * field left out.
+ * with a 400 naming the field (OpenAI's error object), and so is every
+ * field OpenAI defines that this server does not implement (UNSUPPORTED,
+ * below); fields OpenAI does not define are ignored, as llama-server does;
+ * a JSON null is the field left out.
  */
 #include <jansson.h>
 #include <math.h>
@@ -137,28 +138,51 @@ static int get_stop(json_t *o, srv_params *p, srv_error *e) {
     return 0;
 }
 
-/* The completions route's `prompt`: a string, an array of one string, or an array of token ids. */
-static int get_prompt(json_t *o, srv_params *p, srv_error *e) {
-    json_t *v = field(o, "prompt");
-    if (!v) return srv_fail(e, BAD, INVALID, NULL, "prompt", "'prompt' is required");
-    if (json_is_array(v) && json_array_size(v) == 1 && json_is_string(json_array_get(v, 0))) v = json_array_get(v, 0);
+/* One completions prompt from v (a string, or an array of token ids) into *out; `param` names it. */
+static int get_one_prompt(json_t *v, const char *param, srv_prompt *out, srv_error *e) {
     if (json_is_string(v)) {
-        if (!json_string_length(v)) return srv_fail(e, BAD, INVALID, NULL, "prompt", "'prompt' must not be empty");
-        p->prompt = json_string_value(v);
+        if (!json_string_length(v)) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must not be empty", param);
+        out->text = json_string_value(v);
         return 0;
     }
     size_t n = json_is_array(v) ? json_array_size(v) : 0;
-    if (!n) return srv_fail(e, BAD, INVALID, NULL, "prompt", "'prompt' must be a non-empty string or array of token ids");
-    if (n > (1u << 24)) return srv_fail(e, BAD, INVALID, NULL, "prompt", "'prompt' has too many tokens (%zu)", n);
-    p->prompt_ids = malloc(sizeof(int32_t) * n);
-    if (!p->prompt_ids) return srv_fail(e, 500, "server_error", NULL, "prompt", "out of memory");
+    if (!n) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must be a non-empty string or array of token ids", param);
+    if (n > (1u << 24)) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' has too many tokens (%zu)", param, n);
+    out->ids = malloc(sizeof(int32_t) * n);
+    if (!out->ids) return srv_fail(e, 500, "server_error", NULL, param, "out of memory");
     for (size_t i = 0; i < n; i++) {
         json_t *t = json_array_get(v, i);
         if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > INT32_MAX)
-            return srv_fail(e, BAD, INVALID, NULL, "prompt", "'prompt[%zu]' must be a token id (an integer >= 0)", i);
-        p->prompt_ids[i] = (int32_t)json_integer_value(t);
+            return srv_fail(e, BAD, INVALID, NULL, param, "'%s[%zu]' must be a token id (an integer >= 0)", param, i);
+        out->ids[i] = (int32_t)json_integer_value(t);
     }
-    p->n_prompt_ids = (int)n;
+    out->n_ids = (int)n;
+    return 0;
+}
+
+/* The completions route's `prompt`, OpenAI's four shapes: a string, an
+ * array of token ids (one prompt each), or an array of strings or of token-id
+ * arrays (one prompt, and one choice, per element). */
+static int get_prompt(json_t *o, srv_params *p, srv_error *e) {
+    json_t *v = field(o, "prompt");
+    if (!v) return srv_fail(e, BAD, INVALID, NULL, "prompt", "'prompt' is required");
+    size_t n = json_is_array(v) ? json_array_size(v) : 0;
+    int list = n && !json_is_integer(json_array_get(v, 0)); /* [ids...] is one prompt; [x, y] with x not an id, a list */
+    if (list && n > SRV_MAX_PROMPTS)
+        return srv_fail(e, BAD, INVALID, NULL, "prompt", "'prompt' has %zu prompts; at most %d are allowed", n,
+                        SRV_MAX_PROMPTS);
+    p->prompts = calloc(list ? n : 1, sizeof *p->prompts);
+    if (!p->prompts) return srv_fail(e, 500, "server_error", NULL, "prompt", "out of memory");
+    if (!list) {
+        p->n_prompts = 1;
+        return get_one_prompt(v, "prompt", &p->prompts[0], e);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char param[32];
+        snprintf(param, sizeof param, "prompt[%zu]", i);
+        p->n_prompts = (int)i + 1; /* freed up to here whatever happens */
+        if (get_one_prompt(json_array_get(v, i), param, &p->prompts[i], e)) return -1;
+    }
     return 0;
 }
 
@@ -217,9 +241,11 @@ static int get_messages(json_t *o, srv_params *p, srv_error *e) {
         if (!json_is_object(m)) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must be an object", param);
         json_t *role = json_object_get(m, "role");
         const char *r = json_is_string(role) ? json_string_value(role) : "";
+        if (!strcmp(r, "developer")) r = "system"; /* OpenAI's newer name for the system role (o1 and later) */
         if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")) {
             snprintf(param, sizeof param, "messages[%zu].role", i);
-            return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must be \"system\", \"user\" or \"assistant\"", param);
+            return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must be \"system\", \"developer\", \"user\" or "
+                            "\"assistant\" (tool calls are not supported)", param);
         }
         p->msgs[i].role = r;
         if (get_content(m, i, &p->msgs[i].content, e)) return -1;
@@ -241,6 +267,7 @@ static int get_sampling(json_t *o, srv_params *p, srv_error *e) {
     if (get_int(o, "top_k", 0, 1 << 24, &top_k, e)) return -1;
     p->sp.top_k = (int)top_k;
     if (seed >= 0) p->sp.seed = (uint64_t)seed;
+    p->seed_given = seed >= 0;
     return 0;
 }
 
@@ -261,6 +288,74 @@ static int get_logprobs(json_t *o, srv_params *p, srv_error *e) {
     return 0;
 }
 
+/* ---- OpenAI fields this server does not implement ------------------------
+ * A client that sends one expects its effect (JSON output, tool calls, a
+ * biased vocabulary, several choices); answering 200 without it would look
+ * like success. So each is a 400 naming it, unless its value asks for no
+ * effect at all (the value OpenAI's default means). Fields OpenAI does not
+ * define are still ignored, as llama-server and vLLM ignore them. */
+
+/* The no-effect values, one predicate each. */
+static int is_text_format(json_t *v) {
+    json_t *t = json_object_get(v, "type");
+    return json_is_object(v) && json_object_size(v) == 1 && json_is_string(t) && !strcmp(json_string_value(t), "text");
+}
+static int is_none(json_t *v) { return json_is_string(v) && !strcmp(json_string_value(v), "none"); }
+static int is_false(json_t *v) { return json_is_false(v); }
+static int is_one(json_t *v) { return json_is_integer(v) && json_integer_value(v) == 1; }
+static int is_empty(json_t *v) {
+    return (json_is_string(v) && !json_string_length(v)) || (json_is_array(v) && !json_array_size(v)) ||
+           (json_is_object(v) && !json_object_size(v));
+}
+static int is_text_only(json_t *v) {
+    return json_is_array(v) && json_array_size(v) == 1 && json_is_string(json_array_get(v, 0)) &&
+           !strcmp(json_string_value(json_array_get(v, 0)), "text");
+}
+static int is_standard_tier(json_t *v) {
+    return json_is_string(v) && (!strcmp(json_string_value(v), "auto") || !strcmp(json_string_value(v), "default"));
+}
+static int never(json_t *v) { (void)v; return 0; }
+
+enum { ROUTE_COMPLETIONS = 1, ROUTE_CHAT = 2 };
+
+static const struct unsupported {
+    const char *name;
+    int routes;               /* ROUTE_* bits */
+    int (*fine)(json_t *);    /* 1: a value without effect, accepted */
+    const char *why;          /* what the server does instead, or what it accepts */
+} UNSUPPORTED[] = {
+    {"response_format", ROUTE_COMPLETIONS | ROUTE_CHAT, is_text_format, "only {\"type\": \"text\"}: no JSON mode or schema"},
+    {"tools", ROUTE_CHAT, is_empty, "no tool calling"},
+    {"tool_choice", ROUTE_CHAT, is_none, "only \"none\": no tool calling"},
+    {"functions", ROUTE_CHAT, is_empty, "no function calling"},
+    {"function_call", ROUTE_CHAT, is_none, "only \"none\": no function calling"},
+    {"logit_bias", ROUTE_COMPLETIONS | ROUTE_CHAT, is_empty, "the sampler takes no per-token bias"},
+    {"n", ROUTE_COMPLETIONS | ROUTE_CHAT, is_one, "only 1: one choice per prompt (give several prompts for several "
+     "choices)"},
+    {"best_of", ROUTE_COMPLETIONS, is_one, "only 1"},
+    {"echo", ROUTE_COMPLETIONS, is_false, "only false: the prompt is not repeated in the answer"},
+    {"suffix", ROUTE_COMPLETIONS, is_empty, "no insertion (fill-in-the-middle)"},
+    {"audio", ROUTE_CHAT, never, "text only"},
+    {"modalities", ROUTE_CHAT, is_text_only, "only [\"text\"]"},
+    {"prediction", ROUTE_CHAT, never, "no predicted outputs"},
+    {"web_search_options", ROUTE_CHAT, never, "no web search"},
+    {"reasoning_effort", ROUTE_CHAT, never, "the reasoning effort is the model's own"},
+    {"store", ROUTE_CHAT, is_false, "only false: nothing is stored"},
+    {"service_tier", ROUTE_COMPLETIONS | ROUTE_CHAT, is_standard_tier, "only \"auto\" or \"default\""},
+};
+
+/* 400 naming the first OpenAI field of o this server does not implement; 0 when none. */
+static int get_unsupported(json_t *o, int chat, srv_error *e) {
+    for (size_t i = 0; i < sizeof UNSUPPORTED / sizeof UNSUPPORTED[0]; i++) {
+        const struct unsupported *u = &UNSUPPORTED[i];
+        json_t *v = field(o, u->name);
+        if (v && (u->routes & (chat ? ROUTE_CHAT : ROUTE_COMPLETIONS)) && !u->fine(v))
+            return srv_fail(e, BAD, INVALID, "unsupported_parameter", u->name, "'%s' is not supported by this server (%s)",
+                            u->name, u->why);
+    }
+    return 0;
+}
+
 /* See srv.h. */
 int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_params *dflt, srv_params *p, srv_error *e) {
     memset(p, 0, sizeof *p);
@@ -277,10 +372,10 @@ int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_p
     json_t *model = field(o, "model");
     if (model && !json_is_string(model)) return srv_fail(e, BAD, INVALID, NULL, "model", "'model' must be a string");
     p->model = model ? json_string_value(model) : NULL;
-    if (chat ? get_messages(o, p, e) : get_prompt(o, p, e)) return -1;
-    long long max_tokens = 0, n = 1, priority = 0;
+    if (get_unsupported(o, chat, e) || (chat ? get_messages(o, p, e) : get_prompt(o, p, e))) return -1;
+    long long max_tokens = 0, priority = 0;
     const char *mt = chat && field(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    if (get_int(o, mt, 1, 1 << 24, &max_tokens, e) || get_int(o, "n", 1, 1, &n, e) ||
+    if (get_int(o, mt, 1, 1 << 24, &max_tokens, e) ||
         get_int(o, "priority", -1000, 1000, &priority, e) || get_sampling(o, p, e) || get_stop(o, p, e) ||
         get_bool(o, "stream", &p->stream, e) || get_bool(o, "ignore_eos", &p->ignore_eos, e) || get_logprobs(o, p, e) ||
         get_bool(o, "cache_prompt", &p->cache_prompt, e))
@@ -300,13 +395,17 @@ int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_p
                             "true or false");
         p->include_usage = iu && json_is_true(iu);
     }
+    if (p->stream && p->n_prompts > 1) /* the stream carries one choice: srv_sse.c follows one job */
+        return srv_fail(e, BAD, INVALID, "unsupported_parameter", "stream", "'stream' is not supported with several "
+                        "prompts (%d): send them without streaming, or one per request", p->n_prompts);
     return 0;
 }
 
 /* See srv.h. */
 void srv_params_free(srv_params *p) {
     json_decref(p->root);
-    free(p->prompt_ids);
+    for (int i = 0; i < p->n_prompts; i++) free(p->prompts[i].ids);
+    free(p->prompts);
     free(p->msgs);
     memset(p, 0, sizeof *p);
 }

@@ -34,9 +34,20 @@ const char *srv_finish_reason(const srv_job *j) {
 /* {"prompt_tokens","completion_tokens","total_tokens"} of j so far, and
  * prompt_tokens_details.cached_tokens: the prompt tokens the prefix cache
  * supplied (OpenAI's and vLLM's name for timings.cache_n). */
-static json_t *usage(const srv_job *j) {
-    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", j->n_prompt, "completion_tokens", j->n_gen,
-                     "total_tokens", j->n_prompt + j->n_gen, "prompt_tokens_details", "cached_tokens", j->n_cached);
+static json_t *usage_json(int prompt, int gen, int cached) {
+    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", prompt, "completion_tokens", gen, "total_tokens",
+                     prompt + gen, "prompt_tokens_details", "cached_tokens", cached);
+}
+static json_t *usage(const srv_job *j) { return usage_json(j->n_prompt, j->n_gen, j->n_cached); }
+/* Several prompts: summed over their choices, as OpenAI counts them. */
+static json_t *usage_of(srv_job *const *j, int n) {
+    int prompt = 0, gen = 0, cached = 0;
+    for (int i = 0; i < n; i++) {
+        prompt += j[i]->n_prompt;
+        gen += j[i]->n_gen;
+        cached += j[i]->n_cached;
+    }
+    return usage_json(prompt, gen, cached);
 }
 
 /* Milliseconds from a to b (CLOCK_MONOTONIC ns), or null when either is not known yet. */
@@ -137,9 +148,10 @@ static char *dump(json_t *v) {
 /* A finish_reason value: the string, or null. */
 static json_t *finish_json(const char *f) { return f ? json_string(f) : json_null(); }
 
-/* See srv.h. A chat answer carries what srv_chat_split makes of the text:
- * harmony's final channel as content, its analysis as reasoning_content. */
-char *srv_reply_body(const srv_out *o, const srv_job *j) {
+/* Choice number `index` of a whole response: job j's answer. A chat answer
+ * carries what srv_chat_split makes of the text: harmony's final channel as
+ * content, its analysis as reasoning_content. */
+static json_t *choice_of(const srv_out *o, const srv_job *j, int index) {
     json_t *choice;
     const char *fin = srv_finish_reason(j);
     if (o->p->chat) {
@@ -150,15 +162,28 @@ char *srv_reply_body(const srv_out *o, const srv_job *j) {
         json_t *msg = json_pack("{s:s, s:o}", "role", "assistant", "content", srv_json_utf8(c, nc));
         if (msg && r) json_object_set_new(msg, "reasoning_content", srv_json_utf8(r, nr));
         cx_harmony_parts_free(&parts);
-        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "message", msg, "logprobs",
+        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", index, "message", msg, "logprobs",
                            choice_logprobs(o, j, 0, j->n_toks), "finish_reason", finish_json(fin));
     } else {
-        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", 0, "text", srv_json_utf8(j->text, j->len), "logprobs",
+        choice = json_pack("{s:i, s:o, s:o, s:o}", "index", index, "text", srv_json_utf8(j->text, j->len), "logprobs",
                            choice_logprobs(o, j, 0, j->n_toks), "finish_reason", finish_json(fin));
     }
-    json_t *v = envelope(o, o->p->chat ? "chat.completion" : "text_completion", json_pack("[o]", choice));
-    if (v) json_object_set_new(v, "usage", usage(j));
-    if (v && j->done) json_object_set_new(v, "timings", timings(j));
+    return choice;
+}
+
+/* See srv.h. `timings` describe one request's life: given for a single choice only. */
+char *srv_reply_body(const srv_out *o, srv_job *const *j, int n) {
+    json_t *choices = json_array();
+    for (int i = 0; choices && i < n; i++) {
+        json_t *ch = choice_of(o, j[i], i);
+        if (!ch || json_array_append_new(choices, ch)) {
+            json_decref(choices);
+            return NULL;
+        }
+    }
+    json_t *v = choices ? envelope(o, o->p->chat ? "chat.completion" : "text_completion", choices) : NULL;
+    if (v) json_object_set_new(v, "usage", usage_of(j, n));
+    if (v && n == 1 && j[0]->done) json_object_set_new(v, "timings", timings(j[0]));
     return dump(v);
 }
 
@@ -201,10 +226,10 @@ int srv_job_error(const srv_job *j, srv_error *e) {
 }
 
 /* See srv.h. */
-char *srv_reply_error_usage(const srv_error *e, const srv_job *j) {
+char *srv_reply_error_usage(const srv_error *e, srv_job *const *j, int n) {
     char *s = srv_error_json(e);
     json_t *v = s ? json_loads(s, 0, NULL) : NULL;
     free(s);
-    if (v) json_object_set_new(v, "usage", usage(j));
+    if (v) json_object_set_new(v, "usage", usage_of(j, n));
     return dump(v);
 }

@@ -1,28 +1,64 @@
 /*
  * srv_routes.c - what each route answers:
  *   POST /v1/completions, /v1/chat/completions   generate (srv_job.c), whole or streamed (srv_sse.c)
- *   GET  /v1/models                               the base model and every adapter, by name
- *   POST /v1/load_lora_adapter, /v1/unload_lora_adapter   adapters at run time (vLLM's routes)
+ *   GET  /v1/models, /v1/models/{id}              the base model and every adapter, by name; one of them
+ *   POST /v1/load_lora_adapter, /v1/unload_lora_adapter   adapters at run time (vLLM's routes; srv_admin.c)
  *   GET  /health                                  {"status":"ok"}
  *   GET  /metrics                                 Prometheus text (srv_metrics.c)
  * A completion request is parsed (srv_parse.c), its model resolved, its
  * prompt rendered (chat templates) and tokenized as `cortex generate` does
  * (BOS, control-token text as those tokens), then submitted to the
  * scheduler: a full queue answers 429, a prompt too long for the context 400.
+ * A completions request with several prompts is one scheduler request per
+ * prompt, answered together (one choice each, in order) or not at all.
  */
+#include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "srv.h"
+
+/* splitmix64's finalizer: every input bit moves every output bit. */
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* See srv.h. */
+uint64_t srv_random_seed(void) {
+    static atomic_uint_fast64_t counter;
+    uint64_t r = 0;
+    ssize_t got = getrandom(&r, sizeof r, GRND_NONBLOCK);
+    if (got != (ssize_t)sizeof r) { /* no getrandom (old kernel, seccomp) or its pool not ready yet */
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (read(fd, &r, sizeof r) != (ssize_t)sizeof r) r = 0;
+            close(fd);
+        }
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t n = atomic_fetch_add(&counter, 1) + 1;
+    return mix64(r ^ mix64(n * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)ts.tv_nsec));
+}
 
 /* See srv.h: the base model's name, or an adapter's (as vLLM names LoRA models). */
 int srv_resolve_model(const srv_server *S, const char *model, srv_error *e) {
     if (!model || !strcmp(model, S->model_id)) return 0;
     int id = cx_sched_adapter_find(S->sched, model);
+    cx_adapter_info in;
+    for (int i = 0; id > 0 && cx_sched_adapter_info(S->sched, i, &in) == 0; i++)
+        if (in.id == id && in.removing) id = 0; /* being unloaded: gone for new requests, as /v1/models says */
     if (id > 0) return id;
     return srv_fail(e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "model",
                     "the model '%s' does not exist: this server serves '%s' and its adapters (GET /v1/models)", model,
@@ -81,44 +117,51 @@ static void submit_error(const srv_params *p, int rc, const cx_err *err, srv_err
         srv_fail(e, 400, "invalid_request_error", NULL, NULL, "%s", err->msg);
 }
 
-/* Wait for j's end and answer with the whole response (504 with partial
- * usage past the deadline); a client that goes away drops the connection. */
-static int answer_whole(srv_server *S, struct MHD_Connection *c, const srv_out *o, srv_job *j) {
-    pthread_mutex_lock(&j->mu);
-    int gone = srv_job_wait(j, (size_t)-1, c); /* until it ends */
+/* Wait for the end of jobs j[0..n) and answer with the whole response
+ * (504 with partial usage past the deadline); a client that goes away drops
+ * the connection (and cancels every job). The jobs' references are dropped. */
+static int answer_whole(srv_server *S, struct MHD_Connection *c, const srv_out *o, srv_job **j, int n) {
+    int gone = 0;
+    for (int i = 0; i < n && !gone; i++) {
+        pthread_mutex_lock(&j[i]->mu);
+        gone = srv_job_wait(j[i], (size_t)-1, c); /* until it ends */
+        pthread_mutex_unlock(&j[i]->mu);
+    }
     srv_error e;
     char *body = NULL;
-    int status = 200;
-    if (!gone && srv_job_error(j, &e)) {
-        body = srv_reply_error_usage(&e, j);
+    int status = 200, failed = 0;
+    for (int i = 0; i < n; i++) pthread_mutex_lock(&j[i]->mu); /* always in this order */
+    for (int i = 0; i < n && !gone && !failed; i++) failed = srv_job_error(j[i], &e) != 0;
+    if (!gone && failed) {
+        body = srv_reply_error_usage(&e, j, n);
         status = e.status;
     } else if (!gone) {
-        body = srv_reply_body(o, j);
+        body = srv_reply_body(o, j, n);
     }
-    pthread_mutex_unlock(&j->mu);
-    srv_job_put(j);
+    for (int i = n - 1; i >= 0; i--) pthread_mutex_unlock(&j[i]->mu);
+    for (int i = 0; i < n; i++) srv_job_put(j[i]);
     if (gone) return MHD_NO;
     return reply_json(S, c, status, body);
 }
 
-/* POST /v1/completions (chat = 0) and /v1/chat/completions (chat = 1). */
+/* POST /v1/completions (chat = 0) and /v1/chat/completions (chat = 1).
+ * Choice i samples with seed + i: the request's `seed`, or one drawn now. */
 static int completion(srv_server *S, struct MHD_Connection *c, const char *body, size_t len, int chat) {
     srv_params p;
     srv_error e;
+    srv_job *jobs[SRV_MAX_PROMPTS];
     int32_t *ids = NULL, stop_ids[SRV_CHAT_MAX_END];
     const char *stop[SRV_MAX_STOP + SRV_CHAT_MAX_END], *end[SRV_CHAT_MAX_END] = {NULL};
     char *text = NULL;
-    int n_ids = 0, ret, adapter = 0;
+    int n_ids = 0, ret, adapter = 0, n_jobs = 0;
     int64_t t_arrive = srv_now_ns(); /* parsing and tokenizing count in the server's own time, not the client's */
     if (srv_parse_request(body, len, chat, &S->sp, &p, &e) || (adapter = srv_resolve_model(S, p.model, &e)) < 0) goto fail;
     if (chat) {
         if (!(text = chat_prompt(S, &p, end, &e))) goto fail;
     }
-    if (text || p.prompt) {
-        if (!(ids = tokenize(S, text ? text : p.prompt, CX_TOKENIZE_BOS | CX_TOKENIZE_SPECIAL, &n_ids, &e))) goto fail;
-    }
     cx_request q = cx_request_defaults();
     q.sampling = p.sp;
+    if (!p.seed_given) q.sampling.seed = srv_random_seed(); /* as llama-server and vLLM: unseeded answers differ */
     q.max_tokens = p.max_tokens ? p.max_tokens : S->cfg->max_tokens;
     q.priority = p.priority;
     q.ignore_eos = p.ignore_eos;
@@ -136,142 +179,103 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
         free(end_ids);
     }
     q.stop_ids = stop_ids;
-    srv_job *j;
-    cx_err err = {0};
-    int rc = srv_job_submit(S, &q, ids ? ids : p.prompt_ids, ids ? n_ids : p.n_prompt_ids,
-                            p.logprobs ? p.top_logprobs : 0, p.logprobs, chat && S->tmpl == SRV_TMPL_HARMONY, &j, &err);
-    if (rc) {
-        submit_error(&p, rc, &err, &e);
-        goto fail;
+    uint64_t seed = q.sampling.seed;
+    for (int i = 0; i < (chat ? 1 : p.n_prompts); i++) {
+        const srv_prompt *pr = chat ? NULL : &p.prompts[i];
+        const char *t = chat ? text : pr->text;
+        if (t && !(ids = tokenize(S, t, CX_TOKENIZE_BOS | CX_TOKENIZE_SPECIAL, &n_ids, &e))) goto fail;
+        q.sampling.seed = seed + (uint64_t)i;
+        cx_err err = {0};
+        int rc = srv_job_submit(S, &q, ids ? ids : pr->ids, ids ? n_ids : pr->n_ids, p.logprobs ? p.top_logprobs : 0,
+                                p.logprobs, chat && S->tmpl == SRV_TMPL_HARMONY, &jobs[n_jobs], &err);
+        free(ids); /* the scheduler copied the prompt */
+        ids = NULL;
+        if (rc) {
+            submit_error(&p, rc, &err, &e);
+            goto fail;
+        }
+        pthread_mutex_lock(&jobs[n_jobs]->mu);
+        jobs[n_jobs]->t_arrive = t_arrive;
+        pthread_mutex_unlock(&jobs[n_jobs]->mu);
+        n_jobs++;
     }
-    pthread_mutex_lock(&j->mu);
-    j->t_arrive = t_arrive;
-    pthread_mutex_unlock(&j->mu);
-    free(ids);
     free(text);
     srv_out o = {.S = S, .p = &p, .created = (int64_t)time(NULL)};
-    snprintf(o.id, sizeof o.id, "%s-%lld", chat ? "chatcmpl" : "cmpl", (long long)j->id);
-    if (p.stream) ret = srv_sse_start(S, c, &o, &p, j);
-    else ret = answer_whole(S, c, &o, j);
+    snprintf(o.id, sizeof o.id, "%s-%lld", chat ? "chatcmpl" : "cmpl", (long long)jobs[0]->id);
+    if (p.stream) ret = srv_sse_start(S, c, &o, &p, jobs[0]); /* one job: the parser refuses streams of several */
+    else ret = answer_whole(S, c, &o, jobs, n_jobs);
     srv_params_free(&p);
     return ret;
 fail:
+    for (int i = 0; i < n_jobs; i++) srv_job_put(jobs[i]); /* all or nothing: the prompts submitted so far are cancelled */
     free(ids);
     free(text);
     srv_params_free(&p);
+    srv_metrics_refused(&S->metrics, e.status);
     return srv_reply_error(S, c, &e);
 }
 
-/* GET /v1/models: the base model, then each adapter with the base as its
- * parent (vLLM's shape), and whether it is loaded now. */
+/* The /v1/models entry of the base model, or of adapter `in` (vLLM's shape:
+ * the base as its parent, and whether it is loaded now). */
+static json_t *model_entry(const srv_server *S, const cx_adapter_info *in) {
+    if (!in)
+        return json_pack("{s:s, s:s, s:i, s:s, s:s}", "id", S->model_id, "object", "model", "created", 0, "owned_by",
+                         "cortex", "root", S->model_id);
+    return json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:b}", "id", in->name, "object", "model", "created", 0, "owned_by",
+                     "cortex", "root", in->path, "parent", S->model_id, "resident", in->resident);
+}
+
+/* GET /v1/models: the base model, then each adapter not being unloaded. */
 static int models(srv_server *S, struct MHD_Connection *c) {
-    json_t *v = json_pack("{s:s, s:[{s:s, s:s, s:i, s:s, s:s}]}", "object", "list", "data", "id", S->model_id, "object",
-                          "model", "created", 0, "owned_by", "cortex", "root", S->model_id);
-    json_t *data = v ? json_object_get(v, "data") : NULL;
+    json_t *data = json_array();
+    json_array_append_new(data, model_entry(S, NULL));
     cx_adapter_info in;
     for (int i = 0; data && cx_sched_adapter_info(S->sched, i, &in) == 0; i++)
-        if (!in.removing)
-            json_array_append_new(data, json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:b}", "id", in.name, "object",
-                                                  "model", "created", 0, "owned_by", "cortex", "root", in.path,
-                                                  "parent", S->model_id, "resident", in.resident));
+        if (!in.removing) json_array_append_new(data, model_entry(S, &in));
+    json_t *v = json_pack("{s:s, s:o}", "object", "list", "data", data);
     char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);
     return reply_json(S, c, 200, s);
 }
 
-/* The string field `key` of a JSON object body, or NULL with e filled (400). */
-static const char *body_string(json_t *doc, const char *key, srv_error *e) {
-    json_t *f = doc ? json_object_get(doc, key) : NULL;
-    if (!json_is_string(f) || !json_string_value(f)[0]) {
-        srv_fail(e, 400, "invalid_request_error", NULL, key, "'%s' must be a non-empty string", key);
-        return NULL;
+/* GET /v1/models/{id}: that entry of /v1/models, or OpenAI's 404. */
+static int model_one(srv_server *S, struct MHD_Connection *c, const char *id) {
+    json_t *v = NULL;
+    cx_adapter_info in;
+    if (!strcmp(id, S->model_id)) v = model_entry(S, NULL);
+    for (int i = 0; !v && cx_sched_adapter_info(S->sched, i, &in) == 0; i++)
+        if (!in.removing && !strcmp(in.name, id)) v = model_entry(S, &in);
+    if (!v) {
+        srv_error e;
+        srv_fail(&e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "model",
+                 "The model '%s' does not exist", id);
+        return srv_reply_error(S, c, &e);
     }
-    return json_string_value(f);
-}
-
-/* A plain-text success answer, as vLLM's adapter routes give. */
-static int reply_text(srv_server *S, struct MHD_Connection *c, const char *fmt, const char *name, int n) {
-    char buf[320];
-    snprintf(buf, sizeof buf, fmt, name, n);
-    char *t = strdup(buf);
-    return srv_reply(S, c, 200, "text/plain; charset=utf-8", t, t ? strlen(t) : 0, 0);
-}
-
-/* POST /v1/load_lora_adapter {"lora_name", "lora_path"}: register and load
- * now (a bad file is a 400 naming it); 400 when the name is taken. */
-static int load_adapter(srv_server *S, struct MHD_Connection *c, const char *body, size_t len) {
-    srv_error e;
-    json_error_t je;
-    json_t *doc = json_loadb(body, len, 0, &je);
-    const char *name = NULL, *path = NULL;
-    if (!json_is_object(doc)) srv_fail(&e, 400, "invalid_request_error", NULL, NULL, "the body is not a JSON object");
-    else if ((name = body_string(doc, "lora_name", &e)) && (path = body_string(doc, "lora_path", &e))) {
-        cx_err err = {0};
-        int id = 1;
-        cx_adapter_info in;
-        for (int i = 0; cx_sched_adapter_info(S->sched, i, &in) == 0; i++)
-            if (in.id >= id) id = in.id + 1;
-        if (!strcmp(name, S->model_id))
-            srv_fail(&e, 400, "invalid_request_error", NULL, "lora_name", "'%s' is the base model's name", name);
-        else if (cx_sched_adapter_add(S->sched, id, name, path, 1, &err))
-            srv_fail(&e, 400, "invalid_request_error", NULL, strstr(err.msg, "name") ? "lora_name" : "lora_path", "%s",
-                     err.msg);
-        else {
-            int ret = reply_text(S, c, "Success: LoRA adapter '%s' added successfully.", name, 0);
-            json_decref(doc);
-            return ret;
-        }
-    }
-    json_decref(doc);
-    return srv_reply_error(S, c, &e);
-}
-
-/* POST /v1/unload_lora_adapter {"lora_name"}: gone now, or (while requests
- * use it) refused to new requests and gone when they end; 404 if unknown. */
-static int unload_adapter(srv_server *S, struct MHD_Connection *c, const char *body, size_t len) {
-    srv_error e;
-    json_error_t je;
-    json_t *doc = json_loadb(body, len, 0, &je);
-    const char *name = NULL;
-    if (!json_is_object(doc)) srv_fail(&e, 400, "invalid_request_error", NULL, NULL, "the body is not a JSON object");
-    else if ((name = body_string(doc, "lora_name", &e))) {
-        int id = cx_sched_adapter_find(S->sched, name), refs = 0;
-        cx_adapter_info in;
-        for (int i = 0; id > 0 && cx_sched_adapter_info(S->sched, i, &in) == 0; i++)
-            if (in.id == id) refs = in.refs;
-        cx_err err = {0};
-        int rc = id > 0 ? cx_sched_adapter_remove(S->sched, id, &err) : CX_EINVAL;
-        if (rc < 0)
-            srv_fail(&e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "lora_name",
-                     "no adapter named '%s' (GET /v1/models)", name);
-        else {
-            int ret = rc == 0 ? reply_text(S, c, "Success: LoRA adapter '%s' removed successfully.", name, 0)
-                              : reply_text(S, c, "Success: LoRA adapter '%s' will be removed when its %d requests end; "
-                                                 "new requests naming it are refused.", name, refs);
-            json_decref(doc);
-            return ret;
-        }
-    }
-    json_decref(doc);
-    return srv_reply_error(S, c, &e);
+    char *s = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    return reply_json(S, c, 200, s);
 }
 
 /* See srv.h. */
 int srv_route(srv_server *S, struct MHD_Connection *c, const char *method, const char *url, const char *body, size_t len) {
     static const struct { const char *url, *method; } ROUTES[] = {
         {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/models", "GET"}, {"/health", "GET"},
-        {"/metrics", "GET"}, {"/v1/load_lora_adapter", "POST"}, {"/v1/unload_lora_adapter", "POST"}};
+        {"/metrics", "GET"}, {"/v1/load_lora_adapter", "POST"}, {"/v1/unload_lora_adapter", "POST"},
+        {"/v1/models/", "GET"}}; /* the last: a prefix, the model's id after it */
+    enum { N_ROUTES = (int)(sizeof ROUTES / sizeof ROUTES[0]) };
     srv_error e;
     int r = -1;
-    for (int i = 0; i < (int)(sizeof ROUTES / sizeof ROUTES[0]); i++)
+    for (int i = 0; i < N_ROUTES - 1; i++)
         if (!strcmp(url, ROUTES[i].url)) r = i;
+    size_t np = strlen(ROUTES[N_ROUTES - 1].url);
+    if (r < 0 && !strncmp(url, ROUTES[N_ROUTES - 1].url, np) && url[np]) r = N_ROUTES - 1;
     if (r < 0) {
         srv_fail(&e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "not_found", NULL, "no route %s %s", method, url);
         return srv_reply_error(S, c, &e);
     }
     if (strcmp(method, ROUTES[r].method)) {
         srv_fail(&e, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "method_not_allowed", NULL,
-                 "%s takes %s, not %s", url, ROUTES[r].method, method);
+                 "%s takes %s, not %s", r == N_ROUTES - 1 ? "/v1/models/{id}" : url, ROUTES[r].method, method);
         return srv_reply_error(S, c, &e);
     }
     switch (r) {
@@ -281,8 +285,8 @@ int srv_route(srv_server *S, struct MHD_Connection *c, const char *method, const
         char *ok = strdup("{\"status\":\"ok\"}");
         return reply_json(S, c, 200, ok);
     }
-    case 5: return load_adapter(S, c, body, len);
-    case 6: return unload_adapter(S, c, body, len);
+    case 5: case 6: return srv_admin_adapter(S, c, r == 5, body, len);
+    case 7: return model_one(S, c, url + np);
     default: {
         size_t n = 0;
         char *text = srv_metrics_text(&S->metrics, S->sched, &n);

@@ -77,7 +77,7 @@ static int emit_end(sse *st) {
     srv_error e;
     int rc = emit_new(st);
     if (!rc && srv_job_error(j, &e)) {
-        rc = emit(st, srv_reply_error_usage(&e, j));
+        rc = emit(st, srv_reply_error_usage(&e, &st->j, 1));
     } else if (!rc) {
         rc = emit(st, srv_reply_chunk(&st->o, j, "", 0, NULL, 0, j->n_toks, j->n_toks, srv_finish_reason(j), 0));
         if (!rc && st->p.include_usage) rc = emit(st, srv_reply_usage_chunk(&st->o, j));

@@ -10,8 +10,9 @@
  *      a param that is empty or names a field, and an error object that
  *      serializes. On success: the documented ranges (stop strings 0..4, each
  *      non-empty and NUL-terminated; top_logprobs 0..20; max_tokens >= 0),
- *      a completions prompt as text or at least one token id, a chat route
- *      with at least one message of a known role.
+ *      1..SRV_MAX_PROMPTS completions prompts, each text or at least one
+ *      token id (a stream only with one), a chat route with at least one
+ *      message of a known role (developer arrives as system).
  *   2. On success on the chat route: every template renders, or refuses with
  *      400 (llama2's late system message), and a rendered prompt holds each
  *      message's content.
@@ -37,8 +38,13 @@ static void check_params(const srv_params *p, int chat) {
     require(p->max_tokens >= 0);
     require(!p->include_usage || p->stream);
     if (!chat) {
-        require((p->prompt && *p->prompt) || (p->prompt_ids && p->n_prompt_ids > 0));
-        for (int i = 0; i < p->n_prompt_ids; i++) require(p->prompt_ids[i] >= 0);
+        require(p->n_prompts >= 1 && p->n_prompts <= SRV_MAX_PROMPTS);
+        require(!p->stream || p->n_prompts == 1);
+        for (int k = 0; k < p->n_prompts; k++) {
+            const srv_prompt *q = &p->prompts[k];
+            require((q->text && *q->text && !q->ids) || (!q->text && q->ids && q->n_ids > 0));
+            for (int i = 0; i < q->n_ids; i++) require(q->ids[i] >= 0);
+        }
         return;
     }
     require(p->n_msgs > 0);

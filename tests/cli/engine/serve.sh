@@ -15,7 +15,8 @@
 #     the server exits 0;
 #   - LoRA adapters: --lora NAME=FILE, the `model` field selecting one (tokens
 #     equal `cortex generate --lora`), /v1/load_lora_adapter and
-#     /v1/unload_lora_adapter, /v1/models and the adapter metrics;
+#     /v1/unload_lora_adapter (with --lora-dir; serve_api.sh checks its
+#     confinement), /v1/models and the adapter metrics;
 #   - cortex-bench run --endpoint against it: the standard prompts, and a
 #     trace whose adapter id maps to the adapter's name (--adapter-names);
 #   - --prefix-cache: a repeated prompt's usage.prompt_tokens_details.cached_tokens
@@ -217,7 +218,7 @@ kill -TERM $PID; wait $PID
 # `cortex generate --lora`), load and unload at run time (vLLM's routes), /v1/models, /metrics
 "$CORTEX" synth-lora -m "$M" --rank 8 --alpha 16 --seed 1 -o "$tmp/l1.gguf" 2>/dev/null
 "$CORTEX" synth-lora -m "$M" --rank 4 --targets q,v,down --seed 2 -o "$tmp/l2.gguf" 2>/dev/null
-start "$tmp/l.log" -m "$M" --lora "one=$tmp/l1.gguf" || { finish; exit 1; }
+start "$tmp/l.log" -m "$M" --lora "one=$tmp/l1.gguf" --lora-dir "$tmp" || { finish; exit 1; }
 # (the server's JSON carries invalid UTF-8 bytes as U+FFFD, as Python's "replace" decodes them)
 gen_lora() { "$CORTEX" generate -m "$M" "$@" -p "Once upon a time" -n 24 --temp 0 --no-echo 2>/dev/null | head -c -1 |
     "$PY" -c 'import sys; sys.stdout.write(sys.stdin.buffer.read().decode("utf-8", "replace"))'; }

@@ -2,7 +2,8 @@
  * test_srv_chat.c - the server's chat templates (engine/server/srv_chat.c):
  * detection from excerpts of the Jinja templates real models carry (and
  * none for templates it does not know), names, and each format rendered for
- * a system + user + assistant + user conversation, byte for byte; and a
+ * a system + user + assistant + user conversation, byte for byte (and a
+ * "developer" message as the system one); and a
  * GGUF's tokenizer.chat_template reaching cx_model_info.chat_template.
  */
 #include <stdio.h>
@@ -196,6 +197,32 @@ static void model_template(const char *jinja) {
     cx_model_free(m);
 }
 
+/* A request body's "developer" message renders as the system message in
+ * every template (the parser names it "system"), byte for byte. */
+static void test_developer_role(void) {
+    static const char *const BODY[2] = {
+        "{\"messages\": [{\"role\": \"developer\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]}",
+        "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]}"};
+    cx_sampler_params d = cx_sampler_defaults();
+    srv_params p[2];
+    srv_error e;
+    for (int k = 0; k < 2; k++)
+        CHECK(srv_parse_request(BODY[k], strlen(BODY[k]), 1, &d, &p[k], &e) == 0, "parse %d: %s", k, e.message);
+    for (int t = 0; t < SRV_TMPL_N; t++) {
+        char *out[2] = {NULL, NULL};
+        const char *end[SRV_CHAT_MAX_END];
+        for (int k = 0; k < 2; k++)
+            CHECK(srv_chat_render(t, p[k].msgs, p[k].n_msgs, "<s>", "</s>", "2025-08-05", &out[k], end, &e) == 0,
+                  "%s: %s", srv_chat_name(t), e.message);
+        CHECK(out[0] && out[1] && !strcmp(out[0], out[1]) && strstr(out[0], "Be brief."), "%s: developer = system",
+              srv_chat_name(t));
+        free(out[0]);
+        free(out[1]);
+    }
+    srv_params_free(&p[0]);
+    srv_params_free(&p[1]);
+}
+
 TEST_MAIN({
     model_template(DETECT[0].jinja);
     model_template(NULL);
@@ -203,4 +230,5 @@ TEST_MAIN({
     test_render();
     test_render_errors();
     test_harmony_split();
+    test_developer_role();
 })

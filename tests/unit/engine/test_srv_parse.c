@@ -2,6 +2,8 @@
  * test_srv_parse.c - the server's request-body parser (engine/server/srv_parse.c):
  * every field read into srv_params with the defaults kept where absent or
  * null; each wrong type, range or shape refused with 400 naming the field;
+ * lists of prompts; OpenAI's fields the server does not implement refused
+ * (their no-effect values accepted); the developer role;
  * the error object's JSON; and the UTF-8 cut the streaming code relies on.
  */
 #include <jansson.h>
@@ -38,7 +40,9 @@ static void test_completions_fields(void) {
                     " \"ignore_eos\": true, \"user\": \"u1\", \"unknown_field\": [1, 2], \"cache_prompt\": false,"
                     " \"cache_salt\": \"s1\"}";
     CHECK(parse(b, 0, &p, &e) == 0, "parse: %s", e.message);
-    CHECK(!strcmp(p.model, "m") && !strcmp(p.prompt, "Once") && !p.prompt_ids, "model and prompt");
+    CHECK(!strcmp(p.model, "m") && p.n_prompts == 1 && !strcmp(p.prompts[0].text, "Once") && !p.prompts[0].ids,
+          "model and prompt");
+    CHECK(p.seed_given == 1, "an explicit seed is marked given");
     CHECK(p.max_tokens == 7 && p.priority == 5 && p.ignore_eos == 1, "max_tokens %d priority %d", p.max_tokens, p.priority);
     CHECK(p.sp.temperature == 0.5f && p.sp.top_p == 0.9f && p.sp.top_k == 12 && p.sp.min_p == 0.1f && p.sp.seed == 99,
           "sampling");
@@ -61,11 +65,14 @@ static void test_defaults(void) {
           "absent fields");
     CHECK(p.cache_prompt == 1, "the prefix cache may serve a request that does not say");
     srv_params_free(&p);
-    CHECK(parse("{\"prompt\": [1, 2, 300]}", 0, &p, &e) == 0, "ids: %s", e.message);
-    CHECK(!p.prompt && p.n_prompt_ids == 3 && p.prompt_ids[2] == 300, "token-id prompt");
+    CHECK(!p.seed_given, "no seed given: the server draws one");
     srv_params_free(&p);
-    CHECK(parse("{\"prompt\": [\"only\"]}", 0, &p, &e) == 0 && p.prompt && !strcmp(p.prompt, "only"),
-          "an array of one string");
+    CHECK(parse("{\"prompt\": [1, 2, 300]}", 0, &p, &e) == 0, "ids: %s", e.message);
+    CHECK(p.n_prompts == 1 && !p.prompts[0].text && p.prompts[0].n_ids == 3 && p.prompts[0].ids[2] == 300,
+          "token-id prompt");
+    srv_params_free(&p);
+    CHECK(parse("{\"prompt\": [\"only\"]}", 0, &p, &e) == 0 && p.n_prompts == 1 && p.prompts[0].text &&
+          !strcmp(p.prompts[0].text, "only"), "an array of one string");
     srv_params_free(&p);
 }
 
@@ -79,6 +86,95 @@ static void test_chat(void) {
     CHECK(parse(b, 1, &p, &e) == 0, "chat: %s", e.message);
     CHECK(p.n_msgs == 2 && !strcmp(p.msgs[0].role, "system") && !strcmp(p.msgs[1].content, "ab"), "messages");
     CHECK(p.logprobs == 1 && p.top_logprobs == 4 && p.max_tokens == 9, "chat logprobs and max_completion_tokens");
+    srv_params_free(&p);
+}
+
+/* A list of prompts: strings and token-id arrays, one prompt (one choice) each, in order. */
+static void test_prompt_list(void) {
+    srv_params p;
+    srv_error e;
+    CHECK(parse("{\"prompt\": [\"a\", \"bc\", [5, 6]]}", 0, &p, &e) == 0, "list: %s", e.message);
+    CHECK(p.n_prompts == 3 && !strcmp(p.prompts[0].text, "a") && !strcmp(p.prompts[1].text, "bc") &&
+          !p.prompts[2].text && p.prompts[2].n_ids == 2 && p.prompts[2].ids[1] == 6, "three prompts in order");
+    srv_params_free(&p);
+    CHECK(parse("{\"prompt\": [[1], [2, 3]]}", 0, &p, &e) == 0 && p.n_prompts == 2 && p.prompts[1].n_ids == 2,
+          "token-id arrays: %s", e.message);
+    srv_params_free(&p);
+    char big[16 + 5 * (SRV_MAX_PROMPTS + 1)] = "{\"prompt\": [";
+    for (int i = 0; i <= SRV_MAX_PROMPTS; i++) strcat(big, i ? ", \"x\"" : "\"x\"");
+    strcat(big, "]}");
+    refused(big, 0, "prompt");
+    refused("{\"prompt\": [\"a\", \"\"]}", 0, "prompt[1]");
+    refused("{\"prompt\": [\"a\", 3]}", 0, "prompt[1]");
+    refused("{\"prompt\": [\"a\", [1, \"x\"]]}", 0, "prompt[1]");
+    refused("{\"prompt\": [[1], []]}", 0, "prompt[1]");
+    refused("{\"prompt\": [\"a\", \"b\"], \"stream\": true}", 0, "stream");
+}
+
+/* Refused with 400 naming `param`, code unsupported_parameter. */
+static void unsupported(const char *body, int chat, const char *param) {
+    srv_params p;
+    srv_error e;
+    CHECK(parse(body, chat, &p, &e) == -1, "refused: %s", body);
+    CHECK(e.status == 400 && !strcmp(e.param, param) && e.code && !strcmp(e.code, "unsupported_parameter") &&
+          strstr(e.message, param), "%s: status %d, param '%s' (want '%s'), code %s: %s", body, e.status, e.param, param,
+          e.code ? e.code : "null", e.message);
+    srv_params_free(&p);
+}
+
+/* Accepted (a field's no-effect value). */
+static void accepted(const char *body, int chat) {
+    srv_params p;
+    srv_error e;
+    CHECK(parse(body, chat, &p, &e) == 0, "accepted: %s: %s", body, e.message);
+    srv_params_free(&p);
+}
+
+/* OpenAI's fields the server does not implement: 400 naming each, except
+ * the values that ask for nothing; fields OpenAI does not define: ignored. */
+static void test_unsupported(void) {
+#define C "{\"prompt\": \"x\", "
+#define M "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], "
+    unsupported(C "\"echo\": true}", 0, "echo");
+    unsupported(C "\"best_of\": 2}", 0, "best_of");
+    unsupported(C "\"suffix\": \"end\"}", 0, "suffix");
+    unsupported(C "\"logit_bias\": {\"50256\": -100}}", 0, "logit_bias");
+    unsupported(C "\"n\": 3}", 0, "n");
+    unsupported(C "\"response_format\": {\"type\": \"json_object\"}}", 0, "response_format");
+    unsupported(M "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {}}}", 1, "response_format");
+    unsupported(M "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}", 1, "tools");
+    unsupported(M "\"tool_choice\": \"auto\"}", 1, "tool_choice");
+    unsupported(M "\"tool_choice\": {\"type\": \"function\"}}", 1, "tool_choice");
+    unsupported(M "\"functions\": [{\"name\": \"f\"}]}", 1, "functions");
+    unsupported(M "\"function_call\": \"auto\"}", 1, "function_call");
+    unsupported(M "\"logit_bias\": {\"1\": 5}}", 1, "logit_bias");
+    unsupported(M "\"n\": 2}", 1, "n");
+    unsupported(M "\"n\": \"1\"}", 1, "n");
+    unsupported(M "\"audio\": {\"voice\": \"alloy\"}}", 1, "audio");
+    unsupported(M "\"modalities\": [\"text\", \"audio\"]}", 1, "modalities");
+    unsupported(M "\"prediction\": {\"type\": \"content\"}}", 1, "prediction");
+    unsupported(M "\"reasoning_effort\": \"low\"}", 1, "reasoning_effort");
+    unsupported(M "\"store\": true}", 1, "store");
+    unsupported(M "\"web_search_options\": {}}", 1, "web_search_options");
+    unsupported(C "\"service_tier\": \"flex\"}", 0, "service_tier");
+    accepted(C "\"echo\": false, \"best_of\": 1, \"suffix\": \"\", \"logit_bias\": {}, \"n\": 1, \"response_format\": "
+             "{\"type\": \"text\"}, \"service_tier\": \"auto\"}", 0);
+    accepted(M "\"tools\": [], \"tool_choice\": \"none\", \"function_call\": \"none\", \"modalities\": [\"text\"],"
+             " \"store\": false, \"logit_bias\": null, \"response_format\": {\"type\": \"text\"}, \"metadata\": {}}", 1);
+    /* not OpenAI's chat fields on the completions route, nor fields OpenAI does not define: ignored */
+    accepted(C "\"tools\": [1], \"audio\": 1, \"vendor_extension\": {\"x\": 1}}", 0);
+    accepted(M "\"echo\": true, \"suffix\": \"s\", \"best_of\": 3}", 1);
+#undef C
+#undef M
+}
+
+/* The developer role is the system role. */
+static void test_developer(void) {
+    srv_params p;
+    srv_error e;
+    CHECK(parse("{\"messages\": [{\"role\": \"developer\", \"content\": \"D\"}, {\"role\": \"user\", \"content\": "
+                "\"u\"}]}", 1, &p, &e) == 0, "developer: %s", e.message);
+    CHECK(p.n_msgs == 2 && !strcmp(p.msgs[0].role, "system") && !strcmp(p.msgs[0].content, "D"), "developer -> system");
     srv_params_free(&p);
 }
 
@@ -172,6 +268,9 @@ TEST_MAIN({
     test_defaults();
     test_chat();
     test_refusals();
+    test_prompt_list();
+    test_unsupported();
+    test_developer();
     test_error_json();
     test_utf8_cut();
 })
