@@ -8,7 +8,9 @@
  * A completion request is parsed (srv_parse.c), its model resolved, its
  * prompt rendered (chat templates) and tokenized as `cortex generate` does
  * (BOS, control-token text as those tokens), then submitted to the
- * scheduler: a full queue answers 429, a prompt too long for the context 400.
+ * scheduler: a full queue answers 429, a prompt too long for the context 400
+ * (a text longer than the context could hold is refused before it is
+ * tokenized: S->max_prompt_bytes).
  */
 #include <jansson.h>
 #include <microhttpd.h>
@@ -113,6 +115,14 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
     if (srv_parse_request(body, len, chat, &S->sp, &p, &e) || (adapter = srv_resolve_model(S, p.model, &e)) < 0) goto fail;
     if (chat) {
         if (!(text = chat_prompt(S, &p, end, &e))) goto fail;
+    }
+    if ((text || p.prompt) && strlen(text ? text : p.prompt) > S->max_prompt_bytes) {
+        srv_fail(&e, 400, "invalid_request_error", "context_length_exceeded", chat ? "messages" : "prompt",
+                 "the prompt (%zu bytes) leaves no room to generate in the %d-token context: a context of %d tokens "
+                 "holds at most %zu bytes of text (%zu per token, the model's longest, times %d)",
+                 strlen(text ? text : p.prompt), S->n_ctx, S->n_ctx, S->max_prompt_bytes,
+                 S->max_prompt_bytes / (size_t)S->n_ctx, S->n_ctx);
+        goto fail;
     }
     if (text || p.prompt) {
         if (!(ids = tokenize(S, text ? text : p.prompt, CX_TOKENIZE_BOS | CX_TOKENIZE_SPECIAL, &n_ids, &e))) goto fail;
