@@ -83,6 +83,7 @@ typedef struct conn_state {
     int replied;   /* a reply is queued already (413 from Content-Length) */
     int busy;      /* on a busy connection: the body is dropped, the answer is 503 */
     int admitted;  /* counted in S->in_flight */
+    size_t declared; /* Content-Length (0: none): the buffer never grows past it */
 } conn_state;
 
 /* The connection record of c (NULL if it could not be allocated). */
@@ -126,7 +127,7 @@ static srv_ipslot *ip_slot(srv_server *S, const unsigned char key[12]) {
  * no tombstones if a freed slot is refilled by the entries after it that
  * probed past it (backward shift). */
 static void ip_release(srv_server *S, srv_ipslot *e) {
-    if (--e->count) return;
+    if (e->count <= 0 || --e->count) return; /* (<= 0: not counted, never so) */
     uint32_t mask = (uint32_t)S->ip_cap - 1, i = (uint32_t)(e - S->ips), j = i;
     for (;;) {
         j = (j + 1) & mask;
@@ -322,7 +323,10 @@ static void gather(srv_server *S, conn_state *cs, const char *data, size_t n) {
         return;
     }
     if (cs->len + n + 1 > cs->cap) {
+        /* doubling, but never past the declared length: memory follows the
+         * bytes that arrived, not what a client claims it will send */
         size_t cap = (cs->len + n + 1) * 2;
+        if (cs->declared >= cs->len + n && cap > cs->declared + 1) cap = cs->declared + 1;
         char *b = realloc(cs->body, cap);
         if (!b) {
             cs->too_big = 1; /* no memory for it: as good as too big */
@@ -362,7 +366,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
             cs->replied = 1;
             return (enum MHD_Result)too_large(S, c);
         }
-        if (!cs->busy && n && (cs->body = malloc((size_t)n + 1))) cs->cap = (size_t)n + 1; /* no doubling for a body of known size */
+        cs->declared = (size_t)n;
         return MHD_YES;
     }
     if (*upload_size) {
