@@ -221,6 +221,22 @@ static const cx_flag FLAGS[] = {
      .help = "a request's deadline in seconds from its arrival (504 past it); 0: none"},
     {"--max-body", NULL, "BYTES", CMD_SERVE, CX_FLAG_LONG, O(max_body), 64, 1L << 30, NULL,
      .help = "largest request body accepted (413 past it)"},
+    {"--max-conns", NULL, "N", CMD_SERVE, CX_FLAG_LONG, O(max_conns), 1, 16384, NULL,
+     .help = "connections served at once (lowered to half of what the file limit allows); past it a request gets 503 "
+     "server_busy and its connection closes (GET /health is still answered)"},
+    {"--max-conns-per-ip", NULL, "N", CMD_SERVE, CX_FLAG_LONG, O(max_conns_per_ip), 0, 16384, NULL,
+     .help = "of them from one client address (IPv6: one /64), so a few clients cannot hold every one; past it 503 as "
+     "above; 0: no such limit (behind a proxy, every client is the proxy's address)"},
+    {"--read-timeout", NULL, "S", CMD_SERVE, CX_FLAG_FLOAT, O(read_timeout), 0.1, 86400, NULL,
+     .help = "a request's headers and body must arrive within S seconds of the connection's waiting for it (its "
+     "opening, or the previous response sent), else the connection is closed: idle, slow and truncated ones"},
+    {"--busy-timeout", NULL, "S", CMD_SERVE, CX_FLAG_FLOAT, O(busy_timeout), 0.1, 86400, NULL,
+     .help = "the same for a connection past a limit, which then gets its 503"},
+    {"--idle-timeout", NULL, "S", CMD_SERVE, CX_FLAG_LONG, O(idle_timeout), 0, 86400, NULL,
+     .help = "close a connection on which no byte moved for S seconds while nothing is generated for it (a client "
+     "that stops reading its response); 0: never"},
+    {"--drain-timeout", NULL, "S", CMD_SERVE, CX_FLAG_FLOAT, O(drain_timeout), 0, 86400, NULL,
+     .help = "at SIGTERM, how long admitted requests may run on before what is left is cancelled"},
     {"--lora", NULL, "NAME=FILE", CMD_SERVE, CX_FLAG_CUSTOM, O(serve_lora), 0, 0, "none",
      .help = "serve a LoRA adapter (GGUF, or a PEFT directory) under the model name NAME, loaded at start; repeatable "
      "(more at run time with --lora-dir)", .parse = parse_lora_named},
@@ -259,6 +275,12 @@ void cli_defaults(opts *o) {
     o->max_queue = sp.max_queue;
     o->max_body = 1L << 20;
     o->max_adapters = 32;
+    o->max_conns = 1024;
+    o->max_conns_per_ip = 128;
+    o->read_timeout = 30;
+    o->busy_timeout = 5;
+    o->idle_timeout = 60;
+    o->drain_timeout = 30;
 }
 
 /* Print "cortex: " + the message + newline to stderr. */

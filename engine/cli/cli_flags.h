@@ -31,6 +31,8 @@ typedef struct opts {
     long n_predict, threads, ctx, seed, positions;
     const char *host, *api_key, *chat_template;               /* serve */
     long port, max_seqs, max_batch_tokens, max_queue, max_body;
+    long max_conns, max_conns_per_ip, idle_timeout;           /* serve: connections */
+    float read_timeout, busy_timeout, drain_timeout;          /* serve: seconds */
     const char *serve_lora[64];  /* serve --lora NAME=FILE (repeatable) */
     int n_serve_lora;
     int64_t lora_budget;         /* serve --lora-budget BYTES (0: unlimited) */

@@ -655,6 +655,12 @@ static int cmd_serve(opts *o) {
     cfg.max_tokens = (int)o->n_predict;
     cfg.request_timeout_ms = (int64_t)((double)o->request_timeout * 1000.0 + 0.5);
     cfg.max_body = o->max_body;
+    cfg.max_conns = (int)o->max_conns;
+    cfg.max_conns_per_ip = (int)o->max_conns_per_ip;
+    cfg.read_timeout = o->read_timeout;
+    cfg.busy_timeout = o->busy_timeout;
+    cfg.idle_timeout = (int)o->idle_timeout;
+    cfg.drain_timeout = o->drain_timeout;
     cfg.sched = cx_sched_defaults();
     cfg.sched.max_seqs = (int)o->max_seqs;
     cfg.sched.max_batch_tokens = (int)o->max_batch_tokens;

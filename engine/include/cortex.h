@@ -202,6 +202,11 @@ int cx_tokenize(const cx_model *m, const char *text, size_t len, int flags,
  */
 size_t cx_token_piece(const cx_model *m, int prev, int token, char tmp[2], const char **bytes);
 
+/* The most bytes of text one token can stand for (its longest piece as
+ * stored, control tokens' text included; at least 4, an unknown character):
+ * a text longer than this times n tokens cannot tokenize to n or fewer. */
+size_t cx_token_max_bytes(const cx_model *m);
+
 /* Decode a whole id sequence into `buf` (NUL-terminated); returns bytes needed. */
 size_t cx_detokenize(const cx_model *m, const int32_t *ids, int n, char *buf, size_t cap);
 

@@ -28,6 +28,8 @@
 struct json_t;          /* jansson */
 struct MHD_Connection;  /* libmicrohttpd */
 struct MHD_Daemon;
+struct srv_conn;        /* srv_http.c: one TCP connection */
+struct srv_ipslot;      /* srv_http.c: connections per client address */
 
 /* ---- errors: the OpenAI error object ------------------------------------- */
 
@@ -149,6 +151,8 @@ typedef struct srv_metrics {
     int64_t prompt_tokens, generation_tokens; /* over ended requests */
     int64_t http[SRV_STATUS_MAX];             /* responses by status (100..599) */
     int64_t invalid, queue_full;              /* completion requests refused: 4xx other than 429, and 429 */
+    int64_t conn_open;                        /* connections open now (served and busy) */
+    int64_t conn_busy, conn_timeouts;         /* connections answered 503 busy; closed at a read deadline */
 } srv_metrics;
 
 void srv_metrics_init(srv_metrics *mt);
@@ -159,6 +163,8 @@ void srv_metrics_record(srv_metrics *mt, const cx_request_stats *st);
 void srv_metrics_http(srv_metrics *mt, int status);
 /* Count a completion request refused before it ran, by its status (429: queue full; other 4xx: invalid). */
 void srv_metrics_refused(srv_metrics *mt, int status);
+/* Count connections: d_open opened (+1) or closed (-1), d_busy found busy, d_timeouts closed at a deadline. */
+void srv_metrics_conn(srv_metrics *mt, int d_open, int d_busy, int d_timeouts);
 /* The Prometheus text exposition of mt and the scheduler's state (malloc'd; NULL: out of memory). */
 char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len);
 
@@ -175,6 +181,13 @@ typedef struct srv_config {
     int max_tokens;            /* a request's default max_tokens */
     int64_t request_timeout_ms;/* 0: none; else a request's deadline from its arrival */
     long max_body;             /* bytes a request body may have */
+    /* Connections (docs/server.md, "Limits"): */
+    int max_conns;             /* connections served at once; one more is answered 503 busy */
+    int max_conns_per_ip;      /* of them from one address (IPv6: one /64); 0: no such limit */
+    double read_timeout;       /* s: a request's headers and body arrive within it, else the connection closes */
+    double busy_timeout;       /* s: the same for a busy connection (past a limit), which then gets its 503 */
+    int idle_timeout;          /* s: no byte in or out for this long closes a connection (libmicrohttpd's); 0: none */
+    double drain_timeout;      /* s: SIGTERM waits this long for admitted requests' responses */
     cx_sched_params sched;     /* (sched.lora_budget, sched.lora_type: the adapters') */
     const char *const *lora;   /* "NAME=FILE" adapters registered (and loaded) at start */
     int n_lora;
@@ -198,10 +211,20 @@ typedef struct srv_server {
     char *lora_dir;            /* realpath of cfg->lora_dir (malloc'd), or NULL: runtime adapters off */
     pthread_mutex_t admin_mu;  /* one adapter load or unload at a time: the cap and the ids stay exact */
     struct MHD_Daemon *daemon;
-    pthread_mutex_t mu;        /* guards in_flight and draining */
+    size_t max_prompt_bytes;   /* the most prompt text the context can hold (longest token x n_ctx): longer is 400 untokenized */
+    int n_ctx;                 /* each request's context, in tokens */
+    pthread_mutex_t mu;        /* guards what follows */
     pthread_cond_t cv;
-    int in_flight;             /* HTTP requests between their first call and completion */
-    int draining;              /* SIGTERM: new requests get 503 */
+    int in_flight;             /* admitted HTTP requests (whole request read) until their response is written */
+    int draining;              /* SIGTERM: new requests get 503, connections without a request are closed */
+    int stopping;              /* the reaper thread ends */
+    int max_conns, hard_conns; /* served connections (config, lowered to fit the file limit); libmicrohttpd's limit */
+    int n_served;              /* open connections that are not busy */
+    struct srv_conn *conns;    /* every open connection */
+    struct srv_ipslot *ips;    /* served connections per address: open addressing, ip_cap slots */
+    int ip_cap;
+    pthread_t reaper;          /* closes connections past their read deadline, and idle ones at a drain */
+    int reaper_started;
 } srv_server;
 
 /* srv_main.c: run the server on model m until SIGTERM/SIGINT (then drain).
@@ -211,15 +234,24 @@ int srv_serve(const cx_model *m, const srv_config *cfg);
 /* srv_http.c */
 /* Start the daemon on cfg's host and port; *port gets the bound port. 0, or -1 with msg filled. */
 int srv_http_start(srv_server *S, int *port, char *msg, size_t cap);
-/* Stop taking connections (drain), then stop the daemon once nothing is in flight. */
+/* Start the drain: stop listening, answer new requests on open connections
+ * 503, shut down every connection without an admitted request. */
 void srv_http_quiesce(srv_server *S);
+/* Wait up to `seconds` for the admitted requests' responses to be written;
+ * returns how many are still in flight. */
+int srv_http_drain(srv_server *S, double seconds);
+/* Stop the reaper and the daemon (every connection closed, its thread joined). */
 void srv_http_stop(srv_server *S);
 /* Queue a reply with a malloc'd body (taken over); `retry_after` > 0 adds Retry-After. Returns MHD_YES/NO. */
 int srv_reply(srv_server *S, struct MHD_Connection *c, int status, const char *content_type, char *body, size_t len,
               int retry_after);
 /* Reply with the error object of e. */
 int srv_reply_error(srv_server *S, struct MHD_Connection *c, const srv_error *e);
-/* 1 if the client of connection c has closed its end (checked without blocking). */
+/* 1 if the client of connection c has gone (checked without blocking): its
+ * connection was reset or closed, or it shut its sending side after the
+ * request was complete. A client that shut its sending side together with
+ * the request (a half-close: `nc -N`, shutdown(SHUT_WR) right after the
+ * send) has not gone: it waits for the answer. */
 int srv_http_gone(struct MHD_Connection *c);
 
 /* ---- one request (srv_job.c) ---------------------------------------------- */

@@ -3,8 +3,10 @@
  * thread, the chat template (--chat-template, else the one the model's
  * tokenizer.chat_template is recognized as), the daemon, then a wait for
  * SIGTERM or SIGINT. Then it drains: no new connections, new requests on
- * open ones get 503, every admitted request runs to its end and its response
- * is written, and the process exits 0. The signals are blocked in every
+ * open ones get 503, connections without an admitted request (idle, or
+ * still sending one) are closed at once, every admitted request runs to its
+ * end and its response is written (within --drain-timeout; past it what is
+ * left is cancelled), and the process exits 0. The signals are blocked in every
  * thread (the mask is set before any starts) and taken with sigwait, so no
  * handler runs in the middle of a pass.
  */
@@ -78,6 +80,14 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
     pthread_mutex_init(&S.admin_mu, NULL);
     pthread_cond_init(&S.cv, NULL);
     pick_template(&S);
+    /* The context bounds the prompt text before it is tokenized: no token
+     * stands for more bytes than the longest piece, so a text longer than
+     * that times the context cannot fit, and tokenizing it whole (megabytes
+     * of text: tokenizer state per byte) is what memory must not pay for. */
+    const cx_model_info *mi = cx_model_get_info(m);
+    int ctx = cfg->sched.n_ctx > 0 ? cfg->sched.n_ctx : CX_DEFAULT_CTX;
+    S.n_ctx = mi->n_ctx > 0 && mi->n_ctx < ctx ? mi->n_ctx : ctx;
+    S.max_prompt_bytes = cx_token_max_bytes(m) * (size_t)S.n_ctx;
 
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -129,6 +139,9 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
     int v6 = strchr(cfg->host, ':') != NULL; /* an IPv6 address goes in brackets in a URL */
     fprintf(stderr, "cortex serve: listening on http://%s%s%s:%d (model '%s'; chat template %s)\n", v6 ? "[" : "", cfg->host,
             v6 ? "]" : "", port, S.model_id, S.tmpl >= 0 ? srv_chat_name(S.tmpl) : "none");
+    fprintf(stderr, "cortex serve: limits: %d connections (%d per address; %d past them answered 503), request read "
+            "%gs, idle %ds, body %ld bytes, prompt text %zu bytes (context %d)\n", S.max_conns, cfg->max_conns_per_ip,
+            S.hard_conns - S.max_conns, cfg->read_timeout, cfg->idle_timeout, cfg->max_body, S.max_prompt_bytes, S.n_ctx);
     fflush(stderr);
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -137,12 +150,19 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
     fprintf(stderr, "cortex serve: %s: draining %d running and %d waiting requests\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
             st.running, st.waiting);
     srv_http_quiesce(&S);
-    cx_sched_stop(S.sched, 1);
+    int left = srv_http_drain(&S, cfg->drain_timeout);
+    if (left) {
+        fprintf(stderr, "cortex serve: %d requests still running after --drain-timeout %gs: cancelled\n", left,
+                cfg->drain_timeout);
+        fflush(stderr);
+    }
+    cx_sched_stop(S.sched, !left); /* nothing admitted is left, or what is left is cancelled */
+    srv_http_drain(&S, 5);         /* the cancelled ones' answers: a job ends at the scheduler's next step */
     srv_http_stop(&S);
     fprintf(stderr, "cortex serve: stopped\n");
     rc = 0;
 out:
-    if (S.daemon) srv_http_stop(&S);
+    srv_http_stop(&S);
     cx_sched_free(S.sched);
     srv_metrics_free(&S.metrics);
     free(S.lora_dir);

@@ -75,6 +75,15 @@ void srv_metrics_refused(srv_metrics *mt, int status) {
     pthread_mutex_unlock(&mt->mu);
 }
 
+/* See srv.h. */
+void srv_metrics_conn(srv_metrics *mt, int d_open, int d_busy, int d_timeouts) {
+    pthread_mutex_lock(&mt->mu);
+    mt->conn_open += d_open;
+    mt->conn_busy += d_busy;
+    mt->conn_timeouts += d_timeouts;
+    pthread_mutex_unlock(&mt->mu);
+}
+
 /* Write one metric's HELP and TYPE lines. */
 static void head(FILE *f, const char *name, const char *type, const char *help) {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -157,6 +166,12 @@ char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len) {
         for (int i = 0; !shown && i < NB(ALWAYS); i++) shown = c == ALWAYS[i];
         if (shown) fprintf(f, "cortex_http_responses_total{code=\"%d\"} %lld\n", c, (long long)mt->http[c]);
     }
+    head(f, "cortex_http_connections_open", "gauge", "HTTP connections open (served and busy).");
+    fprintf(f, "cortex_http_connections_open %lld\n", (long long)mt->conn_open);
+    head(f, "cortex_http_connections_busy_total", "counter", "Connections past --max-conns or --max-conns-per-ip (answered 503).");
+    fprintf(f, "cortex_http_connections_busy_total %lld\n", (long long)mt->conn_busy);
+    head(f, "cortex_http_connections_timed_out_total", "counter", "Connections closed because a request did not arrive in time.");
+    fprintf(f, "cortex_http_connections_timed_out_total %lld\n", (long long)mt->conn_timeouts);
     hist_write(f, "cortex_time_to_first_token_seconds", "Submission to first token.", &mt->ttft);
     hist_write(f, "cortex_inter_token_latency_seconds", "Gaps between consecutive tokens of a request.", &mt->itl);
     hist_write(f, "cortex_e2e_request_latency_seconds", "Submission to the request's end.", &mt->e2e);

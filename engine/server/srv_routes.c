@@ -11,6 +11,8 @@
  * scheduler: a full queue answers 429, a prompt too long for the context 400.
  * A completions request with several prompts is one scheduler request per
  * prompt, answered together (one choice each, in order) or not at all.
+ * A text longer than the context could hold is refused before it is
+ * tokenized (S->max_prompt_bytes), so a huge prompt costs no token array.
  */
 #include <fcntl.h>
 #include <jansson.h>
@@ -158,6 +160,17 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
     if (srv_parse_request(body, len, chat, &S->sp, &p, &e) || (adapter = srv_resolve_model(S, p.model, &e)) < 0) goto fail;
     if (chat) {
         if (!(text = chat_prompt(S, &p, end, &e))) goto fail;
+    }
+    for (int i = 0; i < (chat ? 1 : p.n_prompts); i++) { /* every text bounded before any is tokenized */
+        const char *t = chat ? text : p.prompts[i].text;
+        size_t bytes = t ? strlen(t) : 0;
+        if (bytes > S->max_prompt_bytes) {
+            srv_fail(&e, 400, "invalid_request_error", "context_length_exceeded", chat ? "messages" : "prompt",
+                     "the prompt (%zu bytes) leaves no room to generate in the %d-token context: a context of %d tokens "
+                     "holds at most %zu bytes of text (%zu per token, the model's longest, times %d)",
+                     bytes, S->n_ctx, S->n_ctx, S->max_prompt_bytes, S->max_prompt_bytes / (size_t)S->n_ctx, S->n_ctx);
+            goto fail;
+        }
     }
     cx_request q = cx_request_defaults();
     q.sampling = p.sp;

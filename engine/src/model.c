@@ -825,6 +825,16 @@ size_t cx_token_piece(const cx_model *m, int prev, int token, char tmp[2], const
     return tok_piece(&m->vocab, prev, token, tmp, bytes);
 }
 
+/* See cortex.h. A stored piece is never shorter than the text it stands
+ * for: SentencePiece stores a space as U+2581 (3 bytes), byte-level BPE a
+ * byte as one or two bytes of UTF-8, a byte token as "<0xNN>". */
+size_t cx_token_max_bytes(const cx_model *m) {
+    size_t mx = 4;
+    for (int i = 0; i < m->vocab.n; i++)
+        if (m->vocab.len[i] > mx) mx = m->vocab.len[i];
+    return mx;
+}
+
 size_t cx_detokenize(const cx_model *m, const int32_t *ids, int n, char *buf, size_t cap) {
     size_t total = 0;
     for (int i = 0; i < n; i++) {

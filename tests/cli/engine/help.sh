@@ -26,7 +26,8 @@ declare -A FLAGS=(
 [serve]="-m x --model x -z x --tokenizer x -t 2 --threads 2 -c 64 --ctx 64 -n 5 --n-predict 5 --kv-type f16
   --kv-warm-type q4 --kv-hot 64K --kv-warm 0 --kv-cold 1M --kv-spill x --kv-policy lfu --prefix-cache - --host 0.0.0.0
   --port 0 --api-key k --chat-template chatml --max-seqs 2 --max-batch-tokens 16 --max-queue 4 --request-timeout 2.5
-  --max-body 4096 --lora a=x --lora-budget 512M --lora-type q8_0 --lora-dir x --max-adapters 8"
+  --max-body 4096 --lora a=x --lora-budget 512M --lora-type q8_0 --lora-dir x --max-adapters 8 --max-conns 64
+  --max-conns-per-ip 0 --read-timeout 2.5 --busy-timeout 1 --idle-timeout 10 --drain-timeout 5"
 )
 CMDS="generate info synth tokenize quantize quality serve synth-lora merge-lora"
 
