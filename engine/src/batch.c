@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session.h"
+#include "pass.h"
 #include "util.h"
 
 struct cx_batch {
@@ -28,8 +28,8 @@ struct cx_batch {
     fwd_seg *seg;             /* [max_tokens] segments of the current pass, ordered by cache */
     int *order;               /* [max_tokens] input index of each segment */
     int32_t *tokens;          /* [max_tokens] the pass's tokens, segment after segment */
-    kv_seq **seqs;            /* [max_tokens] kv_prepare_batch's arguments for one cache */
-    int *pos, *T;
+    cx_session **owner;       /* [max_tokens] the session of each segment */
+    pass_scratch sc;          /* [max_tokens] pass_run's scratch */
     const float **logits;     /* [max_tokens] what cx_batch_eval hands back: row i of ws.logits */
 };
 
@@ -40,9 +40,10 @@ void cx_batch_free(cx_batch *b) {
     free(b->seg);
     free(b->order);
     free(b->tokens);
-    free(b->seqs);
-    free(b->pos);
-    free(b->T);
+    free(b->owner);
+    free(b->sc.seqs);
+    free(b->sc.pos);
+    free(b->sc.T);
     free((void *)b->logits);
     free(b);
 }
@@ -65,11 +66,12 @@ int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **ou
     b->seg = calloc(n, sizeof *b->seg);
     b->order = calloc(n, sizeof *b->order);
     b->tokens = calloc(n, sizeof *b->tokens);
-    b->seqs = calloc(n, sizeof *b->seqs);
-    b->pos = calloc(n, sizeof *b->pos);
-    b->T = calloc(n, sizeof *b->T);
+    b->owner = calloc(n, sizeof *b->owner);
+    b->sc.seqs = calloc(n, sizeof *b->sc.seqs);
+    b->sc.pos = calloc(n, sizeof *b->sc.pos);
+    b->sc.T = calloc(n, sizeof *b->sc.T);
     b->logits = calloc(n, sizeof *b->logits);
-    if (!b->seg || !b->order || !b->tokens || !b->seqs || !b->pos || !b->T || !b->logits) {
+    if (!b->seg || !b->order || !b->tokens || !b->owner || !b->sc.seqs || !b->sc.pos || !b->sc.T || !b->logits) {
         cx_batch_free(b);
         return cx_fail(err, CX_ENOMEM, "out of memory for a batch of %d tokens", max_tokens);
     }
@@ -132,8 +134,7 @@ static void lock_caches(cx_batch *b, int n_seq, int lock) {
         }
 }
 
-/* With the caches locked: prefix reuse per session, the blocks of every
- * cache prepared, the pass, the commits. */
+/* With the caches locked: prefix reuse per session, then the pass (pass_run). */
 static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const *tokens, const int *n, int n_seq,
                        cx_err *err) {
     int rows = 0;
@@ -152,27 +153,7 @@ static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const 
         memcpy(b->tokens + rows, tokens[i] + reused, sizeof(int32_t) * (size_t)sg->T);
         rows += sg->T;
     }
-    int rc = fwd_lora_prepare(&b->ws, b->seg, n_seq, err); /* before any block moves: a failure changes nothing */
-    if (rc) return rc;
-    for (int g0 = 0, g1; g0 < n_seq; g0 = g1) { /* each cache's run of segments */
-        kv_cache *c = b->seg[g0].cache;
-        for (g1 = g0; g1 < n_seq && b->seg[g1].cache == c; g1++) {
-            b->seqs[g1 - g0] = b->seg[g1].seq;
-            b->pos[g1 - g0] = b->seg[g1].pos;
-            b->T[g1 - g0] = b->seg[g1].T;
-        }
-        /* sorted by cache: each cache's segments form one run, prepared once */
-        assert(g1 == n_seq || (uintptr_t)b->seg[g1].cache > (uintptr_t)c);
-        if ((rc = kv_prepare_batch(c, b->seqs, b->pos, b->T, g1 - g0, err))) return rc;
-    }
-    fwd_pass(&b->ws, b->seg, n_seq, b->tokens, rows);
-    rc = 0;
-    for (int g = 0; g < n_seq; g++) { /* every session commits, the first failure is reported */
-        const fwd_seg *sg = &b->seg[g];
-        int r = session_commit(ss[b->order[g]], b->tokens + sg->row, sg->T, rc ? NULL : err);
-        if (!rc) rc = r;
-    }
-    return rc;
+    return pass_run(&b->ws, b->seg, n_seq, b->owner, b->tokens, rows, &b->sc, err);
 }
 
 /* See cortex.h. */
@@ -184,6 +165,7 @@ int cx_batch_eval(cx_batch *b, cx_session *const *sessions, const int32_t *const
     order_by_cache(b->order, sessions, n_seq);
     for (int g = 0; g < n_seq; g++) {
         cx_session *s = sessions[b->order[g]];
+        b->owner[g] = s;
         b->seg[g].cache = s->cache;
         b->seg[g].seq = &s->seq;
         b->seg[g].view = &s->view;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lora/lora.h"
+#include "pass.h"
 #include "session.h"
 #include "util.h"
 
@@ -177,21 +178,22 @@ int session_commit(cx_session *s, const int32_t *tokens, int T, cx_err *err) {
 /* cx_eval / cx_eval_all with the cache locked: take cached prefix blocks
  * (not for `all`, which wants every position computed), then passes of at
  * most `batch` tokens (fewer when the hot tier cannot hold the blocks of a
- * full batch), each prepared (block moves), run, and committed. With `all`,
+ * full batch), each run by pass_run (pass.h: the protocol cx_batch_eval's
+ * passes follow too) as a batch of one segment. With `all`,
  * each pass's rows' logits go to all[i..i+T) right after it. Inline, so
  * cx_eval's copy folds `all` away (the deterministic gate counts it). */
 static inline int eval_locked(cx_session *s, const int32_t *tokens, int n, float *all, cx_err *err) {
     kv_cache *c = s->cache;
+    kv_seq *seq1;
+    int pos1, T1;
+    pass_scratch sc = {&seq1, &pos1, &T1};
     for (int i = all ? 0 : session_take_prefix(s, tokens, n); i < n;) {
         int T = n - i < s->ws.batch ? n - i : s->ws.batch, limit = kv_pass_limit(c, s->pos);
         if (T > limit) T = limit;
         fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, i + T == n && !all ? 0 : -1, s->lora, s->n_lora};
-        int rc = fwd_lora_prepare(&s->ws, &seg, 1, err); /* before any block moves */
-        if (rc || (rc = kv_prepare(c, &s->seq, s->pos, T, err))) return rc;
-        fwd_pass(&s->ws, &seg, 1, tokens + i, T);
-        if (all) fwd_logits(&s->ws, T, all + (size_t)i * (size_t)s->m->info.n_vocab);
-        rc = session_commit(s, tokens + i, T, err);
+        int rc = pass_run(&s->ws, &seg, 1, &s, tokens + i, T, &sc, err);
         if (rc) return rc;
+        if (all) fwd_logits(&s->ws, T, all + (size_t)i * (size_t)s->m->info.n_vocab);
         i += T;
     }
     return 0;
