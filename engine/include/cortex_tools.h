@@ -15,6 +15,20 @@
 extern "C" {
 #endif
 
+/* ---- splitmix64: the one copy (library, server, harness, tests) -------- */
+
+/* splitmix64's finalizer: every input bit moves every output bit (a hash of
+ * a 64-bit value; the prefix cache's keys, the server's seeds). */
+static inline uint64_t cx_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* The splitmix64 stream: advance *state by the golden-ratio gamma and return
+ * its mix. Small, fast, well distributed and the same bits everywhere (the
+ * sampler's draws, synthetic weights, seeding xoshiro, test inputs). */
+static inline uint64_t cx_splitmix64(uint64_t *state) { return cx_mix64(*state += 0x9e3779b97f4a7c15ull); }
+
 /* ---- parsers for flags and configuration files -------------------------- */
 
 /* Parse "f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|mxfp4|q4_k_m" (case-insensitive); returns -1 if unknown. */

@@ -26,15 +26,8 @@
 #include <unistd.h>
 
 #include "srv.h"
+#include "cortex_tools.h"
 
-/* splitmix64's finalizer: every input bit moves every output bit. */
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 /* See srv.h. */
 uint64_t srv_random_seed(void) {
@@ -51,7 +44,7 @@ uint64_t srv_random_seed(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t n = atomic_fetch_add(&counter, 1) + 1;
-    return mix64(r ^ mix64(n * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)ts.tv_nsec));
+    return cx_mix64(r ^ cx_mix64(n * 0x9e3779b97f4a7c15ULL ^ ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)ts.tv_nsec));
 }
 
 /* See srv.h: the base model's name, or an adapter's (as vLLM names LoRA models). */

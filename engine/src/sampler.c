@@ -23,6 +23,7 @@
 
 #include "cortex.h"
 #include "util.h"
+#include "cortex_tools.h"
 
 typedef struct cand { float logit; int id; } cand;
 
@@ -134,13 +135,8 @@ static void apply_penalties(cx_sampler *s) {
     }
 }
 
-/* splitmix64: tiny, fast, well distributed, identical everywhere. */
-static uint64_t next_u64(cx_sampler *s) {
-    uint64_t z = (s->rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+/* The sampler's stream (cx_splitmix64: identical everywhere, so seeded runs repeat). */
+static uint64_t next_u64(cx_sampler *s) { return cx_splitmix64(&s->rng); }
 
 /* Uniform in [0, 1) with 53 random bits. */
 static double next_unit(cx_sampler *s) { return (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0); }

@@ -62,12 +62,7 @@ const cx_shape *cx_shape_find(const char *name) {
 
 /* ---- deterministic random streams ---- */
 
-static uint64_t splitmix(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t splitmix(uint64_t *x) { return cx_splitmix64(x); }
 
 /* Fill n values N(0, std^2) by Box-Muller from the stream `st`. */
 void synth_fill_normal(uint64_t *st, float *out, int64_t n, float std) {

@@ -7,13 +7,10 @@
 #include <math.h>
 #include <stdint.h>
 
-/* splitmix64 step: used to expand a seed into xoshiro state. */
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#include "cortex_tools.h"
+
+/* splitmix64 step (cx_splitmix64): used to expand a seed into xoshiro state. */
+static uint64_t splitmix64(uint64_t *x) { return cx_splitmix64(x); }
 
 /* Seed from (seed, stream): the stream is hashed and mixed into the splitmix
  * start, so neighbouring streams are unrelated. The state is never all zero

@@ -20,6 +20,7 @@
 #include "cortex.h"
 #include "kquant.h"
 #include "util.h"
+#include "cortex_tools.h"
 
 #define MAGIC 0x5044514Bu
 #define NB 64 /* blocks per section */
@@ -27,12 +28,7 @@
 static uint64_t state;
 
 /* splitmix64 step. */
-static uint64_t next_u64(void) {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t next_u64(void) { return cx_splitmix64(&state); }
 
 /* A random finite half: any sign, exponent 0..30 (so subnormals too). */
 static uint16_t random_half(void) {

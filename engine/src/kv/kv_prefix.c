@@ -7,20 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* splitmix64's finalizer: every input bit affects every output bit. */
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
+#include "cortex_tools.h"
+
 
 /* See kv_prefix.h: the parent key and each token are folded in order, so the
  * key depends on the whole prefix and on token order. */
 uint64_t kv_prefix_key(uint64_t parent, const int32_t *tokens, int n) {
-    uint64_t h = mix64(parent ^ 0x9e3779b97f4a7c15ull);
-    for (int i = 0; i < n; i++) h = mix64(h ^ (uint32_t)tokens[i]) + (uint64_t)i;
+    uint64_t h = cx_mix64(parent ^ 0x9e3779b97f4a7c15ull);
+    for (int i = 0; i < n; i++) h = cx_mix64(h ^ (uint32_t)tokens[i]) + (uint64_t)i;
     return h ? h : 1;
 }
 

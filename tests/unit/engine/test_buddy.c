@@ -27,14 +27,10 @@
 
 #include "buddy.h"
 #include "testing.h"
+#include "cortex_tools.h"
 
 /* splitmix64: a small, good, seedable generator. */
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t rng_next(uint64_t *s) { return cx_splitmix64(s); }
 
 /* Uniform in [0, n), n > 0 (the tiny modulo bias is irrelevant here). */
 static uint64_t rng_below(uint64_t *s, uint64_t n) { return rng_next(s) % n; }

@@ -36,15 +36,11 @@
 #include "quant.h"
 #include "testing.h"
 #include "util.h"
+#include "cortex_tools.h"
 
 /* splitmix64: reproducible inputs. */
 static uint64_t rng_state = 42;
-static uint64_t rnd(void) {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return cx_splitmix64(&rng_state); }
 static float unif(void) { return (float)((rnd() >> 11) * 0x1.0p-53) * 2.0f - 1.0f; }
 
 enum { FILL_RANDOM, FILL_ZERO, FILL_EXTREME, FILL_SPARSE, FILL_HALVES, N_FILLS };

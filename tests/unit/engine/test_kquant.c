@@ -21,12 +21,7 @@
 static uint64_t rng = 0x1234567887654321ull;
 
 /* splitmix64 step. */
-static uint64_t next_u64(void) {
-    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t next_u64(void) { return cx_splitmix64(&rng); }
 
 /* Uniform in [0, 1). */
 static double uniform(void) { return (double)(next_u64() >> 11) * (1.0 / 9007199254740992.0); }

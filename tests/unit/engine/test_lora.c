@@ -33,10 +33,7 @@ static char dir[] = "/tmp/cortex-lora-XXXXXX";
 
 static uint64_t rng = 7;
 static float unif(void) {
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (float)(((z ^ (z >> 31)) >> 11) * 0x1.0p-53) * 2.0f - 1.0f;
+    return (float)((cx_splitmix64(&rng) >> 11) * 0x1.0p-53) * 2.0f - 1.0f;
 }
 
 static int argmax(const float *l, int n) {

@@ -18,17 +18,13 @@
 #include "cortex.h"
 #include "significance.h"
 #include "testing.h"
+#include "cortex_tools.h"
 
 /* ---- test data -------------------------------------------------------------- */
 
 /* splitmix64: the tests' own deterministic stream (independent of the
  * library's generator). */
-static uint64_t t_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t t_next(uint64_t *s) { return cx_splitmix64(s); }
 
 /* Uniform in (0, 1). */
 static double t_unif(uint64_t *s) { return ((double)(t_next(s) >> 11) + 0.5) * 0x1p-53; }
