@@ -94,8 +94,6 @@ static size_t ws_floats(const cx_model_info *h, size_t batch, size_t n_out) {
     return batch * (2 * E + W + Q + 2 * F + 2 * KV + hd) + n_out * (size_t)h->n_vocab + moe_ws_floats(h, batch);
 }
 
-/* Bytes of the whole region: the fixed buffers (each padded to a line,
- * plus a line of alignment slack each) and the largest per-pass scratch. */
 /* Bytes of one thread's slice of each attention scratch buffer, each a whole
  * number of lines: scores [ATT_TILE] floats; accumulators [heads of a kv
  * group][ATT_QBLOCK][head_dim] doubles; running max and sum [heads][ATT_QBLOCK][2]
@@ -108,6 +106,8 @@ static void att_slice_bytes(const cx_model_info *h, size_t bytes[4]) {
     bytes[3] = lines(2 * ATT_TILE * hd, sizeof(float));
 }
 
+/* Bytes of the whole region: the fixed buffers (each padded to a line,
+ * plus a line of alignment slack each) and the largest per-pass scratch. */
 static size_t ws_region(const cx_model_info *h, int batch, int n_out, int n_threads) {
     size_t T = (size_t)n_threads, hd = (size_t)h->head_dim, slack = 16 * ARENA_ALIGN, att[4];
     att_slice_bytes(h, att);

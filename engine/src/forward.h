@@ -25,6 +25,7 @@
 #include "kernels/kernels.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_view.h"
+#include "lora/lora.h"
 #include "model.h"
 #include "threadpool.h"
 
@@ -95,14 +96,15 @@ typedef struct fwd_ws {
     void *region;             /* the one allocation behind all of it */
     arena mem;                /* carves the region: fixed buffers, then each pass's scratch */
     size_t pass_mark;         /* the arena's position after the fixed buffers */
-    /* LoRA: this pass's runs, the current input's jobs (those of matrix p are
-     * lora_job[lora_begin[p] .. lora_end[p])) and their u; grown by
-     * fwd_lora_prepare outside passes, only when a pass needs more */
+    /* LoRA: this pass's runs, the current input's jobs (those of projection p,
+     * LORA_Q..LORA_DOWN, are lora_jobs[lora_begin[p] .. lora_end[p])) and
+     * their u; grown by fwd_lora_prepare outside passes, only when a pass
+     * needs more */
     fwd_lora_run *lora_runs;
     int n_lora_runs, cap_lora_runs;
     fwd_lora_job *lora_jobs;
     int cap_lora_jobs, n_lora_jobs;
-    int lora_begin[8], lora_end[8];
+    int lora_begin[LORA_NPROJ], lora_end[LORA_NPROJ];
     float *lora_u;
     size_t cap_lora_u;
 #ifdef CORTEX_TEST_KNOBS

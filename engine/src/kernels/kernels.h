@@ -133,7 +133,7 @@ const char *kern_missing(const char *isa);
 
 /* Activation format a weight type's kernels consume (KERN_ACT_*), -1 if none. */
 int kern_act_format(int type);
-/* Bytes kern_act_alloc needs for T rows of n values of a format. */
+/* Bytes kern_act_init needs for T rows of n values of a format. */
 size_t kern_act_bytes(int fmt, int T, int64_t n);
 /* Lay out a kern_act over caller-provided, 32-byte-aligned memory of kern_act_bytes(). */
 void kern_act_init(kern_act *a, int fmt, int T, int64_t n, void *mem);

@@ -4,6 +4,7 @@
  *   sched.c        creation, submit, cancel, records, the run thread
  *   sched_step.c   one step: ends, admission, preemption, the pass, sampling
  *   sched_stop.c   stop strings: what text is final and where it ends
+ *   sched_lora.c   adapters: registration, references, loading within the budget
  *
  * Locking: `mu` guards the queue, the slots, the record list and the
  * counters. A step takes it to decide what the pass holds, drops it for the
