@@ -2,10 +2,11 @@
  * srv.h - `cortex serve`, the OpenAI-compatible HTTP server (docs/server.md),
  * shared by the files of engine/server/, one job each:
  *   srv_main.c     the command: model, scheduler, daemon, signals, drain
- *   srv_http.c     libmicrohttpd glue: bodies, limits, auth, routing, replies
+ *   srv_http.c     libmicrohttpd glue: bodies, limits, auth, routing, replies (srv_http_reply*)
  *   srv_routes.c   the routes: completions, chat, models, health, metrics
  *   srv_admin.c    the adapter routes: closed unless --lora-dir, confined to it, capped
- *   srv_parse.c    request bodies (jansson) into srv_params; error objects
+ *   srv_parse.c    request bodies (jansson) into srv_params
+ *   srv_error.c    the one error convention: srv_error_set fills OpenAI's error object
  *   srv_job.c      one request between the scheduler's callbacks and a connection
  *   srv_reply.c    response bodies: completion objects, chunks, logprobs, usage
  *   srv_sse.c      streaming: server-sent events from a job
@@ -41,8 +42,8 @@ typedef struct srv_error {
     char message[384];
 } srv_error;
 
-/* Fill e; returns -1 (so a parser can `return srv_fail(...)`). */
-int srv_fail(srv_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...)
+/* Fill e; returns -1 (so a parser can `return srv_error_set(...)`). (srv_error.c) */
+int srv_error_set(srv_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 6, 7)))
 #endif
@@ -243,10 +244,10 @@ int srv_http_drain(srv_server *S, double seconds);
 /* Stop the reaper and the daemon (every connection closed, its thread joined). */
 void srv_http_stop(srv_server *S);
 /* Queue a reply with a malloc'd body (taken over); `retry_after` > 0 adds Retry-After. Returns MHD_YES/NO. */
-int srv_reply(srv_server *S, struct MHD_Connection *c, int status, const char *content_type, char *body, size_t len,
+int srv_http_reply(srv_server *S, struct MHD_Connection *c, int status, const char *content_type, char *body, size_t len,
               int retry_after);
 /* Reply with the error object of e. */
-int srv_reply_error(srv_server *S, struct MHD_Connection *c, const srv_error *e);
+int srv_http_reply_error(srv_server *S, struct MHD_Connection *c, const srv_error *e);
 /* 1 if the client of connection c has gone (checked without blocking): its
  * connection was reset or closed, or it shut its sending side after the
  * request was complete. A client that shut its sending side together with

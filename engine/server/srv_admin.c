@@ -59,7 +59,7 @@ char *srv_admin_path(const char *dir, const char *lora_path) {
 static const char *body_string(json_t *doc, const char *key, srv_error *e) {
     json_t *f = doc ? json_object_get(doc, key) : NULL;
     if (!json_is_string(f) || !json_string_value(f)[0]) {
-        srv_fail(e, 400, "invalid_request_error", NULL, key, "'%s' must be a non-empty string", key);
+        srv_error_set(e, 400, "invalid_request_error", NULL, key, "'%s' must be a non-empty string", key);
         return NULL;
     }
     return json_string_value(f);
@@ -70,7 +70,7 @@ static int reply_text(srv_server *S, struct MHD_Connection *c, const char *fmt, 
     char buf[320];
     snprintf(buf, sizeof buf, fmt, name, n);
     char *t = strdup(buf);
-    return srv_reply(S, c, 200, "text/plain; charset=utf-8", t, t ? strlen(t) : 0, 0);
+    return srv_http_reply(S, c, 200, "text/plain; charset=utf-8", t, t ? strlen(t) : 0, 0);
 }
 
 /* The registration named `name` (removing ones included) into *in: 1 if there is one. */
@@ -88,18 +88,18 @@ static int load(srv_server *S, struct MHD_Connection *c, const char *name, const
     for (int i = 0; cx_sched_adapter_info(S->sched, i, &in) == 0; i++, n++)
         if (in.id >= id) id = in.id + 1;
     if (!strcmp(name, S->model_id))
-        return srv_fail(e, 400, "invalid_request_error", NULL, "lora_name", "'%s' is the base model's name", name);
+        return srv_error_set(e, 400, "invalid_request_error", NULL, "lora_name", "'%s' is the base model's name", name);
     if (find_named(S, name, &in)) {
         if (in.removing)
-            return srv_fail(e, 409, "invalid_request_error", "adapter_unloading", "lora_name", "the adapter '%s' is being "
+            return srv_error_set(e, 409, "invalid_request_error", "adapter_unloading", "lora_name", "the adapter '%s' is being "
                             "unloaded: %d requests still use it; the name is free once they end", name, in.refs);
-        return srv_fail(e, 400, "invalid_request_error", NULL, "lora_name", "adapter name '%s' is already taken", name);
+        return srv_error_set(e, 400, "invalid_request_error", NULL, "lora_name", "adapter name '%s' is already taken", name);
     }
     if (n >= S->cfg->max_adapters)
-        return srv_fail(e, 409, "invalid_request_error", "adapter_limit", "lora_name", "%d adapters are registered, the "
+        return srv_error_set(e, 409, "invalid_request_error", "adapter_limit", "lora_name", "%d adapters are registered, the "
                         "server's limit (--max-adapters): unload one first", n);
     char *real = srv_admin_path(S->lora_dir, path);
-    if (!real) return srv_fail(e, 400, "invalid_request_error", "adapter_path_refused", "lora_path", NO_SUCH_PATH);
+    if (!real) return srv_error_set(e, 400, "invalid_request_error", "adapter_path_refused", "lora_path", NO_SUCH_PATH);
     cx_err err = {0};
     int rc = cx_sched_adapter_add(S->sched, id, name, real, 1, &err);
     if (rc) { /* the file is inside and readable: what is wrong with it may be said, under the client's name for it */
@@ -108,8 +108,8 @@ static int load(srv_server *S, struct MHD_Connection *c, const char *name, const
         if (at) snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - err.msg), err.msg, path, at + strlen(real));
         else snprintf(msg, sizeof msg, "%s", err.msg);
         free(real);
-        if (rc == CX_ENOMEM) return srv_fail(e, 500, "server_error", NULL, NULL, "%s", msg);
-        return srv_fail(e, 400, "invalid_request_error", NULL, strncmp(err.msg, "adapter name", 12) ? "lora_path" : "lora_name",
+        if (rc == CX_ENOMEM) return srv_error_set(e, 500, "server_error", NULL, NULL, "%s", msg);
+        return srv_error_set(e, 400, "invalid_request_error", NULL, strncmp(err.msg, "adapter name", 12) ? "lora_path" : "lora_name",
                         "%s", msg);
     }
     free(real);
@@ -121,7 +121,7 @@ static int load(srv_server *S, struct MHD_Connection *c, const char *name, const
 static int unload(srv_server *S, struct MHD_Connection *c, const char *name, srv_error *e, int *ret) {
     cx_adapter_info in;
     if (!find_named(S, name, &in))
-        return srv_fail(e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "lora_name",
+        return srv_error_set(e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "lora_name",
                         "no adapter named '%s' (GET /v1/models)", name);
     cx_err err = {0};
     /* Not removing: only this (serialized) route removes it, so the removal finds it. Removing: already going. */
@@ -137,20 +137,20 @@ static int unload(srv_server *S, struct MHD_Connection *c, const char *name, srv
 int srv_admin_adapter(srv_server *S, struct MHD_Connection *c, int load_it, const char *body, size_t len) {
     srv_error e;
     if (!S->lora_dir) {
-        srv_fail(&e, MHD_HTTP_FORBIDDEN, "permission_error", "adapter_routes_disabled", NULL, "loading and unloading "
+        srv_error_set(&e, MHD_HTTP_FORBIDDEN, "permission_error", "adapter_routes_disabled", NULL, "loading and unloading "
                  "adapters at run time is off: start the server with --lora-dir DIR to allow it from files in DIR");
-        return srv_reply_error(S, c, &e);
+        return srv_http_reply_error(S, c, &e);
     }
     json_error_t je;
     json_t *doc = json_loadb(body, len, 0, &je);
     const char *name = NULL, *path = NULL;
     int ret = MHD_NO, rc = -1;
-    if (!json_is_object(doc)) srv_fail(&e, 400, "invalid_request_error", "invalid_json", NULL, "the body is not a JSON object");
+    if (!json_is_object(doc)) srv_error_set(&e, 400, "invalid_request_error", "invalid_json", NULL, "the body is not a JSON object");
     else if ((name = body_string(doc, "lora_name", &e)) && (!load_it || (path = body_string(doc, "lora_path", &e)))) {
         pthread_mutex_lock(&S->admin_mu);
         rc = load_it ? load(S, c, name, path, &e, &ret) : unload(S, c, name, &e, &ret);
         pthread_mutex_unlock(&S->admin_mu);
     }
     json_decref(doc);
-    return rc ? srv_reply_error(S, c, &e) : ret;
+    return rc ? srv_http_reply_error(S, c, &e) : ret;
 }

@@ -84,7 +84,7 @@ static void put(sbuf *b, const char *fmt, ...) {
 
 /* A system message placed where the format cannot hold it (tmpl's name in the message). */
 static int misplaced(srv_error *e, const char *tmpl) {
-    return srv_fail(e, 400, "invalid_request_error", NULL, "messages", "chat template %s: a system message must come first, "
+    return srv_error_set(e, 400, "invalid_request_error", NULL, "messages", "chat template %s: a system message must come first, "
                     "once, and be followed by a user message", tmpl);
 }
 
@@ -167,16 +167,16 @@ int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char 
     case SRV_TMPL_HARMONY: {
         cx_err err = {0};
         if (cx_harmony_prompt(m, n, date, &b.s, &err))
-            rc = err.code == CX_ENOMEM ? srv_fail(e, 500, "server_error", NULL, NULL, "%s", err.msg)
-                                       : srv_fail(e, 400, "invalid_request_error", NULL, "messages", "%s", err.msg);
+            rc = err.code == CX_ENOMEM ? srv_error_set(e, 500, "server_error", NULL, NULL, "%s", err.msg)
+                                       : srv_error_set(e, 400, "invalid_request_error", NULL, "messages", "%s", err.msg);
         end[0] = "<|return|>";
         end[1] = "<|call|>";
         break;
     }
-    default: rc = srv_fail(e, 400, "invalid_request_error", NULL, NULL, "no chat template");
+    default: rc = srv_error_set(e, 400, "invalid_request_error", NULL, NULL, "no chat template");
     }
     if (!rc && !b.s) put(&b, "%s", ""); /* no message at all: an empty string, not NULL */
-    if (!rc && b.oom) rc = srv_fail(e, 500, "server_error", NULL, NULL, "out of memory rendering the chat template");
+    if (!rc && b.oom) rc = srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory rendering the chat template");
     if (rc) {
         free(b.s);
         return -1;

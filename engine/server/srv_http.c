@@ -233,7 +233,7 @@ static void *reaper(void *arg) {
 }
 
 /* See srv.h. */
-int srv_reply(srv_server *S, struct MHD_Connection *c, int status, const char *content_type, char *body, size_t len,
+int srv_http_reply(srv_server *S, struct MHD_Connection *c, int status, const char *content_type, char *body, size_t len,
               int retry_after) {
     if (!body) { /* out of memory building it: an empty 500 */
         status = MHD_HTTP_INTERNAL_SERVER_ERROR;
@@ -261,9 +261,9 @@ int srv_reply(srv_server *S, struct MHD_Connection *c, int status, const char *c
 }
 
 /* See srv.h. */
-int srv_reply_error(srv_server *S, struct MHD_Connection *c, const srv_error *e) {
+int srv_http_reply_error(srv_server *S, struct MHD_Connection *c, const srv_error *e) {
     char *body = srv_error_json(e);
-    return srv_reply(S, c, e->status, "application/json", body, body ? strlen(body) : 0,
+    return srv_http_reply(S, c, e->status, "application/json", body, body ? strlen(body) : 0,
                      e->status == MHD_HTTP_TOO_MANY_REQUESTS || e->status == MHD_HTTP_SERVICE_UNAVAILABLE ? 1 : 0);
 }
 
@@ -312,9 +312,9 @@ static int authorized(const srv_server *S, struct MHD_Connection *c) {
 /* A 413 naming the limit. */
 static int too_large(srv_server *S, struct MHD_Connection *c) {
     srv_error e;
-    srv_fail(&e, MHD_HTTP_CONTENT_TOO_LARGE, "invalid_request_error", "body_too_large", NULL,
+    srv_error_set(&e, MHD_HTTP_CONTENT_TOO_LARGE, "invalid_request_error", "body_too_large", NULL,
              "the request body is larger than the server's limit of %ld bytes (--max-body)", S->cfg->max_body);
-    return srv_reply_error(S, c, &e);
+    return srv_http_reply_error(S, c, &e);
 }
 
 /* Append upload bytes to the body, or drop them once past the limit. */
@@ -347,10 +347,10 @@ static void gather(srv_server *S, conn_state *cs, const char *data, size_t n) {
 /* 503 server_busy, for a request on a connection opened past a limit. */
 static int busy(srv_server *S, struct MHD_Connection *c) {
     srv_error e;
-    srv_fail(&e, MHD_HTTP_SERVICE_UNAVAILABLE, "server_error", "server_busy", NULL,
+    srv_error_set(&e, MHD_HTTP_SERVICE_UNAVAILABLE, "server_error", "server_busy", NULL,
              "the server is busy: too many connections (--max-conns %d, --max-conns-per-ip %d); retry later",
              S->max_conns, S->cfg->max_conns_per_ip);
-    return srv_reply_error(S, c, &e);
+    return srv_http_reply_error(S, c, &e);
 }
 
 /* libmicrohttpd's access handler: called once when the headers are in,
@@ -396,13 +396,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (cs->too_big) return (enum MHD_Result)too_large(S, c);
     srv_error e;
     if (draining) {
-        srv_fail(&e, MHD_HTTP_SERVICE_UNAVAILABLE, "server_error", "shutting_down", NULL, "the server is shutting down");
-        return (enum MHD_Result)srv_reply_error(S, c, &e);
+        srv_error_set(&e, MHD_HTTP_SERVICE_UNAVAILABLE, "server_error", "shutting_down", NULL, "the server is shutting down");
+        return (enum MHD_Result)srv_http_reply_error(S, c, &e);
     }
     if (strcmp(url, "/health") && !authorized(S, c)) {
-        srv_fail(&e, MHD_HTTP_UNAUTHORIZED, "authentication_error", "invalid_api_key", NULL,
+        srv_error_set(&e, MHD_HTTP_UNAUTHORIZED, "authentication_error", "invalid_api_key", NULL,
                  "a valid API key is required: send the header 'Authorization: Bearer <key>'");
-        return (enum MHD_Result)srv_reply_error(S, c, &e);
+        return (enum MHD_Result)srv_http_reply_error(S, c, &e);
     }
     return (enum MHD_Result)srv_route(S, c, method, url, cs->body ? cs->body : "", cs->len);
 }

@@ -18,19 +18,6 @@
 #define BAD 400
 #define INVALID "invalid_request_error"
 
-/* See srv.h. */
-int srv_fail(srv_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...) {
-    va_list ap;
-    e->status = status;
-    e->type = type;
-    e->code = code;
-    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
-    va_start(ap, fmt);
-    vsnprintf(e->message, sizeof e->message, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* Length of the valid UTF-8 sequence starting at s (n bytes left), or 0 if invalid. */
 static size_t utf8_seq(const unsigned char *s, size_t n) {
     unsigned c = s[0];
@@ -88,9 +75,9 @@ static json_t *field(json_t *o, const char *k) {
 static int get_num(json_t *o, const char *k, double lo, double hi, float *out, srv_error *e) {
     json_t *v = field(o, k);
     if (!v) return 0;
-    if (!json_is_number(v)) return srv_fail(e, BAD, INVALID, NULL, k, "'%s' must be a number", k);
+    if (!json_is_number(v)) return srv_error_set(e, BAD, INVALID, NULL, k, "'%s' must be a number", k);
     double d = json_number_value(v);
-    if (!(d >= lo && d <= hi)) return srv_fail(e, BAD, INVALID, NULL, k, "'%s' is %g; it must lie in [%g, %g]", k, d, lo, hi);
+    if (!(d >= lo && d <= hi)) return srv_error_set(e, BAD, INVALID, NULL, k, "'%s' is %g; it must lie in [%g, %g]", k, d, lo, hi);
     *out = (float)d;
     return 0;
 }
@@ -99,9 +86,9 @@ static int get_num(json_t *o, const char *k, double lo, double hi, float *out, s
 static int get_int(json_t *o, const char *k, long long lo, long long hi, long long *out, srv_error *e) {
     json_t *v = field(o, k);
     if (!v) return 0;
-    if (!json_is_integer(v)) return srv_fail(e, BAD, INVALID, NULL, k, "'%s' must be an integer", k);
+    if (!json_is_integer(v)) return srv_error_set(e, BAD, INVALID, NULL, k, "'%s' must be an integer", k);
     long long n = json_integer_value(v);
-    if (n < lo || n > hi) return srv_fail(e, BAD, INVALID, NULL, k, "'%s' is %lld; it must lie in [%lld, %lld]", k, n, lo, hi);
+    if (n < lo || n > hi) return srv_error_set(e, BAD, INVALID, NULL, k, "'%s' is %lld; it must lie in [%lld, %lld]", k, n, lo, hi);
     *out = n;
     return 0;
 }
@@ -110,7 +97,7 @@ static int get_int(json_t *o, const char *k, long long lo, long long hi, long lo
 static int get_bool(json_t *o, const char *k, int *out, srv_error *e) {
     json_t *v = field(o, k);
     if (!v) return 0;
-    if (!json_is_boolean(v)) return srv_fail(e, BAD, INVALID, NULL, k, "'%s' must be true or false", k);
+    if (!json_is_boolean(v)) return srv_error_set(e, BAD, INVALID, NULL, k, "'%s' must be true or false", k);
     *out = json_is_true(v);
     return 0;
 }
@@ -120,19 +107,19 @@ static int get_stop(json_t *o, srv_params *p, srv_error *e) {
     json_t *v = field(o, "stop");
     if (!v) return 0;
     if (json_is_string(v)) {
-        if (!json_string_length(v)) return srv_fail(e, BAD, INVALID, NULL, "stop", "'stop' must not be empty");
+        if (!json_string_length(v)) return srv_error_set(e, BAD, INVALID, NULL, "stop", "'stop' must not be empty");
         p->stop[p->n_stop++] = json_string_value(v);
         return 0;
     }
-    if (!json_is_array(v)) return srv_fail(e, BAD, INVALID, NULL, "stop", "'stop' must be a string or an array of strings");
+    if (!json_is_array(v)) return srv_error_set(e, BAD, INVALID, NULL, "stop", "'stop' must be a string or an array of strings");
     if (json_array_size(v) > SRV_MAX_STOP)
-        return srv_fail(e, BAD, INVALID, NULL, "stop", "'stop' has %zu strings; at most %d are allowed", json_array_size(v),
+        return srv_error_set(e, BAD, INVALID, NULL, "stop", "'stop' has %zu strings; at most %d are allowed", json_array_size(v),
                         SRV_MAX_STOP);
     size_t i;
     json_t *s;
     json_array_foreach(v, i, s) {
         if (!json_is_string(s) || !json_string_length(s))
-            return srv_fail(e, BAD, INVALID, NULL, "stop", "'stop[%zu]' must be a non-empty string", i);
+            return srv_error_set(e, BAD, INVALID, NULL, "stop", "'stop[%zu]' must be a non-empty string", i);
         p->stop[p->n_stop++] = json_string_value(s);
     }
     return 0;
@@ -141,19 +128,19 @@ static int get_stop(json_t *o, srv_params *p, srv_error *e) {
 /* One completions prompt from v (a string, or an array of token ids) into *out; `param` names it. */
 static int get_one_prompt(json_t *v, const char *param, srv_prompt *out, srv_error *e) {
     if (json_is_string(v)) {
-        if (!json_string_length(v)) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must not be empty", param);
+        if (!json_string_length(v)) return srv_error_set(e, BAD, INVALID, NULL, param, "'%s' must not be empty", param);
         out->text = json_string_value(v);
         return 0;
     }
     size_t n = json_is_array(v) ? json_array_size(v) : 0;
-    if (!n) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must be a non-empty string or array of token ids", param);
-    if (n > (1u << 24)) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' has too many tokens (%zu)", param, n);
+    if (!n) return srv_error_set(e, BAD, INVALID, NULL, param, "'%s' must be a non-empty string or array of token ids", param);
+    if (n > (1u << 24)) return srv_error_set(e, BAD, INVALID, NULL, param, "'%s' has too many tokens (%zu)", param, n);
     out->ids = malloc(sizeof(int32_t) * n);
-    if (!out->ids) return srv_fail(e, 500, "server_error", NULL, param, "out of memory");
+    if (!out->ids) return srv_error_set(e, 500, "server_error", NULL, param, "out of memory");
     for (size_t i = 0; i < n; i++) {
         json_t *t = json_array_get(v, i);
         if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > INT32_MAX)
-            return srv_fail(e, BAD, INVALID, NULL, param, "'%s[%zu]' must be a token id (an integer >= 0)", param, i);
+            return srv_error_set(e, BAD, INVALID, NULL, param, "'%s[%zu]' must be a token id (an integer >= 0)", param, i);
         out->ids[i] = (int32_t)json_integer_value(t);
     }
     out->n_ids = (int)n;
@@ -165,14 +152,14 @@ static int get_one_prompt(json_t *v, const char *param, srv_prompt *out, srv_err
  * arrays (one prompt, and one choice, per element). */
 static int get_prompt(json_t *o, srv_params *p, srv_error *e) {
     json_t *v = field(o, "prompt");
-    if (!v) return srv_fail(e, BAD, INVALID, NULL, "prompt", "'prompt' is required");
+    if (!v) return srv_error_set(e, BAD, INVALID, NULL, "prompt", "'prompt' is required");
     size_t n = json_is_array(v) ? json_array_size(v) : 0;
     int list = n && !json_is_integer(json_array_get(v, 0)); /* [ids...] is one prompt; [x, y] with x not an id, a list */
     if (list && n > SRV_MAX_PROMPTS)
-        return srv_fail(e, BAD, INVALID, NULL, "prompt", "'prompt' has %zu prompts; at most %d are allowed", n,
+        return srv_error_set(e, BAD, INVALID, NULL, "prompt", "'prompt' has %zu prompts; at most %d are allowed", n,
                         SRV_MAX_PROMPTS);
     p->prompts = calloc(list ? n : 1, sizeof *p->prompts);
-    if (!p->prompts) return srv_fail(e, 500, "server_error", NULL, "prompt", "out of memory");
+    if (!p->prompts) return srv_error_set(e, 500, "server_error", NULL, "prompt", "out of memory");
     if (!list) {
         p->n_prompts = 1;
         return get_one_prompt(v, "prompt", &p->prompts[0], e);
@@ -193,23 +180,23 @@ static int get_content(json_t *msg, size_t i, const char **out, srv_error *e) {
     char param[64];
     snprintf(param, sizeof param, "messages[%zu].content", i);
     json_t *v = field(msg, "content");
-    if (!v) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' is required", param);
+    if (!v) return srv_error_set(e, BAD, INVALID, NULL, param, "'%s' is required", param);
     if (json_is_string(v)) {
         *out = json_string_value(v);
         return 0;
     }
-    if (!json_is_array(v)) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must be a string or an array of text parts", param);
+    if (!json_is_array(v)) return srv_error_set(e, BAD, INVALID, NULL, param, "'%s' must be a string or an array of text parts", param);
     size_t total = 0, k;
     json_t *part;
     json_array_foreach(v, k, part) {
         json_t *type = json_object_get(part, "type"), *text = json_object_get(part, "text");
         if (!json_is_string(type) || strcmp(json_string_value(type), "text") || !json_is_string(text))
-            return srv_fail(e, BAD, INVALID, NULL, param, "'%s[%zu]' must be a text part {\"type\": \"text\", \"text\": ...}",
+            return srv_error_set(e, BAD, INVALID, NULL, param, "'%s[%zu]' must be a text part {\"type\": \"text\", \"text\": ...}",
                             param, k);
         total += json_string_length(text);
     }
     char *buf = malloc(total + 1);
-    if (!buf) return srv_fail(e, 500, "server_error", NULL, param, "out of memory");
+    if (!buf) return srv_error_set(e, 500, "server_error", NULL, param, "out of memory");
     size_t at = 0;
     json_array_foreach(v, k, part) {
         json_t *text = json_object_get(part, "text");
@@ -219,7 +206,7 @@ static int get_content(json_t *msg, size_t i, const char **out, srv_error *e) {
     buf[at] = 0;
     json_t *s = json_string(buf);
     free(buf);
-    if (!s || json_object_set_new(msg, "content", s)) return srv_fail(e, 500, "server_error", NULL, param, "out of memory");
+    if (!s || json_object_set_new(msg, "content", s)) return srv_error_set(e, 500, "server_error", NULL, param, "out of memory");
     *out = json_string_value(json_object_get(msg, "content"));
     return 0;
 }
@@ -227,24 +214,24 @@ static int get_content(json_t *msg, size_t i, const char **out, srv_error *e) {
 /* The chat route's `messages`: a non-empty array of {role, content}. */
 static int get_messages(json_t *o, srv_params *p, srv_error *e) {
     json_t *v = field(o, "messages");
-    if (!v) return srv_fail(e, BAD, INVALID, NULL, "messages", "'messages' is required");
+    if (!v) return srv_error_set(e, BAD, INVALID, NULL, "messages", "'messages' is required");
     if (!json_is_array(v) || !json_array_size(v))
-        return srv_fail(e, BAD, INVALID, NULL, "messages", "'messages' must be a non-empty array");
+        return srv_error_set(e, BAD, INVALID, NULL, "messages", "'messages' must be a non-empty array");
     size_t n = json_array_size(v), i;
-    if (n > (1u << 20)) return srv_fail(e, BAD, INVALID, NULL, "messages", "'messages' has too many entries (%zu)", n);
+    if (n > (1u << 20)) return srv_error_set(e, BAD, INVALID, NULL, "messages", "'messages' has too many entries (%zu)", n);
     p->msgs = calloc(n, sizeof *p->msgs);
-    if (!p->msgs) return srv_fail(e, 500, "server_error", NULL, "messages", "out of memory");
+    if (!p->msgs) return srv_error_set(e, 500, "server_error", NULL, "messages", "out of memory");
     json_t *m;
     json_array_foreach(v, i, m) {
         char param[64];
         snprintf(param, sizeof param, "messages[%zu]", i);
-        if (!json_is_object(m)) return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must be an object", param);
+        if (!json_is_object(m)) return srv_error_set(e, BAD, INVALID, NULL, param, "'%s' must be an object", param);
         json_t *role = json_object_get(m, "role");
         const char *r = json_is_string(role) ? json_string_value(role) : "";
         if (!strcmp(r, "developer")) r = "system"; /* OpenAI's newer name for the system role (o1 and later) */
         if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")) {
             snprintf(param, sizeof param, "messages[%zu].role", i);
-            return srv_fail(e, BAD, INVALID, NULL, param, "'%s' must be \"system\", \"developer\", \"user\" or "
+            return srv_error_set(e, BAD, INVALID, NULL, param, "'%s' must be \"system\", \"developer\", \"user\" or "
                             "\"assistant\" (tool calls are not supported)", param);
         }
         p->msgs[i].role = r;
@@ -283,7 +270,7 @@ static int get_logprobs(json_t *o, srv_params *p, srv_error *e) {
     }
     if (get_bool(o, "logprobs", &p->logprobs, e) || get_int(o, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &n, e)) return -1;
     if (field(o, "top_logprobs") && !p->logprobs)
-        return srv_fail(e, BAD, INVALID, NULL, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        return srv_error_set(e, BAD, INVALID, NULL, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
     p->top_logprobs = (int)n;
     return 0;
 }
@@ -350,7 +337,7 @@ static int get_unsupported(json_t *o, int chat, srv_error *e) {
         const struct unsupported *u = &UNSUPPORTED[i];
         json_t *v = field(o, u->name);
         if (v && (u->routes & (chat ? ROUTE_CHAT : ROUTE_COMPLETIONS)) && !u->fine(v))
-            return srv_fail(e, BAD, INVALID, "unsupported_parameter", u->name, "'%s' is not supported by this server (%s)",
+            return srv_error_set(e, BAD, INVALID, "unsupported_parameter", u->name, "'%s' is not supported by this server (%s)",
                             u->name, u->why);
     }
     return 0;
@@ -365,12 +352,12 @@ int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_p
     json_error_t je;
     p->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!p->root)
-        return srv_fail(e, BAD, INVALID, "invalid_json", NULL, "the body is not valid JSON: %s (line %d, column %d)", je.text,
+        return srv_error_set(e, BAD, INVALID, "invalid_json", NULL, "the body is not valid JSON: %s (line %d, column %d)", je.text,
                         je.line, je.column);
     json_t *o = p->root;
-    if (!json_is_object(o)) return srv_fail(e, BAD, INVALID, "invalid_json", NULL, "the body must be a JSON object");
+    if (!json_is_object(o)) return srv_error_set(e, BAD, INVALID, "invalid_json", NULL, "the body must be a JSON object");
     json_t *model = field(o, "model");
-    if (model && !json_is_string(model)) return srv_fail(e, BAD, INVALID, NULL, "model", "'model' must be a string");
+    if (model && !json_is_string(model)) return srv_error_set(e, BAD, INVALID, NULL, "model", "'model' must be a string");
     p->model = model ? json_string_value(model) : NULL;
     if (get_unsupported(o, chat, e) || (chat ? get_messages(o, p, e) : get_prompt(o, p, e))) return -1;
     long long max_tokens = 0, priority = 0;
@@ -383,20 +370,20 @@ int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_p
     p->max_tokens = (int)max_tokens;
     p->priority = (int)priority;
     json_t *user = field(o, "user");
-    if (user && !json_is_string(user)) return srv_fail(e, BAD, INVALID, NULL, "user", "'user' must be a string");
+    if (user && !json_is_string(user)) return srv_error_set(e, BAD, INVALID, NULL, "user", "'user' must be a string");
     json_t *so = field(o, "stream_options");
     if (so) {
-        if (!json_is_object(so)) return srv_fail(e, BAD, INVALID, NULL, "stream_options", "'stream_options' must be an object");
+        if (!json_is_object(so)) return srv_error_set(e, BAD, INVALID, NULL, "stream_options", "'stream_options' must be an object");
         if (!p->stream)
-            return srv_fail(e, BAD, INVALID, NULL, "stream_options", "'stream_options' is only allowed with \"stream\": true");
+            return srv_error_set(e, BAD, INVALID, NULL, "stream_options", "'stream_options' is only allowed with \"stream\": true");
         json_t *iu = field(so, "include_usage");
         if (iu && !json_is_boolean(iu))
-            return srv_fail(e, BAD, INVALID, NULL, "stream_options.include_usage", "'stream_options.include_usage' must be "
+            return srv_error_set(e, BAD, INVALID, NULL, "stream_options.include_usage", "'stream_options.include_usage' must be "
                             "true or false");
         p->include_usage = iu && json_is_true(iu);
     }
     if (p->stream && p->n_prompts > 1) /* the stream carries one choice: srv_sse.c follows one job */
-        return srv_fail(e, BAD, INVALID, "unsupported_parameter", "stream", "'stream' is not supported with several "
+        return srv_error_set(e, BAD, INVALID, "unsupported_parameter", "stream", "'stream' is not supported with several "
                         "prompts (%d): send them without streaming, or one per request", p->n_prompts);
     return 0;
 }

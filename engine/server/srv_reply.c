@@ -216,12 +216,12 @@ char *srv_reply_usage_chunk(const srv_out *o, const srv_job *j) {
 
 /* See srv.h. */
 int srv_job_error(const srv_job *j, srv_error *e) {
-    if (j->oom) return srv_fail(e, 500, "server_error", NULL, NULL, "out of memory for the request's output");
+    if (j->oom) return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory for the request's output");
     if (j->state == CX_REQ_TIMEOUT)
-        return srv_fail(e, 504, "timeout_error", "request_timeout", NULL, "the request passed its deadline (--request-timeout) "
+        return srv_error_set(e, 504, "timeout_error", "request_timeout", NULL, "the request passed its deadline (--request-timeout) "
                         "after %d generated tokens", j->n_gen);
-    if (j->state == CX_REQ_FAILED) return srv_fail(e, 500, "server_error", NULL, NULL, "the request failed: %s", j->error);
-    if (j->state == CX_REQ_CANCELLED) return srv_fail(e, 503, "server_error", NULL, NULL, "the request was cancelled");
+    if (j->state == CX_REQ_FAILED) return srv_error_set(e, 500, "server_error", NULL, NULL, "the request failed: %s", j->error);
+    if (j->state == CX_REQ_CANCELLED) return srv_error_set(e, 503, "server_error", NULL, NULL, "the request was cancelled");
     return 0;
 }
 

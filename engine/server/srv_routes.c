@@ -55,14 +55,14 @@ int srv_resolve_model(const srv_server *S, const char *model, srv_error *e) {
     for (int i = 0; id > 0 && cx_sched_adapter_info(S->sched, i, &in) == 0; i++)
         if (in.id == id && in.removing) id = 0; /* being unloaded: gone for new requests, as /v1/models says */
     if (id > 0) return id;
-    return srv_fail(e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "model",
+    return srv_error_set(e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "model",
                     "the model '%s' does not exist: this server serves '%s' and its adapters (GET /v1/models)", model,
                     S->model_id);
 }
 
 /* Reply with a malloc'd JSON document. */
 static int reply_json(srv_server *S, struct MHD_Connection *c, int status, char *body) {
-    return srv_reply(S, c, status, "application/json", body, body ? strlen(body) : 0, 0);
+    return srv_http_reply(S, c, status, "application/json", body, body ? strlen(body) : 0, 0);
 }
 
 /* Tokenize text as `cortex generate` does; malloc'd ids, or NULL with e filled. */
@@ -72,11 +72,11 @@ static int32_t *tokenize(const srv_server *S, const char *text, int flags, int *
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)cap);
     cx_err err = {0};
     if (!ids) {
-        srv_fail(e, 500, "server_error", NULL, NULL, "out of memory for the prompt's tokens");
+        srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory for the prompt's tokens");
         return NULL;
     }
     if (cx_tokenize(S->m, text, len, flags, ids, cap, n, &err)) {
-        srv_fail(e, 400, "invalid_request_error", NULL, "prompt", "cannot tokenize the prompt: %s", err.msg);
+        srv_error_set(e, 400, "invalid_request_error", NULL, "prompt", "cannot tokenize the prompt: %s", err.msg);
         free(ids);
         return NULL;
     }
@@ -88,7 +88,7 @@ static int32_t *tokenize(const srv_server *S, const char *text, int flags, int *
 static char *chat_prompt(const srv_server *S, const srv_params *p, const char **end, srv_error *e) {
     char *text, date[16];
     if (S->tmpl < 0) {
-        srv_fail(e, 400, "invalid_request_error", "chat_template_unsupported", "messages", "%s", S->tmpl_why);
+        srv_error_set(e, 400, "invalid_request_error", "chat_template_unsupported", "messages", "%s", S->tmpl_why);
         return NULL;
     }
     time_t now = time(NULL);
@@ -102,14 +102,14 @@ static char *chat_prompt(const srv_server *S, const srv_params *p, const char **
 static void submit_error(const srv_params *p, int rc, const cx_err *err, srv_error *e) {
     const char *what = p->chat ? "messages" : "prompt";
     if (rc == CX_EBUSY)
-        srv_fail(e, MHD_HTTP_TOO_MANY_REQUESTS, "rate_limit_error", "queue_full", NULL, "the server is busy: %s; retry later",
+        srv_error_set(e, MHD_HTTP_TOO_MANY_REQUESTS, "rate_limit_error", "queue_full", NULL, "the server is busy: %s; retry later",
                  err->msg);
     else if (rc == CX_ECTX)
-        srv_fail(e, 400, "invalid_request_error", "context_length_exceeded", what, "%s", err->msg);
+        srv_error_set(e, 400, "invalid_request_error", "context_length_exceeded", what, "%s", err->msg);
     else if (rc == CX_ENOMEM)
-        srv_fail(e, 500, "server_error", NULL, NULL, "%s", err->msg);
+        srv_error_set(e, 500, "server_error", NULL, NULL, "%s", err->msg);
     else
-        srv_fail(e, 400, "invalid_request_error", NULL, NULL, "%s", err->msg);
+        srv_error_set(e, 400, "invalid_request_error", NULL, NULL, "%s", err->msg);
 }
 
 /* Wait for the end of jobs j[0..n) and answer with the whole response
@@ -158,7 +158,7 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
         const char *t = chat ? text : p.prompts[i].text;
         size_t bytes = t ? strlen(t) : 0;
         if (bytes > S->max_prompt_bytes) {
-            srv_fail(&e, 400, "invalid_request_error", "context_length_exceeded", chat ? "messages" : "prompt",
+            srv_error_set(&e, 400, "invalid_request_error", "context_length_exceeded", chat ? "messages" : "prompt",
                      "the prompt (%zu bytes) leaves no room to generate in the %d-token context: a context of %d tokens "
                      "holds at most %zu bytes of text (%zu per token, the model's longest, times %d)",
                      bytes, S->n_ctx, S->n_ctx, S->max_prompt_bytes, S->max_prompt_bytes / (size_t)S->n_ctx, S->n_ctx);
@@ -218,7 +218,7 @@ fail:
     free(text);
     srv_params_free(&p);
     srv_metrics_refused(&S->metrics, e.status);
-    return srv_reply_error(S, c, &e);
+    return srv_http_reply_error(S, c, &e);
 }
 
 /* The /v1/models entry of the base model, or of adapter `in` (vLLM's shape:
@@ -253,9 +253,9 @@ static int model_one(srv_server *S, struct MHD_Connection *c, const char *id) {
         if (!in.removing && !strcmp(in.name, id)) v = model_entry(S, &in);
     if (!v) {
         srv_error e;
-        srv_fail(&e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "model",
+        srv_error_set(&e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "model_not_found", "model",
                  "The model '%s' does not exist", id);
-        return srv_reply_error(S, c, &e);
+        return srv_http_reply_error(S, c, &e);
     }
     char *s = json_dumps(v, JSON_COMPACT);
     json_decref(v);
@@ -276,13 +276,13 @@ int srv_route(srv_server *S, struct MHD_Connection *c, const char *method, const
     size_t np = strlen(ROUTES[N_ROUTES - 1].url);
     if (r < 0 && !strncmp(url, ROUTES[N_ROUTES - 1].url, np) && url[np]) r = N_ROUTES - 1;
     if (r < 0) {
-        srv_fail(&e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "not_found", NULL, "no route %s %s", method, url);
-        return srv_reply_error(S, c, &e);
+        srv_error_set(&e, MHD_HTTP_NOT_FOUND, "invalid_request_error", "not_found", NULL, "no route %s %s", method, url);
+        return srv_http_reply_error(S, c, &e);
     }
     if (strcmp(method, ROUTES[r].method)) {
-        srv_fail(&e, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "method_not_allowed", NULL,
+        srv_error_set(&e, MHD_HTTP_METHOD_NOT_ALLOWED, "invalid_request_error", "method_not_allowed", NULL,
                  "%s takes %s, not %s", r == N_ROUTES - 1 ? "/v1/models/{id}" : url, ROUTES[r].method, method);
-        return srv_reply_error(S, c, &e);
+        return srv_http_reply_error(S, c, &e);
     }
     switch (r) {
     case 0: case 1: return completion(S, c, body, len, r == 1);
@@ -296,7 +296,7 @@ int srv_route(srv_server *S, struct MHD_Connection *c, const char *method, const
     default: {
         size_t n = 0;
         char *text = srv_metrics_text(&S->metrics, S->sched, &n);
-        return srv_reply(S, c, 200, "text/plain; version=0.0.4", text, n, 0);
+        return srv_http_reply(S, c, 200, "text/plain; version=0.0.4", text, n, 0);
     }
     }
 }

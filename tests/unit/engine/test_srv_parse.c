@@ -226,7 +226,7 @@ static void test_refusals(void) {
 /* The error object: OpenAI's four fields, null param and code when none. */
 static void test_error_json(void) {
     srv_error e;
-    srv_fail(&e, 400, "invalid_request_error", NULL, "max_tokens", "'%s' must be an integer", "max_tokens");
+    srv_error_set(&e, 400, "invalid_request_error", NULL, "max_tokens", "'%s' must be an integer", "max_tokens");
     char *s = srv_error_json(&e);
     json_t *v = s ? json_loads(s, 0, NULL) : NULL;
     json_t *o = json_object_get(v, "error");
@@ -237,7 +237,7 @@ static void test_error_json(void) {
     CHECK(json_is_null(json_object_get(o, "code")), "code null");
     json_decref(v);
     free(s);
-    srv_fail(&e, 400, "invalid_request_error", NULL, "a\xff", "cut \xe2\x80"); /* bytes quoted from a request */
+    srv_error_set(&e, 400, "invalid_request_error", NULL, "a\xff", "cut \xe2\x80"); /* bytes quoted from a request */
     s = srv_error_json(&e);
     v = s ? json_loads(s, 0, NULL) : NULL;
     o = json_object_get(v, "error");
@@ -246,7 +246,7 @@ static void test_error_json(void) {
           "invalid UTF-8 becomes U+FFFD: %s", s ? s : "(null)");
     json_decref(v);
     free(s);
-    srv_fail(&e, 404, "invalid_request_error", "model_not_found", NULL, "no");
+    srv_error_set(&e, 404, "invalid_request_error", "model_not_found", NULL, "no");
     s = srv_error_json(&e);
     CHECK(s && strstr(s, "\"param\":null") && strstr(s, "\"code\":\"model_not_found\""), "%s", s ? s : "(null)");
     free(s);
