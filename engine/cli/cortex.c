@@ -6,8 +6,6 @@
  * parsing and every command's --help), call the engine, print. Errors print
  * one line "cortex: <what>: <problem>" and exit 1 (2 for usage).
  */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,76 +14,11 @@
 
 #include "cli_flags.h"
 #include "cli_lora.h"
+#include "cli_quality.h"
+#include "cli_util.h"
 #include "cortex_env.h"
 #include "cortex_tools.h"
 #include "srv.h"
-
-/* Monotonic seconds, for the timings generate and synth print. */
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Read a whole file into a malloc'd buffer. */
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t k = fread(buf + n, 1, cap - n, f);
-        n += k;
-        if (n < cap) break;
-        char *nb = realloc(buf, cap *= 2);
-        if (!nb) { free(buf); buf = NULL; }
-        else buf = nb;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
-/* The prompt bytes from -p or -f; NULL (after printing why) if neither works. */
-static char *load_prompt(const opts *o, size_t *len) {
-    if (o->prompt && o->prompt_file) { fprintf(stderr, "cortex: give -p or -f, not both\n"); return NULL; }
-    if (o->prompt_file) {
-        char *p = read_file(o->prompt_file, len);
-        if (!p) fprintf(stderr, "cortex: %s: cannot read prompt file: %s\n", o->prompt_file, strerror(errno));
-        return p;
-    }
-    if (!o->prompt) { fprintf(stderr, "cortex: no prompt: give -p TEXT or -f FILE\n"); return NULL; }
-    *len = strlen(o->prompt);
-    return strdup(o->prompt);
-}
-
-/* Load a model with the parameters the environment asks for (cortex_env.h:
- * CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA), with -z for a llama2.c
- * checkpoint; NULL after printing why. */
-static cx_model *load_model(const opts *o, const char *path) {
-    cx_model *m;
-    cx_err err = {0};
-    cx_model_params mp;
-    if (!path) { fprintf(stderr, "cortex: no model: give -m MODEL\n"); return NULL; }
-    if (cx_model_params_from_env(&mp, &err) || cx_model_load_ex(path, o->tokenizer, &mp, &m, &err)) {
-        fprintf(stderr, "cortex: %s\n", err.msg);
-        return NULL;
-    }
-    return m;
-}
-
-/* Encode text (flags: CX_TOKENIZE_*); returns a malloc'd id array or NULL after an error. */
-static int32_t *encode(const cx_model *m, const char *text, size_t len, int flags, int *n) {
-    cx_err err = {0};
-    int cap = (int)(len + 2 < 1u << 28 ? len + 2 : 1u << 28);
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)cap);
-    if (!ids || cx_tokenize(m, text, len, flags, ids, cap, n, &err)) {
-        fprintf(stderr, "cortex: tokenize: %s\n", ids ? err.msg : "out of memory");
-        free(ids);
-        return NULL;
-    }
-    return ids;
-}
 
 /* The KV cache counters, for --kv-stats. */
 static void print_kv_stats(const cx_session *s) {
@@ -112,13 +45,13 @@ static void print_kv_stats(const cx_session *s) {
  * feed one token at a time until EOS, -n tokens or a full context. */
 static int cmd_generate(opts *o) {
     size_t len = 0;
-    char *text = load_prompt(o, &len);
+    char *text = cli_load_prompt(o, &len);
     if (!text) return 1;
     if (len == 0) {
         free(text);
         return die("empty prompt: give some text with -p or -f");
     }
-    cx_model *m = load_model(o, o->model);
+    cx_model *m = cli_load_model(o, o->model);
     if (!m) { free(text); return 1; }
     const cx_model_info *mi = cx_model_get_info(m);
     cx_session *s = NULL;
@@ -126,8 +59,8 @@ static int cmd_generate(opts *o) {
     cx_lora *lora[CX_LORA_MAX_SET] = {0};
     cx_err err = {0};
     int rc = 1, n_prompt = 0;
-    double t0 = now_s();
-    int32_t *ids = encode(m, text, len, CX_TOKENIZE_BOS | (o->no_special ? 0 : CX_TOKENIZE_SPECIAL), &n_prompt);
+    double t0 = cli_now_s();
+    int32_t *ids = cli_encode(m, text, len, CX_TOKENIZE_BOS | (o->no_special ? 0 : CX_TOKENIZE_SPECIAL), &n_prompt);
     if (!ids) goto out;
     cx_session_params sp = cx_session_defaults();
     sp.n_ctx = (int)o->ctx;
@@ -164,14 +97,14 @@ static int cmd_generate(opts *o) {
         fflush(stdout);
     }
     const float *logits;
-    double t_start = now_s();
+    double t_start = cli_now_s();
     if (cx_eval(s, ids, n_prompt, &logits, &err)) { fprintf(stderr, "cortex: %s\n", err.msg); goto out; }
-    double t_prefill = now_s();
+    double t_prefill = cli_now_s();
     int prev = ids[n_prompt - 1], n_gen = 0;
     double t_first = 0;
     for (; n_gen < o->n_predict; n_gen++) {
         int tok = cx_sampler_sample(smp, logits);
-        if (n_gen == 0) t_first = now_s();
+        if (n_gen == 0) t_first = cli_now_s();
         if (cx_token_is_eog(m, tok)) break;
         if (o->ids) {
             printf(n_gen || !o->no_echo ? " %d" : "%d", tok);
@@ -187,7 +120,7 @@ static int cmd_generate(opts *o) {
         if (cx_session_pos(s) >= cx_session_n_ctx(s)) { n_gen++; fprintf(stderr, "\n[context full]"); break; }
         if (cx_eval(s, &tok, 1, &logits, &err)) { fprintf(stderr, "cortex: %s\n", err.msg); goto out; }
     }
-    double t_end = now_s();
+    double t_end = cli_now_s();
     printf("\n");
     fflush(stdout); /* keep the text ahead of the statistics on a shared terminal */
     double decode_s = t_end - t_first;
@@ -212,12 +145,12 @@ out:
 /* cortex tokenize: the text's ids, space-separated, on one line. */
 static int cmd_tokenize(opts *o) {
     size_t len = 0;
-    char *text = load_prompt(o, &len);
+    char *text = cli_load_prompt(o, &len);
     if (!text) return 1;
-    cx_model *m = load_model(o, o->model);
+    cx_model *m = cli_load_model(o, o->model);
     int n = 0, rc = 1;
     int flags = (o->no_bos ? 0 : CX_TOKENIZE_BOS) | (o->no_special ? 0 : CX_TOKENIZE_SPECIAL);
-    int32_t *ids = m ? encode(m, text, len, flags, &n) : NULL;
+    int32_t *ids = m ? cli_encode(m, text, len, flags, &n) : NULL;
     if (ids) {
         for (int i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
         printf("\n");
@@ -241,7 +174,7 @@ static int cmd_info(opts *o) {
     const char *path = o->n_pos ? o->pos[0] : o->model;
     if (!path) return die_usage("info: no model: give MODEL (see cortex info --help)");
     if (o->n_pos && o->model) return die_usage("info: give the model once, as MODEL or as -m MODEL");
-    cx_model *m = load_model(o, path);
+    cx_model *m = cli_load_model(o, path);
     if (!m) return 1;
     const cx_model_info *i = cx_model_get_info(m);
     char wb[32], fb[32];
@@ -330,12 +263,12 @@ static int cmd_synth(opts *o) {
     int type = cx_type_from_name(o->type ? o->type : "f32"); /* the default cortex synth --help shows */
     if (type < 0) return die_usage("synth: unknown type '%s' (see cortex synth --help)", o->type);
     cx_err err = {0};
-    double t0 = now_s();
+    double t0 = cli_now_s();
     if (cx_synth_write_ex(sh, type, (uint64_t)o->seed, o->vocab, o->out, &err)) {
         fprintf(stderr, "cortex: %s\n", err.msg);
         return 1;
     }
-    fprintf(stderr, "wrote %s (%s, %s) in %.1f s\n", o->out, sh->name, cx_type_name(type), now_s() - t0);
+    fprintf(stderr, "wrote %s (%s, %s) in %.1f s\n", o->out, sh->name, cx_type_name(type), cli_now_s() - t0);
     return 0;
 }
 
@@ -351,7 +284,7 @@ static int cmd_quantize(opts *o) {
     const char *in = o->pos[0], *out = o->pos[1];
     cx_quantize_stats st;
     cx_err err = {0};
-    double t0 = now_s();
+    double t0 = cli_now_s();
     if (cx_quantize_file(in, o->tokenizer, out, ftype, &st, &err)) {
         fprintf(stderr, "cortex: %s\n", err.msg);
         return 1;
@@ -362,7 +295,7 @@ static int cmd_quantize(opts *o) {
     human_bytes(st.in_weight_bytes, iw, sizeof iw);
     human_bytes(st.out_weight_bytes, ow, sizeof ow);
     printf("quantized %s (%s, %s) -> %s (%s, %s) in %.1f s\n", in, st.input_format, ib, out, cx_type_name(ftype), ob,
-           now_s() - t0);
+           cli_now_s() - t0);
     printf("tensors: %d\n", st.n_tensors);
     for (int t = 0; t < CX_QUANT_NTYPES; t++) {
         if (!st.count[t]) continue;
@@ -382,270 +315,13 @@ static int cmd_quantize(opts *o) {
     return 0;
 }
 
-/* ---- quality: a model against a reference on the same tokens -------------- */
-
-/* Prompts the reference continues greedily when no --text is given. */
-static const char *const QUALITY_PROMPTS[] = {
-    "Once upon a time", "Echoes of", "The little dog", "I dream of", "In the quiet", "One day, a girl",
-    "The sun was", "Deep in the forest", "She said", "My code", "The old man", "Whispers of",
-    "Tom and Sue", "Under the stars", "The machine", "A tiny bird",
-};
-#define N_QUALITY_PROMPTS ((int)(sizeof QUALITY_PROMPTS / sizeof QUALITY_PROMPTS[0]))
-
-/* Positions per cx_eval_all call of each model: up to one full pass (256),
- * fewer for large vocabularies so each logits array stays near 32 MiB. */
-#define QUALITY_CHUNK_BYTES ((size_t)32 << 20)
-
-typedef struct quality {
-    const cx_model *ref, *mod;
-    cx_session *sr, *sm;
-    int n_vocab, n_ctx, chunk;
-    double *lp_ref, *lp_mod;  /* log-softmax of the current position, n_vocab each */
-    float *lr, *lm;           /* logits of a chunk of positions, [chunk][n_vocab] each */
-    int32_t *seq;             /* the tokens of the current sequence, [n_ctx] */
-    long target, positions, sequences, agree;
-    double kl_sum, kl_max, dlogit_max;
-} quality;
-
-/* out[i] = x[i] - log(sum_j exp(x[j])), in double so tiny probabilities keep their digits. */
-static void log_softmax(const float *x, int n, double *out) {
-    double mx = x[0], s = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > mx) mx = x[i];
-    for (int i = 0; i < n; i++) s += exp((double)x[i] - mx);
-    double lse = mx + log(s);
-    for (int i = 0; i < n; i++) out[i] = (double)x[i] - lse;
-}
-
-/* The token of rank `rank` (0: the largest logit; the lowest id first on ties,
- * as greedy sampling) among all tokens but `skip`. */
-static int ranked_token(const float *x, int n, int rank, int skip) {
-    int prev = -1;
-    for (int r = 0; r <= rank; r++) {
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            if (i == skip) continue;
-            /* only tokens ordered after the previous pick (value desc, id asc) */
-            if (prev >= 0 && !(x[i] < x[prev] || (x[i] == x[prev] && i > prev))) continue;
-            if (best < 0 || x[i] > x[best]) best = i;
-        }
-        if (best < 0) return prev; /* fewer tokens than the rank asks: keep the last */
-        prev = best;
-    }
-    return prev;
-}
-
-/* Score one position from the two models' logits there: top-1 agreement,
- * KL(ref || model), largest logit difference. */
-static void quality_score(quality *q, const float *lr, const float *lm) {
-    int V = q->n_vocab;
-    log_softmax(lr, V, q->lp_ref);
-    log_softmax(lm, V, q->lp_mod);
-    double kl = 0, dmax = 0;
-    for (int i = 0; i < V; i++) {
-        kl += exp(q->lp_ref[i]) * (q->lp_ref[i] - q->lp_mod[i]);
-        double d = fabs((double)lr[i] - (double)lm[i]);
-        if (d > dmax) dmax = d;
-    }
-    if (kl < 0) kl = 0; /* rounding when the distributions are identical */
-    q->agree += ranked_token(lr, V, 0, -1) == ranked_token(lm, V, 0, -1);
-    q->kl_sum += kl;
-    if (kl > q->kl_max) q->kl_max = kl;
-    if (dmax > q->dlogit_max) q->dlogit_max = dmax;
-    q->positions++;
-}
-
-/* Teacher-force toks[0..n) (n <= n_ctx) through both models as a new
- * sequence, q->chunk positions per cx_eval_all call (one forward pass each
- * rather than one per token), and score every position. */
-static int quality_sequence(quality *q, const int32_t *toks, int n, cx_err *err) {
-    cx_session_reset(q->sr);
-    cx_session_reset(q->sm);
-    q->sequences++;
-    size_t V = (size_t)q->n_vocab;
-    for (int i = 0; i < n; i += q->chunk) {
-        int k = n - i < q->chunk ? n - i : q->chunk;
-        if (cx_eval_all(q->sr, toks + i, k, q->lr, err) || cx_eval_all(q->sm, toks + i, k, q->lm, err)) return -1;
-        for (int t = 0; t < k; t++) quality_score(q, q->lr + (size_t)t * V, q->lm + (size_t)t * V);
-    }
-    return 0;
-}
-
-/* Tokens from greedy generation with the reference: BOS + a prompt, then the
- * reference's best token (never EOS: the next best continues), one decode
- * step each; the sequence is then scored as a whole. A sequence ends when the
- * context fills or the position budget does; round r over the prompts takes
- * the (r+1)-th best token at its first generated position, so no sequence
- * repeats. */
-static int quality_greedy(quality *q, cx_err *err) {
-    int eos = cx_token_eos(q->ref);
-    for (long seq = 0; q->positions < q->target; seq++) {
-        const char *p = QUALITY_PROMPTS[seq % N_QUALITY_PROMPTS];
-        int round = (int)(seq / N_QUALITY_PROMPTS), n = 0;
-        int32_t ids[128];
-        if (cx_tokenize(q->ref, p, strlen(p), 1, ids, 128, &n, err)) return -1;
-        long room = q->target - q->positions;
-        int len = room < q->n_ctx ? (int)room : q->n_ctx;
-        cx_session_reset(q->sr);
-        const float *lr;
-        for (int i = 0, tok = ids[0]; i < len; i++) {
-            q->seq[i] = tok;
-            if (i + 1 == len) break;
-            if (cx_eval(q->sr, &tok, 1, &lr, err)) return -1;
-            tok = i + 1 < n ? ids[i + 1] : ranked_token(lr, q->n_vocab, i + 1 == n ? round : 0, eos);
-        }
-        if (quality_sequence(q, q->seq, len, err)) return -1;
-    }
-    return 0;
-}
-
-/* Tokens from a text: BOS + the next context-sized chunk, until the text or
- * the position budget runs out. */
-static int quality_text(quality *q, const int32_t *ids, int n_ids, cx_err *err) {
-    int at = 0;
-    while (at < n_ids && q->positions < q->target) {
-        long room = q->target - q->positions, len = 1 + (long)(n_ids - at);
-        if (len > room) len = room;
-        if (len > q->n_ctx) len = q->n_ctx;
-        q->seq[0] = cx_token_bos(q->ref);
-        memcpy(q->seq + 1, ids + at, sizeof(int32_t) * (size_t)(len - 1));
-        at += (int)len - 1;
-        if (quality_sequence(q, q->seq, (int)len, err)) return -1;
-    }
-    return 0;
-}
-
-/* Print s as a JSON string. */
-static void json_str(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
-/* The table (or JSON line) of a finished comparison. */
-static void quality_print(const quality *q, const opts *o) {
-    const char *rt = cx_type_name(cx_model_get_info(q->ref)->main_type);
-    const char *mt = cx_type_name(cx_model_get_info(q->mod)->main_type);
-    double agree = q->positions ? (double)q->agree / (double)q->positions : 0;
-    double kl_mean = q->positions ? q->kl_sum / (double)q->positions : 0;
-    if (o->json) {
-        printf("{\"ref\":");
-        json_str(o->ref);
-        printf(",\"model\":");
-        json_str(o->model);
-        printf(",\"ref_type\":\"%s\",\"model_type\":\"%s\",\"source\":\"%s\",\"n_ctx\":%d,\"positions\":%ld,"
-               "\"sequences\":%ld,\"top1_agreement\":%.6f,\"kl_mean\":%.6e,\"kl_max\":%.6e,\"max_abs_logit_diff\":%.6e}\n",
-               rt, mt, o->text ? "text" : "greedy", q->n_ctx, q->positions, q->sequences, agree, kl_mean, q->kl_max,
-               q->dlogit_max);
-        return;
-    }
-    printf("reference: %s (%s)\nmodel:     %s (%s)\n", o->ref, rt, o->model, mt);
-    if (o->text) printf("tokens:    %s, teacher-forced, context %d\n", o->text, q->n_ctx);
-    else printf("tokens:    greedy from the reference over %d fixed prompts, teacher-forced, context %d\n",
-                N_QUALITY_PROMPTS, q->n_ctx);
-    printf("%10s %10s %14s %12s %12s %14s\n", "positions", "sequences", "top-1 agree", "mean KL", "max KL",
-           "max |dlogit|");
-    printf("%10ld %10ld %12.2f %% %12.3e %12.3e %14.3e\n", q->positions, q->sequences, 100 * agree, kl_mean, q->kl_max,
-           q->dlogit_max);
-}
-
-/* cortex quality --ref REF --model MODEL: teacher-forced comparison of the
- * next-token distributions of two models sharing a vocabulary. */
-static int cmd_quality(opts *o) {
-    if (!o->ref || !o->model) {
-        fprintf(stderr, "cortex: quality needs --ref REF_MODEL and --model MODEL (see cortex quality --help)\n");
-        return 2;
-    }
-    quality q = {0};
-    cx_model *ref = load_model(o, o->ref), *mod = ref ? load_model(o, o->model) : NULL;
-    char *text = NULL;
-    int32_t *ids = NULL;
-    int rc = 1, n_ids = 0;
-    cx_err err = {0};
-    if (!mod) goto out;
-    const cx_model_info *ri = cx_model_get_info(ref), *mi = cx_model_get_info(mod);
-    if (ri->n_vocab != mi->n_vocab || cx_token_bos(ref) != cx_token_bos(mod) || cx_token_eos(ref) != cx_token_eos(mod)) {
-        fprintf(stderr, "cortex: %s has %d tokens (BOS %d, EOS %d) but %s has %d (BOS %d, EOS %d): the models must share "
-                "one vocabulary\n", o->ref, ri->n_vocab, cx_token_bos(ref), cx_token_eos(ref), o->model, mi->n_vocab,
-                cx_token_bos(mod), cx_token_eos(mod));
-        goto out;
-    }
-    for (int t = 0; t < ri->n_vocab; t++) { /* same size, same pieces: one vocabulary */
-        char ta[2], tb[2];
-        const char *pa, *pb;
-        size_t na = cx_token_piece(ref, -1, t, ta, &pa), nb = cx_token_piece(mod, -1, t, tb, &pb);
-        if (na != nb || memcmp(pa, pb, na)) {
-            fprintf(stderr, "cortex: %s and %s have different vocabularies (token %d is '%.*s' in one, '%.*s' in the "
-                    "other): the models must share one vocabulary\n", o->ref, o->model, t, (int)(na > 24 ? 24 : na), pa,
-                    (int)(nb > 24 ? 24 : nb), pb);
-            goto out;
-        }
-    }
-    if (o->text) {
-        size_t len = 0;
-        if (!(text = read_file(o->text, &len))) {
-            fprintf(stderr, "cortex: %s: cannot read text file: %s\n", o->text, strerror(errno));
-            goto out;
-        }
-        if (!(ids = encode(ref, text, len, 0, &n_ids))) goto out;
-        if (n_ids == 0) {
-            fprintf(stderr, "cortex: %s: the text file is empty\n", o->text);
-            goto out;
-        }
-    }
-    q.ref = ref;
-    q.mod = mod;
-    q.n_vocab = ri->n_vocab;
-    q.n_ctx = ri->n_ctx < mi->n_ctx ? ri->n_ctx : mi->n_ctx;
-    if (q.n_ctx > CX_DEFAULT_CTX) q.n_ctx = CX_DEFAULT_CTX;
-    q.target = o->positions;
-    size_t per_row = sizeof(float) * (size_t)q.n_vocab;
-    q.chunk = QUALITY_CHUNK_BYTES / per_row < 256 ? (int)(QUALITY_CHUNK_BYTES / per_row) : 256;
-    if (q.chunk < 1) q.chunk = 1;
-    q.lp_ref = malloc(sizeof(double) * (size_t)q.n_vocab);
-    q.lp_mod = malloc(sizeof(double) * (size_t)q.n_vocab);
-    q.lr = malloc(per_row * (size_t)q.chunk);
-    q.lm = malloc(per_row * (size_t)q.chunk);
-    q.seq = malloc(sizeof(int32_t) * (size_t)q.n_ctx);
-    if (!q.lp_ref || !q.lp_mod || !q.lr || !q.lm || !q.seq) {
-        fprintf(stderr, "cortex: out of memory\n");
-        goto out;
-    }
-    if (cx_session_new(ref, q.n_ctx, (int)o->threads, &q.sr, &err) ||
-        cx_session_new(mod, q.n_ctx, (int)o->threads, &q.sm, &err) ||
-        (o->text ? quality_text(&q, ids, n_ids, &err) : quality_greedy(&q, &err))) {
-        fprintf(stderr, "cortex: %s\n", err.msg);
-        goto out;
-    }
-    quality_print(&q, o);
-    rc = 0;
-out:
-    free(q.lp_ref);
-    free(q.lp_mod);
-    free(q.lr);
-    free(q.lm);
-    free(q.seq);
-    cx_session_free(q.sr);
-    cx_session_free(q.sm);
-    free(ids);
-    free(text);
-    cx_model_free(mod);
-    cx_model_free(ref);
-    return rc;
-}
-
 /* cortex serve: the OpenAI-compatible HTTP server (engine/server/,
  * docs/server.md) on the request scheduler, until SIGTERM drains it. */
 static int cmd_serve(opts *o) {
     if (o->max_batch_tokens < o->max_seqs)
         return die_usage("--max-batch-tokens %ld is below --max-seqs %ld: every running sequence decodes one token per step",
                          o->max_batch_tokens, o->max_seqs);
-    cx_model *m = load_model(o, o->model);
+    cx_model *m = cli_load_model(o, o->model);
     if (!m) return 1;
     srv_config cfg = {0};
     cfg.host = o->host;
@@ -729,7 +405,7 @@ static const cli_command COMMANDS[] = {
      "Reports top-1 agreement, mean and max KL(ref || model) in nats (log-softmax in\n"
      "double), the largest logit difference, and the number of sequences. -z applies to\n"
      "whichever model is a llama2.c checkpoint. Both models must share the vocabulary.\n",
-     "cortex quality --ref stories260K.gguf --model stories260K-q4_0.gguf --positions 1000", cmd_quality},
+     "cortex quality --ref stories260K.gguf --model stories260K-q4_0.gguf --positions 1000", cli_quality},
     {"serve", CMD_SERVE, 0, "-m MODEL [--host ADDR] [--port PORT] [scheduler] [KV cache] [options]",
      "Serve the model over HTTP with OpenAI's API: POST /v1/completions and /v1/chat/completions (whole or\n"
      "streamed as server-sent events), GET /v1/models, /health and /metrics (Prometheus). Requests run\n"
