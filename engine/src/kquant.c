@@ -55,7 +55,7 @@ void kq_dequantize_row_q6_k(const void *src, float *dst, int64_t n) {
     assert(n % QK_K == 0);
     const uint8_t *p = src;
     for (int64_t b = 0; b < n / QK_K; b++, p += sizeof(block_q6_k), dst += QK_K) {
-        float d = cx_fp16_to_fp32(cx_rd16(p + 208));
+        float d = cx_fp16_to_fp32(cx_rd16(p + Q6K_D_AT));
         const int8_t *sc = (const int8_t *)(p + 192);
         for (int i = 0; i < QK_K; i++) dst[i] = d * (float)sc[i / 16] * (float)(kq_q6_code(p, i) - 32);
     }
@@ -205,7 +205,7 @@ void kq_quantize_row_q6_k(const float *src, void *dst, int64_t n) {
         memset(p, 0, sizeof(block_q6_k));
         uint16_t dh = cx_fp32_to_fp16(smax / -128.0f);
         float d = cx_fp16_to_fp32(dh);
-        memcpy(p + 208, &dh, 2);
+        memcpy(p + Q6K_D_AT, &dh, 2);
         int8_t *sc = (int8_t *)(p + 192);
         for (int j = 0; j < 16; j++) sc[j] = (int8_t)(d != 0 ? clampi(nearest(s[j] / d), -128, 127) : 0);
         for (int i = 0; i < QK_K; i++) {

@@ -52,6 +52,14 @@ typedef struct {
 _Static_assert(sizeof(block_q4_k) == 144, "Q4_K block must be 144 bytes");
 _Static_assert(sizeof(block_q6_k) == 210, "Q6_K block must be 210 bytes");
 
+/* The layouts' sizes and the offset the kernels read by hand (they walk raw
+ * bytes, often several rows' blocks interleaved, so they name these rather
+ * than the structs' fields). */
+#define Q4K_BYTES sizeof(block_q4_k)         /* 144 */
+#define Q6K_BYTES sizeof(block_q6_k)         /* 210 */
+#define Q6K_D_AT offsetof(block_q6_k, d)     /* 208: the fp16 d after ql, qh and scales */
+_Static_assert(offsetof(block_q6_k, d) == 208, "Q6_K's d follows ql, qh and scales");
+
 /*
  * Scale and min (6 bits each) of Q4_K sub-block j (0..7) from the 12 packed
  * bytes, as ggml's get_scale_min_k4: sub-blocks 0-3 keep their 6 bits in the

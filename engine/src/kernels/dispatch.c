@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "cortex.h"
+#include "../kquant.h"
 #include "kernels.h"
 #include "../util.h"
 
@@ -331,7 +332,7 @@ int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8
         return 0;
     }
     if (type == CX_TYPE_Q4_K || type == CX_TYPE_Q6_K) { /* word i of row r's block at 64 i + 4 r */
-        size_t bs = type == CX_TYPE_Q4_K ? 144 : 210, words = bs / 4; /* Q6_K: 52 words, then d */
+        size_t bs = type == CX_TYPE_Q4_K ? Q4K_BYTES : Q6K_BYTES, words = bs / 4; /* Q6_K: 52 words, then d */
         int64_t nb = n / 256;
         assert(row_bytes == (size_t)nb * bs);
         memcpy(scratch, group, 16 * row_bytes);
@@ -340,7 +341,7 @@ int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8
                 const uint8_t *src = scratch + (size_t)r * row_bytes + (size_t)b * bs;
                 uint8_t *dst = group + (size_t)b * 16 * bs;
                 for (size_t i = 0; i < words; i++) memcpy(dst + (16 * i + (size_t)r) * 4, src + 4 * i, 4);
-                if (type == CX_TYPE_Q6_K) memcpy(dst + 16 * 208 + 2 * (size_t)r, src + 208, 2);
+                if (type == CX_TYPE_Q6_K) memcpy(dst + 16 * Q6K_D_AT + 2 * (size_t)r, src + Q6K_D_AT, 2);
             }
         return 0;
     }

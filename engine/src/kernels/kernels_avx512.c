@@ -182,10 +182,10 @@ ALWAYS_INLINE void k4_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
         bsum[k] = a->bsum + (size_t)(t0 + k) * (size_t)(n / 16);
     }
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *base = w0 + (size_t)b * (GATHER ? 144 : 16 * 144);
+        const uint8_t *base = w0 + (size_t)b * (GATHER ? Q4K_BYTES : 16 * Q4K_BYTES);
         const size_t word = GATHER ? 4 : 64; /* from one word of a row to the next */
         if (NT == 1 && !GATHER)
-            for (size_t o = 0; o < 16 * 144; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
+            for (size_t o = 0; o < 16 * Q4K_BYTES; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
         __m512i dd = load16(GATHER, base, idx);
         __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
         __m512 dmw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
@@ -284,10 +284,10 @@ ALWAYS_INLINE void k6_rows16(int VNNI, int GATHER, const uint8_t *w0, __m512i id
         bsum[k] = a->bsum + (size_t)(t0 + k) * (size_t)(n / 16);
     }
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *base = w0 + (size_t)b * (GATHER ? 210 : 16 * 210);
+        const uint8_t *base = w0 + (size_t)b * (GATHER ? Q6K_BYTES : 16 * Q6K_BYTES);
         const size_t word = GATHER ? 4 : 64;
         if (NT == 1 && !GATHER)
-            for (size_t o = 0; o < 16 * 210; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
+            for (size_t o = 0; o < 16 * Q6K_BYTES; o += 64) _mm_prefetch((const char *)base + PREFETCH_AHEAD + o, _MM_HINT_T0);
         __m512 dw = GATHER ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(load16(1, base + 206, idx), 16)))
                            : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(base + 3328)));
         __m512i isum[8];

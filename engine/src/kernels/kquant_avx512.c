@@ -128,7 +128,7 @@ KQ_INLINE void k6_rows(const uint8_t *row, const kern_act *a, int t0, int nt, fl
     KQ_UNROLL for (int k = 0; k < nt; k++) acc[k] = 0;
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = row + b * (int64_t)sizeof(block_q6_k);
-        const float dw = half_at(blk + 208);
+        const float dw = half_at(blk + Q6K_D_AT);
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)(blk + 192));
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
         __m512i q6[4], sp[4];

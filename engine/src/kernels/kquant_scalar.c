@@ -59,7 +59,7 @@ float kq_dot_q6_k_scalar(const void *row, const kern_act *a, int t) {
             for (int l = 0; l < 16; l++) dot += (kq_q6_code(p, 16 * j + l) - 32) * q8[16 * j + l];
             isum += sc[j] * dot;
         }
-        sum += (cx_fp16_to_fp32(cx_rd16(p + 208)) * ad[b]) * (float)isum;
+        sum += (cx_fp16_to_fp32(cx_rd16(p + Q6K_D_AT)) * ad[b]) * (float)isum;
     }
     return sum;
 }

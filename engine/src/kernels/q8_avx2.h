@@ -23,6 +23,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "../kquant.h"
 #include "kernels.h"
 #include "simd_avx2.h"
 
@@ -296,7 +297,7 @@ ALWAYS_INLINE void q4x8_rows(const uint8_t *group, const kern_act *a, int t0, in
         bsum[k] = a->bsum + (size_t)(t0 + k) * (size_t)nb;
     }
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *base = group + (size_t)b * 144;
+        const uint8_t *base = group + (size_t)b * Q4K_BYTES;
         if (NT == 1) _mm_prefetch((const char *)base + PREFETCH_AHEAD, _MM_HINT_T0),
                      _mm_prefetch((const char *)base + PREFETCH_AHEAD + 64, _MM_HINT_T0),
                      _mm_prefetch((const char *)base + PREFETCH_AHEAD + 128, _MM_HINT_T0);
