@@ -169,37 +169,39 @@ void model_unmap_file(const uint8_t *map, size_t size) {
  * the pass). The model's own kernel table decides, so a scalar model is not
  * repacked.
  */
+/* Repack one matrix if the table has an interleaved gemm for its type and its rows group evenly. */
+static void repack_matrix(cx_model *m, cx_weight *w, uint8_t *scratch) {
+    const kern_ops *kern = m->kern;
+    if (w->layout != KERN_LAYOUT_ROWS) return;
+    int64_t unit = w->expert_rows ? w->expert_rows : w->rows; /* an expert's rows stay whole groups */
+    int layout = kern->gemm_x16[w->type] && unit % 16 == 0 ? KERN_LAYOUT_X16
+                 : kern->gemm_x8[w->type] && unit % 8 == 0 ? KERN_LAYOUT_X8 : KERN_LAYOUT_ROWS;
+    if (layout == KERN_LAYOUT_ROWS) return;
+    int group = kern_layout_group(layout);
+    assert(group <= 16 && "the scratch holds 16 rows");
+    uint8_t *base = (uint8_t *)(uintptr_t)w->data;
+    for (int64_t g = 0; g < w->rows / group; g++) {
+        uint8_t *p = base + (size_t)g * (size_t)group * w->row_bytes;
+        if (layout == KERN_LAYOUT_X16) kern_repack_x16(w->type, p, w->row_bytes, w->cols, scratch);
+        else kern_repack_x8(w->type, p, w->row_bytes, w->cols, scratch);
+    }
+    w->layout = layout;
+    m->n_repacked++;
+    m->repacked_layout = layout;
+}
+
 static void model_repack(cx_model *m, int repack) {
     if (!m->map_copied || !repack) return;
-    const kern_ops *kern = m->kern;
-    cx_weight *list[MODEL_LAYER_MATS * 1024 + 1];
-    int n = 0;
-    for (int l = 0; l < m->info.n_layer && n + MODEL_LAYER_MATS < (int)(sizeof list / sizeof *list); l++)
-        n += model_layer_matrices(&m->layers[l], list + n);
-    if (m->output.data != m->tok_embd.data) list[n++] = &m->output;
-    size_t max_rb = 0;
-    for (int i = 0; i < n; i++)
-        if (list[i]->row_bytes > max_rb) max_rb = list[i]->row_bytes;
+    cx_weight *mats[MODEL_LAYER_MATS];
+    size_t max_rb = m->output.row_bytes; /* the scratch: 16 rows of the widest matrix, every layer walked */
+    for (int l = 0; l < m->info.n_layer; l++)
+        for (int i = 0, n = model_layer_matrices(&m->layers[l], mats); i < n; i++)
+            if (mats[i]->row_bytes > max_rb) max_rb = mats[i]->row_bytes;
     uint8_t *scratch = malloc(16 * max_rb);
-    if (!scratch) return;
-    for (int i = 0; i < n; i++) {
-        cx_weight *w = list[i];
-        if (w->layout != KERN_LAYOUT_ROWS) continue;
-        int64_t unit = w->expert_rows ? w->expert_rows : w->rows; /* an expert's rows stay whole groups */
-        int layout = kern->gemm_x16[w->type] && unit % 16 == 0 ? KERN_LAYOUT_X16
-                     : kern->gemm_x8[w->type] && unit % 8 == 0 ? KERN_LAYOUT_X8 : KERN_LAYOUT_ROWS;
-        if (layout == KERN_LAYOUT_ROWS) continue;
-        int group = kern_layout_group(layout);
-        uint8_t *base = (uint8_t *)(uintptr_t)w->data;
-        for (int64_t g = 0; g < w->rows / group; g++) {
-            uint8_t *p = base + (size_t)g * (size_t)group * w->row_bytes;
-            if (layout == KERN_LAYOUT_X16) kern_repack_x16(w->type, p, w->row_bytes, w->cols, scratch);
-            else kern_repack_x8(w->type, p, w->row_bytes, w->cols, scratch);
-        }
-        w->layout = layout;
-        m->n_repacked++;
-        m->repacked_layout = layout;
-    }
+    if (!scratch) return; /* repacking is an optimisation: without memory for it the rows stay as they are */
+    for (int l = 0; l < m->info.n_layer; l++)
+        for (int i = 0, n = model_layer_matrices(&m->layers[l], mats); i < n; i++) repack_matrix(m, mats[i], scratch);
+    if (m->output.data != m->tok_embd.data) repack_matrix(m, &m->output, scratch);
     free(scratch);
 }
 
