@@ -73,9 +73,8 @@ static void compose(kern_ops *dst, const kern_ops *base, const kern_ops *over) {
         if (over->gemm_x8[t]) dst->gemm_x8[t] = over->gemm_x8[t];
         if (over->gemm_x16[t]) dst->gemm_x16[t] = over->gemm_x16[t];
     }
-#define TAKE(f) if (over->f) dst->f = over->f
-    TAKE(quantize_act); TAKE(attn_scores); TAKE(attn_values); TAKE(exp_shift); TAKE(scale_f64); TAKE(rmsnorm);
-    TAKE(softmax); TAKE(rope); TAKE(swiglu); TAKE(argmax); TAKE(add); TAKE(lora_up);
+#define TAKE(f) if (over->f) dst->f = over->f;
+    KERN_OPS_SINGLE(TAKE)
 #undef TAKE
 }
 #endif

@@ -117,6 +117,19 @@ typedef struct kern_ops {
     kern_lora_up_fn lora_up;
 } kern_ops;
 
+/* Every single function of kern_ops (after the per-type arrays), once: the
+ * composition of the AVX-512 tables (dispatch.c) takes each from the part
+ * that overrides it. The asserts fail when a field is added to kern_ops but
+ * not here, so no table silently keeps the base's function. */
+#define KERN_OPS_SINGLE(X) \
+    X(quantize_act) X(attn_scores) X(attn_values) X(exp_shift) X(scale_f64) X(rmsnorm) X(softmax) X(rope) \
+    X(swiglu) X(argmax) X(add) X(lora_up)
+#define KERN_OPS_COUNT_(f) +1
+_Static_assert(offsetof(kern_ops, quantize_act) == offsetof(kern_ops, gemm_x16) + sizeof(kern_gemm_fn) * KERN_NTYPES,
+               "kern_ops: the single functions follow the per-type arrays directly");
+_Static_assert(sizeof(kern_ops) == offsetof(kern_ops, quantize_act) + sizeof(void (*)(void)) * (0 KERN_OPS_SINGLE(KERN_OPS_COUNT_)),
+               "kern_ops: a function added to the table must be listed in KERN_OPS_SINGLE");
+
 /* The table for instruction set `isa` ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16"; NULL,
  * "" or "auto": the best this CPU supports, never avx512bf16, which rounds activations) in *out. Returns 0, or -1 with a message in msg
  * when isa is unknown or unavailable here. Thread-safe. A model keeps the
