@@ -238,7 +238,7 @@ build-fuzz/fuzz_judge: build-fuzz/obj/tests/fuzz/fuzz_judge.o $(call fuzz_obj,ha
 	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 # The request-body fuzzer needs the server's parser and chat templates (harmony's in the library), and jansson.
-build-fuzz/fuzz_srv_body: build-fuzz/obj/tests/fuzz/fuzz_srv_body.o $(call fuzz_obj,engine/server/srv_parse.c engine/server/srv_chat.c engine/src/harmony.c engine/src/util.c)
+build-fuzz/fuzz_srv_body: build-fuzz/obj/tests/fuzz/fuzz_srv_body.o $(call fuzz_obj,engine/server/srv_parse.c engine/server/srv_error.c engine/server/srv_chat.c engine/src/harmony.c engine/src/util.c)
 	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 fuzz: $(FUZZ_TARGETS)
