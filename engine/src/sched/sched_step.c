@@ -172,26 +172,17 @@ static void preempt(cx_sched *s, sched_req *r) {
     s->wait[s->n_wait++] = r; /* wait has room for max_queue + max_seqs */
 }
 
-/* The running request to preempt first: the last in scheduling order (lowest effective
- * priority, latest arrival). */
-static sched_req *victim(cx_sched *s, int64_t now) {
-    sched_req *v = NULL;
+/* The running request first in scheduling order (highest effective priority,
+ * earliest submission) when first = 1: the lead, which every pass advances;
+ * else the last: the victim, preempted first. NULL if none runs; the lead is
+ * never the victim while another runs. */
+static sched_req *running_end(cx_sched *s, int64_t now, int first) {
+    sched_req *e = NULL;
     for (int k = 0; k < s->p.max_seqs; k++) {
         sched_req *r = s->run[k];
-        if (r && (!v || before(s, v, r, now))) v = r;
+        if (r && (!e || (first ? before(s, r, e, now) : before(s, e, r, now)))) e = r;
     }
-    return v;
-}
-
-/* The lead: the running request first in scheduling order (highest effective priority,
- * earliest submission), NULL if none. Never the victim while another runs. */
-static sched_req *lead_of(cx_sched *s, int64_t now) {
-    sched_req *l = NULL;
-    for (int k = 0; k < s->p.max_seqs; k++) {
-        sched_req *r = s->run[k];
-        if (r && (!l || before(s, r, l, now))) l = r;
-    }
-    return l;
+    return e;
 }
 
 /* Step 3 (lock held): the pass's segments into b_*. Returns the number of segments.
@@ -209,7 +200,7 @@ static int form_batch(cx_sched *s, int64_t now) {
     const int hot = s->cache->slots[KV_HOT].n; /* blocks one pass may write (kv_prepare_batch pins them hot) */
     for (;;) {
         int n = 0, budget = s->p.max_batch_tokens, need = 0, written = 0, lead_in = 0;
-        const sched_req *lead = lead_of(s, now);
+        const sched_req *lead = running_end(s, now, 1);
         const sched_req *split = s->p.lora_split ? lead : NULL; /* lora_split: only the lead's adapter this step */
         for (int k = 0; k < s->p.max_seqs; k++) { /* decode first: one token each */
             sched_req *r = s->run[k];
@@ -249,7 +240,7 @@ static int form_batch(cx_sched *s, int64_t now) {
             lead_in |= next == lead;
         }
         if (n == 0 || (need <= available(s) && written <= hot && lead_in)) return n;
-        sched_req *v = victim(s, now);
+        sched_req *v = running_end(s, now, 0);
         if (s->n_run == 1) { /* alone and still too big: the cache cannot hold this request */
             char msg[200];
             snprintf(msg, sizeof msg, "the KV cache's budgets (%d blocks of %d positions) cannot hold this request's %d "
@@ -356,7 +347,7 @@ int sched_step(cx_sched *s, cx_err *err) {
                * until a pass succeeds, so each failed pass shrinks the running set; anything else fails the pass */
         pthread_mutex_lock(&s->mu);
         s->hold = rc == CX_ENOMEM;
-        if (rc == CX_ENOMEM && s->n_run > 1) preempt(s, victim(s, t0));
+        if (rc == CX_ENOMEM && s->n_run > 1) preempt(s, running_end(s, t0, 0));
         else
             for (int i = 0; i < n; i++)
                 if (s->run[s->b_slot[i]]) fail(s, s->run[s->b_slot[i]], err ? err->msg : "the forward pass failed");
