@@ -31,13 +31,6 @@ M=$MODELS/stories260K.gguf
 [ -f "$M" ] || { echo "SKIP: $M is missing: no model to serve"; finish; exit; }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; finish; exit; }
 
-# The value of one metric line (name with labels, as written).
-metric() { curl -s "$URL/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
-# wait_metric NAME VALUE: poll /metrics (10 s at most) until NAME is VALUE.
-wait_metric() {
-    for _ in $(seq 200); do [ "$(metric "$1")" = "$2" ] && return 0; sleep 0.05; done
-    return 1
-}
 # SSE stream in FILE -> the joined text (key: text, or delta.content for chat), checks [DONE] is last.
 sse_text() {
     "$PY" - "$1" "$2" <<'EOF'

@@ -24,11 +24,6 @@ M=$MODELS/stories260K.gguf
 [ -f "$M" ] || { echo "SKIP: $M is missing: no model to serve"; finish; exit; }
 command -v curl >/dev/null || { echo "SKIP: curl is not installed"; finish; exit; }
 
-metric() { curl -s "${K[@]}" "$URL/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
-wait_metric() { # NAME VALUE: poll /metrics (10 s at most) until NAME is VALUE
-    for _ in $(seq 200); do [ "$(metric "$1")" = "$2" ] && return 0; sleep 0.05; done
-    return 1
-}
 K=(-H 'Authorization: bearer s3cret') # the scheme in lower case: accepted as "Bearer" (ignored without --api-key)
 # err CODE PARAM: the last body is an error with that status (given) and param
 err() { test "$1 $(field "$tmp/body" 'd["error"]["param"]')" = "$2 $3"; }

@@ -1,6 +1,16 @@
 # tests/cli/lib/serve.sh - helpers for the tests that drive `cortex serve`
 # over HTTP (engine/serve.sh, engine/serve_harmony.sh); source after common.sh.
 
+# Extra curl arguments for /metrics (serve_api.sh: an Authorization header).
+K=()
+# metric NAME: the value of one /metrics line (name with labels, as written).
+metric() { curl -s "${K[@]}" "$URL/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+# wait_metric NAME VALUE: poll /metrics (10 s at most) until NAME is VALUE.
+wait_metric() {
+    for _ in $(seq 200); do [ "$(metric "$1")" = "$2" ] && return 0; sleep 0.05; done
+    return 1
+}
+
 # start LOG ARGS...: run cortex serve --port 0 ARGS in the background; sets PID and URL.
 start() {
     local log=$1; shift

@@ -19,6 +19,14 @@ import time
 HOST = "127.0.0.1"
 
 
+def run_all(fn, n):
+    """fn(0) .. fn(n - 1), each on its own thread, all started before any is joined."""
+    ths = [threading.Thread(target=fn, args=(i,)) for i in range(n)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+
 def check(ok, what):
     print(("ok - " if ok else "FAIL - ") + what, flush=True)
     return ok
@@ -240,11 +248,7 @@ def burst(port, n, n_addr):
         except OSError as e:
             results[i] = "error: %s" % e
         s.close()
-    ths = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for t in ths:
-        t.start()
-    for t in ths:
-        t.join()
+    run_all(one, n)
     counts = {}
     for r in results:
         counts[r] = counts.get(r, 0) + 1
@@ -281,11 +285,7 @@ def big_prompts(port, pid, n, size, bound_mb, asan=False):
     def one(i):
         r = post(port, "/v1/completions", {"prompt": text, "max_tokens": 4}, timeout=60)
         out[i] = (r[0], json.loads(r[2])["error"]) if r else None
-    ths = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for t in ths:
-        t.start()
-    for t in ths:
-        t.join()
+    run_all(one, n)
     time.sleep(0.5)
     stop.set()
     sm.join()
@@ -311,11 +311,7 @@ def big_prompts(port, pid, n, size, bound_mb, asan=False):
                   % (3 << 20))
         r[i] = read_response(s)
         s.close()
-    ths = [threading.Thread(target=huge, args=(i,)) for i in range(n)]
-    for t in ths:
-        t.start()
-    for t in ths:
-        t.join()
+    run_all(huge, n)
     check(all(x and x[0] == 413 for x in r), "%d concurrent 3 MB bodies past --max-body: 413 (%s)"
           % (n, [x and x[0] for x in r][:4]))
 
