@@ -147,13 +147,14 @@ static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const 
         sg->T = n[i] - reused;
         sg->row = rows;
         sg->out = i;
+        sg->n_out = 1;
         sg->lora = s->lora;
         sg->n_lora = s->n_lora;
         assert(sg->T >= 1 && rows + sg->T <= b->ws.batch); /* checked by check_request; the last token is computed */
         memcpy(b->tokens + rows, tokens[i] + reused, sizeof(int32_t) * (size_t)sg->T);
         rows += sg->T;
     }
-    return pass_run(&b->ws, b->seg, n_seq, b->owner, b->tokens, rows, &b->sc, err);
+    return pass_run(&b->ws, b->seg, n_seq, b->owner, b->tokens, rows, NULL, &b->sc, err);
 }
 
 /* See cortex.h. */

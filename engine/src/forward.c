@@ -600,7 +600,7 @@ static void interleave_halves(float *v, int n_heads, int hd) {
 }
 
 /* See forward.h. */
-void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows) {
+void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows, float *logits) {
     const cx_model *m = w->m;
     const cx_model_info *h = &m->info;
     const kern_ops *k = w->k;
@@ -609,7 +609,7 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
     arena_release(&w->mem, w->pass_mark); /* last pass's scratch */
     for (int f = 0; f < 3; f++) w->act[f].mem = NULL;
     w->pass_rows = rows;
-    int items = 0, n_out = 0;
+    int items = 0, n_out = 0, out_rows = 0;
     for (int g = 0; g < n_seg; g++) {
         const fwd_seg *s = &seg[g];
         assert(s->T >= 1 && s->row + s->T <= rows && (g == 0 ? s->row == 0 : s->row == seg[g - 1].row + seg[g - 1].T));
@@ -617,9 +617,12 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
             kern_rope_table(w->rope_cs + (size_t)(s->row + t) * hd, hd, s->pos + t, w->inv_freq);
         items += h->n_head / item_heads(h, s) * ((s->T + ATT_QBLOCK - 1) / ATT_QBLOCK);
         w->item_end[g] = items;
-        n_out += s->out >= 0;
+        assert(s->n_out >= 0 && s->n_out <= s->T && (s->n_out == 0 || s->out >= 0));
+        if (s->n_out && s->out + s->n_out > n_out) n_out = s->out + s->n_out;
+        out_rows += s->n_out;
     }
-    assert(n_out <= w->n_out);
+    assert(out_rows == n_out && "segments' logits rows are distinct and leave no gap");
+    assert((logits || n_out <= w->n_out) && "the workspace's logits hold n_out rows");
     for (int t = 0; t < T; t++) {
         const uint8_t *emb = (const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes;
         quant_dequantize_row(m->tok_embd.type, emb, w->x + (size_t)t * E, E);
@@ -680,29 +683,16 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         k->add(w->x, w->xb2, T * E);
     }
     if (n_out) {
-        /* the last row of each segment that wants logits, in logits-row order */
+        /* each segment's last n_out rows that want logits, in logits-row order */
         for (int g = 0; g < n_seg; g++)
-            if (seg[g].out >= 0)
-                k->rmsnorm(w->xb + (size_t)seg[g].out * E, w->x + (size_t)(seg[g].row + seg[g].T - 1) * E, m->out_norm,
-                           E, h->rms_eps);
+            for (int j = 0; j < seg[g].n_out; j++)
+                k->rmsnorm(w->xb + (size_t)(seg[g].out + j) * E,
+                           w->x + (size_t)(seg[g].row + seg[g].T - seg[g].n_out + j) * E, m->out_norm, E, h->rms_eps);
         fwd_set_input(w, w->xb, n_out, E);
-        fwd_matmul(w, &m->output, w->logits);
+        fwd_matmul(w, &m->output, logits ? logits : w->logits);
     }
 #ifdef CORTEX_TEST_KNOBS
     knob_slowdown(w, T, n_out);
 #endif
     w->n_lora_runs = 0; /* the next pass has adapters only if fwd_lora_prepare says so */
-}
-
-/* See forward.h. The final norm and the classifier of the last pass's rows,
- * in the pass's scratch: the same kernels fwd_pass runs on its logit rows. */
-void fwd_logits(fwd_ws *w, int rows, float *out) {
-    const cx_model *m = w->m;
-    const cx_model_info *h = &m->info;
-    int E = h->n_embd;
-    assert(rows >= 1 && rows <= w->pass_rows);
-    for (int t = 0; t < rows; t++)
-        w->k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, m->out_norm, E, h->rms_eps);
-    fwd_set_input(w, w->xb, rows, E);
-    fwd_matmul(w, &m->output, out);
 }

@@ -121,7 +121,9 @@ typedef struct fwd_seg {
     kv_seq *seq;
     kv_view *view;
     int pos, T, row;
-    int out;                  /* logits row for its last token, or -1 for none */
+    int out, n_out;           /* logits of its last n_out positions (0: none; T: every one, a multi-token
+                                 segment's, as speculative verification reads them) go to logits rows
+                                 out..out+n_out-1 */
     const cx_lora_use *lora;  /* the adapters its rows apply (n_lora of them; 0: none) */
     int n_lora;
 } fwd_seg;
@@ -153,14 +155,12 @@ void fwd_ws_free(fwd_ws *w);
 
 /* Run the n_seg segments (rows 0..rows-1 in order, tokens[row] each)
  * through every layer, writing their keys and values into their caches and
- * the logits of each segment with out >= 0 into logits row `out`. The
- * caches' blocks must have been prepared (kv_prepare*) for exactly these
- * positions; the caller commits them afterwards. */
-void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows);
-/* After fwd_pass: the logits of its rows 0..rows-1 into out ([rows][n_vocab],
- * the caller's memory), for cx_eval_all (every position's logits from one
- * pass). Row t equals what fwd_pass gives a segment ending at row t. */
-void fwd_logits(fwd_ws *w, int rows, float *out);
+ * the logits of each segment's last n_out positions into rows out.. of
+ * `logits` ([rows][n_vocab]: the workspace's own w->logits when NULL, which
+ * holds w->n_out rows; cx_eval_all passes the caller's array). The caches'
+ * blocks must have been prepared (kv_prepare*) for exactly these positions;
+ * the caller commits them afterwards. */
+void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows, float *logits);
 
 /* Before fwd_pass over these segments: group their rows into LoRA runs and
  * make room for the pass's low-rank work (allocating only when this pass

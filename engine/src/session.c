@@ -178,22 +178,24 @@ int session_commit(cx_session *s, const int32_t *tokens, int T, cx_err *err) {
 /* cx_eval / cx_eval_all with the cache locked: take cached prefix blocks
  * (not for `all`, which wants every position computed), then passes of at
  * most `batch` tokens (fewer when the hot tier cannot hold the blocks of a
- * full batch), each run by pass_run (pass.h: the protocol cx_batch_eval's
- * passes follow too) as a batch of one segment. With `all`,
- * each pass's rows' logits go to all[i..i+T) right after it. Inline, so
- * cx_eval's copy folds `all` away (the deterministic gate counts it). */
+ * full batch: pass_chunk), each run by pass_run (pass.h: the protocol
+ * cx_batch_eval's passes follow too) as a batch of one segment. With `all`
+ * each segment has the logits of every position, written into all[i..i+T);
+ * otherwise the last pass's last position's go to the workspace's row 0.
+ * Inline, so cx_eval's copy folds `all` away (the deterministic gate counts it). */
 static inline int eval_locked(cx_session *s, const int32_t *tokens, int n, float *all, cx_err *err) {
     kv_cache *c = s->cache;
     kv_seq *seq1;
     int pos1, T1;
     pass_scratch sc = {&seq1, &pos1, &T1};
     for (int i = all ? 0 : session_take_prefix(s, tokens, n); i < n;) {
-        int T = n - i < s->ws.batch ? n - i : s->ws.batch, limit = kv_pass_limit(c, s->pos);
-        if (T > limit) T = limit;
-        fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, i + T == n && !all ? 0 : -1, s->lora, s->n_lora};
-        int rc = pass_run(&s->ws, &seg, 1, &s, tokens + i, T, &sc, err);
+        int T = pass_chunk(s->pos, n - i, s->ws.batch, c->slots[KV_HOT].n);
+        assert(T >= 1 && "the hot tier holds at least the blocks of one pass (kv_cache_new)");
+        int n_out = all ? T : i + T == n;
+        fwd_seg seg = {c, &s->seq, &s->view, s->pos, T, 0, 0, n_out, s->lora, s->n_lora};
+        float *logits = all ? all + (size_t)i * (size_t)s->m->info.n_vocab : NULL;
+        int rc = pass_run(&s->ws, &seg, 1, &s, tokens + i, T, logits, &sc, err);
         if (rc) return rc;
-        if (all) fwd_logits(&s->ws, T, all + (size_t)i * (size_t)s->m->info.n_vocab);
         i += T;
     }
     return 0;
@@ -247,10 +249,7 @@ int cx_session_truncate(cx_session *s, int n_pos, cx_err *err) {
         return cx_fail(err, CX_EINVAL, "cannot truncate a session of %d positions to %d (0..%d)", s->pos, n_pos,
                        s->pos);
     pthread_mutex_lock(&s->cache->lock);
-    kv_truncate(s->cache, &s->seq, n_pos);
+    pass_rollback(s, n_pos);
     pthread_mutex_unlock(&s->cache->lock);
-    assert(s->seq.n_tokens == n_pos && s->seq.n_blocks == (n_pos + KV_BLOCK - 1) / KV_BLOCK);
-    s->pos = n_pos;
-    s->last_reused = 0;
     return 0;
 }

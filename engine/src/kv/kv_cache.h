@@ -187,9 +187,6 @@ int kv_prepare(kv_cache *c, kv_seq *s, int pos, int T, cx_err *err);
  * distinct sequences (a batch); the hot tier must hold all their written
  * blocks at once. */
 int kv_prepare_batch(kv_cache *c, kv_seq *const *seqs, const int *pos, const int *T, int n, cx_err *err);
-/* The most tokens one pass starting at pos may write (the hot tier must
- * hold every block it writes). */
-int kv_pass_limit(const kv_cache *c, int pos);
 /* Make `need` bytes (hot/warm: one block) of room in `tier`, moving or
  * dropping blocks other than `except`; 0 or a CX_E* code. */
 int kv_make_room(kv_cache *c, int tier, int64_t need, int32_t except, cx_err *err);

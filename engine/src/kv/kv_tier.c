@@ -38,10 +38,6 @@ static int lower_tier(const kv_cache *c, int tier) {
     return tier == KV_HOT && c->slots[KV_WARM].n > 0 ? KV_WARM : KV_COLD;
 }
 
-/* See kv_cache.h. (A session's own unlimited cache holds its whole
- * context, so this never shortens its passes.) */
-int kv_pass_limit(const kv_cache *c, int pos) { return c->slots[KV_HOT].n * KV_BLOCK - pos % KV_BLOCK; }
-
 /* See kv_cache.h. A cold tier over budget spills its victim when there is a
  * spill file, else drops an unused cached prefix; hot and warm demote theirs
  * (dropping it instead if it cannot go lower but is an unused cached prefix). */

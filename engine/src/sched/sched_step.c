@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../kv/kv_cache.h"
+#include "../pass.h"
 #include "../session.h"
 #include "sched.h"
 #include "../util.h"
@@ -224,10 +225,8 @@ static int form_batch(cx_sched *s, int64_t now) {
                     next = r;
             }
             if (!next || budget <= 0 || written >= hot) break;
-            int k = next->slot, pos = cx_session_pos(s->sess[k]), T = pending(s, next);
-            if (s->p.chunk && T > s->p.chunk) T = s->p.chunk;
-            if (T > budget) T = budget;
-            if (T > (hot - written) * CX_KV_BLOCK - pos % CX_KV_BLOCK) T = (hot - written) * CX_KV_BLOCK - pos % CX_KV_BLOCK;
+            int k = next->slot, pos = cx_session_pos(s->sess[k]);
+            int T = pass_chunk(pos, pending(s, next), s->p.chunk && s->p.chunk < budget ? s->p.chunk : budget, hot - written);
             /* A chunk cut short ends on a block boundary, so the next one can still meet the prefix cache. */
             if (T < pending(s, next) && (pos + T) % CX_KV_BLOCK && (pos + T) / CX_KV_BLOCK * CX_KV_BLOCK > pos)
                 T = (pos + T) / CX_KV_BLOCK * CX_KV_BLOCK - pos;

@@ -24,6 +24,7 @@
 #include "kv/kv_cache.h"
 #include "kv/kv_view.h"
 #include "model.h"
+#include "pass.h"
 #include "testing.h"
 #include "util.h"
 
@@ -183,7 +184,7 @@ static int put_pass(kv_cache *c, kv_seq *s, int T, int tok_base) {
 /* T positions in as many passes as the hot tier allows (as cx_eval does). */
 static int put(kv_cache *c, kv_seq *s, int T, int tok_base) {
     while (T > 0) {
-        int n = kv_pass_limit(c, s->n_tokens) < T ? kv_pass_limit(c, s->n_tokens) : T;
+        int n = pass_chunk(s->n_tokens, T, T, c->slots[KV_HOT].n);
         int rc = put_pass(c, s, n, tok_base);
         if (rc) return rc;
         T -= n;
