@@ -96,6 +96,13 @@ typedef struct {
     store *(*then)(store *s, const char *path);
 } migration;
 
+/* A new run's metadata for `workload` (the rest zero) and this machine's environment. */
+static void new_run(run_meta *meta, env_info *env, const char *workload) {
+    memset(meta, 0, sizeof *meta);
+    snprintf(meta->workload, sizeof meta->workload, "%s", workload);
+    env_collect(env);
+}
+
 /* The v4 -> v5 database at the current schema: a hw measurement lands in one row, tied to this machine's
  * environment (whose row the current code writes with the columns of the current schema: migrate on first);
  * runs point at the hw row, and deleting it leaves the run without the pointer. */
@@ -134,10 +141,8 @@ static store *then_v5(store *s, const char *path) {
     char err[512], buf[256];
     sqlite3 *db = store_db(s);
     env_info env;
-    env_collect(&env);
     run_meta meta;
-    memset(&meta, 0, sizeof meta);
-    snprintf(meta.workload, sizeof meta.workload, "tg8");
+    new_run(&meta, &env, "tg8");
     snprintf(meta.kv_config, sizeof meta.kv_config, "type=q8 prefix=on");
     int64_t id = 0;
     CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 2, "new run: %s", err);
@@ -154,10 +159,8 @@ static store *then_v6(store *s, const char *path) {
     CHECK(q_int(db, "SELECT workload_meta IS NULL FROM runs WHERE id = 1") == 1 && store_run_workload_meta(s, 1) == NULL,
           "old run: no workload sidecar");
     env_info env;
-    env_collect(&env);
     run_meta meta;
-    memset(&meta, 0, sizeof meta);
-    snprintf(meta.workload, sizeof meta.workload, "trace:t.jsonl");
+    new_run(&meta, &env, "trace:t.jsonl");
     meta.workload_meta = "{\"format\": \"cortex-bench trace\", \"seed\": 9}";
     int64_t id = 0;
     CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 2, "new run: %s", err);
@@ -186,10 +189,8 @@ static store *then_v8(store *s, const char *path) {
     char err[512], buf[256];
     sqlite3 *db = store_db(s);
     env_info env;
-    env_collect(&env);
     run_meta meta;
-    memset(&meta, 0, sizeof meta);
-    snprintf(meta.workload, sizeof meta.workload, "standard");
+    new_run(&meta, &env, "standard");
     snprintf(meta.endpoint, sizeof meta.endpoint, "http://127.0.0.1:8080/v1");
     snprintf(meta.server, sizeof meta.server, "llama.cpp; models=m");
     meta.server_info = "{\"models\":{\"data\":[{\"id\":\"m\"}]}}";
@@ -261,6 +262,12 @@ static store *then_v8(store *s, const char *path) {
     return s;
 }
 
+/* Run 1's results: a metric, its summary and a tag. */
+#define SEED_RESULTS                                                                                              \
+    "INSERT INTO rep_metrics VALUES (1, 0, 'decode_tps', 20.5);"                                                 \
+    "INSERT INTO summary VALUES (1, 'decode_tps', 1, 20.5, 20.5, 20.5, 20.5, 0);"                                \
+    "INSERT INTO tags VALUES ('baseline', 1, '2026-01-01');"
+
 static const migration migrations[] = {
     {1, 0,
      "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
@@ -278,9 +285,7 @@ static const migration migrations[] = {
      "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
      "INSERT INTO runs (started_at, status, workload, env_id, threads, ignore_eos)"
      "  VALUES ('2026-01-01', 'complete', 'tg8', 1, 2, 1);"
-     "INSERT INTO rep_metrics VALUES (1, 0, 'decode_tps', 20.5);"
-     "INSERT INTO summary VALUES (1, 'decode_tps', 1, 20.5, 20.5, 20.5, 20.5, 0);"
-     "INSERT INTO tags VALUES ('baseline', 1, '2026-01-01');",
+     SEED_RESULTS,
      "SELECT count(*) FROM sqlite_master WHERE name = 'hw'", "v4 has no hw table",
      {{"SELECT threads = 2 AND ignore_eos = 1 FROM runs WHERE id = 1", "old run kept", 1},
       {"SELECT (SELECT count(*) FROM summary WHERE run_id = 1) = 1 AND (SELECT count(*) FROM tags) = 1",
@@ -294,9 +299,7 @@ static const migration migrations[] = {
      "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
      "INSERT INTO runs (started_at, status, workload, env_id, threads, ignore_eos, isa)"
      "  VALUES ('2026-01-01', 'complete', 'tg8', 1, 2, 1, 'avx2');"
-     "INSERT INTO rep_metrics VALUES (1, 0, 'decode_tps', 20.5);"
-     "INSERT INTO summary VALUES (1, 'decode_tps', 1, 20.5, 20.5, 20.5, 20.5, 0);"
-     "INSERT INTO tags VALUES ('baseline', 1, '2026-01-01');",
+     SEED_RESULTS,
      "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'kv_config'", "v5 has no kv_config",
      {{"SELECT threads = 2 AND isa = 'avx2' FROM runs WHERE id = 1", "old run kept", 1},
       {"SELECT (SELECT count(*) FROM summary WHERE run_id = 1) = 1 AND (SELECT count(*) FROM tags) = 1 AND "
