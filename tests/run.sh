@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # tests/run.sh - run every test: C unit tests (tests/unit/engine|harness/,
-# built into build/tests/test_*), the CLI checks (tests/cli/engine|harness/*.sh) and the numpy reference checks (the model reference,
-# its LoRA support: tests/test_lora_reference.py, the K-quant layouts: tests/reference/kquant_ref.py, MXFP4:
-# tests/reference/mxfp4_ref.py, mixture of experts and GPT-OSS: tests/test_moe_reference.py). Prints one line per
+# built into build/tests/test_*), the CLI checks (tests/cli/engine|harness/*.sh) and the numpy
+# reference checks (listed below; docs/testing.md says what each test covers). Prints one line per
 # suite and ends with "N passed, N failed" over the suites; with RESULT_FILE
 # set, also writes "PASSED FAILED" there. Exits non-zero if any suite failed.
 # Needs ../shared/models for the reference check; without it that suite

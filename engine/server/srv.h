@@ -1,17 +1,22 @@
 /*
  * srv.h - `cortex serve`, the OpenAI-compatible HTTP server (docs/server.md),
- * shared by the files of engine/server/, one job each:
- *   srv_main.c     the command: model, scheduler, daemon, signals, drain
- *   srv_http.c     libmicrohttpd glue: bodies, limits, auth, routing, replies (srv_http_reply*)
- *   srv_routes.c   the routes: completions, chat, models, health, metrics
- *   srv_admin.c    the adapter routes: closed unless --lora-dir, confined to it, capped
+ * shared by the files of engine/server/, one job each (this is the folder's
+ * file map; docs/server.md points here):
+ *   srv_main.c     the command's life: model, scheduler thread, chat template, daemon, sigwait, drain
+ *   srv_http.c     libmicrohttpd glue: bodies and --max-body, the API key, 503 while draining, routing,
+ *                  replies (srv_http_reply*), client-gone check; connection limits, per-address
+ *                  fairness, read deadlines (the reaper thread)
+ *   srv_routes.c   the routes: completions, chat, models, health, metrics; the one place `model` is
+ *                  resolved (srv_resolve_model); the per-request seed
+ *   srv_admin.c    the adapter routes: closed unless --lora-dir, confined to it, capped by --max-adapters
  *   srv_parse.c    request bodies (jansson) into srv_params
- *   srv_error.c    the one error convention: srv_error_set fills OpenAI's error object
+ *   srv_error.c    the one error convention: srv_error_set fills OpenAI's error object,
+ *                  srv_http_reply_error (srv_http.c) answers with it
  *   srv_job.c      one request between the scheduler's callbacks and a connection
  *   srv_reply.c    response bodies: completion objects, chunks, logprobs, usage
- *   srv_sse.c      streaming: server-sent events from a job
+ *   srv_sse.c      streaming ("stream": true): server-sent events from a job
  *   srv_chat.c     chat templates: detection from the Jinja text, rendering; harmony answers split
- *   srv_metrics.c  Prometheus text: gauges, counters, latency histograms
+ *   srv_metrics.c  Prometheus text for /metrics: gauges, counters, latency histograms
  * The parser and the chat templates need neither a model nor a socket (the
  * unit tests and the fuzz target use them alone).
  */

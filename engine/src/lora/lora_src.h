@@ -3,7 +3,7 @@
  * they are checked against a base model and laid out for the forward pass
  * (lora.c).
  *
- * Two readers fill it: lora_gguf.c (llama.cpp's GGUF LoRA: general.type
+ * Two readers fill it: lora_src_gguf in lora_src.c (llama.cpp's GGUF LoRA: general.type
  * "adapter", adapter.type "lora", adapter.lora.alpha, and per adapted matrix
  * "<name>.lora_a" [rank x in] and "<name>.lora_b" [out x rank]) and
  * lora_peft.c (a PEFT directory: adapter_config.json + adapter_model.safetensors,

@@ -15,25 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
-#include "testing.h"
+#include "fixture.h"
 
-static char dir[] = "/tmp/cortex-api-XXXXXX";
 
-/* A test-tiny model of `type` (written once into dir) loaded with p (NULL: defaults). */
+/* A test-tiny model of `type` (written once into the scratch directory) loaded with p (NULL: defaults). */
 static cx_model *tiny(const char *type, const cx_model_params *p) {
-    cx_shape sh = *cx_shape_find("test-tiny");
-    sh.n_ctx = 640; /* room for more than two 256-token passes */
-    char path[300];
-    snprintf(path, sizeof path, "%s/tiny-%s.gguf", dir, type);
-    cx_err err = {0};
-    if (access(path, F_OK) && cx_synth_write(&sh, cx_type_from_name(type), 3, path, &err)) {
-        CHECK(0, "synth %s: %s", type, err.msg);
-        return NULL;
-    }
-    cx_model *m = NULL;
-    CHECK(cx_model_load_ex(path, NULL, p, &m, &err) == 0, "load %s: %s", type, err.msg);
-    return m;
+    cx_shape sh = fx_shape("test-tiny", 640); /* room for more than two 256-token passes */
+    const char *path = fx_synth_once(&sh, cx_type_from_name(type), 3, fx_path("tiny-%s.gguf", type));
+    return path ? fx_load(path, p) : NULL;
 }
 
 /* n pseudo-random token ids of m's vocabulary, seeded by `seed`. */
@@ -119,8 +108,7 @@ static void test_model_params(void) {
     cx_model_free(m);
 
     /* Bad values: refused before the file is read. */
-    char path[300];
-    snprintf(path, sizeof path, "%s/tiny-f32.gguf", dir);
+    const char *path = fx_path("tiny-f32.gguf");
     cx_model_params bad = d;
     bad.isa = "sse9";
     m = NULL;
@@ -365,10 +353,6 @@ static void test_truncate_rekeys(cx_model *m) {
 }
 
 static void run_all(void) {
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
     test_model_params();
     check_eval_all("f32", 0, 300, 0, 0);    /* two passes of a 256-token batch */
     check_eval_all("f32", 7, 40, 16, 0);    /* after a prefix, passes of 16 */
@@ -380,13 +364,7 @@ static void run_all(void) {
         test_truncate_rekeys(m);
     }
     cx_model_free(m);
-    char path[300];
-    const char *types[] = {"f32", "q8_0"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/tiny-%s.gguf", dir, types[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

@@ -20,13 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
-#include "testing.h"
+#include "fixture.h"
 
 #define NSEQ 4
 #define GEN 24
 
-static char dir[] = "/tmp/cortex-batch-XXXXXX";
 static const int prompt_len[NSEQ] = {5, 17, 33, 70};
 
 /* Index of the largest logit. */
@@ -144,21 +142,11 @@ static void run_batched(cx_model *m, const cx_session_params *sp, cx_kv_cache *c
 /* A synthetic model of `shape` and `type` (copied into huge pages, so
  * repacked, when `repack`). */
 static cx_model *tiny_shape(const char *shape, const char *type, int repack) {
-    cx_shape sh = *cx_shape_find(shape);
-    sh.n_ctx = 256;
-    char path[300];
-    snprintf(path, sizeof path, "%s/%s-%s.gguf", dir, shape, type);
-    cx_err err = {0};
-    if (access(path, F_OK) && cx_synth_write(&sh, cx_type_from_name(type), 11, path, &err)) {
-        CHECK(0, "synth %s: %s", type, err.msg);
-        return NULL;
-    }
+    cx_shape sh = fx_shape(shape, 256);
+    const char *path = fx_synth_once(&sh, cx_type_from_name(type), 11, fx_path("%s-%s.gguf", shape, type));
     cx_model_params mp = cx_model_defaults();
     if (repack) mp.weights = CX_WEIGHTS_HUGEPAGES;
-    cx_model *m = NULL;
-    int rc = cx_model_load_ex(path, NULL, &mp, &m, &err);
-    CHECK(rc == 0, "load %s: %s", type, err.msg);
-    return rc ? NULL : m;
+    return path ? fx_load(path, &mp) : NULL;
 }
 
 /* test-tiny of `type`. */
@@ -290,20 +278,10 @@ static void check_errors(void) {
 }
 
 static void run_all(void) {
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
     check_types();
     check_shared();
     check_errors();
-    static const char *types[] = {"f32", "q8_0", "q4_0"};
-    for (int i = 0; i < 3; i++) {
-        char path[300];
-        snprintf(path, sizeof path, "%s/tiny-%s.gguf", dir, types[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

@@ -17,35 +17,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
 #include "eval_logits.h"
-#include "testing.h"
+#include "fixture.h"
 
-static char dir[] = "/tmp/cortex-fwd-XXXXXX";
 
 static void check_type(const char *type_name, int n_tokens, int n_ff) {
-    cx_shape sh = *cx_shape_find("test-tiny");
-    sh.n_ctx = 640; /* longer than one prefill batch (256) */
+    cx_shape sh = fx_shape("test-tiny", 640); /* longer than one prefill batch (256) */
     if (n_ff) sh.n_ff = n_ff;
-    char path[256];
-    snprintf(path, sizeof path, "%s/tiny-%s.gguf", dir, type_name);
-    cx_err err = {0};
-    int type = cx_type_from_name(type_name);
-    CHECK(cx_synth_write(&sh, type, 7, path, &err) == 0, "synth %s: %s", type_name, err.msg);
-    cx_model *m;
-    if (cx_model_load(path, NULL, &m, &err)) {
-        CHECK(0, "load %s: %s", type_name, err.msg);
-        return;
-    }
+    const char *path = fx_synth(&sh, cx_type_from_name(type_name), 7, fx_path("tiny-%s.gguf", type_name));
+    cx_model *m = path ? fx_load(path, NULL) : NULL;
+    if (!m) return;
     /* The same file copied into huge pages, where the SIMD tables repack
      * q8_0/q4_0/mxfp4 (and under AVX-512 the K-quant) matrices into an
      * interleaved layout. */
     cx_model_params hp = cx_model_defaults();
     hp.weights = CX_WEIGHTS_HUGEPAGES;
-    cx_model *mr;
-    int loaded = cx_model_load_ex(path, NULL, &hp, &mr, &err) == 0;
-    CHECK(loaded, "load %s into huge pages: %s", type_name, err.msg);
-    if (!loaded) mr = NULL;
+    cx_model *mr = fx_load(path, &hp);
     int V = cx_model_get_info(m)->n_vocab;
     int32_t *toks = malloc(sizeof(int32_t) * (size_t)n_tokens);
     for (int i = 0; i < n_tokens; i++) toks[i] = (int32_t)((i * 7919 + 13) % V);
@@ -100,10 +87,6 @@ static void check_type(const char *type_name, int n_tokens, int n_ff) {
 }
 
 static void run_all(void) {
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
     const char *types[] = {"f32", "f16", "q8_0", "q4_0", "q4_k_m", "mxfp4", "bf16"};
     for (int i = 0; i < 7; i++) {
         check_type(types[i], 5, 0);
@@ -114,7 +97,7 @@ static void run_all(void) {
      * call over all rows) differ from decode (one call per row). */
     check_type("f32", 40, 172);
     check_type("f16", 40, 172);
-    rmdir(dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

@@ -20,15 +20,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
+#include "fixture.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_view.h"
 #include "model.h"
 #include "pass.h"
-#include "testing.h"
 #include "util.h"
-
-static char dir[] = "/tmp/cortex-kv-XXXXXX";
 
 /* Deterministic pseudo-random floats in [-1, 1) (xorshift). */
 static float frand(uint64_t *st) {
@@ -304,8 +301,7 @@ static void test_table_and_tiers(void) {
     kv_cache_destroy(c);
 
     /* a tiny cold budget with a spill file: pages spill and come back exactly */
-    char spill[300];
-    snprintf(spill, sizeof spill, "%s/spill.kv", dir);
+    const char *spill = fx_path("spill.kv");
     c = new_cache(KV_F32, 1, 0, 16384, CX_KV_LRU, 0, spill, 12);
     kv_seq_init(&s, 160);
     kv_view_init(&v, c, 160, 2);
@@ -604,8 +600,7 @@ static void test_stories(void) {
     greedy(m, &p, prompt, np, N, base, ref, NULL, NULL, NULL, NULL, NULL);
 
     size_t blk = (size_t)m->info.n_layer * kv_slab_bytes(KV_F32, m->info.n_head_kv * m->info.head_dim);
-    char spill[300];
-    snprintf(spill, sizeof spill, "%s/stories.kv", dir);
+    const char *spill = fx_path("stories.kv");
     /* lossless: no warm tier, hot holds 2 blocks; cold in memory, in a spill file, under LFU */
     for (int v = 0; v < 3; v++) {
         cx_kv_params q = cx_kv_defaults();
@@ -677,31 +672,19 @@ static void test_stories(void) {
 
 /* The unit checks, the synthetic model's, then the real model's. */
 static void run_all(void) {
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
     test_codec();
     test_prefix_index();
-    char path[300];
-    snprintf(path, sizeof path, "%s/tiny.gguf", dir);
-    cx_err err = {0};
-    cx_shape sh = *cx_shape_find("test-tiny");
-    sh.n_ctx = 256;
-    CHECK(cx_synth_write(&sh, CX_TYPE_F32, 7, path, &err) == 0, "synth: %s", err.msg);
-    if (cx_model_load(path, NULL, &tiny, &err) == 0) {
+    cx_shape sh = fx_shape("test-tiny", 256);
+    if ((tiny = fx_synth_model(&sh, CX_TYPE_F32, 7, "tiny.gguf", NULL))) {
         test_table_and_tiers();
         test_policies();
         test_round_robin();
         test_refcount_cow();
         test_prefix_reuse();
         cx_model_free(tiny);
-    } else {
-        CHECK(0, "load: %s", err.msg);
     }
-    unlink(path);
     test_stories();
-    rmdir(dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

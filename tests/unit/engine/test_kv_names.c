@@ -9,8 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
-#include "testing.h"
+#include "fixture.h"
 
 /* Names round-trip through the parsers; unknown numbers have none. */
 static void test_names(void) {
@@ -41,16 +40,8 @@ static void refused(const cx_model *m, cx_kv_params p, const char *want) {
 
 /* The engine's own messages for types and policies a tier cannot take. */
 static void test_messages(void) {
-    char dir[] = "/tmp/cortex-kvnames-XXXXXX", path[64];
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
-    snprintf(path, sizeof path, "%s/tiny.gguf", dir);
-    cx_err err = {0};
-    cx_model *m = NULL;
-    CHECK(cx_synth_write(cx_shape_find("test-tiny"), CX_TYPE_F32, 1, path, &err) == 0, "synth: %s", err.msg);
-    if (cx_model_load(path, NULL, &m, &err) == 0) {
+    cx_model *m = fx_synth_model(cx_shape_find("test-tiny"), CX_TYPE_F32, 1, "tiny.gguf", NULL);
+    if (m) {
         cx_kv_params p = cx_kv_defaults();
         p.type = CX_KV_Q4;
         refused(m, p, "KV type q4 is not one of f32|f16|q8");
@@ -63,11 +54,8 @@ static void test_messages(void) {
         p.policy = 5;
         refused(m, p, "KV policy 5 is not one of lru|lfu (CX_KV_LRU, CX_KV_LFU)");
         cx_model_free(m);
-    } else {
-        CHECK(0, "load: %s", err.msg);
     }
-    unlink(path);
-    rmdir(dir);
+    fx_cleanup();
 }
 
 TEST_MAIN({

@@ -23,13 +23,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
+#include "fixture.h"
 #include "gguf_write.h"
 #include "kernels/kernels.h"
 #include "quant.h"
-#include "testing.h"
 
-static char dir[] = "/tmp/cortex-lora-XXXXXX";
 
 static uint64_t rng = 7;
 static float unif(void) {
@@ -170,29 +168,19 @@ static void check_kernels(void) {
 
 /* ---- models and adapters ---- */
 
-/* A synthetic model of `shape` and type in the test directory. */
+/* A synthetic model of `shape` and type in the scratch directory (written once); its path into path. */
 static cx_model *synth_model(const char *shape, const char *type, char *path, size_t cap) {
-    cx_err err = {0};
-    snprintf(path, cap, "%s/%s-%s.gguf", dir, shape, type);
-    cx_model *m = NULL;
-    if (access(path, F_OK) && cx_synth_write(cx_shape_find(shape), cx_type_from_name(type), 5, path, &err)) {
-        CHECK(0, "synth %s: %s", path, err.msg);
-        return NULL;
-    }
-    if (cx_model_load(path, NULL, &m, &err)) CHECK(0, "load %s: %s", path, err.msg);
-    return m;
+    const char *p = fx_synth_once(cx_shape_find(shape), cx_type_from_name(type), 5, fx_path("%s-%s.gguf", shape, type));
+    snprintf(path, cap, "%s", p ? p : "");
+    return p ? fx_load(p, NULL) : NULL;
 }
 
-/* A synthetic adapter file for m; returns its path (static buffer per seed slot). */
+/* A synthetic adapter file for m; returns its path. */
 static const char *synth_adapter(const cx_model *m, const char *tag, int rank, uint64_t seed, unsigned targets) {
-    static char paths[8][300];
-    static int next;
-    char *p = paths[next++ % 8];
-    snprintf(p, 300, "%s/%s-r%d-s%llu.gguf", dir, tag, rank, (unsigned long long)seed);
     cx_lora_synth_params sp = {.rank = rank, .alpha = 2.0f * (float)rank, .targets = targets, .seed = seed,
                                .type = CX_TYPE_F32, .strength = 0.25f};
-    cx_err err = {0};
-    if (cx_lora_synth_write(m, &sp, p, &err)) CHECK(0, "synth-lora %s: %s", p, err.msg);
+    const char *p = fx_path("%s-r%d-s%llu.gguf", tag, rank, (unsigned long long)seed);
+    fx_synth_adapter(m, &sp, p);
     return p;
 }
 
@@ -221,8 +209,7 @@ static void check_merged(const char *base_path, const char *tok_path, const char
     int V = cx_model_get_info(m)->n_vocab;
     const char *a = synth_adapter(m, "merge", 8, 3, CX_LORA_ALL);
     float one = 0.75f;
-    char merged[300];
-    snprintf(merged, sizeof merged, "%s/merged-%s.gguf", dir, what);
+    const char *merged = fx_path("merged-%s.gguf", what);
     CHECK(cx_lora_merge(base_path, tok_path, &a, &one, 1, merged, CX_TYPE_F32, &err) == 0, "%s: merge: %s", what, err.msg);
     if (cx_model_load(merged, NULL, &mm, &err)) {
         CHECK(0, "%s: load merged: %s", what, err.msg);
@@ -442,23 +429,23 @@ static void check_errors(cx_model *m, cx_model *other) {
     cx_err err = {0};
     cx_lora *a = NULL;
     int E = cx_model_get_info(m)->n_embd;
-    char path[300];
+    const char *path;
     const char *wrong = synth_adapter(other, "other", 4, 1, CX_LORA_Q);
     CHECK(cx_lora_load(m, wrong, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "blk.0.attn_q.weight") &&
               strstr(err.msg, wrong), "another model's adapter: %s", err.msg);
-    snprintf(path, sizeof path, "%s/rank.gguf", dir);
+    path = fx_path("rank.gguf");
     write_pair(path, "blk.0.attn_q.weight", E, 4, 3, E, 0);
     CHECK(cx_lora_load(m, path, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "rank 4 in lora_a but 3 in lora_b") &&
               strstr(err.msg, "blk.0.attn_q.weight"), "rank mismatch: %s", err.msg);
-    snprintf(path, sizeof path, "%s/name.gguf", dir);
+    path = fx_path("name.gguf");
     write_pair(path, "blk.0.attn_qq.weight", E, 4, 4, E, 0);
     CHECK(cx_lora_load(m, path, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "blk.0.attn_qq.weight"),
           "unknown tensor: %s", err.msg);
-    snprintf(path, sizeof path, "%s/layer.gguf", dir);
+    path = fx_path("layer.gguf");
     write_pair(path, "blk.99.attn_q.weight", E, 4, 4, E, 0);
     CHECK(cx_lora_load(m, path, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "blk.99.attn_q.weight"),
           "layer past the model: %s", err.msg);
-    snprintf(path, sizeof path, "%s/nan.gguf", dir);
+    path = fx_path("nan.gguf");
     write_pair(path, "blk.0.attn_q.weight", E, 4, 4, E, NAN);
     CHECK(cx_lora_load(m, path, NULL, &a, &err) == CX_EFORMAT && strstr(err.msg, "blk.0.attn_q.weight.lora_a") &&
               strstr(err.msg, "element 5"), "a NaN value: %s", err.msg);
@@ -481,10 +468,6 @@ static void check_errors(cx_model *m, cx_model *other) {
 }
 
 static void run_all(void) {
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
     check_kernels();
     char p32[300], p8[300], pl[300];
     cx_model *m32 = synth_model("gate-micro", "f32", p32, sizeof p32);
@@ -517,9 +500,7 @@ static void run_all(void) {
     const char *real = "../shared/models/stories260K.gguf";
     if (access(real, R_OK)) printf("SKIP stories260K adapter checks: %s is absent (a clone without ../shared)\n", real);
     else check_merged(real, NULL, "stories260K");
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) printf("note: could not remove %s\n", dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

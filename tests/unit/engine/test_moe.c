@@ -19,44 +19,34 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
 #include "eval_logits.h"
+#include "fixture.h"
 #include "forward.h"
 #include "model.h"
 #include "moe.h"
 #include "quant.h"
 #include "synth.h"
-#include "testing.h"
 #include "tokenizer.h"
 
-static char dir[] = "/tmp/cortex-moe-XXXXXX";
 
-/* A synthetic file of `shape` as `type` (context 640) in the test directory; its path into path. */
-static int make_model(const char *shape, const char *type, char *path, size_t cap) {
-    cx_shape sh = *cx_shape_find(shape);
-    sh.n_ctx = 640;
-    snprintf(path, cap, "%s/%s-%s.gguf", dir, shape, type);
-    cx_err err = {0};
-    int rc = cx_synth_write(&sh, cx_type_from_name(type), 11, path, &err);
-    CHECK(rc == 0, "synth %s %s: %s", shape, type, err.msg);
-    return rc;
+/* A synthetic file of `shape` as `type` (context 640) in the scratch directory; its path (NULL: failed). */
+static const char *make_model(const char *shape, const char *type) {
+    cx_shape sh = fx_shape(shape, 640);
+    return fx_synth(&sh, cx_type_from_name(type), 11, fx_path("%s-%s.gguf", shape, type));
 }
 
 /* The file mapped (not repacked: the naive code reads rows as the file has them). */
 static cx_model *load_mapped(const char *path) {
     cx_model_params p = cx_model_defaults();
     p.weights = CX_WEIGHTS_MMAP;
-    cx_model *m = NULL;
-    cx_err err = {0};
-    CHECK(cx_model_load_ex(path, NULL, &p, &m, &err) == 0, "load %s: %s", path, err.msg);
-    return m;
+    return fx_load(path, &p);
 }
 
 /* ---- routing and activation on hand-made values ---- */
 
 static void test_route(void) {
-    char path[256];
-    if (make_model("moe-tiny", "f32", path, sizeof path)) return;
+    const char *path = make_model("moe-tiny", "f32");
+    if (!path) return;
     cx_model *m = load_mapped(path);
     if (!m) return;
     uint64_t exps = 0; /* the stacked experts' bytes, as info counts them */
@@ -119,8 +109,8 @@ static void test_bpe_vocab(void) {
  * <|end|> (which only closes the analysis message), although the file names
  * <|end|> as tokenizer.ggml.eot_token_id. */
 static void test_harmony_vocab(void) {
-    char path[256];
-    if (make_model("gpt-oss-tiny", "f32", path, sizeof path)) return;
+    const char *path = make_model("gpt-oss-tiny", "f32");
+    if (!path) return;
     cx_model *m = load_mapped(path);
     if (!m) return;
     int32_t id[3];
@@ -209,8 +199,8 @@ static void naive_moe(const cx_model *m, const cx_layer *L, const double *h, dou
 /* ---- the expert stage against the dense loop ---- */
 
 static void test_stage(const char *shape, const char *type, double tol) {
-    char path[256];
-    if (make_model(shape, type, path, sizeof path)) return;
+    const char *path = make_model(shape, type);
+    if (!path) return;
     cx_model *m = load_mapped(path);
     if (!m) return;
     const cx_model_info *h = &m->info;
@@ -336,8 +326,8 @@ static void naive_logits(const cx_model *m, const int32_t *toks, int n, float *o
 }
 
 static void test_naive(const char *shape) {
-    char path[256];
-    if (make_model(shape, "f32", path, sizeof path)) return;
+    const char *path = make_model(shape, "f32");
+    if (!path) return;
     cx_model *m = load_mapped(path);
     if (!m) return;
     int V = m->info.n_vocab, n = 80;
@@ -358,14 +348,12 @@ static void test_naive(const char *shape) {
 /* ---- prefill vs decode, threads, repacking ---- */
 
 static void test_exact(const char *shape, const char *type, int n) {
-    char path[256];
-    if (make_model(shape, type, path, sizeof path)) return;
+    const char *path = make_model(shape, type);
+    if (!path) return;
     cx_model *m = load_mapped(path);
     cx_model_params hp = cx_model_defaults();
     hp.weights = CX_WEIGHTS_HUGEPAGES;
-    cx_model *mr = NULL;
-    cx_err err = {0};
-    CHECK(cx_model_load_ex(path, NULL, &hp, &mr, &err) == 0, "load %s into huge pages: %s", path, err.msg);
+    cx_model *mr = fx_load(path, &hp);
     if (!m || !mr) goto out;
     int V = m->info.n_vocab;
     int32_t *toks = malloc(sizeof(int32_t) * n);
@@ -412,29 +400,13 @@ out:
 
 /* ---- malformed files ---- */
 
-/* The whole file in malloc'd memory (*n bytes), or NULL. */
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*n);
-    if (b && fread(b, 1, *n, f) != *n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    return b;
-}
-
 /* Copy `src` to a new file with the bytes after header string `key`
  * (+ skip) replaced by `len` bytes of `with`; load it and check the error
  * code and that the message contains `want`. */
 static void check_patched(const char *src, const char *key, size_t skip, const void *with, size_t len, int code,
                           const char *want) {
     size_t n;
-    unsigned char *b = slurp(src, &n);
+    unsigned char *b = (unsigned char *)fx_slurp(src, &n);
     if (!b) {
         CHECK(0, "read %s", src);
         return;
@@ -443,11 +415,7 @@ static void check_patched(const char *src, const char *key, size_t skip, const v
     CHECK(at != NULL, "%s is in the header", key);
     if (at) {
         memcpy(at + strlen(key) + skip, with, len);
-        char path[256];
-        snprintf(path, sizeof path, "%s/bad.gguf", dir);
-        FILE *f = fopen(path, "wb");
-        fwrite(b, 1, n, f);
-        fclose(f);
+        const char *path = fx_write("bad.gguf", b, n);
         cx_model *m = NULL;
         cx_err err = {0};
         int rc = cx_model_load(path, NULL, &m, &err);
@@ -460,8 +428,8 @@ static void check_patched(const char *src, const char *key, size_t skip, const v
 }
 
 static void test_malformed(void) {
-    char moe[256], oss[256];
-    if (make_model("moe-tiny", "f32", moe, sizeof moe) || make_model("gpt-oss-tiny", "mxfp4", oss, sizeof oss)) return;
+    const char *moe = make_model("moe-tiny", "f32"), *oss = moe ? make_model("gpt-oss-tiny", "mxfp4") : NULL;
+    if (!oss) return;
     uint32_t five = 5, three = 3, q5_0 = 6;
     uint64_t ne3 = 3;
     /* metadata: key, then its u32 type, then the value */
@@ -481,10 +449,6 @@ static void test_malformed(void) {
 }
 
 static void run_all(void) {
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
     test_route();
     test_bpe_vocab();
     test_harmony_vocab();
@@ -500,7 +464,7 @@ static void run_all(void) {
         test_exact("gpt-oss-tiny", types[i], 5);
     }
     test_malformed();
-    rmdir(dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

@@ -26,8 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
-#include "testing.h"
+#include "fixture.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define NOMALLOC_ASAN 1
@@ -97,7 +96,6 @@ void *memalign(size_t align, size_t n) {
     return __libc_memalign(align, n);
 }
 
-static char dir[] = "/tmp/cortex-nomalloc-XXXXXX";
 
 /* Greedy decode `n` tokens from the logits l; returns the calls counted during them. */
 static long decode(cx_session *s, const float *l, int V, int n, int count_them) {
@@ -221,7 +219,7 @@ static void check_shared(cx_model *m, const cx_kv_params *kv, int batched) {
  * decode tokens, sampling with stop strings, ends) counted; requests are
  * submitted between steps (a submission allocates its record) and one joins
  * midway. The cache is small enough that sequences get preempted. With
- * `adapters` (a path prefix): two resident adapters, the requests using
+ * `adapters` (a file name prefix in the scratch directory): two resident adapters, the requests using
  * adapter 1, adapter 2 and none in turn, so passes mix them. */
 static void check_sched(cx_model *m, const char *adapters) {
     cx_sched_params sp = cx_sched_defaults();
@@ -237,8 +235,7 @@ static void check_sched(cx_model *m, const char *adapters) {
         return;
     }
     for (int a = 1; adapters && a <= 2; a++) {
-        char path[300];
-        snprintf(path, sizeof path, "%s-%d.gguf", adapters, a);
+        const char *path = fx_path("%s-%d.gguf", adapters, a);
         cx_lora_synth_params lp = {.rank = 4 * a, .alpha = 8, .targets = CX_LORA_ALL, .seed = (uint64_t)a,
                                    .type = CX_TYPE_Q8_0};
         CHECK(cx_lora_synth_write(m, &lp, path, &err) == 0 && cx_sched_adapter_add(s, a, NULL, path, 1, &err) == 0,
@@ -295,21 +292,10 @@ static void run_all(void) {
     free(probe);
     atomic_store(&counting, 0);
     CHECK(atomic_load(&n_calls) == 2, "the wrappers see malloc and free (%ld calls)", atomic_load(&n_calls));
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
-    char path[300], spill[300];
-    snprintf(path, sizeof path, "%s/tiny.gguf", dir);
-    snprintf(spill, sizeof spill, "%s/spill.kv", dir);
-    cx_shape sh = *cx_shape_find("test-tiny");
-    sh.n_ctx = 256;
-    cx_err err = {0};
-    cx_model *m;
-    if (cx_synth_write(&sh, CX_TYPE_Q8_0, 5, path, &err) || cx_model_load(path, NULL, &m, &err)) {
-        CHECK(0, "model: %s", err.msg);
-        return;
-    }
+    const char *spill = fx_path("spill.kv");
+    cx_shape sh = fx_shape("test-tiny", 256);
+    cx_model *m = fx_synth_model(&sh, CX_TYPE_Q8_0, 5, "tiny.gguf", NULL);
+    if (!m) return;
     /* test-tiny: 2 layers, kv_dim 32: an f32 block is 8 KiB */
     const int64_t blk = 2 * 32 * 32 * 4;
     cx_kv_params kv = cx_kv_defaults();
@@ -340,34 +326,21 @@ static void run_all(void) {
     check_shared(m, &kv, 0);
     check_shared(m, &kv, 1);
     check_sched(m, NULL);
-    char lora[300];
-    snprintf(lora, sizeof lora, "%s/lora", dir);
-    check_sched(m, lora);
-    for (int a = 1; a <= 2; a++) {
-        char p[320];
-        snprintf(p, sizeof p, "%s-%d.gguf", lora, a);
-        unlink(p);
-    }
+    check_sched(m, "lora");
     cx_model_free(m);
-    unlink(path);
     /* mixture of experts: the expert stage's buffers are the workspace's too */
     static const char *moe_shapes[2] = {"moe-tiny", "gpt-oss-tiny"};
     for (int i = 0; i < 2; i++) {
-        sh = *cx_shape_find(moe_shapes[i]);
-        sh.n_ctx = 256;
-        if (cx_synth_write(&sh, CX_TYPE_MXFP4, 5, path, &err) || cx_model_load(path, NULL, &m, &err)) {
-            CHECK(0, "%s: %s", moe_shapes[i], err.msg);
-            continue;
-        }
+        sh = fx_shape(moe_shapes[i], 256);
+        if (!(m = fx_synth_model(&sh, CX_TYPE_MXFP4, 5, "tiny.gguf", NULL))) continue;
         kv = cx_kv_defaults();
         check_config(m, moe_shapes[i], &kv, 2);
         kv.prefix_cache = 1;
         kv.max_tokens = 3 * 256;
         check_shared(m, &kv, 1);
         cx_model_free(m);
-        unlink(path);
     }
-    rmdir(dir);
+    fx_cleanup();
 #endif
 }
 

@@ -16,12 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
+#include "fixture.h"
 #include "pass.h"
-#include "testing.h"
-
-static char dir[] = "/tmp/cortex-pass-XXXXXX";
-static char path[300];
 
 /* Token i of sequence q's stream (prompt, then draft, then what follows). */
 static int32_t tok(int q, int i, int V) { return (int32_t)((i * 7919 + 131 * q + 13) % V); }
@@ -145,18 +141,9 @@ static void check_chunk(void) {
 
 static void run_all(void) {
     check_chunk();
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
-    cx_shape sh = *cx_shape_find("test-tiny");
-    sh.n_ctx = 256;
-    snprintf(path, sizeof path, "%s/tiny-f32.gguf", dir);
+    cx_shape sh = fx_shape("test-tiny", 256);
+    cx_model *m = fx_synth_model(&sh, CX_TYPE_F32, 11, "tiny-f32.gguf", NULL);
     cx_err err = {0};
-    cx_model *m = NULL;
-    CHECK(cx_synth_write(&sh, cx_type_from_name("f32"), 11, path, &err) == 0 &&
-              cx_model_load(path, NULL, &m, &err) == 0,
-          "test-tiny f32: %s", err.msg);
     if (m) {
         /* keep: inside a block, on a block boundary (13 + 3 = 16), none, all */
         check_draft(m, NULL, (int[]){13, 30}, (int[]){7, 9}, (int[]){3, 2}, "own caches, keep 3 and 2");
@@ -172,8 +159,7 @@ static void run_all(void) {
         }
         cx_model_free(m);
     }
-    unlink(path);
-    rmdir(dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

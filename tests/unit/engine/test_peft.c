@@ -15,16 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
+#include "fixture.h"
 #include "gguf.h"
 #include "lora/lora_peft.h"
 #include "lora/lora_src.h"
 #include "lora/safetensors.h"
 #include "model.h"
-#include "testing.h"
 #include "util.h"
 
-static char tmp[] = "/tmp/cx_peft_XXXXXX";
 
 /* ---- safetensors on hand-built images ------------------------------------ */
 
@@ -204,24 +202,25 @@ static void test_config(void) {
 
 /* ---- adapters from make_peft.py ------------------------------------------- */
 
-/* Run the writer for `model` into tmp/NAME (and tmp/NAME.gguf); 0 on success. */
+/* Run the writer for `model` into DIR/NAME (and DIR/NAME.gguf), DIR the scratch
+ * directory (fx_dir); 0 on success. */
 static int make_peft(const char *model, const char *name, const char *args) {
     const char *py = getenv("PY") ? getenv("PY") : "/usr/bin/python3";
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s tests/tools/make_peft.py --model %s --out %s/%s --gguf %s/%s.gguf %s", py, model,
-             tmp, name, tmp, name, args);
+             fx_dir(), name, fx_dir(), name, args);
     int rc = system(cmd);
     CHECK(rc == 0, "%s failed", cmd);
     return rc;
 }
 
-/* Every pair of s equals its tensors in the GGUF twin tmp/NAME.gguf: with
+/* Every pair of s equals its tensors in the GGUF twin DIR/NAME.gguf: with
  * `alpha_too`, A, B and alpha bit for bit; without (per-module ranks and
  * alphas, which the twin folds into its B), A bit for bit and the scaled B
  * (alpha / rank * B) within float rounding. */
 static void check_twin(const lora_src *s, const char *name, int alpha_too) {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s.gguf", tmp, name);
+    snprintf(path, sizeof path, "%s/%s.gguf", fx_dir(), name);
     const uint8_t *map;
     size_t size;
     gguf_ctx g;
@@ -265,17 +264,17 @@ static void check_twin(const lora_src *s, const char *name, int alpha_too) {
     model_unmap_file(map, size);
 }
 
-/* Load tmp/NAME (or tmp/NAME/adapter_model.safetensors with `file`) for m. */
+/* Load DIR/NAME (or DIR/NAME/adapter_model.safetensors with `file`) for m. */
 static int load(const cx_model *m, const char *name, int file, lora_src *s, cx_err *err) {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s%s", tmp, name, file ? "/adapter_model.safetensors" : "");
+    snprintf(path, sizeof path, "%s/%s%s", fx_dir(), name, file ? "/adapter_model.safetensors" : "");
     return lora_src_peft(path, m, s, err);
 }
 
-/* Does q's lora_B as stored in tmp/NAME differ from the pair's B (permuted) or equal it? */
+/* Does q's lora_B as stored in DIR/NAME differ from the pair's B (permuted) or equal it? */
 static int b_as_stored(const lora_src *s, const char *name, const char *tensor, const char *pair) {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s/adapter_model.safetensors", tmp, name);
+    snprintf(path, sizeof path, "%s/%s/adapter_model.safetensors", fx_dir(), name);
     st_file f;
     cx_err err = {0};
     if (st_open(path, &f, &err)) return -1;
@@ -380,33 +379,29 @@ static void test_stories(const cx_model *m, const char *mp) {
     }
     /* Paths that hold no adapter. */
     char path[512];
-    snprintf(path, sizeof path, "%s/none", tmp);
+    snprintf(path, sizeof path, "%s/none", fx_dir());
     CHECK(lora_src_peft(path, m, &s, &err) == CX_EIO && strstr(err.msg, "cannot open"), "missing: %s", err.msg);
-    CHECK(lora_src_peft(tmp, m, &s, &err) == CX_EIO && strstr(err.msg, "no adapter_model.safetensors"),
+    CHECK(lora_src_peft(fx_dir(), m, &s, &err) == CX_EIO && strstr(err.msg, "no adapter_model.safetensors"),
           "empty directory: %s", err.msg);
-    snprintf(path, sizeof path, "%s/bin/adapter_model.bin", tmp);
+    snprintf(path, sizeof path, "%s/bin/adapter_model.bin", fx_dir());
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s/bin && touch %s", tmp, path);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/bin && touch %s", fx_dir(), path);
     if (system(cmd) == 0) {
-        snprintf(path, sizeof path, "%s/bin", tmp);
+        snprintf(path, sizeof path, "%s/bin", fx_dir());
         CHECK(lora_src_peft(path, m, &s, &err) == CX_EUNSUP && strstr(err.msg, "adapter_model.bin"),
               "pickled weights: %s", err.msg);
     }
-    snprintf(path, sizeof path, "%s/all.gguf", tmp);
+    snprintf(path, sizeof path, "%s/all.gguf", fx_dir());
     CHECK(lora_src_peft(path, m, &s, &err) == CX_EFORMAT && strstr(err.msg, "all.gguf: a GGUF file"),
           "a GGUF file: %s", err.msg);
 }
 
 /* A Qwen 2 base: Hugging Face's q/k layout is the GGUF one, nothing is permuted. */
 static void test_qwen2(void) {
-    char mp[512];
-    snprintf(mp, sizeof mp, "%s/qwen2.gguf", tmp);
+    const char *mp = fx_synth(cx_shape_find("test-qwen2"), CX_TYPE_F32, 5, "qwen2.gguf");
+    cx_model *m = mp ? fx_load(mp, NULL) : NULL;
+    if (!m) return;
     cx_err err = {0};
-    cx_model *m = NULL;
-    if (cx_synth_write(cx_shape_find("test-qwen2"), CX_TYPE_F32, 5, mp, &err) || cx_model_load(mp, NULL, &m, &err)) {
-        CHECK(0, "qwen2 model: %s", err.msg);
-        return;
-    }
     lora_src s;
     if (make_peft(mp, "qwen", "--modules q_proj,k_proj,o_proj --layers 0") == 0) {
         CHECK(load(m, "qwen", 0, &s, &err) == 0, "qwen: %s", err.msg);
@@ -420,7 +415,6 @@ static void test_qwen2(void) {
 }
 
 TEST_MAIN({
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 1; }
     test_safetensors();
     test_config();
     const char *models = getenv("CORTEX_MODELS") ? getenv("CORTEX_MODELS") : "../shared/models";
@@ -439,7 +433,5 @@ TEST_MAIN({
         cx_model_free(m);
     }
     test_qwen2();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+    fx_cleanup();
 })

@@ -23,10 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
-#include "testing.h"
+#include "fixture.h"
 
-static char dir[] = "/tmp/cortex-sched-XXXXXX";
 static int V; /* vocabulary of the current model */
 
 /* Sleep ms milliseconds. */
@@ -128,15 +126,10 @@ static void drain(cx_sched *s) {
 
 /* A synthetic model of test-tiny's shape with a 512-token context. */
 static cx_model *model(const char *type) {
-    cx_shape sh = *cx_shape_find("test-tiny");
-    sh.n_ctx = 512;
-    char path[256];
-    snprintf(path, sizeof path, "%s/tiny-%s.gguf", dir, type);
-    cx_err err = {0};
-    CHECK(cx_synth_write(&sh, cx_type_from_name(type), 11, path, &err) == 0, "synth: %s", err.msg);
-    cx_model *m = NULL;
-    CHECK(cx_model_load(path, NULL, &m, &err) == 0, "load: %s", err.msg);
-    unlink(path);
+    cx_shape sh = fx_shape("test-tiny", 512);
+    const char *path = fx_synth(&sh, cx_type_from_name(type), 11, "tiny.gguf");
+    cx_model *m = path ? fx_load(path, NULL) : NULL;
+    if (path) unlink(path);
     if (m) V = cx_model_get_info(m)->n_vocab;
     return m;
 }
@@ -525,10 +518,6 @@ static void check_bad(cx_model *m) {
 }
 
 static void run_all(void) {
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
     cx_model *f32 = model("f32"), *q8 = model("q8_0");
     if (f32 && q8) {
         V = cx_model_get_info(f32)->n_vocab;
@@ -547,7 +536,7 @@ static void run_all(void) {
     }
     cx_model_free(f32);
     cx_model_free(q8);
-    rmdir(dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

@@ -17,10 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
-#include "testing.h"
+#include "fixture.h"
 
-static char dir[] = "/tmp/cortex-schedlora-XXXXXX";
 #define GEN 12
 #define NREQ 6
 
@@ -204,13 +202,7 @@ static void check_remove_and_errors(cx_model *m, const char *a1) {
           "taken id: %s", err.msg);
     CHECK(cx_sched_adapter_add(s, 2, "a", a1, 0, &err) == CX_EINVAL && strstr(err.msg, "already taken"),
           "taken name: %s", err.msg);
-    char bad[300];
-    snprintf(bad, sizeof bad, "%s/bad.gguf", dir);
-    FILE *f = fopen(bad, "wb");
-    if (f) {
-        fputs("not a gguf", f);
-        fclose(f);
-    }
+    const char *bad = fx_write("bad.gguf", "not a gguf", 10);
     CHECK(cx_sched_adapter_add(s, 3, "bad", bad, 1, &err) != 0 && strstr(err.msg, bad), "bad file: %s", err.msg);
     CHECK(cx_sched_adapter_add(s, 4, "gone", "/nonexistent.gguf", 0, &err) == CX_EIO, "missing file: %s", err.msg);
     cx_request r = cx_request_defaults();
@@ -242,24 +234,13 @@ static void check_remove_and_errors(cx_model *m, const char *a1) {
 }
 
 static void run_all(void) {
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
-    char path[300], a1[300], a2[300];
-    cx_err err = {0};
-    snprintf(path, sizeof path, "%s/micro.gguf", dir);
-    cx_model *m = NULL;
-    if (cx_synth_write(cx_shape_find("gate-micro"), CX_TYPE_F32, 5, path, &err) || cx_model_load(path, NULL, &m, &err)) {
-        CHECK(0, "model: %s", err.msg);
-        return;
-    }
-    snprintf(a1, sizeof a1, "%s/a1.gguf", dir);
-    snprintf(a2, sizeof a2, "%s/a2.gguf", dir);
+    cx_model *m = fx_synth_model(cx_shape_find("gate-micro"), CX_TYPE_F32, 5, "micro.gguf", NULL);
+    if (!m) return;
     cx_lora_synth_params sp = {.rank = 8, .alpha = 16, .targets = CX_LORA_ALL, .seed = 1, .type = CX_TYPE_F32};
-    CHECK(cx_lora_synth_write(m, &sp, a1, &err) == 0, "synth a1: %s", err.msg);
+    const char *a1 = fx_synth_adapter(m, &sp, "a1.gguf");
     sp.seed = 2;
-    CHECK(cx_lora_synth_write(m, &sp, a2, &err) == 0, "synth a2: %s", err.msg);
+    const char *a2 = fx_synth_adapter(m, &sp, "a2.gguf");
+    cx_err err = {0};
     cx_lora *probe = NULL;
     cx_lora_params lp = cx_lora_defaults();
     lp.type = CX_TYPE_F32;
@@ -273,9 +254,7 @@ static void run_all(void) {
     check_serving(m, a1, a2, bytes);
     check_remove_and_errors(m, a1);
     cx_model_free(m);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) printf("note: could not remove %s\n", dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

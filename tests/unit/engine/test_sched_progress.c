@@ -27,11 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
+#include "fixture.h"
 #include "kv/kv_cache.h"
-#include "testing.h"
-
-static char dir[] = "/tmp/cortex-progress-XXXXXX";
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 /* xorshift64*: the trials are the same on every run. */
@@ -81,8 +78,7 @@ static void trial(cx_model *m, const char *a1, const char *a2, int t, int thread
     sp.kv.budget[CX_KV_HOT] = hb * (1 + (int64_t)rnd(12));
     sp.kv.budget[CX_KV_WARM] = rnd(3) ? 4096 * (int64_t)rnd(12) : 0;
     sp.kv.budget[CX_KV_COLD] = rnd(4) ? 4096 * (int64_t)rnd(24) : 0;
-    char spill[300];
-    snprintf(spill, sizeof spill, "%s/spill-%d", dir, t);
+    const char *spill = fx_path("spill-%d", t);
     if (!rnd(5)) sp.kv.spill_path = spill;
     sp.lora_budget = 48000; /* one 32 KB adapter resident at a time: loads, evictions and waits */
     cx_sched *s = NULL;
@@ -193,24 +189,12 @@ static void trial(cx_model *m, const char *a1, const char *a2, int t, int thread
 
 static void run_all(void) {
     alarm(600); /* a livelock is a failure, not a hung CI job */
-    if (!mkdtemp(dir)) {
-        CHECK(0, "mkdtemp");
-        return;
-    }
-    char path[300], a1[300], a2[300];
-    cx_err err = {0};
-    snprintf(path, sizeof path, "%s/micro.gguf", dir);
-    cx_model *m = NULL;
-    if (cx_synth_write(cx_shape_find("gate-micro"), CX_TYPE_Q8_0, 5, path, &err) || cx_model_load(path, NULL, &m, &err)) {
-        CHECK(0, "model: %s", err.msg);
-        return;
-    }
-    snprintf(a1, sizeof a1, "%s/a1.gguf", dir);
-    snprintf(a2, sizeof a2, "%s/a2.gguf", dir);
+    cx_model *m = fx_synth_model(cx_shape_find("gate-micro"), CX_TYPE_Q8_0, 5, "micro.gguf", NULL);
+    if (!m) return;
     cx_lora_synth_params lp = {.rank = 4, .alpha = 8, .targets = CX_LORA_ALL, .seed = 1, .type = CX_TYPE_F32};
-    CHECK(cx_lora_synth_write(m, &lp, a1, &err) == 0, "synth a1: %s", err.msg);
+    const char *a1 = fx_synth_adapter(m, &lp, "a1.gguf");
     lp.seed = 2;
-    CHECK(cx_lora_synth_write(m, &lp, a2, &err) == 0, "synth a2: %s", err.msg);
+    const char *a2 = fx_synth_adapter(m, &lp, "a2.gguf");
     const char *env = getenv("PROGRESS_TRIALS");
     int trials = env ? atoi(env) : 40;
     for (int t = 0; t < trials; t++) trial(m, a1, a2, t, t % 5 == 4);
@@ -220,9 +204,7 @@ static void run_all(void) {
     CHECK(tot_preempt > 0 && tot_failed > 0 && tot_finished > 0 && tot_cancel > 0,
           "the trials exercised preemption, failure, cancellation and completion");
     cx_model_free(m);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) printf("note: could not remove %s\n", dir);
+    fx_cleanup();
 }
 
 TEST_MAIN(run_all())

@@ -7,25 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
-#include "testing.h"
-
-static char dir[] = "/tmp/cortex-synth-XXXXXX";
-
-static void path_for(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", dir, name); }
-
-/* Bytes of a whole file (malloc'd). */
-static uint8_t *slurp(const char *p, size_t *n) {
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(*n);
-    if (fread(b, 1, *n, f) != *n) { free(b); b = NULL; }
-    fclose(f);
-    return b;
-}
+#include "fixture.h"
 
 /* Logits after feeding BOS plus a few tokens, with `threads` threads. */
 static void logits_after(cx_model *m, int threads, float *out) {
@@ -72,15 +54,9 @@ static void test_types(void) {
     int V = sh->n_vocab;
     float *ref = malloc(sizeof(float) * (size_t)V), *got = malloc(sizeof(float) * (size_t)V);
     for (int t = 0; t < 6; t++) {
-        char p[256];
-        path_for(p, sizeof p, cx_type_name(types[t]));
-        cx_err err = {0};
-        CHECK(cx_synth_write(sh, types[t], 7, p, &err) == 0, "synth %s: %s", cx_type_name(types[t]), err.msg);
-        cx_model *m;
-        if (cx_model_load(p, NULL, &m, &err)) {
-            CHECK(0, "load %s: %s", p, err.msg);
-            continue;
-        }
+        const char *p = fx_synth(sh, types[t], 7, cx_type_name(types[t]));
+        cx_model *m = p ? fx_load(p, NULL) : NULL;
+        if (!m) continue;
         check_info(m, sh, types[t]);
         logits_after(m, 1, t ? got : ref);
         if (t) {
@@ -128,9 +104,7 @@ static void test_q4_k_m(void) {
     static const double tol = 0.25; /* measured: 0.181, 0.202, 0.022 */
     for (int k = 0; k < 3; k++) {
         const cx_shape *sh = &shapes[k];
-        char pf[256], pq[256];
-        path_for(pf, sizeof pf, "kq-f32.gguf");
-        path_for(pq, sizeof pq, "kq-q4_k_m.gguf");
+        const char *pf = fx_path("kq-f32.gguf"), *pq = fx_path("kq-q4_k_m.gguf");
         cx_err err = {0};
         cx_model *mf = NULL, *mq = NULL;
         CHECK(cx_synth_write(sh, CX_TYPE_F32, 3, pf, &err) == 0 && cx_synth_write(sh, CX_FTYPE_Q4_K_M, 3, pq, &err) == 0,
@@ -175,15 +149,12 @@ static void test_q4_k_m(void) {
 /* Same seed, same bytes; another seed, other weights. */
 static void test_reproducible(void) {
     const cx_shape *sh = cx_shape_find("test-tiny");
-    char a[256], b[256], c[256];
-    path_for(a, sizeof a, "a.gguf");
-    path_for(b, sizeof b, "b.gguf");
-    path_for(c, sizeof c, "c.gguf");
+    const char *a = fx_path("a.gguf"), *b = fx_path("b.gguf"), *c = fx_path("c.gguf");
     cx_err err = {0};
     CHECK(cx_synth_write(sh, CX_TYPE_Q4_0, 1, a, &err) == 0 && cx_synth_write(sh, CX_TYPE_Q4_0, 1, b, &err) == 0 &&
           cx_synth_write(sh, CX_TYPE_Q4_0, 2, c, &err) == 0, "synth: %s", err.msg);
     size_t na, nb, nc;
-    uint8_t *x = slurp(a, &na), *y = slurp(b, &nb), *z = slurp(c, &nc);
+    char *x = fx_slurp(a, &na), *y = fx_slurp(b, &nb), *z = fx_slurp(c, &nc);
     CHECK(x && y && na == nb && !memcmp(x, y, na), "same seed -> identical files");
     CHECK(z && na == nc && memcmp(x, z, na) != 0, "different seed -> different weights");
     free(x);
@@ -210,11 +181,9 @@ static void test_presets(void) {
 
 /* Generation on a synthetic model: greedy is deterministic and in range. */
 static void test_generate(void) {
-    char p[256];
-    path_for(p, sizeof p, "q8_0");
-    cx_model *m;
+    cx_model *m = fx_load(fx_path("q8_0"), NULL);
+    if (!m) return;
     cx_err err = {0};
-    if (cx_model_load(p, NULL, &m, &err)) { CHECK(0, "load: %s", err.msg); return; }
     int32_t seq[2][40];
     for (int run = 0; run < 2; run++) {
         cx_session *s;
@@ -241,13 +210,10 @@ static void test_generate(void) {
 }
 
 TEST_MAIN({
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     test_presets();
     test_types();
     test_q4_k_m();
     test_reproducible();
     test_generate();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    fx_cleanup();
 })

@@ -17,15 +17,14 @@
 #include <unistd.h>
 
 #include "env.h"
-#include "testing.h"
+#include "fixture.h"
 
-static char dir[] = "/tmp/cortex-env-XXXXXX";
 
-/* Write text to dir/rel, creating its directories. */
+/* Write text to rel in the scratch directory, creating its directories. */
 static void put(const char *rel, const char *text) {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    for (char *p = path + strlen(dir) + 1; *p; p++)
+    snprintf(path, sizeof path, "%s", fx_path("%s", rel));
+    for (char *p = path + strlen(fx_dir()) + 1; *p; p++)
         if (*p == '/') {
             *p = 0;
             mkdir(path, 0755);
@@ -39,14 +38,8 @@ static void put(const char *rel, const char *text) {
     }
 }
 
-/* The path of dir/rel in a static buffer (one at a time). */
-static const char *at(const char *rel) {
-    static char path[2][512];
-    static int k;
-    k ^= 1;
-    snprintf(path[k], sizeof path[k], "%s/%s", dir, rel);
-    return path[k];
-}
+/* The path of rel in the scratch directory. */
+static const char *at(const char *rel) { return fx_path("%s", rel); }
 
 /* A set of the listed CPUs (-1 ends the list). */
 static cpu_set_t set_of(const int *cpus) {
@@ -292,7 +285,7 @@ static void test_this_machine(void) {
 }
 
 TEST_MAIN({
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    CHECK(access(fx_dir(), W_OK) == 0, "scratch directory %s", fx_dir());
     test_cpulist();
     test_cpu_max();
     test_cgroup();
@@ -301,7 +294,5 @@ TEST_MAIN({
     test_signature();
     test_default_threads();
     test_this_machine();
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    fx_cleanup();
 })

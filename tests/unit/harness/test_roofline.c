@@ -13,18 +13,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cortex_tools.h"
 #include "env.h"
+#include "fixture.h"
 #include "hw_store.h"
 #include "roofline.h"
 #include "store.h"
-#include "testing.h"
 #include "validity.h"
 
 /* Every run here is a measurement. */
 static const run_verdict valid = {.valid = 1};
 
-static char dir[] = "/tmp/cortex-roofline-XXXXXX";
 
 /* Untied and tied models described by numbers, worked by hand. */
 static void test_arithmetic(void) {
@@ -76,13 +74,7 @@ static void test_apply(void) {
 
 /* A real (synthetic) model: tied test-tiny and untied stories-like numbers from its tensors. */
 static void test_model(void) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/tiny.gguf", dir);
-    cx_err e = {0};
-    cx_model *m = NULL;
-    CHECK(cx_synth_write(cx_shape_find("test-tiny"), CX_TYPE_Q8_0, 1, path, &e) == 0 &&
-              cx_model_load(path, NULL, &m, &e) == 0,
-          "model: %s", e.msg);
+    cx_model *m = fx_synth_model(cx_shape_find("test-tiny"), CX_TYPE_Q8_0, 1, "tiny.gguf", NULL);
     if (!m) return;
     const cx_model_info *mi = cx_model_get_info(m);
     double embd = 0;
@@ -150,8 +142,8 @@ static void test_experts(void) {
 
 /* hw rows: which one a run at t threads uses; the sentences shown. */
 static void test_lookup_and_describe(void) {
-    char path[256], err[512], buf[512];
-    snprintf(path, sizeof path, "%s/r.db", dir);
+    const char *path = fx_path("r.db");
+    char err[512], buf[512];
     store *s;
     CHECK(store_open(path, &s, err, sizeof err) == 0, "open: %s", err);
     if (!s) return;
@@ -237,13 +229,10 @@ static void test_lookup_and_describe(void) {
 }
 
 TEST_MAIN({
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 1; }
     test_arithmetic();
     test_apply();
     test_model();
     test_experts();
     test_lookup_and_describe();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    fx_cleanup();
 })
