@@ -21,6 +21,7 @@
 #include "lora/lora_src.h"
 #include "lora/safetensors.h"
 #include "model.h"
+#include "model_map.h"
 #include "testing.h"
 #include "util.h"
 
