@@ -81,8 +81,9 @@ $(BUILD)/%.o: %.c
 
 # SIMD kernels: only files named *_avx2.c get the AVX2 instruction set, only
 # *_avxvnni.c that plus AVX-VNNI, only *_avx512.c the AVX-512 one (F/BW/VL/DQ,
-# VNNI), only *_avx512bf16.c that plus AVX-512 BF16; the dispatcher (engine/src/kernels/dispatch.c) calls them only
-# after CPUID says so, so one binary runs on any x86-64.
+# VNNI), only *_avx512bf16.c that plus AVX-512 BF16; the dispatcher (engine/src/kernels/dispatch.c) hands them out
+# only after CPUID says so (engine/src/kernels/cpu.c: no ISA flags, like every file not named so), so one
+# binary runs on any x86-64.
 ISA_AVX2 = -mavx2 -mfma -mf16c
 ISA_AVXVNNI = $(ISA_AVX2) -mavxvnni
 ISA_AVX512 = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c

@@ -71,7 +71,7 @@ struct cx_model {
     char arch[32];       /* general.architecture ("llama", "qwen2", or any name for a vocabulary-only file) */
     const uint8_t *map;  /* the model file, mapped or copied (read-only either way) */
     size_t map_size;
-    int map_copied;      /* 1: a huge-page copy (model_load_file), 0: an mmap */
+    int map_copied;      /* 1: a huge-page copy (model_load_file, model_map.h), 0: an mmap */
     int n_repacked;      /* matrices repacked to KERN_LAYOUT_X8 or X16 at load */
     int repacked_layout; /* the layout of the last one repacked (for info.weights_memory) */
     const kern_ops *kern;/* the kernel table every pass over this model runs (cx_model_params.isa) */
@@ -97,16 +97,7 @@ struct cx_model {
 #define MODEL_LAYER_MATS 8
 int model_layer_matrices(cx_layer *y, cx_weight **out);
 
-/* Map a whole file read-only; *size gets its length. */
-int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err);
-void model_unmap_file(const uint8_t *map, size_t size);
-/* Like model_map_file, but the weights-memory policy `weights` (CX_WEIGHTS_*,
- * see model.c) may copy the file into huge pages; *copied says which
- * happened. Release with model_release_file. */
-int model_load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int weights, cx_err *err);
-void model_release_file(const uint8_t *map, size_t size, int copied);
-
-/* Fill m from a GGUF image / a llama2.c checkpoint (+ tokenizer image). */
+/* Fill m from a GGUF image (model_gguf.c) / a llama2.c checkpoint (+ tokenizer image; llama2c.c). */
 int model_from_gguf(cx_model *m, const char *label, cx_err *err);
 int model_from_llama2c(cx_model *m, const char *label, const uint8_t *tok, size_t tok_size, const char *tok_label,
                        cx_err *err);

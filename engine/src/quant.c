@@ -1,6 +1,8 @@
 /*
- * quant.c - scalar quantize/dequantize for the supported block formats.
- * Rounding follows ggml's reference quantizers so our files and theirs agree.
+ * quant.c - the supported weight types: scalar quantize/dequantize for their
+ * block formats, the type each tensor of a file type gets, and the types'
+ * names (cx_type_name, cx_type_from_name). Rounding follows ggml's
+ * reference quantizers so our files and theirs agree.
  */
 #include "quant.h"
 
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "cortex.h"
+#include "cortex_tools.h"
 #include "kquant.h"
 #include "mxfp4.h"
 #include "util.h"
@@ -165,4 +168,31 @@ int quant_tensor_type(int ftype, const char *name, int layer, int n_layer, int64
     if (moe && ftype == CX_TYPE_MXFP4 && !ends_with(name, "_exps.weight"))
         return quant_mix_type(CX_TYPE_Q8_0, name, layer, n_layer, cols);
     return quant_mix_type(ftype, name, layer, n_layer, cols);
+}
+
+/* ---- names (cortex.h, cortex_tools.h) ---- */
+
+/* Every type and file type with a name, in the order cx_type_from_name tries them. */
+static const int NAMED_TYPES[] = {CX_TYPE_F32, CX_TYPE_F16, CX_TYPE_BF16, CX_TYPE_Q8_0, CX_TYPE_Q4_0,
+                                  CX_TYPE_Q4_K, CX_TYPE_Q6_K, CX_TYPE_MXFP4, CX_FTYPE_Q4_K_M};
+
+const char *cx_type_name(int type) {
+    switch (type) {
+    case CX_TYPE_F32: return "f32";
+    case CX_TYPE_F16: return "f16";
+    case CX_TYPE_BF16: return "bf16";
+    case CX_TYPE_Q8_0: return "q8_0";
+    case CX_TYPE_Q4_0: return "q4_0";
+    case CX_TYPE_Q4_K: return "q4_k";
+    case CX_TYPE_Q6_K: return "q6_k";
+    case CX_TYPE_MXFP4: return "mxfp4";
+    case CX_FTYPE_Q4_K_M: return "q4_k_m";
+    default: return "?";
+    }
+}
+
+int cx_type_from_name(const char *s) {
+    for (size_t i = 0; i < sizeof NAMED_TYPES / sizeof NAMED_TYPES[0]; i++)
+        if (!strcasecmp(s, cx_type_name(NAMED_TYPES[i]))) return NAMED_TYPES[i];
+    return -1;
 }

@@ -35,6 +35,7 @@
 #include "gguf.h"
 #include "gguf_write.h"
 #include "model.h"
+#include "model_map.h"
 #include "quant.h"
 #include "util.h"
 

@@ -16,7 +16,7 @@
 
 #include "cortex.h"
 #include "gguf.h"
-#include "model.h"
+#include "model_map.h"
 #include "quant.h"
 
 #define MAGIC 0x50445144u

@@ -1,5 +1,11 @@
 /*
- * kernels.h - the numeric kernels of the forward pass and their dispatch.
+ * kernels.h - the numeric kernels of the forward pass and their dispatch:
+ * the kernel-table contract. Defined in: the kernels_*.c, kquant_*.c,
+ * mxfp4_*.c, ops_avx512.c and bf16_avx512bf16.c tables (kernels_scalar.c also
+ * kern_rope_table, the rope entry's input); dispatch.c (table
+ * composition and choice: kern_select, kern_table, kern_missing); cpu.c
+ * (CPUID: kern_cpu_features); act.c (activation buffers, kern_gemm_generic);
+ * repack.c (the X8 and X16 weight layouts).
  *
  * Every kernel exists once per instruction set: a scalar reference
  * (kernels_scalar.c, written for clarity and exact agreement with the block
@@ -10,7 +16,7 @@
  * "avx512vnni" tables, which take the AVX2 table's entries for what they do not override; bf16_avx512bf16.c for
  * the "avx512bf16" table, avx512vnni's with BF16 weights met by bf16-rounded
  * activations through vdpbf16ps: faster, rounded differently, never the default).
- * kern_select() picks a table (CPUID is read once per process); a model
+ * kern_select() picks a table (cpu.c reads CPUID once per process); a model
  * keeps the one it was loaded with and its passes call through it
  * (cx_model_params.isa may force "scalar", "avx2", "avxvnni", "avx512",
  * "avx512vnni", "avx512bf16").
@@ -138,11 +144,13 @@ int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_siz
 /* The tables themselves, for tests that compare them. NULL if not compiled in
  * or not supported by this CPU. */
 const kern_ops *kern_table(const char *isa);
-/* What the CPU offers, as "avx2 fma f16c" etc. (CPUID), for reports. */
+/* What the CPU offers, as "avx2 fma f16c" etc. (CPUID, cpu.c), for reports. */
 const char *kern_cpu_features(void);
 /* NULL if table `isa` runs here, else the first feature it needs that the CPU
  * or OS lacks, in words ("AVX-512 VNNI"), for SKIP lines and errors. */
 const char *kern_missing(const char *isa);
+
+/* ---- activation buffers (act.c) ---- */
 
 /* Activation format a weight type's kernels consume (KERN_ACT_*), -1 if none. */
 int kern_act_format(int type);
@@ -160,7 +168,7 @@ void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row
                        const kern_act *a, float *y, int64_t ldy);
 
 /*
- * Weight layouts. KERN_LAYOUT_ROWS is the file's: row after row of ggml
+ * Weight layouts (repack.c). KERN_LAYOUT_ROWS is the file's: row after row of ggml
  * blocks. KERN_LAYOUT_X8 interleaves groups of eight rows block by block:
  * for block b of rows 8g..8g+7, their eight scales (fp16: 16 bytes; MXFP4's
  * E8M0 bytes: 8), then their eight code arrays (q8_0: 8 x 32 bytes; q4_0 and
@@ -194,7 +202,9 @@ int kern_repack_x8(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_
  */
 int kern_repack_x16(int type, uint8_t *group, size_t row_bytes, int64_t n, uint8_t *scratch);
 
-/* cs[2i] = cos(pos*inv_freq[i]), cs[2i+1] = sin(...), angles in double. */
+/* The rope entry's input, the same for every table (kernels_scalar.c, next to
+ * the reference rope): cs[2i] = cos(pos*inv_freq[i]), cs[2i+1] = sin(...),
+ * angles in double. */
 void kern_rope_table(float *cs, int head_dim, int pos, const double *inv_freq);
 
 /* ---- the scalar table's kernels, exported as references for SIMD tests ---- */

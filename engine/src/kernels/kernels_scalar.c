@@ -249,6 +249,15 @@ static void softmax(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
 
+/* See kernels.h: every table's rope reads this one table, so it is no table entry. */
+void kern_rope_table(float *cs, int head_dim, int pos, const double *inv_freq) {
+    for (int i = 0; i < head_dim / 2; i++) {
+        double angle = (double)pos * inv_freq[i];
+        cs[2 * i] = (float)cos(angle);
+        cs[2 * i + 1] = (float)sin(angle);
+    }
+}
+
 static void rope(float *v, int n_heads, int head_dim, const float *cs) {
     for (int h = 0; h < n_heads; h++)
         for (int i = 0; i < head_dim; i += 2) {

@@ -32,6 +32,7 @@
 #include "lora_src.h"
 #include "safetensors.h"
 #include "../model.h"
+#include "../model_map.h"
 #include "../util.h"
 
 /* The adaptable modules: Hugging Face parent and name, GGUF name part. */

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "../gguf.h"
-#include "../model.h"
+#include "../model_map.h"
 #include "../quant.h"
 #include "../util.h"
 #include "lora_src.h"

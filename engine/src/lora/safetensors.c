@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model.h"
+#include "../model_map.h"
 #include "../util.h"
 
 /* Every dtype the format defines, with its element size; `st` is the

@@ -21,8 +21,8 @@
 #include "lora/lora_src.h"
 #include "lora/safetensors.h"
 #include "model.h"
+#include "model_map.h"
 #include "util.h"
-
 
 /* ---- safetensors on hand-built images ------------------------------------ */
 
