@@ -5,7 +5,7 @@
  * which the scheduler calls). A pass is the same protocol wherever it
  * starts, written once here:
  *
- *   fwd_lora_prepare   adapters' buffers, before any block moves (a failure
+ *   lora_ws_prepare    adapters' buffers, before any block moves (a failure
  *                      leaves the caches as they were)
  *   kv_prepare_batch   per cache, once over that cache's segments: blocks
  *                      appended, copied on write, moved between tiers,
