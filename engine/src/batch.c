@@ -82,7 +82,7 @@ int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **ou
 
 /* See session.h: every row may be its own run (one sequence a token). */
 int batch_lora_reserve(cx_batch *b, int rank_sum, cx_err *err) {
-    return fwd_lora_reserve(&b->ws, b->ws.batch, b->ws.batch, 1, rank_sum, err);
+    return lora_ws_reserve(&b->ws.lora, b->ws.batch, b->ws.batch, 1, rank_sum, err);
 }
 
 /* Check the request before anything is locked or changed. */

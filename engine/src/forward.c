@@ -76,53 +76,107 @@ static int input_rows(const cx_model_info *h, int rows) { return rows * (h->n_ex
 
 /*
  * The workspace is one 4 KiB-aligned region carved by an arena (arena.h):
- * at creation, the buffers every pass uses (activations for `batch` rows,
- * logits, RoPE frequencies, per-thread attention scratch, each thread's on
- * its own cache lines); then, per pass, the 8-bit forms of the matrix
- * inputs, sized for that pass's rows: the arena is rolled back to the end
- * of the fixed part at the start of every pass (fwd_pass), so a pass's
- * scratch costs a pointer bump and nothing is freed one by one.
+ * at creation, the buffers every pass uses: the shared activations for
+ * `batch` rows, logits and RoPE frequencies (act_size), attention's scratch
+ * (att_ws_size), the experts' (moe_ws_size, moe.c); then, per pass, the
+ * matrix input's prepared forms, sized for that pass's rows (input_size):
+ * the arena is rolled back to the end of the fixed part at the start of
+ * every pass (fwd_pass_begin), so a pass's scratch costs a pointer bump and
+ * nothing is freed one by one. Every buffer is whole cache lines
+ * (fwd_lines), so the sizes add up exactly (fwd_ws_init checks it).
  */
 
-/* Bytes of `n` items of `size`, rounded up to whole cache lines. */
-static size_t lines(size_t n, size_t size) { return (n * size + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
-
-/* Floats of the per-row buffers for `batch` rows and n_out logit rows. */
-static size_t ws_floats(const cx_model_info *h, size_t batch, size_t n_out) {
-    size_t E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim, KV = (size_t)h->n_head_kv * hd;
-    size_t Q = q_dim(h), W = E > Q ? E : Q; /* x, xb2: E; xb: W (attention output too); q: Q */
-    return batch * (2 * E + W + Q + 2 * F + 2 * KV + hd) + n_out * (size_t)h->n_vocab + moe_ws_floats(h, batch);
+/* See forward.h. */
+void *fwd_carve(arena *mem, size_t n, size_t size) {
+    size_t bytes = fwd_lines(n, size);
+    void *p = arena_alloc(mem, bytes, ARENA_ALIGN);
+    assert(p);
+    memset(p, 0, bytes);
+    return p;
 }
 
-/* Bytes of one thread's slice of each attention scratch buffer, each a whole
- * number of lines: scores [ATT_TILE] floats; accumulators [heads of a kv
- * group][ATT_QBLOCK][head_dim] doubles; running max and sum [heads][ATT_QBLOCK][2]
- * doubles; the packed tile, keys then values, [2][ATT_TILE][head_dim] floats. */
-static void att_slice_bytes(const cx_model_info *h, size_t bytes[4]) {
+/* The shared activations' widths: x, xb2: E; xb: W (the attention output
+ * too); q: Q; hb, hb2: F; kk, vv: KV; rope_cs: hd. */
+typedef struct act_dims { size_t E, W, Q, F, KV, hd; } act_dims;
+
+static act_dims dims_of(const cx_model_info *h) {
+    act_dims d = {(size_t)h->n_embd, 0, q_dim(h), (size_t)h->n_ff, (size_t)h->n_head_kv * (size_t)h->head_dim,
+                  (size_t)h->head_dim};
+    d.W = d.E > d.Q ? d.E : d.Q;
+    return d;
+}
+
+/* Bytes of the shared activations (as act_carve takes them). */
+static size_t act_size(const cx_model_info *h, int batch, int n_out) {
+    act_dims d = dims_of(h);
+    size_t B = (size_t)batch;
+    return 2 * fwd_lines(B * d.E, sizeof(float)) + fwd_lines(B * d.W, sizeof(float)) + fwd_lines(B * d.Q, sizeof(float)) +
+           2 * fwd_lines(B * d.F, sizeof(float)) + 2 * fwd_lines(B * d.KV, sizeof(float)) +
+           fwd_lines(B * d.hd, sizeof(float)) + fwd_lines((size_t)n_out * (size_t)h->n_vocab, sizeof(float)) +
+           fwd_lines(d.hd / 2, sizeof(double));
+}
+
+static void act_carve(fwd_ws *w, const cx_model_info *h, int batch, int n_out) {
+    act_dims d = dims_of(h);
+    size_t B = (size_t)batch;
+    w->x = fwd_carve(&w->mem, B * d.E, sizeof(float));
+    w->xb = fwd_carve(&w->mem, B * d.W, sizeof(float));
+    w->xb2 = fwd_carve(&w->mem, B * d.E, sizeof(float));
+    w->q = fwd_carve(&w->mem, B * d.Q, sizeof(float));
+    w->hb = fwd_carve(&w->mem, B * d.F, sizeof(float));
+    w->hb2 = fwd_carve(&w->mem, B * d.F, sizeof(float));
+    w->kk = fwd_carve(&w->mem, B * d.KV, sizeof(float));
+    w->vv = fwd_carve(&w->mem, B * d.KV, sizeof(float));
+    w->rope_cs = fwd_carve(&w->mem, B * d.hd, sizeof(float));
+    w->logits = fwd_carve(&w->mem, (size_t)n_out * (size_t)h->n_vocab, sizeof(float));
+    w->inv_freq = fwd_carve(&w->mem, d.hd / 2, sizeof(double));
+}
+
+/* Items of one thread's slice of each attention scratch buffer: scores
+ * [ATT_TILE] floats; accumulators [heads of a kv group][ATT_QBLOCK][head_dim]
+ * doubles; running max and sum [heads][ATT_QBLOCK][2] doubles; the packed
+ * tile, keys then values, [2][ATT_TILE][head_dim] floats. */
+static void att_slice(const cx_model_info *h, size_t n[FWD_ATT_BUFS]) {
     size_t hd = (size_t)h->head_dim, rep = (size_t)(h->n_head / h->n_head_kv); /* heads per item, at most */
-    bytes[0] = lines(ATT_TILE, sizeof(float));
-    bytes[1] = lines(rep * ATT_QBLOCK * hd, sizeof(double));
-    bytes[2] = lines(rep * ATT_QBLOCK * 2, sizeof(double));
-    bytes[3] = lines(2 * ATT_TILE * hd, sizeof(float));
+    n[0] = ATT_TILE;
+    n[1] = rep * ATT_QBLOCK * hd;
+    n[2] = rep * ATT_QBLOCK * 2;
+    n[3] = 2 * ATT_TILE * hd;
+}
+static const size_t att_item_size[FWD_ATT_BUFS] = {sizeof(float), sizeof(double), sizeof(double), sizeof(float)};
+
+/* Bytes of attention's scratch (as att_ws_carve takes them): n_threads
+ * slices of whole lines, and the work items' ends. */
+static size_t att_ws_size(const cx_model_info *h, int batch, int n_threads) {
+    size_t n[FWD_ATT_BUFS], bytes = fwd_lines((size_t)batch, sizeof(int));
+    att_slice(h, n);
+    for (int b = 0; b < FWD_ATT_BUFS; b++) bytes += (size_t)n_threads * fwd_lines(n[b], att_item_size[b]);
+    return bytes;
 }
 
-/* Bytes of the whole region: the fixed buffers (each padded to a line,
- * plus a line of alignment slack each) and the largest per-pass scratch. */
-static size_t ws_region(const cx_model_info *h, int batch, int n_out, int n_threads) {
-    size_t T = (size_t)n_threads, hd = (size_t)h->head_dim, slack = 16 * ARENA_ALIGN, att[4];
-    att_slice_bytes(h, att);
-    size_t fixed = lines(ws_floats(h, (size_t)batch, (size_t)n_out), sizeof(float)) + lines(hd / 2, sizeof(double)) +
-                   T * (att[0] + att[1] + att[2] + att[3]) + lines((size_t)batch, sizeof(int));
-    size_t pass = 0;
-    for (int f = KERN_ACT_Q8_32; f <= KERN_ACT_Q8_256; f++)
-        pass += lines(kern_act_bytes(f, input_rows(h, batch), widest_input(h)), 1);
-    return fixed + pass + slack + 8 * ARENA_ALIGN; /* + the experts' buffers' line padding */
+static void att_ws_carve(fwd_att_ws *a, arena *mem, const cx_model_info *h, int batch, int n_threads) {
+    size_t n[FWD_ATT_BUFS], T = (size_t)n_threads;
+    att_slice(h, n);
+    for (int b = 0; b < FWD_ATT_BUFS; b++) a->stride[b] = fwd_lines(n[b], att_item_size[b]) / att_item_size[b];
+    a->scores = fwd_carve(mem, T * a->stride[0], sizeof(float));
+    a->acc = fwd_carve(mem, T * a->stride[1], sizeof(double));
+    a->ml = fwd_carve(mem, T * a->stride[2], sizeof(double));
+    a->kv = fwd_carve(mem, T * a->stride[3], sizeof(float));
+    a->item_end = fwd_carve(mem, (size_t)batch, sizeof(int));
+}
+
+/* Bytes of the pass's scratch at most: each format's form of an input of
+ * the pass's rows at the widest input (fwd_input_for takes them). */
+static size_t input_size(const cx_model_info *h, int batch) {
+    size_t bytes = 0;
+    for (int f = 0; f < FWD_ACT_FORMATS; f++) bytes += fwd_lines(kern_act_bytes(f, input_rows(h, batch), widest_input(h)), 1);
+    return bytes;
 }
 
 /* See forward.h. */
 void fwd_ws_free(fwd_ws *w) {
     tp_free(w->pool);
-    fwd_lora_free(w);
+    lora_ws_free(&w->lora);
     free(w->region);
 #ifdef CORTEX_TEST_KNOBS
     free(w->knob_y);
@@ -135,14 +189,6 @@ int fwd_check_setup(int *n_threads, cx_err *err) {
     if (*n_threads > 256) return cx_fail(err, CX_EINVAL, "thread count %d is out of range (1..256)", *n_threads);
     if (*n_threads < 1) *n_threads = 1;
     return 0;
-}
-
-/* Zeroed, line-aligned bytes from the workspace's arena (sized by ws_region, so it fits). */
-static void *carve(fwd_ws *w, size_t bytes) {
-    void *p = arena_alloc(&w->mem, bytes, ARENA_ALIGN);
-    assert(p);
-    memset(p, 0, bytes);
-    return p;
 }
 
 /*
@@ -181,7 +227,7 @@ static void rope_frequencies(fwd_ws *w) {
         }
         w->inv_freq[i] = scale * theta;
     }
-    w->att_scale = 1.0f / sqrtf((float)hd) * mscale * mscale;
+    w->att.scale = 1.0f / sqrtf((float)hd) * mscale * mscale;
 }
 
 /* See forward.h. */
@@ -205,7 +251,8 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     w->batch = batch;
     w->n_out = n_out;
     w->n_threads = n_threads;
-    size_t region = ws_region(h, batch, n_out, n_threads);
+    size_t fixed = act_size(h, batch, n_out) + att_ws_size(h, batch, n_threads) + moe_ws_size(h, batch);
+    size_t region = fixed + input_size(h, batch);
     if (posix_memalign(&w->region, ARENA_PAGE_ALIGN, region)) w->region = NULL;
     w->pool = tp_new(n_threads);
     int ok = w->region && w->pool;
@@ -220,33 +267,11 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
         return cx_fail(err, CX_ENOMEM, "out of memory for a %d-token pass (%zu MiB)", batch, region >> 20);
     }
     arena_init(&w->mem, w->region, region);
-    size_t B = (size_t)batch, E = (size_t)h->n_embd, F = (size_t)h->n_ff, hd = (size_t)h->head_dim;
-    size_t KV = (size_t)h->n_head_kv * hd;
-    size_t Q = q_dim(h), W = E > Q ? E : Q;
-    w->x = carve(w, B * E * sizeof(float));
-    w->xb = carve(w, B * W * sizeof(float));
-    w->xb2 = carve(w, B * E * sizeof(float));
-    w->q = carve(w, B * Q * sizeof(float));
-    w->hb = carve(w, B * F * sizeof(float));
-    w->hb2 = carve(w, B * F * sizeof(float));
-    w->kk = carve(w, B * KV * sizeof(float));
-    w->vv = carve(w, B * KV * sizeof(float));
-    w->rope_cs = carve(w, B * hd * sizeof(float));
-    w->logits = carve(w, (size_t)n_out * (size_t)h->n_vocab * sizeof(float));
-    w->inv_freq = carve(w, hd / 2 * sizeof(double));
-    w->item_end = carve(w, B * sizeof(int));
-    if (h->n_expert) moe_ws_carve(w, batch);
-    size_t att[4];
-    att_slice_bytes(h, att);
-    w->att_stride[0] = att[0] / sizeof(float);
-    w->att_stride[1] = att[1] / sizeof(double);
-    w->att_stride[2] = att[2] / sizeof(double);
-    w->att_stride[3] = att[3] / sizeof(float);
-    w->att_scores = carve(w, (size_t)n_threads * att[0]);
-    w->att_acc = carve(w, (size_t)n_threads * att[1]);
-    w->att_ml = carve(w, (size_t)n_threads * att[2]);
-    w->att_kv = carve(w, (size_t)n_threads * att[3]);
+    act_carve(w, h, batch, n_out);
+    att_ws_carve(&w->att, &w->mem, h, batch, n_threads);
+    moe_ws_carve(&w->moe, &w->mem, h, batch);
     w->pass_mark = arena_mark(&w->mem);
+    assert(w->pass_mark == fixed);
     rope_frequencies(w);
     return 0;
 }
@@ -259,33 +284,43 @@ typedef struct prep_job { fwd_ws *w; fwd_act *slot; } prep_job;
 static void prep_part(void *ctx, int i, int n) {
     prep_job *j = ctx;
     fwd_ws *w = j->w;
-    for (int t = w->in_T * i / n; t < w->in_T * (i + 1) / n; t++)
-        kern_act_set(w->k, &j->slot->a, t, w->in + (size_t)t * (size_t)w->in_n);
+    const fwd_input *in = &w->in;
+    for (int t = in->T * i / n; t < in->T * (i + 1) / n; t++)
+        kern_act_set(w->k, &j->slot->a, t, in->x + (size_t)t * (size_t)in->n);
 }
 
 /* See forward.h. */
-void fwd_set_input(fwd_ws *w, const float *x, int T, int64_t n) {
-    w->in = x;
-    w->in_T = T;
-    w->in_n = n;
-    for (int f = 0; f < 3; f++) w->act[f].ready = 0;
+void fwd_pass_begin(fwd_ws *w, int rows) {
+    assert(rows >= 1 && rows <= w->batch);
+    arena_release(&w->mem, w->pass_mark); /* last pass's scratch */
+    memset(&w->in, 0, sizeof w->in);
+    w->pass_rows = rows;
+}
+
+/* See forward.h. */
+void fwd_input_set(fwd_ws *w, const float *x, int T, int64_t n) {
+    w->in.x = x;
+    w->in.T = T;
+    w->in.n = n;
+    for (int f = 0; f < FWD_ACT_FORMATS; f++) w->in.act[f].ready = 0;
 }
 
 /* See forward.h. */
 const kern_act *fwd_input_for(fwd_ws *w, int type) {
     int fmt = kern_act_format(type);
     assert(fmt >= 0);
-    fwd_act *slot = &w->act[fmt];
+    fwd_input *in = &w->in;
+    fwd_act *slot = &in->act[fmt];
     if (!slot->ready) {
         if (!slot->mem) /* first use in this pass: room for the pass's rows at the widest input */
             slot->mem = arena_alloc(&w->mem, kern_act_bytes(fmt, input_rows(&w->m->info, w->pass_rows),
                                                             widest_input(&w->m->info)), ARENA_ALIGN);
-        assert(slot->mem && w->in_T <= input_rows(&w->m->info, w->pass_rows));
-        kern_act_init(&slot->a, fmt, w->in_T, w->in_n, slot->mem);
-        slot->a.f = w->in;
+        assert(slot->mem && in->T <= input_rows(&w->m->info, w->pass_rows));
+        kern_act_init(&slot->a, fmt, in->T, in->n, slot->mem);
+        slot->a.f = in->x;
         if (fmt != KERN_ACT_F32) {
             prep_job j = {w, slot};
-            if (w->in_T >= 4) tp_run(w->pool, prep_part, &j);
+            if (in->T >= 4) tp_run(w->pool, prep_part, &j);
             else prep_part(&j, 0, 1);
         }
         slot->ready = 1;
@@ -298,7 +333,7 @@ typedef struct matmul_job {
     const kern_act *a;
     float *y;
     int64_t ldy, rows;
-    const fwd_lora_job *lora; /* the adapters' low-rank products to add (n_lora of them) */
+    const lora_job *lora;     /* the adapters' low-rank products to add (n_lora of them) */
     int n_lora;
 } matmul_job;
 
@@ -343,7 +378,7 @@ static void matmul_part(void *ctx, int i, int n) {
     fwd_gemm_rows(j->k, j->w, j->w->data, r0, r1, j->a, j->y, j->ldy);
     /* LoRA: B·u into the same outputs, for each run's rows (lora/lora_pass.c) */
     for (int a = 0; a < j->n_lora; a++) {
-        const fwd_lora_job *lj = &j->lora[a];
+        const lora_job *lj = &j->lora[a];
         j->k->lora_up(j->y + (size_t)lj->row * (size_t)j->ldy, j->ldy, lj->u, lj->mat->rank, lj->T, lj->mat->b,
                       lj->mat->b_type, lj->mat->rank, r0, r1);
     }
@@ -353,7 +388,7 @@ static void matmul_part(void *ctx, int i, int n) {
  * Each (row, token) is computed by exactly one thread with the same kernel, so
  * the result does not depend on the thread count. */
 static void matmul_rows(fwd_ws *ws, const cx_weight *w, int64_t rows, float *y, int64_t ldy) {
-    assert(w->cols == ws->in_n);
+    assert(w->cols == ws->in.n);
     matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, ldy, rows, NULL, 0};
     tp_run(ws->pool, matmul_part, &j);
 }
@@ -361,11 +396,12 @@ static void matmul_rows(fwd_ws *ws, const cx_weight *w, int64_t rows, float *y, 
 void fwd_matmul(fwd_ws *ws, const cx_weight *w, float *y) { matmul_rows(ws, w, w->rows, y, w->rows); }
 
 /* matmul of layer matrix `proj` (LORA_*): plus each adapter's B·u, u made by
- * fwd_lora_down for the current input. */
+ * lora_ws_down for the current input. */
 static void matmul_adapted(fwd_ws *ws, const cx_weight *w, float *y, int proj) {
-    assert(w->cols == ws->in_n);
-    int b = ws->lora_begin[proj], e = ws->lora_end[proj];
-    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, w->rows, w->rows, e > b ? ws->lora_jobs + b : NULL, e - b};
+    assert(w->cols == ws->in.n);
+    int n_lora;
+    const lora_job *lora = lora_ws_jobs(&ws->lora, proj, &n_lora);
+    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, w->rows, w->rows, lora, n_lora};
     tp_run(ws->pool, matmul_part, &j);
 }
 
@@ -407,13 +443,13 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     int hd = h->head_dim, kv_dim = h->n_head_kv * hd, QD = (int)q_dim(h);
     int kvh = head0 / (h->n_head / h->n_head_kv); /* grouped-query: query heads share a kv head */
     assert(nh == 1 || (nh == h->n_head / h->n_head_kv && head0 % nh == 0));
-    float scale = w->att_scale;
+    float scale = w->att.scale;
     int W = L->window;
     const float *const *Kb = g->view->k, *const *Vb = g->view->v;
     size_t col = (size_t)kvh * (size_t)hd; /* this kv head's columns in a row */
-    float *sc = w->att_scores + (size_t)tid * w->att_stride[0];
-    double *acc = w->att_acc + (size_t)tid * w->att_stride[1]; /* [head][query][hd] */
-    double *ml = w->att_ml + (size_t)tid * w->att_stride[2];   /* [head][query][2] */
+    float *sc = w->att.scores + (size_t)tid * w->att.stride[0];
+    double *acc = w->att.acc + (size_t)tid * w->att.stride[1]; /* [head][query][hd] */
+    double *ml = w->att.ml + (size_t)tid * w->att.stride[2];   /* [head][query][2] */
     int nq = qi1 - qi0;
     for (int i = 0; i < nh * nq; i++) {
         ml[2 * i] = -INFINITY;
@@ -422,7 +458,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     }
     int last = g->pos + qi1 - 1; /* the furthest position any query here sees */
     int first = W && g->pos + qi0 - W + 1 > 0 ? g->pos + qi0 - W + 1 : 0; /* the earliest */
-    float *kt = w->att_kv + (size_t)tid * w->att_stride[3], *vt = kt + (size_t)ATT_TILE * (size_t)hd;
+    float *kt = w->att.kv + (size_t)tid * w->att.stride[3], *vt = kt + (size_t)ATT_TILE * (size_t)hd;
     for (int k0 = first / ATT_TILE * ATT_TILE; k0 <= last; k0 += ATT_TILE) {
         /* The tile's keys and values of this kv head, as the queries read them:
          * in the cache, rows kv_dim floats apart, whose 4 KiB multiples land 64
@@ -493,16 +529,16 @@ static int item_heads(const cx_model_info *h, const fwd_seg *s) { return s->T > 
 static void attention_part(void *ctx, int i, int n) {
     attn_job *j = ctx;
     fwd_ws *w = j->w;
-    int n_head = w->m->info.n_head, items = w->item_end[j->n_seg - 1];
+    int n_head = w->m->info.n_head, items = w->att.item_end[j->n_seg - 1];
     for (int it = i; it < items; it += n) {
         int lo = 0, hi = j->n_seg - 1;
         while (lo < hi) {
             int mid = (lo + hi) / 2;
-            if (w->item_end[mid] > it) hi = mid;
+            if (w->att.item_end[mid] > it) hi = mid;
             else lo = mid + 1;
         }
         const fwd_seg *g = &j->seg[lo];
-        int local = it - (lo ? w->item_end[lo - 1] : 0);
+        int local = it - (lo ? w->att.item_end[lo - 1] : 0);
         int nh = item_heads(&w->m->info, g), groups = n_head / nh;
         int head0 = local % groups * nh, qb = local / groups;
         int qi0 = qb * ATT_QBLOCK, qi1 = qi0 + ATT_QBLOCK < g->T ? qi0 + ATT_QBLOCK : g->T;
@@ -566,14 +602,14 @@ static void knob_slowdown(fwd_ws *s, int T, int n_out) {
         for (int i = 0; i < n; i++) {
             /* inputs: any activations of the right width (a buffer that holds T rows of it) */
             int64_t c = ws[i]->cols;
-            const float *x = c <= h->n_embd || c <= (int64_t)q_dim(h) ? s->xb : c <= h->n_ff ? s->hb : s->moe_h;
+            const float *x = c <= h->n_embd || c <= (int64_t)q_dim(h) ? s->xb : c <= h->n_ff ? s->hb : s->moe.h;
             /* prepared once per input, as the pass does: Q/K/V, output, gate/up (or router and experts), down */
-            if (i == 0 || i == 3 || i == 4 || i == n - 1) fwd_set_input(s, x, T, c);
+            if (i == 0 || i == 3 || i == 4 || i == n - 1) fwd_input_set(s, x, T, c);
             knob_extra(s, ws[i]);
         }
     }
     if (n_out) {
-        fwd_set_input(s, s->xb, n_out, h->n_embd);
+        fwd_input_set(s, s->xb, n_out, h->n_embd);
         knob_extra(s, &m->output);
     }
 }
@@ -605,10 +641,8 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
     const cx_model_info *h = &m->info;
     const kern_ops *k = w->k;
     int E = h->n_embd, F = h->n_ff, hd = h->head_dim, kv_dim = h->n_head_kv * hd, QD = (int)q_dim(h), T = rows;
-    assert(n_seg >= 1 && rows >= 1 && rows <= w->batch);
-    arena_release(&w->mem, w->pass_mark); /* last pass's scratch */
-    for (int f = 0; f < 3; f++) w->act[f].mem = NULL;
-    w->pass_rows = rows;
+    assert(n_seg >= 1);
+    fwd_pass_begin(w, rows);
     int items = 0, n_out = 0, out_rows = 0;
     for (int g = 0; g < n_seg; g++) {
         const fwd_seg *s = &seg[g];
@@ -616,7 +650,7 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         for (int t = 0; t < s->T; t++)
             kern_rope_table(w->rope_cs + (size_t)(s->row + t) * hd, hd, s->pos + t, w->inv_freq);
         items += h->n_head / item_heads(h, s) * ((s->T + ATT_QBLOCK - 1) / ATT_QBLOCK);
-        w->item_end[g] = items;
+        w->att.item_end[g] = items;
         assert(s->n_out >= 0 && s->n_out <= s->T && (s->n_out == 0 || s->out >= 0));
         if (s->n_out && s->out + s->n_out > n_out) n_out = s->out + s->n_out;
         out_rows += s->n_out;
@@ -634,8 +668,8 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         aj.layer = wl;
         /* attention block */
         for (int t = 0; t < T; t++) k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, wl->attn_norm, E, h->rms_eps);
-        fwd_set_input(w, w->xb, T, E);
-        fwd_lora_down(w, l, LORA_Q, 3);
+        fwd_input_set(w, w->xb, T, E);
+        lora_ws_down(w, &w->lora, l, LORA_Q, 3);
         matmul_adapted(w, &wl->wq, w->q, LORA_Q);
         matmul_adapted(w, &wl->wk, w->kk, LORA_K);
         matmul_adapted(w, &wl->wv, w->vv, LORA_V);
@@ -659,8 +693,8 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
             view_layer(w, s, l);
         }
         tp_run(w->pool, attention_part, &aj);
-        fwd_set_input(w, w->xb, T, QD);
-        fwd_lora_down(w, l, LORA_O, 1);
+        fwd_input_set(w, w->xb, T, QD);
+        lora_ws_down(w, &w->lora, l, LORA_O, 1);
         matmul_adapted(w, &wl->wo, w->xb2, LORA_O);
         if (wl->bo)
             for (int t = 0; t < T; t++) k->add(w->xb2 + (size_t)t * E, wl->bo, E);
@@ -668,17 +702,17 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         /* feed-forward block: SwiGLU, or a mixture of SwiGLU experts (moe.c) */
         for (int t = 0; t < T; t++) k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, wl->ffn_norm, E, h->rms_eps);
         if (h->n_expert) {
-            moe_ffn(w, wl, T);
+            moe_ffn(w, &w->moe, wl, w->xb, w->xb2, T);
             k->add(w->x, w->xb2, T * E);
             continue;
         }
-        fwd_set_input(w, w->xb, T, E);
-        fwd_lora_down(w, l, LORA_GATE, 2);
+        fwd_input_set(w, w->xb, T, E);
+        lora_ws_down(w, &w->lora, l, LORA_GATE, 2);
         matmul_adapted(w, &wl->w_gate, w->hb, LORA_GATE);
         matmul_adapted(w, &wl->w_up, w->hb2, LORA_UP);
         k->swiglu(w->hb, w->hb2, T * F);
-        fwd_set_input(w, w->hb, T, F);
-        fwd_lora_down(w, l, LORA_DOWN, 1);
+        fwd_input_set(w, w->hb, T, F);
+        lora_ws_down(w, &w->lora, l, LORA_DOWN, 1);
         matmul_adapted(w, &wl->w_down, w->xb2, LORA_DOWN);
         k->add(w->x, w->xb2, T * E);
     }
@@ -688,11 +722,11 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
             for (int j = 0; j < seg[g].n_out; j++)
                 k->rmsnorm(w->xb + (size_t)(seg[g].out + j) * E,
                            w->x + (size_t)(seg[g].row + seg[g].T - seg[g].n_out + j) * E, m->out_norm, E, h->rms_eps);
-        fwd_set_input(w, w->xb, n_out, E);
+        fwd_input_set(w, w->xb, n_out, E);
         fwd_matmul(w, &m->output, logits ? logits : w->logits);
     }
 #ifdef CORTEX_TEST_KNOBS
     knob_slowdown(w, T, n_out);
 #endif
-    w->n_lora_runs = 0; /* the next pass has adapters only if fwd_lora_prepare says so */
+    lora_ws_end_pass(&w->lora);
 }

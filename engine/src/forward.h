@@ -12,9 +12,19 @@
  *
  * A workspace (fwd_ws) holds every buffer a pass needs, for up to `batch`
  * rows and `n_out` logit rows, and its thread pool, in one region that an
- * arena carves: fixed buffers once, the pass's scratch (8-bit activations
- * sized for its rows) after them, rolled back at each pass. fwd_ws_init
- * allocates it all, so a pass allocates nothing.
+ * arena carves: fixed buffers once, the pass's scratch (the matrix input's
+ * 8-bit forms, sized for its rows) after them, rolled back at each pass.
+ * fwd_ws_init allocates it all, so a pass allocates nothing. The fixed part
+ * is the shared activations (x, xb, ...) and each stage's own workspace,
+ * sized and carved by the stage's file: attention's fwd_att_ws (forward.c),
+ * the experts' moe_ws (moe.h, moe_ws_size / moe_ws_carve). The adapters'
+ * lora_ws (lora/lora_pass.h) depends on the adapters a pass applies, so it
+ * grows outside passes (lora_ws_prepare / lora_ws_reserve) instead.
+ *
+ * The stages meet through arguments and fwd_input, not fields: a matrix
+ * reads the current input (fwd_input_set, fwd_input_for); moe_ffn takes its
+ * input and output rows; lora_ws_down reads the current input and the
+ * matrix products add its jobs (lora_ws_jobs).
  */
 #ifndef CX_FORWARD_H
 #define CX_FORWARD_H
@@ -26,37 +36,57 @@
 #include "kv/kv_cache.h"
 #include "kv/kv_view.h"
 #include "lora/lora.h"
+#include "lora/lora_pass.h"
 #include "model.h"
+#include "moe.h"
 #include "threadpool.h"
 
 #define FWD_MAX_BATCH 256 /* rows per pass of a session's own workspace */
 #define FWD_TILE_TOKENS 32 /* tokens per gemm call (forward.c's matmul tiles; the adapters' A products too) */
+enum { FWD_ACT_FORMATS = KERN_ACT_Q8_256 + 1 }; /* activation formats (KERN_ACT_*) */
+enum { FWD_ATT_BUFS = 4 }; /* attention's per-thread buffers: scores, acc, ml, kv */
 
-struct lora_mat;
-
-/* LoRA (lora/lora_pass.c): consecutive rows of a pass whose sequences apply
- * the same adapters with the same scales; adapters are read once per run. */
-typedef struct fwd_lora_run {
-    int row, T, n;
-    const cx_lora_use *uses;
-} fwd_lora_run;
-
-/* One low-rank product of the current input: one matrix of one adapter over
- * one run's rows; u is [T][mat->rank], scaled, then added through B. */
-typedef struct fwd_lora_job {
-    const struct lora_mat *mat;
-    const kern_act *act;      /* the input in the format A's type reads */
-    int row, T;
-    float scale;              /* the matrix's alpha / rank x the user's scale */
-    float *u;
-} fwd_lora_job;
-
-/* One prepared activation input: the floats, and their 8-bit forms once asked for. */
+/* One prepared form of the matrix input: its kern_act, and its memory (the pass's scratch). */
 typedef struct fwd_act {
     kern_act a;
     void *mem;
     int ready;
 } fwd_act;
+
+/* The current matrix input ([T][n] floats) and its prepared forms, one per
+ * activation format, made on first use (fwd_input_for) and shared by every
+ * matrix that reads the input (q/k/v; gate/up; the adapters' A). Set by
+ * fwd_input_set; its forms' memory comes back at fwd_pass_begin. */
+typedef struct fwd_input {
+    const float *x;
+    int T;
+    int64_t n;
+    fwd_act act[FWD_ACT_FORMATS];
+} fwd_input;
+
+/* Attention's scratch (forward.c, which sizes and carves it; ATT_TILE and
+ * ATT_QBLOCK are its constants): per thread, each thread's slice on its own
+ * cache lines, `stride` elements from the next. */
+typedef struct fwd_att_ws {
+    float *scores;            /* [thread][ATT_TILE] */
+    double *acc;              /* [thread][heads of a kv group][ATT_QBLOCK][head_dim] */
+    double *ml;               /* [thread][heads of a kv group][ATT_QBLOCK][2]: running max, running sum */
+    float *kv;                /* [thread][2][ATT_TILE][head_dim]: a tile's keys, then values, packed */
+    size_t stride[FWD_ATT_BUFS]; /* scores, acc, ml, kv: elements from one thread's slice to the next */
+    int *item_end;            /* [batch]: work items of segments 0..i of this pass */
+    float scale;              /* the scores' scale: 1/sqrt(head_dim), times YaRN's mscale^2 */
+} fwd_att_ws;
+
+/* Workspace buffers are whole cache lines: the bytes of n items of `size`,
+ * rounded up (at least a line: the arena serves 0 bytes as 1), which
+ * fwd_carve takes. Each stage's *_ws_size counts its buffers so. */
+static inline size_t fwd_lines(size_t n, size_t size) {
+    size_t b = (n * size + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    return b ? b : ARENA_ALIGN;
+}
+/* fwd_lines(n, size) zeroed bytes, line-aligned, from a workspace's arena
+ * (its region was sized by the stages' *_ws_size, so they fit). */
+void *fwd_carve(arena *mem, size_t n, size_t size);
 
 typedef struct fwd_ws {
     const cx_model *m;
@@ -65,48 +95,19 @@ typedef struct fwd_ws {
     int n_out;                /* logit rows per pass */
     int n_threads;
     tp_pool *pool;
-    /* per-row activations, [batch][width] */
+    /* shared per-row activations, [batch][width] */
     float *x, *xb, *xb2, *hb, *hb2, *q, *kk, *vv, *rope_cs;
     float *logits;            /* [n_out][n_vocab] */
     double *inv_freq;         /* RoPE frequency of each pair in a head */
-    float att_scale;          /* attention scores' scale: 1/sqrt(head_dim), times YaRN's mscale^2 */
-    /* mixture of experts (moe.c), for batch rows x n_expert_used (token, expert) pairs */
-    float *moe_logits;        /* [batch][n_expert]: router logits, then gating probabilities */
-    float *moe_wt;            /* [batch][n_expert_used]: each token's experts' weights */
-    int *moe_sel;             /* [batch][n_expert_used]: each token's experts, best first */
-    int *moe_slot;            /* [batch][n_expert_used]: the pair's row in the grouped buffers */
-    int *moe_off;             /* [n_expert + 1]: expert e's grouped rows are moe_off[e] .. moe_off[e+1]-1 */
-    uint64_t moe_bytes;       /* expert weight bytes the passes read so far: each chosen expert's gate, up
-                                 and down rows, once per pass and layer (cx_session_expert_bytes) */
-    float *moe_x;             /* [pairs][n_embd]: grouped inputs, then the experts' outputs */
-    float *moe_h, *moe_h2;    /* [pairs][n_ff_expert]: gate and up products */
-    /* the current matrix input and its prepared forms, one per activation format */
-    const float *in;
-    int in_T;
-    int64_t in_n;
-    fwd_act act[3];           /* their memory: the pass's scratch in the arena */
-    int pass_rows;            /* rows of the current pass */
-    /* attention scratch, per thread, each thread's on its own cache lines */
-    float *att_scores;        /* [thread][ATT_TILE] */
-    double *att_acc;          /* [thread][heads of a kv group][ATT_QBLOCK][head_dim] */
-    double *att_ml;           /* [thread][heads of a kv group][ATT_QBLOCK][2]: running max, running sum */
-    float *att_kv;            /* [thread][2][ATT_TILE][head_dim]: a tile's keys, then values, packed */
-    size_t att_stride[4];     /* elements from one thread's slice to the next */
-    int *item_end;            /* [batch]: attention work items of segments 0..i */
-    void *region;             /* the one allocation behind all of it */
+    fwd_input in;             /* the current matrix input */
+    int pass_rows;            /* rows of the current pass (fwd_pass_begin) */
+    /* the stages' own workspaces */
+    fwd_att_ws att;           /* attention (forward.c) */
+    moe_ws moe;               /* mixture of experts (moe.c) */
+    lora_ws lora;             /* adapters (lora/lora_pass.c; grown outside passes) */
+    void *region;             /* the one allocation behind the activations, att, moe and the inputs' forms */
     arena mem;                /* carves the region: fixed buffers, then each pass's scratch */
     size_t pass_mark;         /* the arena's position after the fixed buffers */
-    /* LoRA: this pass's runs, the current input's jobs (those of projection p,
-     * LORA_Q..LORA_DOWN, are lora_jobs[lora_begin[p] .. lora_end[p])) and
-     * their u; grown by fwd_lora_prepare outside passes, only when a pass
-     * needs more */
-    fwd_lora_run *lora_runs;
-    int n_lora_runs, cap_lora_runs;
-    fwd_lora_job *lora_jobs;
-    int cap_lora_jobs, n_lora_jobs;
-    int lora_begin[LORA_NPROJ], lora_end[LORA_NPROJ];
-    float *lora_u;
-    size_t cap_lora_u;
 #ifdef CORTEX_TEST_KNOBS
     double slowdown_pct;      /* test knob CORTEX_SLOWDOWN_PCT (see knob_slowdown) */
     float *knob_y;            /* scratch outputs of the knob's extra products */
@@ -128,9 +129,16 @@ typedef struct fwd_seg {
     int n_lora;
 } fwd_seg;
 
-/* Make x ([T][n]) the input of the next matrix products; its 8-bit forms are
- * made on first use (fwd_input_for). */
-void fwd_set_input(fwd_ws *w, const float *x, int T, int64_t n);
+/* Start a pass of `rows` rows: the arena back to the end of the fixed
+ * buffers (last pass's scratch given back), no input prepared. fwd_pass
+ * does it; so does a caller that runs one stage alone (test_moe). */
+void fwd_pass_begin(fwd_ws *w, int rows);
+/* Make x ([T][n], T at most the pass's rows x n_expert_used) the input of
+ * the next matrix products; its prepared forms are made on first use. */
+void fwd_input_set(fwd_ws *w, const float *x, int T, int64_t n);
+/* The current input in the format `type`'s kernels read (made on first use,
+ * on the pool, in the pass's scratch). */
+const kern_act *fwd_input_for(fwd_ws *w, int type);
 /* y[t][r] = W · input[t] for every row r of w and token t of the current
  * input, on the pool (rows split by fwd_row_share). */
 void fwd_matmul(fwd_ws *w, const cx_weight *wt, float *y);
@@ -161,22 +169,5 @@ void fwd_ws_free(fwd_ws *w);
  * blocks must have been prepared (kv_prepare*) for exactly these positions;
  * the caller commits them afterwards. */
 void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows, float *logits);
-
-/* Before fwd_pass over these segments: group their rows into LoRA runs and
- * make room for the pass's low-rank work (allocating only when this pass
- * needs more than any before). 0 or CX_ENOMEM. (lora/lora_pass.c) */
-int fwd_lora_prepare(fwd_ws *w, const fwd_seg *seg, int n_seg, cx_err *err);
-/* Make room now for passes of up to `rows` rows, each row applying adapters
- * whose ranks over one input sum to at most rank_sum, in at most `runs`
- * runs of at most `per_run` adapters, so later passes need not grow
- * anything. 0 or CX_ENOMEM. (lora/lora_pass.c) */
-int fwd_lora_reserve(fwd_ws *w, int rows, int runs, int per_run, int rank_sum, cx_err *err);
-/* Inside fwd_pass, with matrix inputs set: compute u for matrices
- * p0..p0+n-1 of layer l (they read the current input) for every run and
- * adapter, on the pool. Nothing when the pass has no adapters. */
-void fwd_lora_down(fwd_ws *w, int l, int p0, int n);
-/* The current input in the format `type`'s kernels read (made on first use). */
-const kern_act *fwd_input_for(fwd_ws *w, int type);
-void fwd_lora_free(fwd_ws *w);
 
 #endif

@@ -19,7 +19,7 @@ int pass_chunk(int pos, int want, int cap, int hot_blocks) {
 /* See pass.h. */
 int pass_run(fwd_ws *ws, fwd_seg *seg, int n_seq, cx_session *const *owner, const int32_t *tokens, int rows,
              float *logits, pass_scratch *sc, cx_err *err) {
-    int rc = fwd_lora_prepare(ws, seg, n_seq, err); /* before any block moves: a failure changes nothing */
+    int rc = lora_ws_prepare(&ws->lora, seg, n_seq, err); /* before any block moves: a failure changes nothing */
     if (rc) return rc;
     for (int g0 = 0, g1; g0 < n_seq; g0 = g1) { /* each cache's run of segments, prepared once */
         kv_cache *c = seg[g0].cache;

@@ -7,7 +7,7 @@
  *
  *   pass_chunk         how many of a segment's tokens one pass takes: the
  *                      caller's cap, and the blocks it writes fit the hot tier
- *   fwd_lora_prepare   adapters' buffers, before any block moves (a failure
+ *   lora_ws_prepare    adapters' buffers, before any block moves (a failure
  *                      leaves the caches as they were)
  *   kv_prepare_batch   per cache, once over that cache's segments: blocks
  *                      appended, copied on write, moved between tiers,

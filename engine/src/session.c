@@ -139,7 +139,7 @@ void cx_session_kv_stats(const cx_session *s, cx_kv_stats *out) {
 }
 
 int cx_session_pos(const cx_session *s) { return s->pos; }
-uint64_t cx_session_expert_bytes(const cx_session *s) { return s->ws.moe_bytes; }
+uint64_t cx_session_expert_bytes(const cx_session *s) { return s->ws.moe.bytes; }
 int cx_session_n_ctx(const cx_session *s) { return s->n_ctx; }
 
 /* See session.h. */

@@ -214,8 +214,8 @@ static void test_stage(const char *shape, const char *type, double tol) {
     }
     uint64_t st = 5;
     synth_fill_normal(&st, w.xb, (int64_t)T * E, 1.0f);
-    w.pass_rows = T;
-    moe_ffn(&w, &m->layers[1], T);
+    fwd_pass_begin(&w, T);
+    moe_ffn(&w, &w.moe, &m->layers[1], w.xb, w.xb2, T);
     float *want = malloc(sizeof(float) * (size_t)T * E);
     double *x = malloc(sizeof(double) * (size_t)E), *o = malloc(sizeof(double) * (size_t)E);
     for (int t = 0; t < T; t++) {
