@@ -496,16 +496,20 @@ int cx_sampler_sample(cx_sampler *s, const float *logits);
  */
 typedef struct cx_sched cx_sched;
 
-/* A request's states; the last four are final. */
-enum { CX_REQ_QUEUED, CX_REQ_PREFILL, CX_REQ_DECODE, CX_REQ_FINISHED, CX_REQ_CANCELLED, CX_REQ_TIMEOUT, CX_REQ_FAILED };
+/* A request's states; the last four are final (docs/serving.md, "Lifecycle";
+ * engine/src/sched/sched.h draws the transitions). cx_request_stats keeps
+ * them in an int. */
+typedef enum cx_req_state {
+    CX_REQ_QUEUED, CX_REQ_PREFILL, CX_REQ_DECODE, CX_REQ_FINISHED, CX_REQ_CANCELLED, CX_REQ_TIMEOUT, CX_REQ_FAILED
+} cx_req_state;
 /* Why a request stopped generating. */
-enum {
+typedef enum cx_stop_reason {
     CX_STOP_NONE = 0,   /* not stopped, or ended by cancellation, deadline or failure */
     CX_STOP_LENGTH,     /* max_tokens generated (or the context is full) */
     CX_STOP_EOS,        /* the model's end of generation: its EOS or EOT token (cx_token_is_eog) */
     CX_STOP_TOKEN,      /* one of the request's stop token ids */
     CX_STOP_STRING      /* one of the request's stop strings (it is not part of the text) */
-};
+} cx_stop_reason;
 
 /* One generated token, as the scheduler hands it to on_token. */
 typedef struct cx_token_event {

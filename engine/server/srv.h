@@ -290,7 +290,9 @@ typedef struct srv_job {
     int n_toks, cap_toks;
     int n_gen;
     int done;             /* on_done ran: what follows is set */
-    int state, reason, n_prompt, oom;
+    cx_req_state state;   /* with done: a final state (before: CX_REQ_QUEUED, never read) */
+    cx_stop_reason reason;
+    int n_prompt, oom;
     int n_cached;         /* prompt tokens the prefix cache supplied */
     int64_t t_arrive;     /* CLOCK_MONOTONIC ns: the whole request body was in (before parsing and tokenizing) */
     int64_t t_submit, t_start, t_first, t_end; /* the scheduler's clocks (cx_request_stats), set with done */

@@ -27,6 +27,7 @@
  *   - libmicrohttpd's --idle-timeout closes a connection on which no byte
  *     moved for that long (a client that stops reading its response).
  */
+#include <assert.h>
 #include <malloc.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -118,6 +119,8 @@ static void ip_key(const struct sockaddr *sa, unsigned char key[12]) {
  * would go. The table has twice as many slots as connections can be served,
  * so a free one always exists. */
 static srv_ipslot *ip_slot(srv_server *S, const unsigned char key[12]) {
+    assert(S->ip_cap > 0 && (S->ip_cap & (S->ip_cap - 1)) == 0 && S->ip_cap >= 2 * S->max_conns &&
+           "the address table: a power of two, twice the served connections (a free slot always exists)");
     uint32_t h = 2166136261u; /* FNV-1a */
     for (int i = 0; i < 12; i++) h = (h ^ key[i]) * 16777619u;
     for (uint32_t i = h & (uint32_t)(S->ip_cap - 1);; i = (i + 1) & (uint32_t)(S->ip_cap - 1))
@@ -128,6 +131,7 @@ static srv_ipslot *ip_slot(srv_server *S, const unsigned char key[12]) {
  * no tombstones if a freed slot is refilled by the entries after it that
  * probed past it (backward shift). */
 static void ip_release(srv_server *S, srv_ipslot *e) {
+    assert(e->count > 0 && "a served connection's address is counted");
     if (e->count <= 0 || --e->count) return; /* (<= 0: not counted, never so) */
     uint32_t mask = (uint32_t)S->ip_cap - 1, i = (uint32_t)(e - S->ips), j = i;
     for (;;) {
@@ -157,6 +161,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **ctx, enum 
         else S->conns = cn->next;
         if (cn->next) cn->next->prev = cn->prev;
         if (!cn->busy) {
+            assert(S->n_served > 0 && "n_served counts the open connections that are not busy");
             S->n_served--;
             ip_release(S, ip_slot(S, cn->key));
         }
@@ -179,6 +184,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **ctx, enum 
     if (!cn->busy) {
         S->n_served++;
         if (!e->count++) memcpy(e->key, cn->key, 12);
+        assert(S->n_served <= S->max_conns && (per_ip <= 0 || e->count <= per_ip) &&
+               "a connection past a limit is busy, not served");
     }
     cn->next = S->conns;
     if (S->conns) S->conns->prev = cn;
@@ -191,6 +198,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **ctx, enum 
 /* Shut connection cn down (lock held): its thread sees the end of the
  * stream and closes it. */
 static void conn_shut(srv_conn *cn) {
+    assert(cn->fd >= 0 && "a listed connection has its socket");
     if (cn->shut) return;
     cn->shut = 1;
     shutdown(cn->fd, SHUT_RDWR);
@@ -332,6 +340,7 @@ static void gather(srv_server *S, conn_state *cs, const char *data, size_t n) {
          * bytes that arrived, not what a client claims it will send */
         size_t cap = (cs->len + n + 1) * 2;
         if (cs->declared >= cs->len + n && cap > cs->declared + 1) cap = cs->declared + 1;
+        assert(cap >= cs->len + n + 1 && "the buffer grows to hold the bytes and a NUL");
         char *b = realloc(cs->body, cap);
         if (!b) {
             cs->too_big = 1; /* no memory for it: as good as too big */
@@ -342,6 +351,7 @@ static void gather(srv_server *S, conn_state *cs, const char *data, size_t n) {
     }
     memcpy(cs->body + cs->len, data, n);
     cs->len += n;
+    assert(cs->len < cs->cap && cs->len <= (size_t)S->cfg->max_body && "the body within its buffer and --max-body");
 }
 
 /* 503 server_busy, for a request on a connection opened past a limit. */
@@ -385,6 +395,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
      * the request: a half-close, whose client still waits for the answer. */
     pthread_mutex_lock(&S->mu);
     int draining = S->draining;
+    assert(!cs->admitted && "a request is admitted once");
     cs->admitted = 1;
     S->in_flight++;
     if (cn) {
@@ -420,6 +431,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     free(cs->body);
     *con_cls = NULL;
     pthread_mutex_lock(&S->mu);
+    assert((!cs->admitted || S->in_flight > 0) && "in_flight counts the admitted requests");
     if (cs->admitted) S->in_flight--;
     if (cn) {
         cn->admitted = 0;
@@ -530,6 +542,7 @@ int srv_http_drain(srv_server *S, double seconds) {
         if (pthread_cond_timedwait(&S->cv, &S->mu, &ts)) break;
     int left = S->in_flight;
     pthread_mutex_unlock(&S->mu);
+    assert(left >= 0 && "in_flight never goes below 0");
     return left;
 }
 

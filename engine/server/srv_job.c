@@ -7,6 +7,7 @@
  * KV blocks the scheduler then frees at its next step. Two references keep
  * the job alive, the scheduler's until on_done and the connection's.
  */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ static void job_free(srv_job *j) {
 /* Drop one reference (lock not held); free at the last. */
 static void job_unref(srv_job *j) {
     pthread_mutex_lock(&j->mu);
+    assert(j->refs > 0 && j->refs <= 2 && "a job has the scheduler's and the connection's references at most");
     int left = --j->refs;
     pthread_mutex_unlock(&j->mu);
     if (!left) job_free(j);
@@ -41,6 +43,7 @@ static int text_reserve(srv_job *j, size_t more) {
     if (!t) return -1;
     j->text = t;
     j->cap = cap;
+    assert(j->len + more < j->cap && "room for the bytes and the NUL");
     return 0;
 }
 
@@ -73,6 +76,8 @@ static void tok_logprobs(srv_tok *t, const float *logits, int n_vocab, int n_top
 static void on_token(void *user, const cx_token_event *ev) {
     srv_job *j = user;
     pthread_mutex_lock(&j->mu);
+    assert(!j->done && j->refs >= 1 && "tokens come before on_done, while the scheduler holds its reference");
+    assert(ev->id == j->id && ev->index == j->n_gen && "a job's tokens arrive in order, each once");
     if (j->want_lp && !j->oom) {
         if (j->n_toks == j->cap_toks) {
             int cap = j->cap_toks ? 2 * j->cap_toks : 64;
@@ -85,6 +90,7 @@ static void on_token(void *user, const cx_token_event *ev) {
             }
         }
         if (!j->oom) {
+            assert(j->n_toks < j->cap_toks && "room for one more token");
             srv_tok *t = &j->toks[j->n_toks++];
             t->token = ev->token;
             t->prev = j->n_toks > 1 ? t[-1].token : j->last_prompt;
@@ -103,6 +109,7 @@ static void on_token(void *user, const cx_token_event *ev) {
         else {
             memcpy(j->text + j->len, bytes, len);
             j->len += len;
+            assert(j->len < j->cap && "the text stays within its buffer, NUL included");
             j->text[j->len] = 0;
         }
     }
@@ -116,9 +123,11 @@ static void on_done(void *user, const cx_request_stats *st) {
     srv_job *j = user;
     srv_metrics_record(&j->S->metrics, st);
     pthread_mutex_lock(&j->mu);
+    assert(!j->done && st->id == j->id && "on_done runs once per job");
+    assert(st->state >= CX_REQ_FINISHED && st->state <= CX_REQ_FAILED && "on_done reports a final state");
     j->done = 1;
-    j->state = st->state;
-    j->reason = st->reason;
+    j->state = (cx_req_state)st->state;
+    j->reason = (cx_stop_reason)st->reason;
     j->n_prompt = st->n_prompt;
     j->n_gen = st->n_gen;
     j->n_cached = st->n_cached;
@@ -136,6 +145,7 @@ static void on_done(void *user, const cx_request_stats *st) {
 /* See srv.h. */
 int srv_job_submit(srv_server *S, cx_request *q, const int32_t *prompt, int n_prompt, int n_top, int want_lp,
                    int harmony, srv_job **out, cx_err *err) {
+    assert(n_prompt >= 1 && n_top >= 0 && n_top <= SRV_MAX_TOP_LOGPROBS && "a prompt, and logprobs within the limit");
     srv_job *j = calloc(1, sizeof *j);
     *out = NULL;
     if (!j || text_reserve(j, 256)) {

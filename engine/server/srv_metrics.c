@@ -20,7 +20,7 @@ static const double ITL_BOUNDS[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.00
 
 /* An empty histogram over `bounds`. */
 static void hist_init(srv_hist *h, const double *bounds, int n) {
-    assert(n <= SRV_HIST_MAX);
+    assert(n <= SRV_HIST_MAX && "the buckets fit the histogram");
     memset(h, 0, sizeof *h);
     h->bounds = bounds;
     h->n = n;
@@ -30,6 +30,7 @@ static void hist_init(srv_hist *h, const double *bounds, int n) {
 static void hist_add(srv_hist *h, double v) {
     int i = 0;
     while (i < h->n && v > h->bounds[i]) i++;
+    assert(i <= h->n && "the +Inf bucket is the last");
     h->counts[i]++;
     h->sum += v;
     h->count++;

@@ -7,6 +7,7 @@
  * invalid byte becomes U+FFFD, as decoders do; the streaming code only cuts text at
  * character boundaries (srv_sse.c), so chunks add up to the whole.
  */
+#include <assert.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,18 @@ size_t srv_utf8_cut(const char *s, size_t n) {
 /* See srv.h. */
 const char *srv_finish_reason(const srv_job *j) {
     if (!j->done || j->state != CX_REQ_FINISHED) return NULL;
-    return j->reason == CX_STOP_LENGTH ? "length" : "stop";
+    switch (j->reason) {
+    case CX_STOP_LENGTH:
+        return "length";
+    case CX_STOP_EOS:
+    case CX_STOP_TOKEN:
+    case CX_STOP_STRING:
+        return "stop";
+    case CX_STOP_NONE:
+        break;
+    }
+    assert(0 && "a finished request has a reason");
+    return "stop";
 }
 
 /* {"prompt_tokens","completion_tokens","total_tokens"} of j so far, and
@@ -216,13 +228,25 @@ char *srv_reply_usage_chunk(const srv_out *o, const srv_job *j) {
 
 /* See srv.h. */
 int srv_job_error(const srv_job *j, srv_error *e) {
+    assert(j->done && "a job's outcome is known once on_done ran");
     if (j->oom) return srv_error_set(e, 500, "server_error", NULL, NULL, "out of memory for the request's output");
-    if (j->state == CX_REQ_TIMEOUT)
+    switch (j->state) {
+    case CX_REQ_TIMEOUT:
         return srv_error_set(e, 504, "timeout_error", "request_timeout", NULL, "the request passed its deadline (--request-timeout) "
                         "after %d generated tokens", j->n_gen);
-    if (j->state == CX_REQ_FAILED) return srv_error_set(e, 500, "server_error", NULL, NULL, "the request failed: %s", j->error);
-    if (j->state == CX_REQ_CANCELLED) return srv_error_set(e, 503, "server_error", NULL, NULL, "the request was cancelled");
-    return 0;
+    case CX_REQ_FAILED:
+        return srv_error_set(e, 500, "server_error", NULL, NULL, "the request failed: %s", j->error);
+    case CX_REQ_CANCELLED:
+        return srv_error_set(e, 503, "server_error", NULL, NULL, "the request was cancelled");
+    case CX_REQ_FINISHED:
+        return 0;
+    case CX_REQ_QUEUED:
+    case CX_REQ_PREFILL:
+    case CX_REQ_DECODE:
+        break;
+    }
+    assert(0 && "a done job is in a final state");
+    return srv_error_set(e, 500, "server_error", NULL, NULL, "the request ended in no final state");
 }
 
 /* See srv.h. */

@@ -14,6 +14,7 @@
  * A text longer than the context could hold is refused before it is
  * tokenized (S->max_prompt_bytes), so a huge prompt costs no token array.
  */
+#include <assert.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -116,6 +117,7 @@ static void submit_error(const srv_params *p, int rc, const cx_err *err, srv_err
  * (504 with partial usage past the deadline); a client that goes away drops
  * the connection (and cancels every job). The jobs' references are dropped. */
 static int answer_whole(srv_server *S, struct MHD_Connection *c, const srv_out *o, srv_job **j, int n) {
+    assert(n >= 1 && n <= SRV_MAX_PROMPTS && "one job per prompt, within the limit");
     int gone = 0;
     for (int i = 0; i < n && !gone; i++) {
         pthread_mutex_lock(&j[i]->mu);

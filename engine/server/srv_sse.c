@@ -10,6 +10,7 @@
  * that goes away ends the body with an error, and the stream's free
  * callback cancels the job.
  */
+#include <assert.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,9 @@ static int emit(sse *st, char *json) {
         return -1;
     }
     st->pend = p;
-    st->pend_len += (size_t)sprintf(p + st->pend_len, "data: %s\n\n", json);
+    int w = sprintf(p + st->pend_len, "data: %s\n\n", json);
+    assert(w == (int)n + 8 && "the event fills the n + 9 bytes made for it, NUL included");
+    st->pend_len += (size_t)w;
     free(json);
     return 0;
 }
@@ -61,6 +64,7 @@ static int emit_new(sse *st) {
     }
     size_t dc = nc > st->sent ? nc - st->sent : 0, dr = nr > st->sent_r ? nr - st->sent_r : 0;
     int rc = 0, t1 = j->n_toks;
+    assert(t1 >= st->sent_toks && "a job's tokens are only appended");
     if (dc || dr || t1 > st->sent_toks)
         rc = emit(st, srv_reply_chunk(&st->o, j, c + st->sent, dc, r ? r + st->sent_r : NULL, dr, st->sent_toks, t1, NULL, 0));
     st->sent += dc;
@@ -123,6 +127,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max) {
         if (st->ended) return MHD_CONTENT_READER_END_OF_STREAM;
         if (produce(st)) return MHD_CONTENT_READER_END_WITH_ERROR;
     }
+    assert(st->pend_at <= st->pend_len && "hands out only bytes produced");
     size_t n = st->pend_len - st->pend_at < max ? st->pend_len - st->pend_at : max;
     memcpy(buf, st->pend + st->pend_at, n);
     st->pend_at += n;

@@ -24,7 +24,7 @@ typedef struct cx_weight {
     int type;
     int64_t rows, cols;
     size_t row_bytes;
-    int layout;          /* KERN_LAYOUT_ROWS (as in the file) or KERN_LAYOUT_X8 or X16 (repacked at load) */
+    kern_layout layout;  /* KERN_LAYOUT_ROWS (as in the file) or KERN_LAYOUT_X8 or X16 (repacked at load) */
     int64_t expert_rows; /* stacked experts (cx_layer): the rows of one expert; 0 for a plain matrix */
 } cx_weight;
 
@@ -73,7 +73,7 @@ struct cx_model {
     size_t map_size;
     int map_copied;      /* 1: a huge-page copy (model_load_file, model_map.h), 0: an mmap */
     int n_repacked;      /* matrices repacked to KERN_LAYOUT_X8 or X16 at load */
-    int repacked_layout; /* the layout of the last one repacked (for info.weights_memory) */
+    kern_layout repacked_layout; /* the layout of the last one repacked (for info.weights_memory) */
     const kern_ops *kern;/* the kernel table every pass over this model runs (cx_model_params.isa) */
     tok_vocab vocab;
     cx_weight tok_embd, output;

@@ -176,9 +176,21 @@ void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row
  * rows were and nothing grows; an eight-row kernel then reads the scales with
  * one load instead of eight.
  */
-enum { KERN_LAYOUT_ROWS = 0, KERN_LAYOUT_X8 = 1, KERN_LAYOUT_X16 = 2 };
+typedef enum kern_layout { KERN_LAYOUT_ROWS = 0, KERN_LAYOUT_X8 = 1, KERN_LAYOUT_X16 = 2 } kern_layout;
 /* Rows per interleaved group of a layout: 1 (ROWS), 8 or 16. */
 int kern_layout_group(int layout);
+/* The gemm of table k for `type` in `layout` (NULL: none; for ROWS, kern_gemm_generic then). */
+static inline kern_gemm_fn kern_gemm_of(const kern_ops *k, int type, kern_layout layout) {
+    switch (layout) {
+    case KERN_LAYOUT_ROWS:
+        return k->gemm[type];
+    case KERN_LAYOUT_X8:
+        return k->gemm_x8[type];
+    case KERN_LAYOUT_X16:
+        return k->gemm_x16[type];
+    }
+    return NULL;
+}
 /* Repack one group of eight rows (8 * row_bytes bytes at `group`) of a q8_0,
  * q4_0 or mxfp4 matrix with n columns into the X8 layout, in place; `scratch` holds
  * 8 * row_bytes bytes. Returns 0, or -1 for a type without an X8 layout. */

@@ -233,6 +233,7 @@ int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks
     c->free_head = -1;
     for (int32_t i = max_blocks - 1; i >= 0; i--) {
         c->blocks[i].tier = KV_FREE;
+        c->blocks[i].slot = -1;
         c->blocks[i].next_free = c->free_head;
         c->free_head = i;
     }
@@ -254,6 +255,9 @@ int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks
 /* See kv_cache.h. The spill file is scratch: removed with the cache. */
 void kv_cache_destroy(kv_cache *c) {
     if (!c) return;
+#ifndef NDEBUG
+    if (c->capacity > 0) kv_check(c); /* a whole cache (capacity is set last) */
+#endif
     if (c->spill_fd >= 0) {
         close(c->spill_fd);
         unlink(c->p.spill_path);
@@ -303,7 +307,8 @@ int32_t kv_block_alloc(kv_cache *c) {
         kv_block_drop(c, v);
     }
     int32_t id = c->free_head;
-    assert(id >= 0 && c->blocks[id].tier == KV_FREE);
+    assert(id >= 0 && c->n_free > 0 && "a dropped block went to the free list");
+    assert(c->blocks[id].tier == KV_FREE && c->blocks[id].refs == 0 && "a block on the free list is free");
     c->free_head = c->blocks[id].next_free;
     c->n_free--;
     kv_block *b = &c->blocks[id];
@@ -319,27 +324,38 @@ int32_t kv_block_alloc(kv_cache *c) {
 /* See kv_cache.h. */
 void kv_block_release_storage(kv_cache *c, int32_t id) {
     kv_block *b = &c->blocks[id];
-    if (b->tier == KV_HOT || b->tier == KV_WARM) {
+    switch (b->tier) {
+    case KV_HOT:
+    case KV_WARM:
+        assert(b->slot >= 0 && b->slot < c->slots[b->tier].n && "a hot or warm block holds a slot of its tier");
         kv_slots_put(&c->slots[b->tier], b->slot);
         c->bytes[b->tier] -= (int64_t)c->block_bytes[b->tier];
         b->slot = -1;
-    } else if (b->tier == KV_COLD) {
+        break;
+    case KV_COLD:
+        assert(b->cold_bytes > 0 && "a cold block has pages");
         if (b->spilled) c->spilled_bytes -= b->cold_bytes;
         else kv_page_free(c, id);
         b->cold_bytes = 0;
         b->spilled = 0;
+        break;
+    case KV_FREE:
+        return; /* allocated, never given storage */
     }
-    if (b->tier != KV_FREE) c->nblocks[b->tier]--;
+    assert(c->nblocks[b->tier] > 0 && c->bytes[b->tier] >= 0 && c->spilled_bytes >= 0 && "tier counters underflow");
+    c->nblocks[b->tier]--;
     b->tier = KV_FREE;
 }
 
 /* See kv_cache.h. */
 void kv_block_unref(kv_cache *c, int32_t id) {
+    assert(id >= 0 && id < c->max_blocks && "a block id of this cache");
     kv_block *b = &c->blocks[id];
-    assert(b->refs > 0);
+    assert(b->refs > 0 && "unref of a free block (refcounts never go below 0)");
     if (--b->refs > 0) return;
-    assert(!b->cached);
+    assert(!b->cached && "the prefix index holds a reference of its own: a cached block never reaches 0 here");
     kv_block_release_storage(c, id);
+    assert(c->n_free < c->max_blocks && "more free blocks than blocks");
     b->next_free = c->free_head;
     c->free_head = id;
     c->n_free++;
@@ -348,11 +364,70 @@ void kv_block_unref(kv_cache *c, int32_t id) {
 /* See kv_cache.h. */
 void kv_block_drop(kv_cache *c, int32_t id) {
     kv_block *b = &c->blocks[id];
-    assert(kv_block_droppable(b));
+    assert(kv_block_droppable(b) && "only an unused cached prefix is dropped");
+    assert(kv_prefix_find(&c->prefix, b->key) == id && "a cached block is in the index under its key");
     kv_prefix_remove(&c->prefix, b->key);
     b->cached = 0;
     c->st.drops++;
     kv_block_unref(c, id);
+}
+
+/* See kv_cache.h: one scan of the blocks, and one of the free list. */
+void kv_check(const kv_cache *c) {
+    int64_t n[KV_TIERS] = {0}, bytes_cold = 0, spilled = 0;
+    int32_t free_blocks = 0, cached = 0;
+    for (int32_t i = 0; i < c->max_blocks; i++) {
+        const kv_block *b = &c->blocks[i];
+        assert(b->refs >= 0 && "a block's refcount is never negative");
+        assert((b->refs == 0) == (b->tier == KV_FREE) && "refs 0 <=> free (an allocated block has storage between kv operations)");
+        assert(b->filled >= 0 && b->filled <= KV_BLOCK && "rows filled within a block");
+        assert((!b->keyed || b->filled == KV_BLOCK) && "only a full block has a prefix key");
+        if (b->cached) {
+            cached++;
+            assert(b->refs >= 1 && b->keyed && "a cached block is keyed and holds the index's reference");
+            assert(kv_prefix_find(&c->prefix, b->key) == i && "the index maps a cached block's key to it");
+        }
+        switch (b->tier) {
+        case KV_FREE:
+            free_blocks++;
+            assert(!b->cached && b->slot == -1 && b->cold_bytes == 0 && "a free block holds no storage");
+            break;
+        case KV_HOT:
+        case KV_WARM:
+            n[b->tier]++;
+            assert(b->slot >= 0 && b->slot < c->slots[b->tier].n && "a hot or warm block holds a slot of its tier");
+            assert(b->fmt == c->fmt[b->tier] && "a hot or warm block is in its tier's format");
+            break;
+        case KV_COLD:
+            n[KV_COLD]++;
+            assert(b->cold_bytes > 0 && "a cold block has pages");
+            if (b->spilled) {
+                assert(c->spill_fd >= 0 && "a spilled block needs the spill file");
+                spilled += b->cold_bytes;
+            } else {
+                size_t size[KV_PIECES], total;
+                int np = kv_page_pieces(b->cold_bytes, size, &total);
+                for (int k = 0; k < np; k++) assert(b->piece[k] && "a cold block in memory holds all its pieces");
+                bytes_cold += (int64_t)total;
+            }
+            break;
+        }
+    }
+    for (int t = KV_HOT; t <= KV_WARM; t++) {
+        assert(n[t] == c->nblocks[t] && "blocks counted in a tier = blocks there");
+        assert(c->slots[t].used == n[t] && "slots used = blocks in the tier");
+        assert(c->bytes[t] == n[t] * (int64_t)c->block_bytes[t] && "tier bytes = blocks x block size");
+    }
+    assert(n[KV_COLD] == c->nblocks[KV_COLD] && "blocks counted in the cold tier = cold blocks");
+    assert(c->bytes[KV_COLD] == bytes_cold && "cold bytes = the buddy pieces of the cold blocks in memory");
+    assert(c->spilled_bytes == spilled && "spilled bytes = the pages of the spilled blocks");
+    assert(free_blocks == c->n_free && "n_free = the free blocks");
+    assert((c->p.prefix_cache ? c->prefix.n == cached : cached == 0) && "entries of the prefix index = the cached blocks");
+    int32_t listed = 0;
+    for (int32_t i = c->free_head; i >= 0 && listed <= c->n_free; i = c->blocks[i].next_free, listed++)
+        assert(c->blocks[i].tier == KV_FREE && c->blocks[i].refs == 0 && "the free list holds free blocks");
+    assert(listed == c->n_free && "the free list holds n_free blocks, once each");
+    (void)n, (void)bytes_cold, (void)spilled, (void)free_blocks, (void)cached, (void)listed;
 }
 
 /* See kv_cache.h. */

@@ -18,6 +18,54 @@
  *            instead of up to half; past the cold budget, in the spill file
  *            at offset id * spill_stride.
  *
+ * A block's life (each edge names the function that makes the move; kv_check
+ * asserts the invariants and the counters between kv operations):
+ *
+ *       kv_cache_create
+ *             |
+ *             v             kv_block_alloc                 append_block, cow
+ *   +----> [FREE] -------------------------> [allocated] --------------------> [KV_HOT]
+ *   |   free list: tier KV_FREE,  off the list, refs 1, still   take_slot, pinned |     ^
+ *   |   refs 0, not cached, no    KV_FREE (no storage; never     for the pass    |     |
+ *   |   slot, no pages            seen between kv operations)                    |     |
+ *   |                                                                            |     |
+ *   |     down: kv_move (kv_make_room's victim by policy; straight               |     |
+ *   |     to cold with no warm tier, or when it is weaker than                   |     |
+ *   |     every block of a full warm tier)                                       v     |
+ *   |   [KV_WARM] <--------------------------------------------------------------+     |
+ *   |      |  ^ up (promote)                                                     |     |
+ *   |      |  |                                                                  |     |
+ *   |      |  |   down: kv_move -> move_cold (pages packed in the                |     |
+ *   |      v  |    warm format, or the hot one with no warm tier)                |     |
+ *   |   [KV_COLD in memory] <----------------------------------------------------+     |
+ *   |      |   (buddy pieces)                                                          |
+ *   |      | kv_page_spill (kv_make_room: cold over budget, with a                     |
+ *   |      v  spill file)                                                              |
+ *   |   [KV_COLD spilled] (pages in the spill file)                                    |
+ *   |                                                                                  |
+ *   |   up: kv_move, from any tier below: kv_prepare_batch (a block the pass ----------+
+ *   |   writes goes hot), promote (a block the pass reads goes one tier up,
+ *   |   cold -> warm -> hot, when that tier has room or its victim has a weaker
+ *   |   claim: kv_policy_better)
+ *   |
+ *   +-- kv_block_unref at refs 0, from any tier (kv_block_release_storage gives the
+ *       slot, pieces or spill bytes back): kv_release, kv_truncate, cow (its source),
+ *       a failed append_block or cow, and kv_block_drop (an unused cached prefix, which
+ *       only the index holds: kv_block_alloc with no block free, kv_make_room with the
+ *       cold tier over budget and no spill file, or a victim that cannot go lower).
+ *
+ * Sharing, in every tier: refs = the sequences whose tables hold the block
+ * (kv_match and kv_fork add one, kv_release/kv_truncate/cow take it back)
+ * + 1 while it is in the prefix index (`cached`: key_block in kv_commit
+ * registers a full block, kv_block_drop removes it). A block is written only
+ * when refs == 1 (else cow copies it first); it is droppable when only the
+ * index holds it (kv_block_droppable). Invariants (kv_check): refs >= 0;
+ * refs == 0 <=> on the free list <=> tier KV_FREE (between kv operations);
+ * cached => refs >= 1, keyed, and the index maps its key to it; per tier,
+ * the blocks counted equal nblocks[], hot/warm bytes = blocks x block size
+ * = slots used x block size, cold bytes = the buddy pieces of in-memory cold
+ * blocks, spilled_bytes = the pages of spilled ones.
+ *
  * All tier moves happen in kv_prepare (kv_tier.c), single-threaded, at the
  * start of a forward pass; during the pass the cache is only read
  * (kv_view.c stages non-f32 blocks for attention on the worker threads).
@@ -32,6 +80,7 @@
 #ifndef CX_KV_CACHE_H
 #define CX_KV_CACHE_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,7 +96,10 @@
 #define KV_COLD_GRANULE 256 /* buddy min_block of the cold tier */
 #define KV_PIECES 8         /* buddy blocks a cold block's pages may take */
 
-enum { KV_HOT = CX_KV_HOT, KV_WARM = CX_KV_WARM, KV_COLD = CX_KV_COLD, KV_TIERS = CX_KV_TIERS, KV_FREE = -1 };
+/* Where a block's content lives (see the diagram above). KV_FREE: nowhere
+ * (free, or allocated and not yet given a hot slot). */
+typedef enum kv_tier { KV_FREE = -1, KV_HOT = CX_KV_HOT, KV_WARM = CX_KV_WARM, KV_COLD = CX_KV_COLD } kv_tier;
+enum { KV_TIERS = CX_KV_TIERS };
 
 typedef struct kv_block {
     uint64_t key, parent;   /* prefix chain key of this full block and of the one before (0 at the start) */
@@ -60,7 +112,7 @@ typedef struct kv_block {
     int32_t slot;           /* hot or warm: its slot */
     int32_t next_free;      /* free list link */
     int32_t index;          /* its block number in the sequence that wrote it (older first on ties) */
-    int8_t tier;            /* KV_HOT, KV_WARM, KV_COLD, or KV_FREE */
+    kv_tier tier;           /* KV_HOT, KV_WARM, KV_COLD, or KV_FREE */
     int8_t fmt;             /* format of its content (cold pages keep the format they were made from) */
     int8_t spilled;         /* cold: pages in the spill file rather than memory */
     int8_t keyed;           /* full, `key` computed */
@@ -96,6 +148,7 @@ struct cx_kv_cache {
     kv_prefix prefix;
     uint64_t clock;                /* passes prepared */
     uint32_t pass;                 /* pins of the current pass */
+    uint32_t checks;               /* kv_check_sometimes calls */
     cx_kv_stats st;                /* counters (bytes/blocks filled in by kv_stats) */
     pthread_mutex_t lock;          /* held by cx_eval and every call changing the cache */
     int lock_ready;                /* lock initialized */
@@ -131,11 +184,26 @@ static inline int kv_block_droppable(const kv_block *b) { return b->cached && b-
 /* Slab of `layer` in a hot or warm block. */
 static inline uint8_t *kv_block_slab(const kv_cache *c, int32_t id, int layer) {
     const kv_block *b = &c->blocks[id];
-    int t = b->tier;
+    kv_tier t = b->tier;
+    assert((t == KV_HOT || t == KV_WARM) && "only hot and warm blocks have slabs in memory");
     return (uint8_t *)kv_slots_at(&c->slots[t], b->slot) + (size_t)layer * kv_slab_bytes(b->fmt, c->dim);
 }
 /* Fill out (bytes and blocks per tier included). */
 void kv_stats(const kv_cache *c, cx_kv_stats *out);
+/* Assert the diagram's invariants over every block and that the per-tier
+ * counters equal the sums over the blocks (cache locked, or single-threaded;
+ * O(max_blocks)). kv_check_sometimes runs it on every KV_CHECK_EVERY-th
+ * call, at the end of kv_prepare_batch, kv_release and kv_truncate, and
+ * kv_cache_destroy runs it always; nothing under NDEBUG. */
+void kv_check(const kv_cache *c);
+#ifndef KV_CHECK_EVERY
+#define KV_CHECK_EVERY 16
+#endif
+#ifdef NDEBUG
+#define kv_check_sometimes(c) ((void)0)
+#else
+#define kv_check_sometimes(c) ((++(c)->checks % KV_CHECK_EVERY) == 0 ? kv_check(c) : (void)0)
+#endif
 
 /* ---- kv_policy.c ---- */
 
@@ -149,7 +217,7 @@ int kv_policy_better(const kv_cache *c, const kv_block *a, const kv_block *b);
 /* The block to leave `tier` first: not pinned, not `except`, and for the
  * cold tier in memory (not spilled); only droppable ones when
  * droppable_only. -1 if none. */
-int32_t kv_policy_victim(const kv_cache *c, int tier, int32_t except, int droppable_only);
+int32_t kv_policy_victim(const kv_cache *c, kv_tier tier, int32_t except, int droppable_only);
 
 /* ---- kv_page.c ---- */
 
@@ -189,9 +257,9 @@ int kv_prepare(kv_cache *c, kv_seq *s, int pos, int T, cx_err *err);
 int kv_prepare_batch(kv_cache *c, kv_seq *const *seqs, const int *pos, const int *T, int n, cx_err *err);
 /* Make `need` bytes (hot/warm: one block) of room in `tier`, moving or
  * dropping blocks other than `except`; 0 or a CX_E* code. */
-int kv_make_room(kv_cache *c, int tier, int64_t need, int32_t except, cx_err *err);
+int kv_make_room(kv_cache *c, kv_tier tier, int64_t need, int32_t except, cx_err *err);
 /* Move block id to tier `to`, making room there first; 0 or a CX_E* code. */
-int kv_move(kv_cache *c, int32_t id, int to, cx_err *err);
+int kv_move(kv_cache *c, int32_t id, kv_tier to, cx_err *err);
 
 /* ---- kv_ops.c ---- */
 

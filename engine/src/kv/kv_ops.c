@@ -34,6 +34,7 @@ static void key_block(kv_cache *c, const kv_seq *s, int i) {
     b->key = kv_prefix_key(b->parent, c->tokens + (size_t)id * KV_BLOCK, KV_BLOCK);
     b->keyed = 1;
     if (c->p.prefix_cache && kv_prefix_insert(&c->prefix, b->key, id) == 0) { /* -1: already cached, or full */
+        assert(!b->cached && b->refs >= 1 && "a block enters the index once, while a sequence holds it");
         b->cached = 1;
         b->refs++;
     }
@@ -76,6 +77,7 @@ int kv_match(kv_cache *c, kv_seq *s, const int32_t *tokens, int n) {
         if (id < 0) break;
         kv_block *b = &c->blocks[id];
         if (b->parent != parent || memcmp(c->tokens + (size_t)id * KV_BLOCK, t, sizeof(int32_t) * KV_BLOCK)) break;
+        assert(b->cached && b->refs >= 1 && b->tier != KV_FREE && "the index only holds live cached blocks");
         b->refs++;
         kv_seq_push(s, id);
         parent = key;
@@ -94,6 +96,7 @@ void kv_release(kv_cache *c, kv_seq *s) {
     for (int i = 0; i < s->n_blocks; i++) kv_block_unref(c, s->table[i]);
     s->n_blocks = 0;
     s->n_tokens = 0;
+    kv_check_sometimes(c);
 }
 
 /* See kv_cache.h. Blocks wholly past n are unreferenced (freed unless another
@@ -116,6 +119,7 @@ void kv_truncate(kv_cache *c, kv_seq *s, int n) {
             b->keyed = 0;
         }
     }
+    kv_check_sometimes(c);
 }
 
 /* See kv_cache.h. */
@@ -123,6 +127,7 @@ void kv_fork(kv_cache *c, kv_seq *dst, const kv_seq *src) {
     assert(dst->max_blocks >= src->n_blocks && dst->n_ctx >= src->n_tokens);
     kv_release(c, dst);
     for (int i = 0; i < src->n_blocks; i++) {
+        assert(c->blocks[src->table[i]].refs >= 1 && "a sequence's blocks are held");
         c->blocks[src->table[i]].refs++;
         kv_seq_push(dst, src->table[i]);
     }

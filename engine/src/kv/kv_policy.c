@@ -73,7 +73,8 @@ int kv_policy_better(const kv_cache *c, const kv_block *a, const kv_block *b) {
 }
 
 /* See kv_cache.h. */
-int32_t kv_policy_victim(const kv_cache *c, int tier, int32_t except, int droppable_only) {
+int32_t kv_policy_victim(const kv_cache *c, kv_tier tier, int32_t except, int droppable_only) {
+    assert(tier != KV_FREE && "a victim leaves a tier");
     int32_t best = -1;
     for (int32_t i = 0; i < c->max_blocks; i++) {
         const kv_block *b = &c->blocks[i];

@@ -27,21 +27,22 @@ static int64_t cold_size(size_t n) {
 }
 
 /* Does `tier` have room for `need` more bytes (hot/warm: one more block)? */
-static int fits(const kv_cache *c, int tier, int64_t need) {
+static int fits(const kv_cache *c, kv_tier tier, int64_t need) {
     if (tier != KV_COLD) return c->slots[tier].used < c->slots[tier].n;
     if (!c->cold_mem) return 0;
     return c->p.budget[KV_COLD] == CX_KV_UNLIMITED || c->bytes[KV_COLD] + need <= c->p.budget[KV_COLD];
 }
 
 /* Where blocks leaving `tier` go. */
-static int lower_tier(const kv_cache *c, int tier) {
+static kv_tier lower_tier(const kv_cache *c, kv_tier tier) {
     return tier == KV_HOT && c->slots[KV_WARM].n > 0 ? KV_WARM : KV_COLD;
 }
 
 /* See kv_cache.h. A cold tier over budget spills its victim when there is a
  * spill file, else drops an unused cached prefix; hot and warm demote theirs
  * (dropping it instead if it cannot go lower but is an unused cached prefix). */
-int kv_make_room(kv_cache *c, int tier, int64_t need, int32_t except, cx_err *err) {
+int kv_make_room(kv_cache *c, kv_tier tier, int64_t need, int32_t except, cx_err *err) {
+    assert(tier != KV_FREE && "room is made in a tier");
     if (tier == KV_COLD && (!c->cold_mem || (c->p.budget[KV_COLD] != CX_KV_UNLIMITED && need > c->p.budget[KV_COLD])))
         return cx_fail(err, CX_ENOMEM, "a %lld-byte cold KV block does not fit the cold budget (%lld bytes)",
                        (long long)need, (long long)c->p.budget[KV_COLD]);
@@ -91,7 +92,7 @@ static void convert_slab(kv_cache *c, int sf, const void *src, int df, void *dst
 }
 
 /* Copy every layer of block src into `slot` of tier `to` (format fmt[to]); 0 or -1. */
-static int fill_slot(kv_cache *c, int32_t src, int to, int32_t slot) {
+static int fill_slot(kv_cache *c, int32_t src, kv_tier to, int32_t slot) {
     int df = c->fmt[to];
     size_t dslab = kv_slab_bytes(df, c->dim);
     uint8_t *dst = kv_slots_at(&c->slots[to], slot);
@@ -104,9 +105,10 @@ static int fill_slot(kv_cache *c, int32_t src, int to, int32_t slot) {
 }
 
 /* Put block id (no storage yet) in `slot` of tier `to`. */
-static void take_slot(kv_cache *c, int32_t id, int to, int32_t slot) {
+static void take_slot(kv_cache *c, int32_t id, kv_tier to, int32_t slot) {
     kv_block *b = &c->blocks[id];
-    b->tier = (int8_t)to;
+    assert((to == KV_HOT || to == KV_WARM) && b->tier == KV_FREE && b->refs > 0 && "only an allocated block without storage takes a slot");
+    b->tier = to;
     b->slot = slot;
     b->fmt = (int8_t)c->fmt[to];
     c->bytes[to] += (int64_t)c->block_bytes[to];
@@ -150,10 +152,10 @@ static int move_cold(kv_cache *c, int32_t id, cx_err *err) {
 }
 
 /* See kv_cache.h. */
-int kv_move(kv_cache *c, int32_t id, int to, cx_err *err) {
+int kv_move(kv_cache *c, int32_t id, kv_tier to, cx_err *err) {
     kv_block *b = &c->blocks[id];
-    int from = b->tier;
-    assert(from != KV_FREE && from != to && b->refs > 0);
+    kv_tier from = b->tier;
+    assert(from != KV_FREE && to != KV_FREE && from != to && b->refs > 0 && "a move is between two tiers of a held block");
     int rc;
     if (to == KV_WARM && from == KV_HOT && !fits(c, KV_WARM, 1)) {
         /* a block weaker than every warm one goes on to cold at once, rather
@@ -248,7 +250,7 @@ static void promote(kv_cache *c, kv_seq *s, int below) {
         int32_t id = s->table[i];
         kv_block *b = &c->blocks[id];
         if (b->tier == KV_HOT) continue;
-        int to = b->tier == KV_WARM || c->slots[KV_WARM].n == 0 ? KV_HOT : KV_WARM;
+        kv_tier to = b->tier == KV_WARM || c->slots[KV_WARM].n == 0 ? KV_HOT : KV_WARM;
         if (!fits(c, to, 1)) {
             if (victim[to] == -2) victim[to] = kv_policy_victim(c, to, -1, 0);
             if (victim[to] < 0 || !kv_policy_better(c, b, &c->blocks[victim[to]])) continue;
@@ -262,7 +264,7 @@ static void promote(kv_cache *c, kv_seq *s, int below) {
  * demote a block another sequence of the pass writes; hits are counted in
  * the tier each block is in when the pass asks for it (a cold block
  * promoted by this pass was still read from the cold tier). */
-int kv_prepare_batch(kv_cache *c, kv_seq *const *seqs, const int *pos, const int *T, int n, cx_err *err) {
+static int prepare_batch(kv_cache *c, kv_seq *const *seqs, const int *pos, const int *T, int n, cx_err *err) {
     c->pass++;
     c->clock++;
     int written = 0;
@@ -295,6 +297,13 @@ int kv_prepare_batch(kv_cache *c, kv_seq *const *seqs, const int *pos, const int
     if (c->tiering)
         for (int q = 0; q < n; q++) promote(c, seqs[q], pos[q] / KV_BLOCK);
     return 0;
+}
+
+/* See kv_cache.h. Whether it succeeds or not, the cache is consistent after it (kv_check). */
+int kv_prepare_batch(kv_cache *c, kv_seq *const *seqs, const int *pos, const int *T, int n, cx_err *err) {
+    int rc = prepare_batch(c, seqs, pos, T, n, err);
+    kv_check_sometimes(c);
+    return rc;
 }
 
 /* See kv_cache.h. */

@@ -5,6 +5,7 @@
  * here), and merge-lora, which bakes adapters into a copy of the base (the
  * reference the adapted forward pass is tested against).
  */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -67,8 +68,8 @@ static double weight_rms(const cx_model *m, const cx_weight *w) {
         kern_act_init(&a, fmt, 1, w->cols, mem);
         a.f = x; /* f32 activations are read in place; the 8-bit formats are made from them */
         kern_act_set(k, &a, 0, x);
-        kern_gemm_fn gemm = w->layout == KERN_LAYOUT_X16 ? k->gemm_x16[w->type]
-                            : w->layout == KERN_LAYOUT_X8 ? k->gemm_x8[w->type] : k->gemm[w->type];
+        kern_gemm_fn gemm = kern_gemm_of(k, w->type, w->layout);
+        assert((gemm || w->layout == KERN_LAYOUT_ROWS) && "a repacked layout has its gemm");
         if (gemm) gemm(w->data, w->row_bytes, 0, w->rows, &a, y, w->rows);
         else kern_gemm_generic(k, w->type, w->data, w->row_bytes, 0, w->rows, &a, y, w->rows);
         double s = 0;

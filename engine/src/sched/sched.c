@@ -277,14 +277,11 @@ static sched_req *find(cx_sched *s, int64_t id) {
     return NULL;
 }
 
-/* 1 if a request in this state has ended. */
-static int is_final(int state) { return state >= CX_REQ_FINISHED; }
-
 /* See cortex.h. */
 int cx_sched_cancel(cx_sched *s, int64_t id) {
     pthread_mutex_lock(&s->mu);
     sched_req *r = find(s, id);
-    int ok = r && !is_final(r->state);
+    int ok = r && !sched_is_final(r->state);
     if (ok) r->cancel = 1;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
@@ -333,7 +330,7 @@ int cx_sched_release(cx_sched *s, int64_t id) {
     sched_req **pp = &s->all;
     while (*pp && (*pp)->id != id) pp = &(*pp)->next;
     sched_req *r = *pp;
-    int rc = r && is_final(r->state) ? 0 : CX_EINVAL;
+    int rc = r && sched_is_final(r->state) ? 0 : CX_EINVAL;
     if (!rc && r->reporting) { /* on_done is running: the stepping thread frees it afterwards */
         r->release = 1;
         r = NULL;
@@ -426,7 +423,7 @@ void cx_sched_stop(cx_sched *s, int drain) {
     else {
         s->stopping = 1;
         for (sched_req *r = s->all; r; r = r->next)
-            if (!is_final(r->state)) r->cancel = 1;
+            if (!sched_is_final(r->state)) r->cancel = 1;
     }
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);

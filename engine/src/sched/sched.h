@@ -11,10 +11,52 @@
  * pass (cx_batch_eval) and for the callbacks, and takes it again to record
  * the outcome; only the stepping thread changes a running request's
  * sequence, so submit and cancel from other threads never wait for a pass.
+ *
+ * A request's life (cx_req_state; running = PREFILL or DECODE). The table
+ * names the function that makes each edge (in sched_step.c unless a file is
+ * named); sched_move asserts that a state moves only along these edges,
+ * sched_check the invariants below:
+ *
+ *                        admit                 sched_step
+ *   submit ---> QUEUED ---------> PREFILL --------------------> DECODE ---+
+ *                ^  |              |  |                          |  |  ^   | sched_step
+ *                |  |              |  |                          |  |  +---+
+ *                |  |              |  |         preempt          |  |
+ *                +--|--------------+--|--------------------------+  |
+ *                   |                 |                             |
+ *                   | sched_end       +-------------+---------------+
+ *                   v                               | sched_end
+ *        CANCELLED, TIMEOUT, FAILED                 v
+ *                                     CANCELLED, TIMEOUT, FAILED, FINISHED
+ *
+ *   edge                       made by                      when
+ *   -> QUEUED                  cx_sched_submit (sched.c)    accepted: req_make built the record
+ *   QUEUED -> PREFILL          admit                        a slot is free, its blocks fit, its
+ *                                                           adapter is resident (slot k taken)
+ *   PREFILL -> DECODE,         sched_step                   a token was sampled and nothing stops it
+ *   DECODE -> DECODE
+ *   running -> QUEUED          preempt, from form_batch     no room in the cache, or the lead left
+ *                              or sched_step                out; a pass failed with CX_ENOMEM (the
+ *                                                           slot and blocks go back: recomputed later)
+ *   any live -> CANCELLED      sched_end from end_expired   cx_sched_cancel (or cx_sched_stop(s, 0))
+ *   any live -> TIMEOUT        sched_end from end_expired   past deadline_ns
+ *   QUEUED -> FAILED           sched_end from admit (fail)  needs more blocks than the capacity, or
+ *                                                           its adapter cannot run
+ *   running -> FAILED          sched_end from form_batch    alone and still too big for the budgets;
+ *                              or sched_step (fail)         the pass failed
+ *   running -> FINISHED        sched_end from sched_step    sample() gave a reason: EOS, a stop id,
+ *                                                           a stop string, max_tokens
+ *   final -> (freed)           cx_sched_release (sched.c)   on_done has returned (final states are
+ *                                                           never left)
+ *
+ * Invariants (sched_check, with the lock held): r holds a slot (r->slot >= 0,
+ * s->run[slot] == r) <=> r is running; r is on s->wait <=> QUEUED;
+ * n_run and n_wait count them; reason != CX_STOP_NONE <=> FINISHED (sched_end).
  */
 #ifndef CX_SCHED_H
 #define CX_SCHED_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,7 +76,8 @@ struct sched_adapter;
 /* One request, from submission until cx_sched_release. */
 typedef struct sched_req {
     int64_t id;
-    int state, reason;
+    cx_req_state state;        /* moved only by sched_move (see the diagram above) */
+    cx_stop_reason reason;     /* CX_STOP_NONE unless FINISHED */
     int priority, adapter;
     float adapter_scale;
     struct sched_adapter *ad;  /* its adapter's registration (adapter != 0), referenced until it ends */
@@ -120,7 +163,53 @@ int sched_lora_same(const sched_req *r, const sched_req *q);
 /* sched_step.c: one step (the caller holds nothing). Returns live requests or CX_E*. */
 int sched_step(cx_sched *s, cx_err *err);
 /* Move r to final `state` (lock held): counters, end time, off the queue or out of its slot (blocks freed). */
-void sched_end(cx_sched *s, sched_req *r, int state, int reason);
+void sched_end(cx_sched *s, sched_req *r, cx_req_state state, cx_stop_reason reason);
+
+/* 1 if a request in this state has ended (the last four states). */
+static inline int sched_is_final(cx_req_state state) {
+    switch (state) {
+    case CX_REQ_QUEUED:
+    case CX_REQ_PREFILL:
+    case CX_REQ_DECODE:
+        return 0;
+    case CX_REQ_FINISHED:
+    case CX_REQ_CANCELLED:
+    case CX_REQ_TIMEOUT:
+    case CX_REQ_FAILED:
+        return 1;
+    }
+    return 1;
+}
+
+/* 1 if the diagram above has an edge from `from` to `to`. */
+static inline int sched_edge(cx_req_state from, cx_req_state to) {
+    switch (from) {
+    case CX_REQ_QUEUED: /* admitted, or ended while waiting: never FINISHED (nothing was sampled) */
+        return to == CX_REQ_PREFILL || to == CX_REQ_CANCELLED || to == CX_REQ_TIMEOUT || to == CX_REQ_FAILED;
+    case CX_REQ_PREFILL: /* first token (or the one after a recomputation), preempted, or ended */
+    case CX_REQ_DECODE:
+        return to == CX_REQ_DECODE || to == CX_REQ_QUEUED || sched_is_final(to);
+    case CX_REQ_FINISHED:
+    case CX_REQ_CANCELLED:
+    case CX_REQ_TIMEOUT:
+    case CX_REQ_FAILED:
+        return 0;
+    }
+    return 0;
+}
+
+/* Move r to state `to` (lock held), along an edge of the diagram; r's slot
+ * must already agree with it (held in PREFILL and DECODE, -1 otherwise). */
+static inline void sched_move(sched_req *r, cx_req_state to) {
+    assert(sched_edge(r->state, to) && "a request's state moves only along the diagram's edges (sched.h)");
+    assert((r->slot >= 0) == (to == CX_REQ_PREFILL || to == CX_REQ_DECODE) &&
+           "a request holds a slot <=> it is prefilling or decoding");
+    r->state = to;
+}
+
+/* Assert the invariants above over the queue and the slots (lock held;
+ * O(max_seqs + n_wait)). Nothing under NDEBUG. */
+void sched_check(const cx_sched *s);
 
 /* sched.c: the statistics of record r (for on_done and cx_sched_request_stats). */
 void sched_req_stats(const sched_req *r, cx_request_stats *st);

@@ -63,17 +63,21 @@ static int32_t available(cx_sched *s) {
 
 /* Take r off the waiting queue (lock held), keeping the others' order. */
 static void unqueue(cx_sched *s, sched_req *r) {
+    assert(r->state == CX_REQ_QUEUED && r->slot < 0 && "only a queued request is on the waiting queue");
     for (int i = 0; i < s->n_wait; i++)
         if (s->wait[i] == r) {
             memmove(s->wait + i, s->wait + i + 1, sizeof *s->wait * (size_t)(s->n_wait - i - 1));
             s->n_wait--;
             return;
         }
+    assert(0 && "a queued request is on the waiting queue");
 }
 
 /* Free r's slot (lock held): its session's blocks go back to the cache. */
 static void unslot(cx_sched *s, sched_req *r) {
     if (r->slot < 0) return;
+    assert(r->slot < s->p.max_seqs && s->run[r->slot] == r && s->n_run > 0 && "a slot's request is in s->run");
+    assert((r->state == CX_REQ_PREFILL || r->state == CX_REQ_DECODE) && "only a running request holds a slot");
     cx_session_reset(s->sess[r->slot]);
     sched_lora_unslot(s, r);
     s->run[r->slot] = NULL;
@@ -82,12 +86,14 @@ static void unslot(cx_sched *s, sched_req *r) {
 }
 
 /* See sched.h. */
-void sched_end(cx_sched *s, sched_req *r, int state, int reason) {
-    assert(state >= CX_REQ_FINISHED && r->state < CX_REQ_FINISHED);
+void sched_end(cx_sched *s, sched_req *r, cx_req_state state, cx_stop_reason reason) {
+    assert(sched_is_final(state) && !sched_is_final(r->state) && "a live request ends once");
+    assert((state == CX_REQ_FINISHED) == (reason != CX_STOP_NONE) && "a reason <=> finished normally");
+    assert(s->n_ended < s->p.max_queue + 2 * s->p.max_seqs && "ended[] holds every request that can end in a step");
     if (r->slot >= 0) unslot(s, r);
     else unqueue(s, r);
     sched_lora_unref(s, r);
-    r->state = state;
+    sched_move(r, state);
     r->reason = reason;
     r->t_end = cx_now_ns();
     r->reporting = 1;
@@ -96,6 +102,27 @@ void sched_end(cx_sched *s, sched_req *r, int state, int reason) {
     s->st.timed_out += state == CX_REQ_TIMEOUT;
     s->st.failed += state == CX_REQ_FAILED;
     s->ended[s->n_ended++] = r;
+}
+
+/* See sched.h. */
+void sched_check(const cx_sched *s) {
+#ifndef NDEBUG
+    int running = 0;
+    for (int k = 0; k < s->p.max_seqs; k++) {
+        const sched_req *r = s->run[k];
+        if (!r) continue;
+        running++;
+        assert(r->slot == k && "a running request knows its slot");
+        assert((r->state == CX_REQ_PREFILL || r->state == CX_REQ_DECODE) && "a request has a slot <=> it is running");
+        assert(r->n_prompt + r->n_gen <= s->p.n_ctx && "a request's tokens fit its context");
+    }
+    assert(running == s->n_run && "n_run counts the requests in slots");
+    assert(s->n_wait >= 0 && s->n_wait <= s->p.max_queue + s->p.max_seqs && "the waiting queue within its array");
+    for (int i = 0; i < s->n_wait; i++)
+        assert(s->wait[i]->state == CX_REQ_QUEUED && s->wait[i]->slot == -1 && "a request is waiting <=> queued, no slot");
+#else
+    (void)s;
+#endif
 }
 
 /* Fail r with a message (lock held). */
@@ -152,12 +179,13 @@ static void admit(cx_sched *s, int64_t now) {
             fail(s, r, msg);
             continue;
         }
+        assert(k < s->p.max_seqs && cx_session_pos(s->sess[k]) == 0 && "a free slot's session is empty");
         unqueue(s, r);
         s->run[k] = r;
         r->slot = k;
         s->sess[k]->no_prefix = r->no_prefix; /* for every pass of this request, recomputation included */
         s->n_run++;
-        r->state = CX_REQ_PREFILL;
+        sched_move(r, CX_REQ_PREFILL);
         if (!r->t_start) r->t_start = now;
         avail -= need;
         reserve++;
@@ -166,11 +194,13 @@ static void admit(cx_sched *s, int64_t now) {
 
 /* Preempt r (lock held): its blocks go back, it waits again and will be recomputed. */
 static void preempt(cx_sched *s, sched_req *r) {
+    assert(r && r->slot >= 0 && "only a running request is preempted");
     unslot(s, r);
-    r->state = CX_REQ_QUEUED;
+    sched_move(r, CX_REQ_QUEUED);
     r->n_preempted++;
     s->st.preemptions++;
-    s->wait[s->n_wait++] = r; /* wait has room for max_queue + max_seqs */
+    assert(s->n_wait < s->p.max_queue + s->p.max_seqs && "wait has room for max_queue + max_seqs");
+    s->wait[s->n_wait++] = r;
 }
 
 /* The running request first in scheduling order (highest effective priority,
@@ -238,7 +268,10 @@ static int form_batch(cx_sched *s, int64_t now) {
             budget -= T;
             lead_in |= next == lead;
         }
-        if (n == 0 || (need <= available(s) && written <= hot && lead_in)) return n;
+        if (n == 0 || (need <= available(s) && written <= hot && lead_in)) {
+            assert(n <= s->n_run && budget >= 0 && "one segment per running sequence, within max_batch_tokens");
+            return n;
+        }
         sched_req *v = running_end(s, now, 0);
         if (s->n_run == 1) { /* alone and still too big: the cache cannot hold this request */
             char msg[200];
@@ -256,7 +289,7 @@ static void append_text(const cx_sched *s, sched_req *r, int prev, int tok) {
     char tmp[2];
     const char *bytes;
     size_t len = cx_token_piece(s->m, prev, tok, tmp, &bytes);
-    assert(r->text_len + len < r->text_cap);
+    assert(r->text_len + len < r->text_cap && "the text buffer holds max_tokens of the longest piece");
     memcpy(r->text + r->text_len, bytes, len);
     r->text_len += len;
     r->text[r->text_len] = 0;
@@ -273,7 +306,7 @@ static int is_stop_id(const sched_req *r, int tok) {
  * conditions, the token's event. Returns the reason it stops (CX_STOP_*, or
  * CX_STOP_NONE to go on). Runs without the lock: only the stepping thread
  * touches a running request. */
-static int sample(cx_sched *s, sched_req *r, const float *logits, int64_t now) {
+static cx_stop_reason sample(cx_sched *s, sched_req *r, const float *logits, int64_t now) {
     int tok = cx_sampler_sample(r->smp, logits);
     cx_sampler_accept(r->smp, tok);
     int at = r->n_prompt + r->n_gen, prev = r->toks[at - 1];
@@ -282,7 +315,7 @@ static int sample(cx_sched *s, sched_req *r, const float *logits, int64_t now) {
     else r->t_first = now;
     r->t_last = now;
     r->n_gen++;
-    int reason = CX_STOP_NONE;
+    cx_stop_reason reason = CX_STOP_NONE;
     size_t old = r->text_len;
     if (cx_token_is_eog(s->m, tok) && !r->ignore_eos) reason = CX_STOP_EOS;
     else if (is_stop_id(r, tok)) reason = CX_STOP_TOKEN;
@@ -332,6 +365,7 @@ int sched_step(cx_sched *s, cx_err *err) {
     end_expired(s, t0);
     admit(s, t0);
     int n = form_batch(s, t0);
+    sched_check(s);
     for (int i = 0; i < n; i++) s->b_sess[i] = s->sess[s->b_slot[i]];
     pthread_mutex_unlock(&s->mu);
 
@@ -365,10 +399,10 @@ int sched_step(cx_sched *s, cx_err *err) {
             r->n_cached += kv.last_reused;
         }
         if (cx_session_pos(ss) != r->n_prompt + r->n_gen) continue; /* more prompt to come */
-        int reason = sample(s, r, logits[i], t2);
+        cx_stop_reason reason = sample(s, r, logits[i], t2);
         pthread_mutex_lock(&s->mu);
         if (reason) sched_end(s, r, CX_REQ_FINISHED, reason);
-        else r->state = CX_REQ_DECODE;
+        else sched_move(r, CX_REQ_DECODE);
         pthread_mutex_unlock(&s->mu);
     }
     int64_t t3 = cx_now_ns();
@@ -380,6 +414,7 @@ int sched_step(cx_sched *s, cx_err *err) {
         s->st.eval_ns += t2 - t1;
         s->st.step_ns += t3 - t0;
     }
+    sched_check(s);
     pthread_mutex_unlock(&s->mu);
     report_ends(s);
     pthread_mutex_lock(&s->mu);

@@ -16,8 +16,10 @@
  *     tokens reported, logit error bounded; compression ratios of real pages.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -670,6 +672,46 @@ static void test_stories(void) {
     cx_model_free(m);
 }
 
+/* kv_check (asserts on in every build but NDEBUG): a consistent cache passes,
+ * and each kind of drift aborts it (in a child process). */
+static void test_kv_check(void) {
+#ifndef NDEBUG
+    kv_cache *c = new_cache(KV_F32, 2, 1, -1, CX_KV_LRU, 1, NULL, 16); /* hot 2, warm 1, cold unlimited, prefix cache */
+    kv_seq s;
+    kv_seq_init(&s, 100);
+    CHECK(put(c, &s, 90, 0) == 0, "90 positions through three tiers");
+    CHECK(c->nblocks[KV_HOT] > 0 && c->nblocks[KV_WARM] > 0 && c->nblocks[KV_COLD] > 0 && c->prefix.n > 0,
+          "blocks in every tier (%lld/%lld/%lld), prefix entries %d", (long long)c->nblocks[KV_HOT],
+          (long long)c->nblocks[KV_WARM], (long long)c->nblocks[KV_COLD], c->prefix.n);
+    kv_check(c); /* consistent: returns */
+    static const char *what[] = {"hot bytes off by one", "a cold block uncounted", "cold bytes off by a granule",
+                                 "a held block with refcount 0", "a free block lost from n_free", "a prefix entry lost"};
+    for (int k = 0; k < (int)(sizeof what / sizeof what[0]); k++) {
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (!freopen("/dev/null", "w", stderr)) _exit(3);
+            switch (k) {
+            case 0: c->bytes[KV_HOT]++; break;
+            case 1: c->nblocks[KV_COLD]--; break;
+            case 2: c->bytes[KV_COLD] += KV_COLD_GRANULE; break;
+            case 3: c->blocks[s.table[0]].refs = 0; break;
+            case 4: c->n_free--; break;
+            default: c->prefix.n--; break;
+            }
+            kv_check(c);
+            _exit(0);
+        }
+        int st = 0;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+              "kv_check aborts on %s", what[k]);
+    }
+    kv_release(c, &s);
+    kv_seq_free(&s);
+    kv_cache_destroy(c); /* checks once more: cached blocks still indexed, all counters consistent */
+#endif
+}
+
 /* The unit checks, the synthetic model's, then the real model's. */
 static void run_all(void) {
     test_codec();
@@ -681,6 +723,7 @@ static void run_all(void) {
         test_round_robin();
         test_refcount_cow();
         test_prefix_reuse();
+        test_kv_check();
         cx_model_free(tiny);
     }
     test_stories();

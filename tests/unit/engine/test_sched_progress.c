@@ -187,6 +187,30 @@ static void trial(cx_model *m, const char *a1, const char *a2, int t, int thread
     cx_sched_free(s);
 }
 
+#include "sched/sched.h" /* the scheduler's insides, for test_edges alone */
+
+/* The request life cycle's edges (sched.h's diagram, which sched_move asserts). */
+static void test_edges(void) {
+    enum { Q = CX_REQ_QUEUED, P = CX_REQ_PREFILL, D = CX_REQ_DECODE, N = CX_REQ_FAILED + 1 };
+    static const char *const edges[N] = {
+        /* to:    Q P D F C T X   (F finished, C cancelled, T timeout, X failed) */
+        [Q] = "0100111",
+        [P] = "1011111",
+        [D] = "1011111",
+    };
+    int ok = 1;
+    for (int a = 0; a < N; a++)
+        for (int b = 0; b < N; b++) {
+            int want = edges[a] ? edges[a][b] == '1' : 0; /* the final states go nowhere */
+            ok &= sched_edge((cx_req_state)a, (cx_req_state)b) == want;
+        }
+    CHECK(ok, "sched_edge: queued -> prefill or ended (not finished); running -> decode, queued or any end; final -> none");
+    CHECK(!sched_is_final(CX_REQ_QUEUED) && !sched_is_final(CX_REQ_PREFILL) && !sched_is_final(CX_REQ_DECODE) &&
+          sched_is_final(CX_REQ_FINISHED) &&
+          sched_is_final(CX_REQ_CANCELLED) && sched_is_final(CX_REQ_TIMEOUT) && sched_is_final(CX_REQ_FAILED),
+          "the last four states are final");
+}
+
 static void run_all(void) {
     alarm(600); /* a livelock is a failure, not a hung CI job */
     cx_model *m = fx_synth_model(cx_shape_find("gate-micro"), CX_TYPE_Q8_0, 5, "micro.gguf", NULL);
@@ -197,6 +221,7 @@ static void run_all(void) {
     const char *a2 = fx_synth_adapter(m, &lp, "a2.gguf");
     const char *env = getenv("PROGRESS_TRIALS");
     int trials = env ? atoi(env) : 40;
+    test_edges();
     for (int t = 0; t < trials; t++) trial(m, a1, a2, t, t % 5 == 4);
     printf("%d trials: %lld finished, %lld cancelled, %lld timed out, %lld failed (too big for the budgets), "
            "%lld preemptions\n", trials, (long long)tot_finished, (long long)tot_cancel, (long long)tot_timeout,
