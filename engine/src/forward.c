@@ -348,9 +348,8 @@ void fwd_row_share(int64_t rows, int i, int n, int64_t *r0, int64_t *r1) {
 /* See forward.h. */
 void fwd_gemm_rows(const kern_ops *k, const cx_weight *wt, const uint8_t *w, int64_t r0, int64_t r1, const kern_act *a,
                    float *y, int64_t ldy) {
-    int layout = wt->layout;
-    kern_gemm_fn gemm = layout == KERN_LAYOUT_X16 ? k->gemm_x16[wt->type]
-                        : layout == KERN_LAYOUT_X8 ? k->gemm_x8[wt->type] : k->gemm[wt->type];
+    kern_layout layout = wt->layout;
+    kern_gemm_fn gemm = kern_gemm_of(k, wt->type, layout);
     assert(gemm || layout == KERN_LAYOUT_ROWS);
     assert(ROW_CHUNK % kern_layout_group(layout) == 0 && TILE_ROWS % kern_layout_group(layout) == 0);
     /* Tiles of TILE_ROWS weight rows x TILE_TOKENS tokens: the rows (~128 KiB

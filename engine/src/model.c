@@ -56,7 +56,7 @@ static void repack_matrix(cx_model *m, cx_weight *w, uint8_t *scratch) {
     const kern_ops *kern = m->kern;
     if (w->layout != KERN_LAYOUT_ROWS) return;
     int64_t unit = w->expert_rows ? w->expert_rows : w->rows; /* an expert's rows stay whole groups */
-    int layout = kern->gemm_x16[w->type] && unit % 16 == 0 ? KERN_LAYOUT_X16
+    kern_layout layout = kern->gemm_x16[w->type] && unit % 16 == 0 ? KERN_LAYOUT_X16
                  : kern->gemm_x8[w->type] && unit % 8 == 0 ? KERN_LAYOUT_X8 : KERN_LAYOUT_ROWS;
     if (layout == KERN_LAYOUT_ROWS) return;
     int group = kern_layout_group(layout);

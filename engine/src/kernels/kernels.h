@@ -178,7 +178,7 @@ void kern_gemm_generic(const kern_ops *k, int type, const uint8_t *w, size_t row
  */
 typedef enum kern_layout { KERN_LAYOUT_ROWS = 0, KERN_LAYOUT_X8 = 1, KERN_LAYOUT_X16 = 2 } kern_layout;
 /* Rows per interleaved group of a layout: 1 (ROWS), 8 or 16. */
-int kern_layout_group(int layout);
+int kern_layout_group(kern_layout layout);
 /* The gemm of table k for `type` in `layout` (NULL: none; for ROWS, kern_gemm_generic then). */
 static inline kern_gemm_fn kern_gemm_of(const kern_ops *k, int type, kern_layout layout) {
     switch (layout) {

@@ -15,7 +15,18 @@
 #include "../kquant.h"
 #include "kernels.h"
 
-int kern_layout_group(int layout) { return layout == KERN_LAYOUT_X16 ? 16 : layout == KERN_LAYOUT_X8 ? 8 : 1; }
+int kern_layout_group(kern_layout layout) {
+    switch (layout) {
+    case KERN_LAYOUT_ROWS:
+        return 1;
+    case KERN_LAYOUT_X8:
+        return 8;
+    case KERN_LAYOUT_X16:
+        return 16;
+    }
+    assert(0 && "a layout of the enum");
+    return 1;
+}
 
 /* Block size of a type with the q8_0-style interleaved layouts (q8_0 34,
  * q4_0 18, mxfp4 17), 0 for others; *scale_bytes: the block's leading scale
