@@ -227,15 +227,15 @@ build-fuzz/fuzz_%: build-fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_ENGINE_OBJ)
 	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 # The workload fuzzer needs the harness's parsers rather than the engine.
-build-fuzz/fuzz_jsonl: build-fuzz/obj/tests/fuzz/fuzz_jsonl.o $(call fuzz_obj,harness/util/jsonx.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c)
+build-fuzz/fuzz_jsonl: build-fuzz/obj/tests/fuzz/fuzz_jsonl.o $(call fuzz_obj,harness/util/jsonx.c harness/run/workload.c harness/util/sha256.c harness/run/trace_gen.c harness/util/rng.c harness/util/hx_err.c)
 	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 # The server-response fuzzer: SSE framing, OpenAI bodies (jansson), Prometheus text, builds (results.c).
-build-fuzz/fuzz_sse: build-fuzz/obj/tests/fuzz/fuzz_sse.o $(call fuzz_obj,harness/run/sse.c harness/run/oai.c harness/run/prom.c harness/run/results.c)
+build-fuzz/fuzz_sse: build-fuzz/obj/tests/fuzz/fuzz_sse.o $(call fuzz_obj,harness/run/sse.c harness/run/oai.c harness/run/prom.c harness/run/results.c harness/util/hx_err.c)
 	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 # The judge's sample lines (cortex-bench judge).
-build-fuzz/fuzz_judge: build-fuzz/obj/tests/fuzz/fuzz_judge.o $(call fuzz_obj,harness/gate/judge.c)
+build-fuzz/fuzz_judge: build-fuzz/obj/tests/fuzz/fuzz_judge.o $(call fuzz_obj,harness/gate/judge.c harness/util/hx_err.c)
 	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 # The request-body fuzzer needs the server's parser and chat templates (harmony's in the library), and jansson.

@@ -27,6 +27,7 @@
 #include "run_cmd.h"
 #include "show_cmd.h"
 #include "trace_cmd.h"
+#include "hx_err.h"
 
 /* The subcommands, one bit each in a flag's command mask. */
 enum {
@@ -38,17 +39,17 @@ enum {
 /* ---- values with a parser of their own ---- */
 
 /* run --lora-type f32|q8_0|q4_0|auto: a tensor type id, -1 for auto (the parser checked the list). */
-static int parse_lora_type(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t n) {
+static int parse_lora_type(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t errlen) {
     int t = -1;
     if (strcasecmp(v, "auto") && (t = cx_type_from_name(v)) < 0)
-        return snprintf(err, n, "%s: '%s' is not a weight type", name, v), -1;
+        return hx_fail(err, errlen, "%s: '%s' is not a weight type", name, v);
     *(int *)(void *)((char *)opts + f->off) = t;
     return 0;
 }
 
 /* trace --prompt-len / --gen-len DIST into a trace_len (trace_len_parse names the flag). */
-static int parse_len(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t n) {
-    return trace_len_parse(v, name, (trace_len *)(void *)((char *)opts + f->off), err, n) ? -1 : 0;
+static int parse_len(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t errlen) {
+    return trace_len_parse(v, name, (trace_len *)(void *)((char *)opts + f->off), err, errlen) ? -1 : 0;
 }
 
 /* A trace_len's default as its spec ("uniform:32,256"). */
@@ -58,9 +59,9 @@ static const char *show_len(const cx_flag *f, const void *opts, char *buf, size_
 }
 
 /* trace --priorities W0,W1,... into the trace_params at f->off. */
-static int parse_prio(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t n) {
+static int parse_prio(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t errlen) {
     (void)name;
-    return trace_prio_parse(v, (trace_params *)(void *)((char *)opts + f->off), err, n) ? -1 : 0;
+    return trace_prio_parse(v, (trace_params *)(void *)((char *)opts + f->off), err, errlen) ? -1 : 0;
 }
 
 /* ---- the flags ---- */

@@ -270,32 +270,23 @@ void *buddy_alloc(buddy *b, size_t bytes) {
     return b->base + ((size_t)idx << b->min_shift);
 }
 
-/* Classify p: the min_block index of the live block starting at p, or -1
- * for anything else, with the reason written to `why` when it is not NULL. */
-static int64_t buddy_lookup(const buddy *b, const void *p, char *why, size_t why_len) {
+/* Classify p: the min_block index of the live block starting at p, or
+ * CX_EINVAL for anything else, with the reason in err (when not NULL). */
+static int64_t buddy_lookup(const buddy *b, const void *p, cx_err *err) {
     uintptr_t a = (uintptr_t)p, base = (uintptr_t)b->base;
-    if (a < base || a - base >= b->region) {
-        if (why) snprintf(why, why_len, "buddy_free(%p): not in the region [%p, %p)", p, (void *)b->base,
-                          (void *)(b->base + b->region));
-        return -1;
-    }
+    if (a < base || a - base >= b->region)
+        return cx_fail(err, CX_EINVAL, "buddy_free(%p): not in the region [%p, %p)", p, (void *)b->base,
+                       (void *)(b->base + b->region));
     size_t off = a - base;
-    if (off & (b->min_block - 1)) {
-        if (why) snprintf(why, why_len, "buddy_free(%p): offset %zu is not on a %zu-byte block boundary", p, off,
-                          b->min_block);
-        return -1;
-    }
+    if (off & (b->min_block - 1))
+        return cx_fail(err, CX_EINVAL, "buddy_free(%p): offset %zu is not on a %zu-byte block boundary", p, off,
+                       b->min_block);
     uint32_t idx = (uint32_t)(off >> b->min_shift);
     unsigned s = b->state[idx];
-    if (!(s & ST_HEAD)) {
-        if (why) snprintf(why, why_len, "buddy_free(%p): points inside a block, not at its start", p);
-        return -1;
-    }
-    if (!(s & ST_ALLOC)) {
-        if (why) snprintf(why, why_len, "buddy_free(%p): double free (the %zu-byte block there is already free)", p,
-                          b->min_block << (s & ST_ORDER));
-        return -1;
-    }
+    if (!(s & ST_HEAD)) return cx_fail(err, CX_EINVAL, "buddy_free(%p): points inside a block, not at its start", p);
+    if (!(s & ST_ALLOC))
+        return cx_fail(err, CX_EINVAL, "buddy_free(%p): double free (the %zu-byte block there is already free)", p,
+                       b->min_block << (s & ST_ORDER));
     return idx;
 }
 
@@ -304,8 +295,10 @@ static int64_t buddy_lookup(const buddy *b, const void *p, char *why, size_t why
  * order per merge: O(max_order). */
 int buddy_free(buddy *b, void *p) {
     if (!p) return 0;
-    int64_t found = buddy_lookup(b, p, b->last_error, sizeof b->last_error);
+    cx_err err;
+    int64_t found = buddy_lookup(b, p, &err);
     if (found < 0) {
+        snprintf(b->last_error, sizeof b->last_error, "%.*s", (int)sizeof b->last_error - 1, err.msg);
         b->bad_frees++;
         return CX_EINVAL;
     }
@@ -331,7 +324,7 @@ int buddy_free(buddy *b, void *p) {
 
 /* See buddy.h. */
 size_t buddy_block_size(const buddy *b, const void *p) {
-    int64_t idx = buddy_lookup(b, p, NULL, 0);
+    int64_t idx = buddy_lookup(b, p, NULL);
     return idx < 0 ? 0 : b->min_block << (b->state[idx] & ST_ORDER);
 }
 

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util.h"
+
 /* See cortex_tools.h. */
 int cx_parse_int_in(const char *s, long long lo, long long hi, long long *out) {
     char *end;
@@ -141,44 +143,47 @@ static const char *flag_range(const cx_flag *f, char *buf, size_t cap) {
     }
 }
 
-/* Store value v of flag f (as written: `name`) into opts; 0, or -1 with the message in err. */
-static int flag_set(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t n) {
+/* Store value v of flag f (as written: `name`) into opts; 0, or CX_EINVAL with the message in err. (A
+ * CX_FLAG_CUSTOM parser, a public callback, writes its message into err->msg itself.) */
+static int flag_set(const cx_flag *f, const char *name, const char *v, void *opts, cx_err *err) {
     void *at = field(f, opts);
     char list[1024];
     const char *vals = flag_values(f, list, sizeof list);
     int idx = vals ? list_find(vals, v) : -1;
-    if (vals && idx < 0) return snprintf(err, n, "%s: '%s' is not one of %s", name, v, vals), -1;
+    if (vals && idx < 0) return cx_fail(err, CX_EINVAL, "%s: '%s' is not one of %s", name, v, vals);
     long long i;
     double d;
     switch (f->kind) {
     case CX_FLAG_STR: memcpy(at, &v, sizeof v); return 0;
     case CX_FLAG_INT: case CX_FLAG_LONG: case CX_FLAG_U64:
         if (cx_parse_int_in(v, bound(f->lo), bound(f->hi), &i))
-            return snprintf(err, n, "%s: '%s' is not an integer in [%lld, %lld]", name, v, bound(f->lo), bound(f->hi)), -1;
+            return cx_fail(err, CX_EINVAL, "%s: '%s' is not an integer in [%lld, %lld]", name, v, bound(f->lo),
+                           bound(f->hi));
         if (f->kind == CX_FLAG_INT) *(int *)at = (int)i;
         else if (f->kind == CX_FLAG_LONG) *(long *)at = (long)i;
         else *(uint64_t *)at = (uint64_t)i;
         return 0;
     case CX_FLAG_FLOAT: case CX_FLAG_DOUBLE:
         if (cx_parse_num_in(v, f->lo, f->hi, &d))
-            return snprintf(err, n, "%s: '%s' is not a number in [%g, %g]", name, v, f->lo, f->hi), -1;
+            return cx_fail(err, CX_EINVAL, "%s: '%s' is not a number in [%g, %g]", name, v, f->lo, f->hi);
         if (f->kind == CX_FLAG_FLOAT) *(float *)at = (float)d;
         else *(double *)at = d;
         return 0;
     case CX_FLAG_BUDGET: {
         int64_t b = !strcmp(v, "unlimited") ? CX_KV_UNLIMITED : cx_parse_bytes(v);
         if (b == -1 && strcmp(v, "unlimited"))
-            return snprintf(err, n, "%s: '%s' is not a byte count (e.g. 65536, 64K, 1.5M, 2G) or 'unlimited'", name, v),
-                   -1;
+            return cx_fail(err, CX_EINVAL, "%s: '%s' is not a byte count (e.g. 65536, 64K, 1.5M, 2G) or 'unlimited'",
+                           name, v);
         *(int64_t *)at = b;
         return 0;
     }
     case CX_FLAG_CHOICE: *(int *)at = idx; return 0;
     case CX_FLAG_CUSTOM:
-        if (f->parse && f->parse(f, name, v, opts, err, n) == 0) return 0;
-        if (!f->parse) snprintf(err, n, "%s: no parser for this flag", name);
-        return -1;
-    default: return snprintf(err, n, "%s: takes no value", name), -1;
+        if (!f->parse) return cx_fail(err, CX_EINVAL, "%s: no parser for this flag", name);
+        err->msg[0] = 0;
+        if (f->parse(f, name, v, opts, err->msg, sizeof err->msg) == 0) return 0;
+        return err->code = CX_EINVAL;
+    default: return cx_fail(err, CX_EINVAL, "%s: takes no value", name);
     }
 }
 
@@ -228,8 +233,8 @@ int cx_flags_parse(cx_flags *p, int argc, char **argv, void *opts) {
             continue;
         }
         if (i + 1 >= argc) return fail(p, "%s: %s needs a value (%s)", p->cmd, a, f->meta ? f->meta : "a value");
-        char err[512];
-        if (flag_set(f, a, argv[++i], opts, err, sizeof err)) return fail(p, "%s", err);
+        cx_err err;
+        if (flag_set(f, a, argv[++i], opts, &err)) return fail(p, "%s", err.msg);
     }
     return 0;
 }

@@ -7,6 +7,7 @@
  * All three are removed before returning.
  */
 #include "detmode.h"
+#include "hx_err.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,16 +44,14 @@ int det_perf_open(char *err, size_t errlen) {
          * without a PMU, EACCES/EPERM under perf_event_paranoid, ENOSYS...),
          * the caller only learns that the counter cannot be had, and why. */
         int e = errno;
-        snprintf(err, errlen, "perf_event_open(instructions): %s%s", strerror(e),
-                 e == EACCES || e == EPERM ? " (see /proc/sys/kernel/perf_event_paranoid)"
-                 : e == ENOSYS             ? " (kernel without perf events)"
-                                           : " (no hardware counter for it on this CPU/VM)");
-        return -1;
+        return hx_fail(err, errlen, "perf_event_open(instructions): %s%s", strerror(e),
+                       e == EACCES || e == EPERM ? " (see /proc/sys/kernel/perf_event_paranoid)"
+                       : e == ENOSYS             ? " (kernel without perf events)"
+                                                 : " (no hardware counter for it on this CPU/VM)");
     }
     return fd;
 #else
-    snprintf(err, errlen, "perf_event_open exists only on Linux");
-    return -1;
+    return hx_fail(err, errlen, "perf_event_open exists only on Linux");
 #endif
 }
 
@@ -78,8 +77,8 @@ long long det_perf_stop(int fd) {
 #endif
 }
 
-int det_perf_supported(char *why, size_t whylen) {
-    int fd = det_perf_open(why, whylen);
+int det_perf_supported(char *err, size_t errlen) {
+    int fd = det_perf_open(err, errlen);
     if (fd < 0) return 0;
     det_perf_start(fd);
     volatile unsigned x = 0; /* some work to count */
@@ -88,7 +87,7 @@ int det_perf_supported(char *why, size_t whylen) {
     long long n = det_perf_stop(fd);
     close(fd);
     if (n <= 0) { /* a virtual PMU can accept the event and never count */
-        snprintf(why, whylen, "the instructions counter opens but %s", n < 0 ? "cannot be read" : "counts nothing");
+        hx_fail(err, errlen, "the instructions counter opens but %s", n < 0 ? "cannot be read" : "counts nothing");
         return 0;
     }
     return 1;
@@ -159,7 +158,7 @@ static int run_child(char *const argv[], const char *out_path, const char *err_p
     size_t n = 0;
     while (environ && environ[n]) n++;
     char **envp = malloc(sizeof(char *) * (n + 2)); /* built before fork: the child only execs */
-    if (!envp) return snprintf(err, errlen, "out of memory"), -1;
+    if (!envp) return hx_fail(err, errlen, "out of memory");
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "LD_BIND_NOW=", 12)) envp[k++] = environ[i];
@@ -168,7 +167,7 @@ static int run_child(char *const argv[], const char *out_path, const char *err_p
     pid_t pid = fork();
     if (pid < 0) {
         free(envp);
-        return snprintf(err, errlen, "fork: %s", strerror(errno)), -1;
+        return hx_fail(err, errlen, "fork: %s", strerror(errno));
     }
     if (pid == 0) {
         int o = open(out_path, O_WRONLY | O_TRUNC), e = open(err_path, O_WRONLY | O_TRUNC);
@@ -183,7 +182,7 @@ static int run_child(char *const argv[], const char *out_path, const char *err_p
     free(envp);
     int st;
     while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return snprintf(err, errlen, "waitpid: %s", strerror(errno)), -1;
+        if (errno != EINTR) return hx_fail(err, errlen, "waitpid: %s", strerror(errno));
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
@@ -209,26 +208,25 @@ int det_measure(const char *bench_bin, const char *model, const char *mode, int 
     int use_callgrind;
     if (!strcasecmp(mode, "callgrind")) {
         if (!det_have_valgrind())
-            return snprintf(err, errlen, "callgrind mode: valgrind is not on PATH (apt-get install valgrind)"),
-                   DET_EUNAVAIL;
+            return hx_fail_code(err, errlen, DET_EUNAVAIL,
+                                "callgrind mode: valgrind is not on PATH (apt-get install valgrind)");
         use_callgrind = 1;
     } else if (!strcasecmp(mode, "perf")) {
         if (!det_perf_supported(why, sizeof why))
-            return snprintf(err, errlen, "perf mode: %s", why), DET_EUNAVAIL;
+            return hx_fail_code(err, errlen, DET_EUNAVAIL, "perf mode: %s", why);
         use_callgrind = 0;
     } else if (!strcasecmp(mode, "auto")) {
         if (det_have_valgrind()) use_callgrind = 1;
         else if (det_perf_supported(why, sizeof why)) use_callgrind = 0;
         else
-            return snprintf(err, errlen,
-                            "no deterministic mode available: valgrind is not on PATH and the perf instructions "
-                            "counter is unusable (%s)", why),
-                   DET_EUNAVAIL;
+            return hx_fail_code(err, errlen, DET_EUNAVAIL,
+                                "no deterministic mode available: valgrind is not on PATH and the perf instructions "
+                                "counter is unusable (%s)", why);
     } else {
-        return snprintf(err, errlen, "unknown deterministic mode '%s' (callgrind, perf, auto)", mode), DET_EFAIL;
+        return hx_fail_code(err, errlen, DET_EFAIL, "unknown deterministic mode '%s' (callgrind, perf, auto)", mode);
     }
     if (test_prompt < 1 || test_gen < 0)
-        return snprintf(err, errlen, "micro workload needs >= 1 prompt token and >= 0 steps"), DET_EFAIL;
+        return hx_fail_code(err, errlen, DET_EFAIL, "micro workload needs >= 1 prompt token and >= 0 steps");
 
     char out_path[512], err_path[512], cg_path[512] = "", np[16], ng[16], toggle[64], cgfile[600];
     int fo = temp_file("out", out_path, sizeof out_path), fe = temp_file("err", err_path, sizeof err_path);
@@ -236,7 +234,7 @@ int det_measure(const char *bench_bin, const char *model, const char *mode, int 
     int rc = DET_EFAIL;
     char *out = NULL, *errtext = NULL, *cg = NULL;
     if (fo < 0 || fe < 0 || fc == -1) {
-        snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+        hx_fail(err, errlen, "cannot create a temporary file: %s", strerror(errno));
         goto done;
     }
     snprintf(np, sizeof np, "%d", test_prompt);
@@ -272,32 +270,32 @@ int det_measure(const char *bench_bin, const char *model, const char *mode, int 
         char line[400];
         last_line(errtext, line, sizeof line);
         if (st == 127 && errtext && strstr(errtext, "exec failed")) {
-            snprintf(err, errlen, "cannot run %s", argv[0]);
+            hx_fail(err, errlen, "cannot run %s", argv[0]);
         } else if (errtext && strstr(errtext, "unknown command 'micro'")) {
-            snprintf(err, errlen, "%s has no micro subcommand (it predates the deterministic gate mode)", bench_bin);
+            hx_fail(err, errlen, "%s has no micro subcommand (it predates the deterministic gate mode)", bench_bin);
             rc = DET_ENOMICRO;
         } else {
-            snprintf(err, errlen, "%s%s micro exited with status %d: %s", use_callgrind ? "valgrind " : "", bench_bin,
-                     st, line[0] ? line : "(no message)");
+            hx_fail(err, errlen, "%s%s micro exited with status %d: %s", use_callgrind ? "valgrind " : "", bench_bin,
+                    st, line[0] ? line : "(no message)");
         }
         goto done;
     }
     /* The child names its workload version; counts of different versions measure different work. */
     const char *ver = out ? strstr(out, "micro_version=") : NULL;
     if (!ver || atoi(ver + 14) != DET_MICRO_VERSION) {
-        snprintf(err, errlen, "%s runs micro workload version %d, this cortex-bench measures version %d: not comparable",
-                 bench_bin, ver ? atoi(ver + 14) : 0, DET_MICRO_VERSION);
+        hx_fail(err, errlen, "%s runs micro workload version %d, this cortex-bench measures version %d: not comparable",
+                bench_bin, ver ? atoi(ver + 14) : 0, DET_MICRO_VERSION);
         goto done;
     }
     if (use_callgrind) {
         cg = slurp(cg_path);
         double ir = cg ? callgrind_total(cg) : -1;
         if (ir < 0) {
-            snprintf(err, errlen, "%s: no totals: or summary: line in the callgrind output", cg_path);
+            hx_fail(err, errlen, "%s: no totals: or summary: line in the callgrind output", cg_path);
             goto done;
         }
         if (ir <= 0) { /* the toggle never matched: no symbol of that name in the binary */
-            snprintf(err, errlen, "callgrind counted 0 instructions: %s has no function %s", bench_bin, DET_MICRO_FN);
+            hx_fail(err, errlen, "callgrind counted 0 instructions: %s has no function %s", bench_bin, DET_MICRO_FN);
             goto done;
         }
         *instructions = ir;
@@ -307,7 +305,7 @@ int det_measure(const char *bench_bin, const char *model, const char *mode, int 
         if (n <= 0) {
             char line[400];
             last_line(out, line, sizeof line);
-            snprintf(err, errlen, "%s micro --count printed no instruction count (%s)", bench_bin, line);
+            hx_fail(err, errlen, "%s micro --count printed no instruction count (%s)", bench_bin, line);
             goto done;
         }
         *instructions = n;

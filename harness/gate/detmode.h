@@ -68,8 +68,8 @@ int det_measure(const char *bench_bin, const char *model, const char *mode, int 
 
 /* 1 if an executable `valgrind` is on PATH. */
 int det_have_valgrind(void);
-/* 1 if a user-mode instructions counter opens and counts here; else 0 and why. */
-int det_perf_supported(char *why, size_t whylen);
+/* 1 if a user-mode instructions counter opens and counts here; else 0 and the reason in err. */
+int det_perf_supported(char *err, size_t errlen);
 
 /* Instructions counter for the calling thread (user mode, not inherited),
  * created disabled: det_perf_open returns the descriptor or -1 (why in err);

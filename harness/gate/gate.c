@@ -13,6 +13,7 @@
 #include "significance.h"
 #include "store_gate.h"
 #include "store_read.h"
+#include "hx_err.h"
 
 const char *gate_v_name(gate_v v) {
     static const char *names[] = {"improved", "unchanged", "regressed", "inconclusive"};
@@ -106,30 +107,32 @@ static int is_number(const char *ref) {
  * comparability. When a tag or commit names runs but its best match is not
  * comparable, err says which run that is and how it differs: otherwise "no
  * baseline" leaves the user guessing what to fix. */
-int64_t gate_resolve(store *s, const char *ref, int64_t cand, char *err, size_t n) {
+int64_t gate_resolve(store *s, const char *ref, int64_t cand, char *err, size_t errlen) {
     char diff[1024];
     int64_t id;
     int numeric = is_number(ref);
-    if (n) err[0] = 0;
-    if (store_resolve_run(s, ref, cand, cand, &id, err, n)) {
+    if (errlen) err[0] = 0;
+    if (store_resolve_run(s, ref, cand, cand, &id, err, errlen)) {
         if (!numeric) { /* no such tag or commit: no baseline, nothing to explain */
-            if (n) err[0] = 0;
+            if (errlen) err[0] = 0;
             return 0;
         }
-        return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
+        return hx_fail(err, errlen, "baseline run %s is missing or not complete", ref);
     }
     store_run r;
     if (store_run_load(s, id, &r) != 1 || strcmp(r.status, "complete")) {
-        if (!numeric) return snprintf(err, n, "'%s' names run %lld, which is not complete", ref, (long long)id), 0;
-        return snprintf(err, n, "baseline run %s is missing or not complete", ref), -1;
+        if (!numeric) return hx_fail_code(err, errlen, 0, "'%s' names run %lld, which is not complete", ref, (long long)id);
+        return hx_fail(err, errlen, "baseline run %s is missing or not complete", ref);
     }
     if (store_comparable(s, id, cand, diff, sizeof diff) < 0)
-        return snprintf(err, n, "baseline run %s is not in the database", ref), -1;
+        return hx_fail(err, errlen, "baseline run %s is not in the database", ref);
     if (diff[0]) {
         if (!numeric) /* the best match of a tag or commit is not comparable: none is */
-            return snprintf(err, n, "the closest is run %lld ('%s'), which differs (baseline vs candidate) in %s",
-                            (long long)id, ref, diff), 0;
-        return snprintf(err, n, "baseline run %s is not comparable: it differs (baseline vs candidate) in %s", ref, diff), -1;
+            return hx_fail_code(err, errlen, 0,
+                                "the closest is run %lld ('%s'), which differs (baseline vs candidate) in %s",
+                                (long long)id, ref, diff);
+        return hx_fail(err, errlen,
+                       "baseline run %s is not comparable: it differs (baseline vs candidate) in %s", ref, diff);
     }
     return id;
 }

@@ -34,6 +34,7 @@
 #include "summary.h"
 #include "validity.h"
 #include "version.h"
+#include "hx_err.h"
 
 #define MAX_VERDICTS 256
 
@@ -146,13 +147,13 @@ static void judge_runs(store *s, const gate_conf *c, const gate_opts *o, const c
 /* Deterministic mode: count instructions of the micro workload; store it as a
  * run. Returns the run id, -1 on failure, or DET_EUNAVAIL when this machine
  * has no instruction counter for the asked mode (err says why). */
-static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *o, double *instr, char *err, size_t n) {
+static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *o, double *instr, char *err, size_t errlen) {
     char self[1024], mode[32], isa[32];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (k <= 0) return snprintf(err, n, "cannot find the cortex-bench binary (/proc/self/exe)"), -1;
+    if (k <= 0) return hx_fail(err, errlen, "cannot find the cortex-bench binary (/proc/self/exe)");
     self[k] = 0;
     int rc = det_measure(self, o->model, o->det_mode, c->micro_prompt, c->micro_gen, instr, mode,
-                         sizeof mode, isa, sizeof isa, err, n);
+                         sizeof mode, isa, sizeof isa, err, errlen);
     if (rc) return rc == DET_EUNAVAIL ? DET_EUNAVAIL : -1;
     run_meta m;
     memset(&m, 0, sizeof m);
@@ -160,7 +161,7 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
     snprintf(m.workload_kind, sizeof m.workload_kind, "micro");
     snprintf(m.mode, sizeof m.mode, "deterministic");
     snprintf(m.model_path, sizeof m.model_path, "%s", o->model);
-    if (sha256_hex_file(o->model, m.model_sha256, err, n)) return -1;
+    if (sha256_hex_file(o->model, m.model_sha256, err, errlen)) return -1;
     m.threads = 1;
     m.reps = 1;
     m.test_prompt = c->micro_prompt;
@@ -182,12 +183,12 @@ static int64_t deterministic_run(store *s, const gate_conf *c, const gate_opts *
              c->micro_gen, m.model_sha256, m.build_type, m.isa);
     sha256_hex(key, strlen(key), m.compare_key);
     int64_t id;
-    if (store_begin_run(s, &m, &e, &id, err, n)) return -1;
+    if (store_begin_run(s, &m, &e, &id, err, errlen)) return -1;
     rep_result r;
     memset(&r, 0, sizeof r);
     rep_set_metric(&r, GATE_DET_METRIC, *instr);
     run_verdict counted = {.valid = 1}; /* one count of a workload that either ran whole or failed above */
-    if (store_finish_run(s, id, &r, 1, &counted, NULL, err, n)) return -1;
+    if (store_finish_run(s, id, &r, 1, &counted, NULL, err, errlen)) return -1;
     return id;
 }
 
@@ -236,12 +237,12 @@ typedef struct ab_values { double v[GATE_MAX_METRICS][GATE_MAX_VALUES]; size_t n
  * through this same path, so process start-up and model loading treat them alike.
  */
 static int ab_rep(const char *bin, const gate_opts *o, const gate_conf *c, const char *wl, const char *db, int warmup,
-                  ab_values *out, char *err, size_t n) {
+                  ab_values *out, char *err, size_t errlen) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s' run --model '%s' --workload '%s' --reps 1 --warmup %d -t %s --db '%s' -o json --no-progress",
              bin, o->model, wl, warmup, o->threads ? o->threads : "1", db);
     FILE *p = popen(cmd, "r");
-    if (!p) return snprintf(err, n, "cannot start %s", bin), -1;
+    if (!p) return hx_fail(err, errlen, "cannot start %s", bin);
     char line[4096];
     while (fgets(line, sizeof line, p)) {
         char *b = strchr(line, '{'), *e = strrchr(line, '}');
@@ -256,7 +257,7 @@ static int ab_rep(const char *bin, const gate_opts *o, const gate_conf *c, const
         json_decref(obj);
     }
     int st = pclose(p);
-    if (st != 0) return snprintf(err, n, "%s run %s failed (status %d)", bin, wl, st), -1;
+    if (st != 0) return hx_fail(err, errlen, "%s run %s failed (status %d)", bin, wl, st);
     return 0;
 }
 
@@ -394,37 +395,39 @@ static double robust_spread(double *v, size_t n) {
 
 /* May run `id` become a baseline? A VALID run measured on a quiet machine
  * (median other_load_cpus <= max_load) whose gated metrics repeat within
- * max_spread. 1, or 0 with why. */
-static int baseline_fit(store *s, const gate_conf *c, int64_t id, char *why, size_t n) {
+ * max_spread. 1, or 0 with the reason in err. */
+static int baseline_fit(store *s, const gate_conf *c, int64_t id, char *err, size_t errlen) {
     static double v[GATE_MAX_VALUES];
     store_run r;
     if (store_run_load(s, id, &r) != 1 || strcmp(r.validity, "valid"))
-        return snprintf(why, n, "run %lld is not a VALID run", (long long)id), 0;
+        return hx_fail_code(err, errlen, 0, "run %lld is not a VALID run", (long long)id);
     double load = store_metric_median(s, id, "other_load_cpus");
     if (load > c->max_load)
-        return snprintf(why, n, "run %lld was measured under load: %.2f CPUs busy with other work (max_load %.2f in %.200s)",
-                        (long long)id, load, c->max_load, c->path), 0;
+        return hx_fail_code(err, errlen, 0,
+                            "run %lld was measured under load: %.2f CPUs busy with other work (max_load %.2f in %.200s)",
+                            (long long)id, load, c->max_load, c->path);
     for (int i = 0; i < c->n_metrics; i++) {
         if (c->metrics[i].deterministic) continue;
         size_t k = store_metric_values(s, id, c->metrics[i].name, v, GATE_MAX_VALUES);
         double sp = robust_spread(v, k);
         if (sp > c->max_spread)
-            return snprintf(why, n, "run %lld repeats too loosely: %s spreads %.1f%% (1.4826 MAD / median over %zu"
-                            " repetitions; max_spread %.1f%% in %.200s)", (long long)id, c->metrics[i].name, 100 * sp, k,
-                            100 * c->max_spread, c->path), 0;
+            return hx_fail_code(err, errlen, 0,
+                                "run %lld repeats too loosely: %s spreads %.1f%% (1.4826 MAD / median over %zu"
+                                " repetitions; max_spread %.1f%% in %.200s)", (long long)id, c->metrics[i].name, 100 * sp, k,
+                                100 * c->max_spread, c->path);
     }
     return 1;
 }
 
 /* Make run `id` the baseline `tag` of its configuration (store_move_tag), if
  * it is fit to be one; prints what happened. 0, or -1 with why in err. */
-static int record_baseline(store *s, const gate_conf *c, const char *tag, const char *wl, int64_t id, char *err, size_t n) {
+static int record_baseline(store *s, const gate_conf *c, const char *tag, const char *wl, int64_t id, char *err, size_t errlen) {
     char why[380];
     if (!baseline_fit(s, c, id, why, sizeof why))
-        return snprintf(err, n, "%.60s: not recorded as baseline '%.40s': %s", wl, tag, why), -1;
+        return hx_fail(err, errlen, "%.60s: not recorded as baseline '%.40s': %s", wl, tag, why);
     int64_t prev = 0;
-    if (store_move_tag(s, id, tag, &prev)) return snprintf(err, n, "%s: cannot tag run %lld: %s", wl, (long long)id,
-                                                           store_errmsg(s)), -1;
+    if (store_move_tag(s, id, tag, &prev)) return hx_fail(err, errlen, "%s: cannot tag run %lld: %s", wl, (long long)id,
+                                                          store_errmsg(s));
     if (prev) printf("baseline '%s' for %s: run %lld (was run %lld)\n", tag, wl, (long long)id, (long long)prev);
     else printf("baseline '%s' for %s: run %lld (the first of its configuration)\n", tag, wl, (long long)id);
     return 0;

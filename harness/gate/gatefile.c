@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sha256.h"
+#include "hx_err.h"
 
 /* Whole-token number parsing: "0.10" yes, "0.1x" no. */
 static int num(const char *s, double lo, double hi, double *out) {
@@ -22,7 +23,7 @@ static int num(const char *s, double lo, double hi, double *out) {
     return 0;
 }
 
-int gate_conf_load(const char *path, gate_conf *c, char *err, size_t n) {
+int gate_conf_load(const char *path, gate_conf *c, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
     snprintf(c->path, sizeof c->path, "%s", path);
     c->alpha = 0.05;
@@ -34,7 +35,7 @@ int gate_conf_load(const char *path, gate_conf *c, char *err, size_t n) {
     c->max_load = GATE_DEFAULT_MAX_LOAD;
     c->max_spread = GATE_DEFAULT_MAX_SPREAD;
     FILE *f = fopen(path, "r");
-    if (!f) return snprintf(err, n, "%s: cannot open gate file: %s", path, strerror(errno)), -1;
+    if (!f) return hx_fail(err, errlen, "%s: cannot open gate file: %s", path, strerror(errno));
     char line[512];
     int ln = 0, rc = 0;
     while (!rc && fgets(line, sizeof line, f)) {
@@ -46,7 +47,7 @@ int gate_conf_load(const char *path, gate_conf *c, char *err, size_t n) {
         for (char *t = strtok(line, " \t\r\n"); t && nt < 6; t = strtok(NULL, " \t\r\n")) tok[nt++] = t;
         if (!nt) continue;
         double v, w;
-#define BAD(...) do { int k_ = snprintf(err, n, "%s:%d: ", path, ln); snprintf(err + k_, n - (size_t)k_, __VA_ARGS__); rc = -1; } while (0)
+#define BAD(...) (rc = hx_fail_at(err, errlen, -1, path, (size_t)ln, __VA_ARGS__))
         if (!strcmp(tok[0], "version")) {
             if (nt != 2 || num(tok[1], 1, 1, &v)) BAD("version must be 1 (this cortex-bench reads version 1)");
             else c->version = 1;
@@ -92,20 +93,20 @@ int gate_conf_load(const char *path, gate_conf *c, char *err, size_t n) {
 #undef BAD
     }
     fclose(f);
-    if (!rc && c->version != 1) rc = (snprintf(err, n, "%s: missing 'version 1' line", path), -1);
-    if (!rc && !c->n_metrics) rc = (snprintf(err, n, "%s: no metric lines: the gate would judge nothing", path), -1);
+    if (!rc && c->version != 1) rc = hx_fail(err, errlen, "%s: missing 'version 1' line", path);
+    if (!rc && !c->n_metrics) rc = hx_fail(err, errlen, "%s: no metric lines: the gate would judge nothing", path);
     /* A wall-clock gate whose repetitions cannot reach alpha could never find a regression: refuse it. */
     int min_reps = gate_min_reps(c->alpha);
     if (!rc && c->n_workloads && c->reps < min_reps)
-        rc = (snprintf(err, n, "%s: reps %d cannot decide: the exact Mann-Whitney U test needs %d repetitions per side"
-                       " to reach p < %g", path, c->reps, min_reps, c->alpha), -1);
-    if (!rc && sha256_hex_file(path, c->sha256, err, n)) rc = -1;
+        rc = hx_fail(err, errlen, "%s: reps %d cannot decide: the exact Mann-Whitney U test needs %d repetitions per side"
+                     " to reach p < %g", path, c->reps, min_reps, c->alpha);
+    if (!rc && sha256_hex_file(path, c->sha256, err, errlen)) rc = -1;
     return rc;
 }
 
 /* See gatefile.h. The message lists every missing metric, so one gate run
  * shows the whole problem. */
-int gate_conf_unmeasured(const gate_conf *c, const int *produced, char *msg, size_t n) {
+int gate_conf_unmeasured(const gate_conf *c, const int *produced, char *err, size_t errlen) {
     char names[512] = "", wls[512] = "";
     size_t kn = 0, kw = 0;
     int missing = 0;
@@ -117,9 +118,9 @@ int gate_conf_unmeasured(const gate_conf *c, const int *produced, char *msg, siz
     for (int w = 0; w < c->n_workloads && kw < sizeof wls; w++)
         kw += (size_t)snprintf(wls + kw, sizeof wls - kw, "%s%s", w ? ", " : "", c->workloads[w]);
     if (missing)
-        snprintf(msg, n, "%s: metric%s %s %s measured by none of the gate's workloads (%s): add a workload that"
-                 " produces %s, or remove the metric line", c->path, missing > 1 ? "s" : "", names,
-                 missing > 1 ? "are" : "is", c->n_workloads ? wls : "none", missing > 1 ? "them" : "it");
+        hx_fail(err, errlen, "%s: metric%s %s %s measured by none of the gate's workloads (%s): add a workload that"
+                " produces %s, or remove the metric line", c->path, missing > 1 ? "s" : "", names,
+                missing > 1 ? "are" : "is", c->n_workloads ? wls : "none", missing > 1 ? "them" : "it");
     return missing;
 }
 

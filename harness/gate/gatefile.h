@@ -50,6 +50,6 @@ const gate_metric *gate_conf_metric(const gate_conf *c, const char *name);
 /* Every wall-clock metric of `c` (all but GATE_DET_METRIC) must come out of
  * some workload of the gate: produced[i] says whether metric i did. Returns
  * how many did not, naming them and the workloads in one line in `msg`. */
-int gate_conf_unmeasured(const gate_conf *c, const int *produced, char *msg, size_t n);
+int gate_conf_unmeasured(const gate_conf *c, const int *produced, char *err, size_t errlen);
 
 #endif

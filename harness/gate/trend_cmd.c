@@ -22,6 +22,7 @@
 #include "store.h"
 #include "store_gate.h"
 #include "store_read.h"
+#include "hx_err.h"
 
 /*
  * Chart one trend series with its fitted steps: points per run (x = run in
@@ -29,13 +30,13 @@
  * step line, as PNG and SVG via gnuplot. Returns 0, or -1 with a message.
  */
 static int trend_chart(const char *dir, const char *mname, const char *wl, int series, const double *y,
-                       const int64_t *run, char (*commit)[16], int n, const size_t *cp, size_t ncp, char *err, size_t en) {
+                       const int64_t *run, char (*commit)[16], int n, const size_t *cp, size_t ncp, char *err, size_t errlen) {
     char gp[1024], base[512], path[1200];
-    if (plot_mkdirs(dir, err, en)) return -1;
+    if (plot_mkdirs(dir, err, errlen)) return -1;
     snprintf(base, sizeof base, "trend-%s-%d", mname, series);
     snprintf(path, sizeof path, "%s/%s.dat", dir, base);
     FILE *f = fopen(path, "w");
-    if (!f) return snprintf(err, en, "%s: cannot write", path), -1;
+    if (!f) return hx_fail(err, errlen, "%s: cannot write", path);
     static double fit[4096], tmp[4096];
     for (size_t seg = 0; seg <= ncp; seg++) { /* each segment's median: the fitted level */
         size_t a = seg ? cp[seg - 1] : 0, b = seg < ncp ? cp[seg] : (size_t)n;
@@ -52,7 +53,7 @@ static int trend_chart(const char *dir, const char *mname, const char *wl, int s
     fclose(f);
     snprintf(gp, sizeof gp, "%s/%s.gp", dir, base);
     f = fopen(gp, "w");
-    if (!f) return snprintf(err, en, "%s: cannot write", gp), -1;
+    if (!f) return hx_fail(err, errlen, "%s: cannot write", gp);
     for (int t = 0; t < 2; t++) {
         fprintf(f, "set terminal %s size 900,420\nset output '%s.%s'\n", t ? "svg" : "png", base, t ? "svg" : "png");
         fprintf(f, "set title ");
@@ -71,9 +72,10 @@ static int trend_chart(const char *dir, const char *mname, const char *wl, int s
     fclose(f);
     char gnuplot[1024];
     if (!plot_gnuplot_find(gnuplot, sizeof gnuplot))
-        return snprintf(err, en, "gnuplot not found: wrote %s/%s.dat and .gp only (apt-get install gnuplot-nox)", dir, base), -1;
+        return hx_fail(err, errlen,
+                       "gnuplot not found: wrote %s/%s.dat and .gp only (apt-get install gnuplot-nox)", dir, base);
     snprintf(path, sizeof path, "%s.gp", base);
-    return plot_gnuplot_run(gnuplot, dir, path, err, en);
+    return plot_gnuplot_run(gnuplot, dir, path, err, errlen);
 }
 
 /* How far (in the series' robust sigmas) the newest run must be off the

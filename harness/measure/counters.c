@@ -21,6 +21,7 @@
  *    unsupported instead of producing zeros.
  */
 #include "counters.h"
+#include "hx_err.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -321,7 +322,7 @@ static int ctr_calibrate(ctr_set *s) {
 ctr_set *ctr_open(char *err, size_t errlen) {
     ctr_set *s = calloc(1, sizeof *s);
     if (!s) {
-        snprintf(err, errlen, "counters: out of memory");
+        hx_fail(err, errlen, "counters: out of memory");
         return NULL;
     }
     if (errlen) err[0] = 0;

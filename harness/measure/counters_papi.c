@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "counters.h"
+#include "hx_err.h"
 
 struct ctr_papi {
     int es;                        /* PAPI event set */
@@ -93,7 +94,7 @@ ctr_papi *ctr_papi_open(const char *const *names, int n, int *ok, char (*reasons
                 snprintf(why, sizeof why, "PAPI_library_init: library version %#x, built against %#x", (unsigned)v,
                          (unsigned)PAPI_VER_CURRENT);
             ctr_papi_fail_all(n, ok, reasons, why);
-            snprintf(err, errlen, "%s", why);
+            hx_fail(err, errlen, "%s", why);
             return NULL;
         }
     }
@@ -101,7 +102,7 @@ ctr_papi *ctr_papi_open(const char *const *names, int n, int *ok, char (*reasons
     if (!p) {
         snprintf(why, sizeof why, "PAPI backend: out of memory");
         ctr_papi_fail_all(n, ok, reasons, why);
-        snprintf(err, errlen, "%s", why);
+        hx_fail(err, errlen, "%s", why);
         return NULL;
     }
     p->es = PAPI_NULL;
@@ -144,7 +145,7 @@ ctr_papi *ctr_papi_open(const char *const *names, int n, int *ok, char (*reasons
         reasons[i][0] = 0;
     }
     if (p->n_added == 0) {
-        snprintf(err, errlen, "PAPI: none of the presets is available");
+        hx_fail(err, errlen, "PAPI: none of the presets is available");
         return p; /* per-name reasons already say why; reads are no-ops */
     }
     rc = PAPI_start(p->es);
@@ -155,7 +156,7 @@ ctr_papi *ctr_papi_open(const char *const *names, int n, int *ok, char (*reasons
     return p;
 fail:
     ctr_papi_fail_all(n, ok, reasons, why);
-    snprintf(err, errlen, "%s", why);
+    hx_fail(err, errlen, "%s", why);
     ctr_papi_close(p);
     return NULL;
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "sha256.h"
+#include "hx_err.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -399,8 +400,7 @@ static int env_parse_cpulist(const char *list, cpu_set_t *set, int max, char *er
     CPU_ZERO(set);
     const char *p = list;
     if (!*p) {
-        if (err) snprintf(err, errlen, "empty CPU list (expected e.g. 0, 0,1 or 0-3)");
-        return -1;
+        return hx_fail(err, errlen, "empty CPU list (expected e.g. 0, 0,1 or 0-3)");
     }
     while (*p) {
         long lo, hi;
@@ -419,23 +419,20 @@ static int env_parse_cpulist(const char *list, cpu_set_t *set, int max, char *er
             if (errno) hi = LONG_MAX;
             p = end;
             if (hi < lo) {
-                if (err) snprintf(err, errlen, "CPU list '%s': range %ld-%ld is decreasing", list, lo, hi);
-                return -1;
+                return hx_fail(err, errlen, "CPU list '%s': range %ld-%ld is decreasing", list, lo, hi);
             }
         }
         if (*p == ',' && p[1]) p++;
         else if (*p) goto bad;
         if (hi >= max) {
-            if (err) snprintf(err, errlen, "CPU list '%s': CPU %ld does not exist (this machine has CPUs 0-%d)", list,
-                              hi, max - 1);
-            return -1;
+            return hx_fail(err, errlen, "CPU list '%s': CPU %ld does not exist (this machine has CPUs 0-%d)", list,
+                           hi, max - 1);
         }
         for (long c = lo; c <= hi; c++) CPU_SET((int)c, set);
     }
     return 0;
 bad:
-    if (err) snprintf(err, errlen, "'%s' is not a CPU list (expected e.g. 0, 0,1 or 0-3)", list);
-    return -1;
+    return hx_fail(err, errlen, "'%s' is not a CPU list (expected e.g. 0, 0,1 or 0-3)", list);
 }
 
 /* Pin every current thread of the process to `list`; see env.h. */
@@ -451,24 +448,22 @@ int env_pin_cpus(const char *list, char *err, size_t errlen) {
         env_parse_cpulist(on, &online, CPU_SETSIZE, NULL, 0) == 0) {
         for (int c = 0; c < max; c++)
             if (CPU_ISSET(c, &want) && !CPU_ISSET(c, &online)) {
-                snprintf(err, errlen, "CPU list '%s': CPU %d is offline (online: %s)", list, c, on);
-                return -1;
+                return hx_fail(err, errlen, "CPU list '%s': CPU %d is offline (online: %s)", list, c, on);
             }
     }
     if (sched_setaffinity(0, sizeof want, &want) != 0) {
         int e = errno;
         if (e == EINVAL)
-            snprintf(err, errlen, "CPU list '%s': none of these CPUs is allowed to this process (cpuset?): %s", list,
-                     strerror(e));
+            hx_fail(err, errlen, "CPU list '%s': none of these CPUs is allowed to this process (cpuset?): %s", list,
+                    strerror(e));
         else
-            snprintf(err, errlen, "CPU list '%s': sched_setaffinity: %s", list, strerror(e));
+            hx_fail(err, errlen, "CPU list '%s': sched_setaffinity: %s", list, strerror(e));
         return -1;
     }
     /* The kernel may intersect the mask with a cpuset silently: check. */
     cpu_set_t got;
     if (sched_getaffinity(0, sizeof got, &got) == 0 && !CPU_EQUAL(&got, &want)) {
-        snprintf(err, errlen, "CPU list '%s': only part of it is allowed to this process (cpuset restriction)", list);
-        return -1;
+        return hx_fail(err, errlen, "CPU list '%s': only part of it is allowed to this process (cpuset restriction)", list);
     }
     /* Threads that already exist (the caller's, if any); new ones inherit. */
     DIR *d = opendir("/proc/self/task");
@@ -482,8 +477,7 @@ int env_pin_cpus(const char *list, char *err, size_t errlen) {
             if (sched_setaffinity(tid, sizeof want, &want) != 0 && errno != ESRCH) {
                 int e = errno;
                 closedir(d);
-                snprintf(err, errlen, "CPU list '%s': pinning thread %ld: %s", list, (long)tid, strerror(e));
-                return -1;
+                return hx_fail(err, errlen, "CPU list '%s': pinning thread %ld: %s", list, (long)tid, strerror(e));
             }
         }
         closedir(d);

@@ -19,6 +19,7 @@
 #include "env.h"
 #include "hw_kernels.h"
 #include "stats.h"
+#include "hx_err.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define HW_X86 1
@@ -145,7 +146,7 @@ static int hw_team_run(int n, const int *cpus, void (*fn)(void *, int, int), voi
     t.ctx = ctx;
     t.reps = reps;
     t.secs = secs;
-    if (pthread_barrier_init(&t.bar, NULL, (unsigned)n)) return snprintf(err, errlen, "cannot create a barrier"), -1;
+    if (pthread_barrier_init(&t.bar, NULL, (unsigned)n)) return hx_fail(err, errlen, "cannot create a barrier");
     pthread_mutex_init(&t.mu, NULL);
     pthread_cond_init(&t.cv, NULL);
     int started = 0, e = 0;
@@ -162,7 +163,7 @@ static int hw_team_run(int n, const int *cpus, void (*fn)(void *, int, int), voi
     pthread_cond_destroy(&t.cv);
     pthread_mutex_destroy(&t.mu);
     pthread_barrier_destroy(&t.bar);
-    if (started < n) return snprintf(err, errlen, "cannot start thread %d of %d: %s", started + 1, n, strerror(e)), -1;
+    if (started < n) return hx_fail(err, errlen, "cannot start thread %d of %d: %s", started + 1, n, strerror(e));
     return 0;
 }
 
@@ -252,7 +253,7 @@ static int hw_memory(const hw_opts *o, const int *cpus, int n, hw_result *r, cha
     size_t align = 2u << 20; /* 2 MiB: transparent huge pages keep TLB misses out of the figure */
     void *p = NULL;
     if (posix_memalign(&p, align, m.words * 8) != 0)
-        return snprintf(err, errlen, "cannot allocate a %.0f MiB buffer", (double)m.words * 8 / (1 << 20)), -1;
+        return hx_fail(err, errlen, "cannot allocate a %.0f MiB buffer", (double)m.words * 8 / (1 << 20));
     m.buf = p;
 #ifdef MADV_HUGEPAGE
     madvise(m.buf, m.words * 8, MADV_HUGEPAGE);
@@ -260,7 +261,7 @@ static int hw_memory(const hw_opts *o, const int *cpus, int n, hw_result *r, cha
     r->buffer_bytes = (uint64_t)m.words * 8;
     snprintf(r->mem_isa, sizeof r->mem_isa, "%s", m.avx2 ? "avx2" : "generic");
     double *secs = calloc((size_t)o->reps, sizeof(double));
-    int rc = secs ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+    int rc = secs ? 0 : hx_fail(err, errlen, "out of memory");
     /* Every page touched first, by the thread that will read it, then one
      * untimed read so the first timed pass is not special. */
     m.kind = HW_TOUCH;
@@ -335,7 +336,7 @@ static int hw_arith(int kind, const hw_opts *o, const int *cpus, int n, hw_fig o
     a.kind = kind;
     a.iters = hw_alu_calibrate(&a);
     double *secs = calloc((size_t)o->reps, sizeof(double));
-    if (!secs) return snprintf(err, errlen, "out of memory"), -1;
+    if (!secs) return hx_fail(err, errlen, "out of memory");
     int rc = 0;
     for (int t = 0; t < 2 && !rc; t++) {
         int threads = t ? n : 1;
@@ -370,7 +371,7 @@ int hw_measure(const hw_opts *o, hw_result *r, char *err, size_t errlen) {
     hw_fig none = {NAN, NAN};
     for (int t = 0; t < 2; t++) r->fp32_avx2[t] = r->int8_avx2[t] = r->fp32_avx512[t] = r->int8_vnni[t] = none;
     if (o->threads < 1 || o->threads > HW_MAX_THREADS || o->reps < 1)
-        return snprintf(err, errlen, "threads must be in [1, %d] and passes at least 1", HW_MAX_THREADS), -1;
+        return hx_fail(err, errlen, "threads must be in [1, %d] and passes at least 1", HW_MAX_THREADS);
     r->threads = o->threads;
     r->reps = o->reps;
     r->llc_bytes = hw_llc_bytes();

@@ -12,6 +12,7 @@
 #include "cortex_tools.h"
 #include "hw_store.h"
 #include "store_read.h"
+#include "hx_err.h"
 
 void roof_model_from_numbers(roof_model *out, double weight_bytes, double embd_bytes, double n_vocab, int tied_output,
                              int n_layer, int n_head_kv, int head_dim) {
@@ -25,8 +26,8 @@ void roof_model_from_numbers(roof_model *out, double weight_bytes, double embd_b
 }
 
 /* See roofline.h. */
-int roof_weights(const cx_tensor_info *t, int n, int tied_output, int n_expert_used, roof_model *out, char *why,
-                 size_t whylen) {
+int roof_weights(const cx_tensor_info *t, int n, int tied_output, int n_expert_used, roof_model *out, char *err,
+                 size_t errlen) {
     double bytes = 0, flops = 0;
     int have_embd = 0;
     for (int i = 0; i < n; i++) {
@@ -43,33 +44,33 @@ int roof_weights(const cx_tensor_info *t, int n, int tied_output, int n_expert_u
         if (strstr(t[i].name, "_exps.")) { /* experts along the last dimension: only the selected ones are read */
             int64_t n_expert = t[i].ne[t[i].n_dims > 0 ? t[i].n_dims - 1 : 0];
             if (n_expert_used <= 0 || n_expert_used > n_expert)
-                return snprintf(why, whylen, "%s holds %lld experts, but the model says each token uses %d",
-                                t[i].name, (long long)n_expert, n_expert_used), -1;
+                return hx_fail(err, errlen, "%s holds %lld experts, but the model says each token uses %d",
+                               t[i].name, (long long)n_expert, n_expert_used);
             share = (double)n_expert_used / (double)n_expert;
         }
         bytes += (double)t[i].nbytes * share;
         if (t[i].n_dims >= 2) flops += 2 * elems * share;
     }
-    if (!have_embd) return snprintf(why, whylen, "the model has no token_embd.weight tensor"), -1;
+    if (!have_embd) return hx_fail(err, errlen, "the model has no token_embd.weight tensor");
     out->weight_bytes = bytes;
     out->weight_flops = flops;
     return 0;
 }
 
 /* See roofline.h. */
-int roof_model_of(const cx_model *m, int kv_type, roof_model *out, char *why, size_t whylen) {
+int roof_model_of(const cx_model *m, int kv_type, roof_model *out, char *err, size_t errlen) {
     const cx_model_info *mi = cx_model_get_info(m);
     cx_tensor_info *t = malloc(sizeof *t * (size_t)(mi->n_tensors > 0 ? mi->n_tensors : 1));
-    if (!t) return snprintf(why, whylen, "out of memory"), -1;
+    if (!t) return hx_fail(err, errlen, "out of memory");
     int n = 0;
     for (int i = 0; i < mi->n_tensors; i++)
         if (cx_model_tensor(m, i, &t[n]) == 0) n++;
     memset(out, 0, sizeof *out);
-    int rc = roof_weights(t, n, mi->tied_output, mi->n_expert_used, out, why, whylen);
+    int rc = roof_weights(t, n, mi->tied_output, mi->n_expert_used, out, err, errlen);
     free(t);
     if (rc) return -1;
     out->kv_bytes_per_pos = cx_kv_bytes_per_pos(m, kv_type);
-    if (out->kv_bytes_per_pos < 0) return snprintf(why, whylen, "KV type %d has no hot blocks", kv_type), -1;
+    if (out->kv_bytes_per_pos < 0) return hx_fail(err, errlen, "KV type %d has no hot blocks", kv_type);
     out->flops_per_pos = 2.0 * 2.0 * mi->n_layer * mi->n_head * mi->head_dim;
     return 0;
 }

@@ -53,17 +53,17 @@ typedef struct roof_model {
  * ffn_up_exps, ffn_down_exps and their biases, the experts along the last
  * dimension) counts n_expert_used / n_expert of itself: decode reads only the
  * selected experts. Arithmetic: 2 per weight of every matrix (2-D and up)
- * read, the embedding lookup excluded. 0, or -1 with the reason in `why`
+ * read, the embedding lookup excluded. 0, or -1 with the reason in `err`
  * (no token embedding; expert tensors without a valid n_expert_used).
  */
-int roof_weights(const cx_tensor_info *t, int n, int tied_output, int n_expert_used, roof_model *out, char *why,
-                 size_t whylen);
+int roof_weights(const cx_tensor_info *t, int n, int tied_output, int n_expert_used, roof_model *out, char *err,
+                 size_t errlen);
 
 /* From the model's hyper-parameters and tensor list (roof_weights), with KV
- * blocks of kv_type (CX_KV_F32/F16/Q8). 0, or -1 with the reason in `why`
+ * blocks of kv_type (CX_KV_F32/F16/Q8). 0, or -1 with the reason in `err`
  * (no token_embd.weight tensor to account for, experts without a count of
  * those used, a KV type without hot blocks). */
-int roof_model_of(const cx_model *m, int kv_type, roof_model *out, char *why, size_t whylen);
+int roof_model_of(const cx_model *m, int kv_type, roof_model *out, char *err, size_t errlen);
 
 /* The same from raw numbers (tests, and models described by numbers):
  * weight_bytes of all tensors, the token embedding's bytes and rows; f32 KV. */

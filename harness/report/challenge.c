@@ -19,6 +19,7 @@
 #include "plot.h"
 #include "report_int.h"
 #include "show.h"
+#include "hx_err.h"
 
 enum { CC_TPS, CC_TTFT, CC_N };
 
@@ -405,7 +406,7 @@ static int md_write(rp_ctx *c, const chal_data *d, const chal_opts *o, rp_chart 
     snprintf(path, CHAL_PATH_BYTES, "%s/challenge.md", c->dir);
     snprintf(tmp, sizeof tmp, "%s/challenge.md.tmp", c->dir);
     FILE *out = fopen(tmp, "w");
-    if (!out) return snprintf(c->err, c->errlen, "cannot write %s: %s", tmp, strerror(errno)), -1;
+    if (!out) return hx_fail(c->err, c->errlen, "cannot write %s: %s", tmp, strerror(errno));
     md_head(out, d);
     if (d->invalid) { /* the outcomes, what was run; no figure */
         fprintf(out, "## Outcomes per prompt\n\n");
@@ -448,7 +449,7 @@ int chal_report_write(store *s, int64_t run_id, const chal_opts *opts, const cha
     }
     if (md_write(&c, &d, opts, charts, have_gp, *gp_err ? gp_err : NULL, path_out)) goto out;
     if (*gp_err) {
-        snprintf(err, errlen, "%s (challenge.md written without that chart)", gp_err);
+        hx_fail(err, errlen, "%s (challenge.md written without that chart)", gp_err);
         goto out;
     }
     rc = 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "stats.h"
+#include "hx_err.h"
 
 /* See challenge.h. */
 chal_spread chal_spread_of(double *v, int n) {
@@ -227,25 +228,25 @@ int chal_load(store *s, int64_t run_id, const chal_opts *opts, chal_data *d, cha
     memset(d, 0, sizeof *d);
     store_run r;
     int found = store_run_load(s, run_id, &r);
-    if (found < 0) return snprintf(err, errlen, "report: runs: %s", store_errmsg(s)), -1;
-    if (!found) return snprintf(err, errlen, "no run %lld in the database", (long long)run_id), -1;
+    if (found < 0) return hx_fail(err, errlen, "report: runs: %s", store_errmsg(s));
+    if (!found) return hx_fail(err, errlen, "no run %lld in the database", (long long)run_id);
     if (strcmp(r.kind, "prompts"))
-        return snprintf(err, errlen, "run %lld is '%s' (%s), not a prompt set: the challenge report needs a run of"
-                        " --workload challenge (or another prompt set)", (long long)run_id, r.workload,
-                        *r.kind ? r.kind : "unknown kind"), -1;
+        return hx_fail(err, errlen, "run %lld is '%s' (%s), not a prompt set: the challenge report needs a run of"
+                       " --workload challenge (or another prompt set)", (long long)run_id, r.workload,
+                       *r.kind ? r.kind : "unknown kind");
     if (strcmp(r.status, "complete"))
-        return snprintf(err, errlen, "run %lld is %s: the challenge report needs a complete run", (long long)run_id,
-                        r.status), -1;
+        return hx_fail(err, errlen, "run %lld is %s: the challenge report needs a complete run", (long long)run_id,
+                       r.status);
     int64_t ids[CHAL_MAX_RUNS] = {run_id};
     /* An INVALID run is no measurement: reported alone, never beside (or against) its VALID siblings. */
     d->invalid = !strcmp(r.validity, "invalid");
     d->best = -1;
     int n = d->invalid ? 1 : store_run_siblings(s, run_id, ids, CHAL_MAX_RUNS);
-    if (n <= 0) return snprintf(err, errlen, "report: runs: %s", store_errmsg(s)), -1;
+    if (n <= 0) return hx_fail(err, errlen, "report: runs: %s", store_errmsg(s));
     for (int i = 0; i < n; i++) {
         if (run_of(s, ids[i], &d->run[d->n_runs])) {
             chal_free(d);
-            return snprintf(err, errlen, "report: requests of run %lld: %s", (long long)ids[i], store_errmsg(s)), -1;
+            return hx_fail(err, errlen, "report: requests of run %lld: %s", (long long)ids[i], store_errmsg(s));
         }
         if (ids[i] == run_id) d->asked = d->n_runs;
         d->n_runs++;

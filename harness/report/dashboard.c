@@ -23,6 +23,7 @@
 #include "roofline.h"
 #include "store_gate.h"
 #include "store_read.h"
+#include "hx_err.h"
 
 /* Runs listed in the runs table (newest first); trends use every run. */
 #define DB_TABLE_RUNS 300
@@ -80,8 +81,7 @@ typedef struct db_ctx {
 
 /* Set the error from the store; -1. */
 static int db_fail(db_ctx *c, const char *what) {
-    snprintf(c->err, c->errlen, "dashboard: %s: %s", what, store_errmsg(c->s));
-    return -1;
+    return hx_fail(c->err, c->errlen, "dashboard: %s: %s", what, store_errmsg(c->s));
 }
 
 /* See dashboard.h. */
@@ -142,7 +142,7 @@ static int db_load(db_ctx *c) {
     c->runs = n ? calloc((size_t)n, sizeof *c->runs) : NULL;
     if (n && !c->runs) {
         free(all);
-        return snprintf(c->err, c->errlen, "dashboard: out of memory"), -1;
+        return hx_fail(c->err, c->errlen, "dashboard: out of memory");
     }
     static store_summary_row rows[256];
     for (int i = 0; i < n; i++) {
@@ -284,7 +284,7 @@ static void db_xlabel(const db_run *r, char *buf, size_t n) {
 static int db_svg_chart(db_ctx *c, const char *path, const char *title, const char *ylabel, db_run *const *rs, int n,
                         int m, double y0, double y1) {
     FILE *f = fopen(path, "w");
-    if (!f) return snprintf(c->err, c->errlen, "cannot write %s: %s", path, strerror(errno)), -1;
+    if (!f) return hx_fail(c->err, c->errlen, "cannot write %s: %s", path, strerror(errno));
     const double L = 62, R = 14, T = 30, B = 78, pw = DB_W - L - R, ph = DB_H - T - B;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\""
                " height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"10\">\n"
@@ -336,7 +336,7 @@ static int db_svg_chart(db_ctx *c, const char *path, const char *title, const ch
     }
     fprintf(f, "</svg>\n");
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return snprintf(c->err, c->errlen, "cannot write %s", path), -1;
+    if (fclose(f) != 0 || bad) return hx_fail(c->err, c->errlen, "cannot write %s", path);
     return 0;
 }
 
@@ -360,7 +360,7 @@ static int db_trend_chart(db_ctx *c, const char *stem, db_run *const *rs, int n,
     }
     snprintf(path, sizeof path, "%s/%s.dat", c->charts, stem);
     FILE *f = fopen(path, "w");
-    if (!f) return snprintf(c->err, c->errlen, "cannot write %s: %s", path, strerror(errno)), -1;
+    if (!f) return hx_fail(c->err, c->errlen, "cannot write %s: %s", path, strerror(errno));
     fprintf(f, "# %s per run in commit order: position\tmedian\tmin\tmax\tlabel\trun\n", DB_METRICS[m].name);
     int every = n > DB_MAX_LABELS ? (n + DB_MAX_LABELS - 1) / DB_MAX_LABELS : 1;
     for (int i = 0; i < n; i++) {
@@ -373,9 +373,9 @@ static int db_trend_chart(db_ctx *c, const char *stem, db_run *const *rs, int n,
         fprintf(f, "\t%lld\n", (long long)rs[i]->id);
     }
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return snprintf(c->err, c->errlen, "cannot write %s", path), -1;
+    if (fclose(f) != 0 || bad) return hx_fail(c->err, c->errlen, "cannot write %s", path);
     snprintf(path, sizeof path, "%s/%s.gp", c->charts, stem);
-    if (!(f = fopen(path, "w"))) return snprintf(c->err, c->errlen, "cannot write %s: %s", path, strerror(errno)), -1;
+    if (!(f = fopen(path, "w"))) return hx_fail(c->err, c->errlen, "cannot write %s: %s", path, strerror(errno));
     fprintf(f, "# %s.gp - %s per run, in commit order (median; bars: min-max over repetitions)\n"
                "# Written by cortex-bench dashboard. Re-plot (in this directory): gnuplot %s.gp\n"
                "reset\nset terminal svg size %d,%d noenhanced font 'sans,11' background rgb 'white'\n"
@@ -391,7 +391,7 @@ static int db_trend_chart(db_ctx *c, const char *stem, db_run *const *rs, int n,
                "unset output\n",
             stem);
     bad = ferror(f);
-    if (fclose(f) != 0 || bad) return snprintf(c->err, c->errlen, "cannot write %s", path), -1;
+    if (fclose(f) != 0 || bad) return hx_fail(c->err, c->errlen, "cannot write %s", path);
     fprintf(c->all_gp, "load '%s.gp'\n", stem);
     return 0;
 }
@@ -479,7 +479,7 @@ static int db_trends(db_ctx *c, FILE *out) {
     if (!rs || !gs) {
         free(rs);
         free(gs);
-        return snprintf(c->err, c->errlen, "dashboard: out of memory"), -1;
+        return hx_fail(c->err, c->errlen, "dashboard: out of memory");
     }
     int n = 0, ng = 0, rc = 0;
     for (int i = 0; i < c->n_runs; i++) /* measurements only; a sweep as its saturation run */
@@ -818,7 +818,7 @@ int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
     else {
         snprintf(path, sizeof path, "%s/all.gp", c.charts);
         if (!(c.all_gp = fopen(path, "w"))) {
-            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+            hx_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
             goto done;
         }
         fprintf(c.all_gp, "# all.gp - every trend chart of the dashboard: gnuplot all.gp (in this directory)\n");
@@ -826,7 +826,7 @@ int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
     snprintf(path, sizeof path, "%s/index.html", c.dir);
     snprintf(tmp, sizeof tmp, "%s/index.html.tmp", c.dir);
     if (!(out = fopen(tmp, "w"))) {
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+        hx_fail(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
         goto done;
     }
     char now[32];
@@ -861,7 +861,7 @@ int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
         int bad = ferror(c.all_gp);
         if (fclose(c.all_gp) != 0 || bad) {
             c.all_gp = NULL;
-            snprintf(err, errlen, "cannot write %s/all.gp", c.charts);
+            hx_fail(err, errlen, "cannot write %s/all.gp", c.charts);
             goto done;
         }
         c.all_gp = NULL;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "store_read.h"
+#include "hx_err.h"
 
 #define SW_W 720
 #define SW_H 360
@@ -49,7 +50,7 @@ static void sweep_line(FILE *f, const store_sweep_point *p, int n, size_t off, d
 static int sweep_svg(const char *path, int64_t sweep, const store_sweep_point *p, int n, double sat, char *err,
                      size_t errlen) {
     FILE *f = fopen(path, "w");
-    if (!f) return snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno)), -1;
+    if (!f) return hx_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
     const double L = 60, R = 60, T = 34, B = 44, pw = SW_W - L - R, ph = SW_H - T - B;
     double xmax = 0;
     for (int i = 0; i < n; i++) xmax = p[i].rate > xmax ? p[i].rate : xmax;
@@ -98,7 +99,7 @@ static int sweep_svg(const char *path, int64_t sweep, const store_sweep_point *p
                 L + k * 120, key[k][0], L + k * 120 + 14, key[k][1]);
     fprintf(f, "</svg>\n");
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return snprintf(err, errlen, "cannot write %s", path), -1;
+    if (fclose(f) != 0 || bad) return hx_fail(err, errlen, "cannot write %s", path);
     return 0;
 }
 
@@ -108,7 +109,7 @@ int dashboard_sweeps(store *s, FILE *out, const char *charts_dir, char *err, siz
     int n_runs;
     if (store_runs_all(s, &runs, &n_runs)) {
         free(runs);
-        return snprintf(err, errlen, "runs: %s", store_errmsg(s)), -1;
+        return hx_fail(err, errlen, "runs: %s", store_errmsg(s));
     }
     int shown = 0, rc = 0;
     for (int i = 0; i < n_runs && !rc; i++) {
@@ -117,7 +118,7 @@ int dashboard_sweeps(store *s, FILE *out, const char *charts_dir, char *err, siz
         int n;
         if (store_sweep_load(s, runs[i].id, &p, &n)) {
             free(p);
-            rc = (snprintf(err, errlen, "sweep %lld: %s", (long long)runs[i].id, store_errmsg(s)), -1);
+            rc = hx_fail(err, errlen, "sweep %lld: %s", (long long)runs[i].id, store_errmsg(s));
             break;
         }
         double sat = NAN;

@@ -18,6 +18,7 @@
 #include "jsonx.h"
 #include "show.h"
 #include "store_read.h"
+#include "hx_err.h"
 
 /* See export.h. */
 int export_format_known(const char *fmt) {
@@ -92,17 +93,17 @@ static void bmf_name(const store_run *r, char *buf, size_t cap) {
 }
 
 /* See export.h. */
-int export_bmf(store *s, const int64_t *ids, int n_ids, FILE *out, char *err, size_t n) {
+int export_bmf(store *s, const int64_t *ids, int n_ids, FILE *out, char *err, size_t errlen) {
     char (*names)[600] = calloc((size_t)(n_ids > 0 ? n_ids : 1), sizeof *names);
-    if (!names) return snprintf(err, n, "out of memory"), -1;
+    if (!names) return hx_fail(err, errlen, "out of memory");
     int first = 1;
     fprintf(out, "{");
     for (int r = 0; r < n_ids; r++) {
         store_run ri;
         int found = store_run_load(s, ids[r], &ri);
         if (found <= 0) {
-            if (found < 0) snprintf(err, n, "bmf: %s", store_errmsg(s));
-            else snprintf(err, n, "no run %lld in the database", (long long)ids[r]);
+            if (found < 0) hx_fail(err, errlen, "bmf: %s", store_errmsg(s));
+            else hx_fail(err, errlen, "no run %lld in the database", (long long)ids[r]);
             free(names);
             return -1;
         }
@@ -115,7 +116,7 @@ int export_bmf(store *s, const int64_t *ids, int n_ids, FILE *out, char *err, si
         store_summary_row rows[128];
         int nr = store_summary_load(s, ids[r], rows, 128);
         if (nr < 0) {
-            snprintf(err, n, "bmf: %s", store_errmsg(s));
+            hx_fail(err, errlen, "bmf: %s", store_errmsg(s));
             free(names);
             return -1;
         }
@@ -196,19 +197,19 @@ static void req_text(FILE *f, int json, int csv, const char *s) {
 }
 
 /* See export.h. */
-int export_requests(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t n) {
+int export_requests(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t errlen) {
     if (!export_request_format_known(fmt))
-        return snprintf(err, n, "--requests: unknown format '%s' (%s)", fmt, EXPORT_REQUEST_FORMATS), -1;
+        return hx_fail(err, errlen, "--requests: unknown format '%s' (%s)", fmt, EXPORT_REQUEST_FORMATS);
     store_run r;
     int found = store_run_load(s, id, &r);
     if (found <= 0) {
-        if (found < 0) snprintf(err, n, "show: %s", store_errmsg(s));
-        else snprintf(err, n, "no run %lld in the database", (long long)id);
+        if (found < 0) hx_fail(err, errlen, "show: %s", store_errmsg(s));
+        else hx_fail(err, errlen, "no run %lld in the database", (long long)id);
         return -1;
     }
     store_request_time *q;
     int nq;
-    if (store_request_times(s, id, &q, &nq)) return snprintf(err, n, "show: %s", store_errmsg(s)), -1;
+    if (store_request_times(s, id, &q, &nq)) return hx_fail(err, errlen, "show: %s", store_errmsg(s));
     int jsonl = !strcmp(fmt, "jsonl"), json = jsonl || !strcmp(fmt, "json"), csv = !strcmp(fmt, "csv");
     /* An INVALID run's outcomes are data; its timings are no measurement. */
     int timed = strcmp(r.validity, "invalid") != 0;

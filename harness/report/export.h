@@ -30,7 +30,7 @@ int export_request_format_known(const char *fmt);
  * INVALID or incomplete run gets no entry and one line on stderr saying
  * why. 0, or -1 with a message in err (a database error).
  */
-int export_bmf(store *s, const int64_t *ids, int n_ids, FILE *out, char *err, size_t n);
+int export_bmf(store *s, const int64_t *ids, int n_ids, FILE *out, char *err, size_t errlen);
 
 /*
  * Every request of every repetition of run `id` in md, csv, json or jsonl,
@@ -39,6 +39,6 @@ int export_bmf(store *s, const int64_t *ids, int n_ids, FILE *out, char *err, si
  * no timing: its timings are no measurement. 0, or -1 with a message in err
  * (no such run, an unknown format, a database error).
  */
-int export_requests(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t n);
+int export_requests(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t errlen);
 
 #endif

@@ -5,6 +5,7 @@
  * its finished temporary.
  */
 #include "plot.h"
+#include "hx_err.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,28 +46,24 @@ void plot_dat_label(FILE *f, const char *s) {
 int plot_mkdirs(const char *path, char *err, size_t errlen) {
     char buf[PATH_MAX];
     if (!*path) {
-        snprintf(err, errlen, "empty directory name");
-        return -1;
+        return hx_fail(err, errlen, "empty directory name");
     }
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        snprintf(err, errlen, "%s: path too long", path);
-        return -1;
+        return hx_fail(err, errlen, "%s: path too long", path);
     }
     for (char *p = buf + 1;; p++) {
         if (*p != '/' && *p) continue;
         char c = *p;
         *p = 0;
         if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-            snprintf(err, errlen, "cannot create directory %s: %s", buf, strerror(errno));
-            return -1;
+            return hx_fail(err, errlen, "cannot create directory %s: %s", buf, strerror(errno));
         }
         *p = c;
         if (!c) break;
     }
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a directory", path);
-        return -1;
+        return hx_fail(err, errlen, "%s: not a directory", path);
     }
     return 0;
 }
@@ -81,11 +78,10 @@ int plot_commit_file(FILE *f, const char *tmp, const char *path, char *err, size
     }
     if (bad) {
         unlink(tmp);
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
-        return -1;
+        return hx_fail(err, errlen, "cannot write %s: %s", path, strerror(e));
     }
     if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        hx_fail(err, errlen, "cannot write %s: %s", path, strerror(errno));
         unlink(tmp);
         return -1;
     }
@@ -151,13 +147,12 @@ static void plot_gnuplot_reason(const char *text, char *out, size_t n) {
 int plot_gnuplot_run(const char *gnuplot, const char *dir, const char *script, char *err, size_t errlen) {
     int fd[2];
     if (pipe2(fd, O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "gnuplot: pipe: %s", strerror(errno));
-        return -1;
+        return hx_fail(err, errlen, "gnuplot: pipe: %s", strerror(errno));
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
-        snprintf(err, errlen, "gnuplot: fork: %s", strerror(errno));
+        hx_fail(err, errlen, "gnuplot: fork: %s", strerror(errno));
         close(fd[0]);
         close(fd[1]);
         return -1;
@@ -195,17 +190,16 @@ int plot_gnuplot_run(const char *gnuplot, const char *dir, const char *script, c
     int status;
     while (waitpid(pid, &status, 0) < 0) {
         if (errno != EINTR) {
-            snprintf(err, errlen, "gnuplot: waitpid: %s", strerror(errno));
-            return -1;
+            return hx_fail(err, errlen, "gnuplot: waitpid: %s", strerror(errno));
         }
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
     char why[512];
     plot_gnuplot_reason(text, why, sizeof why);
     if (WIFSIGNALED(status))
-        snprintf(err, errlen, "gnuplot (%s) killed by signal %d on %s/%s: %s", gnuplot, WTERMSIG(status), dir, script, why);
+        hx_fail(err, errlen, "gnuplot (%s) killed by signal %d on %s/%s: %s", gnuplot, WTERMSIG(status), dir, script, why);
     else
-        snprintf(err, errlen, "gnuplot (%s) failed (exit %d) on %s/%s: %s", gnuplot, WEXITSTATUS(status), dir, script,
-                 why);
+        hx_fail(err, errlen, "gnuplot (%s) failed (exit %d) on %s/%s: %s", gnuplot, WEXITSTATUS(status), dir, script,
+                why);
     return -1;
 }

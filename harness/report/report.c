@@ -33,11 +33,11 @@
 #include "plot.h"
 #include "report_int.h"
 #include "show.h"
+#include "hx_err.h"
 
 /* See report_int.h. */
 int rp_db_fail(rp_ctx *c, const char *what) {
-    snprintf(c->err, c->errlen, "report: %s: %s", what, store_errmsg(c->s));
-    return -1;
+    return hx_fail(c->err, c->errlen, "report: %s: %s", what, store_errmsg(c->s));
 }
 
 /* ---------------------------------------------------------------- report.md */
@@ -247,9 +247,9 @@ void rp_charts_clear(rp_ctx *c, const rp_chart *charts, int n) {
 }
 
 /* See report_int.h. */
-int rp_charts_render(rp_ctx *c, rp_chart *charts, int n, char *gp_err, size_t gp_errlen) {
+int rp_charts_render(rp_ctx *c, rp_chart *charts, int n, char *err, size_t errlen) {
     char gp[PATH_MAX];
-    gp_err[0] = 0;
+    err[0] = 0;
     int have_gp = plot_gnuplot_find(gp, sizeof gp);
     if (!have_gp) fprintf(stderr, "%s\n", REPORT_NO_GNUPLOT_MSG);
     for (int i = 0; have_gp && i < n; i++) {
@@ -258,7 +258,7 @@ int rp_charts_render(rp_ctx *c, rp_chart *charts, int n, char *gp_err, size_t gp
         char script[96], e1[512];
         snprintf(script, sizeof script, "%s.gp", ch->stem);
         if (plot_gnuplot_run(gp, c->dir, script, e1, sizeof e1)) {
-            if (!*gp_err) snprintf(gp_err, gp_errlen, "%s", e1);
+            if (!*err) hx_fail(err, errlen, "%s", e1);
             continue;
         }
         int ok = 1;
@@ -268,7 +268,7 @@ int rp_charts_render(rp_ctx *c, rp_chart *charts, int n, char *gp_err, size_t gp
             snprintf(p, sizeof p, "%s/%s.%s", c->dir, ch->stem, e ? "svg" : "png");
             if (stat(p, &st) != 0 || st.st_size == 0) {
                 ok = 0;
-                if (!*gp_err) snprintf(gp_err, gp_errlen, "gnuplot (%.200s) wrote no %.300s", gp, p);
+                if (!*err) hx_fail(err, errlen, "gnuplot (%.200s) wrote no %.300s", gp, p);
             }
         }
         ch->rendered = ok;
@@ -291,7 +291,7 @@ static int rp_write_md(rp_ctx *c, int have_gp, const char *gp_error) {
     snprintf(path, sizeof path, "%s/report.md", c->dir);
     snprintf(tmp, sizeof tmp, "%s/report.md.tmp", c->dir);
     FILE *out = fopen(tmp, "w");
-    if (!out) return snprintf(c->err, c->errlen, "cannot write %s: %s", tmp, strerror(errno)), -1;
+    if (!out) return hx_fail(c->err, c->errlen, "cannot write %s: %s", tmp, strerror(errno));
     char now[32];
     time_t t = time(NULL);
     struct tm tm;
@@ -368,14 +368,14 @@ int report_write(store *s, int64_t run_id, int64_t baseline_run, const char *out
         goto out;
     }
     if (!found) {
-        snprintf(err, errlen, "no run %lld in the database", (long long)run_id);
+        hx_fail(err, errlen, "no run %lld in the database", (long long)run_id);
         goto out;
     }
     if (baseline_run) {
         found = store_run_load(s, baseline_run, &c.base.info);
         if (found <= 0) {
             if (found < 0) rp_db_fail(&c, "runs");
-            else snprintf(err, errlen, "no baseline run %lld in the database", (long long)baseline_run);
+            else hx_fail(err, errlen, "no baseline run %lld in the database", (long long)baseline_run);
             goto out;
         }
     }
@@ -407,7 +407,7 @@ int report_write(store *s, int64_t run_id, int64_t baseline_run, const char *out
     int have_gp = rp_charts_render(&c, c.charts, CH_N, gp_err, sizeof gp_err);
     if (rp_write_md(&c, have_gp, *gp_err ? gp_err : NULL)) goto out;
     if (*gp_err) {
-        snprintf(err, errlen, "%s (report.md written without that chart)", gp_err);
+        hx_fail(err, errlen, "%s (report.md written without that chart)", gp_err);
         goto out;
     }
     rc = 0;

@@ -12,6 +12,7 @@
 
 #include "plot.h"
 #include "stats.h"
+#include "hx_err.h"
 
 /* Most points a CDF curve is drawn with (evenly spaced ranks beyond that). */
 #define RP_CDF_POINTS 2000
@@ -29,7 +30,7 @@ FILE *rp_open(rp_ctx *c, const char *stem, const char *ext) {
     char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s.%s", c->dir, stem, ext);
     FILE *f = fopen(path, "w");
-    if (!f) snprintf(c->err, c->errlen, "cannot write %s: %s", path, strerror(errno));
+    if (!f) hx_fail(c->err, c->errlen, "cannot write %s: %s", path, strerror(errno));
     return f;
 }
 
@@ -38,7 +39,7 @@ int rp_close(rp_ctx *c, FILE *f, const char *stem, const char *ext) {
     int bad = fflush(f) != 0 || ferror(f);
     int e = errno;
     if (fclose(f) != 0) bad = 1;
-    if (bad) snprintf(c->err, c->errlen, "cannot write %s/%s.%s: %s", c->dir, stem, ext, strerror(e));
+    if (bad) hx_fail(c->err, c->errlen, "cannot write %s/%s.%s: %s", c->dir, stem, ext, strerror(e));
     return bad ? -1 : 0;
 }
 
@@ -75,7 +76,7 @@ static void rp_run_label(char *buf, size_t n, const rp_run *r, int baseline) {
 int rp_chart_tps(rp_ctx *c, rp_chart *ch) {
     int n_ok = 0, n_base = 0, longest = 0;
     double *bv = calloc((size_t)(c->run.n_items ? c->run.n_items : 1), sizeof *bv);
-    if (!bv) return snprintf(c->err, c->errlen, "report: out of memory"), -1;
+    if (!bv) return hx_fail(c->err, c->errlen, "report: out of memory");
     for (int i = 0; i < c->run.n_items; i++) {
         const store_item *it = &c->run.items[i];
         n_ok += !isnan(it->tps);

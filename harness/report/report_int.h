@@ -58,8 +58,8 @@ void rp_gp_end(FILE *f, const rp_chart *ch, int w, int h);
 void rp_charts_clear(rp_ctx *c, const rp_chart *charts, int n);
 /* Draw the made charts of `charts` with gnuplot in c->dir, setting their
  * `rendered`; 1 when gnuplot was found (else one line on stderr), and the
- * first failure in gp_err ("" when none). */
-int rp_charts_render(rp_ctx *c, rp_chart *charts, int n, char *gp_err, size_t gp_errlen);
+ * first failure in err ("" when none). */
+int rp_charts_render(rp_ctx *c, rp_chart *charts, int n, char *err, size_t errlen);
 /* The charts section of a markdown report: drawn charts, then the ones that
  * do not apply and why. */
 void rp_md_charts(FILE *out, const rp_chart *charts, int n, int have_gp, const char *gp_error);

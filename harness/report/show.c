@@ -17,6 +17,7 @@
 #include "store.h"
 #include "store_read.h"
 #include "validity.h"
+#include "hx_err.h"
 
 /* Other work (other_load_cpus) past which a run's verdict says the machine was shared. */
 #define SHOW_LOADED_CPUS 0.25
@@ -87,13 +88,12 @@ int show_verdict(store *s, int64_t id, FILE *out) {
 }
 
 /* `cortex-bench list`: the newest runs as a markdown table. */
-int show_list(store *s, FILE *out, int limit, char *err, size_t n) {
+int show_list(store *s, FILE *out, int limit, char *err, size_t errlen) {
     store_list_row *rows;
     int nr;
     if (store_list_runs(s, limit, &rows, &nr)) {
         free(rows);
-        snprintf(err, n, "list: %s", store_errmsg(s));
-        return -1;
+        return hx_fail(err, errlen, "list: %s", store_errmsg(s));
     }
     fprintf(out, "| id | started (UTC) | status | workload | model | type | threads | reps | commit | TPS (median) |\n");
     fprintf(out, "| ---: | --- | --- | --- | --- | --- | ---: | ---: | --- | ---: |\n");
@@ -223,14 +223,13 @@ static void synthetic_md(store *db, const int64_t *ids, int n_ids, FILE *out) {
     }
 }
 
-int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int full, FILE *out, char *err, size_t n) {
+int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int full, FILE *out, char *err, size_t errlen) {
     /* jsonl: json's objects, one a line, no enclosing array */
     int jsonl = !strcmp(fmt, "jsonl"), json = jsonl || !strcmp(fmt, "json"), csv = !strcmp(fmt, "csv");
     if (!export_format_known(fmt)) {
-        snprintf(err, n, "unknown output format '%s' (%s)", fmt, EXPORT_FORMATS);
-        return -1;
+        return hx_fail(err, errlen, "unknown output format '%s' (%s)", fmt, EXPORT_FORMATS);
     }
-    if (!strcmp(fmt, "bmf")) return export_bmf(s, ids, n_ids, out, err, n); /* export.c */
+    if (!strcmp(fmt, "bmf")) return export_bmf(s, ids, n_ids, out, err, errlen); /* export.c */
     store *db = s;
     int all_synthetic = 1;
     for (int r = 0; r < n_ids; r++) {
@@ -252,8 +251,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
         sum_row rows[128];
         int nr = load_run(db, ids[r], &ri, rows, 128);
         if (nr < 0) {
-            snprintf(err, n, "show: %s", store_errmsg(s));
-            return -1;
+            return hx_fail(err, errlen, "show: %s", store_errmsg(s));
         }
         const sum_row *ord[128];
         const char *label[128], *unit[128];
@@ -318,8 +316,7 @@ int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int ful
     if (json) fprintf(out, "%s", jsonl ? "" : "\n]\n");
     else if (!csv) show_roofline(db, ids, n_ids, out);
     if (oom) {
-        snprintf(err, n, "show: out of memory writing JSON");
-        return -1;
+        return hx_fail(err, errlen, "show: out of memory writing JSON");
     }
     return 0;
 }
@@ -504,14 +501,13 @@ void show_adapters(store *s, int64_t id, FILE *out) {
 }
 
 /* `cortex-bench show RUN`: md (facts, summary, items, adapters, KV, counters), or csv/json of the summary. */
-int show_run(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t n) {
-    if (strcmp(fmt, "md")) return show_table(s, &id, 1, fmt, 1, out, err, n);
+int show_run(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t errlen) {
+    if (strcmp(fmt, "md")) return show_table(s, &id, 1, fmt, 1, out, err, errlen);
     fprintf(out, "## run %lld\n\n", (long long)id);
     int rc = show_run_facts(s, id, out);
     fprintf(out, "\n");
     if (rc) {
-        snprintf(err, n, rc > 0 ? "no run %lld in the database" : "show: query failed", (long long)id);
-        return -1;
+        return hx_fail(err, errlen, rc > 0 ? "no run %lld in the database" : "show: query failed", (long long)id);
     }
     show_verdict(s, id, out);
     store_run r;
@@ -521,7 +517,7 @@ int show_run(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t
         return 0;
     }
     fprintf(out, "\n### summary (over repetitions)\n\n");
-    if (show_table(s, &id, 1, "md", 1, out, err, n)) return -1;
+    if (show_table(s, &id, 1, "md", 1, out, err, errlen)) return -1;
     fprintf(out, "\n");
     show_items(s, id, out);
     show_adapters(s, id, out);

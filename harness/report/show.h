@@ -11,13 +11,13 @@
 #include "store.h"
 
 /* `cortex-bench list`: the newest `limit` runs as a markdown table. */
-int show_list(store *s, FILE *out, int limit, char *err, size_t n);
+int show_list(store *s, FILE *out, int limit, char *err, size_t errlen);
 /* `cortex-bench show`: one run in md, csv, json, jsonl or bmf; -1 with a message (no such run). */
-int show_run(store *s, int64_t run_id, const char *format, FILE *out, char *err, size_t n);
+int show_run(store *s, int64_t run_id, const char *format, FILE *out, char *err, size_t errlen);
 
 /* Summary rows of several runs as md, csv, json, jsonl (json's objects, one a
  * line) or bmf (export_bmf); `full` adds every metric. */
-int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int full, FILE *out, char *err, size_t n);
+int show_table(store *s, const int64_t *ids, int n_ids, const char *fmt, int full, FILE *out, char *err, size_t errlen);
 
 /* A run's identity, provenance and environment as a markdown bullet list;
  * `show` and `report` both open with it. 0, 1 if no such run, -1 on error. */

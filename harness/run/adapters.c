@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cortex_tools.h"
+#include "hx_err.h"
 
 /* mkdir -p of a two-level path (the cache and its lora/ folder). */
 static int make_dirs(const char *dir) {
@@ -44,20 +45,20 @@ static int by_name(const void *a, const void *b) { return strcmp(*(char *const *
 /* The adapter files of a directory, sorted by name. */
 static int from_dir(const char *dir, adapter_set *out, char *err, size_t errlen) {
     DIR *d = opendir(dir);
-    if (!d) return snprintf(err, errlen, "--adapters: cannot open directory %s: %s", dir, strerror(errno)), -1;
+    if (!d) return hx_fail(err, errlen, "--adapters: cannot open directory %s: %s", dir, strerror(errno));
     struct dirent *e;
     while ((e = readdir(d)))
         if (is_adapter(dir, e->d_name)) {
             if (out->n == ADAPTERS_MAX) {
                 closedir(d);
-                return snprintf(err, errlen, "--adapters: %s holds more than %d adapters", dir, ADAPTERS_MAX), -1;
+                return hx_fail(err, errlen, "--adapters: %s holds more than %d adapters", dir, ADAPTERS_MAX);
             }
             size_t len = strlen(dir) + strlen(e->d_name) + 2;
             if (!(out->path[out->n] = malloc(len))) break;
             snprintf(out->path[out->n++], len, "%s/%s", dir, e->d_name);
         }
     closedir(d);
-    if (out->n == 0) return snprintf(err, errlen, "--adapters: %s holds no adapter (*.gguf or PEFT folders)", dir), -1;
+    if (out->n == 0) return hx_fail(err, errlen, "--adapters: %s holds no adapter (*.gguf or PEFT folders)", dir);
     qsort(out->path, (size_t)out->n, sizeof *out->path, by_name);
     for (int i = 0; i < out->n; i++) {
         const char *base = strrchr(out->path[i], '/') + 1;
@@ -72,28 +73,28 @@ static int from_synth(const char *spec, const char *model_path, const cx_model *
     int k, rank, used = 0;
     if (sscanf(spec, "synth:%d,%d%n", &k, &rank, &used) != 2 || spec[used] || k < 1 || k > ADAPTERS_MAX || rank < 1 ||
         rank > 1024)
-        return snprintf(err, errlen, "--adapters: '%s' is not DIR or synth:K,RANK (K in 1..%d, RANK in 1..1024)", spec,
-                        ADAPTERS_MAX), -1;
+        return hx_fail(err, errlen, "--adapters: '%s' is not DIR or synth:K,RANK (K in 1..%d, RANK in 1..1024)", spec,
+                       ADAPTERS_MAX);
     struct stat st;
-    if (stat(model_path, &st)) return snprintf(err, errlen, "--adapters: cannot stat %s", model_path), -1;
+    if (stat(model_path, &st)) return hx_fail(err, errlen, "--adapters: cannot stat %s", model_path);
     long long model_size = (long long)st.st_size;
     char dir[512];
     const char *cache = getenv("CORTEX_CACHE"), *tmp = getenv("TMPDIR");
     if (cache && *cache) snprintf(dir, sizeof dir, "%s/lora", cache);
     else snprintf(dir, sizeof dir, "%s/cortex-cache/lora", tmp && *tmp ? tmp : "/tmp");
-    if (make_dirs(dir)) return snprintf(err, errlen, "--adapters: cannot create %s: %s", dir, strerror(errno)), -1;
+    if (make_dirs(dir)) return hx_fail(err, errlen, "--adapters: cannot create %s: %s", dir, strerror(errno));
     const char *base = strrchr(model_path, '/') ? strrchr(model_path, '/') + 1 : model_path;
     for (int i = 0; i < k; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/%s-%lld-r%d-%d.gguf", dir, base, model_size, rank, i + 1);
-        if (!(out->path[i] = strdup(path))) return snprintf(err, errlen, "out of memory"), -1;
+        if (!(out->path[i] = strdup(path))) return hx_fail(err, errlen, "out of memory");
         out->n = i + 1;
         snprintf(out->name[i], sizeof out->name[i], "synth-%d", i + 1);
         if (stat(path, &st) == 0) continue;
         cx_lora_synth_params p = {.rank = rank, .alpha = 2.0f * (float)rank, .targets = CX_LORA_ALL,
                                   .seed = (uint64_t)(i + 1), .type = CX_TYPE_Q8_0};
         cx_err e = {0};
-        if (cx_lora_synth_write(m, &p, path, &e)) return snprintf(err, errlen, "--adapters: %s", e.msg), -1;
+        if (cx_lora_synth_write(m, &p, path, &e)) return hx_fail(err, errlen, "--adapters: %s", e.msg);
     }
     return 0;
 }
@@ -113,8 +114,8 @@ int adapters_resolve(const char *spec, const char *model_path, const cx_model *m
 int adapters_check(const adapter_set *a, const wl_workload *wl, char *err, size_t errlen) {
     for (size_t i = 0; i < wl->n; i++)
         if (wl->req[i].adapter > a->n)
-            return snprintf(err, errlen, "request %s names adapter %d, but --adapters %s gives ids 1..%d",
-                            wl->req[i].id, wl->req[i].adapter, a->spec, a->n), -1;
+            return hx_fail(err, errlen, "request %s names adapter %d, but --adapters %s gives ids 1..%d",
+                           wl->req[i].id, wl->req[i].adapter, a->spec, a->n);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "oai.h"
+#include "hx_err.h"
 
 #define EP_MAX_GET (16u << 20) /* bytes of a GET answer kept: model lists and scrapes are far smaller */
 
@@ -25,8 +26,8 @@ int ep_init(ep_target *t, const char *url, const char *api_key, char *err, size_
     while (n && url[n - 1] == '/') n--;
     int scheme = !strncasecmp(url, "http://", 7) ? 7 : !strncasecmp(url, "https://", 8) ? 8 : 0;
     if (!scheme || n <= (size_t)scheme || n >= sizeof t->base - 32)
-        return snprintf(err, errlen, "--endpoint '%s' is not an http:// or https:// URL with a host", url), -1;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return snprintf(err, errlen, "libcurl: cannot initialize"), -1;
+        return hx_fail(err, errlen, "--endpoint '%s' is not an http:// or https:// URL with a host", url);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return hx_fail(err, errlen, "libcurl: cannot initialize");
     CURLU *u = curl_url();
     char *host = NULL;
     memcpy(t->base, url, n);
@@ -34,7 +35,7 @@ int ep_init(ep_target *t, const char *url, const char *api_key, char *err, size_
     CURLUcode uc = u ? curl_url_set(u, CURLUPART_URL, t->base, 0) : CURLUE_OUT_OF_MEMORY;
     if (!uc) uc = curl_url_get(u, CURLUPART_HOST, &host, 0);
     if (uc || !host || !host[0] || strpbrk(t->base, " \t\r\n")) {
-        snprintf(err, errlen, "--endpoint '%s' is not a valid URL (%s)", url, uc ? curl_url_strerror(uc) : "no host");
+        hx_fail(err, errlen, "--endpoint '%s' is not a valid URL (%s)", url, uc ? curl_url_strerror(uc) : "no host");
         curl_free(host);
         curl_url_cleanup(u);
         return -1;
@@ -58,9 +59,9 @@ int ep_set_adapters(ep_target *t, const char *list, char *err, size_t errlen) {
         const char *c = strchr(p, ',');
         size_t k = c ? (size_t)(c - p) : strlen(p);
         if (!k || k >= 256 || t->n_adapters == EP_MAX_ADAPTERS)
-            return snprintf(err, errlen, "--adapter-names '%s': expected NAME1,NAME2,... (up to %d non-empty names"
-                            " of at most 255 bytes)", list, EP_MAX_ADAPTERS), -1;
-        if (!(t->adapters[t->n_adapters] = strndup(p, k))) return snprintf(err, errlen, "out of memory"), -1;
+            return hx_fail(err, errlen, "--adapter-names '%s': expected NAME1,NAME2,... (up to %d non-empty names"
+                           " of at most 255 bytes)", list, EP_MAX_ADAPTERS);
+        if (!(t->adapters[t->n_adapters] = strndup(p, k))) return hx_fail(err, errlen, "out of memory");
         t->n_adapters++;
         if (!c) return 0;
         p = c + 1;
@@ -77,9 +78,9 @@ int ep_check_workload(const ep_target *t, const wl_workload *wl, char *err, size
     for (size_t i = 0; i < wl->n; i++) {
         int a = wl->req[i].adapter;
         if (a > t->n_adapters)
-            return snprintf(err, errlen, "%s:%zu: request %s asks for adapter %d, but --adapter-names names %d"
-                            " adapter%s (ids 1..%d; id 0 is --model)", wl->source, wl->req[i].line, wl->req[i].id, a,
-                            t->n_adapters, t->n_adapters == 1 ? "" : "s", t->n_adapters), -1;
+            return hx_fail(err, errlen, "%s:%zu: request %s asks for adapter %d, but --adapter-names names %d"
+                           " adapter%s (ids 1..%d; id 0 is --model)", wl->source, wl->req[i].line, wl->req[i].id, a,
+                           t->n_adapters, t->n_adapters == 1 ? "" : "s", t->n_adapters);
     }
     return 0;
 }
@@ -135,7 +136,7 @@ int ep_get(const ep_target *t, const char *url, char **body, size_t *len, long *
     CURL *h = curl_easy_init();
     struct curl_slist *hdrs = NULL;
     char auth[600], cerr[CURL_ERROR_SIZE] = "";
-    if (!h) return snprintf(err, errlen, "libcurl: cannot make a request"), -1;
+    if (!h) return hx_fail(err, errlen, "libcurl: cannot make a request");
     if (t->api_key) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", t->api_key);
         hdrs = curl_slist_append(hdrs, auth);
@@ -156,9 +157,9 @@ int ep_get(const ep_target *t, const char *url, char **body, size_t *len, long *
     curl_slist_free_all(hdrs);
     if (rc != CURLE_OK) {
         free(b.data);
-        return snprintf(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(rc)), -1;
+        return hx_fail(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(rc));
     }
-    if (!b.data && !(b.data = calloc(1, 1))) return snprintf(err, errlen, "out of memory"), -1;
+    if (!b.data && !(b.data = calloc(1, 1))) return hx_fail(err, errlen, "out of memory");
     *body = b.data;
     *len = b.len;
     return 0;
@@ -205,20 +206,20 @@ int ep_probe(ep_target *t, const char *model, char *err, size_t errlen) {
     size_t len;
     long status;
     if (ep_get(t, url, &body, &len, &status, server, sizeof server, why, sizeof why))
-        return snprintf(err, errlen, "%s: cannot reach the server: %s", url, why), -1;
+        return hx_fail(err, errlen, "%s: cannot reach the server: %s", url, why);
     if (status != 200) {
         char msg[160];
         oai_error_message(body, len, msg, sizeof msg);
-        snprintf(err, errlen, "%s: HTTP %ld%s%s%s", url, status,
-                 status == 401 || status == 403 ? " (the server refused the API key: give the right --api-key)" : "",
-                 msg[0] ? ": " : "", msg);
+        hx_fail(err, errlen, "%s: HTTP %ld%s%s%s", url, status,
+                status == 401 || status == 403 ? " (the server refused the API key: give the right --api-key)" : "",
+                msg[0] ? ": " : "", msg);
         free(body);
         return -1;
     }
     char **ids;
     int n_ids, rc = 0;
     if (oai_parse_models(body, len, &ids, &n_ids, why, sizeof why)) {
-        snprintf(err, errlen, "%s: the answer is %s", url, why);
+        hx_fail(err, errlen, "%s: the answer is %s", url, why);
         free(body);
         return -1;
     }
@@ -228,8 +229,8 @@ int ep_probe(ep_target *t, const char *model, char *err, size_t errlen) {
         for (int i = 0; i < n_ids; i++) t->model_unlisted &= strcmp(ids[i], model) != 0;
     }
     else if (n_ids) snprintf(t->model, sizeof t->model, "%s", ids[0]);
-    else rc = (snprintf(err, errlen, "%s lists no model: give --model NAME", url), -1);
-    if (!rc && identify(t, server, body, len, ids, n_ids)) rc = (snprintf(err, errlen, "out of memory"), -1);
+    else rc = hx_fail(err, errlen, "%s lists no model: give --model NAME", url);
+    if (!rc && identify(t, server, body, len, ids, n_ids)) rc = hx_fail(err, errlen, "out of memory");
     oai_models_free(ids, n_ids);
     free(body);
     if (rc) return rc;

@@ -16,6 +16,7 @@
 #include "oai.h"
 #include "sse.h"
 #include "stats.h"
+#include "hx_err.h"
 
 #define EP_MAX_BODY (4u << 20) /* bytes of a non-streamed answer kept (a whole completion, an error page) */
 
@@ -340,7 +341,7 @@ int endpoint_rep(const ep_target *t, const wl_workload *wl, const run_config *cf
         free(ep.rq);
         free(arr);
         curl_multi_cleanup(m);
-        return snprintf(err, errlen, "out of memory"), -1;
+        return hx_fail(err, errlen, "out of memory");
     }
     for (int i = 0; i < ep.n; i++) {
         snprintf(out->req[i].item, sizeof out->req[i].item, "%s", wl->req[i].id);
@@ -359,7 +360,7 @@ int endpoint_rep(const ep_target *t, const wl_workload *wl, const run_config *cf
         else
             while (ep.next < ep.n && ep.in_flight < cfg->concurrency && !rc) rc = issue(&ep, m, ep.next++, now);
         if (rc) {
-            snprintf(err, errlen, "libcurl refused request %s (no memory?)", wl->req[ep.next - 1].id);
+            hx_fail(err, errlen, "libcurl refused request %s (no memory?)", wl->req[ep.next - 1].id);
             break;
         }
         int running;

@@ -3,6 +3,7 @@
  * built and read with jansson.
  */
 #include "oai.h"
+#include "hx_err.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -75,7 +76,7 @@ int oai_parse_chunk(const char *data, size_t n, oai_chunk *c, char *err, size_t 
     json_error_t je;
     json_t *root = json_loadb(data, n, JSON_ALLOW_NUL, &je);
     if (!root || !json_is_object(root)) {
-        snprintf(err, errlen, "not a JSON object: %s", root ? "another JSON value" : je.text);
+        hx_fail(err, errlen, "not a JSON object: %s", root ? "another JSON value" : je.text);
         json_decref(root);
         return -1;
     }
@@ -140,7 +141,7 @@ int oai_parse_models(const char *body, size_t n, char ***ids_out, int *n_out, ch
     json_t *root = json_loadb(body, n, JSON_ALLOW_NUL, &je);
     const json_t *data = json_is_object(root) ? json_object_get(root, "data") : NULL;
     if (!json_is_array(data)) {
-        snprintf(err, errlen, "not a model list ({\"data\": [{\"id\": ...}]})%s%s", root ? "" : ": ", root ? "" : je.text);
+        hx_fail(err, errlen, "not a model list ({\"data\": [{\"id\": ...}]})%s%s", root ? "" : ": ", root ? "" : je.text);
         json_decref(root);
         return -1;
     }
@@ -156,7 +157,7 @@ int oai_parse_models(const char *body, size_t n, char ***ids_out, int *n_out, ch
     json_decref(root);
     if (rc) {
         oai_models_free(ids, m);
-        return snprintf(err, errlen, "out of memory"), -1;
+        return hx_fail(err, errlen, "out of memory");
     }
     *ids_out = ids;
     *n_out = m;

@@ -37,14 +37,15 @@
 #include "validity.h"
 #include "version.h"
 #include "workload.h"
+#include "hx_err.h"
 
 /* The model file's SHA-256, from the database's cache when size and mtime match. */
-static int model_hash(store *s, const char *path, char out[65], char *err, size_t n) {
+static int model_hash(store *s, const char *path, char out[65], char *err, size_t errlen) {
     struct stat st;
-    if (stat(path, &st) != 0) return snprintf(err, n, "%s: %s", path, strerror(errno)), -1;
+    if (stat(path, &st) != 0) return hx_fail(err, errlen, "%s: %s", path, strerror(errno));
     int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     if (store_cached_hash(s, path, (int64_t)st.st_size, mt, out)) return 0;
-    if (sha256_hex_file(path, out, err, n)) return -1;
+    if (sha256_hex_file(path, out, err, errlen)) return -1;
     store_cache_hash(s, path, (int64_t)st.st_size, mt, out);
     return 0;
 }

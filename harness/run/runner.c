@@ -19,6 +19,7 @@
 #include "rng.h"
 #include "stats.h"
 #include "validity.h"
+#include "hx_err.h"
 
 /* See runner.h. */
 int runner_n_ctx(const cx_model *m, int asked) {
@@ -145,7 +146,7 @@ static int decode_tokens(rep_state *st, const float *l, int max_gen, req_result 
     canary c;
     canary_init(&c);
     q->itl_ms = malloc(sizeof(float) * (size_t)(max_gen > 1 ? max_gen - 1 : 1));
-    if (!q->itl_ms) return snprintf(err, errlen, "out of memory"), -1;
+    if (!q->itl_ms) return hx_fail(err, errlen, "out of memory");
     ctr_snap snap;
     int eos = cx_token_eos(st->m);
     int tok = cx_sampler_sample(st->greedy, l);
@@ -157,8 +158,7 @@ static int decode_tokens(rep_state *st, const float *l, int max_gen, req_result 
     while (gen < max_gen && (st->cfg->ignore_eos || (tok != eos && tok != cx_token_eot(st->m)))) {
         q->kv_attended += cx_session_pos(st->s) + 1; /* this step attends positions 0..pos */
         if (cx_eval(st->s, &tok, 1, &l, &e)) {
-            snprintf(err, errlen, "%s", e.msg);
-            return -1;
+            return hx_fail_cx(err, errlen, &e);
         }
         tok = cx_sampler_sample(st->greedy, l);
         double t = runner_now_ms();
@@ -201,7 +201,7 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
     int total = depth + np + 1;
     if (total > st->ids_cap) {
         int32_t *p = realloc(st->ids, sizeof(int32_t) * (size_t)total);
-        if (!p) return snprintf(err, errlen, "out of memory"), -1;
+        if (!p) return hx_fail(err, errlen, "out of memory");
         st->ids = p;
         st->ids_cap = total;
     }
@@ -209,10 +209,10 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
     const float *l = NULL;
     cx_session_reset(st->s);
     synthetic_tokens(st->ids, depth + np, V, 0x5eed + (uint64_t)depth);
-    if (depth && cx_eval(st->s, st->ids, depth, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
+    if (depth && cx_eval(st->s, st->ids, depth, &l, &e)) return hx_fail_cx(err, errlen, &e);
     if (first) {
         int32_t bos = cx_token_bos(st->m);
-        if (cx_eval(st->s, &bos, 1, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
+        if (cx_eval(st->s, &bos, 1, &l, &e)) return hx_fail_cx(err, errlen, &e);
     }
     double t0 = runner_now_ms();
     q->prompt_tokens = np;
@@ -220,7 +220,7 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
         ctr_snap snap;
         uint64_t xb = cx_session_expert_bytes(st->s);
         phase_begin(st, &snap);
-        if (cx_eval(st->s, st->ids + depth, np, &l, &e)) return snprintf(err, errlen, "%s", e.msg), -1;
+        if (cx_eval(st->s, st->ids + depth, np, &l, &e)) return hx_fail_cx(err, errlen, &e);
         phase_end(st, &snap, &st->prefill);
         q->expert_bytes = (double)(cx_session_expert_bytes(st->s) - xb);
     }
@@ -234,7 +234,7 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
         phase_begin(st, &snap); /* this evaluation is decode work too: count it there */
         int rc = cx_eval(st->s, &tok, 1, &l, &e);
         phase_end(st, &snap, &st->decode);
-        if (rc) return snprintf(err, errlen, "%s", e.msg), -1;
+        if (rc) return hx_fail_cx(err, errlen, &e);
         if (decode_tokens(st, l, ng, q, t0, err, errlen)) return -1;
     } else {
         q->ttft_ms = q->e2e_ms = q->prefill_ms;
@@ -286,7 +286,7 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     q->itl_ms = malloc(sizeof(float) * (size_t)n * (size_t)gen);
     cx_err e = {0};
     cx_batch *b = NULL;
-    int rc = ss && tok && tp && ones && l && ids && q->itl_ms ? 0 : (snprintf(err, errlen, "out of memory"), -1);
+    int rc = ss && tok && tp && ones && l && ids && q->itl_ms ? 0 : hx_fail(err, errlen, "out of memory");
     cx_session_params sp = cx_session_defaults();
     sp.n_ctx = c->n_ctx;
     sp.n_threads = c->threads;
@@ -294,20 +294,20 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     for (int i = 0; i < n && !rc; i++) {
         tp[i] = &tok[i];
         ones[i] = 1;
-        if (cx_session_new_ex(st->m, &sp, &ss[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+        if (cx_session_new_ex(st->m, &sp, &ss[i], &e)) rc = hx_fail_cx(err, errlen, &e);
     }
-    if (!rc && c->batched && cx_batch_new(st->m, n, c->threads, &b, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+    if (!rc && c->batched && cx_batch_new(st->m, n, c->threads, &b, &e)) rc = hx_fail_cx(err, errlen, &e);
     /* --adapters: sequence i applies adapter i mod K + 1 (loaded before the clock starts) */
     int n_lora = c->adapters ? (c->adapters->n < n ? c->adapters->n : n) : 0;
     cx_lora **lora = n_lora ? calloc((size_t)n_lora, sizeof *lora) : NULL;
-    if (n_lora && !lora) rc = (snprintf(err, errlen, "out of memory"), -1);
+    if (n_lora && !lora) rc = hx_fail(err, errlen, "out of memory");
     cx_lora_params lp = cx_lora_defaults();
     lp.type = c->lora_type;
     for (int i = 0; i < n_lora && !rc; i++)
-        if (cx_lora_load(st->m, c->adapters->path[i], &lp, &lora[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+        if (cx_lora_load(st->m, c->adapters->path[i], &lp, &lora[i], &e)) rc = hx_fail_cx(err, errlen, &e);
     for (int i = 0; i < n && n_lora && !rc; i++) {
         cx_lora_use u = {lora[i % n_lora], 1.0f};
-        if (cx_session_set_lora(ss[i], &u, 1, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+        if (cx_session_set_lora(ss[i], &u, 1, &e)) rc = hx_fail_cx(err, errlen, &e);
     }
     canary cn;
     canary_init(&cn);
@@ -316,7 +316,7 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     if (!rc) phase_begin(st, &snap);
     for (int i = 0; i < n && !rc; i++) { /* prefill every sequence: distinct tokens, so nothing is shared */
         synthetic_tokens(ids, ctx, V, 0x5eed + 7919 * (uint64_t)i);
-        if (cx_eval(ss[i], ids, ctx, &l[i], &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+        if (cx_eval(ss[i], ids, ctx, &l[i], &e)) rc = hx_fail_cx(err, errlen, &e);
     }
     if (!rc) phase_end(st, &snap, &st->prefill);
     double t1 = runner_now_ms(), t_end = t1, t_prev = t1; /* every sequence waits for the round: one clock serves all */
@@ -330,7 +330,7 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
             q->kv_attended += cx_session_pos(ss[i]) + 1;
         }
         if (decode_round(ss, b, tok, tp, ones, n, l, &e)) {
-            rc = (snprintf(err, errlen, "%s", e.msg), -1);
+            rc = hx_fail_cx(err, errlen, &e);
             break;
         }
         t_end = runner_now_ms();
@@ -522,7 +522,7 @@ static int synthetic_rep(const cx_model *m, const run_config *cfg, rep_state *st
     sp.n_threads = cfg->threads;
     if (cx_kv_cache_new(m, &kp, &st->cache, &e) || (sp.cache = st->cache, cx_session_new_ex(m, &sp, &st->s, &e)) ||
         cx_sampler_new(cx_model_get_info(m)->n_vocab, &gp, &st->greedy, &e))
-        return snprintf(err, errlen, "%s", e.msg), -1;
+        return hx_fail_cx(err, errlen, &e);
     req_result *q = &out->req[0];
     q->adapter = -1;
     if (cfg->progress) runner_progress(cfg, 0, 1);
@@ -550,7 +550,7 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
     int synthetic = cfg->mode == RUN_SYNTHETIC;
     int n = synthetic ? 1 : (int)wl->n;
     out->req = calloc((size_t)n, sizeof(req_result));
-    if (!out->req) return snprintf(err, errlen, "out of memory"), -1;
+    if (!out->req) return hx_fail(err, errlen, "out of memory");
     out->n_req = n;
     env_peak_rss_reset();
     cpuload_snap load0, load1;

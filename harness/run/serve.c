@@ -26,6 +26,7 @@
 #include "cortex_tools.h"
 #include "kv_metrics.h"
 #include "runner.h"
+#include "hx_err.h"
 
 #define SERVE_HARMONY_DATE "2025-08-05" /* harmony's "Current date:" in replayed prompts (serve_harmony_turn) */
 
@@ -196,7 +197,7 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     if (!ss.rq || !arr) {
         free(ss.rq);
         free(arr);
-        return snprintf(err, errlen, "out of memory"), -1;
+        return hx_fail(err, errlen, "out of memory");
     }
     cx_err e = {0};
     int rc = 0;
@@ -204,17 +205,17 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     for (int i = 0; i < ss.n && !rc; i++) {
         const wl_request *w = &wl->req[i];
         char *chat = NULL;
-        if (cfg->harmony && !(chat = serve_harmony_turn(w, &e))) rc = (snprintf(err, errlen, "request %s: %s", w->id, e.msg), -1);
+        if (cfg->harmony && !(chat = serve_harmony_turn(w, &e))) rc = hx_fail(err, errlen, "request %s: %s", w->id, e.msg);
         const char *text = chat ? chat : w->text;
         size_t len = chat ? strlen(chat) : w->text_len;
         int cap = (int)len + 2;
         ss.rq[i].ids = rc ? NULL : malloc(sizeof(int32_t) * (size_t)cap);
         ss.rq[i].ss = &ss;
         ss.rq[i].idx = i;
-        if (!rc && !ss.rq[i].ids) rc = (snprintf(err, errlen, "out of memory"), -1);
+        if (!rc && !ss.rq[i].ids) rc = hx_fail(err, errlen, "out of memory");
         else if (!rc && cx_tokenize(m, text, len, CX_TOKENIZE_BOS | (chat ? CX_TOKENIZE_SPECIAL : 0), ss.rq[i].ids, cap,
                                     &ss.rq[i].n_ids, &e))
-            rc = (snprintf(err, errlen, "request %s: %s", w->id, e.msg), -1);
+            rc = hx_fail(err, errlen, "request %s: %s", w->id, e.msg);
         free(chat);
         snprintf(out->req[i].item, sizeof out->req[i].item, "%s", w->id);
         out->req[i].idx = i;
@@ -231,10 +232,10 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     sp.lora_split = cfg->lora_split;
     sp.lora_type = cfg->adapters ? cfg->lora_type : -1;
     cx_sched *s = NULL;
-    if (!rc && cx_sched_new(m, &sp, &s, &e)) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+    if (!rc && cx_sched_new(m, &sp, &s, &e)) rc = hx_fail_cx(err, errlen, &e);
     for (int i = 0; !rc && cfg->adapters && i < cfg->adapters->n; i++) /* loaded on first use, as a server does */
         if (cx_sched_adapter_add(s, i + 1, cfg->adapters->name[i], cfg->adapters->path[i], 0, &e))
-            rc = (snprintf(err, errlen, "%s", e.msg), -1);
+            rc = hx_fail_cx(err, errlen, &e);
     int open = cfg->mode == RUN_OPEN || cfg->rate > 0;
     ss.t0 = ss.last_ms = runner_now_ms();
     while (!rc && ss.done < ss.n) {
@@ -252,7 +253,7 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
             continue;
         }
         int live = cx_sched_step(s, &e);
-        if (live < 0) rc = (snprintf(err, errlen, "%s", e.msg), -1);
+        if (live < 0) rc = hx_fail_cx(err, errlen, &e);
         kv_metrics_sample(cx_sched_cache(s), peak);
         if (cfg->progress) runner_progress(cfg, ss.done, ss.n);
     }

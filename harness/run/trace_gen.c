@@ -19,7 +19,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,30 +27,18 @@
 #include "jsonx.h"
 #include "sha256.h"
 #include "workload.h"
-
-/* Write a printf-style message to err (if any) and return code. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
+#include "hx_err.h"
 
 /* ---- Zipf ----------------------------------------------------------------- */
 
 int trace_zipf_init(trace_zipf *z, int k, double s, char *err, size_t errlen) {
     z->cdf = NULL;
     z->k = 0;
-    if (k < 1) return fail(err, errlen, CX_EINVAL, "zipf table needs at least one value (got %d)", k);
-    if (!(s >= 0) || isinf(s)) return fail(err, errlen, CX_EINVAL, "zipf exponent must be a number >= 0 (got %g)", s);
+    if (k < 1) return hx_fail_code(err, errlen, CX_EINVAL, "zipf table needs at least one value (got %d)", k);
+    if (!(s >= 0) || isinf(s)) return hx_fail_code(err, errlen, CX_EINVAL,
+                                                   "zipf exponent must be a number >= 0 (got %g)", s);
     z->cdf = malloc((size_t)k * sizeof *z->cdf);
-    if (!z->cdf) return fail(err, errlen, CX_ENOMEM, "out of memory for a zipf table of %d values", k);
+    if (!z->cdf) return hx_fail_code(err, errlen, CX_ENOMEM, "out of memory for a zipf table of %d values", k);
     double sum = 0;
     for (int i = 0; i < k; i++) {
         sum += rng_exp(-s * rng_log((double)(i + 1))); /* (i + 1)^-s; exactly 1 when s = 0 */
@@ -121,9 +108,9 @@ int trace_len_parse(const char *spec, const char *flag, trace_len *d, char *err,
     for (int i = 0; i < 4; i++)
         if (strlen(LEN_NAMES[i]) == name_len && strncmp(spec, LEN_NAMES[i], name_len) == 0) kind = i;
     if (kind < 0 || !colon)
-        return fail(err, errlen, CX_EINVAL,
-                    "%s: '%s' is not a length distribution (use fixed:N, uniform:A,B, normal:MEAN,SD or "
-                    "lognormal:MU,SIGMA, optionally followed by ,max=M)", flag, spec);
+        return hx_fail_code(err, errlen, CX_EINVAL,
+                            "%s: '%s' is not a length distribution (use fixed:N, uniform:A,B, normal:MEAN,SD or "
+                            "lognormal:MU,SIGMA, optionally followed by ,max=M)", flag, spec);
     d->kind = (trace_len_kind)kind;
     double v[2];
     int nv = 0, need = kind == TRACE_LEN_FIXED ? 1 : 2;
@@ -134,39 +121,45 @@ int trace_len_parse(const char *spec, const char *flag, trace_len *d, char *err,
         if (len >= 4 && strncmp(p, "max=", 4) == 0) {
             double m;
             if (!parse_num(p + 4, len - 4, &m) || !int_in(m, 1, TRACE_MAX_LEN))
-                return fail(err, errlen, CX_EINVAL, "%s: '%s': max=M needs an integer M in 1..%d", flag, spec, TRACE_MAX_LEN);
-            if (comma) return fail(err, errlen, CX_EINVAL, "%s: '%s': max=M must come last", flag, spec);
+                return hx_fail_code(err, errlen, CX_EINVAL,
+                                    "%s: '%s': max=M needs an integer M in 1..%d", flag, spec, TRACE_MAX_LEN);
+            if (comma) return hx_fail_code(err, errlen, CX_EINVAL, "%s: '%s': max=M must come last", flag, spec);
             d->max = (int)m;
             break;
         }
         double x;
         if (!parse_num(p, len, &x))
-            return fail(err, errlen, CX_EINVAL, "%s: '%s': '%.*s' is not a number", flag, spec, (int)(len < 40 ? len : 40), p);
+            return hx_fail_code(err, errlen, CX_EINVAL,
+                                "%s: '%s': '%.*s' is not a number", flag, spec, (int)(len < 40 ? len : 40), p);
         if (nv == need)
-            return fail(err, errlen, CX_EINVAL, "%s: '%s' has too many numbers ('%s' needs %s)", flag, spec, LEN_NAMES[kind],
-                        LEN_ARGS[kind]);
+            return hx_fail_code(err, errlen, CX_EINVAL,
+                                "%s: '%s' has too many numbers ('%s' needs %s)", flag, spec, LEN_NAMES[kind],
+                                LEN_ARGS[kind]);
         v[nv++] = x;
         if (!comma) break;
         p = comma + 1;
     }
-    if (nv < need) return fail(err, errlen, CX_EINVAL, "%s: '%s' needs %s", flag, spec, LEN_ARGS[kind]);
+    if (nv < need) return hx_fail_code(err, errlen, CX_EINVAL, "%s: '%s' needs %s", flag, spec, LEN_ARGS[kind]);
     d->a = v[0];
     d->b = need == 2 ? v[1] : 0;
     switch (d->kind) {
     case TRACE_LEN_FIXED:
         if (!int_in(d->a, 1, TRACE_MAX_LEN))
-            return fail(err, errlen, CX_EINVAL, "%s: '%s': N must be an integer in 1..%d", flag, spec, TRACE_MAX_LEN);
+            return hx_fail_code(err, errlen, CX_EINVAL,
+                                "%s: '%s': N must be an integer in 1..%d", flag, spec, TRACE_MAX_LEN);
         break;
     case TRACE_LEN_UNIFORM:
         if (!int_in(d->a, 1, TRACE_MAX_LEN) || !int_in(d->b, 1, TRACE_MAX_LEN) || d->a > d->b)
-            return fail(err, errlen, CX_EINVAL, "%s: '%s': A and B must be integers with 1 <= A <= B <= %d", flag, spec,
-                        TRACE_MAX_LEN);
+            return hx_fail_code(err, errlen, CX_EINVAL,
+                                "%s: '%s': A and B must be integers with 1 <= A <= B <= %d", flag, spec,
+                                TRACE_MAX_LEN);
         break;
     case TRACE_LEN_NORMAL:
     case TRACE_LEN_LOGNORMAL:
         if (d->b < 0 || d->b > 1e6 || fabs(d->a) > 1e6)
-            return fail(err, errlen, CX_EINVAL, "%s: '%s': the %s must be >= 0 (and both numbers within +-1e6)", flag, spec,
-                        d->kind == TRACE_LEN_NORMAL ? "standard deviation SD" : "SIGMA");
+            return hx_fail_code(err, errlen, CX_EINVAL,
+                                "%s: '%s': the %s must be >= 0 (and both numbers within +-1e6)", flag, spec,
+                                d->kind == TRACE_LEN_NORMAL ? "standard deviation SD" : "SIGMA");
         break;
     }
     return 0;
@@ -287,18 +280,19 @@ enum { STREAM_ARRIVALS = 1, STREAM_ADAPTERS, STREAM_PROMPT_LEN, STREAM_GEN_LEN, 
 /* Range checks for the CLI flags, each message naming its flag. */
 int trace_params_check(const trace_params *p, char *err, size_t errlen) {
     if (p->requests < 1 || p->requests > TRACE_MAX_REQUESTS)
-        return fail(err, errlen, CX_EINVAL, "--requests must be in 1..%d (got %d)", TRACE_MAX_REQUESTS, p->requests);
+        return hx_fail_code(err, errlen, CX_EINVAL, "--requests must be in 1..%d (got %d)", TRACE_MAX_REQUESTS, p->requests);
     if (!(p->rate > 0) || p->rate > 1e9)
-        return fail(err, errlen, CX_EINVAL, "--rate must be a number of requests per second in (0, 1e9] (got %g)", p->rate);
+        return hx_fail_code(err, errlen, CX_EINVAL,
+                            "--rate must be a number of requests per second in (0, 1e9] (got %g)", p->rate);
     if (!(p->zipf_s >= 0) || p->zipf_s > 100)
-        return fail(err, errlen, CX_EINVAL, "--zipf must be an exponent in [0, 100] (got %g)", p->zipf_s);
+        return hx_fail_code(err, errlen, CX_EINVAL, "--zipf must be an exponent in [0, 100] (got %g)", p->zipf_s);
     if (p->adapters < 0 || p->adapters > WL_MAX_ADAPTER)
-        return fail(err, errlen, CX_EINVAL, "--adapters must be in 0..%d (got %d)", WL_MAX_ADAPTER, p->adapters);
+        return hx_fail_code(err, errlen, CX_EINVAL, "--adapters must be in 0..%d (got %d)", WL_MAX_ADAPTER, p->adapters);
     if (p->deadline_ms < 0 || p->deadline_ms > 1e9)
-        return fail(err, errlen, CX_EINVAL, "--deadline-ms must be in 0..1e9 (got %g)", p->deadline_ms);
+        return hx_fail_code(err, errlen, CX_EINVAL, "--deadline-ms must be in 0..1e9 (got %g)", p->deadline_ms);
     if (p->system_prefix < 0 || p->system_prefix > TRACE_MAX_LEN / 2)
-        return fail(err, errlen, CX_EINVAL, "--system-prefix must be in 0..%d tokens (got %d)", TRACE_MAX_LEN / 2,
-                    p->system_prefix);
+        return hx_fail_code(err, errlen, CX_EINVAL, "--system-prefix must be in 0..%d tokens (got %d)", TRACE_MAX_LEN / 2,
+                            p->system_prefix);
     return 0;
 }
 
@@ -310,13 +304,13 @@ int trace_prio_parse(const char *v, trace_params *p, char *err, size_t errlen) {
         char *end;
         double w = strtod(q, &end);
         if (end == q || !(w >= 0) || w > 1e9 || (*end && *end != ',') || n == TRACE_MAX_CLASSES)
-            return fail(err, errlen, CX_EINVAL, "--priorities: '%s' is not up to %d non-negative weights W0,W1,... "
-                        "(class k drawn with weight Wk)", v, TRACE_MAX_CLASSES);
+            return hx_fail_code(err, errlen, CX_EINVAL, "--priorities: '%s' is not up to %d non-negative weights W0,W1,... "
+                                "(class k drawn with weight Wk)", v, TRACE_MAX_CLASSES);
         p->prio_w[n++] = w;
         total += w;
         q = *end ? end + 1 : end;
     }
-    if (!n || !(total > 0)) return fail(err, errlen, CX_EINVAL, "--priorities: '%s' has no positive weight", v);
+    if (!n || !(total > 0)) return hx_fail_code(err, errlen, CX_EINVAL, "--priorities: '%s' has no positive weight", v);
     p->n_prio = n;
     return 0;
 }
@@ -340,7 +334,7 @@ int trace_gen_init(trace_gen *g, const trace_params *p, char *err, size_t errlen
         size_t cap = 0;
         rng_seed(&sys_rng, p->seed, STREAM_SYSTEM);
         g->system_len = trace_text(&sys_rng, &g->words, p->system_prefix, &g->system, &cap);
-        if (!g->system_len) rc = fail(err, errlen, CX_ENOMEM, "out of memory for the system prompt");
+        if (!g->system_len) rc = hx_fail_code(err, errlen, CX_ENOMEM, "out of memory for the system prompt");
     }
     if (rc) trace_gen_free(g);
     return rc;
@@ -499,7 +493,7 @@ static int write_meta(FILE *f, void *ctx) {
  * close; on failure the message names the file and `path` is removed. */
 static int write_file(const char *path, int (*body)(FILE *, void *), void *ctx, char *err, size_t errlen) {
     FILE *f = fopen(path, "wb");
-    if (!f) return fail(err, errlen, CX_EIO, "%s: cannot create: %s", path, strerror(errno));
+    if (!f) return hx_fail_code(err, errlen, CX_EIO, "%s: cannot create: %s", path, strerror(errno));
     int rc = body(f, ctx);
     int bad = ferror(f);
     int saved = errno;
@@ -507,8 +501,8 @@ static int write_file(const char *path, int (*body)(FILE *, void *), void *ctx, 
         bad = 1;
         saved = errno;
     }
-    if (rc) fail(err, errlen, rc, "%s: out of memory while generating the trace", path);
-    else if (bad) rc = fail(err, errlen, CX_EIO, "%s: write error: %s", path, strerror(saved));
+    if (rc) hx_fail_code(err, errlen, rc, "%s: out of memory while generating the trace", path);
+    else if (bad) rc = hx_fail_code(err, errlen, CX_EIO, "%s: write error: %s", path, strerror(saved));
     if (rc) remove(path);
     return rc;
 }
@@ -534,15 +528,15 @@ int trace_write(const trace_params *p, const char *path, const char *cmdline, ch
     char *tmp = concat(path, ".tmp"), *meta = concat(path, WL_META_SUFFIX);
     char *meta_tmp = meta ? concat(meta, ".tmp") : NULL;
     char sha[65];
-    if (!tmp || !meta || !meta_tmp) rc = fail(err, errlen, CX_ENOMEM, "out of memory");
+    if (!tmp || !meta || !meta_tmp) rc = hx_fail_code(err, errlen, CX_ENOMEM, "out of memory");
     if (!rc) rc = write_file(tmp, write_requests, &g, err, errlen);
     if (!rc) rc = sha256_hex_file(tmp, sha, err, errlen);
     meta_ctx m = {p, sha, cmdline};
     if (!rc) rc = write_file(meta_tmp, write_meta, &m, err, errlen);
     if (!rc && rename(tmp, path) != 0)
-        rc = fail(err, errlen, CX_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        rc = hx_fail_code(err, errlen, CX_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     else if (!rc && rename(meta_tmp, meta) != 0) {
-        rc = fail(err, errlen, CX_EIO, "cannot rename %s to %s: %s", meta_tmp, meta, strerror(errno));
+        rc = hx_fail_code(err, errlen, CX_EIO, "cannot rename %s to %s: %s", meta_tmp, meta, strerror(errno));
         remove(path);
     }
     if (rc && tmp) remove(tmp);

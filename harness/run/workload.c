@@ -9,7 +9,6 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,23 +17,7 @@
 #include "cortex.h"
 #include "jsonx.h"
 #include "sha256.h"
-
-/* Write "NAME:LINE: <message>" (or "NAME: <message>" when line is 0) to err. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 6, 7)))
-#endif
-static int fail_at(char *err, size_t errlen, int code, const char *name, size_t line, const char *fmt, ...) {
-    if (err && errlen) {
-        int k = line ? snprintf(err, errlen, "%s:%zu: ", name, line) : snprintf(err, errlen, "%s: ", name);
-        if (k >= 0 && (size_t)k < errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return code;
-}
+#include "hx_err.h"
 
 /* A malloc'd copy of s[0, n) with a terminator. */
 static char *dup_n(const char *s, size_t n) {
@@ -110,7 +93,7 @@ typedef struct line_ctx {
 /* Fetch a required key; report it missing. */
 static int need(const line_ctx *c, const json_t *o, const char *key, const json_t **out) {
     *out = json_object_get(o, key);
-    if (!*out) return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "missing required key \"%s\"", key);
+    if (!*out) return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "missing required key \"%s\"", key);
     return 0;
 }
 
@@ -128,15 +111,15 @@ static int need_int(const line_ctx *c, const json_t *o, const char *key, long lo
     if (rc) return rc;
     const char *range = lo == 1 ? "a positive integer" : "a non-negative integer";
     if (!json_is_number(f))
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s, not %s", key, range,
-                       jx_type_name(f));
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s, not %s", key, range,
+                          jx_type_name(f));
     double x = json_number_value(f); /* finite: the parser rejects overflow */
     if (x != floor(x) || x < (double)lo)
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s (got %s)", key, range,
-                       num_str(x, nb));
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be %s (got %s)", key, range,
+                          num_str(x, nb));
     if (x > (double)hi)
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" %s is too large (at most %ld)", key,
-                       num_str(x, nb), hi);
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" %s is too large (at most %ld)", key,
+                          num_str(x, nb), hi);
     *out = (int)x;
     return 0;
 }
@@ -145,16 +128,16 @@ static int need_int(const line_ctx *c, const json_t *o, const char *key, long lo
  * them in the value so this can name them) and, if `nonempty`, the empty string. */
 static int take_string(const line_ctx *c, const json_t *f, const char *key, int nonempty, char **out, size_t *len) {
     if (!json_is_string(f))
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be a string, not %s", key,
-                       jx_type_name(f));
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must be a string, not %s", key,
+                          jx_type_name(f));
     const char *s = json_string_value(f);
     size_t n = json_string_length(f);
     if (nonempty && n == 0)
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must not be empty", key);
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must not be empty", key);
     if (memchr(s, 0, n))
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must not contain \\u0000", key);
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"%s\" must not contain \\u0000", key);
     *out = dup_n(s, n);
-    if (!*out) return fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
+    if (!*out) return hx_fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
     if (len) *len = n;
     return 0;
 }
@@ -177,15 +160,15 @@ static int take_id(const line_ctx *c, const json_t *o, char **out) {
     if (json_is_number(f)) {
         int64_t v;
         if (!int53(f, &v))
-            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"id\" must be a string or an integer");
+            return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"id\" must be a string or an integer");
         char buf[32];
         snprintf(buf, sizeof buf, "%lld", (long long)v);
         *out = dup_n(buf, strlen(buf));
-        return *out ? 0 : fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
+        return *out ? 0 : hx_fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
     }
     if (!json_is_string(f))
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"id\" must be a string or an integer, not %s",
-                       jx_type_name(f));
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"id\" must be a string or an integer, not %s",
+                          jx_type_name(f));
     return take_string(c, f, "id", 1, out, NULL);
 }
 
@@ -199,22 +182,23 @@ static int read_sched_fields(const line_ctx *c, const json_t *o, wl_request *r) 
     if (f && !json_is_null(f)) {
         double x = json_is_number(f) ? json_number_value(f) : 0;
         if (!json_is_number(f) || x != floor(x))
-            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"priority\" must be an integer class, not %s",
-                           json_is_number(f) ? num_str(x, nb) : jx_type_name(f));
+            return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                              "\"priority\" must be an integer class, not %s",
+                              json_is_number(f) ? num_str(x, nb) : jx_type_name(f));
         if (fabs(x) > WL_MAX_PRIORITY)
-            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"priority\" %s is outside -%d..%d",
-                           num_str(x, nb), WL_MAX_PRIORITY, WL_MAX_PRIORITY);
+            return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"priority\" %s is outside -%d..%d",
+                              num_str(x, nb), WL_MAX_PRIORITY, WL_MAX_PRIORITY);
         r->priority = (int)x;
     }
     f = json_object_get(o, "deadline_ms");
     if (f && !json_is_null(f)) {
         if (!json_is_number(f))
-            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                           "\"deadline_ms\" must be a number of milliseconds, not %s", jx_type_name(f));
+            return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                              "\"deadline_ms\" must be a number of milliseconds, not %s", jx_type_name(f));
         double x = json_number_value(f);
         if (!(x > 0) || x > 1e9)
-            return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                           "\"deadline_ms\" must be in (0, 1e9] milliseconds (got %s)", num_str(x, nb));
+            return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                              "\"deadline_ms\" must be in (0, 1e9] milliseconds (got %s)", num_str(x, nb));
         r->deadline_ms = x;
     }
     return 0;
@@ -238,12 +222,12 @@ static int read_request(const line_ctx *c, const json_t *o, wl_kind kind, wl_req
     rc = need(c, o, "arrival_s", &f);
     if (rc) return rc;
     if (!json_is_number(f))
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                       "\"arrival_s\" must be a number of seconds, not %s", jx_type_name(f));
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                          "\"arrival_s\" must be a number of seconds, not %s", jx_type_name(f));
     char nb[40];
     if (!(json_number_value(f) >= 0))
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"arrival_s\" must not be negative (got %s)",
-                       num_str(json_number_value(f), nb));
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "\"arrival_s\" must not be negative (got %s)",
+                          num_str(json_number_value(f), nb));
     r->arrival_s = json_number_value(f);
     rc = need_int(c, o, "adapter", 0, WL_MAX_ADAPTER, &r->adapter);
     if (!rc) rc = need_int(c, o, "prompt_len", 1, WL_MAX_TOKENS, &r->prompt_len);
@@ -286,28 +270,28 @@ static int add_line(const line_ctx *c, const char *s, size_t n, wl_workload *w, 
     char jerr[256], b[48];
     json_t *o;
     int rc = jx_parse_object(s, n, &o, NULL, jerr, sizeof jerr); /* one line: its column is the file's */
-    if (rc) return fail_at(c->err, c->errlen, rc, c->name, c->line, "%s", jerr);
+    if (rc) return hx_fail_at(c->err, c->errlen, rc, c->name, c->line, "%s", jerr);
     int has_arrival = json_object_get(o, "arrival_s") != NULL;
     if (w->n == 0) {
         w->kind = has_arrival ? WL_TRACE : WL_PROMPTS;
         *first_line = c->line;
     } else if (w->kind == WL_PROMPTS && has_arrival) {
         json_decref(o);
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                       "\"arrival_s\" in a prompt set (the first request, line %zu, has none; a trace needs it on every line)",
-                       *first_line);
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                          "\"arrival_s\" in a prompt set (the first request, line %zu, has none; a trace needs it on every line)",
+                          *first_line);
     } else if (w->kind == WL_TRACE && !has_arrival) {
         json_decref(o);
-        return fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                       "missing required key \"arrival_s\" (this is a trace: the first request, line %zu, has it)",
-                       *first_line);
+        return hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                          "missing required key \"arrival_s\" (this is a trace: the first request, line %zu, has it)",
+                          *first_line);
     }
     if (w->n == *cap) {
         size_t ncap = *cap ? 2 * *cap : 16;
         wl_request *nr = realloc(w->req, ncap * sizeof *nr);
         if (!nr) {
             json_decref(o);
-            return fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory for %zu requests", ncap);
+            return hx_fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory for %zu requests", ncap);
         }
         w->req = nr;
         *cap = ncap;
@@ -319,17 +303,17 @@ static int add_line(const line_ctx *c, const char *s, size_t n, wl_workload *w, 
     json_decref(o);
     if (!rc && w->kind == WL_TRACE && w->n > 0 && r->arrival_s < w->req[w->n - 1].arrival_s) {
         char t1[40], t0[40];
-        rc = fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
-                     "\"arrival_s\" %s is earlier than the previous request's %s (line %zu): "
-                     "a trace must be sorted by arrival",
-                     num_str(r->arrival_s, t1), num_str(w->req[w->n - 1].arrival_s, t0), w->req[w->n - 1].line);
+        rc = hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line,
+                        "\"arrival_s\" %s is earlier than the previous request's %s (line %zu): "
+                        "a trace must be sorted by arrival",
+                        num_str(r->arrival_s, t1), num_str(w->req[w->n - 1].arrival_s, t0), w->req[w->n - 1].line);
     }
     if (!rc) {
         size_t prev = id_set_add(ids, w->req, w->n);
-        if (prev == SIZE_MAX - 1) rc = fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
+        if (prev == SIZE_MAX - 1) rc = hx_fail_at(c->err, c->errlen, CX_ENOMEM, c->name, c->line, "out of memory");
         else if (prev != SIZE_MAX)
-            rc = fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "duplicate id \"%s\" (first used on line %zu)",
-                         for_msg(r->id, b), w->req[prev].line);
+            rc = hx_fail_at(c->err, c->errlen, CX_EFORMAT, c->name, c->line, "duplicate id \"%s\" (first used on line %zu)",
+                            for_msg(r->id, b), w->req[prev].line);
     }
     if (rc) {
         request_free(r);
@@ -359,10 +343,10 @@ int wl_parse_buffer(const char *buf, size_t n, const char *name, wl_workload *w,
     }
     free(ids.slot);
     if (rc == 0 && w->n == 0)
-        rc = fail_at(err, errlen, CX_EFORMAT, name, 0, "no requests (only blank lines and '#' comments)");
+        rc = hx_fail_at(err, errlen, CX_EFORMAT, name, 0, "no requests (only blank lines and '#' comments)");
     if (rc == 0) {
         w->source = dup_n(name, strlen(name));
-        if (!w->source) rc = fail_at(err, errlen, CX_ENOMEM, name, 0, "out of memory");
+        if (!w->source) rc = hx_fail_at(err, errlen, CX_ENOMEM, name, 0, "out of memory");
     }
     if (rc) {
         wl_free(w);
@@ -377,26 +361,26 @@ int wl_parse_buffer(const char *buf, size_t n, const char *name, wl_workload *w,
 int wl_attach_meta(wl_workload *w, const char *buf, size_t n, const char *name, char *err, size_t errlen) {
     assert(w && name && (buf || n == 0));
     if (n > WL_META_MAX)
-        return fail_at(err, errlen, CX_EFORMAT, name, 0, "larger than %d bytes: too large for a sidecar", WL_META_MAX);
+        return hx_fail_at(err, errlen, CX_EFORMAT, name, 0, "larger than %d bytes: too large for a sidecar", WL_META_MAX);
     json_t *o;
     char jerr[256];
     int line;
     int rc = jx_parse_object(buf, n, &o, &line, jerr, sizeof jerr);
-    if (rc) return fail_at(err, errlen, rc, name, (size_t)line, "%s", jerr);
+    if (rc) return hx_fail_at(err, errlen, rc, name, (size_t)line, "%s", jerr);
     const json_t *h = json_object_get(o, "trace_sha256");
     if (h && !json_is_string(h))
-        rc = fail_at(err, errlen, CX_EFORMAT, name, 0, "\"trace_sha256\" must be a string, not %s", jx_type_name(h));
+        rc = hx_fail_at(err, errlen, CX_EFORMAT, name, 0, "\"trace_sha256\" must be a string, not %s", jx_type_name(h));
     else if (h && strcmp(json_string_value(h), w->sha256) != 0) {
         char b[48];
-        rc = fail_at(err, errlen, CX_EFORMAT, name, 0,
-                     "describes another file (\"trace_sha256\" %.12s..., but %s has %.12s...): regenerate the trace "
-                     "or delete the sidecar", for_msg(json_string_value(h), b), w->source ? w->source : "the workload", w->sha256);
+        rc = hx_fail_at(err, errlen, CX_EFORMAT, name, 0,
+                        "describes another file (\"trace_sha256\" %.12s..., but %s has %.12s...): regenerate the trace "
+                        "or delete the sidecar", for_msg(json_string_value(h), b), w->source ? w->source : "the workload", w->sha256);
     }
     json_decref(o);
     if (rc) return rc;
     while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\r' || buf[n - 1] == '\n')) n--;
     char *copy = dup_n(buf, n); /* no NUL inside: jx_parse_object rejects a raw one */
-    if (!copy) return fail_at(err, errlen, CX_ENOMEM, name, 0, "out of memory");
+    if (!copy) return hx_fail_at(err, errlen, CX_ENOMEM, name, 0, "out of memory");
     free(w->meta);
     w->meta = copy;
     return 0;
@@ -411,7 +395,7 @@ static int read_all(const char *path, size_t max, int missing_ok, char **out, si
     *n_out = 0;
     FILE *f = fopen(path, "rb");
     if (!f && missing_ok && errno == ENOENT) return 0;
-    if (!f) return fail_at(err, errlen, CX_EIO, path, 0, "cannot open: %s", strerror(errno));
+    if (!f) return hx_fail_at(err, errlen, CX_EIO, path, 0, "cannot open: %s", strerror(errno));
     size_t n = 0, cap = 1 << 16;
     char *buf = malloc(cap);
     int oom = !buf, rc = 0;
@@ -429,8 +413,8 @@ static int read_all(const char *path, size_t max, int missing_ok, char **out, si
         n += got;
         if (got == 0) break;
     }
-    if (oom) rc = fail_at(err, errlen, CX_ENOMEM, path, 0, "out of memory reading the file");
-    else if (ferror(f)) rc = fail_at(err, errlen, CX_EIO, path, 0, "read error: %s", strerror(errno));
+    if (oom) rc = hx_fail_at(err, errlen, CX_ENOMEM, path, 0, "out of memory reading the file");
+    else if (ferror(f)) rc = hx_fail_at(err, errlen, CX_EIO, path, 0, "read error: %s", strerror(errno));
     fclose(f);
     if (rc) free(buf);
     else {
@@ -454,7 +438,7 @@ int wl_load(const char *path, wl_workload *w, char *err, size_t errlen) {
     if (rc) return rc;
     size_t pl = strlen(path);
     char *meta_path = malloc(pl + sizeof WL_META_SUFFIX);
-    if (!meta_path) rc = fail_at(err, errlen, CX_ENOMEM, path, 0, "out of memory");
+    if (!meta_path) rc = hx_fail_at(err, errlen, CX_ENOMEM, path, 0, "out of memory");
     else {
         memcpy(meta_path, path, pl);
         memcpy(meta_path + pl, WL_META_SUFFIX, sizeof WL_META_SUFFIX);

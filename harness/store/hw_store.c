@@ -3,6 +3,7 @@
  */
 #include "hw_store.h"
 #include "store_row.h"
+#include "hx_err.h"
 
 #include <math.h>
 #include <sqlite3.h>
@@ -63,19 +64,19 @@ static int hw_insert_row(sqlite3 *db, int64_t env, const hw_result *r) {
     return rc;
 }
 
-int hw_store_insert(store *s, const hw_result *r, const env_info *e, int64_t *id, char *err, size_t n) {
+int hw_store_insert(store *s, const hw_result *r, const env_info *e, int64_t *id, char *err, size_t errlen) {
     sqlite3 *db = store_db(s);
     if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-        return snprintf(err, n, "begin hw row: %s", sqlite3_errmsg(db)), -1;
+        return hx_fail(err, errlen, "begin hw row: %s", sqlite3_errmsg(db));
     int64_t env = store_env_id(s, e);
     if (env < 0 || hw_insert_row(db, env, r) != SQLITE_DONE) {
-        snprintf(err, n, "record hw measurement: %s", sqlite3_errmsg(db));
+        hx_fail(err, errlen, "record hw measurement: %s", sqlite3_errmsg(db));
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
     *id = sqlite3_last_insert_rowid(db);
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        snprintf(err, n, "commit hw row: %s", sqlite3_errmsg(db));
+        hx_fail(err, errlen, "commit hw row: %s", sqlite3_errmsg(db));
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }

@@ -15,6 +15,7 @@
 #include "validity.h"
 #include "stats.h"
 #include "store_row.h"
+#include "hx_err.h"
 
 struct store {
     sqlite3 *db;
@@ -181,15 +182,14 @@ static const char *const MIGRATIONS[] = {
 };
 
 /* Format an error as "DB: what: sqlite message". */
-static int db_fail(store *s, char *err, size_t n, const char *what) {
-    snprintf(err, n, "%s: %s: %s", s->path, what, s->db ? sqlite3_errmsg(s->db) : "cannot open");
-    return -1;
+static int db_fail(store *s, const char *what, char *err, size_t errlen) {
+    return hx_fail(err, errlen, "%s: %s: %s", s->path, what, s->db ? sqlite3_errmsg(s->db) : "cannot open");
 }
 
-static int exec(store *s, const char *sql, char *err, size_t n, const char *what) {
+static int exec(store *s, const char *sql, const char *what, char *err, size_t errlen) {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(err, n, "%s: %s: %s", s->path, what, msg ? msg : sqlite3_errmsg(s->db));
+        hx_fail(err, errlen, "%s: %s: %s", s->path, what, msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
         return -1;
     }
@@ -207,21 +207,21 @@ int store_version(store *s) {
 
 /* Apply migrations up to `target`, each in its own immediate transaction so two
  * processes opening a fresh database cannot both migrate it. */
-static int migrate(store *s, int target, char *err, size_t n) {
+static int migrate(store *s, int target, char *err, size_t errlen) {
     int max = (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]);
     for (;;) {
-        if (exec(s, "BEGIN IMMEDIATE", err, n, "begin migration")) return -1;
+        if (exec(s, "BEGIN IMMEDIATE", "begin migration", err, errlen)) return -1;
         int v = store_version(s);
         if (v < 0 || v > max) {
-            exec(s, "ROLLBACK", err, n, "rollback");
-            snprintf(err, n, "%s: schema version %d is newer than this cortex-bench understands (%d)", s->path, v, max);
-            return -1;
+            exec(s, "ROLLBACK", "rollback", err, errlen);
+            return hx_fail(err, errlen,
+                           "%s: schema version %d is newer than this cortex-bench understands (%d)", s->path, v, max);
         }
-        if (v >= target) return exec(s, "COMMIT", err, n, "commit");
+        if (v >= target) return exec(s, "COMMIT", "commit", err, errlen);
         char bump[64];
         snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
-        if (exec(s, MIGRATIONS[v], err, n, "migrate schema") || exec(s, bump, err, n, "set schema version") ||
-            exec(s, "COMMIT", err, n, "commit migration")) {
+        if (exec(s, MIGRATIONS[v], "migrate schema", err, errlen) || exec(s, bump, "set schema version", err, errlen) ||
+            exec(s, "COMMIT", "commit migration", err, errlen)) {
             sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
             return -1;
         }
@@ -231,29 +231,29 @@ static int migrate(store *s, int target, char *err, size_t n) {
 /* Switch to WAL. Two processes creating the same database race for this
  * pragma, and SQLite reports SQLITE_BUSY for it without consulting the busy
  * handler, so retry for up to the busy timeout. */
-static int enable_wal(store *s, char *err, size_t n) {
+static int enable_wal(store *s, char *err, size_t errlen) {
     for (int attempt = 0;; attempt++) {
         int rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
         if (rc == SQLITE_OK) return 0;
-        if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 3000) return db_fail(s, err, n, "enable WAL");
+        if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 3000) return db_fail(s, "enable WAL", err, errlen);
         usleep(10000);
     }
 }
 
-int store_open_version(const char *path, int version, store **out, char *err, size_t n) {
+int store_open_version(const char *path, int version, store **out, char *err, size_t errlen) {
     *out = NULL;
     store *s = calloc(1, sizeof *s);
-    if (!s) return snprintf(err, n, "out of memory"), -1;
+    if (!s) return hx_fail(err, errlen, "out of memory");
     snprintf(s->path, sizeof s->path, "%s", path);
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        snprintf(err, n, "%s: cannot open database: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        hx_fail(err, errlen, "%s: cannot open database: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
         store_close(s);
         return -1;
     }
     sqlite3_busy_timeout(s->db, 30000); /* concurrent runs wait for each other's short transactions */
-    if (enable_wal(s, err, n) ||
-        exec(s, "PRAGMA foreign_keys = ON", err, n, "enable foreign keys") ||
-        exec(s, "PRAGMA synchronous = NORMAL", err, n, "set synchronous") || migrate(s, version, err, n)) {
+    if (enable_wal(s, err, errlen) ||
+        exec(s, "PRAGMA foreign_keys = ON", "enable foreign keys", err, errlen) ||
+        exec(s, "PRAGMA synchronous = NORMAL", "set synchronous", err, errlen) || migrate(s, version, err, errlen)) {
         store_close(s);
         return -1;
     }
@@ -261,8 +261,8 @@ int store_open_version(const char *path, int version, store **out, char *err, si
     return 0;
 }
 
-int store_open(const char *path, store **out, char *err, size_t n) {
-    return store_open_version(path, STORE_SCHEMA_VERSION, out, err, n);
+int store_open(const char *path, store **out, char *err, size_t errlen) {
+    return store_open_version(path, STORE_SCHEMA_VERSION, out, err, errlen);
 }
 
 void store_close(store *s) {
@@ -335,10 +335,10 @@ int64_t store_env_id(store *s, const env_info *e) {
     return id;
 }
 
-int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run_id, char *err, size_t n) {
+int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run_id, char *err, size_t errlen) {
     char now[40];
     now_iso(now, sizeof now);
-    if (exec(s, "BEGIN IMMEDIATE", err, n, "begin run")) return -1;
+    if (exec(s, "BEGIN IMMEDIATE", "begin run", err, errlen)) return -1;
     int64_t env = store_env_id(s, e);
     if (env < 0 ||
         run_sql(s, "INSERT INTO runs (started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
@@ -365,12 +365,12 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                 m->cgroup_cpus > 0 ? m->cgroup_cpus : NAN, m->thp[0] ? m->thp : NULL,
                 m->load_before[0] ? m->load_before : NULL, m->server_build[0] ? m->server_build : NULL,
                 m->server_cache[0] ? m->server_cache : NULL)) {
-        db_fail(s, err, n, "record run");
+        db_fail(s, "record run", err, errlen);
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
     *run_id = sqlite3_last_insert_rowid(s->db);
-    return exec(s, "COMMIT", err, n, "commit run");
+    return exec(s, "COMMIT", "commit run", err, errlen);
 }
 
 /* ITL gaps as a JSON array of milliseconds with microsecond precision. */
@@ -474,8 +474,8 @@ static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int
 }
 
 int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, const run_verdict *v,
-                     const char *load_after, char *err, size_t n) {
-    if (exec(s, "BEGIN IMMEDIATE", err, n, "begin results")) return -1;
+                     const char *load_after, char *err, size_t errlen) {
+    if (exec(s, "BEGIN IMMEDIATE", "begin results", err, errlen)) return -1;
     const char *what = "write metrics";
     int rc = 0;
     for (int r = 0; r < n_reps && !rc; r++) {
@@ -539,11 +539,11 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
                         " load_after = ? WHERE id = ?", "tttti", now, v->valid ? "valid" : "invalid",
                      v->valid ? (v->note[0] ? v->note : NULL) : v->reasons, load_after && *load_after ? load_after : NULL, id);
     if (rc) {
-        db_fail(s, err, n, what);
+        db_fail(s, what, err, errlen);
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
-    return exec(s, "COMMIT", err, n, "commit results");
+    return exec(s, "COMMIT", "commit results", err, errlen);
 }
 
 int store_fail_run(store *s, int64_t id, const char *reason) {
@@ -602,7 +602,7 @@ int store_move_tag(store *s, int64_t id, const char *name, int64_t *previous) {
     char err[256];
     sqlite3_stmt *st;
     *previous = 0;
-    if (exec(s, "BEGIN IMMEDIATE", err, sizeof err, "begin tag")) return -1;
+    if (exec(s, "BEGIN IMMEDIATE", "begin tag", err, sizeof err)) return -1;
     if (sqlite3_prepare_v2(s->db, "SELECT max(t.run_id) AS prev FROM tags t JOIN runs r ON r.id = t.run_id"
                                   " JOIN runs me ON me.id = ?2 WHERE t.name = ?1 AND t.run_id != ?2"
                                   " AND r.compare_key IS me.compare_key AND r.workload = me.workload", -1, &st, NULL) == SQLITE_OK) {
@@ -619,7 +619,7 @@ int store_move_tag(store *s, int64_t id, const char *name, int64_t *previous) {
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return -1;
     }
-    return exec(s, "COMMIT", err, sizeof err, "commit tag");
+    return exec(s, "COMMIT", "commit tag", err, sizeof err);
 }
 
 /* See store.h. */

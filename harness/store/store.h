@@ -49,7 +49,7 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
  * mark it complete, in one transaction. Over HTTP, the builds the answers named (rep_result.server_build)
  * become runs.server_build, replacing what the probe found (store_begin_run wrote run_meta.server_build). */
 int store_finish_run(store *s, int64_t run_id, const rep_result *reps, int n_reps, const run_verdict *v,
-                     const char *load_after, char *errbuf, size_t errlen);
+                     const char *load_after, char *err, size_t errlen);
 /* Mark a run failed with a reason (best effort, own transaction). */
 int store_fail_run(store *s, int64_t run_id, const char *reason);
 

@@ -13,6 +13,7 @@
 
 #include "stats.h"
 #include "store_row.h"
+#include "hx_err.h"
 
 const char *const STORE_PHASES[3] = {"prefill", "decode", "total"};
 
@@ -466,13 +467,13 @@ static int is_run_id(const char *ref, int64_t *id) {
     return 1;
 }
 
-int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int64_t *id, char *err, size_t n) {
+int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int64_t *id, char *err, size_t errlen) {
     int64_t x;
     int number = is_run_id(ref, &x);
     if (number) {
         store_run r;
         int found = x > 0 ? store_run_load(s, x, &r) : 0;
-        if (found < 0) return snprintf(err, n, "run %s: %s", ref, store_errmsg(s)), -1;
+        if (found < 0) return hx_fail(err, errlen, "run %s: %s", ref, store_errmsg(s));
         if (found) {
             *id = x;
             return 0;
@@ -487,14 +488,15 @@ int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int
         "        AND r.git_commit LIKE ?2 || '%'))"
         " ORDER BY (r.compare_key IS me.compare_key AND r.workload = me.workload) DESC, r.workload = me.workload DESC,"
         " (SELECT max(created_at) FROM tags t WHERE t.run_id = r.id AND t.name = ?2) DESC, r.id DESC LIMIT 1", like, 0);
-    if (!st) return snprintf(err, n, "run %s: %s", ref, store_errmsg(s)), -1;
+    if (!st) return hx_fail(err, errlen, "run %s: %s", ref, store_errmsg(s));
     sqlite3_bind_text(st, 2, ref, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, skip);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) *id = row_int(st, "id");
-    else if (rc == SQLITE_DONE && number) snprintf(err, n, "no run %s in the database", ref);
-    else if (rc == SQLITE_DONE) snprintf(err, n, "'%s' is neither a run id, a tag, nor the commit of a complete run", ref);
-    else snprintf(err, n, "run %s: %s", ref, store_errmsg(s));
+    else if (rc == SQLITE_DONE && number) hx_fail(err, errlen, "no run %s in the database", ref);
+    else if (rc == SQLITE_DONE) hx_fail(err, errlen,
+                                        "'%s' is neither a run id, a tag, nor the commit of a complete run", ref);
+    else hx_fail(err, errlen, "run %s: %s", ref, store_errmsg(s));
     sqlite3_finalize(st);
     return rc == SQLITE_ROW ? 0 : -1;
 }

@@ -161,6 +161,6 @@ size_t store_metric_values(store *s, int64_t run, const char *name, double *out,
  * newest; like = 0: the newest. 0 with *id, or -1 with one line naming `ref`
  * in err.
  */
-int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int64_t *id, char *err, size_t n);
+int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int64_t *id, char *err, size_t errlen);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "cortex_tools.h"
+#include "hx_err.h"
 #include "store.h"
 
 #define CLI_DEFAULT_DB "reports/cortex.db"
@@ -64,7 +65,7 @@ void cli_usage(const cli_command *c, const cx_flag *table, int n, FILE *out);
 int cli_command_main(const cli_command *c, const cx_flag *table, int n, int argc, char **argv);
 
 /* Print "cortex-bench: " + the formatted message + newline; return `code`. */
-int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_fail(int code, const char *fmt, ...) HX_PRINTF(2, 3);
 
 /* The options of the commands that read the database: list, show, compare, tag. */
 typedef struct cli_read_opts {

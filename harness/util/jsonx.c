@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cortex.h"
+#include "hx_err.h"
 
 /* Line and 1-based character column of byte `pos` of s (UTF-8 continuation
  * bytes do not start a character), counted as jansson counts them. */
@@ -34,10 +35,10 @@ static void set_err(char *err, size_t errlen, int one_line, int col, const char 
     if (!err || !errlen) return;
     const char *eof = one_line ? strstr(msg, "end of file") : NULL;
     if (eof)
-        snprintf(err, errlen, "column %d: %.*send of line%s", col < 1 ? 1 : col, (int)(eof - msg), msg,
-                 eof + strlen("end of file"));
+        hx_fail(err, errlen, "column %d: %.*send of line%s", col < 1 ? 1 : col, (int)(eof - msg), msg,
+                eof + strlen("end of file"));
     else
-        snprintf(err, errlen, "column %d: %s", col < 1 ? 1 : col, msg);
+        hx_fail(err, errlen, "column %d: %s", col < 1 ? 1 : col, msg);
 }
 
 /* A raw NUL first (jansson would read it as the end of the text), then

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cortex.h"
+#include "hx_err.h"
 
 /* First 32 bits of the fractional parts of the cube roots of the first 64 primes. */
 static const uint32_t K[64] = {
@@ -123,13 +124,13 @@ int sha256_hex_file(const char *path, char out_hex[65], char *err, size_t errlen
     out_hex[0] = 0;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        if (err && errlen) snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        hx_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return CX_EIO;
     }
     uint8_t *buf = malloc(CHUNK);
     if (!buf) {
         fclose(f);
-        if (err && errlen) snprintf(err, errlen, "%s: out of memory for a read buffer", path);
+        hx_fail(err, errlen, "%s: out of memory for a read buffer", path);
         return CX_ENOMEM;
     }
     sha256_ctx c;
@@ -141,7 +142,7 @@ int sha256_hex_file(const char *path, char out_hex[65], char *err, size_t errlen
     free(buf);
     fclose(f);
     if (bad) {
-        if (err && errlen) snprintf(err, errlen, "%s: read error: %s", path, strerror(saved));
+        hx_fail(err, errlen, "%s: read error: %s", path, strerror(saved));
         return CX_EIO;
     }
     uint8_t d[32];

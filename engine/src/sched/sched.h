@@ -145,8 +145,8 @@ struct cx_sched {
 int sched_lora_ref(cx_sched *s, sched_req *r, cx_err *err);
 /* At admission into slot k: make r's adapter resident (loading, unloading idle ones over the
  * budget) and set the slot session's adapters (none for adapter 0). 0: done; 1: not now (the
- * budget is held by running adapters); -1: r cannot run (msg says why). */
-int sched_lora_acquire(cx_sched *s, sched_req *r, int k, int64_t now, char *msg, size_t cap);
+ * budget is held by running adapters); a CX_E* code (negative) with err filled: r cannot run. */
+int sched_lora_acquire(cx_sched *s, sched_req *r, int k, int64_t now, cx_err *err);
 /* r leaves its slot (end or preemption). */
 void sched_lora_unslot(cx_sched *s, sched_req *r);
 /* r reached its final state: drop its reference (a removal waiting on it completes). */

@@ -205,17 +205,15 @@ static sched_adapter *lru_idle(const cx_sched *s, const sched_adapter *keep) {
 }
 
 /* See sched.h. */
-int sched_lora_acquire(cx_sched *s, sched_req *r, int k, int64_t now, char *msg, size_t cap) {
-    cx_err err = {0};
+int sched_lora_acquire(cx_sched *s, sched_req *r, int k, int64_t now, cx_err *err) {
+    cx_err le = {0};
     sched_adapter *a = r->ad;
     if (a && !a->lora) {
         int64_t budget = s->p.lora_budget;
         int known = a->bytes > 0; /* its size once loaded; before its first load it is learned by loading */
         sched_adapter *v;
-        if (!known && load(s, a, &err)) {
-            snprintf(msg, cap, "adapter %s: %s", a->name, err.msg);
-            return -1;
-        }
+        int lrc = known ? 0 : load(s, a, &le);
+        if (lrc) return cx_fail(err, lrc, "adapter %s: %s", a->name, le.msg);
         int64_t need = known ? a->bytes : 0; /* the bytes not yet counted in lora_bytes */
         while (budget && s->lora_bytes + need > budget && (v = lru_idle(s, a))) {
             unload(s, v);
@@ -225,17 +223,13 @@ int sched_lora_acquire(cx_sched *s, sched_req *r, int k, int64_t now, char *msg,
             int alone = s->lora_bytes - (known ? 0 : a->bytes) == 0;
             if (!known) unload(s, a);
             if (!alone) return 1; /* running adapters hold the budget: wait for them */
-            snprintf(msg, cap, "adapter %s (%lld bytes) is larger than the adapter budget (%lld bytes)", a->name,
-                     (long long)a->bytes, (long long)budget);
-            return -1;
+            return cx_fail(err, CX_ENOMEM, "adapter %s (%lld bytes) is larger than the adapter budget (%lld bytes)",
+                           a->name, (long long)a->bytes, (long long)budget);
         }
-        if (known && load(s, a, &err)) {
-            snprintf(msg, cap, "adapter %s: %s", a->name, err.msg);
-            return -1;
-        }
+        if (known && (lrc = load(s, a, &le))) return cx_fail(err, lrc, "adapter %s: %s", a->name, le.msg);
     }
     cx_lora_use use = {a ? a->lora : NULL, r->adapter_scale};
-    int rc = cx_session_set_lora(s->sess[k], &use, a ? 1 : 0, &err);
+    int rc = cx_session_set_lora(s->sess[k], &use, a ? 1 : 0, &le);
     assert(rc == 0); /* the slot's session is empty and the adapter is of this model */
     (void)rc;
     if (a) {

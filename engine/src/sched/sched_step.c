@@ -172,11 +172,11 @@ static void admit(cx_sched *s, int64_t now) {
         if (need > avail && s->n_run == 0) break;           /* cached prefixes are dropped as blocks are taken */
         int k = 0;
         while (s->run[k]) k++;
-        char msg[256];
-        int got = sched_lora_acquire(s, r, k, now, msg, sizeof msg);
+        cx_err err = {0};
+        int got = sched_lora_acquire(s, r, k, now, &err);
         if (got == 1) break; /* its adapter waits for room in the adapter budget */
         if (got < 0) {
-            fail(s, r, msg);
+            fail(s, r, err.msg);
             continue;
         }
         assert(k < s->p.max_seqs && cx_session_pos(s->sess[k]) == 0 && "a free slot's session is empty");
