@@ -155,12 +155,12 @@ int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_mode
         return cx_fail(err, CX_EINVAL, "weights memory mode %d is not one of CX_WEIGHTS_AUTO, _MMAP, _HUGEPAGES",
                        p.weights);
     const kern_ops *kern;
-    char msg[512];
-    if (kern_select(p.isa, &kern, msg, sizeof msg)) return cx_fail(err, CX_EINVAL, "%s", msg);
+    int rc = kern_select(p.isa, &kern, err);
+    if (rc) return rc;
     cx_model *m = calloc(1, sizeof *m);
     if (!m) return cx_fail(err, CX_ENOMEM, "out of memory");
     m->kern = kern;
-    int rc = model_load_file(path, &m->map, &m->map_size, &m->map_copied, p.weights, err);
+    rc = model_load_file(path, &m->map, &m->map_size, &m->map_copied, p.weights, err);
     if (rc) {
         free(m);
         return rc;

@@ -90,7 +90,7 @@ static const kern_ops *best_table(void) {
 
 /* See kernels.h: NULL, "" or "auto" is the best table; a name the CPU lacks is
  * an error rather than a silent fallback. */
-int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_size) {
+int kern_select(const char *isa, const kern_ops **out, cx_err *err) {
     *out = NULL;
     if (!isa || !*isa || !strcmp(isa, "auto")) {
         *out = best_table();
@@ -98,25 +98,19 @@ int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_siz
     }
     if (strcmp(isa, "scalar") && strcmp(isa, "avx2") && strcmp(isa, "avxvnni") && strcmp(isa, "avx512") &&
         strcmp(isa, "avx512vnni") && strcmp(isa, "avx512bf16")) {
-        snprintf(msg, msg_size,
-                 "instruction set '%s' is not one of auto, scalar, avx2, avxvnni, avx512, avx512vnni, avx512bf16", isa);
-        return -1;
+        return cx_fail(err, CX_EINVAL,
+                       "instruction set '%s' is not one of auto, scalar, avx2, avxvnni, avx512, avx512vnni, avx512bf16",
+                       isa);
     }
     if (!(*out = kern_table(isa))) {
-        snprintf(msg, msg_size, "instruction set '%s': this CPU does not support it (no %s; CPU has: %s)", isa,
-                 kern_cpu_lacks(isa), kern_cpu_features());
-        return -1;
+        return cx_fail(err, CX_EINVAL, "instruction set '%s': this CPU does not support it (no %s; CPU has: %s)", isa,
+                       kern_cpu_lacks(isa), kern_cpu_features());
     }
     return 0;
 }
 
 /* See cortex.h: the name of the table kern_select gives, or NULL with err. */
 const char *cx_isa_resolve(const char *isa, cx_err *err) {
-    char msg[512];
     const kern_ops *k;
-    if (kern_select(isa, &k, msg, sizeof msg)) {
-        cx_fail(err, CX_EINVAL, "%s", msg);
-        return NULL;
-    }
-    return k->name;
+    return kern_select(isa, &k, err) ? NULL : k->name;
 }

@@ -41,6 +41,8 @@
 
 #include "lora_kern.h"
 
+struct cx_err;
+
 /* Tables are indexed by ggml type id, sparsely: ids 0..39 cover f32..mxfp4;
  * every entry of a type without kernels is NULL. */
 #define KERN_NTYPES 40
@@ -140,7 +142,7 @@ _Static_assert(sizeof(kern_ops) == offsetof(kern_ops, quantize_act) + sizeof(voi
  * "" or "auto": the best this CPU supports, never avx512bf16, which rounds activations) in *out. Returns 0, or -1 with a message in msg
  * when isa is unknown or unavailable here. Thread-safe. A model keeps the
  * table it was loaded with (cx_model_params.isa); its passes call through it. */
-int kern_select(const char *isa, const kern_ops **out, char *msg, size_t msg_size);
+int kern_select(const char *isa, const kern_ops **out, struct cx_err *err);
 /* The tables themselves, for tests that compare them. NULL if not compiled in
  * or not supported by this CPU. */
 const kern_ops *kern_table(const char *isa);

@@ -718,23 +718,24 @@ static void test_ops_equal(const kern_ops *v, const kern_ops *a2) {
 static void test_dispatch(void) {
     CHECK(kern_table("scalar") == &kern_scalar_ops, "scalar table");
     CHECK(kern_table("avx512f") == NULL && kern_table("bogus") == NULL, "unknown tables are NULL");
-    char msg[256] = "";
+    cx_err err = {0};
+    const char *msg = err.msg;
     const kern_ops *k = NULL, *best = &kern_scalar_ops;
     /* auto: avx512vnni, else avxvnni, else avx512, else avx2; never avx512bf16 (it rounds activations) */
     static const int order[] = {S_AVX2, S_AVX512, S_AVXVNNI, S_AVX512VNNI};
     for (int i = 0; i < 4; i++)
         if (simd[order[i]]) best = simd[order[i]];
-    CHECK(kern_select(NULL, &k, msg, sizeof msg) == 0 && k == best, "NULL: the best table: %s", msg);
-    CHECK(kern_select("auto", &k, msg, sizeof msg) == 0 && k == best, "auto: the best table: %s", msg);
-    CHECK(kern_select("scalar", &k, msg, sizeof msg) == 0 && k == &kern_scalar_ops, "scalar: %s", msg);
+    CHECK(kern_select(NULL, &k, &err) == 0 && k == best, "NULL: the best table: %s", msg);
+    CHECK(kern_select("auto", &k, &err) == 0 && k == best, "auto: the best table: %s", msg);
+    CHECK(kern_select("scalar", &k, &err) == 0 && k == &kern_scalar_ops, "scalar: %s", msg);
     CHECK(kern_missing("scalar") == NULL, "scalar runs everywhere");
     for (int i = 0; i < N_SIMD; i++) {
-        int rc = kern_select(simd_names[i], &k, msg, sizeof msg);
-        CHECK(rc == (simd[i] ? 0 : -1) && k == simd[i], "%s iff the CPU has it", simd_names[i]);
+        int rc = kern_select(simd_names[i], &k, &err);
+        CHECK(rc == (simd[i] ? 0 : CX_EINVAL) && k == simd[i], "%s iff the CPU has it", simd_names[i]);
         CHECK(!simd[i] || !strcmp(simd[i]->name, simd_names[i]), "%s table's name", simd_names[i]);
         CHECK(!!kern_missing(simd_names[i]) == !simd[i], "%s: kern_missing agrees", simd_names[i]);
         if (!simd[i])
-            CHECK(rc == -1 && strstr(msg, "does not support") && strstr(msg, kern_missing(simd_names[i])),
+            CHECK(rc == CX_EINVAL && strstr(msg, "does not support") && strstr(msg, kern_missing(simd_names[i])),
                   "%s unavailable: one message naming the missing feature: %s", simd_names[i], msg);
     }
     /* a table that runs needs every table below it */
@@ -742,10 +743,9 @@ static void test_dispatch(void) {
     CHECK(!simd[S_AVX512VNNI] || simd[S_AVX512], "avx512vnni without avx512");
     CHECK(!simd[S_AVX512] || simd[S_AVX2], "avx512 without avx2");
     CHECK(!simd[S_AVXVNNI] || simd[S_AVX2], "avxvnni without avx2");
-    CHECK(kern_select("bogus", &k, msg, sizeof msg) == -1 && !k && strstr(msg, "'bogus' is not one of") &&
+    CHECK(kern_select("bogus", &k, &err) == CX_EINVAL && !k && strstr(msg, "'bogus' is not one of") &&
               strstr(msg, "avx512vnni") && strstr(msg, "avx512bf16") && strstr(msg, "avxvnni"),
           "unknown: %s", msg);
-    cx_err err = {0};
     CHECK(cx_isa_resolve(NULL, &err) && !strcmp(cx_isa_resolve(NULL, &err), best->name), "cx_isa_resolve(NULL)");
     CHECK(!cx_isa_resolve("bogus", &err) && err.code == CX_EINVAL && strstr(err.msg, "bogus"), "cx_isa_resolve bad");
     CHECK(kern_layout_group(KERN_LAYOUT_ROWS) == 1 && kern_layout_group(KERN_LAYOUT_X8) == 8 &&
