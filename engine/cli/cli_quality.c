@@ -190,7 +190,7 @@ static void quality_print(const quality *q, const opts *o) {
  * next-token distributions of two models sharing a vocabulary. */
 int cli_quality(opts *o) {
     if (!o->ref || !o->model) {
-        fprintf(stderr, "cortex: quality needs --ref REF_MODEL and --model MODEL (see cortex quality --help)\n");
+        die("quality needs --ref REF_MODEL and --model MODEL (see cortex quality --help)");
         return 2;
     }
     quality q = {0};
@@ -202,9 +202,9 @@ int cli_quality(opts *o) {
     if (!mod) goto out;
     const cx_model_info *ri = cx_model_get_info(ref), *mi = cx_model_get_info(mod);
     if (ri->n_vocab != mi->n_vocab || cx_token_bos(ref) != cx_token_bos(mod) || cx_token_eos(ref) != cx_token_eos(mod)) {
-        fprintf(stderr, "cortex: %s has %d tokens (BOS %d, EOS %d) but %s has %d (BOS %d, EOS %d): the models must share "
-                "one vocabulary\n", o->ref, ri->n_vocab, cx_token_bos(ref), cx_token_eos(ref), o->model, mi->n_vocab,
-                cx_token_bos(mod), cx_token_eos(mod));
+        die("%s has %d tokens (BOS %d, EOS %d) but %s has %d (BOS %d, EOS %d): the models must share "
+            "one vocabulary", o->ref, ri->n_vocab, cx_token_bos(ref), cx_token_eos(ref), o->model, mi->n_vocab,
+            cx_token_bos(mod), cx_token_eos(mod));
         goto out;
     }
     for (int t = 0; t < ri->n_vocab; t++) { /* same size, same pieces: one vocabulary */
@@ -212,21 +212,21 @@ int cli_quality(opts *o) {
         const char *pa, *pb;
         size_t na = cx_token_piece(ref, -1, t, ta, &pa), nb = cx_token_piece(mod, -1, t, tb, &pb);
         if (na != nb || memcmp(pa, pb, na)) {
-            fprintf(stderr, "cortex: %s and %s have different vocabularies (token %d is '%.*s' in one, '%.*s' in the "
-                    "other): the models must share one vocabulary\n", o->ref, o->model, t, (int)(na > 24 ? 24 : na), pa,
-                    (int)(nb > 24 ? 24 : nb), pb);
+            die("%s and %s have different vocabularies (token %d is '%.*s' in one, '%.*s' in the "
+                "other): the models must share one vocabulary", o->ref, o->model, t, (int)(na > 24 ? 24 : na), pa,
+                (int)(nb > 24 ? 24 : nb), pb);
             goto out;
         }
     }
     if (o->text) {
         size_t len = 0;
         if (!(text = cli_read_file(o->text, &len))) {
-            fprintf(stderr, "cortex: %s: cannot read text file: %s\n", o->text, strerror(errno));
+            die("%s: cannot read text file: %s", o->text, strerror(errno));
             goto out;
         }
         if (!(ids = cli_encode(ref, text, len, 0, &n_ids))) goto out;
         if (n_ids == 0) {
-            fprintf(stderr, "cortex: %s: the text file is empty\n", o->text);
+            die("%s: the text file is empty", o->text);
             goto out;
         }
     }
@@ -245,13 +245,13 @@ int cli_quality(opts *o) {
     q.lm = malloc(per_row * (size_t)q.chunk);
     q.seq = malloc(sizeof(int32_t) * (size_t)q.n_ctx);
     if (!q.lp_ref || !q.lp_mod || !q.lr || !q.lm || !q.seq) {
-        fprintf(stderr, "cortex: out of memory\n");
+        die("out of memory");
         goto out;
     }
     if (cx_session_new(ref, q.n_ctx, (int)o->threads, &q.sr, &err) ||
         cx_session_new(mod, q.n_ctx, (int)o->threads, &q.sm, &err) ||
         (o->text ? quality_text(&q, ids, n_ids, &err) : quality_greedy(&q, &err))) {
-        fprintf(stderr, "cortex: %s\n", err.msg);
+        die("%s", err.msg);
         goto out;
     }
     quality_print(&q, o);

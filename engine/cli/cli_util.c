@@ -39,13 +39,13 @@ char *cli_read_file(const char *path, size_t *len) {
 
 /* See cli_util.h. */
 char *cli_load_prompt(const opts *o, size_t *len) {
-    if (o->prompt && o->prompt_file) { fprintf(stderr, "cortex: give -p or -f, not both\n"); return NULL; }
+    if (o->prompt && o->prompt_file) { die("give -p or -f, not both"); return NULL; }
     if (o->prompt_file) {
         char *p = cli_read_file(o->prompt_file, len);
-        if (!p) fprintf(stderr, "cortex: %s: cannot read prompt file: %s\n", o->prompt_file, strerror(errno));
+        if (!p) die("%s: cannot read prompt file: %s", o->prompt_file, strerror(errno));
         return p;
     }
-    if (!o->prompt) { fprintf(stderr, "cortex: no prompt: give -p TEXT or -f FILE\n"); return NULL; }
+    if (!o->prompt) { die("no prompt: give -p TEXT or -f FILE"); return NULL; }
     *len = strlen(o->prompt);
     return strdup(o->prompt);
 }
@@ -57,9 +57,9 @@ cx_model *cli_load_model(const opts *o, const char *path) {
     cx_model *m;
     cx_err err = {0};
     cx_model_params mp;
-    if (!path) { fprintf(stderr, "cortex: no model: give -m MODEL\n"); return NULL; }
+    if (!path) { die("no model: give -m MODEL"); return NULL; }
     if (cx_model_params_from_env(&mp, &err) || cx_model_load_ex(path, o->tokenizer, &mp, &m, &err)) {
-        fprintf(stderr, "cortex: %s\n", err.msg);
+        die("%s", err.msg);
         return NULL;
     }
     return m;
@@ -71,7 +71,7 @@ int32_t *cli_encode(const cx_model *m, const char *text, size_t len, int flags, 
     int cap = (int)(len + 2 < 1u << 28 ? len + 2 : 1u << 28);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)cap);
     if (!ids || cx_tokenize(m, text, len, flags, ids, cap, n, &err)) {
-        fprintf(stderr, "cortex: tokenize: %s\n", ids ? err.msg : "out of memory");
+        die("tokenize: %s", ids ? err.msg : "out of memory");
         free(ids);
         return NULL;
     }

@@ -67,7 +67,7 @@ static int cmd_generate(opts *o) {
     sp.n_threads = (int)o->threads;
     sp.kv = o->kv;
     if (cx_session_new_ex(m, &sp, &s, &err)) {
-        fprintf(stderr, "cortex: %s\n", err.msg);
+        die("%s", err.msg);
         goto out;
     }
     if ((rc = cli_lora_attach(m, o, s, lora)) != 0) goto out;
@@ -80,12 +80,12 @@ static int cmd_generate(opts *o) {
         fprintf(stderr, "seed: %llu\n", (unsigned long long)o->sp.seed);
     }
     if (cx_sampler_new(mi->n_vocab, &o->sp, &smp, &err)) {
-        fprintf(stderr, "cortex: %s\n", err.msg);
+        die("%s", err.msg);
         goto out;
     }
     if (n_prompt >= cx_session_n_ctx(s)) {
-        fprintf(stderr, "cortex: prompt is %d tokens, the context holds %d (use -c up to the model's %d)\n", n_prompt,
-                cx_session_n_ctx(s), mi->n_ctx);
+        die("prompt is %d tokens, the context holds %d (use -c up to the model's %d)", n_prompt,
+            cx_session_n_ctx(s), mi->n_ctx);
         goto out;
     }
     for (int i = 0; i < n_prompt; i++) cx_sampler_accept(smp, ids[i]);
@@ -98,7 +98,7 @@ static int cmd_generate(opts *o) {
     }
     const float *logits;
     double t_start = cli_now_s();
-    if (cx_eval(s, ids, n_prompt, &logits, &err)) { fprintf(stderr, "cortex: %s\n", err.msg); goto out; }
+    if (cx_eval(s, ids, n_prompt, &logits, &err)) { die("%s", err.msg); goto out; }
     double t_prefill = cli_now_s();
     int prev = ids[n_prompt - 1], n_gen = 0;
     double t_first = 0;
@@ -118,7 +118,7 @@ static int cmd_generate(opts *o) {
         cx_sampler_accept(smp, tok);
         prev = tok;
         if (cx_session_pos(s) >= cx_session_n_ctx(s)) { n_gen++; fprintf(stderr, "\n[context full]"); break; }
-        if (cx_eval(s, &tok, 1, &logits, &err)) { fprintf(stderr, "cortex: %s\n", err.msg); goto out; }
+        if (cx_eval(s, &tok, 1, &logits, &err)) { die("%s", err.msg); goto out; }
     }
     double t_end = cli_now_s();
     printf("\n");
@@ -265,7 +265,7 @@ static int cmd_synth(opts *o) {
     cx_err err = {0};
     double t0 = cli_now_s();
     if (cx_synth_write_ex(sh, type, (uint64_t)o->seed, o->vocab, o->out, &err)) {
-        fprintf(stderr, "cortex: %s\n", err.msg);
+        die("%s", err.msg);
         return 1;
     }
     fprintf(stderr, "wrote %s (%s, %s) in %.1f s\n", o->out, sh->name, cx_type_name(type), cli_now_s() - t0);
@@ -286,7 +286,7 @@ static int cmd_quantize(opts *o) {
     cx_err err = {0};
     double t0 = cli_now_s();
     if (cx_quantize_file(in, o->tokenizer, out, ftype, &st, &err)) {
-        fprintf(stderr, "cortex: %s\n", err.msg);
+        die("%s", err.msg);
         return 1;
     }
     char ib[32], ob[32], iw[32], ow[32];
