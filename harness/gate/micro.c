@@ -49,23 +49,19 @@ __attribute__((noinline)) int det_micro_workload(cx_session *s, cx_sampler *gree
     return 0;
 }
 
-static int micro_fail(int code, const char *msg) {
-    fprintf(stderr, "cortex-bench micro: %s\n", msg);
-    return code;
-}
 
 /* --measure: run det_measure on `bin` and print the result line. */
 static int micro_measure(const char *bin, const char *model, const char *mode, int np, int ng) {
     char self[PATH_MAX], used[32], isa[32], err[1024];
     if (!bin) { /* this very binary */
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) return micro_fail(1, "cannot find this binary (/proc/self/exe); pass --bench-bin");
+        if (n <= 0) return cli_fail(1, "micro: cannot find this binary (/proc/self/exe); pass --bench-bin");
         self[n] = 0;
         bin = self;
     }
     double ins;
     int rc = det_measure(bin, model, mode, np, ng, &ins, used, sizeof used, isa, sizeof isa, err, sizeof err);
-    if (rc) return micro_fail(rc == DET_ENOMICRO ? 3 : rc == DET_EUNAVAIL ? 4 : 1, err);
+    if (rc) return cli_fail(rc == DET_ENOMICRO ? 3 : rc == DET_EUNAVAIL ? 4 : 1, "micro: %s", err);
     printf("instructions=%.0f mode=%s micro_version=%d prompt=%d gen=%d isa=%s\n", ins, used, DET_MICRO_VERSION, np, ng,
            isa);
     return 0;
@@ -84,14 +80,16 @@ int cmd_micro(void *opts, const cli_args *a) {
     const char *model = o->model, *measure = o->measure, *bin = o->bin;
     int np = o->prompt, ng = o->gen, count = o->count;
     (void)a;
-    if (!model) return micro_fail(2, "needs --model MODEL (cortex synth --shape " DET_DEFAULT_SHAPE " --type "
-                                     DET_DEFAULT_TYPE " -o FILE makes the default one)");
+    if (!model)
+        return cli_fail(2, "micro: needs --model MODEL (cortex synth --shape " DET_DEFAULT_SHAPE " --type " DET_DEFAULT_TYPE
+                           " -o FILE makes the default one)");
     if (measure) return micro_measure(bin, model, measure, np, ng);
 
     cx_model *m;
     cx_err e = {0};
     cx_model_params mp; /* CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA */
-    if (cx_model_params_from_env(&mp, &e) || cx_model_load_ex(model, NULL, &mp, &m, &e)) return micro_fail(2, e.msg);
+    if (cx_model_params_from_env(&mp, &e) || cx_model_load_ex(model, NULL, &mp, &m, &e))
+        return cli_fail(2, "micro: %s", e.msg);
     const cx_model_info *mi = cx_model_get_info(m);
     int rc = 1;
     cx_session *s = NULL;
@@ -102,7 +100,7 @@ int cmd_micro(void *opts, const cli_args *a) {
     gp.repeat_penalty = 1;
     int fd = -1;
     char why[256];
-    if (!prompt) { micro_fail(1, "out of memory"); goto out; }
+    if (!prompt) { cli_fail(1, "micro: out of memory"); goto out; }
     if (np + ng > mi->n_ctx) {
         fprintf(stderr, "cortex-bench micro: %d + %d tokens exceed the model's context of %d\n", np, ng, mi->n_ctx);
         rc = 2;
@@ -110,7 +108,7 @@ int cmd_micro(void *opts, const cli_args *a) {
     }
     /* One thread: no pool workers, so no spinning whose length depends on scheduling. */
     if (cx_session_new(m, np + ng, 1, &s, &e) || cx_sampler_new(mi->n_vocab, &gp, &greedy, &e)) {
-        micro_fail(1, e.msg);
+        cli_fail(1, "micro: %s", e.msg);
         goto out;
     }
     /* BOS, then the same pseudo-random ids as the harness's synthetic tests: never BOS or EOS. */
@@ -120,13 +118,16 @@ int cmd_micro(void *opts, const cli_args *a) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         prompt[i] = 3 + (int32_t)((seed >> 33) % (uint64_t)(mi->n_vocab - 3));
     }
-    if (count && (fd = det_perf_open(why, sizeof why)) < 0) { micro_fail(1, why); goto out; }
+    if (count && (fd = det_perf_open(why, sizeof why)) < 0) { cli_fail(1, "micro: %s", why); goto out; }
     uint64_t hash = 0;
     if (fd >= 0) det_perf_start(fd);
     int wrc = det_micro_workload(s, greedy, prompt, np, ng, &hash, &e);
     long long ins = fd >= 0 ? det_perf_stop(fd) : 0;
-    if (wrc) { micro_fail(1, e.msg); goto out; }
-    if (fd >= 0 && ins <= 0) { micro_fail(1, "the instructions counter could not be read (or was multiplexed)"); goto out; }
+    if (wrc) { cli_fail(1, "micro: %s", e.msg); goto out; }
+    if (fd >= 0 && ins <= 0) {
+        cli_fail(1, "micro: the instructions counter could not be read (or was multiplexed)");
+        goto out;
+    }
     /* isa: the kernels this process really ran (under valgrind, which has no AVX-512, the AVX2 table even
      * on an AVX-512 machine): the counts belong to that table, and the gate records it */
     printf("micro_version=%d prompt=%d gen=%d threads=1 token_hash=%016llx isa=%s", DET_MICRO_VERSION, np, ng,

@@ -166,19 +166,20 @@ static void sched_metrics(cx_sched *s, rep_result *out) {
 
 /* See runner.h. */
 /* Request w's prompt as one harmony user turn (cx_harmony_prompt), malloc'd;
- * NULL with e filled. The system message's date is gpt-oss's release date,
- * fixed so every run submits the same tokens (a run's date would change them). */
-static char *serve_harmony_turn(const wl_request *w, cx_err *e) {
+ * NULL with err filled ("request ID: ..."). The system message's date is
+ * gpt-oss's release date, fixed so every run submits the same tokens (a
+ * run's date would change them). */
+static char *serve_harmony_turn(const wl_request *w, char *err, size_t errlen) {
     char *text = malloc(w->text_len + 1), *out = NULL;
     if (!text) {
-        e->code = CX_ENOMEM;
-        snprintf(e->msg, sizeof e->msg, "out of memory");
+        hx_fail(err, errlen, "request %s: out of memory", w->id);
         return NULL;
     }
     memcpy(text, w->text, w->text_len);
     text[w->text_len] = 0;
     cx_chat_msg turn = {"user", text};
-    cx_harmony_prompt(&turn, 1, SERVE_HARMONY_DATE, &out, e);
+    cx_err e = {0};
+    if (cx_harmony_prompt(&turn, 1, SERVE_HARMONY_DATE, &out, &e)) hx_fail(err, errlen, "request %s: %s", w->id, e.msg);
     free(text);
     return out;
 }
@@ -205,7 +206,7 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     for (int i = 0; i < ss.n && !rc; i++) {
         const wl_request *w = &wl->req[i];
         char *chat = NULL;
-        if (cfg->harmony && !(chat = serve_harmony_turn(w, &e))) rc = hx_fail(err, errlen, "request %s: %s", w->id, e.msg);
+        if (cfg->harmony && !(chat = serve_harmony_turn(w, err, errlen))) rc = -1;
         const char *text = chat ? chat : w->text;
         size_t len = chat ? strlen(chat) : w->text_len;
         int cap = (int)len + 2;
