@@ -5,6 +5,8 @@
 #   make tsan       the threaded tests under ThreadSanitizer  (build-tsan/)
 #   make fuzz       libFuzzer targets, FUZZ_SECONDS each      (build-fuzz/)
 #   make bench      the default benchmark (see README)
+#   make python     the Python module `cortex` (engine/python/)     (build/python/lib)
+#   make python-asan  its tests with the module under ASan + UBSan    (build/python-asan)
 # CC=clang works everywhere; kernels never use -march=native.
 
 CC      ?= cc
@@ -72,7 +74,7 @@ TOOL_BIN   := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/%)
 # for the rules that compile and link in one command (tests, tools).
 DEPFLAGS = -MMD -MP -MF $@.d -MT $@
 
-.PHONY: all test sanitize tsan fuzz bench clean FORCE
+.PHONY: all test sanitize tsan fuzz bench clean python python-lib python-asan FORCE
 all: $(LIB) $(CLI) $(BENCH) $(TEST_BIN) $(TOOL_BIN)
 
 $(BUILD)/%.o: %.c
@@ -173,13 +175,40 @@ $(BUILD)/tests/%: tests/tools/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iengine/src $(WARN) $(CFLAGS) $(DEPFLAGS) $(LDFLAGS) $< $(LIB) -o $@ $(LDLIBS)
 
+# The Python module (engine/python/, docs/python.md): the engine compiled
+# position-independent (its symbols hidden) into build/python/obj, then the
+# extension built by setuptools into build/python/lib (PYTHONPATH for tests).
+# Its own folder whatever BUILD is: a sanitizer build cannot load into python.
+PY_OBJ  = build/python/obj
+PY_LIB  = build/python/lib
+python-lib:
+	@$(MAKE) --no-print-directory BUILD=$(PY_OBJ) KNOBS=0 CFLAGS="$(OPT) -g -fPIC -fvisibility=hidden" $(PY_OBJ)/libcortex.a
+python: python-lib
+	cd engine/python && CORTEX_PY_NO_MAKE=1 CORTEX_WERROR=1 CORTEX_PY_LIBDIR=$(CURDIR)/$(PY_OBJ) \
+	  $(PY) setup.py -q build --build-base $(CURDIR)/build/python/tmp --build-lib $(CURDIR)/$(PY_LIB) >/dev/null
+
+# The module with ASan + UBSan (build/python-asan), its tests run with the
+# sanitizer runtime preloaded into /usr/bin/python3 (PYTHONMALLOC=malloc, so
+# ASan sees Python's allocations; CPython's own leaks are not ours to report).
+PYASAN_FLAGS = -O1 -g -fPIC -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+python-asan:
+	@$(MAKE) --no-print-directory BUILD=build/python-asan/obj KNOBS=0 CFLAGS="$(PYASAN_FLAGS)" build/python-asan/obj/libcortex.a
+	cd engine/python && CORTEX_PY_NO_MAKE=1 CORTEX_WERROR=1 CORTEX_PY_LIBDIR=$(CURDIR)/build/python-asan/obj \
+	  CFLAGS="$(PYASAN_FLAGS)" LDFLAGS="-fsanitize=address,undefined" \
+	  $(PY) setup.py -q build --build-base $(CURDIR)/build/python-asan/tmp --build-lib $(CURDIR)/build/python-asan/lib >/dev/null
+	PY_LIB=$(CURDIR)/build/python-asan/lib PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0 CORTEX_ASAN=1 \
+	  LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" \
+	  $(PY) -m pytest -q -p no:cacheprovider tests/python
+
 # The knob build (injected slowdowns) is part of the tests: the gate must catch them.
-test: all
+# PYTHON_TESTS=0 leaves out the Python module's suites (sanitizer builds).
+PYTHON_TESTS ?= 1
+test: all $(if $(filter 1,$(PYTHON_TESTS)),python)
 	$(MAKE) --no-print-directory KNOBS=1 BUILD=$(BUILD)-knob $(BUILD)-knob/cortex-bench >/dev/null
-	BUILD=$(BUILD) KNOB_BENCH=$(BUILD)-knob/cortex-bench PY=$(PY) tests/run.sh
+	BUILD=$(BUILD) KNOB_BENCH=$(BUILD)-knob/cortex-bench PY=$(PY) PYTHON_TESTS=$(PYTHON_TESTS) PY_LIB=$(CURDIR)/$(PY_LIB) tests/run.sh
 
 sanitize:
-	$(MAKE) BUILD=build-san CC=clang OPT=-O1 BUILD_TYPE=sanitize \
+	$(MAKE) BUILD=build-san CC=clang OPT=-O1 BUILD_TYPE=sanitize PYTHON_TESTS=0 \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 

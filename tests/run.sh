@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/run.sh - run every test: C unit tests (tests/unit/engine|harness/,
 # built into build/tests/test_*), the CLI checks (tests/cli/engine|harness/*.sh) and the numpy
-# reference checks (listed below; docs/testing.md says what each test covers). Prints one line per
+# reference checks (listed below; docs/testing.md says what each test covers) and the Python module's
+# pytest files (tests/python/). Prints one line per
 # suite and ends with "N passed, N failed" over the suites; with RESULT_FILE
 # set, also writes "PASSED FAILED" there. Exits non-zero if any suite failed.
 # Needs ../shared/models for the reference check; without it that suite
@@ -54,6 +55,19 @@ if [ -x "$PY" ] && "$PY" -c 'import numpy' 2>/dev/null; then
 else
     echo "FAIL reference: $PY with numpy is missing (apt-get install python3-numpy)"
     fail=$((fail + 1))
+fi
+# The Python module (make python): each tests/python/test_*.py file one suite, under pytest
+# (PYTHON_TESTS=0, the sanitizer build, leaves them out: see docs/testing.md).
+if [ "${PYTHON_TESTS:-1}" = 1 ]; then
+    if "$PY" -c 'import pytest, numpy' 2>/dev/null; then
+        for t in tests/python/test_*.py; do
+            run "python/$(basename "$t" .py)" env PY_LIB="${PY_LIB:-$PWD/build/python/lib}" \
+                "$PY" -m pytest -q -p no:cacheprovider "$t"
+        done
+    else
+        echo "FAIL python: $PY with pytest and numpy is missing (apt-get install python3-pytest python3-numpy)"
+        fail=$((fail + 1))
+    fi
 fi
 echo
 [ ${#failed[@]} -gt 0 ] && echo "failed suites: ${failed[*]}"
