@@ -267,8 +267,9 @@ build-fuzz/fuzz_sse: build-fuzz/obj/tests/fuzz/fuzz_sse.o $(call fuzz_obj,harnes
 build-fuzz/fuzz_judge: build-fuzz/obj/tests/fuzz/fuzz_judge.o $(call fuzz_obj,harness/gate/judge.c harness/util/hx_err.c)
 	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
-# The request-body fuzzer needs the server's parser and chat templates (harmony's in the library), and jansson.
-build-fuzz/fuzz_srv_body: build-fuzz/obj/tests/fuzz/fuzz_srv_body.o $(call fuzz_obj,engine/server/srv_parse.c engine/server/srv_error.c engine/server/srv_chat.c engine/src/harmony.c engine/src/util.c)
+# The request-body fuzzer needs the server's parser, the library's chat templates (chat.c, which links the
+# engine: cx_chat_init tokenizes), and jansson.
+build-fuzz/fuzz_srv_body: build-fuzz/obj/tests/fuzz/fuzz_srv_body.o $(call fuzz_obj,engine/server/srv_parse.c engine/server/srv_error.c) $(FUZZ_ENGINE_OBJ)
 	clang $(FUZZ_FLAGS) $^ -o $@ $(FUZZ_LIBS)
 
 fuzz: $(FUZZ_TARGETS)

@@ -7,7 +7,6 @@
  * tier types and policies, model shapes), defaults from cli_defaults().
  */
 #include "cli_flags.h"
-#include "srv.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -71,14 +70,14 @@ static int parse_lora_named(const cx_flag *f, const char *name, const char *v, v
     return 0;
 }
 
-/* serve --chat-template: the server's chat formats, then gpt-oss's by its
- * own name (srv_chat_find); a name that does not fit is left out. */
+/* serve --chat-template: the chat formats (cx_chat_name), then gpt-oss's by its
+ * own name (cx_chat_find); a name that does not fit is left out. */
 static const char *chat_templates(const cx_flag *f, char *buf, size_t cap) {
     (void)f;
     size_t at = 0;
     buf[0] = 0;
-    for (int t = 0; t == 0 || srv_chat_name(t - 1); t++) {
-        const char *name = srv_chat_name(t) ? srv_chat_name(t) : "harmony";
+    for (int t = 0; t == 0 || cx_chat_name(t - 1); t++) {
+        const char *name = cx_chat_name(t) ? cx_chat_name(t) : "harmony";
         int w = snprintf(buf + at, cap - at, "%s%s", at ? "|" : "", name);
         if (w < 0 || (size_t)w >= cap - at) {
             buf[at] = 0;

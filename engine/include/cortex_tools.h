@@ -1,7 +1,7 @@
 /*
  * cortex_tools.h - the tools around the inference API (cortex.h): shape
- * presets and synthetic models, quantization, and the parsers and byte counts
- * the command lines and the harness use. Nothing here is needed to load a
+ * presets and synthetic models, quantization, chat templates, and the
+ * parsers and byte counts the command lines and the harness use. Nothing here is needed to load a
  * model and run it; a program that only runs models includes cortex.h alone.
  */
 #ifndef CORTEX_TOOLS_H
@@ -305,6 +305,36 @@ typedef struct cx_harmony_parts {
  * 1 when it follows the format, 0 when not (out empty), -1 out of memory. */
 int cx_harmony_split(const char *s, size_t n, cx_harmony_parts *out);
 void cx_harmony_parts_free(cx_harmony_parts *p);
+
+/* ---- chat templates (engine/src/chat.c) ---- */
+enum { CX_CHAT_CHATML, CX_CHAT_LLAMA2, CX_CHAT_LLAMA3, CX_CHAT_ZEPHYR, CX_CHAT_PHI3, CX_CHAT_GEMMA,
+       CX_CHAT_HARMONY, CX_CHAT_N };
+#define CX_CHAT_MAX_END 2 /* texts that end an assistant turn, at most */
+/* The template's name ("chatml", ..., "gpt-oss"); NULL outside 0..CX_CHAT_N-1. */
+const char *cx_chat_name(int t);
+/* The template called `name` (case-insensitive; "harmony" is gpt-oss), or -1. */
+int cx_chat_find(const char *name);
+/* The known format a Jinja chat template writes (markers), or -1. */
+int cx_chat_detect(const char *jinja);
+/* A model's chat format, ready to render. */
+typedef struct cx_chat {
+    int tmpl;                         /* CX_CHAT_* */
+    char bos[64], eos[64];            /* the texts that tokenize back to the model's BOS / EOS ("" if none) */
+    const char *end[CX_CHAT_MAX_END]; /* texts that end an assistant turn (NULL after the last); they point at
+                                         static strings or into this struct's bos/eos, so do not copy the struct
+                                         by value and keep using end[]: a copy's may point into the original */
+} cx_chat;
+/* Choose model m's chat format: the template called `name`, or (name NULL) the one detected from its
+ * tokenizer.chat_template. CX_EINVAL for an unknown name (message lists the known names); CX_EUNSUP with the
+ * reason when the model has no template, has one no renderer here knows (message lists the names and says
+ * to pass one), or the format separates turns with BOS/EOS texts this model lacks. */
+int cx_chat_init(const cx_model *m, const char *name, cx_chat *out, cx_err *err);
+/* The prompt for messages m[0..n) in c's format, ending with the assistant's turn opened, into *out
+ * (malloc'd, NUL-terminated; the caller frees). date: today as YYYY-MM-DD for harmony's system message
+ * (NULL: today, UTC). CX_EINVAL for a message the format cannot hold (misplaced system message,
+ * a NULL role/content), CX_ENOMEM. Roles: "system" ("developer" is the same), "user", "assistant";
+ * another is CX_EINVAL too. */
+int cx_chat_render(const cx_chat *c, const cx_chat_msg *m, int n, const char *date, char **out, cx_err *err);
 
 #ifdef __cplusplus
 }

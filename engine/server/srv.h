@@ -2,7 +2,8 @@
  * srv.h - `cortex serve`, the OpenAI-compatible HTTP server (docs/server.md),
  * shared by the files of engine/server/, one job each (this is the folder's
  * file map; docs/server.md points here):
- *   srv_main.c     the command's life: model, scheduler thread, chat template, daemon, sigwait, drain
+ *   srv_main.c     the command's life: model, scheduler thread, chat template (the library's
+ *                  cx_chat_init, engine/src/chat.c), daemon, sigwait, drain
  *   srv_http.c     libmicrohttpd glue: bodies and --max-body, the API key, 503 while draining, routing,
  *                  replies (srv_http_reply*), client-gone check; connection limits, per-address
  *                  fairness, read deadlines (the reaper thread)
@@ -13,12 +14,13 @@
  *   srv_error.c    the one error convention: srv_error_set fills OpenAI's error object,
  *                  srv_http_reply_error (srv_http.c) answers with it
  *   srv_job.c      one request between the scheduler's callbacks and a connection
- *   srv_reply.c    response bodies: completion objects, chunks, logprobs, usage
+ *   srv_reply.c    response bodies: completion objects, chunks, logprobs, usage; harmony answers
+ *                  split into content and reasoning (srv_chat_split)
  *   srv_sse.c      streaming ("stream": true): server-sent events from a job
- *   srv_chat.c     chat templates: detection from the Jinja text, rendering; harmony answers split
  *   srv_metrics.c  Prometheus text for /metrics: gauges, counters, latency histograms
- * The parser and the chat templates need neither a model nor a socket (the
- * unit tests and the fuzz target use them alone).
+ * The parser needs neither a model nor a socket (the unit tests and the
+ * fuzz target use it alone). Chat templates are the library's (cortex_tools.h,
+ * engine/src/chat.c): the chat route renders with them.
  */
 #ifndef CX_SRV_H
 #define CX_SRV_H
@@ -106,37 +108,6 @@ int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_p
                       srv_error *e);
 void srv_params_free(srv_params *p);
 
-/* ---- chat templates (srv_chat.c) ----------------------------------------- */
-
-enum { SRV_TMPL_CHATML, SRV_TMPL_LLAMA2, SRV_TMPL_LLAMA3, SRV_TMPL_ZEPHYR, SRV_TMPL_PHI3, SRV_TMPL_GEMMA,
-       SRV_TMPL_HARMONY, SRV_TMPL_N };
-#define SRV_CHAT_MAX_END 2 /* texts that end an assistant turn, at most */
-
-/* The template's name ("chatml", ..., "gpt-oss"); NULL outside 0..SRV_TMPL_N-1. */
-const char *srv_chat_name(int t);
-/* The template called `name` (case-insensitive; "harmony" is gpt-oss), or -1. */
-int srv_chat_find(const char *name);
-/* The known format a model's Jinja chat template (tokenizer.chat_template)
- * writes, recognized by its distinctive markers; -1 when none is known. */
-int srv_chat_detect(const char *jinja);
-/* Write the prompt for messages m[0..n) in template t, ending with the
- * assistant's turn opened, into *out (malloc'd). bos/eos: the model's texts of
- * those tokens (templates that separate turns with them); date: today as
- * YYYY-MM-DD (harmony's system message says it). The texts that end an
- * assistant turn go to end[0..SRV_CHAT_MAX_END) (static; NULL after the
- * last). 0, or -1 with e filled (400). */
-int srv_chat_render(int t, const srv_msg *m, int n, const char *bos, const char *eos, const char *date, char **out,
-                    const char **end, srv_error *e);
-
-/* The answer a chat client sees of a job's text t[0..n) (harmony: the
- * control tokens' text kept): for harmony output that follows the format,
- * the final channel's text as content and the analysis channel's as
- * reasoning (malloc'd in *parts, which the caller frees); for any other
- * output, content is t itself (not copied: parts->content stays NULL).
- * Sets *c, *nc, *r, *nr; -1 when out of memory. */
-int srv_chat_split(int harmony, const char *t, size_t n, cx_harmony_parts *parts, const char **c, size_t *nc,
-                   const char **r, size_t *nr);
-
 /* ---- metrics (srv_metrics.c) --------------------------------------------- */
 
 #define SRV_HIST_MAX 20
@@ -206,9 +177,9 @@ typedef struct srv_server {
     cx_sched *sched;
     const srv_config *cfg;
     const char *model_id;      /* the base model's name: what `model` must equal */
-    int tmpl;                  /* the chat template, or -1 (then tmpl_why says why) */
-    char tmpl_why[256];
-    char bos[64], eos[64];     /* the texts of BOS and EOS, for chat templates */
+    cx_chat chat;              /* the chat format (cx_chat_init; never copied: its end[] points into it) */
+    int has_chat;              /* 0: none (then tmpl_why says why) */
+    char tmpl_why[512];        /* (a cx_err message fits) */
     int32_t ctl_id[SRV_CTL_MAX];   /* harmony: control tokens whose text a chat answer keeps (<|channel|>, ...) */
     const char *ctl_text[SRV_CTL_MAX];
     int n_ctl;
@@ -348,6 +319,15 @@ char *srv_reply_usage_chunk(const srv_out *o, const srv_job *j);
 int srv_job_error(const srv_job *j, srv_error *e);
 /* e's error object with jobs j[0..n)'s partial usage added (504 bodies). */
 char *srv_reply_error_usage(const srv_error *e, srv_job *const *j, int n);
+
+/* The answer a chat client sees of a job's text t[0..n) (harmony: the
+ * control tokens' text kept): for harmony output that follows the format,
+ * the final channel's text as content and the analysis channel's as
+ * reasoning (malloc'd in *parts, which the caller frees); for any other
+ * output, content is t itself (not copied: parts->content stays NULL).
+ * Sets *c, *nc, *r, *nr; -1 when out of memory. */
+int srv_chat_split(int harmony, const char *t, size_t n, cx_harmony_parts *parts, const char **c, size_t *nc,
+                   const char **r, size_t *nr);
 
 /* ---- streaming (srv_sse.c) ------------------------------------------------- */
 

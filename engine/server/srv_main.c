@@ -18,48 +18,32 @@
 
 #include "srv.h"
 
-/* The text of token id `want` among candidates that tokenize (control text
- * taken as tokens) to exactly that one token, into out; "" if none does. */
-static void special_text(const cx_model *m, int want, const char *const *cands, char *out, size_t cap) {
-    out[0] = 0;
-    for (int i = 0; want >= 0 && cands[i]; i++) {
-        int32_t ids[8];
-        int n = 0;
-        cx_err err;
-        if (!cx_tokenize(m, cands[i], strlen(cands[i]), CX_TOKENIZE_SPECIAL, ids, 8, &n, &err) && n == 1 && ids[0] == want) {
-            snprintf(out, cap, "%s", cands[i]);
-            return;
-        }
-    }
-}
-
-/* Choose S's chat template (S->tmpl, or -1 with S->tmpl_why saying why). */
+/* Choose S's chat format (S->chat, S->has_chat; else S->tmpl_why says why):
+ * the library's cx_chat_init, whose reasons serve as they are but for a
+ * model without a template or with an unknown one, where the server names
+ * its flag. */
 static void pick_template(srv_server *S) {
-    static const char *const BOS[] = {"<s>", "<|begin_of_text|>", "<bos>", "<|endoftext|>", NULL};
-    static const char *const EOS[] = {"</s>", "<|end_of_text|>", "<eos>", "<|endoftext|>", "<|im_end|>", NULL};
-    char names[128] = "";
-    for (int t = 0; t < SRV_TMPL_N; t++)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", t ? ", " : "", srv_chat_name(t));
+    cx_err err = {0};
+    S->has_chat = !cx_chat_init(S->m, S->cfg->chat_template, &S->chat, &err);
     const char *jinja = cx_model_get_info(S->m)->chat_template;
-    special_text(S->m, cx_token_bos(S->m), BOS, S->bos, sizeof S->bos);
-    special_text(S->m, cx_token_eos(S->m), EOS, S->eos, sizeof S->eos);
-    S->tmpl = S->cfg->chat_template ? srv_chat_find(S->cfg->chat_template) : srv_chat_detect(jinja);
-    if (S->tmpl < 0 && !jinja)
+    char names[128] = "";
+    for (int t = 0; t < CX_CHAT_N; t++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", t ? ", " : "", cx_chat_name(t));
+    if (S->has_chat)
+        S->tmpl_why[0] = 0;
+    else if (!S->cfg->chat_template && !jinja)
         snprintf(S->tmpl_why, sizeof S->tmpl_why, "the model has no chat template (tokenizer.chat_template): start the "
                  "server with --chat-template NAME (one of %s)", names);
-    else if (S->tmpl < 0)
+    else if (!S->cfg->chat_template && cx_chat_detect(jinja) < 0)
         snprintf(S->tmpl_why, sizeof S->tmpl_why, "the model's chat template is not one this server knows: start it with "
                  "--chat-template NAME (one of %s) if one of them is the model's format", names);
-    else if ((S->tmpl == SRV_TMPL_LLAMA2 || S->tmpl == SRV_TMPL_ZEPHYR) && (!S->bos[0] || !S->eos[0])) {
-        snprintf(S->tmpl_why, sizeof S->tmpl_why, "chat template %s separates turns with BOS/EOS, and this model's have no "
-                 "text that tokenizes back to them", srv_chat_name(S->tmpl));
-        S->tmpl = -1;
-    }
+    else
+        snprintf(S->tmpl_why, sizeof S->tmpl_why, "%s", err.msg);
     static const char *const CTL[] = {"<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>"};
-    for (size_t k = 0; S->tmpl == SRV_TMPL_HARMONY && k < sizeof CTL / sizeof CTL[0]; k++) { /* the answer's structure */
+    int harmony = S->has_chat && S->chat.tmpl == CX_CHAT_HARMONY;
+    for (size_t k = 0; harmony && k < sizeof CTL / sizeof CTL[0]; k++) { /* the answer's structure */
         int32_t id;
         int n = 0;
-        cx_err err;
         if (!cx_tokenize(S->m, CTL[k], strlen(CTL[k]), CX_TOKENIZE_SPECIAL, &id, 1, &n, &err) && n == 1) {
             S->ctl_id[S->n_ctl] = id;
             S->ctl_text[S->n_ctl++] = CTL[k];
@@ -138,7 +122,7 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
     }
     int v6 = strchr(cfg->host, ':') != NULL; /* an IPv6 address goes in brackets in a URL */
     fprintf(stderr, "cortex serve: listening on http://%s%s%s:%d (model '%s'; chat template %s)\n", v6 ? "[" : "", cfg->host,
-            v6 ? "]" : "", port, S.model_id, S.tmpl >= 0 ? srv_chat_name(S.tmpl) : "none");
+            v6 ? "]" : "", port, S.model_id, S.has_chat ? cx_chat_name(S.chat.tmpl) : "none");
     fprintf(stderr, "cortex serve: limits: %d connections (%d per address; %d past them answered 503), request read "
             "%gs, idle %ds, body %ld bytes, prompt text %zu bytes (context %d)\n", S.max_conns, cfg->max_conns_per_ip,
             S.hard_conns - S.max_conns, cfg->read_timeout, cfg->idle_timeout, cfg->max_body, S.max_prompt_bytes, S.n_ctx);

@@ -5,7 +5,9 @@
  * JSON strings must be UTF-8 while a model may emit any bytes (a byte token
  * can be half a character), so text goes through srv_json_utf8: each
  * invalid byte becomes U+FFFD, as decoders do; the streaming code only cuts text at
- * character boundaries (srv_sse.c), so chunks add up to the whole.
+ * character boundaries (srv_sse.c), so chunks add up to the whole. A
+ * harmony chat answer shows its final channel as content and its analysis
+ * as reasoning (srv_chat_split, which the streaming code shares).
  */
 #include <assert.h>
 #include <jansson.h>
@@ -159,6 +161,25 @@ static char *dump(json_t *v) {
 
 /* A finish_reason value: the string, or null. */
 static json_t *finish_json(const char *f) { return f ? json_string(f) : json_null(); }
+
+/* See srv.h. */
+int srv_chat_split(int harmony, const char *t, size_t n, cx_harmony_parts *parts, const char **c, size_t *nc,
+                   const char **r, size_t *nr) {
+    memset(parts, 0, sizeof *parts);
+    *c = t;
+    *nc = n;
+    *r = NULL;
+    *nr = 0;
+    int rc = harmony ? cx_harmony_split(t, n, parts) : 0;
+    if (rc < 0) return -1;
+    if (rc > 0) {
+        *c = parts->content ? parts->content : "";
+        *nc = parts->n_content;
+        *r = parts->reasoning;
+        *nr = parts->n_reasoning;
+    }
+    return 0;
+}
 
 /* Choice number `index` of a whole response: job j's answer. A chat answer
  * carries what srv_chat_split makes of the text: harmony's final channel as

@@ -84,19 +84,19 @@ static int32_t *tokenize(const srv_server *S, const char *text, int flags, int *
     return ids;
 }
 
-/* The chat prompt of p's messages in the server's template (dated today,
- * UTC), with the texts ending an assistant turn in end[]; NULL with e filled. */
-static char *chat_prompt(const srv_server *S, const srv_params *p, const char **end, srv_error *e) {
-    char *text, date[16];
-    if (S->tmpl < 0) {
+/* The chat prompt of p's messages in the server's format (harmony's dated
+ * today, UTC); NULL with e filled. */
+static char *chat_prompt(const srv_server *S, const srv_params *p, srv_error *e) {
+    char *text;
+    cx_err err = {0};
+    if (!S->has_chat) {
         srv_error_set(e, 400, "invalid_request_error", "chat_template_unsupported", "messages", "%s", S->tmpl_why);
         return NULL;
     }
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof date, "%Y-%m-%d", &tm);
-    return srv_chat_render(S->tmpl, p->msgs, p->n_msgs, S->bos, S->eos, date, &text, end, e) ? NULL : text;
+    int rc = cx_chat_render(&S->chat, p->msgs, p->n_msgs, NULL, &text, &err);
+    if (rc == CX_ENOMEM) srv_error_set(e, 500, "server_error", NULL, NULL, "%s", err.msg);
+    else if (rc) srv_error_set(e, 400, "invalid_request_error", NULL, "messages", "%s", err.msg);
+    return rc ? NULL : text;
 }
 
 /* The error a refused submission answers with. */
@@ -147,14 +147,15 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
     srv_params p;
     srv_error e;
     srv_job *jobs[SRV_MAX_PROMPTS];
-    int32_t *ids = NULL, stop_ids[SRV_CHAT_MAX_END];
-    const char *stop[SRV_MAX_STOP + SRV_CHAT_MAX_END], *end[SRV_CHAT_MAX_END] = {NULL};
+    int32_t *ids = NULL, stop_ids[CX_CHAT_MAX_END];
+    const char *stop[SRV_MAX_STOP + CX_CHAT_MAX_END];
+    const char *const *end = chat ? S->chat.end : NULL; /* the texts ending an assistant turn */
     char *text = NULL;
     int n_ids = 0, ret, adapter = 0, n_jobs = 0;
     int64_t t_arrive = srv_now_ns(); /* parsing and tokenizing count in the server's own time, not the client's */
     if (srv_parse_request(body, len, chat, &S->sp, &p, &e) || (adapter = srv_resolve_model(S, p.model, &e)) < 0) goto fail;
     if (chat) {
-        if (!(text = chat_prompt(S, &p, end, &e))) goto fail;
+        if (!(text = chat_prompt(S, &p, &e))) goto fail;
     }
     for (int i = 0; i < (chat ? 1 : p.n_prompts); i++) { /* every text bounded before any is tokenized */
         const char *t = chat ? text : p.prompts[i].text;
@@ -179,7 +180,7 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
     memcpy(stop, p.stop, sizeof p.stop);
     q.stop = stop;
     q.n_stop = p.n_stop;
-    for (int k = 0; k < SRV_CHAT_MAX_END && end[k] && *end[k]; k++) { /* the template's ends of turn: tokens, or texts */
+    for (int k = 0; end && k < CX_CHAT_MAX_END && end[k] && *end[k]; k++) { /* the template's ends of turn: tokens, or texts */
         int n_end = 0;
         int32_t *end_ids = tokenize(S, end[k], CX_TOKENIZE_SPECIAL, &n_end, &e);
         if (end_ids && n_end == 1) stop_ids[q.n_stop_ids++] = end_ids[0];
@@ -195,7 +196,7 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
         q.sampling.seed = seed + (uint64_t)i;
         cx_err err = {0};
         int rc = srv_job_submit(S, &q, ids ? ids : pr->ids, ids ? n_ids : pr->n_ids, p.logprobs ? p.top_logprobs : 0,
-                                p.logprobs, chat && S->tmpl == SRV_TMPL_HARMONY, &jobs[n_jobs], &err);
+                                p.logprobs, chat && S->chat.tmpl == CX_CHAT_HARMONY, &jobs[n_jobs], &err);
         free(ids); /* the scheduler copied the prompt */
         ids = NULL;
         if (rc) {

@@ -1,8 +1,8 @@
 /*
  * harmony.c - OpenAI's harmony chat format (gpt-oss), in the library because
- * two programs need the same prompt: `cortex serve`'s chat route
- * (engine/server/srv_chat.c) and cortex-bench's challenge replay
- * (harness/run/runner.c). What the published gpt-oss template renders by
+ * two programs need the same prompt: the chat templates (engine/src/chat.c:
+ * `cortex serve`'s chat route, the Python module) and cortex-bench's
+ * challenge replay (harness/run/runner.c). What the published gpt-oss template renders by
  * default (no tools, no reasoning_effort, no model_identity given):
  *
  *   <|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.

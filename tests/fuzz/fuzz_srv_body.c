@@ -1,7 +1,8 @@
 /*
  * fuzz_srv_body.c - libFuzzer target for the request bodies `cortex serve`
  * parses (engine/server/srv_parse.c) and the chat prompts it renders from
- * them (srv_chat.c): any byte string must give either a valid srv_params or
+ * them (the library's cx_chat_render, engine/src/chat.c): any byte string
+ * must give either a valid srv_params or
  * one error, never a crash, an out-of-bounds access, undefined behaviour or
  * a leak.
  *
@@ -14,8 +15,8 @@
  *      token id (a stream only with one), a chat route with at least one
  *      message of a known role (developer arrives as system).
  *   2. On success on the chat route: every template renders, or refuses with
- *      400 (llama2's late system message), and a rendered prompt holds each
- *      message's content.
+ *      CX_EINVAL (llama2's late system message), and a rendered prompt holds
+ *      each message's content.
  * Seeds: tests/fuzz/corpus/srv_body/.
  */
 #include <jansson.h>
@@ -53,15 +54,15 @@ static void check_params(const srv_params *p, int chat) {
         require(!strcmp(r, "system") || !strcmp(r, "user") || !strcmp(r, "assistant"));
         require(p->msgs[i].content != NULL);
     }
-    for (int t = 0; t < SRV_TMPL_N; t++) {
+    for (int t = 0; t < CX_CHAT_N; t++) {
         char *out = NULL;
-        const char *end[SRV_CHAT_MAX_END];
-        srv_error e;
-        if (srv_chat_render(t, p->msgs, p->n_msgs, "<s>", "</s>", "2025-08-05", &out, end, &e)) {
-            require(e.status == 400 && !out);
+        cx_chat c = {.tmpl = t, .bos = "<s>", .eos = "</s>"}; /* what cx_chat_render reads (no model here) */
+        cx_err err = {0};
+        if (cx_chat_render(&c, p->msgs, p->n_msgs, "2025-08-05", &out, &err)) {
+            require(err.code == CX_EINVAL && err.msg[0] && !out);
             continue;
         }
-        require(out && end[0]);
+        require(out != NULL);
         for (int i = 0; i < p->n_msgs; i++) require(strstr(out, p->msgs[i].content) != NULL);
         free(out);
     }

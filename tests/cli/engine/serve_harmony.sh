@@ -11,7 +11,7 @@
 #     opened): usage.prompt_tokens equal, and the greedy answer's token
 #     log-probabilities equal those of /v1/completions on that text;
 #   - streamed chat deltas join to the whole answer.
-# The final-channel extraction is tests/unit/engine/test_srv_chat.c's.
+# The final-channel extraction is tests/unit/engine/test_srv_parse.c's.
 set -u
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/serve.sh"

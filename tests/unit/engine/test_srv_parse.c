@@ -3,10 +3,13 @@
  * every field read into srv_params with the defaults kept where absent or
  * null; each wrong type, range or shape refused with 400 naming the field;
  * lists of prompts; OpenAI's fields the server does not implement refused
- * (their no-effect values accepted); the developer role;
- * the error object's JSON; and the UTF-8 cut the streaming code relies on.
+ * (their no-effect values accepted); the developer role, parsed and
+ * rendered by every chat template (cx_chat_render) as the system one;
+ * the error object's JSON; the UTF-8 cut the streaming code relies on; and
+ * what a chat client sees of a harmony answer (srv_chat_split, srv_reply.c).
  */
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "srv.h"
@@ -263,6 +266,72 @@ static void test_utf8_cut(void) {
     CHECK(srv_utf8_cut("a\x80", 2) == 2, "a stray continuation byte is not held back");
 }
 
+/* A request body's "developer" message renders as the system message in
+ * every template (the parser names it "system"), byte for byte. */
+static void test_developer_role(void) {
+    static const char *const BODY[2] = {
+        "{\"messages\": [{\"role\": \"developer\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]}",
+        "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Hi\"}]}"};
+    srv_params p[2];
+    srv_error e;
+    for (int k = 0; k < 2; k++) CHECK(parse(BODY[k], 1, &p[k], &e) == 0, "parse %d: %s", k, e.message);
+    for (int t = 0; t < CX_CHAT_N; t++) {
+        char *out[2] = {NULL, NULL};
+        cx_chat c = {.tmpl = t, .bos = "<s>", .eos = "</s>"}; /* what cx_chat_render reads */
+        cx_err err = {0};
+        for (int k = 0; k < 2; k++)
+            CHECK(cx_chat_render(&c, p[k].msgs, p[k].n_msgs, "2025-08-05", &out[k], &err) == 0, "%s: %s",
+                  cx_chat_name(t), err.msg);
+        CHECK(out[0] && out[1] && !strcmp(out[0], out[1]) && strstr(out[0], "Be brief."), "%s: developer = system",
+              cx_chat_name(t));
+        free(out[0]);
+        free(out[1]);
+    }
+    srv_params_free(&p[0]);
+    srv_params_free(&p[1]);
+}
+
+/* What a harmony answer shows: the final channel as content, the analysis
+ * as reasoning; output that does not follow the format as it is. */
+static void split_is(const char *out, int harmony, const char *want_c, const char *want_r) {
+    cx_harmony_parts parts;
+    const char *c, *r;
+    size_t nc, nr;
+    CHECK(srv_chat_split(harmony, out, strlen(out), &parts, &c, &nc, &r, &nr) == 0, "split");
+    CHECK(nc == strlen(want_c) && !memcmp(c, want_c, nc), "[%s]: content [%.*s], want [%s]", out, (int)nc, c, want_c);
+    CHECK(want_r ? r && nr == strlen(want_r) && !memcmp(r, want_r, nr) : r == NULL, "[%s]: reasoning [%.*s], want [%s]",
+          out, (int)nr, r ? r : "", want_r ? want_r : "(none)");
+    cx_harmony_parts_free(&parts);
+}
+
+/* Final-channel extraction on hand-written outputs. */
+static void test_harmony_split(void) {
+    const char *full = "<|channel|>analysis<|message|>User says hi. Reply.<|end|><|start|>assistant<|channel|>final"
+                       "<|message|>Hello there!";
+    split_is(full, 1, "Hello there!", "User says hi. Reply.");
+    split_is(full, 0, full, NULL); /* another template: the text as it is */
+    split_is("<|channel|>final<|message|>Only an answer.", 1, "Only an answer.", NULL);
+    split_is("<|channel|>analysis<|message|>Still thinking", 1, "", "Still thinking"); /* cut by max_tokens */
+    split_is("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>fin", 1, "", "a"); /* header unfinished */
+    split_is("<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>commentary to=functions.f "
+             "<|constrain|>json<|message|>{}<|call|>", 1, "", "a"); /* a tool call: not content */
+    split_is("<|channel|>final<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>y", 1, "xy", NULL);
+    split_is("Plain words, no channel.", 1, "Plain words, no channel.", NULL); /* not the format: raw */
+    split_is("", 1, "", NULL);
+    /* a prefix of the output never shows less than a shorter one did (streaming sends differences);
+     * from the first token on: <|channel|> comes whole, as one token's text */
+    size_t n = strlen(full), sent = 0;
+    for (size_t k = strlen("<|channel|>"); k <= n; k++) {
+        cx_harmony_parts parts;
+        const char *c, *r;
+        size_t nc, nr;
+        srv_chat_split(1, full, k, &parts, &c, &nc, &r, &nr);
+        CHECK(nc >= sent, "prefix %zu: content shrank", k);
+        sent = nc;
+        cx_harmony_parts_free(&parts);
+    }
+}
+
 TEST_MAIN({
     test_completions_fields();
     test_defaults();
@@ -271,6 +340,8 @@ TEST_MAIN({
     test_prompt_list();
     test_unsupported();
     test_developer();
+    test_developer_role();
     test_error_json();
     test_utf8_cut();
+    test_harmony_split();
 })
