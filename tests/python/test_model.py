@@ -255,3 +255,26 @@ def test_help_is_a_manual(cortex):
         assert obj.__doc__ and len(obj.__doc__) > 40, obj
     stub = os.path.join(os.path.dirname(cortex.__file__), "__init__.pyi")
     assert os.path.exists(stub)
+
+
+def test_stub_matches_module(cortex):
+    """Every class, function, method and attribute the .pyi declares exists, and every public name exists in it."""
+    import ast
+    stub = ast.parse(open(os.path.join(os.path.dirname(cortex.__file__), "__init__.pyi")).read())
+    declared = set()
+    for node in stub.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            declared.add(node.name)
+            assert hasattr(cortex, node.name), node.name
+        if isinstance(node, ast.ClassDef):
+            cls = getattr(cortex, node.name)
+            for item in node.body:
+                name = (item.name if isinstance(item, ast.FunctionDef) else
+                        item.target.id if isinstance(item, ast.AnnAssign) else None)
+                if name and name not in ("__init__",) and not isinstance(item, ast.AnnAssign):
+                    assert hasattr(cls, name), "%s.%s" % (node.name, name)
+                elif isinstance(item, ast.AnnAssign) and node.name not in ("Error",) and \
+                        not issubclass(cls, BaseException) and node.name != "Generation":
+                    assert hasattr(cls, name), "%s.%s" % (node.name, name)
+    for name in cortex.__all__:
+        assert name in declared, "%s is public but not in the stub" % name

@@ -674,7 +674,8 @@ def test_references_and_memory_over_10000_requests(cortex, stories):
         after = [sys.getrefcount(o) for o in (ids, stop, on_token, on_done, s, stories)]
         assert after == before
         assert grown < 64 * 1024, grown
-        assert rss < 8 * 1024, rss
+        if os.environ.get("CORTEX_ASAN") != "1":  # ASan's quarantine keeps freed memory resident
+            assert rss < 8 * 1024, rss
         st = s.stats()
         assert st["finished"] == N_LEAK + 200 and st["running"] == 0 and st["waiting"] == 0
 

@@ -24,7 +24,8 @@ class BusyError(Error): ...                    # CX_EBUSY
 def cpu_features() -> str: ...
 def isa(name: str | None = None) -> str: ...   # the kernel set `name` (None: auto) resolves to here
 def shapes() -> list[str]: ...                 # model shapes synth() knows
-def synth(shape: str, path: str, type: str = "q8_0", *, seed: int = 1, vocab: str | None = None) -> None: ...
+def synth(shape: str, path: str, type: str = "q8_0", *, seed: int = 1, n_ctx: int = 0, n_vocab: int = 0,
+          vocab: str | None = None) -> None: ...
 def quantize(src: str, dst: str, type: str, *, tokenizer: str | None = None) -> dict[str, Any]: ...
 
 class Generation:  # a named tuple (structseq)
@@ -54,6 +55,7 @@ class Model:
     eot: int | None
     threads: int
     chat_template: str | None  # the chat format's name ("chatml", "llama3", ...), None if none
+    chat_stop: list[str]       # the texts that end an assistant turn in that format
     def __init__(self, path: str, tokenizer: str | None = None, *, threads: int = 1, isa: str | None = None,
                  weights: Literal["auto", "mmap", "hugepages"] = "auto", repack: bool = True,
                  chat_template: str | None = None) -> None: ...
@@ -71,14 +73,14 @@ class Model:
                  repeat_penalty: float = 1.0, repeat_last_n: int = 64, presence_penalty: float = 0.0,
                  frequency_penalty: float = 0.0, seed: int = 42, stop: str | Sequence[str] | None = None,
                  ignore_eos: bool = False, lora: "LoRA | None" = None, lora_scale: float = 1.0,
-                 n_ctx: int = 0) -> Generation: ...
+                 n_ctx: int = 0, special: bool = True) -> Generation: ...
     @overload
     def generate(self, prompt: Prompt, max_tokens: int = 16, *, stream: Literal[True],
                  temperature: float = 0.8, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
                  repeat_penalty: float = 1.0, repeat_last_n: int = 64, presence_penalty: float = 0.0,
                  frequency_penalty: float = 0.0, seed: int = 42, stop: str | Sequence[str] | None = None,
                  ignore_eos: bool = False, lora: "LoRA | None" = None, lora_scale: float = 1.0,
-                 n_ctx: int = 0) -> Stream: ...
+                 n_ctx: int = 0, special: bool = True) -> Stream: ...
     # llama-cpp-python's shapes (OpenAI's text_completion / chat.completion objects)
     def create_completion(self, prompt: Prompt, max_tokens: int | None = 16, temperature: float = 0.8,
                           top_p: float = 0.95, min_p: float = 0.05, stop: str | Sequence[str] | None = None,
