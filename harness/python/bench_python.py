@@ -59,7 +59,7 @@ def model_file(shape, typ, **kw):
 
 def cli_decode_tps(path, n, threads):
     # stdout to a file, not a pipe: the command writes and flushes each token, and a pipe's reader
-    # woken per token costs it a few percent (measured: 1.2k tok/s to /dev/null, 3-7% less into a pipe)
+    # woken per token costs it 7.5% (docs/performance.md, "The Python module")
     with tempfile.TemporaryFile() as out:
         r = subprocess.run([CLI, "generate", "-m", path, "-p", PROMPT, "-n", str(n), "--temp", "0", "-t",
                             str(threads), "--no-echo", "--ids"], stdout=out, stderr=subprocess.PIPE, text=True,

@@ -34,6 +34,15 @@ def model_path(name):
     return p
 
 
+def rss_kib():
+    """This process's resident size in KiB (/proc/self/status VmRSS)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def cortex_cli(*args, check=True):
     """Run the `cortex` command; returns (stdout bytes, stderr str)."""
     if not os.path.exists(CORTEX_BIN):

@@ -8,17 +8,10 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from conftest import rss_kib
 
 N = 10000
 ASAN = os.environ.get("CORTEX_ASAN") == "1"  # make python-asan
-
-
-def rss_kib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def run_flat(fn, n=N, warm=200):

@@ -20,7 +20,7 @@ import weakref
 
 import pytest
 
-from conftest import CORTEX_BIN
+from conftest import CORTEX_BIN, rss_kib
 
 PROMPTS = ["Once upon a time", "The little dog", "Lily and Tom went to the park", "One day, a bird", "The sun was"]
 N_LEAK = 10000
@@ -623,14 +623,6 @@ def test_threads_submitting_at_once(cortex, stories, sched):
         t.join(300)
     assert not errors, errors
     assert sched.stats()["finished"] == 4 * 3 * len(PROMPTS)
-
-
-def rss_kib():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def test_references_and_memory_over_10000_requests(cortex, stories):
