@@ -1,6 +1,6 @@
 """Build and install the `cortex` Python module from a checkout, offline.
 
-    python3 -m venv --system-site-packages .venv     # Debian's setuptools and numpy
+    /usr/bin/python3 -m venv --system-site-packages .venv     # Debian's setuptools and numpy
     .venv/bin/pip install --no-build-isolation ./engine/python
 
 The extension (cortex._cortex) is C against the Python C API; it links the
