@@ -356,7 +356,17 @@ def test_result_timeout(cortex, stories, sched):
     assert req.result(timeout=60)["state"] == "finished" and req.done()
 
 
-def test_waiting_sees_ctrl_c(cortex, stories, sched):
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raising KeyboardInterrupt: a process started in the background by a shell (a CI job)
+    inherits SIGINT ignored, and then Python installs no handler and interrupt_main does nothing."""
+    import signal
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_waiting_sees_ctrl_c(cortex, stories, sched, sigint_raises):
     import _thread
     gate = Gate(1)
     req = sched.submit(PROMPTS[0], 5, temperature=0, on_token=gate)
