@@ -278,3 +278,25 @@ def test_stub_matches_module(cortex):
                     assert hasattr(cls, name), "%s.%s" % (node.name, name)
     for name in cortex.__all__:
         assert name in declared, "%s is public but not in the stub" % name
+
+
+def test_ctrl_c_stops_generate(cortex, tmp_path):
+    """A long generate() sees Ctrl-C (KeyboardInterrupt) and the model stays usable."""
+    import _thread
+    import signal
+    import threading
+    import time
+    path = str(tmp_path / "tiny.gguf")
+    cortex.synth("test-tiny", path, "f32", n_ctx=100000)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)  # a CI job may inherit SIGINT ignored
+    try:
+        with cortex.Model(path) as m:
+            want = m.generate("hello", max_tokens=20, temperature=0, ignore_eos=True)
+            threading.Timer(0.2, _thread.interrupt_main).start()
+            t0 = time.monotonic()
+            with pytest.raises(KeyboardInterrupt):
+                m.generate("hello", max_tokens=90000, temperature=0, ignore_eos=True, n_ctx=100000)
+            assert time.monotonic() - t0 < 30
+            assert m.generate("hello", max_tokens=20, temperature=0, ignore_eos=True).tokens == want.tokens
+    finally:
+        signal.signal(signal.SIGINT, old)
