@@ -36,8 +36,6 @@ typedef struct LogitsBuffer {
 
 static void session_free_c(CxSession *self);
 
-static int views_live(CxSession *self);
-
 static int LogitsBuffer_getbuffer(LogitsBuffer *b, Py_buffer *view, int flags) {
     if (flags & PyBUF_WRITABLE) {
         PyErr_SetString(PyExc_BufferError, "the logits are read-only (the engine's buffer): copy them to write");
@@ -75,8 +73,6 @@ static PyTypeObject LogitsBuffer_Type = {
     .tp_doc = "The engine's logits buffer of a Session, exported read-only through the buffer protocol.",
     .tp_as_buffer = &LOGITS_BUFFER,
 };
-
-static int views_live(CxSession *self) { return self->n_views > 0; }
 
 /* ---- the session ------------------------------------------------------------ */
 
@@ -359,7 +355,7 @@ static PyObject *Session_close(CxSession *self, PyObject *unused) {
     }
     self->closed = 1;
     self->has_logits = 0;
-    if (!views_live(self)) session_free_c(self);
+    if (self->n_views == 0) session_free_c(self); /* else the last view's dealloc frees it */
     Py_RETURN_NONE;
 }
 
