@@ -29,9 +29,10 @@ CPPFLAGS += -DCORTEX_TEST_KNOBS
 endif
 PY      ?= /usr/bin/python3
 FUZZ_SECONDS ?= 60
-# cortex-bench speaks HTTP to other servers (run --endpoint): libcurl, jansson.
-HARNESS_PKGS  = libcurl jansson
-HARNESS_CFLAGS := $(filter-out -I/usr/include%,$(shell pkg-config --cflags $(HARNESS_PKGS)))
+# cortex-bench speaks HTTP to other servers (run --endpoint): libcurl, jansson;
+# its results store may be a PostgreSQL server: libpq.
+HARNESS_PKGS  = libcurl jansson libpq
+HARNESS_CFLAGS := $(filter-out -I/usr/include -I/usr/include/x86_64%,$(shell pkg-config --cflags $(HARNESS_PKGS)))
 HARNESS_LIBS  := $(shell pkg-config --libs $(HARNESS_PKGS))
 
 BUILD_TYPE ?= release

@@ -26,6 +26,7 @@
 #include "report_cmd.h"
 #include "run_cmd.h"
 #include "show_cmd.h"
+#include "sync_cmd.h"
 #include "trace_cmd.h"
 #include "hx_err.h"
 
@@ -33,7 +34,8 @@
 enum {
     B_RUN = 1 << 0, B_TRACE = 1 << 1, B_LIST = 1 << 2, B_SHOW = 1 << 3, B_COMPARE = 1 << 4, B_TAG = 1 << 5,
     B_GATE = 1 << 6, B_JUDGE = 1 << 7, B_MICRO = 1 << 8, B_CALIBRATE = 1 << 9, B_TREND = 1 << 10,
-    B_REPORT = 1 << 11, B_DASHBOARD = 1 << 12, B_HW = 1 << 13, B_ALL = (1 << 14) - 1
+    B_REPORT = 1 << 11, B_DASHBOARD = 1 << 12, B_HW = 1 << 13, B_PUSH = 1 << 14, B_PULL = 1 << 15,
+    B_ALL = (1 << 16) - 1
 };
 
 /* ---- values with a parser of their own ---- */
@@ -78,7 +80,8 @@ static int parse_prio(const cx_flag *f, const char *name, const char *v, void *o
 #define RP(f) offsetof(report_opts, f)
 #define D(f) offsetof(dashboard_opts, f)
 #define H(f) offsetof(hw_cmd_opts, f)
-#define DB_HELP "the benchmark database"
+#define SY(f) offsetof(sync_opts, f)
+#define DB_HELP "the benchmark database: a SQLite file or a postgresql:// URL (default: $CORTEX_DB, else reports/cortex.db)"
 /* Each entry's names, placeholder and command bits stay on its first line:
  * tests/cli/harness/bench_help.sh reads them from there. */
 static const cx_flag FLAGS[] = {
@@ -143,11 +146,13 @@ static const cx_flag FLAGS[] = {
     {"--allow-failures", NULL, "SHARE", B_RUN, CX_FLAG_DOUBLE, R(allow_failures), 0, 1, NULL,
      .help = "tolerate this share of failed or truncated requests and still call the run VALID; 0: any failed or"
              " truncated request makes the run INVALID, exit 4"},
+    {"--testbed", NULL, "NAME", B_RUN, CX_FLAG_STR, R(testbed), 0, 0, "$CORTEX_TESTBED, else the CPU, cores and memory",
+     .help = "the machine class this run's baselines are kept for (runners of one kind share it)"},
     {"--pin", NULL, "CPUS", B_RUN, CX_FLAG_STR, R(pin), 0, 0, "no pinning",
      .help = "pin the run to these CPUs, e.g. 0-3,8"},
     {"--respect-eos", NULL, NULL, B_RUN, CX_FLAG_SWITCH, R(respect_eos), 0, 0, NULL,
      .help = "stop a request at end-of-sequence (without it every request generates its full length)"},
-    {"--db", NULL, "FILE", B_RUN, CX_FLAG_STR, R(db), 0, 0, NULL, .help = DB_HELP},
+    {"--db", NULL, "FILE|URL", B_RUN, CX_FLAG_STR, R(db), 0, 0, NULL, .help = DB_HELP},
     {"-o", NULL, "md|csv|json|jsonl|bmf", B_RUN, CX_FLAG_STR, R(fmt), 0, 0, NULL,
      .help = "format of the results table: jsonl is json one object a line, bmf is Bencher Metric Format of VALID"
              " runs' headline metrics"},
@@ -199,7 +204,7 @@ static const cx_flag FLAGS[] = {
     {"-o", NULL, "FILE", B_TRACE, CX_FLAG_STR, T(out), 0, 0, NULL, .help = "the JSONL trace to write (required)"},
 
     /* list, show, compare, tag */
-    {"--db", NULL, "FILE", B_LIST | B_SHOW | B_COMPARE | B_TAG, CX_FLAG_STR, V(db), 0, 0, NULL, .help = DB_HELP},
+    {"--db", NULL, "FILE|URL", B_LIST | B_SHOW | B_COMPARE | B_TAG, CX_FLAG_STR, V(db), 0, 0, NULL, .help = DB_HELP},
     {"--limit", NULL, "N", B_LIST, CX_FLAG_LONG, V(limit), 1, 1000000, NULL, .help = "newest runs to list"},
     {"-o", NULL, "md|csv|json|jsonl|bmf", B_SHOW, CX_FLAG_STR, V(fmt), 0, 0, NULL,
      .help = "output format; with --requests md, csv, json or jsonl"},
@@ -237,7 +242,7 @@ static const cx_flag FLAGS[] = {
      .help = "append the verdict table and the runs judged to FILE"},
     {"-t", NULL, "T", B_GATE, CX_FLAG_STR, G(threads), 0, 0, DEFAULT_THREADS "; with --baseline-bin: 1",
      .help = "one thread count"},
-    {"--db", NULL, "FILE", B_GATE, CX_FLAG_STR, G(db), 0, 0, NULL, .help = DB_HELP},
+    {"--db", NULL, "FILE|URL", B_GATE, CX_FLAG_STR, G(db), 0, 0, NULL, .help = DB_HELP},
 
     /* judge */
     {"--threshold", NULL, "T", B_JUDGE, CX_FLAG_DOUBLE, J(threshold), 0, 10, NULL, .help = "relative change that counts"},
@@ -268,7 +273,7 @@ static const cx_flag FLAGS[] = {
      .help = "one workload instead of the gate's"},
     {"-t", NULL, "T", B_CALIBRATE, CX_FLAG_STR, C(threads), 0, 0, DEFAULT_THREADS, .help = "one thread count"},
     {"--gate-file", NULL, "FILE", B_CALIBRATE, CX_FLAG_STR, C(gate_file), 0, 0, NULL, .help = "the gate configuration"},
-    {"--db", NULL, "FILE", B_CALIBRATE, CX_FLAG_STR, C(db), 0, 0, NULL, .help = DB_HELP},
+    {"--db", NULL, "FILE|URL", B_CALIBRATE, CX_FLAG_STR, C(db), 0, 0, NULL, .help = DB_HELP},
 
     /* trend */
     {"--workload", NULL, "W", B_TREND, CX_FLAG_STR, TR(workload), 0, 0, "every workload",
@@ -277,7 +282,7 @@ static const cx_flag FLAGS[] = {
      .help = "also draw the history with gnuplot into DIR"},
     {"--gate-file", NULL, "FILE", B_TREND, CX_FLAG_STR, TR(gate_file), 0, 0,
      "ci/gates.conf when present; none: 3 sigma alone", .help = "the metric's threshold for the newest-run warning"},
-    {"--db", NULL, "FILE", B_TREND, CX_FLAG_STR, TR(db), 0, 0, NULL, .help = DB_HELP},
+    {"--db", NULL, "FILE|URL", B_TREND, CX_FLAG_STR, TR(db), 0, 0, NULL, .help = DB_HELP},
 
     /* report */
     {"--baseline", NULL, "REF", B_REPORT, CX_FLAG_STR, RP(baseline), 0, 0, "none",
@@ -295,18 +300,32 @@ static const cx_flag FLAGS[] = {
      .help = "--challenge: the challenge machine's cores"},
     {"--challenge-mem", NULL, "GB", B_REPORT, CX_FLAG_DOUBLE, RP(chal.mem_gb), 0.01, 1e6, NULL,
      .help = "--challenge: the challenge machine's memory in GB"},
-    {"--db", NULL, "FILE", B_REPORT, CX_FLAG_STR, RP(db), 0, 0, NULL, .help = DB_HELP},
+    {"--db", NULL, "FILE|URL", B_REPORT, CX_FLAG_STR, RP(db), 0, 0, NULL, .help = DB_HELP},
 
     /* dashboard */
     {"--out", NULL, "DIR", B_DASHBOARD, CX_FLAG_STR, D(out), 0, 0, NULL, .help = "where index.html and its charts go"},
-    {"--db", NULL, "FILE", B_DASHBOARD, CX_FLAG_STR, D(db), 0, 0, NULL, .help = DB_HELP},
+    {"--db", NULL, "FILE|URL", B_DASHBOARD, CX_FLAG_STR, D(db), 0, 0, NULL, .help = DB_HELP},
 
     /* hw */
     {"--size", NULL, "MiB", B_HW, CX_FLAG_LONG, H(size_mib), 1, 1 << 20, NULL, .help = "buffer size of the memory tests"},
     {"--reps", NULL, "N", B_HW, CX_FLAG_INT, H(hw.reps), 1, 1000, NULL, .help = "passes, the best is kept"},
     {"--threads", "-t", "N", B_HW, CX_FLAG_INT, H(hw.threads), 1, 1024, DEFAULT_THREADS,
      .help = "threads of the many-thread column"},
-    {"--db", NULL, "FILE", B_HW, CX_FLAG_STR, H(db), 0, 0, NULL, .help = DB_HELP},
+    {"--db", NULL, "FILE|URL", B_HW, CX_FLAG_STR, H(db), 0, 0, NULL, .help = DB_HELP},
+
+    /* push, pull */
+    {"--db", NULL, "FILE|URL", B_PUSH | B_PULL, CX_FLAG_STR, SY(db), 0, 0, NULL,
+     .help = "the local store, a SQLite file or a postgresql:// URL: push copies from it, pull into it"},
+    {"--workload", NULL, "NAME", B_PUSH | B_PULL, CX_FLAG_STR, SY(workload), 0, 0, "all",
+     .help = "only runs of this workload"},
+    {"--testbed", NULL, "NAME", B_PUSH | B_PULL, CX_FLAG_STR, SY(testbed), 0, 0, "all",
+     .help = "only runs of this testbed (machine class)"},
+    {"--since", NULL, "DATE", B_PUSH | B_PULL, CX_FLAG_STR, SY(since), 0, 0, "all",
+     .help = "only runs started at or after this ISO-8601 date or time (UTC)"},
+    {"--commit", NULL, "SHA", B_PUSH | B_PULL, CX_FLAG_STR, SY(commit), 0, 0, "all",
+     .help = "only runs built from a commit starting with this"},
+    {"--last", NULL, "N", B_PUSH | B_PULL, CX_FLAG_LONG, SY(last), 1, 1000000000, "all",
+     .help = "only the newest N of the selected runs"},
 
     {"--help", "-h", NULL, B_ALL, CX_FLAG_HELP, 0, 0, 0, NULL, .help = "print this help and exit"},
 };
@@ -321,6 +340,7 @@ static const cx_flag FLAGS[] = {
 #undef RP
 #undef D
 #undef H
+#undef SY
 
 const cx_flag *const bench_flags = FLAGS;
 const int n_bench_flags = (int)(sizeof FLAGS / sizeof FLAGS[0]);
@@ -365,5 +385,11 @@ const cli_command bench_commands[] = {
      "the static HTML dashboard of every run", "cortex-bench dashboard --out dashboards/site"},
     {"hw", cmd_hw, B_HW, sizeof(hw_cmd_opts), hw_cmd_opts_init, 0, "",
      "measure this machine's read bandwidth and peak arithmetic (the roofline)", "cortex-bench hw --size 512 --reps 3"},
+    {"push", cmd_push, B_PUSH, sizeof(sync_opts), sync_opts_init, 1, "TARGET",
+     "copy the runs of --db that TARGET lacks into TARGET (a server's URL or a file): idempotent, resumable",
+     "cortex-bench push postgresql://bench@db.example/cortex --db reports/cortex.db"},
+    {"pull", cmd_pull, B_PULL, sizeof(sync_opts), sync_opts_init, 1, "SOURCE",
+     "copy the selected runs of SOURCE that --db lacks into --db, for offline work",
+     "cortex-bench pull postgresql://bench@db.example/cortex --testbed zen5-2c --since 2026-11-01 --db /tmp/z5.db"},
     {NULL, NULL, 0, 0, NULL, 0, NULL, NULL, NULL},
 };

@@ -21,7 +21,7 @@
 void calibrate_opts_init(void *op) {
     calibrate_opts *o = op;
     memset(o, 0, sizeof *o);
-    o->db = CLI_DEFAULT_DB;
+    o->db = cli_default_db();
     o->gate_file = "ci/gates.conf";
     o->pairs = 5;
 }

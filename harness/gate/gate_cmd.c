@@ -358,7 +358,7 @@ void gate_opts_init(void *op) {
     memset(o, 0, sizeof *o);
     o->baseline = "baseline";
     o->gate_file = "ci/gates.conf";
-    o->db = CLI_DEFAULT_DB;
+    o->db = cli_default_db();
     o->det_mode = "auto";
     o->baseline_instructions = NAN;
 }

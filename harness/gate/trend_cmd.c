@@ -122,7 +122,7 @@ static void trend_latest(const sig_latest_check *kc, const double *y, const int6
 void trend_opts_init(void *op) {
     trend_opts *o = op;
     memset(o, 0, sizeof *o);
-    o->db = CLI_DEFAULT_DB;
+    o->db = cli_default_db();
 }
 
 /* Fit steps to a metric's history (commit order) per comparable series and

@@ -337,6 +337,29 @@ int env_collect(env_info *e) {
     return rc;
 }
 
+/* See env.h. */
+void env_testbed(const env_info *e, char *out, size_t n) {
+    char brand[64];
+    size_t k = 0;
+    int dash = 0;
+    for (const char *p = e->cpu_model; *p && k + 1 < sizeof brand; p++) {
+        char c = *p;
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+            if (dash && k) brand[k++] = '-';
+            brand[k++] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+            dash = 0;
+        } else {
+            dash = 1;
+        }
+    }
+    brand[k] = 0;
+    unsigned long long gib = (unsigned long long)((e->mem_bytes + (1ull << 29)) >> 30);
+    if (e->cpu_family >= 0 && e->cpu_model_id >= 0)
+        snprintf(out, n, "%s-f%dm%d-%dc-%llug", k ? brand : "cpu", e->cpu_family, e->cpu_model_id, e->logical_cores, gib);
+    else
+        snprintf(out, n, "%s-%dc-%llug", k ? brand : "cpu", e->logical_cores, gib);
+}
+
 /* SHA-256 over "key=value\n" lines of the comparability fields; memory is
  * rounded to the nearest GiB so small firmware reservations do not matter. */
 void env_fingerprint(const env_info *e, char out_hex[65]) {

@@ -59,6 +59,12 @@ int env_collect(env_info *e);
 
 /* SHA-256 (64 hex digits + NUL) of the comparability fields of e. */
 void env_fingerprint(const env_info *e, char out_hex[65]);
+/* The machine class a run's baselines are kept for when none is named
+ * (--testbed, CORTEX_TESTBED): the CPU's brand, family and model, its
+ * logical cores and memory in GiB, as one lowercase word
+ * ("amd-epyc-f26m2-2c-24g"). Two runners of one kind share it; a kernel or
+ * compiler update does not change it (those are compared separately). */
+void env_testbed(const env_info *e, char *out, size_t n);
 
 /* CPUID leaf 1 EAX (the processor signature) decoded as the kernel and the
  * vendors' manuals display it: stepping bits 3:0; family bits 11:8, plus the

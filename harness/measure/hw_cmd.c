@@ -55,7 +55,7 @@ void hw_cmd_opts_init(void *op) {
     hw_cmd_opts *o = op;
     hw_opts_init(&o->hw);
     o->size_mib = (long)(o->hw.bytes >> 20);
-    o->db = CLI_DEFAULT_DB;
+    o->db = cli_default_db();
 }
 
 int cmd_hw(void *opts, const cli_args *a) {

@@ -13,7 +13,7 @@
 /* See report_cmd.h. */
 void dashboard_opts_init(void *op) {
     dashboard_opts *o = op;
-    o->db = CLI_DEFAULT_DB;
+    o->db = cli_default_db();
     o->out = DASHBOARD_DEFAULT_DIR;
 }
 

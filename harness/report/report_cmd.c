@@ -77,7 +77,7 @@ static int challenge_report(store *s, const char *ref, chal_opts o, const char *
 void report_opts_init(void *op) {
     report_opts *o = op;
     memset(o, 0, sizeof *o);
-    o->db = CLI_DEFAULT_DB;
+    o->db = cli_default_db();
     o->chal.gbs = CHAL_DEFAULT_GBS;
     o->chal.cores = CHAL_DEFAULT_CORES;
     o->chal.mem_gb = CHAL_DEFAULT_MEM_GB;

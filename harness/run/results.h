@@ -89,6 +89,7 @@ typedef struct run_meta {
     int test_prompt, test_gen, test_depth; /* synthetic tests: pp/tg/pg sizes and KV depth */
     int ignore_eos;         /* 1: generation ran to max_tokens whatever the model said */
     char pinned[64];
+    char testbed[96];       /* the machine class baselines are kept for (--testbed; else env_testbed) */
     char git_commit[48];
     int git_dirty;
     char build_type[16];

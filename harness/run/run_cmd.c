@@ -94,6 +94,12 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
                       m->rate, m->slo);
     if (m->endpoint[0] && strcmp(m->server_cache, "on") && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|server_cache=%s", m->server_cache);
+    /* A testbed named by the user (--testbed, CORTEX_TESTBED) is a configuration of its own; the default
+     * one is made of fields the key has already (only when named: older keys stay). */
+    char derived[sizeof m->testbed];
+    env_testbed(e, derived, sizeof derived);
+    if (m->testbed[0] && strcmp(m->testbed, derived) && k > 0 && (size_t)k < sizeof buf)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "|testbed=%s", m->testbed);
     /* The silicon beyond its brand string, and the machine as this run had it (schema v12): the CPUs the
      * process could use (taskset, cpusets), the cgroup's CPU quota, transparent huge pages. */
     if (k > 0 && (size_t)k < sizeof buf)
@@ -279,7 +285,7 @@ void run_opts_init(void *op) {
     run_opts *o = op;
     memset(o, 0, sizeof *o);
     o->workload = "standard";
-    o->db = CLI_DEFAULT_DB;
+    o->db = cli_default_db();
     o->fmt = "md";
     o->reps = 3;
     o->warmup = 1;
@@ -492,6 +498,9 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     meta.test_gen = ng;
     meta.test_depth = (int)o.depth;
     snprintf(meta.pinned, sizeof meta.pinned, "%s", o.pin ? o.pin : "");
+    const char *tb = o.testbed && *o.testbed ? o.testbed : getenv("CORTEX_TESTBED");
+    if (tb && *tb) snprintf(meta.testbed, sizeof meta.testbed, "%s", tb);
+    else env_testbed(&env, meta.testbed, sizeof meta.testbed);
     snprintf(meta.git_commit, sizeof meta.git_commit, "%s", CORTEX_GIT_COMMIT);
     meta.git_dirty = CORTEX_GIT_DIRTY;
     snprintf(meta.build_type, sizeof meta.build_type, "%s", CORTEX_BUILD_TYPE);

@@ -16,6 +16,7 @@
 
 typedef struct run_opts {
     const char *model, *tokenizer, *workload, *db, *fmt, *pin, *threads;
+    const char *testbed; /* --testbed (else $CORTEX_TESTBED, else env_testbed) */
     const char *step_summary; /* --step-summary FILE (summary.h); NULL: $GITHUB_STEP_SUMMARY when set */
     long reps, warmup, depth, concurrency, ctx;
     int mode, respect_eos, no_progress;

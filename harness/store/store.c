@@ -4,12 +4,13 @@
 #include "store.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "db.h"
 
 #include "prom.h"
 #include "validity.h"
@@ -18,9 +19,10 @@
 #include "hx_err.h"
 
 struct store {
-    sqlite3 *db;
-    char path[1024];
+    db *db;
 };
+
+static int run_sql(store *s, const char *sql, const char *fmt, ...);
 
 /* Schema history. Each step moves the database from version i to i+1 and runs
  * in the same transaction as the user_version bump. Append, never edit. */
@@ -179,64 +181,103 @@ static const char *const MIGRATIONS[] = {
     "UPDATE runs SET validity_reasons = (SELECT count(*) FROM requests q WHERE q.run_id = runs.id AND q.error IS NOT NULL)"
     "  || ' of ' || (SELECT count(*) FROM requests q WHERE q.run_id = runs.id) || ' requests failed (judged when the"
     " database moved to schema v12)' WHERE validity = 'invalid';",
+    /* 12 -> 13: many machines, one history (docs/harness.md, "One schema,
+     * two engines"). Per run: a UUID that names it in every store (push and
+     * pull copy it, so a run never lands twice), its testbed (the machine
+     * class its baselines are kept for: --testbed, else the CPU and core
+     * count), and the engine's thread placement and NUMA policy. Summary
+     * and counter rows get their write order (seq), which SQLite kept in
+     * rowid and PostgreSQL has no column for. Filled for older rows by
+     * backfill_v13. */
+    "ALTER TABLE runs ADD COLUMN uuid TEXT;"
+    "ALTER TABLE runs ADD COLUMN testbed TEXT;"
+    "ALTER TABLE runs ADD COLUMN numa TEXT;"
+    "CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);"
+    "CREATE INDEX runs_by_testbed ON runs(testbed, workload);"
+    "ALTER TABLE summary ADD COLUMN seq INTEGER;"
+    "ALTER TABLE counters ADD COLUMN seq INTEGER;"
+    "ALTER TABLE hw ADD COLUMN uuid TEXT;"
+    "CREATE UNIQUE INDEX hw_by_uuid ON hw(uuid);",
 };
 
-/* Format an error as "DB: what: sqlite message". */
-static int db_fail(store *s, const char *what, char *err, size_t errlen) {
-    return hx_fail(err, errlen, "%s: %s: %s", s->path, what, s->db ? sqlite3_errmsg(s->db) : "cannot open");
+/* Format an error as "DB: what: engine's message". */
+static int store_fail(store *s, const char *what, char *err, size_t errlen) {
+    return hx_fail(err, errlen, "%s: %s: %s", db_name(s->db), what, db_errmsg(s->db));
 }
 
 static int exec(store *s, const char *sql, const char *what, char *err, size_t errlen) {
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        hx_fail(err, errlen, "%s: %s: %s", s->path, what, msg ? msg : sqlite3_errmsg(s->db));
-        sqlite3_free(msg);
-        return -1;
+    return db_exec(s->db, sql) ? store_fail(s, what, err, errlen) : 0;
+}
+
+int store_version(store *s) { return db_schema_version(s->db); }
+
+/* 12 -> 13's data: a UUID for every run stored before, and the order rows
+ * were written in (SQLite's rowid; on PostgreSQL the physical order of a
+ * table never updated, which is the order of its inserts). */
+static int backfill_v13(store *s) {
+    static const char *const TABLES[][2] = {{"SELECT id FROM runs WHERE uuid IS NULL", "UPDATE runs SET uuid = ? WHERE id = ?"},
+                                            {"SELECT id FROM hw WHERE uuid IS NULL", "UPDATE hw SET uuid = ? WHERE id = ?"}};
+    for (int t = 0; t < 2; t++) {
+        db_stmt *st = db_prepare(s->db, TABLES[t][0]);
+        int rc = st ? 0 : -1;
+        int64_t *ids = NULL;
+        int n = 0, cap = 0;
+        while (!rc && db_step(st) == DB_ROW) {
+            if (row_grow((void **)&ids, n, &cap, sizeof *ids)) rc = -1;
+            else ids[n++] = db_column_int(st, 0);
+        }
+        db_finalize(st);
+        for (int i = 0; i < n && !rc; i++) {
+            char u[37];
+            rc = store_new_uuid(u) ? -1 : run_sql(s, TABLES[t][1], "ti", u, ids[i]);
+        }
+        free(ids);
+        if (rc) return -1;
     }
-    return 0;
+    if (db_kind_of(s->db) == DB_SQLITE)
+        return db_exec(s->db, "UPDATE summary SET seq = rowid; UPDATE counters SET seq = rowid;");
+    return db_exec(s->db, "UPDATE summary t SET seq = x.n FROM (SELECT ctid AS c, row_number() OVER (ORDER BY ctid) AS n"
+                          " FROM summary) x WHERE t.ctid = x.c;"
+                          " UPDATE counters t SET seq = x.n FROM (SELECT ctid AS c, row_number() OVER (ORDER BY ctid) AS n"
+                          " FROM counters) x WHERE t.ctid = x.c;");
 }
 
-int store_version(store *s) {
-    sqlite3_stmt *st;
-    int v = -1;
-    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = (int)row_int(st, "user_version");
-    sqlite3_finalize(st);
-    return v;
-}
+/* What a migration step may do after its SQL (a data change SQL cannot say once for both engines). */
+static int (*const BACKFILL[])(store *) = {[12] = backfill_v13};
 
-/* Apply migrations up to `target`, each in its own immediate transaction so two
- * processes opening a fresh database cannot both migrate it. */
+/* Apply migrations up to `target`, each in its own write transaction, which
+ * holds the schema lock so two processes opening a fresh database cannot
+ * both migrate it. */
 static int migrate(store *s, int target, char *err, size_t errlen) {
     int max = (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]);
     for (;;) {
-        if (exec(s, "BEGIN IMMEDIATE", "begin migration", err, errlen)) return -1;
-        int v = store_version(s);
-        if (v < 0 || v > max) {
-            exec(s, "ROLLBACK", "rollback", err, errlen);
-            return hx_fail(err, errlen,
-                           "%s: schema version %d is newer than this cortex-bench understands (%d)", s->path, v, max);
-        }
-        if (v >= target) return exec(s, "COMMIT", "commit", err, errlen);
-        char bump[64];
-        snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v + 1);
-        if (exec(s, MIGRATIONS[v], "migrate schema", err, errlen) || exec(s, bump, "set schema version", err, errlen) ||
-            exec(s, "COMMIT", "commit migration", err, errlen)) {
-            sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        if (db_begin(s->db) || db_lock_schema(s->db)) {
+            store_fail(s, "begin migration", err, errlen);
+            db_rollback(s->db);
             return -1;
         }
-    }
-}
-
-/* Switch to WAL. Two processes creating the same database race for this
- * pragma, and SQLite reports SQLITE_BUSY for it without consulting the busy
- * handler, so retry for up to the busy timeout. */
-static int enable_wal(store *s, char *err, size_t errlen) {
-    for (int attempt = 0;; attempt++) {
-        int rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
-        if (rc == SQLITE_OK) return 0;
-        if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || attempt >= 3000) return db_fail(s, "enable WAL", err, errlen);
-        usleep(10000);
+        int v = store_version(s);
+        if (v < 0 || v > max) {
+            if (v < 0) store_fail(s, "read the schema version", err, errlen);
+            else hx_fail(err, errlen, "%s: schema version %d is newer than this cortex-bench understands (%d)",
+                         db_name(s->db), v, max);
+            db_rollback(s->db);
+            return -1;
+        }
+        if (v >= target) return exec(s, "COMMIT", "commit", err, errlen);
+        const char *what = db_exec_ddl(s->db, MIGRATIONS[v]) ? "migrate schema"
+                           : v < (int)(sizeof BACKFILL / sizeof BACKFILL[0]) && BACKFILL[v] && BACKFILL[v](s)
+                               ? "fill the new columns"
+                           : db_set_schema_version(s->db, v + 1) ? "set schema version"
+                           : db_commit(s->db)                    ? "commit migration"
+                                                                 : NULL;
+        if (what) {
+            char why[160];
+            snprintf(why, sizeof why, "%s to v%d", what, v + 1);
+            store_fail(s, why, err, errlen);
+            db_rollback(s->db);
+            return -1;
+        }
     }
 }
 
@@ -244,16 +285,7 @@ int store_open_version(const char *path, int version, store **out, char *err, si
     *out = NULL;
     store *s = calloc(1, sizeof *s);
     if (!s) return hx_fail(err, errlen, "out of memory");
-    snprintf(s->path, sizeof s->path, "%s", path);
-    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        hx_fail(err, errlen, "%s: cannot open database: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
-        store_close(s);
-        return -1;
-    }
-    sqlite3_busy_timeout(s->db, 30000); /* concurrent runs wait for each other's short transactions */
-    if (enable_wal(s, err, errlen) ||
-        exec(s, "PRAGMA foreign_keys = ON", "enable foreign keys", err, errlen) ||
-        exec(s, "PRAGMA synchronous = NORMAL", "set synchronous", err, errlen) || migrate(s, version, err, errlen)) {
+    if (db_open(path, &s->db, err, errlen) || migrate(s, version, err, errlen)) {
         store_close(s);
         return -1;
     }
@@ -265,48 +297,56 @@ int store_open(const char *path, store **out, char *err, size_t errlen) {
     return store_open_version(path, STORE_SCHEMA_VERSION, out, err, errlen);
 }
 
+int store_is_url(const char *target) { return db_is_url(target); }
+
 void store_close(store *s) {
     if (!s) return;
-    sqlite3_close(s->db);
+    db_close(s->db);
     free(s);
 }
 
-sqlite3 *store_db(store *s) { return s->db; }
+db *store_db(store *s) { return s->db; }
+const char *store_name(store *s) { return db_name(s->db); }
 
-/* ISO-8601 UTC timestamp with milliseconds. */
-static void now_iso(char *out, size_t n) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    size_t k = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + k, n - k, ".%03ldZ", ts.tv_nsec / 1000000);
-}
 
-/* Prepare, bind positional values from a format ("t" text, "i" int64, "d"
- * double, "n" null), step once; returns 0 on SQLITE_DONE/ROW. */
-static int run_sql(store *s, const char *sql, const char *fmt, ...) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
-    va_list ap;
-    va_start(ap, fmt);
+/* Prepare, bind positional values from a format ("t" text, NULL for
+ * NULL; "i" int64; "d" double, NAN for NULL), step once; 0 on success.
+ * With `id`, the first column of the first row (INSERT ... RETURNING id)
+ * into *id. */
+static int vrun_sql(store *s, int64_t *id, const char *sql, const char *fmt, va_list ap) {
+    db_stmt *st = db_prepare(s->db, sql);
+    if (!st) return -1;
     for (int i = 0; fmt[i]; i++) {
         switch (fmt[i]) {
-        case 't': sqlite3_bind_text(st, i + 1, va_arg(ap, const char *), -1, SQLITE_TRANSIENT); break;
-        case 'i': sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t)); break;
-        case 'd': {
-            double d = va_arg(ap, double);
-            if (isnan(d)) sqlite3_bind_null(st, i + 1);
-            else sqlite3_bind_double(st, i + 1, d);
-            break;
-        }
-        default: sqlite3_bind_null(st, i + 1); break;
+        case 't': db_bind_text(st, i + 1, va_arg(ap, const char *)); break;
+        case 'i': db_bind_int(st, i + 1, va_arg(ap, int64_t)); break;
+        case 'd': db_bind_double(st, i + 1, va_arg(ap, double)); break;
+        default: db_bind_null(st, i + 1); break;
         }
     }
+    int rc = db_step(st);
+    if (id) *id = rc == DB_ROW ? db_column_int(st, 0) : -1;
+    db_finalize(st);
+    return rc == DB_DONE || rc == DB_ROW ? 0 : -1;
+}
+
+static int run_sql(store *s, const char *sql, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vrun_sql(s, NULL, sql, fmt, ap);
     va_end(ap);
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
+    return rc;
+}
+
+/* The same, for a query of one integer (an INSERT ... RETURNING id, a
+ * SELECT id): its first row's first column, or -1 when there is none. */
+static int64_t sql_int(store *s, const char *sql, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int64_t id = -1;
+    int rc = vrun_sql(s, &id, sql, fmt, ap);
+    va_end(ap);
+    return rc ? -1 : id;
 }
 
 int64_t store_env_id(store *s, const env_info *e) {
@@ -314,10 +354,10 @@ int64_t store_env_id(store *s, const env_info *e) {
     env_fingerprint(e, fp);
     /* the CPU's identity (schema v12): NULL where unknown (no number or word stands for "we could not
      * tell"; an environment recorded before v12 reads the same, and store_comparable says "unknown") */
-    if (run_sql(s, "INSERT OR IGNORE INTO environments (fingerprint, cpu_model, isa_flags, logical_cores, physical_cores,"
+    if (run_sql(s, "INSERT INTO environments (fingerprint, cpu_model, isa_flags, logical_cores, physical_cores,"
                    " mem_bytes, kernel, compiler, governor, hypervisor, numa_nodes, hostname, cpu_vendor, cpu_family,"
                    " cpu_model_id, cpu_stepping, microcode)"
-                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", "tttiiitttiit" "tdddt", fp, e->cpu_model, e->isa_flags,
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING", "tttiiitttiit" "tdddt", fp, e->cpu_model, e->isa_flags,
                 (int64_t)e->logical_cores, (int64_t)e->physical_cores, (int64_t)e->mem_bytes, e->kernel, e->compiler,
                 e->governor, (int64_t)e->hypervisor, (int64_t)e->numa_nodes, e->hostname,
                 strcmp(e->cpu_vendor, "unknown") ? e->cpu_vendor : NULL,
@@ -325,31 +365,26 @@ int64_t store_env_id(store *s, const env_info *e) {
                 e->cpu_stepping >= 0 ? (double)e->cpu_stepping : NAN,
                 strcmp(e->microcode, "unknown") ? e->microcode : NULL))
         return -1;
-    sqlite3_stmt *st;
-    int64_t id = -1;
-    if (sqlite3_prepare_v2(s->db, "SELECT id FROM environments WHERE fingerprint = ?", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, fp, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(st) == SQLITE_ROW) id = row_int(st, "id");
-    }
-    sqlite3_finalize(st);
-    return id;
+    return sql_int(s, "SELECT id FROM environments WHERE fingerprint = ?", "t", fp);
 }
 
 int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run_id, char *err, size_t errlen) {
     char now[40];
-    now_iso(now, sizeof now);
-    if (exec(s, "BEGIN IMMEDIATE", "begin run", err, errlen)) return -1;
+    store_now(now, sizeof now);
+    char uuid[37];
+    if (store_new_uuid(uuid)) return hx_fail(err, errlen, "%s: record run: no random bytes for its UUID", db_name(s->db));
+    if (exec(s, "BEGIN", "begin run", err, errlen)) return -1;
     int64_t env = store_env_id(s, e);
-    if (env < 0 ||
-        run_sql(s, "INSERT INTO runs (started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
+    *run_id = env < 0 ? -1 :
+        sql_int(s, "INSERT INTO runs (uuid, testbed, started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
                    " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config, workload_meta,"
                    " sched_config, rate, slo, sweep, endpoint, server, server_info, chat_format, allow_failures,"
                    " affinity, cpus_allowed, cgroup_cpus, thp, load_before, server_build, server_cache)"
-                   " VALUES (?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                   "?,?,?,?,?,?,?,?)",
-                "titittttttittttiiiiiitittiiititdtttdtdtttt" "dtddtttt", now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                   " VALUES (?,?,?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                   "?,?,?,?,?,?,?,?) RETURNING id",
+                "tt" "titittttttittttiiiiiitittiiititdtttdtdtttt" "dtddtttt", uuid, m->testbed[0] ? m->testbed : NULL, now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,
@@ -364,12 +399,12 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                 m->affinity[0] ? m->affinity : NULL, m->cpus_allowed > 0 ? (double)m->cpus_allowed : NAN,
                 m->cgroup_cpus > 0 ? m->cgroup_cpus : NAN, m->thp[0] ? m->thp : NULL,
                 m->load_before[0] ? m->load_before : NULL, m->server_build[0] ? m->server_build : NULL,
-                m->server_cache[0] ? m->server_cache : NULL)) {
-        db_fail(s, "record run", err, errlen);
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+                m->server_cache[0] ? m->server_cache : NULL);
+    if (*run_id < 0) {
+        store_fail(s, "record run", err, errlen);
+        db_rollback(s->db);
         return -1;
     }
-    *run_id = sqlite3_last_insert_rowid(s->db);
     return exec(s, "COMMIT", "commit run", err, errlen);
 }
 
@@ -398,8 +433,9 @@ static int write_summary(store *s, int64_t id, const rep_result *reps, int n_rep
         if (!m) continue;
         stats_summary su;
         stats_summarize(v, m, &su);
-        if (run_sql(s, "INSERT INTO summary VALUES (?,?,?,?,?,?,?,?)", "itiddddd", id, name, (int64_t)m, su.median,
-                    su.min, su.max, su.mean, m > 1 ? su.stddev : 0.0)) {
+        if (run_sql(s, "INSERT INTO summary (run_id, name, n, median, min, max, mean, stddev, seq)"
+                       " VALUES (?,?,?,?,?,?,?,?,?)", "itidddddi", id, name, (int64_t)m, su.median, su.min, su.max,
+                    su.mean, m > 1 ? su.stddev : 0.0, (int64_t)k)) {
             free(v);
             return -1;
         }
@@ -417,7 +453,8 @@ static int write_canaries(store *s, int64_t id, const rep_result *reps, int n_re
         int stable = 1;
         for (int r = 1; r < n_reps; r++)
             if (i < reps[r].n_req && strcmp(reps[r].req[i].token_hash, q->token_hash)) stable = 0;
-        if (run_sql(s, "INSERT OR IGNORE INTO canaries VALUES (?,?,?,?,?)", "ittii", id, q->item, q->token_hash,
+        if (run_sql(s, "INSERT INTO canaries (run_id, item, token_hash, gen_tokens, stable) VALUES (?,?,?,?,?)"
+                       " ON CONFLICT DO NOTHING", "ittii", id, q->item, q->token_hash,
                     (int64_t)q->gen_tokens, (int64_t)stable))
             return -1;
     }
@@ -461,7 +498,8 @@ static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int
         stats_sort(e2e, nt);
         stats_sort(itl, ni);
         double nanv = NAN;
-        rc = run_sql(s, "INSERT INTO adapter_stats VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", "iiidddddddid", id, (int64_t)a,
+        rc = run_sql(s, "INSERT INTO adapter_stats (run_id, adapter, requests, ttft_p50, ttft_p90, ttft_p99, itl_p50,"
+                        " itl_p90, itl_p99, e2e_p50, gen_tokens, output_tps) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", "iiidddddddid", id, (int64_t)a,
                      (int64_t)nt, stats_percentile(ttft, nt, 50), stats_percentile(ttft, nt, 90),
                      stats_percentile(ttft, nt, 99), ni ? stats_percentile(itl, ni, 50) : nanv,
                      ni ? stats_percentile(itl, ni, 90) : nanv, ni ? stats_percentile(itl, ni, 99) : nanv,
@@ -475,13 +513,14 @@ static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int
 
 int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, const run_verdict *v,
                      const char *load_after, char *err, size_t errlen) {
-    if (exec(s, "BEGIN IMMEDIATE", "begin results", err, errlen)) return -1;
+    if (exec(s, "BEGIN", "begin results", err, errlen)) return -1;
     const char *what = "write metrics";
     int rc = 0;
+    int64_t seq = 0; /* the counters' write order */
     for (int r = 0; r < n_reps && !rc; r++) {
         const rep_result *rp = &reps[r];
         for (int k = 0; k < rp->n_m && !rc; k++)
-            rc = run_sql(s, "INSERT INTO rep_metrics VALUES (?,?,?,?)", "iitd", id, (int64_t)r, rp->m[k].name,
+            rc = run_sql(s, "INSERT INTO rep_metrics (run_id, rep, name, value) VALUES (?,?,?,?)", "iitd", id, (int64_t)r, rp->m[k].name,
                          rp->m[k].value);
         what = "write requests";
         for (int i = 0; i < rp->n_req && !rc; i++) {
@@ -503,13 +542,14 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
         }
         what = "write server metrics";
         for (int k = 0; k < rp->n_srv && !rc; k++)
-            rc = run_sql(s, "INSERT INTO server_metrics VALUES (?,?,?,?,?,?)", "iitddd", id, (int64_t)r, rp->srv[k].name,
+            rc = run_sql(s, "INSERT INTO server_metrics (run_id, rep, series, before, after, delta) VALUES (?,?,?,?,?,?)", "iitddd", id, (int64_t)r, rp->srv[k].name,
                          rp->srv[k].before, rp->srv[k].after, rp->srv[k].delta);
         what = "write counters";
         for (int c = 0; c < rp->n_ctr && !rc; c++) {
             const counter_row *k = &rp->ctr[c];
-            rc = run_sql(s, "INSERT INTO counters VALUES (?,?,?,?,?,?,?,?)", "iittdttt", id, (int64_t)r, k->phase,
-                         k->name, k->ok ? k->value : NAN, k->unit, k->ok ? "ok" : "missing", k->ok ? NULL : k->reason);
+            rc = run_sql(s, "INSERT INTO counters (run_id, rep, phase, name, value, unit, status, reason, seq)"
+                            " VALUES (?,?,?,?,?,?,?,?,?)", "iittdttti", id, (int64_t)r, k->phase, k->name,
+                         k->ok ? k->value : NAN, k->unit, k->ok ? "ok" : "missing", k->ok ? NULL : k->reason, seq++);
         }
     }
     if (!rc) { /* over HTTP: the builds the answers named (system_fingerprint) replace what the probe said */
@@ -532,15 +572,15 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
         if (!rc) what = "write adapter statistics", rc = write_adapter_stats(s, id, reps, n_reps);
     }
     char now[40];
-    now_iso(now, sizeof now);
+    store_now(now, sizeof now);
     if (!rc)
         what = "complete run",
         rc = run_sql(s, "UPDATE runs SET status = 'complete', finished_at = ?, validity = ?, validity_reasons = ?,"
                         " load_after = ? WHERE id = ?", "tttti", now, v->valid ? "valid" : "invalid",
                      v->valid ? (v->note[0] ? v->note : NULL) : v->reasons, load_after && *load_after ? load_after : NULL, id);
     if (rc) {
-        db_fail(s, what, err, errlen);
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        store_fail(s, what, err, errlen);
+        db_rollback(s->db);
         return -1;
     }
     return exec(s, "COMMIT", "commit results", err, errlen);
@@ -548,29 +588,28 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
 
 int store_fail_run(store *s, int64_t id, const char *reason) {
     char now[40];
-    now_iso(now, sizeof now);
+    store_now(now, sizeof now);
     return run_sql(s, "UPDATE runs SET status = 'failed', error = ?, finished_at = ? WHERE id = ?", "tti", reason, now, id);
 }
 
 int store_cached_hash(store *s, const char *path, int64_t size, int64_t mtime, char out[65]) {
-    sqlite3_stmt *st;
+    db_stmt *st = db_prepare(s->db, "SELECT sha256 FROM model_hashes WHERE path = ? AND size = ? AND mtime_ns = ?");
     int found = 0;
-    if (sqlite3_prepare_v2(s->db, "SELECT sha256 FROM model_hashes WHERE path = ? AND size = ? AND mtime_ns = ?", -1, &st,
-                           NULL) != SQLITE_OK)
-        return 0;
-    sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, size);
-    sqlite3_bind_int64(st, 3, mtime);
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (!st) return 0;
+    db_bind_text(st, 1, path);
+    db_bind_int(st, 2, size);
+    db_bind_int(st, 3, mtime);
+    if (db_step(st) == DB_ROW) {
         snprintf(out, 65, "%s", row_text(st, "sha256"));
         found = 1;
     }
-    sqlite3_finalize(st);
+    db_finalize(st);
     return found;
 }
 
 void store_cache_hash(store *s, const char *path, int64_t size, int64_t mtime, const char *hex) {
-    run_sql(s, "INSERT OR REPLACE INTO model_hashes VALUES (?,?,?,?)", "tiit", path, size, mtime, hex);
+    run_sql(s, "INSERT INTO model_hashes (path, size, mtime_ns, sha256) VALUES (?,?,?,?)"
+               " ON CONFLICT (path, size, mtime_ns) DO UPDATE SET sha256 = excluded.sha256", "tiit", path, size, mtime, hex);
 }
 
 /* See store.h. */
@@ -578,21 +617,21 @@ int store_run_set_sweep(store *s, int64_t id, int64_t sweep) {
     return run_sql(s, "UPDATE runs SET sweep = ? WHERE id = ?", "ii", sweep, id);
 }
 
-/* See store.h. INSERT OR REPLACE: a tag names one run, the newest given. */
+/* See store.h. A tag given again to the same run is dated anew. */
 int store_tag_run(store *s, int64_t id, const char *name) {
-    sqlite3_stmt *st;
-    int rc = -1;
     char now[32];
     time_t t = time(NULL);
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-    if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO tags (name, run_id, created_at) SELECT ?, id, ? FROM runs"
-                                        " WHERE id = ? AND " STORE_MEASUREMENT("runs"), -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 3, id);
-        if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(s->db) == 1) rc = 0;
-        sqlite3_finalize(st);
-    }
+    db_stmt *st = db_prepare(s->db, "INSERT INTO tags (name, run_id, created_at) SELECT ?1, id, ?2 FROM runs"
+                                    " WHERE id = ?3 AND " STORE_MEASUREMENT("runs")
+                                    " ON CONFLICT (name, run_id) DO UPDATE SET created_at = excluded.created_at");
+    int rc = -1;
+    if (!st) return -1;
+    db_bind_text(st, 1, name);
+    db_bind_text(st, 2, now);
+    db_bind_int(st, 3, id);
+    if (db_step(st) == DB_DONE && db_changes(st) == 1) rc = 0;
+    db_finalize(st);
     return rc;
 }
 
@@ -600,23 +639,24 @@ int store_tag_run(store *s, int64_t id, const char *name) {
  * configuration (compare_key) and workload, then names `id`. */
 int store_move_tag(store *s, int64_t id, const char *name, int64_t *previous) {
     char err[256];
-    sqlite3_stmt *st;
     *previous = 0;
-    if (exec(s, "BEGIN IMMEDIATE", "begin tag", err, sizeof err)) return -1;
-    if (sqlite3_prepare_v2(s->db, "SELECT max(t.run_id) AS prev FROM tags t JOIN runs r ON r.id = t.run_id"
-                                  " JOIN runs me ON me.id = ?2 WHERE t.name = ?1 AND t.run_id != ?2"
-                                  " AND r.compare_key IS me.compare_key AND r.workload = me.workload", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 2, id);
-        if (sqlite3_step(st) == SQLITE_ROW) *previous = row_int(st, "prev");
+    if (exec(s, "BEGIN", "begin tag", err, sizeof err)) return -1;
+    db_stmt *st = db_prepare(s->db, "SELECT max(t.run_id) AS prev FROM tags t JOIN runs r ON r.id = t.run_id"
+                                    " JOIN runs me ON me.id = ?2 WHERE t.name = ?1 AND t.run_id != ?2"
+                                    " AND r.compare_key IS NOT DISTINCT FROM me.compare_key AND r.workload = me.workload");
+    if (st) {
+        db_bind_text(st, 1, name);
+        db_bind_int(st, 2, id);
+        if (db_step(st) == DB_ROW) *previous = row_int(st, "prev");
     }
-    sqlite3_finalize(st);
+    db_finalize(st);
     int rc = run_sql(s, "DELETE FROM tags WHERE name = ?1 AND run_id != ?2 AND run_id IN (SELECT r.id FROM runs r"
-                        " JOIN runs me ON me.id = ?2 WHERE r.compare_key IS me.compare_key AND r.workload = me.workload)",
+                        " JOIN runs me ON me.id = ?2 WHERE r.compare_key IS NOT DISTINCT FROM me.compare_key"
+                        " AND r.workload = me.workload)",
                      "ti", name, id);
     if (!rc) rc = store_tag_run(s, id, name);
     if (rc) {
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        db_rollback(s->db);
         return -1;
     }
     return exec(s, "COMMIT", "commit tag", err, sizeof err);
@@ -624,16 +664,16 @@ int store_move_tag(store *s, int64_t id, const char *name, int64_t *previous) {
 
 /* See store.h. */
 char *store_run_workload_meta(store *s, int64_t id) {
-    sqlite3_stmt *st;
+    db_stmt *st = db_prepare(s->db, "SELECT workload_meta FROM runs WHERE id = ?");
     char *meta = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT workload_meta FROM runs WHERE id = ?", -1, &st, NULL) != SQLITE_OK) return NULL;
-    sqlite3_bind_int64(st, 1, id);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-        const char *t = (const char *)sqlite3_column_text(st, 0);
-        size_t n = t ? strlen(t) : 0;
-        meta = t ? malloc(n + 1) : NULL;
+    if (!st) return NULL;
+    db_bind_int(st, 1, id);
+    if (db_step(st) == DB_ROW && !db_column_null(st, 0)) {
+        const char *t = db_column_text(st, 0);
+        size_t n = strlen(t);
+        meta = malloc(n + 1);
         if (meta) memcpy(meta, t, n + 1);
     }
-    sqlite3_finalize(st);
+    db_finalize(st);
     return meta;
 }

@@ -1,8 +1,11 @@
 /*
- * store.h - the benchmark database (SQLite).
+ * store.h - the benchmark database: a SQLite file, or a PostgreSQL server
+ * shared by many machines (a postgresql:// URL; db.h carries one SQL over
+ * both engines).
  *
- * WAL journal, foreign keys on, a versioned schema migrated forward on open
- * (PRAGMA user_version). A run is written in two steps: store_begin_run
+ * A versioned schema migrated forward on open (SQLite: WAL journal, foreign
+ * keys on). Every run carries a UUID, so copies between stores (store_sync.h:
+ * push, pull) never land a run twice. A run is written in two steps: store_begin_run
  * commits the run row as 'incomplete' (so a killed run is visible as such),
  * store_finish_run writes every result and flips it to 'complete' in one
  * transaction (so a run's results land whole or not at all). Schema:
@@ -20,7 +23,7 @@
 #include "results.h"
 #include "validity.h"
 
-#define STORE_SCHEMA_VERSION 12
+#define STORE_SCHEMA_VERSION 13
 
 typedef struct store store;
 
@@ -29,17 +32,21 @@ typedef struct store store;
  * thread-count siblings and commit references take only these. */
 #define STORE_MEASUREMENT(alias) "(" alias ".status = 'complete' AND " alias ".validity = 'valid')"
 
-/* Open (creating and migrating as needed). The parent directory must exist,
- * except the default reports/ which callers create. */
+/* Open (creating and migrating as needed) `target`: a file path, or a
+ * postgresql:// URL. A file's parent directory must exist, except the
+ * default reports/ which callers create. */
 int store_open(const char *path, store **out, char *err, size_t errlen);
+/* Is `target` a server's URL (postgresql://, postgres://) rather than a file? */
+int store_is_url(const char *target);
 /* Tests only: open and migrate no further than `version`. */
 int store_open_version(const char *path, int version, store **out, char *err, size_t errlen);
 void store_close(store *s);
 int store_version(store *s);
-/* The raw handle: for the store's own files (store_read.c, store_gate.c,
- * hw_store.c) and for tests that check the schema; no other harness code
- * speaks SQL. */
-struct sqlite3 *store_db(store *s);
+/* The connection (db.h): for the store's own files and for tests that
+ * check the schema; no other harness code speaks SQL. */
+struct db *store_db(store *s);
+/* The target for messages: the path, or the URL without its password. */
+const char *store_name(store *s);
 
 /* The environments row of `e` (inserted when new); its id, or -1. */
 int64_t store_env_id(store *s, const env_info *e);

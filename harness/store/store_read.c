@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,7 @@
 
 const char *const STORE_PHASES[3] = {"prefill", "decode", "total"};
 
-const char *store_errmsg(store *s) { return sqlite3_errmsg(store_db(s)); }
+const char *store_errmsg(store *s) { return db_errmsg(store_db(s)); }
 
 /* Every column of a run and its environment; a WHERE/ORDER clause follows. */
 #define RUN_SELECT                                                                                                         \
@@ -27,13 +26,13 @@ const char *store_errmsg(store *s) { return sqlite3_errmsg(store_db(s)); }
     " r.counter_mode, r.compare_key, r.cmdline, r.isa, r.kv_config, r.env_id, r.hw_id,"                                   \
     " r.sched_config, r.rate, r.slo, r.sweep, r.endpoint, r.server, r.chat_format,"                                         \
     " r.validity, r.validity_reasons, r.allow_failures, r.affinity, r.cpus_allowed, r.cgroup_cpus, r.thp, r.load_before,"  \
-    " r.load_after, r.server_build, r.server_cache, r.ignore_eos, " STORE_MEASUREMENT("r") " AS measurement,"            \
+    " r.load_after, r.server_build, r.server_cache, r.ignore_eos, r.uuid, r.testbed, r.numa, " STORE_MEASUREMENT("r") " AS measurement,"            \
     " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint,"           \
     " e.cpu_vendor, e.cpu_family, e.cpu_model_id, e.cpu_stepping, e.microcode"                                            \
     " FROM runs r LEFT JOIN environments e ON e.id = r.env_id"
 
 /* Fill *r from the current row of a RUN_SELECT query. */
-static void run_fill(sqlite3_stmt *st, store_run *r) {
+static void run_fill(db_stmt *st, store_run *r) {
     memset(r, 0, sizeof *r);
     r->id = row_int(st, "id");
     r->measurement = row_int(st, "measurement") == 1;
@@ -80,6 +79,9 @@ static void run_fill(sqlite3_stmt *st, store_run *r) {
     TEXT(server_cache, "server_cache");
     r->ignore_eos = (int)row_int(st, "ignore_eos");
     TEXT(cpu_vendor, "cpu_vendor");
+    TEXT(uuid, "uuid");
+    TEXT(testbed, "testbed");
+    TEXT(numa, "numa");
     TEXT(microcode, "microcode");
 #undef TEXT
     r->allow_failures = row_null(st, "allow_failures") ? 0 : row_num(st, "allow_failures");
@@ -108,7 +110,7 @@ static void run_fill(sqlite3_stmt *st, store_run *r) {
 int store_sweep_load(store *s, int64_t sweep, store_sweep_point **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s,
+    db_stmt *st = row_prepare(s,
         "SELECT r.id AS id, r.rate AS rate,"
         " (SELECT median FROM summary WHERE run_id = r.id AND name = 'request_rps') AS rps,"
         " (SELECT median FROM summary WHERE run_id = r.id AND name = 'output_tps') AS otps,"
@@ -119,7 +121,7 @@ int store_sweep_load(store *s, int64_t sweep, store_sweep_point **out, int *n) {
         " FROM runs r WHERE r.sweep = ?1 AND " STORE_MEASUREMENT("r") " ORDER BY r.id", sweep, 0);
     if (!st) return -1;
     int cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
         store_sweep_point *p = &(*out)[(*n)++];
         p->id = row_int(st, "id");
@@ -131,46 +133,46 @@ int store_sweep_load(store *s, int64_t sweep, store_sweep_point **out, int *n) {
         p->tpot_p50 = row_num(st, "p50");
         p->goodput_rps = row_num(st, "good");
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : -1;
 }
 
 int store_run_load(store *s, int64_t id, store_run *r) {
     memset(r, 0, sizeof *r);
     r->id = id;
-    sqlite3_stmt *st = row_prepare(s, RUN_SELECT " WHERE r.id = ?1", id, 0);
+    db_stmt *st = row_prepare(s, RUN_SELECT " WHERE r.id = ?1", id, 0);
     if (!st) return -1;
-    int rc = sqlite3_step(st), found = rc == SQLITE_ROW;
+    int rc = db_step(st), found = rc == DB_ROW;
     if (found) run_fill(st, r);
-    sqlite3_finalize(st);
-    return found ? 1 : rc == SQLITE_DONE ? 0 : -1;
+    db_finalize(st);
+    return found ? 1 : rc == DB_DONE ? 0 : -1;
 }
 
 int store_runs_all(store *s, store_run **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s, RUN_SELECT " ORDER BY r.id", 0, 0);
+    db_stmt *st = row_prepare(s, RUN_SELECT " ORDER BY r.id", 0, 0);
     if (!st) return -1;
     int cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
         run_fill(st, &(*out)[(*n)++]);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : -1;
 }
 
 int store_list_runs(store *s, int limit, store_list_row **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s,
+    db_stmt *st = row_prepare(s,
         "SELECT r.id, r.started_at, r.status, r.workload, r.model_name, r.model_type, r.threads, r.reps,"
         " substr(r.git_commit, 1, 10) AS commit10, r.git_dirty, r.validity, r.endpoint IS NOT NULL AS http,"
         " (SELECT median FROM summary WHERE run_id = r.id AND name IN ('tps', 'output_tps') ORDER BY name = 'tps' DESC"
         "  LIMIT 1) AS tps FROM runs r ORDER BY r.id DESC LIMIT ?1", limit, 0);
     if (!st) return -1;
     int cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
         store_list_row *w = &(*out)[(*n)++];
         w->id = row_int(st, "id");
@@ -187,16 +189,16 @@ int store_list_runs(store *s, int limit, store_list_row **out, int *n) {
         row_copy(st, "validity", w->validity, sizeof w->validity);
         w->tps = row_num(st, "tps");
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : -1;
 }
 
 int store_summary_load(store *s, int64_t run, store_summary_row *rows, int cap) {
-    sqlite3_stmt *st = row_prepare(s, "SELECT name, median, min, max, stddev, n FROM summary WHERE run_id = ?1"
-                                      " ORDER BY rowid", run, 0);
+    db_stmt *st = row_prepare(s, "SELECT name, median, min, max, stddev, n FROM summary WHERE run_id = ?1"
+                                      " ORDER BY seq", run, 0);
     if (!st) return -1;
     int n = 0, rc;
-    while (n < cap && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while (n < cap && (rc = db_step(st)) == DB_ROW) {
         store_summary_row *w = &rows[n++];
         row_copy(st, "name", w->name, sizeof w->name);
         w->med = row_num(st, "median");
@@ -205,14 +207,14 @@ int store_summary_load(store *s, int64_t run, store_summary_row *rows, int cap) 
         w->sd = row_num(st, "stddev");
         w->cnt = (int)row_int(st, "n");
     }
-    sqlite3_finalize(st);
+    db_finalize(st);
     return n;
 }
 
 int store_items_load(store *s, const store_run *r, store_item **items, int *n) {
     *items = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s,
+    db_stmt *st = row_prepare(s,
         "SELECT min(q.item) AS item, max(q.adapter) AS adapter, max(q.prompt_tokens) AS prompt_tokens,"
         " avg(CASE WHEN q.error IS NULL THEN q.gen_tokens END) AS gen_tokens,"
         " avg(CASE WHEN q.error IS NULL THEN q.queue_ms END) AS queue,"
@@ -220,14 +222,15 @@ int store_items_load(store *s, const store_run *r, store_item **items, int *n) {
         /* service time = e2e - queue; over HTTP the queue is not visible (NULL): e2e, as req_tps_* count it */
         " avg(CASE WHEN q.error IS NULL AND q.e2e_ms > coalesce(q.queue_ms, 0)"
         "  THEN q.gen_tokens / ((q.e2e_ms - coalesce(q.queue_ms, 0)) / 1000.0) END) AS tps,"
-        " max(q.error) AS error, count(*) AS n, sum(q.error IS NOT NULL) AS n_err, max(c.token_hash) AS hash,"
-        " group_concat(DISTINCT coalesce(q.state, '')) AS outcome, max(q.max_tokens) AS max_tokens,"
+        " max(q.error) AS error, count(*) AS n, sum(CASE WHEN q.error IS NOT NULL THEN 1 ELSE 0 END) AS n_err,"
+        " max(c.token_hash) AS hash, min(coalesce(q.state, '')) AS outcome_min, max(coalesce(q.state, '')) AS outcome_max,"
+        " count(DISTINCT coalesce(q.state, '')) AS outcomes, max(q.max_tokens) AS max_tokens,"
         " max(c.stable) AS stable"
         " FROM requests q LEFT JOIN canaries c ON c.run_id = q.run_id AND c.item = q.item"
         " WHERE q.run_id = ?1 GROUP BY q.idx ORDER BY q.idx", r->id, 0);
     if (!st) return -1;
     int cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (row_grow((void **)items, *n, &cap, sizeof **items)) break;
         store_item *it = &(*items)[(*n)++];
         memset(it, 0, sizeof *it);
@@ -245,17 +248,19 @@ int store_items_load(store *s, const store_run *r, store_item **items, int *n) {
         it->n_err = (int)row_int(st, "n_err");
         row_copy(st, "hash", it->hash, sizeof it->hash);
         it->stable = row_null(st, "stable") ? -1 : (int)row_int(st, "stable");
-        row_copy(st, "outcome", it->outcome, sizeof it->outcome);
-        for (char *c = it->outcome; *c; c++) *c = *c == ',' ? '/' : *c; /* group_concat's commas */
+        /* how its repetitions ended: one state, or the first and last of several in name order */
+        int outcomes = (int)row_int(st, "outcomes");
+        snprintf(it->outcome, sizeof it->outcome, "%s%s%s", row_text(st, "outcome_min"),
+                 outcomes > 1 ? (outcomes > 2 ? "/../" : "/") : "", outcomes > 1 ? row_text(st, "outcome_max") : "");
         it->max_tokens = (int)row_int(st, "max_tokens");
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) return -1;
+    db_finalize(st);
+    if (rc != DB_DONE) return -1;
     if (!strcmp(r->mode, "synthetic")) {
         if (!(st = row_prepare(s, "SELECT avg(value) AS tps FROM rep_metrics WHERE run_id = ?1 AND name = 'tps'", r->id, 0)))
             return -1;
-        double tps = sqlite3_step(st) == SQLITE_ROW ? row_num(st, "tps") : NAN;
-        sqlite3_finalize(st);
+        double tps = db_step(st) == DB_ROW ? row_num(st, "tps") : NAN;
+        db_finalize(st);
         for (int i = 0; i < *n; i++) (*items)[i].tps = tps;
     }
     return 0;
@@ -264,13 +269,13 @@ int store_items_load(store *s, const store_run *r, store_item **items, int *n) {
 int store_counters_load(store *s, int64_t run, store_counter **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s, "SELECT phase, name, max(unit) AS unit, count(*) AS n, sum(status = 'ok') AS n_ok,"
+    db_stmt *st = row_prepare(s, "SELECT phase, name, max(unit) AS unit, count(*) AS n, sum(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) AS n_ok,"
                                       " avg(CASE WHEN status = 'ok' THEN value END) AS value, max(reason) AS reason,"
-                                      " min(rowid) AS first FROM counters WHERE run_id = ?1 GROUP BY phase, name ORDER BY first",
+                                      " min(seq) AS first FROM counters WHERE run_id = ?1 GROUP BY phase, name ORDER BY first",
                                    run, 0);
     if (!st) return -1;
     int cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         int ph = -1;
         for (int p = 0; p < 3; p++)
             if (!strcmp(row_text(st, "phase"), STORE_PHASES[p])) ph = p;
@@ -295,8 +300,8 @@ int store_counters_load(store *s, int64_t run, store_counter **out, int *n) {
             else snprintf(k->reason[ph], sizeof k->reason[ph], "%s", *why ? why : "not counted");
         }
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : -1;
 }
 
 /* Append x to *v (count *n, capacity *cap); -1 when out of memory. */
@@ -315,13 +320,13 @@ static int push(double **v, size_t *n, size_t *cap, double x) {
 int store_latency_samples(store *s, int64_t run, int itl, double **v, size_t *n) {
     *v = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s, itl ? "SELECT itl_ms AS x FROM requests WHERE run_id = ?1 AND error IS NULL AND itl_ms IS NOT NULL"
+    db_stmt *st = row_prepare(s, itl ? "SELECT itl_ms AS x FROM requests WHERE run_id = ?1 AND error IS NULL AND itl_ms IS NOT NULL"
                                           : "SELECT ttft_ms AS x FROM requests WHERE run_id = ?1 AND error IS NULL AND ttft_ms IS NOT NULL",
                                    run, 0);
     if (!st) return -1;
     size_t cap = 0;
     int rc, oom = 0;
-    while (!oom && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while (!oom && (rc = db_step(st)) == DB_ROW) {
         if (!itl) {
             oom = push(v, n, &cap, row_num(st, "x"));
             continue;
@@ -340,8 +345,8 @@ int store_latency_samples(store *s, int64_t run, int itl, double **v, size_t *n)
             p = end;
         }
     }
-    sqlite3_finalize(st);
-    if (oom || rc != SQLITE_DONE) {
+    db_finalize(st);
+    if (oom || rc != DB_DONE) {
         free(*v);
         *v = NULL;
         *n = 0;
@@ -354,13 +359,13 @@ int store_latency_samples(store *s, int64_t run, int itl, double **v, size_t *n)
 int store_request_times(store *s, int64_t run, store_request_time **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s, "SELECT arrival_ms / 1000.0 AS arrival_s, ttft_ms, e2e_ms, queue_ms, decode_ms, rep,"
+    db_stmt *st = row_prepare(s, "SELECT arrival_ms / 1000.0 AS arrival_s, ttft_ms, e2e_ms, queue_ms, decode_ms, rep,"
                                       " idx, prompt_tokens, gen_tokens, item, token_hash, error, state, max_tokens,"
                                       " cached_tokens, stream_chunks IS NOT NULL AS http, tpot_ms, adapter"
                                       " FROM requests WHERE run_id = ?1 ORDER BY rep, idx", run, 0);
     if (!st) return -1;
     int cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
         store_request_time *t = &(*out)[(*n)++];
         t->arrival_s = row_num(st, "arrival_s");
@@ -383,41 +388,41 @@ int store_request_times(store *s, int64_t run, store_request_time **out, int *n)
         t->adapter = row_null(st, "adapter") ? -1 : (int)row_int(st, "adapter");
         row_copy(st, "error", t->error, sizeof t->error);
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : -1;
 }
 
 /* See store_read.h. `IS` compares NULLs as equal (older runs lack columns). */
 int store_run_siblings(store *s, int64_t run, int64_t *ids, int cap) {
-    sqlite3_stmt *st = row_prepare(s,
+    db_stmt *st = row_prepare(s,
         "SELECT o.id AS id, o.threads AS threads, o.id = r.id AS self FROM runs r JOIN runs o"
-        " ON (o.id = r.id OR (" STORE_MEASUREMENT("o") " AND o.threads IS NOT r.threads))"
-        " AND o.workload_hash IS r.workload_hash AND o.model_sha256 IS r.model_sha256"
-        " AND o.git_commit IS r.git_commit AND o.git_dirty IS r.git_dirty AND o.build_type IS r.build_type"
-        " AND o.build_flags IS r.build_flags AND o.env_id IS r.env_id AND o.isa IS r.isa AND o.kv_config IS r.kv_config"
-        " AND o.sched_config IS r.sched_config AND o.mode IS r.mode AND o.concurrency IS r.concurrency"
-        " AND o.n_ctx IS r.n_ctx AND o.ignore_eos IS r.ignore_eos AND o.rate IS r.rate AND o.endpoint IS r.endpoint"
+        " ON (o.id = r.id OR (" STORE_MEASUREMENT("o") " AND o.threads IS DISTINCT FROM r.threads))"
+        " AND o.workload_hash IS NOT DISTINCT FROM r.workload_hash AND o.model_sha256 IS NOT DISTINCT FROM r.model_sha256"
+        " AND o.git_commit IS NOT DISTINCT FROM r.git_commit AND o.git_dirty IS NOT DISTINCT FROM r.git_dirty AND o.build_type IS NOT DISTINCT FROM r.build_type"
+        " AND o.build_flags IS NOT DISTINCT FROM r.build_flags AND o.env_id IS NOT DISTINCT FROM r.env_id AND o.isa IS NOT DISTINCT FROM r.isa AND o.kv_config IS NOT DISTINCT FROM r.kv_config"
+        " AND o.sched_config IS NOT DISTINCT FROM r.sched_config AND o.mode IS NOT DISTINCT FROM r.mode AND o.concurrency IS NOT DISTINCT FROM r.concurrency"
+        " AND o.n_ctx IS NOT DISTINCT FROM r.n_ctx AND o.ignore_eos IS NOT DISTINCT FROM r.ignore_eos AND o.rate IS NOT DISTINCT FROM r.rate AND o.endpoint IS NOT DISTINCT FROM r.endpoint"
         " WHERE r.id = ?1 ORDER BY o.threads, self DESC, o.id DESC", run, 0);
     if (!st) return -1;
     int n = 0, last_threads = -1, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < cap) {
+    while ((rc = db_step(st)) == DB_ROW && n < cap) {
         int t = (int)row_int(st, "threads");
         if (t == last_threads) continue; /* an older run at a thread count already taken */
         last_threads = t;
         ids[n++] = row_int(st, "id");
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? n : -1;
+    db_finalize(st);
+    return rc == DB_ROW || rc == DB_DONE ? n : -1;
 }
 
 int store_adapters_load(store *s, int64_t run, store_adapter **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s, "SELECT adapter, requests, ttft_p50, ttft_p90, ttft_p99, itl_p50, itl_p90, itl_p99,"
+    db_stmt *st = row_prepare(s, "SELECT adapter, requests, ttft_p50, ttft_p90, ttft_p99, itl_p50, itl_p90, itl_p99,"
                                       " e2e_p50, gen_tokens, output_tps FROM adapter_stats WHERE run_id = ?1 ORDER BY adapter", run, 0);
     if (!st) return -1;
     int cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
         store_adapter *a = &(*out)[(*n)++];
         a->adapter = (int)row_int(st, "adapter");
@@ -432,28 +437,28 @@ int store_adapters_load(store *s, int64_t run, store_adapter **out, int *n) {
         a->gen_tokens = row_null(st, "gen_tokens") ? -1 : row_int(st, "gen_tokens");
         a->output_tps = row_num(st, "output_tps");
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : -1;
 }
 
 double store_metric_median(store *s, int64_t run, const char *name) {
-    sqlite3_stmt *st = row_prepare(s, "SELECT median FROM summary WHERE run_id = ?1 AND name = ?2", run, 0);
+    db_stmt *st = row_prepare(s, "SELECT median FROM summary WHERE run_id = ?1 AND name = ?2", run, 0);
     double v = NAN;
     if (!st) return v;
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(st) == SQLITE_ROW) v = row_num(st, "median");
-    sqlite3_finalize(st);
+    db_bind_text(st, 2, name);
+    if (db_step(st) == DB_ROW) v = row_num(st, "median");
+    db_finalize(st);
     return v;
 }
 
 size_t store_metric_values(store *s, int64_t run, const char *name, double *out, size_t cap) {
-    sqlite3_stmt *st = row_prepare(s, "SELECT value FROM rep_metrics WHERE run_id = ?1 AND name = ?2 AND value IS NOT NULL"
+    db_stmt *st = row_prepare(s, "SELECT value FROM rep_metrics WHERE run_id = ?1 AND name = ?2 AND value IS NOT NULL"
                                       " ORDER BY rep", run, 0);
     size_t n = 0;
     if (!st) return 0;
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
-    while (n < cap && sqlite3_step(st) == SQLITE_ROW) out[n++] = row_num(st, "value");
-    sqlite3_finalize(st);
+    db_bind_text(st, 2, name);
+    while (n < cap && db_step(st) == DB_ROW) out[n++] = row_num(st, "value");
+    db_finalize(st);
     return n;
 }
 
@@ -481,37 +486,38 @@ int store_resolve_run(store *s, const char *ref, int64_t like, int64_t skip, int
         /* no such run: an all-digit tag or commit prefix (1234567...) may still name one */
     }
     /* A tag; else (no such tag) a commit prefix of a complete run. */
-    sqlite3_stmt *st = row_prepare(s,
+    db_stmt *st = row_prepare(s,
         "SELECT r.id AS id FROM runs r LEFT JOIN runs me ON me.id = ?1"
         " WHERE r.id != ?3 AND (r.id IN (SELECT run_id FROM tags WHERE name = ?2)"
         "    OR (NOT EXISTS (SELECT 1 FROM tags WHERE name = ?2) AND length(?2) >= 4 AND " STORE_MEASUREMENT("r")
         "        AND r.git_commit LIKE ?2 || '%'))"
-        " ORDER BY (r.compare_key IS me.compare_key AND r.workload = me.workload) DESC, r.workload = me.workload DESC,"
+        " ORDER BY (r.compare_key IS NOT DISTINCT FROM me.compare_key AND r.workload = me.workload) DESC,"
+        " (r.testbed IS NOT DISTINCT FROM me.testbed AND r.workload = me.workload) DESC, r.workload = me.workload DESC,"
         " (SELECT max(created_at) FROM tags t WHERE t.run_id = r.id AND t.name = ?2) DESC, r.id DESC LIMIT 1", like, 0);
     if (!st) return hx_fail(err, errlen, "run %s: %s", ref, store_errmsg(s));
-    sqlite3_bind_text(st, 2, ref, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 3, skip);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) *id = row_int(st, "id");
-    else if (rc == SQLITE_DONE && number) hx_fail(err, errlen, "no run %s in the database", ref);
-    else if (rc == SQLITE_DONE) hx_fail(err, errlen,
+    db_bind_text(st, 2, ref);
+    db_bind_int(st, 3, skip);
+    int rc = db_step(st);
+    if (rc == DB_ROW) *id = row_int(st, "id");
+    else if (rc == DB_DONE && number) hx_fail(err, errlen, "no run %s in the database", ref);
+    else if (rc == DB_DONE) hx_fail(err, errlen,
                                         "'%s' is neither a run id, a tag, nor the commit of a complete run", ref);
     else hx_fail(err, errlen, "run %s: %s", ref, store_errmsg(s));
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? 0 : -1;
+    db_finalize(st);
+    return rc == DB_ROW ? 0 : -1;
 }
 
 /* See store_read.h. */
 int store_server_metrics_load(store *s, int64_t run, store_server_metric **out, int *n) {
     *out = NULL;
     *n = 0;
-    sqlite3_stmt *st = row_prepare(s, "SELECT series, avg(delta) AS delta_mean, count(*) AS reps,"
+    db_stmt *st = row_prepare(s, "SELECT series, avg(delta) AS delta_mean, count(*) AS reps,"
                                    " (SELECT after FROM server_metrics y WHERE y.run_id = x.run_id AND y.series = x.series"
                                    " ORDER BY rep DESC LIMIT 1) AS after_last"
                                    " FROM server_metrics x WHERE run_id = ?1 GROUP BY series ORDER BY series", run, 0);
     if (!st) return -1;
     int cap = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (row_grow((void **)out, *n, &cap, sizeof **out)) break;
         store_server_metric *m = &(*out)[(*n)++];
         row_copy(st, "series", m->series, sizeof m->series);
@@ -519,6 +525,6 @@ int store_server_metrics_load(store *s, int64_t run, store_server_metric **out, 
         m->after_last = row_num(st, "after_last");
         m->reps = (int)row_int(st, "reps");
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    db_finalize(st);
+    return rc == DB_DONE ? 0 : -1;
 }

@@ -21,6 +21,7 @@ typedef struct store_run {
     char finished[40], error[512], workload_hash[72], model_path[512], model_sha256[72], pinned[128], build_type[32];
     char build_flags[512], counter_mode[32], cmdline[1024], isa[32], kv_config[512];
     char cpu_model[128], isa_flags[512], kernel[128], compiler[128], governor[32], fingerprint[72];
+    char uuid[40], testbed[96], numa[64]; /* schema v13: the run's name in every store, its machine class, NUMA policy */
     char sched_config[96], slo[96]; /* served runs (schema v8); "" otherwise */
     char endpoint[512], server[256]; /* runs over HTTP (schema v9): the base URL and the server's identity; "" in-process */
     char chat_format[16];   /* schema v11: "harmony" when prompts went in as harmony user turns; "" plain */

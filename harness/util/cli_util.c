@@ -62,7 +62,7 @@ int cli_command_main(const cli_command *c, const cx_flag *table, int n, int argc
 void cli_read_opts_init(void *op) {
     cli_read_opts *o = op;
     memset(o, 0, sizeof *o);
-    o->db = CLI_DEFAULT_DB;
+    o->db = cli_default_db();
     o->fmt = "md";
     o->gate_file = "ci/gates.conf";
     o->limit = 20;
@@ -92,10 +92,18 @@ void cli_ensure_default_dir(const char *db) {
     if (!strcmp(db, CLI_DEFAULT_DB)) mkdir("reports", 0777);
 }
 
-/* Open an existing database read-write (migrating it), never creating one. */
+/* See cli_util.h. */
+const char *cli_default_db(void) {
+    const char *e = getenv("CORTEX_DB");
+    return e && *e ? e : CLI_DEFAULT_DB;
+}
+
+/* Open an existing database read-write (migrating it), never creating one
+ * (a server's database is created by its administrator: connecting is the test). */
 int cli_open_existing(const char *path, store **s) {
     char err[512];
-    if (access(path, F_OK) != 0) return cli_fail(1, "%s: no such database (run cortex-bench run first)", path);
+    if (!store_is_url(path) && access(path, F_OK) != 0)
+        return cli_fail(1, "%s: no such database (run cortex-bench run first)", path);
     if (store_open(path, s, err, sizeof err)) return cli_fail(1, "%s", err);
     return 0;
 }

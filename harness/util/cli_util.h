@@ -15,6 +15,8 @@
 #include "store.h"
 
 #define CLI_DEFAULT_DB "reports/cortex.db"
+/* --db's default: $CORTEX_DB (a file or a postgresql:// URL) when set, else CLI_DEFAULT_DB. */
+const char *cli_default_db(void);
 
 /* cortex-bench's exit codes, one table for every command (docs/harness.md,
  * "Exit codes"). gate and compare judge with one rule (gate.h) and exit alike. */

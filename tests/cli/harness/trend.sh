@@ -25,14 +25,15 @@ check "a seed run" test "$(sql "$db" "select count(*) from runs where validity =
 # value, each with a summary row of `tps` = the value (medians in run order).
 history() {
     "$PY" - "$@" <<'EOF'
-import sqlite3, sys
+import sqlite3, sys, uuid
 c = sqlite3.connect(sys.argv[1])
 name, values = sys.argv[2], [float(v) for v in sys.argv[3:]]
-cols = [r[1] for r in c.execute("pragma table_info(runs)") if r[1] != "id"]
+cols = [r[1] for r in c.execute("pragma table_info(runs)") if r[1] not in ("id", "uuid")]
 for v in values:
     cur = c.execute("insert into runs (%s) select %s from runs where id = 1" % (",".join(cols), ",".join(cols)))
     rid = cur.lastrowid
-    c.execute("update runs set workload = ?, git_commit = ?, git_dirty = 0 where id = ?", (name, "c0ffee%034x" % rid, rid))
+    c.execute("update runs set workload = ?, git_commit = ?, git_dirty = 0, uuid = ? where id = ?",
+              (name, "c0ffee%034x" % rid, str(uuid.uuid4()), rid))
     c.execute("insert into summary (run_id, name, n, median, min, max, mean, stddev) values (?, 'tps', 1, ?, ?, ?, ?, 0)",
               (rid, v, v, v, v))
 c.commit()

@@ -8,7 +8,6 @@
  * experts a token uses; arithmetic per token.
  */
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

@@ -8,12 +8,12 @@
  * and from a v5 database with data; a run stores its KV counters as metrics.
  */
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "counters.h"
+#include "db.h"
 #include "env.h"
 #include "fixture.h"
 #include "hw_store.h"
@@ -29,29 +29,26 @@ static const run_verdict valid = {.valid = 1};
 
 
 /* First column of the first row of a query, as an integer (or -1). */
-static long long q_int(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st;
+static long long q_int(db *d, const char *sql) {
+    db_stmt *st = db_prepare(d, sql);
     long long v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    if (st && db_step(st) == DB_ROW) v = db_column_int(st, 0);
+    db_finalize(st);
     return v;
 }
 
-static const char *q_text(sqlite3 *db, const char *sql, char *buf, size_t n) {
-    sqlite3_stmt *st;
+static const char *q_text(db *d, const char *sql, char *buf, size_t n) {
+    db_stmt *st = db_prepare(d, sql);
     buf[0] = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_text(st, 0))
-        snprintf(buf, n, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
+    if (st && db_step(st) == DB_ROW && db_column_text(st, 0)) snprintf(buf, n, "%s", db_column_text(st, 0));
+    db_finalize(st);
     return buf;
 }
 
-static void check_integrity(sqlite3 *db, const char *what) {
+static void check_integrity(db *dbh, const char *what) {
     char buf[64];
-    CHECK(!strcmp(q_text(db, "PRAGMA integrity_check", buf, sizeof buf), "ok"), "%s: integrity_check says %s", what, buf);
-    CHECK(q_int(db, "SELECT count(*) FROM pragma_foreign_key_check") == 0, "%s: foreign keys hold", what);
+    CHECK(!strcmp(q_text(dbh, "PRAGMA integrity_check", buf, sizeof buf), "ok"), "%s: integrity_check says %s", what, buf);
+    CHECK(q_int(dbh, "SELECT count(*) FROM pragma_foreign_key_check") == 0, "%s: foreign keys hold", what);
 }
 
 static void test_fresh(void) {
@@ -111,7 +108,7 @@ static store *then_v4(store *s, const char *path) {
     store_close(s);
     CHECK(store_open(path, &s, err, sizeof err) == 0, "migrate to the current schema: %s", err);
     if (!s) return NULL;
-    sqlite3 *db = store_db(s);
+    db *dbh = store_db(s);
     env_info env;
     env_collect(&env);
     hw_result r;
@@ -125,13 +122,12 @@ static store *then_v4(store *s, const char *path) {
     snprintf(r.avx512, sizeof r.avx512, "not available on this CPU");
     int64_t hid = 0;
     CHECK(hw_store_insert(s, &r, &env, &hid, err, sizeof err) == 0 && hid == 1, "hw row: %s", err);
-    CHECK(q_int(db, "SELECT read_gbs = 18 AND read_gbs_1t = 10 AND fp32_gflops_avx2 IS NULL AND threads = 2 FROM hw") == 1,
+    CHECK(q_int(dbh, "SELECT read_gbs = 18 AND read_gbs_1t = 10 AND fp32_gflops_avx2 IS NULL AND threads = 2 FROM hw") == 1,
           "figures stored; one not measured is NULL, not 0");
-    CHECK(!strcmp(q_text(db, "SELECT avx512 FROM hw", buf, sizeof buf), "not available on this CPU"), "ISA status: %s", buf);
-    CHECK(q_int(db, "SELECT count(*) FROM hw h JOIN environments e ON e.id = h.env_id WHERE e.fingerprint != 'abc'") == 1,
+    CHECK(!strcmp(q_text(dbh, "SELECT avx512 FROM hw", buf, sizeof buf), "not available on this CPU"), "ISA status: %s", buf);
+    CHECK(q_int(dbh, "SELECT count(*) FROM hw h JOIN environments e ON e.id = h.env_id WHERE e.fingerprint != 'abc'") == 1,
           "hw row belongs to this machine's environment");
-    CHECK(sqlite3_exec(db, "UPDATE runs SET hw_id = 1 WHERE id = 1; DELETE FROM hw WHERE id = 1;", NULL, NULL, NULL) ==
-              SQLITE_OK && q_int(db, "SELECT hw_id IS NULL FROM runs WHERE id = 1") == 1,
+    CHECK(db_exec(dbh, "UPDATE runs SET hw_id = 1 WHERE id = 1; DELETE FROM hw WHERE id = 1;") == 0 && q_int(dbh, "SELECT hw_id IS NULL FROM runs WHERE id = 1") == 1,
           "hw_id is set NULL when its row goes");
     return s;
 }
@@ -139,14 +135,14 @@ static store *then_v4(store *s, const char *path) {
 /* v5 -> v6: new runs store their KV configuration. */
 static store *then_v5(store *s, const char *path) {
     char err[512], buf[256];
-    sqlite3 *db = store_db(s);
+    db *dbh = store_db(s);
     env_info env;
     run_meta meta;
     new_run(&meta, &env, "tg8");
     snprintf(meta.kv_config, sizeof meta.kv_config, "type=q8 prefix=on");
     int64_t id = 0;
     CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 2, "new run: %s", err);
-    CHECK(!strcmp(q_text(db, "SELECT kv_config FROM runs WHERE id = 2", buf, sizeof buf), "type=q8 prefix=on"),
+    CHECK(!strcmp(q_text(dbh, "SELECT kv_config FROM runs WHERE id = 2", buf, sizeof buf), "type=q8 prefix=on"),
           "new run stores its KV configuration (%s)", buf);
     return s;
 }
@@ -155,8 +151,8 @@ static store *then_v5(store *s, const char *path) {
  * scheduler, rate, SLOs and sweep, NULL for the older run. */
 static store *then_v6(store *s, const char *path) {
     char err[512], buf[256];
-    sqlite3 *db = store_db(s);
-    CHECK(q_int(db, "SELECT workload_meta IS NULL FROM runs WHERE id = 1") == 1 && store_run_workload_meta(s, 1) == NULL,
+    db *dbh = store_db(s);
+    CHECK(q_int(dbh, "SELECT workload_meta IS NULL FROM runs WHERE id = 1") == 1 && store_run_workload_meta(s, 1) == NULL,
           "old run: no workload sidecar");
     env_info env;
     run_meta meta;
@@ -169,16 +165,16 @@ static store *then_v6(store *s, const char *path) {
     free(got);
     meta.workload_meta = NULL;
     CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 3, "run without sidecar: %s", err);
-    CHECK(q_int(db, "SELECT workload_meta IS NULL FROM runs WHERE id = 3") == 1, "no sidecar: NULL");
+    CHECK(q_int(dbh, "SELECT workload_meta IS NULL FROM runs WHERE id = 3") == 1, "no sidecar: NULL");
     snprintf(meta.sched_config, sizeof meta.sched_config, "seqs=8,batch=256,queue=1024");
     meta.rate = 2.5;
     snprintf(meta.slo, sizeof meta.slo, "ttft=500,tpot=50");
     meta.sweep = 3;
     CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 4, "served run: %s", err);
-    CHECK(!strcmp(q_text(db, "SELECT sched_config || '|' || rate || '|' || slo || '|' || sweep FROM runs WHERE id = 4",
+    CHECK(!strcmp(q_text(dbh, "SELECT sched_config || '|' || rate || '|' || slo || '|' || sweep FROM runs WHERE id = 4",
                          buf, sizeof buf), "seqs=8,batch=256,queue=1024|2.5|ttft=500,tpot=50|3"),
           "served run's scheduler fields stored (%s)", buf);
-    CHECK(q_int(db, "SELECT sched_config IS NULL AND rate IS NULL AND sweep IS NULL FROM runs WHERE id = 1") == 1,
+    CHECK(q_int(dbh, "SELECT sched_config IS NULL AND rate IS NULL AND sweep IS NULL FROM runs WHERE id = 1") == 1,
           "old run: no scheduler fields");
     return s;
 }
@@ -187,7 +183,7 @@ static store *then_v6(store *s, const char *path) {
  * stream chunks and its server metrics, and is not comparable with the in-process run. */
 static store *then_v8(store *s, const char *path) {
     char err[512], buf[256];
-    sqlite3 *db = store_db(s);
+    db *dbh = store_db(s);
     env_info env;
     run_meta meta;
     new_run(&meta, &env, "standard");
@@ -219,15 +215,15 @@ static store *then_v8(store *s, const char *path) {
     snprintf(reps[0].server_build, sizeof reps[0].server_build, "fp_a");
     snprintf(reps[1].server_build, sizeof reps[1].server_build, "fp_b, fp_a");
     CHECK(store_finish_run(s, id, reps, 2, &valid, NULL, err, sizeof err) == 0, "finish HTTP run: %s", err);
-    CHECK(!strcmp(q_text(db, "SELECT server_build || ' ' || server_cache FROM runs WHERE id = 2", buf, sizeof buf),
+    CHECK(!strcmp(q_text(dbh, "SELECT server_build || ' ' || server_cache FROM runs WHERE id = 2", buf, sizeof buf),
                   "fp_a, fp_b off"), "the answers' fingerprints, distinct over repetitions, replace the probe's build (%s)",
           buf);
-    CHECK(!strcmp(q_text(db, "SELECT endpoint || ' ' || server FROM runs WHERE id = 2", buf, sizeof buf),
+    CHECK(!strcmp(q_text(dbh, "SELECT endpoint || ' ' || server FROM runs WHERE id = 2", buf, sizeof buf),
                   "http://127.0.0.1:8080/v1 llama.cpp; models=m"), "endpoint and server stored (%s)", buf);
-    CHECK(!strcmp(q_text(db, "SELECT json_extract(server_info, '$.models.data[0].id') FROM runs WHERE id = 2", buf,
+    CHECK(!strcmp(q_text(dbh, "SELECT json_extract(server_info, '$.models.data[0].id') FROM runs WHERE id = 2", buf,
                          sizeof buf), "m"), "server_info stored as JSON (%s)", buf);
-    CHECK(q_int(db, "SELECT stream_chunks FROM requests WHERE run_id = 2") == 4, "stream chunks stored");
-    CHECK(q_int(db, "SELECT delta = 8 AND before = 10 AND after = 18 FROM server_metrics WHERE run_id = 2 AND rep = 0"
+    CHECK(q_int(dbh, "SELECT stream_chunks FROM requests WHERE run_id = 2") == 4, "stream chunks stored");
+    CHECK(q_int(dbh, "SELECT delta = 8 AND before = 10 AND after = 18 FROM server_metrics WHERE run_id = 2 AND rep = 0"
                     " AND series = 'vllm:generation_tokens_total'") == 1, "server metric stored");
     store_run r;
     CHECK(store_run_load(s, 2, &r) == 1 && !strcmp(r.endpoint, meta.endpoint) && !strcmp(r.server, meta.server),
@@ -246,14 +242,14 @@ static store *then_v8(store *s, const char *path) {
     snprintf(meta.server_cache, sizeof meta.server_cache, "on");
     CHECK(store_begin_run(s, &meta, &env, &id3, err, sizeof err) == 0 &&
               store_finish_run(s, id3, &rep, 1, &valid, NULL, err, sizeof err) == 0, "cache-on run: %s", err);
-    CHECK(!strcmp(q_text(db, "SELECT server_build FROM runs WHERE id = 3", buf, sizeof buf), "b1-probe"),
+    CHECK(!strcmp(q_text(dbh, "SELECT server_build FROM runs WHERE id = 3", buf, sizeof buf), "b1-probe"),
           "no fingerprint: the probe's build (%s)", buf);
     CHECK(store_comparable(s, 2, 3, diff, sizeof diff) == 0 && !strcmp(diff, "server prompt cache (--server-cache): off vs on"),
           "cache off and on differ in that alone (%s)", diff);
     meta.server_cache[0] = 0;
     meta.server_build[0] = 0;
     CHECK(store_begin_run(s, &meta, &env, &id4, err, sizeof err) == 0, "an HTTP run without a cache record: %s", err);
-    CHECK(q_int(db, "SELECT server_build IS NULL AND server_cache IS NULL FROM runs WHERE id = 4") == 1,
+    CHECK(q_int(dbh, "SELECT server_build IS NULL AND server_cache IS NULL FROM runs WHERE id = 4") == 1,
           "nothing known: NULL");
     CHECK(store_comparable(s, 3, 4, diff, sizeof diff) == 0 && !strstr(diff, "server prompt cache"),
           "an HTTP run without a record compares with cache on (%s)", diff);
@@ -265,7 +261,8 @@ static store *then_v8(store *s, const char *path) {
 /* Run 1's results: a metric, its summary and a tag. */
 #define SEED_RESULTS                                                                                              \
     "INSERT INTO rep_metrics VALUES (1, 0, 'decode_tps', 20.5);"                                                 \
-    "INSERT INTO summary VALUES (1, 'decode_tps', 1, 20.5, 20.5, 20.5, 20.5, 0);"                                \
+    "INSERT INTO summary (run_id, name, n, median, min, max, mean, stddev)"                                       \
+    "  VALUES (1, 'decode_tps', 1, 20.5, 20.5, 20.5, 20.5, 0);"                                \
     "INSERT INTO tags VALUES ('baseline', 1, '2026-01-01');"
 
 static const migration migrations[] = {
@@ -335,16 +332,16 @@ static void test_migrations(void) {
         CHECK(store_open_version(path, m->from, &s, err, sizeof err) == 0 && store_version(s) == m->from,
               "create v%d: %s", m->from, err);
         if (!s) continue;
-        sqlite3 *db = store_db(s);
-        CHECK(sqlite3_exec(db, m->seed, NULL, NULL, NULL) == SQLITE_OK, "seed v%d rows: %s", m->from, sqlite3_errmsg(db));
-        CHECK(q_int(db, m->absent) == 0, "%s", m->absent_what);
+        db *dbh = store_db(s);
+        CHECK(db_exec(dbh, m->seed) == 0, "seed v%d rows: %s", m->from, db_errmsg(dbh));
+        CHECK(q_int(dbh, m->absent) == 0, "%s", m->absent_what);
         store_close(s);
         CHECK(store_open_version(path, to, &s, err, sizeof err) == 0, "migrate v%d: %s", m->from, err);
         if (!s) continue;
-        db = store_db(s);
+        dbh = store_db(s);
         CHECK(store_version(s) == to, "v%d migrated to %d (%d)", m->from, to, store_version(s));
         for (int k = 0; k < 4 && m->after[k].sql; k++)
-            CHECK(q_int(db, m->after[k].sql) == m->after[k].want, "v%d: %s", m->from, m->after[k].what);
+            CHECK(q_int(dbh, m->after[k].sql) == m->after[k].want, "v%d: %s", m->from, m->after[k].what);
         if (m->then && !(s = m->then(s, path))) continue;
         snprintf(what, sizeof what, "migrated from v%d", m->from);
         check_integrity(store_db(s), what);
@@ -356,10 +353,11 @@ static void test_migrations(void) {
 static void test_newer_refused(void) {
     const char *path = fx_path("new.db");
     char err[512] = "";
-    sqlite3 *db;
-    sqlite3_open(path, &db);
-    sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
-    sqlite3_close(db);
+    db *dbh;
+    if (db_open(path, &dbh, err, sizeof err) == 0) {
+        db_exec(dbh, "PRAGMA user_version = 99");
+        db_close(dbh);
+    }
     store *s;
     CHECK(store_open(path, &s, err, sizeof err) != 0 && strstr(err, "newer"), "newer schema refused: %s", err);
     CHECK(store_open("/nonexistent-dir/x.db", &s, err, sizeof err) != 0 && strstr(err, "/nonexistent-dir/x.db"),
@@ -413,36 +411,36 @@ static void test_run_lifecycle(void) {
     }
     CHECK(store_finish_run(s, id, reps, 2, &valid, NULL, err, sizeof err) == 0, "finish: %s", err);
     CHECK(!strcmp(q_text(store_db(s), sql, buf, sizeof buf), "complete"), "finished run is complete (%s)", buf);
-    sqlite3 *db = store_db(s);
-    CHECK(q_int(db, "SELECT count(*) FROM counters WHERE status = 'ok'") == 0, "no counter claims a value");
-    CHECK(q_int(db, "SELECT count(*) FROM counters WHERE status = 'missing' AND value IS NULL AND length(reason) > 0") ==
-              q_int(db, "SELECT count(*) FROM counters") && q_int(db, "SELECT count(*) FROM counters") > 0,
+    db *dbh = store_db(s);
+    CHECK(q_int(dbh, "SELECT count(*) FROM counters WHERE status = 'ok'") == 0, "no counter claims a value");
+    CHECK(q_int(dbh, "SELECT count(*) FROM counters WHERE status = 'missing' AND value IS NULL AND length(reason) > 0") ==
+              q_int(dbh, "SELECT count(*) FROM counters") && q_int(dbh, "SELECT count(*) FROM counters") > 0,
           "every counter missing, NULL, with a reason");
-    CHECK(strstr(q_text(db, "SELECT reason FROM counters WHERE name = 'cycles' LIMIT 1", buf, sizeof buf), "ENOSYS") != NULL,
+    CHECK(strstr(q_text(dbh, "SELECT reason FROM counters WHERE name = 'cycles' LIMIT 1", buf, sizeof buf), "ENOSYS") != NULL,
           "reason names the error: %s", buf);
-    CHECK(q_int(db, "SELECT count(*) FROM rep_metrics WHERE name = 'tps'") == 2, "tps per repetition");
-    CHECK(q_int(db, "SELECT n FROM summary WHERE name = 'tps'") == 2, "summary over 2 repetitions");
-    CHECK(q_int(db, "SELECT stable FROM canaries WHERE item = 'tg8'") == 1, "greedy canary stable across repetitions");
-    CHECK(q_int(db, "SELECT gen_tokens FROM requests WHERE rep = 1") == 8, "8 tokens generated");
-    CHECK(q_int(db, "SELECT json_array_length(itl_ms) FROM requests WHERE rep = 0") == 7, "7 inter-token gaps stored");
+    CHECK(q_int(dbh, "SELECT count(*) FROM rep_metrics WHERE name = 'tps'") == 2, "tps per repetition");
+    CHECK(q_int(dbh, "SELECT n FROM summary WHERE name = 'tps'") == 2, "summary over 2 repetitions");
+    CHECK(q_int(dbh, "SELECT stable FROM canaries WHERE item = 'tg8'") == 1, "greedy canary stable across repetitions");
+    CHECK(q_int(dbh, "SELECT gen_tokens FROM requests WHERE rep = 1") == 8, "8 tokens generated");
+    CHECK(q_int(dbh, "SELECT json_array_length(itl_ms) FROM requests WHERE rep = 0") == 7, "7 inter-token gaps stored");
     /* tg8 after BOS (position 0): the first token is evaluated at position
      * 1, the 7 timed decode steps at positions 2..8 attend 3..9 positions: mean 6. */
-    CHECK(q_int(db, "SELECT count(*) FROM rep_metrics WHERE name = 'decode_ctx_mean' AND value = 6") == 2,
+    CHECK(q_int(dbh, "SELECT count(*) FROM rep_metrics WHERE name = 'decode_ctx_mean' AND value = 6") == 2,
           "mean KV positions attended per decode step");
     snprintf(sql, sizeof sql, "SELECT isa FROM runs WHERE id = %lld", (long long)id);
-    CHECK(!strcmp(q_text(db, sql, buf, sizeof buf), "scalar"), "the run's kernel ISA is stored (%s)", buf);
-    CHECK(q_int(db, "SELECT count(*) FROM rep_metrics WHERE name IN ('kv_hits_hot', 'kv_peak_bytes_hot')"
+    CHECK(!strcmp(q_text(dbh, sql, buf, sizeof buf), "scalar"), "the run's kernel ISA is stored (%s)", buf);
+    CHECK(q_int(dbh, "SELECT count(*) FROM rep_metrics WHERE name IN ('kv_hits_hot', 'kv_peak_bytes_hot')"
                     " AND value > 0") == 4, "KV counters stored as metrics, each repetition");
-    CHECK(q_int(db, "SELECT count(*) FROM rep_metrics WHERE name = 'kv_prefix_hit_rate'") == 0,
+    CHECK(q_int(dbh, "SELECT count(*) FROM rep_metrics WHERE name = 'kv_prefix_hit_rate'") == 0,
           "no prefix hit rate without the prefix cache");
     snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id = %lld", (long long)id);
-    check_integrity(db, "after run");
+    check_integrity(dbh, "after run");
     /* A failed run is marked failed with its reason. */
     int64_t id2 = 0;
     store_begin_run(s, &meta, &env, &id2, err, sizeof err);
     store_fail_run(s, id2, "engine exploded");
     snprintf(sql, sizeof sql, "SELECT status || ': ' || error FROM runs WHERE id = %lld", (long long)id2);
-    CHECK(!strcmp(q_text(db, sql, buf, sizeof buf), "failed: engine exploded"), "failed run: %s", buf);
+    CHECK(!strcmp(q_text(dbh, sql, buf, sizeof buf), "failed: engine exploded"), "failed run: %s", buf);
     for (int r = 0; r < 2; r++) rep_free(&reps[r]);
     store_close(s);
     ctr_close(ctr);
