@@ -22,6 +22,7 @@
 #include "detmode.h"
 #include "gate_cmd.h"
 #include "hw_cmd.h"
+#include "hwreport.h"
 #include "judge.h"
 #include "report_cmd.h"
 #include "run_cmd.h"
@@ -35,7 +36,7 @@ enum {
     B_RUN = 1 << 0, B_TRACE = 1 << 1, B_LIST = 1 << 2, B_SHOW = 1 << 3, B_COMPARE = 1 << 4, B_TAG = 1 << 5,
     B_GATE = 1 << 6, B_JUDGE = 1 << 7, B_MICRO = 1 << 8, B_CALIBRATE = 1 << 9, B_TREND = 1 << 10,
     B_REPORT = 1 << 11, B_DASHBOARD = 1 << 12, B_HW = 1 << 13, B_PUSH = 1 << 14, B_PULL = 1 << 15,
-    B_ALL = (1 << 16) - 1
+    B_HWREPORT = 1 << 16, B_ALL = (1 << 17) - 1
 };
 
 /* ---- values with a parser of their own ---- */
@@ -81,6 +82,7 @@ static int parse_prio(const cx_flag *f, const char *name, const char *v, void *o
 #define D(f) offsetof(dashboard_opts, f)
 #define H(f) offsetof(hw_cmd_opts, f)
 #define SY(f) offsetof(sync_opts, f)
+#define HR(f) offsetof(hwreport_opts, f)
 #define DB_HELP "the benchmark database: a SQLite file or a postgresql:// URL (default: $CORTEX_DB, else reports/cortex.db)"
 /* Each entry's names, placeholder and command bits stay on its first line:
  * tests/cli/harness/bench_help.sh reads them from there. */
@@ -313,6 +315,17 @@ static const cx_flag FLAGS[] = {
      .help = "threads of the many-thread column"},
     {"--db", NULL, "FILE|URL", B_HW, CX_FLAG_STR, H(db), 0, 0, NULL, .help = DB_HELP},
 
+    /* hwreport */
+    {"--db", NULL, "FILE|URL", B_HWREPORT, CX_FLAG_STR, HR(db), 0, 0, NULL, .help = DB_HELP},
+    {"--model", "-m", "NAME|SHA", B_HWREPORT, CX_FLAG_STR, HR(p.model), 0, 0, "the model most configurations measured",
+     .help = "the model to compare machines on: a model name or sha256 prefix"},
+    {"--out", "-o", "DIR", B_HWREPORT, CX_FLAG_STR, HR(p.out_dir), 0, 0, NULL,
+     .help = "the folder for hwreport.md, index.html and the charts"},
+    {"--price", NULL, "USD|TESTBED=USD,...", B_HWREPORT, CX_FLAG_STR, HR(p.price), 0, 0, "none",
+     .help = "each machine's price per hour, for the cost per million tokens"},
+    {"--target-read-gbs", NULL, "GBS", B_HWREPORT, CX_FLAG_DOUBLE, HR(p.target_read_gbs), 0.001, 1e6, "no projection",
+     .help = "the challenge machine's measured read bandwidth: project each configuration's decode speed there"},
+
     /* push, pull */
     {"--db", NULL, "FILE|URL", B_PUSH | B_PULL, CX_FLAG_STR, SY(db), 0, 0, NULL,
      .help = "the local store, a SQLite file or a postgresql:// URL: push copies from it, pull into it"},
@@ -341,6 +354,7 @@ static const cx_flag FLAGS[] = {
 #undef D
 #undef H
 #undef SY
+#undef HR
 
 const cx_flag *const bench_flags = FLAGS;
 const int n_bench_flags = (int)(sizeof FLAGS / sizeof FLAGS[0]);
@@ -385,6 +399,9 @@ const cli_command bench_commands[] = {
      "the static HTML dashboard of every run", "cortex-bench dashboard --out dashboards/site"},
     {"hw", cmd_hw, B_HW, sizeof(hw_cmd_opts), hw_cmd_opts_init, 0, "",
      "measure this machine's read bandwidth and peak arithmetic (the roofline)", "cortex-bench hw --size 512 --reps 3"},
+    {"hwreport", cmd_hwreport, B_HWREPORT, sizeof(hwreport_opts), hwreport_opts_init, 0, "",
+     "the machines in the store side by side on one model: tok/s, thread scaling, roofs, memory, energy, cost",
+     "cortex-bench hwreport --db postgresql://bench@db.example/cortex --price zen5-16c=1.20,zen3-16c=0.85 -o reports/hw"},
     {"push", cmd_push, B_PUSH, sizeof(sync_opts), sync_opts_init, 1, "TARGET",
      "copy the runs of --db that TARGET lacks into TARGET (a server's URL or a file): idempotent, resumable",
      "cortex-bench push postgresql://bench@db.example/cortex --db reports/cortex.db"},

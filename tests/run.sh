@@ -19,6 +19,16 @@ unset GITHUB_STEP_SUMMARY # the suites' runs are no CI results: not in the job's
 pass=0 fail=0 failed=()
 log_dir=$(mktemp -d)
 trap 'rm -rf "$log_dir"' EXIT
+# The store's tests run on PostgreSQL too: the server in $CORTEX_TEST_PG (CI
+# starts one), else a throwaway one of our own where the server is installed
+# (ci/pg_server.sh), else those parts print SKIP with the reason.
+if [ -z "${CORTEX_TEST_PG:-}" ] && pg_dir=$(mktemp -d /tmp/cortex-test-pg.XXXXXX) &&
+    CORTEX_TEST_PG=$(ci/pg_server.sh start "$pg_dir" 2>"$log_dir/pg.log"); then
+    export CORTEX_TEST_PG
+    trap 'ci/pg_server.sh stop "$pg_dir"; rm -rf "$log_dir"' EXIT
+else
+    [ -n "${CORTEX_TEST_PG:-}" ] || { rm -rf "${pg_dir:-}"; echo "no PostgreSQL server: $(tail -1 "$log_dir/pg.log" 2>/dev/null)"; }
+fi
 
 run() { # name, command...
     local name=$1; shift
