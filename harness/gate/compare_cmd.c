@@ -26,7 +26,9 @@ int cmd_compare(void *opts, const cli_args *a) {
     store *s;
     if (cli_open_existing(o->db, &s)) return 1;
     int64_t ra, rb;
-    int rc = store_resolve_run(s, pos[0], 0, 0, &ra, err, sizeof err) || store_resolve_run(s, pos[1], 0, 0, &rb, err, sizeof err)
+    /* CAND first: a tag or commit naming BASE then picks the run most like the candidate (its configuration,
+     * its testbed), as the gate picks a baseline, so a fleet's runners are each held to their own kind */
+    int rc = store_resolve_run(s, pos[1], 0, 0, &rb, err, sizeof err) || store_resolve_run(s, pos[0], rb, 0, &ra, err, sizeof err)
                  ? cli_fail(2, "%s", err)
                  : compare_runs(s, ra, rb, o->force, have_gc ? &gc : NULL, stdout);
     store_close(s);

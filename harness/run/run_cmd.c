@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,6 +167,17 @@ static void load_text(char *out, size_t n) {
     else if (n) out[0] = 0;
 }
 
+/* Wall time of this command's runs and the part of it spent writing them to the
+ * store (store_begin_run + store_finish_run), printed with "stored as run":
+ * what a store on a server costs a run. */
+static double g_run_ms, g_store_ms;
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
 /* One run at one thread count: record, warm up, measure, add the roofline
  * figures (rm may be NULL: the model's bytes per token are unknown), store. */
 static int run_one(store *db, const cx_model *model, const wl_workload *wl, const run_opts *o, run_config cfg,
@@ -179,7 +191,9 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
     if (hw_store_lookup(db, fp, 0, meta.threads, &hw) != 1) memset(&hw, 0, sizeof hw);
     meta.hw_id = hw.id;
     int64_t id;
+    double t_run = now_ms();
     if (store_begin_run(db, &meta, env, &id, err, sizeof err)) return cli_fail(1, "%s", err);
+    g_store_ms += now_ms() - t_run;
     *id_out = id;
     rep_result *reps = calloc((size_t)o->reps, sizeof(rep_result));
     if (!reps) return cli_fail(1, "%s", "out of memory");
@@ -206,10 +220,14 @@ static int run_one(store *db, const cx_model *model, const wl_workload *wl, cons
     load_text(load_after, sizeof load_after);
     run_verdict v;
     if (!rc) validity_judge(reps, (int)o->reps, &meta, &v);
+    double t_store = now_ms();
+    int stored = rc ? 0 : !store_finish_run(db, id, reps, (int)o->reps, &v, load_after, err, sizeof err);
+    g_store_ms += now_ms() - t_store;
+    g_run_ms += now_ms() - t_run;
     if (rc) {
         store_fail_run(db, id, err);
         fprintf(stderr, "cortex-bench: run %lld failed: %s\n", (long long)id, err);
-    } else if (store_finish_run(db, id, reps, (int)o->reps, &v, load_after, err, sizeof err)) {
+    } else if (!stored) {
         fprintf(stderr, "cortex-bench: %s\n", err);
         rc = -1;
     } else if (!v.valid) {
@@ -621,7 +639,10 @@ int cmd_run(void *opts, const cli_args *a) {
         for (int i = 0; i < n_ids; i++) show_verdict(db, ids[i], stdout);
         printf("\nstored as run%s", n_ids > 1 ? "s" : "");
         for (int i = 0; i < n_ids; i++) printf("%s %lld", i ? "," : "", (long long)ids[i]);
-        printf(" in %s (cortex-bench show RUN for details)\n", o.db);
+        printf(" in %s (cortex-bench show RUN for details)\n", store_name(db));
+        if (g_run_ms > 0)
+            printf("writing the results took %.1f ms, %.3f%% of the runs' %.1f s\n", g_store_ms,
+                   100 * g_store_ms / g_run_ms, g_run_ms / 1e3);
     }
     FILE *ss = summary_open(o.step_summary); /* the CI step summary (report/summary.c) */
     if (ss) {
