@@ -38,7 +38,7 @@ static void keep_error(pg_conn *pc, const char *msg) {
     size_t n = strlen(pc->err);
     while (n && (pc->err[n - 1] == '\n' || pc->err[n - 1] == ' ')) pc->err[--n] = 0;
     for (char *p = pc->err; *p; p++)
-        if (*p == '\n') *p = ' ';
+        if (*p == '\n' || *p == '\t') *p = ' ';
 }
 
 static void quiet(void *arg, const char *msg) { (void)arg, (void)msg; }
@@ -76,11 +76,30 @@ static int result_ok(pg_conn *pc, PGresult *r) {
 static int pg_exec(db *d, const char *sql) {
     PGresult *r = PQexec(CONN(d)->c, sql);
     int ok = result_ok(CONN(d), r);
+    /* COMMIT of a transaction an error aborted answers ROLLBACK, and succeeds: it is a failure here */
+    if (ok && !strcmp(sql, "COMMIT") && strcmp(PQcmdStatus(r), "COMMIT")) {
+        keep_error(CONN(d), "the transaction was rolled back after an earlier error");
+        ok = 0;
+    }
     PQclear(r);
     return ok ? 0 : -1;
 }
 
-static int pg_begin(db *d) { return pg_exec(d, "BEGIN"); }
+/* A write transaction. A run holds its connection while it measures, which
+ * may be hours: a server or a network in between may have dropped it by the
+ * time the results are written. Every write starts here, outside any
+ * transaction, so a connection found broken is reconnected once and the
+ * BEGIN tried again; nothing was in flight, so nothing is lost or doubled. */
+static int pg_begin(db *d) {
+    if (!pg_exec(d, "BEGIN")) return 0;
+    if (PQstatus(CONN(d)->c) != CONNECTION_BAD) return -1;
+    PQreset(CONN(d)->c);
+    if (PQstatus(CONN(d)->c) != CONNECTION_OK) {
+        keep_error(CONN(d), PQerrorMessage(CONN(d)->c));
+        return -1;
+    }
+    return pg_exec(d, "BEGIN");
+}
 /* Any fixed number: the key of the one lock cortex-bench's migrations take. */
 static int pg_lock_schema(db *d) { return pg_exec(d, "SELECT pg_advisory_xact_lock(2028282801)"); }
 

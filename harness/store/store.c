@@ -373,7 +373,7 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
     store_now(now, sizeof now);
     char uuid[37];
     if (store_new_uuid(uuid)) return hx_fail(err, errlen, "%s: record run: no random bytes for its UUID", db_name(s->db));
-    if (exec(s, "BEGIN", "begin run", err, errlen)) return -1;
+    if (db_begin(s->db)) return store_fail(s, "begin run", err, errlen);
     int64_t env = store_env_id(s, e);
     *run_id = env < 0 ? -1 :
         sql_int(s, "INSERT INTO runs (uuid, testbed, started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
@@ -513,7 +513,7 @@ static int write_adapter_stats(store *s, int64_t id, const rep_result *reps, int
 
 int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, const run_verdict *v,
                      const char *load_after, char *err, size_t errlen) {
-    if (exec(s, "BEGIN", "begin results", err, errlen)) return -1;
+    if (db_begin(s->db)) return store_fail(s, "begin results", err, errlen);
     const char *what = "write metrics";
     int rc = 0;
     int64_t seq = 0; /* the counters' write order */
@@ -640,7 +640,7 @@ int store_tag_run(store *s, int64_t id, const char *name) {
 int store_move_tag(store *s, int64_t id, const char *name, int64_t *previous) {
     char err[256];
     *previous = 0;
-    if (exec(s, "BEGIN", "begin tag", err, sizeof err)) return -1;
+    if (db_begin(s->db)) return store_fail(s, "begin tag", err, sizeof err);
     db_stmt *st = db_prepare(s->db, "SELECT max(t.run_id) AS prev FROM tags t JOIN runs r ON r.id = t.run_id"
                                     " JOIN runs me ON me.id = ?2 WHERE t.name = ?1 AND t.run_id != ?2"
                                     " AND r.compare_key IS NOT DISTINCT FROM me.compare_key AND r.workload = me.workload");

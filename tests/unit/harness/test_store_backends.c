@@ -263,6 +263,26 @@ static void test_killed_writer(int pg, const char *eng) {
     store_close(s);
 }
 
+/* A server that dropped the connection while a run measured: the results still land (one reconnect at BEGIN). */
+static void test_reconnect(void) {
+    char t[1024], err[512];
+    if (!target(1, "reconnect", t, sizeof t)) return;
+    store *s;
+    db *admin;
+    if (store_open(t, &s, err, sizeof err) || db_open(pg_base, &admin, err, sizeof err)) {
+        CHECK(0, "open: %s", err);
+        return;
+    }
+    CHECK(write_run(s, "tg8", "aaaa1111", 10, 2) > 0, "a run before");
+    CHECK(db_exec(admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'cxt_reconnect'"
+                         " AND pid <> pg_backend_pid()") == 0, "the server ends the store's connection: %s", db_errmsg(admin));
+    usleep(100 * 1000);
+    CHECK(write_run(s, "tg8", "bbbb2222", 11, 2) > 0, "the next run is written after one reconnect");
+    CHECK(q_int(s, "SELECT count(*) FROM runs WHERE status = 'complete'") == 2, "both runs whole");
+    db_close(admin);
+    store_close(s);
+}
+
 /* Row counts of every run table, for comparing a copy with its source. */
 static void table_counts(store *s, long long *c) {
     static const char *const T[] = {"runs", "rep_metrics", "requests", "counters", "summary", "canaries", "adapter_stats",
@@ -406,6 +426,7 @@ TEST_MAIN({
     if (pg_base) {
         run_all(1);
         test_same_answers();
+        test_reconnect();
     } else {
         printf("SKIP: the PostgreSQL half: CORTEX_TEST_PG is not set (ci/pg_server.sh start DIR prints a URL for it)\n");
     }
