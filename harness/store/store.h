@@ -51,6 +51,7 @@ const char *store_name(store *s);
 /* The environments row of `e` (inserted when new); its id, or -1. */
 int64_t store_env_id(store *s, const env_info *e);
 
+/* Record the run as 'incomplete' under a fresh UUID (its name in every store); its id in *run_id. */
 int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run_id, char *err, size_t errlen);
 /* Write every result of the run and its verdict (validity.h; load_after: /proc/loadavg at the end, or NULL) and
  * mark it complete, in one transaction. Over HTTP, the builds the answers named (rep_result.server_build)

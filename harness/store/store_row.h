@@ -1,8 +1,9 @@
 /*
  * store_row.h - reading one result row by column name: the only row helper
  * of the store's files (no column is read by position, so a query can gain
- * or reorder columns without breaking its reader). Store-internal: only
- * the files of harness/store/ include it.
+ * or reorder columns without breaking its reader), and the two values every
+ * writer stamps (the time, a UUID). Store-internal: only the files of
+ * harness/store/ include it.
  */
 #ifndef CB_STORE_ROW_H
 #define CB_STORE_ROW_H
