@@ -19,28 +19,40 @@
  *  - cycles and instructions are checked over a short calibration loop: a
  *    virtual PMU that accepts the event but never counts is marked
  *    unsupported instead of producing zeros.
+ *  - Energy (energy-pkg, energy-ram): the RAPL `power` PMU has a dynamic type
+ *    and per-event config/scale/unit in sysfs, parsed here (anything
+ *    unexpected makes the event unsupported with a reason naming the file).
+ *    RAPL counts are per package, not per task: each is opened with pid=-1
+ *    on one CPU of each package (the PMU's cpumask), inherit=0 and no
+ *    exclude_* bits (the PMU refuses them), and the packages' raw counts are
+ *    summed and multiplied by the scale into joules. They too are checked
+ *    over a few ms of work: a count that never moves is unsupported, not 0 J.
  */
 #include "counters.h"
 #include "hx_err.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef __linux__
 #include <linux/perf_event.h>
 #endif
 
-enum { CTR_KIND_HW, CTR_KIND_SW };
+enum { CTR_KIND_HW, CTR_KIND_SW, CTR_KIND_RAPL };
 
 /* One entry of the fixed event list. */
 typedef struct ctr_def {
     const char *name, *unit;
     int kind;
-    uint32_t type;
+    uint32_t type;   /* CTR_KIND_RAPL: from sysfs, see ctr_rapl_probe */
     uint64_t config;
     int need_kernel; /* count kernel mode too (exclude_kernel=0) */
     int calibrate;   /* must count > 0 over the calibration loop */
@@ -60,6 +72,8 @@ static const ctr_def ctr_defs[] = {
     {"task-clock", "ns", CTR_KIND_SW, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 0, 0},
     {"page-faults", "count", CTR_KIND_SW, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, 0, 0},
     {"context-switches", "count", CTR_KIND_SW, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 1, 0},
+    {"energy-pkg", "J", CTR_KIND_RAPL, 0, 0, 1, 0},
+    {"energy-ram", "J", CTR_KIND_RAPL, 0, 0, 1, 0},
 };
 #else
 static const ctr_def ctr_defs[] = {
@@ -67,10 +81,12 @@ static const ctr_def ctr_defs[] = {
     {"cache-references", "count", CTR_KIND_HW, 0, 0, 0, 0}, {"cache-misses", "count", CTR_KIND_HW, 0, 0, 0, 0},
     {"branch-misses", "count", CTR_KIND_HW, 0, 0, 0, 0},    {"llc-load-misses", "count", CTR_KIND_HW, 0, 0, 0, 0},
     {"task-clock", "ns", CTR_KIND_SW, 0, 0, 0, 0},          {"page-faults", "count", CTR_KIND_SW, 0, 0, 0, 0},
-    {"context-switches", "count", CTR_KIND_SW, 0, 0, 1, 0},
+    {"context-switches", "count", CTR_KIND_SW, 0, 0, 1, 0}, {"energy-pkg", "J", CTR_KIND_RAPL, 0, 0, 1, 0},
+    {"energy-ram", "J", CTR_KIND_RAPL, 0, 0, 1, 0},
 };
 #endif
 #define CTR_NDEFS ((int)(sizeof ctr_defs / sizeof ctr_defs[0]))
+_Static_assert(sizeof ctr_defs / sizeof ctr_defs[0] <= CTR_MAX_EVENTS, "event list longer than CTR_MAX_EVENTS");
 
 typedef struct ctr_event {
     const ctr_def *def;
@@ -79,6 +95,9 @@ typedef struct ctr_event {
     int group_slot;  /* position in the group read, -1 if read on its own */
     int papi_slot;   /* 1 if PAPI provides it */
     int exclude_kernel;
+    int n_pkg;                 /* CTR_KIND_RAPL: descriptors in pkg_fd, one per package */
+    int pkg_fd[CTR_MAX_PKGS];
+    double scale;              /* unit per raw count: the RAPL scale (J), else 1 */
     char reason[CTR_REASON_LEN];
 } ctr_event;
 
@@ -119,6 +138,9 @@ static const char *ctr_errno_name(int e) {
     case ESRCH: return "ESRCH";
     case EOVERFLOW: return "EOVERFLOW";
     case ENOMEM: return "ENOMEM";
+    case EIO: return "EIO";
+    case ENOTDIR: return "ENOTDIR";
+    case EISDIR: return "EISDIR";
     default: return "errno";
     }
 }
@@ -141,8 +163,9 @@ static void ctr_set_reason(ctr_event *ev, int e) {
     char perm[120];
     switch (e) {
     case ENOENT:
-        why = ev->def->kind == CTR_KIND_HW ? "hardware event not supported by this CPU/VM"
-                                           : "event not known to this kernel";
+        why = ev->def->kind == CTR_KIND_HW     ? "hardware event not supported by this CPU/VM"
+              : ev->def->kind == CTR_KIND_RAPL ? "the kernel has no PMU of the type sysfs gave"
+                                               : "event not known to this kernel";
         break;
     case EOPNOTSUPP: why = "event or its user-only setting not supported by this PMU"; break;
     case ENODEV: why = "no PMU for this event on this CPU/VM"; break;
@@ -150,7 +173,11 @@ static void ctr_set_reason(ctr_event *ev, int e) {
     case EACCES:
     case EPERM: {
         int p = ctr_paranoid();
-        if (ev->def->need_kernel)
+        if (ev->def->kind == CTR_KIND_RAPL)
+            snprintf(perm, sizeof perm,
+                     "not permitted: system-wide energy needs CAP_PERFMON or "
+                     "/proc/sys/kernel/perf_event_paranoid <= 0 (it is %d)", p);
+        else if (ev->def->need_kernel)
             snprintf(perm, sizeof perm,
                      "not permitted: counting it needs kernel mode (exclude_kernel=0), perf_event_paranoid=%d", p);
         else if (p == -99)
@@ -170,20 +197,228 @@ static void ctr_set_reason(ctr_event *ev, int e) {
     snprintf(ev->reason, sizeof ev->reason, "%s: %s (%s)", ctr_errno_name(e), why, strerror(e));
 }
 
+/* ---- The RAPL `power` PMU, described in sysfs ---- */
+
+/* Read a small text file into buf with trailing whitespace removed; 0, or
+ * -errno (-EFBIG when it does not fit in len - 1 bytes). */
+static int ctr_read_text(const char *path, char *buf, size_t len) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -errno;
+    size_t n = fread(buf, 1, len - 1, f);
+    int big = n == len - 1 && fgetc(f) != EOF;
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) return -EIO;
+    if (big) return -EFBIG;
+    buf[n] = 0;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\t' || buf[n - 1] == '\r')) buf[--n] = 0;
+    return 0;
+}
+
+/* Reason for a file that could not be read: "ENAME: PATH: strerror". */
+static int ctr_file_fail(char *reason, size_t len, const char *path, int e) {
+    snprintf(reason, len, "%s: %s: %s", e == EFBIG ? "EFBIG" : ctr_errno_name(e), path,
+             e == EFBIG ? "longer than expected" : strerror(e));
+    return -1;
+}
+
+/* Unsigned decimal or 0x-hex number filling all of s; 0 or -1. */
+static int ctr_parse_u64(const char *s, uint64_t *out) {
+    if (!*s || *s == '-' || *s == '+' || *s == ' ') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end) return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* A CPU list ("0", "0,24", "0-3,8") into cpu[0..max); the number of CPUs it
+ * names (more than max: only max stored), or -1 when it is not a list. */
+static int ctr_parse_cpus(const char *s, int *cpu, int max) {
+    int n = 0;
+    if (!*s) return -1;
+    for (;;) {
+        char *end;
+        if (*s < '0' || *s > '9') return -1;
+        long lo = strtol(s, &end, 10), hi = lo;
+        s = end;
+        if (*s == '-') {
+            if (s[1] < '0' || s[1] > '9') return -1;
+            hi = strtol(s + 1, &end, 10);
+            s = end;
+        }
+        if (lo > hi || hi > 1 << 20) return -1;
+        for (long c = lo; c <= hi; c++, n++)
+            if (n < max) cpu[n] = (int)c;
+        if (!*s) return n;
+        if (*s++ != ',') return -1;
+    }
+}
+
+/* Place `value` of the term `name` into *config as PMU/format/NAME says
+ * ("config:0-7", "config:7", "config:0-7,32-35"); a PMU without that file
+ * takes "event" as the whole config. 0, or -1 with a reason. */
+static int ctr_place_term(const char *pmu, const char *evpath, const char *name, uint64_t value, uint64_t *config,
+                          char *reason, size_t len) {
+    char path[320], fmt[128];
+    snprintf(path, sizeof path, "%s/format/%.32s", pmu, name);
+    int rc = ctr_read_text(path, fmt, sizeof fmt);
+    if (rc == -ENOENT && !strcmp(name, "event")) {
+        *config |= value;
+        return 0;
+    }
+    if (rc == -ENOENT) {
+        snprintf(reason, len, "EINVAL: %s: term '%s' has no %s", evpath, name, path);
+        return -1;
+    }
+    if (rc) return ctr_file_fail(reason, len, path, -rc);
+    if (strncmp(fmt, "config:", 7) != 0) {
+        snprintf(reason, len, "EINVAL: %s: '%.40s' is not a config bit range (config1/2 unsupported)", path, fmt);
+        return -1;
+    }
+    const char *r = fmt + 7;
+    uint64_t rest = value;
+    for (;;) {
+        char *end;
+        if (*r < '0' || *r > '9') break;
+        long lo = strtol(r, &end, 10), hi = lo;
+        r = end;
+        if (*r == '-') {
+            if (r[1] < '0' || r[1] > '9') break;
+            hi = strtol(r + 1, &end, 10);
+            r = end;
+        }
+        if (lo > hi || hi > 63) break;
+        int width = (int)(hi - lo + 1);
+        uint64_t mask = width == 64 ? ~(uint64_t)0 : (((uint64_t)1 << width) - 1);
+        *config |= (rest & mask) << lo;
+        rest = width == 64 ? 0 : rest >> width;
+        if (!*r) {
+            if (rest) {
+                snprintf(reason, len, "EINVAL: %s: %s=%#llx does not fit %s", evpath, name, (unsigned long long)value,
+                         path);
+                return -1;
+            }
+            return 0;
+        }
+        if (*r++ != ',') break;
+    }
+    snprintf(reason, len, "EINVAL: %s: '%.40s' is not a config bit range", path, fmt);
+    return -1;
+}
+
+/* See counters.h. */
+int ctr_rapl_probe(const char *pmu_dir, const char *event, ctr_rapl_event *out, char *reason, size_t len) {
+    char pmu[256], path[384], text[256]; /* a longer pmu_dir is cut (tests only) */
+    struct stat st;
+    memset(out, 0, sizeof *out);
+    if (len) reason[0] = 0;
+    snprintf(pmu, sizeof pmu, "%.240s/power", pmu_dir);
+    if (stat(pmu, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) {
+            snprintf(reason, len, "ENOENT: no RAPL 'power' PMU in %s (this kernel or VM exposes no energy counters)",
+                     pmu_dir);
+            return -1;
+        }
+        return ctr_file_fail(reason, len, pmu, errno);
+    }
+
+    uint64_t v;
+    snprintf(path, sizeof path, "%s/type", pmu);
+    int rc = ctr_read_text(path, text, sizeof text);
+    if (rc) return ctr_file_fail(reason, len, path, -rc);
+    if (ctr_parse_u64(text, &v) || v > UINT32_MAX) {
+        snprintf(reason, len, "EINVAL: %s: '%.32s' is not a PMU type number", path, text);
+        return -1;
+    }
+    out->type = (uint32_t)v;
+
+    char evpath[320];
+    snprintf(evpath, sizeof evpath, "%s/events/%.40s", pmu, event);
+    rc = ctr_read_text(evpath, text, sizeof text);
+    if (rc == -ENOENT) {
+        snprintf(reason, len, "ENOENT: the RAPL 'power' PMU has no %s event (no %s: this CPU does not meter it)", event,
+                 evpath);
+        return -1;
+    }
+    if (rc) return ctr_file_fail(reason, len, evpath, -rc);
+    /* "event=0x02" or terms "a=1,b=0x2" (a term alone means =1, as perf reads it) */
+    if (!text[0]) {
+        snprintf(reason, len, "EINVAL: %s: empty, no config", evpath);
+        return -1;
+    }
+    for (char *t = text, *next; t; t = next) {
+        next = strchr(t, ',');
+        if (next) *next++ = 0;
+        char *eq = strchr(t, '=');
+        uint64_t tv = 1;
+        if (eq) *eq = 0;
+        if (!*t || strlen(t) > 32 || strcspn(t, "/. ") != strlen(t) || (eq && ctr_parse_u64(eq + 1, &tv))) {
+            snprintf(reason, len, "EINVAL: %s: '%.32s%s%.24s' is not a term=value config", evpath, t, eq ? "=" : "",
+                     eq ? eq + 1 : "");
+            return -1;
+        }
+        if (ctr_place_term(pmu, evpath, t, tv, &out->config, reason, len)) return -1;
+    }
+
+    snprintf(path, sizeof path, "%s.scale", evpath);
+    rc = ctr_read_text(path, text, sizeof text);
+    if (rc) return ctr_file_fail(reason, len, path, -rc);
+    char *end;
+    errno = 0;
+    double sc = strtod(text, &end);
+    if (!text[0] || *end || errno || !isfinite(sc) || sc <= 0) {
+        snprintf(reason, len, "EINVAL: %s: '%.32s' is not a positive number of joules per count", path, text);
+        return -1;
+    }
+    out->scale = sc;
+
+    snprintf(path, sizeof path, "%s.unit", evpath);
+    rc = ctr_read_text(path, text, sizeof text);
+    if (rc) return ctr_file_fail(reason, len, path, -rc);
+    if (strcasecmp(text, "Joules") != 0) {
+        snprintf(reason, len, "EINVAL: %s: unit '%.32s', expected Joules", path, text);
+        return -1;
+    }
+    snprintf(out->unit, sizeof out->unit, "%.15s", text);
+
+    snprintf(path, sizeof path, "%s/cpumask", pmu);
+    rc = ctr_read_text(path, text, sizeof text);
+    if (rc) return ctr_file_fail(reason, len, path, -rc);
+    int n = ctr_parse_cpus(text, out->cpu, CTR_MAX_PKGS);
+    if (n < 0) {
+        snprintf(reason, len, "EINVAL: %s: '%.32s' is not a CPU list", path, text);
+        return -1;
+    }
+    if (n > CTR_MAX_PKGS) {
+        snprintf(reason, len, "E2BIG: %s lists %d packages, more than the %d summed here", path, n, CTR_MAX_PKGS);
+        return -1;
+    }
+    out->n_cpu = n;
+    return 0;
+}
+
 #ifdef __linux__
-/* perf_event_open for this process on any CPU; the fd, or -errno. */
-static int ctr_sys_open(struct perf_event_attr *attr, int group_fd) {
+/* perf_event_open for pid (0: this process, -1: every process) on cpu (-1:
+ * any); the fd, or -errno. */
+static int ctr_sys_open_on(struct perf_event_attr *attr, int pid, int cpu, int group_fd) {
     if (ctr_inject_mode == CTR_INJECT_ENOSYS) return -ENOSYS;
     if (ctr_inject_mode == CTR_INJECT_EACCES) return -EACCES;
     if (ctr_inject_mode == CTR_INJECT_GROUP_EINVAL && attr->inherit && (attr->read_format & PERF_FORMAT_GROUP))
         return -EINVAL;
 #ifdef SYS_perf_event_open
-    long fd = syscall(SYS_perf_event_open, attr, 0, -1, group_fd, (unsigned long)PERF_FLAG_FD_CLOEXEC);
+    long fd = syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, (unsigned long)PERF_FLAG_FD_CLOEXEC);
     return fd < 0 ? -errno : (int)fd;
 #else
-    (void)group_fd;
+    (void)pid, (void)cpu, (void)group_fd;
     return -ENOSYS;
 #endif
+}
+
+/* perf_event_open for this process on any CPU; the fd, or -errno. */
+static int ctr_sys_open(struct perf_event_attr *attr, int group_fd) {
+    return ctr_sys_open_on(attr, 0, -1, group_fd);
 }
 
 /* Fill attr for def: counting (not sampling), inherited, enabled at once. */
@@ -316,10 +551,98 @@ static int ctr_calibrate(ctr_set *s) {
     }
     return 1;
 }
+
+/* Close an energy event's package descriptors. */
+static void ctr_close_pkgs(ctr_event *ev) {
+    for (int k = 0; k < ev->n_pkg; k++)
+        if (ev->pkg_fd[k] >= 0) close(ev->pkg_fd[k]);
+    ev->n_pkg = 0;
+}
+
+/* Open the energy events: for each, read the PMU's description under pmu_dir
+ * and open it system-wide on one CPU per package; any failure leaves it
+ * unsupported with the reason (a package that cannot be opened would make
+ * the sum an undercount, so it fails the event). */
+static void ctr_open_rapl(ctr_set *s, const char *pmu_dir) {
+    for (int i = 0; i < s->n; i++) {
+        ctr_event *ev = &s->ev[i];
+        if (ev->def->kind != CTR_KIND_RAPL) continue;
+        ctr_rapl_event re;
+        if (ctr_rapl_probe(pmu_dir, ev->def->name, &re, ev->reason, sizeof ev->reason)) {
+            ev->supported = 0;
+            continue;
+        }
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.type = re.type;
+        a.config = re.config;
+        a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+        int fail = 0;
+        for (int k = 0; k < re.n_cpu && !fail; k++) {
+            int fd = ctr_sys_open_on(&a, -1, re.cpu[k], -1);
+            if (fd < 0) {
+                ctr_set_reason(ev, -fd);
+                size_t l = strlen(ev->reason); /* which package: a partial sum would undercount */
+                if (re.n_cpu > 1) snprintf(ev->reason + l, sizeof ev->reason - l, " on CPU %d", re.cpu[k]);
+                fail = 1;
+            } else {
+                ev->pkg_fd[ev->n_pkg++] = fd;
+            }
+        }
+        if (fail) {
+            ctr_close_pkgs(ev);
+            continue;
+        }
+        ev->supported = 1;
+        ev->exclude_kernel = 0;
+        ev->scale = re.scale;
+    }
+}
+
+/* Monotonic clock, ns. */
+static double ctr_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* The energy events over 5 ms of work in this thread (RAPL updates about
+ * every millisecond): unreadable, or a count that never moves (a VM that
+ * exposes the PMU but not the energy), is unsupported rather than 0 J. */
+static void ctr_calibrate_energy(ctr_set *s) {
+    int any = 0;
+    for (int i = 0; i < s->n; i++) any |= s->ev[i].def->kind == CTR_KIND_RAPL && s->ev[i].supported;
+    if (!any) return;
+    ctr_snap a, b;
+    ctr_snapshot(s, &a);
+    double t0 = ctr_now_ns();
+    while (ctr_now_ns() - t0 < 5e6) ctr_spin(20000);
+    ctr_snapshot(s, &b);
+    for (int i = 0; i < s->n; i++) {
+        ctr_event *ev = &s->ev[i];
+        if (ev->def->kind != CTR_KIND_RAPL || !ev->supported) continue;
+        if (!a.valid[i] || !b.valid[i]) {
+            snprintf(ev->reason, sizeof ev->reason, "EIO: opened but could not be read");
+        } else if (b.raw[i] == a.raw[i]) {
+            snprintf(ev->reason, sizeof ev->reason,
+                     "ZERO: opened but the energy count did not change over 5 ms of work (RAPL not updated here)");
+        } else {
+            continue;
+        }
+        ev->supported = 0;
+        ctr_close_pkgs(ev);
+    }
+}
 #endif /* __linux__ */
 
 /* Open every event for the calling process; see counters.h. */
 ctr_set *ctr_open(char *err, size_t errlen) {
+    return ctr_open_at(CTR_PMU_DIR, err, errlen);
+}
+
+/* ctr_open with the energy PMU looked up under pmu_dir; see counters.h. */
+ctr_set *ctr_open_at(const char *pmu_dir, char *err, size_t errlen) {
     ctr_set *s = calloc(1, sizeof *s);
     if (!s) {
         hx_fail(err, errlen, "counters: out of memory");
@@ -333,9 +656,12 @@ ctr_set *ctr_open(char *err, size_t errlen) {
         s->ev[i].fd = -1;
         s->ev[i].group_slot = -1;
         s->ev[i].exclude_kernel = 1;
+        s->ev[i].scale = 1;
+        for (int k = 0; k < CTR_MAX_PKGS; k++) s->ev[i].pkg_fd[k] = -1;
     }
 #ifdef __linux__
     ctr_open_alone(s, CTR_KIND_SW);
+    ctr_open_rapl(s, pmu_dir ? pmu_dir : CTR_PMU_DIR);
 #ifdef CORTEX_PAPI
     {
         const char *names[CTR_MAX_EVENTS];
@@ -374,7 +700,9 @@ ctr_set *ctr_open(char *err, size_t errlen) {
     for (int i = 0; i < s->n; i++) any_hw |= s->ev[i].def->kind == CTR_KIND_HW && s->ev[i].supported;
     if (!any_hw) snprintf(s->mode, sizeof s->mode, "none");
 #endif
+    ctr_calibrate_energy(s);
 #else
+    (void)pmu_dir;
     for (int i = 0; i < s->n; i++) {
         s->ev[i].supported = 0;
         snprintf(s->ev[i].reason, sizeof s->ev[i].reason, "ENOSYS: perf_event_open exists only on Linux");
@@ -387,8 +715,12 @@ ctr_set *ctr_open(char *err, size_t errlen) {
 /* Close every descriptor (the group leader last) and free the set. */
 void ctr_close(ctr_set *s) {
     if (!s) return;
-    for (int i = 0; i < s->n; i++)
+    for (int i = 0; i < s->n; i++) {
         if (s->ev[i].fd >= 0 && s->ev[i].fd != s->group_fd) close(s->ev[i].fd);
+#ifdef __linux__
+        ctr_close_pkgs(&s->ev[i]);
+#endif
+    }
     if (s->group_fd >= 0) close(s->group_fd);
 #ifdef CORTEX_PAPI
     if (s->papi) ctr_papi_close(s->papi);
@@ -406,7 +738,7 @@ const char *ctr_name(const ctr_set *s, int i) {
     return s && i >= 0 && i < s->n ? s->ev[i].def->name : "";
 }
 
-/* Unit of event i: "count" or "ns". */
+/* Unit of event i: "count", "ns" or "J". */
 const char *ctr_unit(const ctr_set *s, int i) {
     return s && i >= 0 && i < s->n ? s->ev[i].def->unit : "";
 }
@@ -422,9 +754,10 @@ const char *ctr_reason(const ctr_set *s, int i) {
     return s->ev[i].supported ? "" : s->ev[i].reason;
 }
 
-/* Privilege scope of event i's count. */
+/* Privilege scope of event i's count ("system" for energy). */
 const char *ctr_scope(const ctr_set *s, int i) {
     if (!s || i < 0 || i >= s->n) return "";
+    if (s->ev[i].def->kind == CTR_KIND_RAPL) return "system";
     return s->ev[i].exclude_kernel ? "user" : "user+kernel";
 }
 
@@ -456,7 +789,8 @@ void ctr_summary(const ctr_set *s, char *buf, size_t len) {
     }
 }
 
-/* Scaled cumulative value of a read: raw * enabled / running, raw if no times. */
+/* Cumulative value of a read scaled for multiplexing: raw * enabled / running,
+ * raw if no times (in raw counts: the caller applies the unit scale). */
 static double ctr_scale(uint64_t raw, uint64_t en, uint64_t run) {
     if (run == 0 || run >= en) return (double)raw;
     return (double)raw * ((double)en / (double)run);
@@ -510,7 +844,24 @@ void ctr_snapshot(ctr_set *s, ctr_snap *out) {
                 out->valid[i] = 1;
             }
         }
-        if (out->valid[i]) out->value[i] = ctr_scale(out->raw[i], out->enabled[i], out->running[i]);
+        if (ev->supported && ev->n_pkg > 0) {
+            /* energy: the sum over packages, valid only if every one was read */
+            int ok = 1;
+            for (int k = 0; k < ev->n_pkg; k++) {
+                uint64_t v[3];
+                if (read(ev->pkg_fd[k], v, sizeof v) != (ssize_t)sizeof v) {
+                    ok = 0;
+                    break;
+                }
+                out->raw[i] += v[0];
+                out->enabled[i] += v[1];
+                out->running[i] += v[2];
+            }
+            out->valid[i] = ok;
+            if (!ok) out->raw[i] = out->enabled[i] = out->running[i] = 0;
+        }
+        out->scale[i] = ev->scale;
+        if (out->valid[i]) out->value[i] = ctr_scale(out->raw[i], out->enabled[i], out->running[i]) * ev->scale;
     }
 }
 
@@ -548,7 +899,7 @@ void ctr_accumulate(ctr_phase *acc, const ctr_snap *before, const ctr_snap *afte
             acc->lost[i]++;
             continue;
         }
-        acc->value[i] += delta;
+        acc->value[i] += delta * (after->scale[i] > 0 ? after->scale[i] : 1.0);
         acc->enabled_ns[i] += (double)den;
         acc->running_ns[i] += (double)drun;
         acc->intervals[i]++;

@@ -9,7 +9,8 @@
  * Scope: the calling process's threads, user space only for hardware events.
  * Every event is opened with inherit=1, so ctr_open must be called BEFORE the
  * engine creates its worker threads (cx_session_new): threads that already
- * exist when ctr_open runs, other than the caller, are not counted.
+ * exist when ctr_open runs, other than the caller, are not counted. The
+ * energy events are the exception: they are system-wide (see below).
  *
  * The event list is fixed (ctr_count() entries, always the same names in the
  * same order). An event the kernel or CPU cannot count is "unsupported" with a
@@ -24,6 +25,16 @@
  *   task-clock         ns     software
  *   page-faults        count  software
  *   context-switches   count  software
+ *   energy-pkg         J      RAPL `power` PMU: energy of the whole package(s)
+ *   energy-ram         J      RAPL `power` PMU: DRAM energy (where it has the event)
+ *
+ * Energy: the RAPL `power` PMU is dynamic, so its type, each event's config,
+ * scale (joules per count) and unit are read from sysfs
+ * (/sys/bus/event_source/devices/power/...). Its events count every process
+ * on the package, so they are opened system-wide (pid=-1) on one CPU per
+ * package (the PMU's `cpumask`), summed over packages, and scaled to joules.
+ * Opening them needs CAP_PERFMON or perf_event_paranoid <= 0. A machine
+ * without the PMU (most VMs) records them as unsupported with that reason.
  *
  * Hardware events are read as one group (PERF_FORMAT_GROUP, mode "group")
  * when the kernel accepts a group together with inherit, otherwise one read
@@ -43,6 +54,8 @@
 #define CTR_NAME_LEN 24   /* same sizes as counter_row in results.h */
 #define CTR_UNIT_LEN 8
 #define CTR_REASON_LEN 160
+#define CTR_MAX_PKGS 16   /* RAPL packages (dies) summed; more: energy unsupported */
+#define CTR_PMU_DIR "/sys/bus/event_source/devices"
 
 typedef struct ctr_set ctr_set;
 
@@ -51,16 +64,18 @@ typedef struct ctr_snap {
     int n;                               /* events in the set (0 for a NULL set) */
     int valid[CTR_MAX_EVENTS];           /* 1: supported and read successfully */
     double value[CTR_MAX_EVENTS];        /* cumulative count scaled for multiplexing: raw * enabled / running */
-    uint64_t raw[CTR_MAX_EVENTS];        /* cumulative count as the kernel reported it */
-    uint64_t enabled[CTR_MAX_EVENTS];    /* ns the event was enabled (summed over counted threads); 0 if unknown */
+    uint64_t raw[CTR_MAX_EVENTS];        /* cumulative count as the kernel reported it (energy: summed over packages) */
+    uint64_t enabled[CTR_MAX_EVENTS];    /* ns the event was enabled (summed over threads/packages); 0 if unknown */
     uint64_t running[CTR_MAX_EVENTS];    /* ns it was actually on a counter; 0 if unknown */
+    double scale[CTR_MAX_EVENTS];        /* unit per raw count: joules per count for energy, 1 otherwise;
+                                          * 0 (a snapshot built by hand) counts as 1 */
 } ctr_snap;
 
 /* Sums of per-interval deltas for one phase ("prefill", "decode", "total"). */
 typedef struct ctr_phase {
     char name[16];
     int n;                               /* events seen (set by the first ctr_accumulate) */
-    double value[CTR_MAX_EVENTS];        /* sum of scaled deltas */
+    double value[CTR_MAX_EVENTS];        /* sum of scaled deltas, in the event's unit (J for energy) */
     double enabled_ns[CTR_MAX_EVENTS];   /* sum of enabled-time deltas (0 when the backend has none) */
     double running_ns[CTR_MAX_EVENTS];   /* sum of running-time deltas; running < enabled: multiplexed */
     unsigned intervals[CTR_MAX_EVENTS];  /* intervals that contributed a value */
@@ -79,7 +94,7 @@ void ctr_close(ctr_set *s);
 
 /* Number of events (fixed list above); 0 for NULL. */
 int ctr_count(const ctr_set *s);
-/* Stored name ("cycles", ...) and unit ("count", "ns") of event i. */
+/* Stored name ("cycles", ...) and unit ("count", "ns", "J") of event i. */
 const char *ctr_name(const ctr_set *s, int i);
 const char *ctr_unit(const ctr_set *s, int i);
 /* 1 if event i is being counted, 0 if not (then ctr_reason says why). */
@@ -87,7 +102,8 @@ int ctr_supported(const ctr_set *s, int i);
 /* Why event i is unsupported, e.g. "ENOENT: hardware event not supported by
  * this CPU/VM (No such file or directory)"; "" when supported. */
 const char *ctr_reason(const ctr_set *s, int i);
-/* What event i counts: "user" (exclude_kernel=1) or "user+kernel". */
+/* What event i counts: "user" (exclude_kernel=1), "user+kernel", or
+ * "system" (energy: the whole package, every process). */
 const char *ctr_scope(const ctr_set *s, int i);
 /* Hardware read mode: "group", "per-event", "papi" or "none". */
 const char *ctr_mode(const ctr_set *s);
@@ -118,6 +134,23 @@ enum {
     CTR_INJECT_GROUP_EINVAL = 3 /* PERF_FORMAT_GROUP with inherit fails with EINVAL */
 };
 void ctr_test_inject(int mode);
+
+/* Tests only: the RAPL `power` PMU as described under a PMU directory
+ * (CTR_PMU_DIR in production, a fake tree in tests). */
+typedef struct ctr_rapl_event {
+    uint32_t type;           /* pmu_dir/power/type */
+    uint64_t config;         /* pmu_dir/power/events/EVENT ("event=0x02"), placed by power/format/ */
+    double scale;            /* pmu_dir/power/events/EVENT.scale: joules per count */
+    char unit[16];           /* pmu_dir/power/events/EVENT.unit: "Joules" */
+    int n_cpu;               /* packages: CPUs listed in pmu_dir/power/cpumask */
+    int cpu[CTR_MAX_PKGS];   /* one CPU per package */
+} ctr_rapl_event;
+/* Read and check what opening EVENT ("energy-pkg") needs. 0, or -1 with the
+ * reason ("ENOENT: no RAPL 'power' PMU in DIR (...)", or "EINVAL: FILE: ..."
+ * naming the file with bad contents) in reason. */
+int ctr_rapl_probe(const char *pmu_dir, const char *event, ctr_rapl_event *out, char *reason, size_t len);
+/* ctr_open with the energy events read from pmu_dir instead of CTR_PMU_DIR. */
+ctr_set *ctr_open_at(const char *pmu_dir, char *err, size_t errlen);
 
 #ifdef CORTEX_PAPI
 /* Internal interface between counters.c and counters_papi.c (PAPI builds only). */

@@ -4,8 +4,8 @@
  * papi`). Without CORTEX_PAPI this file compiles to nothing but a typedef, so
  * it can stay in the source list of every build.
  *
- * counters.c keeps the software events on perf_event and asks this file for
- * the hardware ones, under the same stored names:
+ * counters.c keeps the software and energy (RAPL) events on perf_event and
+ * asks this file for the hardware ones, under the same stored names:
  *   cycles            PAPI_TOT_CYC
  *   instructions      PAPI_TOT_INS
  *   cache-references  PAPI_L3_TCA   (L3 total accesses)

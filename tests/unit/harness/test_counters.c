@@ -2,19 +2,23 @@
  * test_counters.c - harness/measure/counters.c and harness/measure/env.c: every counter is
  * either counted (non-negative, monotonic, growing with work) or unsupported
  * with a reason, never a silent 0; inherited counting covers threads created
- * after ctr_open; phase arithmetic; the environment fingerprint; CPU pinning;
- * peak RSS. No timing thresholds: only "grew", and counts compared with counts.
+ * after ctr_open; phase arithmetic; the energy (RAPL) events' sysfs parsing on
+ * a fake PMU tree, and their reasons where they cannot be opened; the
+ * environment fingerprint; CPU pinning; peak RSS. No timing thresholds: only
+ * "grew", and counts compared with counts.
  *
  * Build: cc -std=c11 -D_GNU_SOURCE -Iharness/measure -Iharness/util tests/unit/harness/test_counters.c
  *        harness/measure/counters.c harness/measure/env.c harness/util/sha256.c -lm -pthread
  */
 #include <errno.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,15 +55,30 @@ static void test_events(void) {
     CHECK(s != NULL, "ctr_open: %s", err);
     if (!s) return;
     print_set(s);
-    static const char *names[] = {"cycles",       "instructions", "cache-references",
-                                  "cache-misses", "branch-misses", "llc-load-misses",
-                                  "task-clock",   "page-faults",  "context-switches"};
-    CHECK(ctr_count(s) == 9, "count %d", ctr_count(s));
-    for (int i = 0; i < 9 && i < ctr_count(s); i++) {
+    static const char *names[] = {"cycles",       "instructions", "cache-references", "cache-misses",
+                                  "branch-misses", "llc-load-misses", "task-clock",     "page-faults",
+                                  "context-switches", "energy-pkg",  "energy-ram"};
+    const int n_names = (int)(sizeof names / sizeof names[0]);
+    CHECK(ctr_count(s) == n_names && n_names <= CTR_MAX_EVENTS, "count %d", ctr_count(s));
+    for (int i = 0; i < n_names && i < ctr_count(s); i++) {
         CHECK(strcmp(ctr_name(s, i), names[i]) == 0, "event %d is %s, want %s", i, ctr_name(s, i), names[i]);
         CHECK(ctr_find(s, names[i]) == i, "ctr_find(%s)", names[i]);
-        const char *want_unit = strcmp(names[i], "task-clock") == 0 ? "ns" : "count";
+        const char *want_unit = strcmp(names[i], "task-clock") == 0 ? "ns"
+                                : strncmp(names[i], "energy-", 7) == 0 ? "J"
+                                                                       : "count";
         CHECK(strcmp(ctr_unit(s, i), want_unit) == 0, "%s unit %s", names[i], ctr_unit(s, i));
+    }
+    /* Energy here: counted (system-wide), or missing with the sysfs or open reason. */
+    struct stat st;
+    int have_pmu = stat(CTR_PMU_DIR "/power", &st) == 0;
+    for (int i = ctr_find(s, "energy-pkg"); i >= 0 && i < ctr_count(s); i++) {
+        if (ctr_supported(s, i)) {
+            CHECK(strcmp(ctr_scope(s, i), "system") == 0, "%s scope %s", ctr_name(s, i), ctr_scope(s, i));
+        } else if (!have_pmu) {
+            CHECK(strcmp(ctr_reason(s, i), "ENOENT: no RAPL 'power' PMU in /sys/bus/event_source/devices (this "
+                                           "kernel or VM exposes no energy counters)") == 0,
+                  "%s: without a power PMU the reason is '%s'", ctr_name(s, i), ctr_reason(s, i));
+        }
     }
     CHECK(ctr_find(s, "nope") == -1, "ctr_find of an unknown name");
     const char *mode = ctr_mode(s);
@@ -91,6 +110,10 @@ static void test_events(void) {
             CHECK(a.enabled[i] <= b.enabled[i] && a.running[i] <= b.running[i], "%s times go backwards", n);
             if (b.running[i] == b.enabled[i] && c.running[i] == c.enabled[i])
                 CHECK(b.value[i] <= c.value[i], "%s scaled value not monotonic", n);
+            if (strncmp(n, "energy-", 7) == 0)
+                CHECK(b.scale[i] > 0 && b.scale[i] < 1e-3, "%s: %g J per count", n, b.scale[i]);
+            else
+                CHECK(b.scale[i] == 1, "%s: unit scale %g, want 1", n, b.scale[i]);
         } else {
             const char *r = ctr_reason(s, i);
             CHECK(r[0] != 0, "%s unsupported without a reason", n);
@@ -239,6 +262,15 @@ static void test_refused(void) {
         for (int i = 0; i < ctr_count(s); i++) {
             if (sw_only && i < 6) continue; /* hardware events: PAPI */
             CHECK(!ctr_supported(s, i), "%s supported although perf is refused", ctr_name(s, i));
+            ctr_rapl_event re;
+            char why[CTR_REASON_LEN];
+            if (strncmp(ctr_name(s, i), "energy-", 7) == 0 &&
+                ctr_rapl_probe(CTR_PMU_DIR, ctr_name(s, i), &re, why, sizeof why) != 0) {
+                /* never opened: sysfs has no such event here (a VM), and that is the reason */
+                CHECK(strcmp(ctr_reason(s, i), why) == 0, "%s reason '%s', sysfs says '%s'", ctr_name(s, i),
+                      ctr_reason(s, i), why);
+                continue;
+            }
             CHECK(strncmp(ctr_reason(s, i), cases[k].prefix, strlen(cases[k].prefix)) == 0 &&
                       strstr(ctr_reason(s, i), cases[k].hint) != NULL,
                   "%s reason '%s'", ctr_name(s, i), ctr_reason(s, i));
@@ -266,12 +298,17 @@ static void test_refused(void) {
 static void test_phase_math(void) {
     ctr_snap s0, s1, s2;
     memset(&s0, 0, sizeof s0);
-    s0.n = 4;
+    s0.n = 5;
     s1 = s0;
     s2 = s0;
     /* event 0: never multiplexed; event 1: on a counter half the time; event
-     * 2: no time information (PAPI-like); event 3: unreadable at s1. */
-    for (int i = 0; i < 4; i++) s0.valid[i] = s1.valid[i] = s2.valid[i] = 1;
+     * 2: no time information (PAPI-like); event 3: unreadable at s1; event 4:
+     * energy, 2^-32 J per count (RAPL's usual scale), summed over 2 packages. */
+    for (int i = 0; i < 5; i++) s0.valid[i] = s1.valid[i] = s2.valid[i] = 1;
+    s0.scale[4] = s1.scale[4] = s2.scale[4] = 2.3283064365386962890625e-10;
+    s0.raw[4] = 1000, s0.enabled[4] = 2000, s0.running[4] = 2000;
+    s1.raw[4] = 1000 + 3 * 4294967296ull, s1.enabled[4] = 4000, s1.running[4] = 4000;
+    s2.raw[4] = 1000 + 5 * 4294967296ull, s2.enabled[4] = 6000, s2.running[4] = 6000;
     s1.valid[3] = 0;
     s0.raw[0] = 100, s0.enabled[0] = 1000, s0.running[0] = 1000;
     s1.raw[0] = 250, s1.enabled[0] = 2000, s1.running[0] = 2000;
@@ -289,7 +326,9 @@ static void test_phase_math(void) {
     CHECK(strlen(tot.name) == 15, "phase name truncated to 15: %s", tot.name);
     ctr_accumulate(&pre, &s0, &s1);
     ctr_accumulate(&dec, &s1, &s2);
-    CHECK(pre.n == 4 && dec.n == 4, "n %d %d", pre.n, dec.n);
+    CHECK(pre.n == 5 && dec.n == 5, "n %d %d", pre.n, dec.n);
+    CHECK_NEAR(pre.value[4], 3.0, 1e-12, "energy: counts times the scale, in J");
+    CHECK_NEAR(dec.value[4], 2.0, 1e-12, "energy, second interval");
     CHECK_NEAR(pre.value[0], 150, 1e-9, "plain delta");
     CHECK_NEAR(pre.value[1], 200, 1e-9, "delta scaled by enabled/running");
     CHECK_NEAR(pre.running_ns[1], 500, 1e-9, "running time summed");
@@ -311,7 +350,8 @@ static void test_phase_math(void) {
     CHECK_NEAR(tot.value[2], 4 + 22, 1e-9, "total of event 2");
     CHECK(tot.intervals[0] == 3 && ctr_phase_valid(&tot, 0), "total intervals");
     CHECK(!ctr_phase_valid(&tot, 1) && !ctr_phase_valid(&tot, 3), "a lost interval taints the total");
-    CHECK(!ctr_phase_valid(&tot, 4) && !ctr_phase_valid(&tot, -1), "out of range");
+    CHECK_NEAR(tot.value[4], 3.0 + 4.0, 1e-12, "total energy");
+    CHECK(!ctr_phase_valid(&tot, 5) && !ctr_phase_valid(&tot, -1), "out of range");
 
     /* A counter going backwards (should never happen) is lost, not negative. */
     ctr_phase back;
@@ -322,6 +362,278 @@ static void test_phase_math(void) {
     ctr_phase empty;
     ctr_phase_init(&empty, "decode");
     CHECK(!ctr_phase_valid(&empty, 0), "empty phase");
+}
+
+/* ---- Energy: the RAPL `power` PMU on a fake sysfs tree ---- */
+
+static char fake_root[64]; /* a temp dir standing for /sys/bus/event_source/devices */
+
+/* Write fake_root/rel (NULL text: remove it). */
+static void fake_put(const char *rel, const char *text) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", fake_root, rel);
+    if (!text) {
+        unlink(path);
+        return;
+    }
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "create %s: %s", path, strerror(errno));
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A power PMU as a RAPL machine has it, with a type no kernel has, so opening it fails. */
+static void fake_pmu(void) {
+    char path[256];
+    static const char *dirs[] = {"power", "power/events", "power/format"};
+    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
+        snprintf(path, sizeof path, "%s/%s", fake_root, dirs[k]);
+        CHECK(mkdir(path, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", path, strerror(errno));
+    }
+    fake_put("power/type", "2147483000\n");
+    fake_put("power/cpumask", "0\n");
+    fake_put("power/format/event", "config:0-7\n");
+    fake_put("power/events/energy-pkg", "event=0x02\n");
+    fake_put("power/events/energy-pkg.scale", "2.3283064365386962890625e-10\n");
+    fake_put("power/events/energy-pkg.unit", "Joules\n");
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Probe energy-pkg in the fake tree: it must fail with a reason holding both
+ * `prefix` (at its start) and `file` (the file named). */
+static void probe_fails(const char *what, const char *prefix, const char *file) {
+    ctr_rapl_event re;
+    char why[CTR_REASON_LEN];
+    int rc = ctr_rapl_probe(fake_root, "energy-pkg", &re, why, sizeof why);
+    char want[256];
+    snprintf(want, sizeof want, "%s/power/%s", fake_root, file);
+    CHECK(rc == -1 && strncmp(why, prefix, strlen(prefix)) == 0 && strstr(why, want) != NULL,
+          "%s: rc %d, reason '%s' (want %s... naming %s)", what, rc, why, prefix, want);
+}
+
+/* The events are missing in set s with a reason (never counted, never a valid 0). */
+static void energy_missing(ctr_set *s, const char *ram_must, const char *pkg_must) {
+    int ip = ctr_find(s, "energy-pkg"), ir = ctr_find(s, "energy-ram");
+    CHECK(ip >= 0 && ir == ip + 1, "energy-pkg at %d, energy-ram at %d", ip, ir);
+    if (ip < 0 || ir < 0) return;
+    CHECK(strcmp(ctr_unit(s, ip), "J") == 0 && strcmp(ctr_unit(s, ir), "J") == 0, "energy unit");
+    const char *rp = ctr_reason(s, ip), *rr = ctr_reason(s, ir);
+    CHECK(!ctr_supported(s, ip) && rp[0] == 'E' && strstr(rp, pkg_must) != NULL, "energy-pkg: '%s' (want %s)", rp,
+          pkg_must);
+    CHECK(!ctr_supported(s, ir) && strstr(rr, ram_must) != NULL, "energy-ram: '%s' (want %s)", rr, ram_must);
+    ctr_snap a, b;
+    ctr_snapshot(s, &a);
+    busy(100000);
+    ctr_snapshot(s, &b);
+    ctr_phase p;
+    ctr_phase_init(&p, "total");
+    ctr_accumulate(&p, &a, &b);
+    CHECK(!a.valid[ip] && !b.valid[ip] && !b.valid[ir] && !ctr_phase_valid(&p, ip) && !ctr_phase_valid(&p, ir),
+          "missing energy read as a valid value");
+    char sum[2048];
+    ctr_summary(s, sum, sizeof sum);
+    CHECK(strstr(sum, "energy-pkg: ") != NULL, "summary '%s' lists energy-pkg", sum);
+}
+
+/* sysfs parsing (type, config, scale, unit, cpumask), every malformed file
+ * named in its reason, the VM case, and opening in a fake tree. */
+static void test_energy_sysfs(void) {
+    snprintf(fake_root, sizeof fake_root, "/tmp/cortex-rapl-XXXXXX");
+    CHECK(mkdtemp(fake_root) != NULL, "mkdtemp: %s", strerror(errno));
+
+    /* No power directory: the VM reason, naming the directory. */
+    ctr_rapl_event re;
+    char why[CTR_REASON_LEN], want[CTR_REASON_LEN];
+    int rc = ctr_rapl_probe(fake_root, "energy-pkg", &re, why, sizeof why);
+    snprintf(want, sizeof want, "ENOENT: no RAPL 'power' PMU in %s (this kernel or VM exposes no energy counters)",
+             fake_root);
+    CHECK(rc == -1 && strcmp(why, want) == 0, "no PMU: rc %d, '%s'", rc, why);
+    ctr_set *s = ctr_open_at(fake_root, why, sizeof why);
+    CHECK(s != NULL, "ctr_open_at: %s", why);
+    if (s) energy_missing(s, "no RAPL 'power' PMU", "this kernel or VM exposes no energy counters");
+    ctr_close(s);
+
+    /* A well-formed PMU. */
+    fake_pmu();
+    rc = ctr_rapl_probe(fake_root, "energy-pkg", &re, why, sizeof why);
+    CHECK(rc == 0 && why[0] == 0, "probe: rc %d, '%s'", rc, why);
+    CHECK(re.type == 2147483000u, "type %u", re.type);
+    CHECK(re.config == 2, "config %#llx", (unsigned long long)re.config);
+    CHECK(re.scale == 2.3283064365386962890625e-10, "scale %.17g", re.scale);
+    CHECK(strcmp(re.unit, "Joules") == 0, "unit '%s'", re.unit);
+    CHECK(re.n_cpu == 1 && re.cpu[0] == 0, "cpus %d", re.n_cpu);
+    /* energy-ram is absent: that event alone is missing, saying so. */
+    rc = ctr_rapl_probe(fake_root, "energy-ram", &re, why, sizeof why);
+    CHECK(rc == -1 && strstr(why, "has no energy-ram event") && strstr(why, "power/events/energy-ram"), "no ram: '%s'",
+          why);
+
+    /* One CPU per package in cpumask, summed; config placed by format/. */
+    fake_put("power/cpumask", "0,2-3\n");
+    fake_put("power/format/event", "config:8-15\n");
+    fake_put("power/events/energy-pkg", "event=0x3\n");
+    rc = ctr_rapl_probe(fake_root, "energy-pkg", &re, why, sizeof why);
+    CHECK(rc == 0 && re.n_cpu == 3 && re.cpu[0] == 0 && re.cpu[1] == 2 && re.cpu[2] == 3, "cpumask 0,2-3: %d '%s'",
+          re.n_cpu, why);
+    CHECK(re.config == 0x300, "config:8-15 event=0x3 gave %#llx", (unsigned long long)re.config);
+    fake_put("power/format/event", NULL); /* no format file: "event" is the config */
+    fake_put("power/events/energy-pkg", "event=0x02");
+    rc = ctr_rapl_probe(fake_root, "energy-pkg", &re, why, sizeof why);
+    CHECK(rc == 0 && re.config == 2, "no format file: rc %d config %#llx '%s'", rc, (unsigned long long)re.config, why);
+    fake_pmu();
+
+    /* Malformed contents: missing, with the file named. */
+    static const char *bad_scale[] = {"abc", "", "-1", "0", "1e-10x", "nan", "inf", "2.3e-10 5"};
+    for (size_t k = 0; k < sizeof bad_scale / sizeof bad_scale[0]; k++) {
+        fake_put("power/events/energy-pkg.scale", bad_scale[k]);
+        probe_fails(bad_scale[k], "EINVAL: ", "events/energy-pkg.scale");
+    }
+    fake_put("power/events/energy-pkg.scale", NULL);
+    probe_fails("no scale file", "ENOENT: ", "events/energy-pkg.scale");
+    fake_pmu();
+    fake_put("power/events/energy-pkg.unit", "Watts\n");
+    probe_fails("unit Watts", "EINVAL: ", "events/energy-pkg.unit");
+    fake_put("power/events/energy-pkg.unit", NULL);
+    probe_fails("no unit file", "ENOENT: ", "events/energy-pkg.unit");
+    fake_pmu();
+    static const char *bad_type[] = {"x", "", "-1", "4294967296", "12 13"};
+    for (size_t k = 0; k < sizeof bad_type / sizeof bad_type[0]; k++) {
+        fake_put("power/type", bad_type[k]);
+        probe_fails(bad_type[k], "EINVAL: ", "type");
+    }
+    fake_pmu();
+    static const char *bad_cfg[] = {"", "event=zz", "event=", "=2", "event=0x02,,"};
+    for (size_t k = 0; k < sizeof bad_cfg / sizeof bad_cfg[0]; k++) {
+        fake_put("power/events/energy-pkg", bad_cfg[k]);
+        probe_fails(bad_cfg[k], "EINVAL: ", "events/energy-pkg");
+    }
+    fake_put("power/events/energy-pkg", "umask=0x1,event=0x2");
+    probe_fails("a term without a format file", "EINVAL: ", "format/umask");
+    fake_put("power/events/energy-pkg", "event=0x1ff");
+    probe_fails("a value wider than its bits", "EINVAL: ", "format/event");
+    fake_put("power/events/energy-pkg", "event=0x2");
+    fake_put("power/format/event", "config1:0-7");
+    probe_fails("config1", "EINVAL: ", "format/event");
+    fake_pmu();
+    static const char *bad_cpus[] = {"", "a", "0,", "3-1", "0 1"};
+    for (size_t k = 0; k < sizeof bad_cpus / sizeof bad_cpus[0]; k++) {
+        fake_put("power/cpumask", bad_cpus[k]);
+        probe_fails(bad_cpus[k], "EINVAL: ", "cpumask");
+    }
+    fake_put("power/cpumask", "0-99");
+    probe_fails("100 packages", "E2BIG: ", "cpumask");
+    fake_pmu();
+    printf("energy: a malformed scale reads: ");
+    fake_put("power/events/energy-pkg.scale", "2.3e-10 J");
+    ctr_rapl_probe(fake_root, "energy-pkg", &re, why, sizeof why);
+    printf("%s\n", why);
+    fake_pmu();
+
+    /* Opening the fake PMU: the kernel has no such type (or refuses first):
+     * missing with the errno's reason, never a 0. */
+    s = ctr_open_at(fake_root, why, sizeof why);
+    CHECK(s != NULL, "ctr_open_at: %s", why);
+    if (s) {
+        energy_missing(s, "has no energy-ram event", "");
+        printf("energy: fake PMU opened as: %s\n", ctr_reason(s, ctr_find(s, "energy-pkg")));
+    }
+    ctr_close(s);
+#ifndef CORTEX_PAPI
+    /* Refused for want of privilege: the reason names the knob and its value. */
+    ctr_test_inject(CTR_INJECT_EACCES);
+    s = ctr_open_at(fake_root, why, sizeof why);
+    ctr_test_inject(CTR_INJECT_NONE);
+    CHECK(s != NULL, "ctr_open_at: %s", why);
+    if (s) {
+        energy_missing(s, "has no energy-ram event", "/proc/sys/kernel/perf_event_paranoid <= 0 (it is ");
+        const char *r = ctr_reason(s, ctr_find(s, "energy-pkg"));
+        CHECK(strncmp(r, "EACCES: ", 8) == 0 && strstr(r, "CAP_PERFMON"), "EACCES reason '%s'", r);
+        printf("energy: refused: %s\n", r);
+    }
+    ctr_close(s);
+#endif
+    nftw(fake_root, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Wall clock, seconds. */
+static double wall_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/*
+ * The open/read/sum/scale path, without RAPL: a fake power PMU whose type is
+ * the kernel's software PMU. Its cpu-clock, opened system-wide on each CPU of
+ * cpumask, advances with wall time on every CPU, so with a scale of 1e-9 "J"
+ * per count a phase reads about n_cpu × its seconds. An event that never
+ * counts (emulation-faults) must be ZERO, not 0 J; a package that cannot be
+ * opened fails the whole event. Needs the privilege system-wide events need;
+ * without it, the refusal must say so.
+ */
+static void test_energy_open(void) {
+    snprintf(fake_root, sizeof fake_root, "/tmp/cortex-rapl-XXXXXX");
+    CHECK(mkdtemp(fake_root) != NULL, "mkdtemp: %s", strerror(errno));
+    fake_pmu();
+    char text[64], why[CTR_REASON_LEN];
+    snprintf(text, sizeof text, "%d\n", 1); /* PERF_TYPE_SOFTWARE */
+    fake_put("power/type", text);
+    fake_put("power/events/energy-pkg", "event=0x0"); /* PERF_COUNT_SW_CPU_CLOCK */
+    fake_put("power/events/energy-pkg.scale", "1e-9");
+    fake_put("power/events/energy-ram", "event=0x8"); /* PERF_COUNT_SW_EMULATION_FAULTS: never counts on x86 */
+    fake_put("power/events/energy-ram.scale", "1e-9");
+    fake_put("power/events/energy-ram.unit", "Joules");
+    int ncpu = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
+    fake_put("power/cpumask", ncpu == 2 ? "0-1" : "0");
+    ctr_set *s = ctr_open_at(fake_root, why, sizeof why);
+    CHECK(s != NULL, "ctr_open_at: %s", why);
+    if (!s) return;
+    int ip = ctr_find(s, "energy-pkg"), ir = ctr_find(s, "energy-ram");
+    const char *rp = ctr_reason(s, ip);
+    if (!ctr_supported(s, ip) && (strncmp(rp, "EACCES", 6) == 0 || strncmp(rp, "EPERM", 5) == 0)) {
+        printf("energy: system-wide events refused here, open path not exercised: %s\n", rp);
+        CHECK(strstr(rp, "perf_event_paranoid") != NULL, "refusal '%s' names perf_event_paranoid", rp);
+    } else {
+        CHECK(ctr_supported(s, ip), "software cpu-clock as energy-pkg: %s", rp);
+        CHECK(strcmp(ctr_scope(s, ip), "system") == 0, "scope %s", ctr_scope(s, ip));
+        ctr_snap a, b;
+        ctr_snapshot(s, &a);
+        double t0 = wall_s();
+        busy(20000000);
+        double t1 = wall_s();
+        ctr_snapshot(s, &b);
+        ctr_phase p;
+        ctr_phase_init(&p, "decode");
+        ctr_accumulate(&p, &a, &b);
+        double want = ncpu * (t1 - t0);
+        printf("energy: fake energy-pkg (cpu-clock on %d CPUs, 1e-9 per count) %.6f over %.6f s of wall time\n", ncpu,
+               p.value[ip], t1 - t0);
+        CHECK(a.valid[ip] && b.valid[ip] && b.scale[ip] == 1e-9, "read, scale %g", b.scale[ip]);
+        CHECK_NEAR(b.value[ip], (double)b.raw[ip] * 1e-9, 1e-9 * (double)b.raw[ip] * 1e-12, "snapshot value in J");
+        CHECK(ctr_phase_valid(&p, ip) && p.value[ip] >= 0.5 * want && p.value[ip] <= 2 * want + 0.01,
+              "summed over %d packages and scaled: %.6f, about %.6f expected", ncpu, p.value[ip], want);
+        const char *rr = ctr_reason(s, ir);
+        CHECK(!ctr_supported(s, ir) && strncmp(rr, "ZERO: ", 6) == 0, "a count that never moves: '%s'", rr);
+        ctr_snapshot(s, &b);
+        CHECK(!b.valid[ir], "a ZERO event still read");
+        ctr_close(s);
+        /* A package whose CPU does not exist: the event fails (no undercount). */
+        fake_put("power/cpumask", "0,4095");
+        s = ctr_open_at(fake_root, why, sizeof why);
+        CHECK(s != NULL, "ctr_open_at: %s", why);
+        if (s) {
+            rp = ctr_reason(s, ip);
+            printf("energy: cpumask 0,4095: %s\n", rp);
+            CHECK(!ctr_supported(s, ip) && rp[0] == 'E' && strstr(rp, "on CPU 4095"), "one package unopenable: '%s'",
+                  rp);
+        }
+    }
+    ctr_close(s);
+    nftw(fake_root, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 /* 1 if the space-separated words of s are in strictly increasing strcmp order. */
@@ -473,6 +785,8 @@ TEST_MAIN({
     test_inherit();
     test_refused();
     test_phase_math();
+    test_energy_sysfs();
+    test_energy_open();
     test_env();
     test_pin();
     test_rss();
