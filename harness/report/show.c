@@ -471,7 +471,9 @@ static void show_counters(store *s, int64_t id, FILE *out) {
         for (int i = 0; i < n; i++) {
             if (!k[i].seen[p]) continue;
             if (!any++) fprintf(out, "### counters (mean over repetitions)\n\n| phase | counter | value | unit |\n| --- | --- | ---: | --- |\n");
-            if (k[i].ok[p]) fprintf(out, "| %s | %s | %.0f | %s |\n", STORE_PHASES[p], k[i].name, k[i].v[p], k[i].unit);
+            if (k[i].ok[p]) /* counts are whole; joules (energy-pkg, energy-ram) keep their fraction */
+                fprintf(out, "| %s | %s | %.*f | %s |\n", STORE_PHASES[p], k[i].name, strcmp(k[i].unit, "J") ? 0 : 3,
+                        k[i].v[p], k[i].unit);
             else fprintf(out, "| %s | %s | missing | %s |\n", STORE_PHASES[p], k[i].name, k[i].reason[p]);
         }
     }
