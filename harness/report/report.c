@@ -176,7 +176,7 @@ static void rp_md_counters(rp_ctx *c, FILE *out) {
         fprintf(out, "| %s | %s |", k->name, k->unit);
         for (int p = 0; p < 3; p++) {
             if (!k->seen[p]) fprintf(out, " |");
-            else if (k->ok[p]) fprintf(out, " %.0f |", k->v[p]);
+            else if (k->ok[p]) fprintf(out, " %.*f |", strcmp(k->unit, "J") ? 0 : 3, k->v[p]); /* joules keep a fraction */
             else {
                 fprintf(out, " missing |");
                 missing++;
