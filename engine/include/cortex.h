@@ -650,6 +650,78 @@ int cx_sched_adapter_info(cx_sched *s, int i, cx_adapter_info *out);
 /* The scheduler's shared KV cache, for its statistics (cx_kv_cache_stats); owned by the scheduler. */
 cx_kv_cache *cx_sched_cache(cx_sched *s);
 
+/* ---- placement: the CPUs of the engine's threads, the NUMA nodes of its memory ---- */
+
+/*
+ * One setting per process, made before the models and sessions it should
+ * apply to: a thread pool reads it when it starts (cx_session_new,
+ * cx_batch_new, cx_sched_new), a model when it loads, a KV cache when it is
+ * made; what exists already keeps what it got. Setting it again is allowed
+ * (later objects follow the new one). The defaults are the engine's behaviour
+ * without the call: no pinning, the kernel's NUMA policy.
+ *
+ * Threads: thread i of a pool is pinned to cpus[i mod n], where cpus is the
+ * order below over the CPUs the calling thread may use when cx_set_placement
+ * runs (sched_getaffinity: taskset, cpusets; so call it before cx_pin_caller,
+ * which leaves that thread one CPU). Thread 0 of every pass is the caller
+ * of cx_eval/cx_batch_eval/cx_sched_step; the library does not change the
+ * affinity of a thread it does not own, so that CPU is left free of workers
+ * and a program that owns its thread pins it with cx_pin_caller. The
+ * scheduler's own thread (cx_sched_start) is the engine's and is pinned to
+ * cpus[0]. Several pools share the same CPUs (each pins its thread i to cpus[i]).
+ *
+ * NUMA: the policy is bound (mbind) to the memory the engine allocates for
+ * weights (a copy in huge pages, cx_model_params.weights) and for the KV
+ * cache (its tiers), before the first touch. A model mapped from its file
+ * lives in the page cache, which mbind does not place: cx_placement_info says
+ * so. On a machine with one NUMA node nothing is bound and the setting says so.
+ */
+typedef enum cx_pin_policy {
+    CX_PIN_NONE = 0,    /* no pinning: the kernel places and migrates threads */
+    CX_PIN_COMPACT = 1, /* fill a core's SMT siblings, then the next core, same package and node first */
+    CX_PIN_SPREAD = 2   /* one thread per NUMA node/package in turn, each on a core not yet used;
+                           SMT siblings only once every core has a thread */
+} cx_pin_policy;
+
+typedef enum cx_numa_policy {
+    CX_NUMA_DEFAULT = 0,   /* bind nothing: the process's policy (numactl's, or the kernel's first touch) */
+    CX_NUMA_LOCAL = 1,     /* MPOL_LOCAL: a page goes to the node of the CPU that first touches it,
+                              whatever policy the process inherited */
+    CX_NUMA_INTERLEAVE = 2 /* MPOL_INTERLEAVE: pages round-robin over every node the process may use */
+} cx_numa_policy;
+
+/* Set the process's placement. CX_EINVAL for an unknown policy; CX_EIO when
+ * the CPUs this process may use cannot be read. */
+int cx_set_placement(cx_pin_policy pin, cx_numa_policy numa, cx_err *err);
+/* Pin the calling thread to cpus[0], the CPU of every pass's thread 0 (see
+ * above), for good: for a program that evaluates on a thread of its own.
+ * Nothing under CX_PIN_NONE. CX_EINVAL when the kernel refuses (the CPU is
+ * no longer allowed). */
+int cx_pin_caller(cx_err *err);
+
+/* What cx_set_placement applied, as this process has it now. */
+typedef struct cx_placement_info {
+    int pin, numa;        /* CX_PIN_*, CX_NUMA_* */
+    int n_cpus;           /* CPUs in the pin order (0 under CX_PIN_NONE) */
+    char cpus[256];       /* the order, "0,2,1,3" ("" under CX_PIN_NONE; ends in "..." when cut) */
+    int numa_nodes;       /* NUMA nodes this process may allocate from (Mems_allowed with memory) */
+    char nodes[128];      /* them as a list, "0" or "0-1" */
+    int numa_effect;      /* 1: a policy other than CX_NUMA_DEFAULT on several nodes: memory is bound */
+    int mapped_unplaced;  /* 1: with numa_effect, a model mapped from its file (page cache) was loaded:
+                             its weights are not placed (weights CX_WEIGHTS_HUGEPAGES copies them) */
+} cx_placement_info;
+void cx_placement_get(cx_placement_info *out);
+/* The same in one line for logs and run records, e.g. "pin=compact cpus=0,1
+ * numa=interleave nodes=0 (one NUMA node: no effect)". NUL-terminated in buf
+ * (cut to n); returns the length of the whole line. */
+size_t cx_placement_describe(char *buf, size_t n);
+/* "none", "compact", "spread"; "default", "local", "interleave"; NULL when out of range. */
+const char *cx_pin_policy_name(int policy);
+const char *cx_numa_policy_name(int policy);
+/* The policy named (any case), or -1. */
+int cx_pin_policy_from_name(const char *name);
+int cx_numa_policy_from_name(const char *name);
+
 /* ---- kernels ------------------------------------------------------------ */
 
 /* The instruction set a model loaded with cx_model_params.isa = `isa` runs its

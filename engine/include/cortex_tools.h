@@ -148,6 +148,10 @@ const char *cx_flag_kv_policy_show(const cx_flag *f, const void *opts, char *buf
 /* The designated fields of a CX_FLAG_CUSTOM KV type or policy flag. */
 #define CX_FLAG_KV_TYPE_OPS .values = cx_flag_kv_types, .parse = cx_flag_kv_type, .show = cx_flag_kv_type_show
 #define CX_FLAG_KV_POLICY_OPS .values = cx_flag_kv_policies, .parse = cx_flag_kv_policy, .show = cx_flag_kv_policy_show
+/* Placement policies ("none|compact|spread", "default|local|interleave") in enum order, for a
+ * CX_FLAG_CHOICE into an int field (CX_PIN_*, CX_NUMA_*). */
+const char *cx_flag_pin_policies(const cx_flag *f, char *buf, size_t cap);
+const char *cx_flag_numa_policies(const cx_flag *f, char *buf, size_t cap);
 /* Weight and file type names (cx_type_name, for a CX_FLAG_STR), and the shape presets' names. */
 const char *cx_flag_weight_types(const cx_flag *f, char *buf, size_t cap);
 const char *cx_flag_shapes(const cx_flag *f, char *buf, size_t cap);

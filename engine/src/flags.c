@@ -311,6 +311,22 @@ const char *cx_flag_kv_policy_show(const cx_flag *f, const void *opts, char *buf
     return cx_kv_policy_name(*(const int *)cfield(f, opts));
 }
 
+/* See cortex_tools.h: the names in enum order, so a choice's index is the policy. */
+const char *cx_flag_pin_policies(const cx_flag *f, char *buf, size_t cap) {
+    (void)f;
+    buf[0] = 0;
+    for (int p = 0; cx_pin_policy_name(p); p++) list_add(buf, cap, cx_pin_policy_name(p));
+    return buf;
+}
+
+/* See cortex_tools.h. */
+const char *cx_flag_numa_policies(const cx_flag *f, char *buf, size_t cap) {
+    (void)f;
+    buf[0] = 0;
+    for (int p = 0; cx_numa_policy_name(p); p++) list_add(buf, cap, cx_numa_policy_name(p));
+    return buf;
+}
+
 /* See cortex_tools.h: every tensor type id with a name, then the file types (one today). */
 const char *cx_flag_weight_types(const cx_flag *f, char *buf, size_t cap) {
     (void)f;

@@ -46,6 +46,7 @@
 #include "forward.h"
 #include "lora/lora.h"
 #include "moe.h"
+#include "placement.h"
 #include "quant.h"
 #include "util.h"
 
@@ -254,7 +255,14 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
     size_t fixed = act_size(h, batch, n_out) + att_ws_size(h, batch, n_threads) + moe_ws_size(h, batch);
     size_t region = fixed + input_size(h, batch);
     if (posix_memalign(&w->region, ARENA_PAGE_ALIGN, region)) w->region = NULL;
-    w->pool = tp_new(n_threads);
+    /* the workers on the CPUs of the process's placement (cx_set_placement), if it pins */
+    int cpus[256];
+    assert(n_threads <= (int)(sizeof cpus / sizeof cpus[0]) && "fwd_check_setup caps the thread count");
+    int rc = w->region ? tp_new(n_threads, placement_cpus(n_threads, cpus) ? cpus : NULL, &w->pool, err) : 0;
+    if (rc) {
+        fwd_ws_free(w);
+        return rc;
+    }
     int ok = w->region && w->pool;
 #ifdef CORTEX_TEST_KNOBS
     size_t knob_rows = (size_t)widest_input(h); /* the most rows any matrix has, but the classifier */

@@ -4,6 +4,11 @@
  * transparent huge pages, which the loader may write (repack) before
  * sealing it read-only. Also the unmapping, and how much of a copy the
  * kernel actually backs with huge pages. Knows nothing of file formats.
+ *
+ * The process's NUMA policy (placement.c) is bound to a copy before the
+ * file is read into it, since a page's node is chosen when it is first
+ * touched; a mapping is page cache, which mbind does not place, and is only
+ * noted as such.
  */
 #include "model_map.h"
 
@@ -16,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "placement.h"
 #include "util.h"
 
 #define HUGE_2M ((size_t)2 << 20)
@@ -45,30 +51,40 @@ static int model_want_copy(size_t size, int weights) {
     return ok;
 }
 
-/* Read the whole file into anonymous memory advised for huge pages, left
- * writable until model_seal_file makes it read-only like a mapping.
- * MAP_FAILED if anything fails (the caller falls back to mmap). */
-static void *model_copy_hugepages(int fd, size_t size) {
+/* Read the whole file into anonymous memory advised for huge pages and
+ * bound to the NUMA policy, left writable until model_seal_file makes it
+ * read-only like a mapping. 0 with *out; 1 when memory or reading fails
+ * (the caller falls back to mmap); CX_EIO when the NUMA policy cannot be
+ * bound (an error: the run asked for it). */
+static int model_copy_hugepages(int fd, size_t size, const char *path, void **out, cx_err *err) {
     size_t len = copy_len(size);
     /* over-allocate by one huge page so the image can start 2 MiB-aligned */
     uint8_t *raw = mmap(NULL, len + HUGE_2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return MAP_FAILED;
+    if (raw == MAP_FAILED) return 1;
     uint8_t *p = (uint8_t *)(((uintptr_t)raw + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
     if (p > raw) munmap(raw, (size_t)(p - raw));
     size_t tail = (size_t)(raw + len + HUGE_2M - (p + len));
     if (tail) munmap(p + len, tail);
     madvise(p, len, MADV_HUGEPAGE);
+    char what[320];
+    snprintf(what, sizeof what, "%s: weights", path);
+    int rc = placement_bind(p, len, what, err); /* before pread touches a page */
+    if (rc) {
+        munmap(p, len);
+        return rc;
+    }
     size_t got = 0;
     while (got < size) {
         ssize_t r = pread(fd, p + got, size - got, (off_t)got);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             munmap(p, len);
-            return MAP_FAILED;
+            return 1;
         }
         got += (size_t)r;
     }
-    return p; /* writable until model_seal_file: cx_model_load may repack weights in place */
+    *out = p; /* writable until model_seal_file: cx_model_load may repack weights in place */
+    return 0;
 }
 
 /* Bytes of the anonymous mapping holding p that the kernel backs with huge
@@ -96,12 +112,10 @@ uint64_t model_hugepage_bytes(const void *p) {
     return kb * 1024;
 }
 
-int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err) {
-    int copied_unused;
-    return model_load_file(path, map, size, &copied_unused, CX_WEIGHTS_MMAP, err);
-}
-
-int model_load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int weights, cx_err *err) {
+/* model_map_file and model_load_file: `place` says whether the file is a
+ * model's weights, the memory the NUMA policy is about. */
+static int load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int weights, int place,
+                     cx_err *err) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) return cx_fail(err, CX_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -114,12 +128,20 @@ int model_load_file(const char *path, const uint8_t **map, size_t *size, int *co
         return cx_fail(err, CX_EFORMAT, "%s: empty file", path);
     }
     void *p = MAP_FAILED;
-    if (model_want_copy((size_t)st.st_size, weights)) p = model_copy_hugepages(fd, (size_t)st.st_size);
+    if (model_want_copy((size_t)st.st_size, weights)) {
+        int rc = model_copy_hugepages(fd, (size_t)st.st_size, path, &p, err);
+        if (rc < 0) {
+            close(fd);
+            return rc;
+        }
+        if (rc) p = MAP_FAILED;
+    }
     if (p != MAP_FAILED) {
         *copied = 1;
     } else {
         *copied = 0;
         p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (place && p != MAP_FAILED) placement_note_mapped();
     }
     int e = errno;
     close(fd);
@@ -127,6 +149,15 @@ int model_load_file(const char *path, const uint8_t **map, size_t *size, int *co
     *map = p;
     *size = (size_t)st.st_size;
     return 0;
+}
+
+int model_map_file(const char *path, const uint8_t **map, size_t *size, cx_err *err) {
+    int copied_unused;
+    return load_file(path, map, size, &copied_unused, CX_WEIGHTS_MMAP, 0, err);
+}
+
+int model_load_file(const char *path, const uint8_t **map, size_t *size, int *copied, int weights, cx_err *err) {
+    return load_file(path, map, size, copied, weights, 1, err);
 }
 
 void model_unmap_file(const uint8_t *map, size_t size) {

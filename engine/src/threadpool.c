@@ -15,9 +15,14 @@
 #include "threadpool.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
 
 /* Spin iterations before sleeping: roughly 100-300 us of pause instructions. */
 #define SPIN_LIMIT 4096
@@ -77,9 +82,14 @@ static void *worker_main(void *arg) {
     }
 }
 
-tp_pool *tp_new(int n) {
+/* Pinned workers are created with their affinity in the attributes
+ * (pthread_attr_setaffinity_np) rather than pinning themselves at start: a
+ * worker never runs an instruction on another CPU, and a refusal comes back
+ * here, from pthread_create, instead of from a thread nobody waits for. */
+int tp_new(int n, const int *cpus, tp_pool **out, cx_err *err) {
+    *out = NULL;
     tp_pool *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
+    if (!p) return cx_fail(err, CX_ENOMEM, "out of memory for a pool of %d threads", n);
     p->n = n < 1 ? 1 : n;
     atomic_init(&p->generation, 0);
     atomic_init(&p->pending, 0);
@@ -90,19 +100,36 @@ tp_pool *tp_new(int n) {
     p->threads = calloc((size_t)p->n, sizeof(pthread_t));
     p->args = calloc((size_t)p->n, sizeof(worker_arg));
     if (!p->threads || !p->args) {
-        free(p->threads);
-        free(p->args);
-        free(p);
-        return NULL;
+        int want = p->n;
+        p->n = 1; /* no worker to join */
+        tp_free(p);
+        return cx_fail(err, CX_ENOMEM, "out of memory for a pool of %d threads", want);
     }
     for (int i = 1; i < p->n; i++) {
         p->args[i] = (worker_arg){p, i};
-        if (pthread_create(&p->threads[i], NULL, worker_main, &p->args[i]) != 0) {
-            p->n = i; /* run with the threads we got */
-            break;
+        pthread_attr_t attr;
+        int e = pthread_attr_init(&attr);
+        if (!e && cpus) {
+            assert(cpus[i] >= 0 && cpus[i] < CPU_SETSIZE && "a CPU number cpu_set_t can hold");
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpus[i], &one);
+            e = pthread_attr_setaffinity_np(&attr, sizeof one, &one);
         }
+        if (!e) e = pthread_create(&p->threads[i], &attr, worker_main, &p->args[i]);
+        pthread_attr_destroy(&attr);
+        if (e == 0) continue;
+        int want = p->n;
+        p->n = i; /* the workers started so far are joined by tp_free */
+        if (!cpus) break; /* unpinned: run with the threads we got, as always */
+        tp_free(p);
+        return cx_fail(err, e == EINVAL ? CX_EINVAL : CX_ENOMEM, "thread pool: worker %d of %d pinned to CPU %d: %s%s",
+                       i, want, cpus[i], strerror(e),
+                       e == EINVAL ? " (the CPU is not allowed to this process: did its affinity change after"
+                                     " cx_set_placement?)" : "");
     }
-    return p;
+    *out = p;
+    return 0;
 }
 
 void tp_free(tp_pool *p) {

@@ -15,6 +15,7 @@
 
 #include "cortex_tools.h"
 #include "../model.h"
+#include "../placement.h"
 #include "../util.h"
 
 /* See cortex.h. */
@@ -152,6 +153,9 @@ static int setup_tiering(kv_cache *c, cx_err *err) {
                                                 : 2 * (size_t)cold;
         if (region < KV_COLD_GRANULE) region = KV_COLD_GRANULE;
         int rc = buddy_new(region, KV_COLD_GRANULE, -1, &c->cold_mem, err);
+        size_t cold_bytes = 0;
+        void *cold_base = rc ? NULL : buddy_base(c->cold_mem, &cold_bytes);
+        if (!rc) rc = placement_bind(cold_base, cold_bytes, "the KV cache's cold tier", err); /* MAP_NORESERVE: untouched */
         if (rc) return rc;
     }
     if (c->p.spill_path) {
@@ -229,6 +233,15 @@ int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks
         size_t mib = (size_t)max_blocks * c->block_bytes[KV_HOT] >> 20;
         kv_cache_destroy(c);
         return cx_fail(err, CX_ENOMEM, "out of memory for a KV cache of %d blocks (%zu MiB hot)", max_blocks, mib);
+    }
+    /* The process's NUMA policy (placement.h) on the slots, before any block is written. */
+    for (int t = KV_HOT; t <= KV_WARM; t++) {
+        int rc = placement_bind(c->slots[t].mem, (size_t)c->slots[t].n * c->slots[t].slot_bytes,
+                                t == KV_HOT ? "the KV cache's hot tier" : "the KV cache's warm tier", err);
+        if (rc) {
+            kv_cache_destroy(c);
+            return rc;
+        }
     }
     c->free_head = -1;
     for (int32_t i = max_blocks - 1; i >= 0; i--) {

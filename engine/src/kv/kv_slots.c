@@ -4,8 +4,10 @@
 #include "kv_slots.h"
 
 #include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* See kv_slots.h. Slots are handed out lowest index first. */
 int kv_slots_init(kv_slots *s, int32_t n, size_t slot_bytes) {
@@ -14,7 +16,9 @@ int kv_slots_init(kv_slots *s, int32_t n, size_t slot_bytes) {
     s->slot_bytes = slot_bytes;
     s->n = n;
     if (n == 0) return 0;
-    s->mem = calloc((size_t)n, slot_bytes);
+    if (slot_bytes > SIZE_MAX / (size_t)n) return -1;
+    void *mem = mmap(NULL, (size_t)n * slot_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    s->mem = mem == MAP_FAILED ? NULL : mem;
     s->free = malloc(sizeof(int32_t) * (size_t)n);
     if (!s->mem || !s->free) {
         kv_slots_free(s);
@@ -26,7 +30,7 @@ int kv_slots_init(kv_slots *s, int32_t n, size_t slot_bytes) {
 
 /* See kv_slots.h. */
 void kv_slots_free(kv_slots *s) {
-    free(s->mem);
+    if (s->mem) munmap(s->mem, (size_t)s->n * s->slot_bytes);
     free(s->free);
     memset(s, 0, sizeof *s);
 }

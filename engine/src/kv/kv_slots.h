@@ -4,9 +4,11 @@
  * The hot and warm KV tiers hold blocks of one size each, so they are slot
  * arrays rather than buddy blocks: a buddy rounds every block up to a power
  * of two (a 20 KiB stories260K block would take 32 KiB, a 216 KiB
- * stories15m block 256 KiB), slots waste nothing. The memory is one calloc
- * made at creation (untouched pages stay uncommitted); get and put never
- * allocate.
+ * stories15m block 256 KiB), slots waste nothing. The memory is one
+ * anonymous mapping of its own made at creation: zeroed, its untouched pages
+ * uncommitted whatever malloc's thresholds, and page-aligned with no page
+ * touched yet, so the owner can bind a NUMA policy to it (placement.h)
+ * before the first write. get and put never allocate.
  */
 #ifndef CX_KV_SLOTS_H
 #define CX_KV_SLOTS_H
@@ -15,7 +17,7 @@
 #include <stdint.h>
 
 typedef struct kv_slots {
-    uint8_t *mem;       /* n * slot_bytes */
+    uint8_t *mem;       /* n * slot_bytes, mmap'd (NULL when n is 0) */
     size_t slot_bytes;
     int32_t n, used;
     int32_t *free;      /* stack of free slot indices: free[0..n-used) */

@@ -9,11 +9,14 @@
  * allocator (tests/unit/engine/test_nomalloc.c).
  */
 #include <assert.h>
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched.h"
+#include "../placement.h"
 #include "../util.h"
 
 /* See cortex.h. */
@@ -404,9 +407,29 @@ int cx_sched_start(cx_sched *s, cx_err *err) {
         return cx_fail(err, CX_EINVAL, "cx_sched_start: already started");
     }
     s->stopping = s->draining = 0;
-    int rc = pthread_create(&s->thread, NULL, run_loop, s);
+    /* The stepping thread is thread 0 of every pass and the engine's own: on
+     * the placement's first CPU when it pins (placement.c), from its first
+     * instruction (the pool's workers are on the CPUs after it). */
+    int cpu = -1;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr)) {
+        pthread_mutex_unlock(&s->mu);
+        return cx_fail(err, CX_ENOMEM, "cannot start the scheduler thread");
+    }
+    int rc = 0;
+    if (placement_cpus(1, &cpu)) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        rc = pthread_attr_setaffinity_np(&attr, sizeof one, &one);
+    }
+    if (!rc) rc = pthread_create(&s->thread, &attr, run_loop, s);
+    pthread_attr_destroy(&attr);
     if (!rc) s->threaded = 1;
     pthread_mutex_unlock(&s->mu);
+    if (rc && cpu >= 0)
+        return cx_fail(err, rc == EINVAL ? CX_EINVAL : CX_ENOMEM, "cannot start the scheduler thread on CPU %d: %s",
+                       cpu, strerror(rc));
     return rc ? cx_fail(err, CX_ENOMEM, "cannot start the scheduler thread") : 0;
 }
 
