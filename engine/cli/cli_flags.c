@@ -125,6 +125,14 @@ static const cx_flag FLAGS[] = {
      .help = "sampling seed, fixed so runs repeat; -1: a random one (llama.cpp's choice), printed to stderr",
      .parse = parse_seed, .show = show_seed},
     {"--threads", "-t", "N", GEN | CMD_QUALITY | CMD_SERVE, CX_FLAG_LONG, O(threads), 1, 256, NULL, .help = "threads"},
+    {"--pin", NULL, "POLICY", GEN | CMD_QUALITY | CMD_SERVE, CX_FLAG_CHOICE, O(pin), 0, 0, NULL,
+     .help = "pin the engine's threads, one CPU each, among the CPUs the process may use: compact fills a core's SMT"
+     " siblings, then the next core; spread takes a core of each package/NUMA node in turn, siblings last; none leaves"
+     " them to the kernel", .values = cx_flag_pin_policies},
+    {"--numa", NULL, "POLICY", GEN | CMD_QUALITY | CMD_SERVE, CX_FLAG_CHOICE, O(numa), 0, 0, NULL,
+     .help = "NUMA policy of the weights (when copied into huge pages) and the KV cache: interleave spreads their pages"
+     " over the nodes, local puts each on the node of the thread first writing it, default leaves it to the kernel;"
+     " with one node it has no effect", .values = cx_flag_numa_policies},
     {"--ctx", "-c", "CTX", GEN, CX_FLAG_LONG, O(ctx), 0, 1 << 24, "0: the model's, at most 4096",
      .help = "context size in tokens"},
     {"--ctx", "-c", "CTX", CMD_SERVE, CX_FLAG_LONG, O(ctx), 0, 1 << 24, "0: the model's, at most 4096",

@@ -29,6 +29,7 @@ enum {
 typedef struct opts {
     const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type, *ref, *text, *vocab;
     long n_predict, threads, ctx, seed, positions;
+    int pin, numa;               /* --pin, --numa: cx_set_placement (CX_PIN_*, CX_NUMA_*) */
     const char *host, *api_key, *chat_template;               /* serve */
     long port, max_seqs, max_batch_tokens, max_queue, max_body;
     long max_conns, max_conns_per_ip, idle_timeout;           /* serve: connections */

@@ -437,6 +437,24 @@ static const cli_command *find_command(const char *name) {
     return NULL;
 }
 
+/* --pin and --numa: the process's placement, set before any model loads (a
+ * copy of the weights is bound to the NUMA policy as it is read). generate
+ * and quality evaluate on this thread, thread 0 of their passes: it is
+ * pinned too (pin_caller); serve's passes run on the scheduler's own thread,
+ * which the engine pins. The placement goes to stderr when one was asked for. */
+static int placement(const opts *o, int pin_caller) {
+    cx_err err = {0};
+    if (cx_set_placement((cx_pin_policy)o->pin, (cx_numa_policy)o->numa, &err) ||
+        (pin_caller && cx_pin_caller(&err)))
+        return die("%s", err.msg);
+    if (o->pin != CX_PIN_NONE || o->numa != CX_NUMA_DEFAULT) {
+        char line[512];
+        cx_placement_describe(line, sizeof line);
+        fprintf(stderr, "placement: %s\n", line);
+    }
+    return 0;
+}
+
 /* cortex COMMAND [options]; cortex --help; cortex help [COMMAND]. */
 int main(int argc, char **argv) {
     if (argc < 2) {
@@ -461,5 +479,6 @@ int main(int argc, char **argv) {
         cli_help(c);
         return 0;
     }
+    if (!rc && (c->bit & (CMD_GENERATE | CMD_QUALITY | CMD_SERVE))) rc = placement(&o, c->bit != CMD_SERVE);
     return rc ? rc : c->run(&o);
 }

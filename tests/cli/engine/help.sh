@@ -14,16 +14,16 @@ set -u
 declare -A FLAGS=(
 [generate]="-m x --model x -z x --tokenizer x -p x --prompt x -f x --prompt-file x -n 5 --n-predict 5
   --temp 0.5 --top-k 5 --top-p 0.5 --min-p 0.1 --repeat-penalty 1.2 --repeat-last-n 32 --presence-penalty 0.5
-  --frequency-penalty 0.5 --seed 7 -t 2 --threads 2 -c 64 --ctx 64 --no-echo - --ids - --kv-type f16
+  --frequency-penalty 0.5 --seed 7 -t 2 --threads 2 --pin compact --numa interleave -c 64 --ctx 64 --no-echo - --ids - --kv-type f16
   --kv-warm-type q4 --kv-hot 64K --kv-warm 0 --kv-cold 1M --kv-spill x --kv-policy lfu --prefix-cache - --kv-stats - --no-special - --lora a.gguf:0.5 --lora-type q8_0"
 [info]="-m x --model x -z x --tokenizer x"
 [synth]="--shape test-tiny --type q8_0 -o x --output x --seed 3 -c 64 --ctx 64 --vocab x --list -"
 [tokenize]="-m x --model x -z x --tokenizer x -p x --prompt x -f x --prompt-file x --no-bos - --no-special -"
 [quantize]="-z x --tokenizer x --type q4_0"
-[quality]="--ref x -m x --model x -z x --tokenizer x -t 2 --threads 2 --positions 10 --text x --json -"
+[quality]="--ref x -m x --model x -z x --tokenizer x -t 2 --threads 2 --pin spread --numa local --positions 10 --text x --json -"
 [synth-lora]="-m x --model x -z x --tokenizer x --rank 8 --alpha 16 --targets q,v --seed 2 --strength 0.5 --type f16 -o x --output x"
 [merge-lora]="-m x --model x -z x --tokenizer x --lora x:2 --type f16 -o x --output x"
-[serve]="-m x --model x -z x --tokenizer x -t 2 --threads 2 -c 64 --ctx 64 -n 5 --n-predict 5 --kv-type f16
+[serve]="-m x --model x -z x --tokenizer x -t 2 --threads 2 --pin none --numa default -c 64 --ctx 64 -n 5 --n-predict 5 --kv-type f16
   --kv-warm-type q4 --kv-hot 64K --kv-warm 0 --kv-cold 1M --kv-spill x --kv-policy lfu --prefix-cache - --host 0.0.0.0
   --port 0 --api-key k --chat-template chatml --max-seqs 2 --max-batch-tokens 16 --max-queue 4 --request-timeout 2.5
   --max-body 4096 --lora a=x --lora-budget 512M --lora-type q8_0 --lora-dir x --max-adapters 8 --max-conns 64
@@ -86,9 +86,13 @@ check "serve --chat-template lists chatml llama2 llama3 zephyr phi3 gemma gpt-os
     test "$(values serve --chat-template)" = "chatml llama2 llama3 zephyr phi3 gemma gpt-oss harmony"
 check "serve takes generate's KV cache flags, with the same values" \
     test "$(values serve --kv-type)/$(values serve --kv-policy)" = "$(values generate --kv-type)/$(values generate --kv-policy)"
+check "generate --pin lists none compact spread" test "$(values generate --pin)" = "none compact spread"
+check "generate --numa lists default local interleave" test "$(values generate --numa)" = "default local interleave"
+check "serve and quality take the same placement values" \
+    test "$(values serve --pin)/$(values quality --numa)" = "$(values generate --pin)/$(values generate --numa)"
 check "synth --shape lists test-tiny and tinyllama-1.1b" sh -c "echo ' $(values synth --shape) ' | grep -q ' test-tiny .* tinyllama-1.1b '"
 for spec in "synth --type" "quantize --type" "generate --kv-type" "generate --kv-warm-type" "generate --kv-policy" \
-            "synth --shape" "serve --chat-template"; do
+            "synth --shape" "serve --chat-template" "generate --pin" "generate --numa"; do
     set -- $spec
     for v in $(values "$1" "$2"); do
         "$CORTEX" "$1" "$2" "$v" --help >/dev/null 2>&1
