@@ -150,8 +150,15 @@ static const cx_flag FLAGS[] = {
              " truncated request makes the run INVALID, exit 4"},
     {"--testbed", NULL, "NAME", B_RUN, CX_FLAG_STR, R(testbed), 0, 0, "$CORTEX_TESTBED, else the CPU, cores and memory",
      .help = "the machine class this run's baselines are kept for (runners of one kind share it)"},
-    {"--pin", NULL, "CPUS", B_RUN, CX_FLAG_STR, R(pin), 0, 0, "no pinning",
-     .help = "pin the run to these CPUs, e.g. 0-3,8"},
+    {"--pin", NULL, "CPUS|POLICY", B_RUN, CX_FLAG_STR, R(pin), 0, 0, "none: no pinning",
+     .help = "a CPU list (e.g. 0-3,8) confines the whole process to those CPUs; a policy pins each engine thread to"
+             " one CPU of those the process may use (taskset -c 0-3 ... --pin spread for both): compact fills a core's"
+             " SMT siblings first, spread takes a core of each package/NUMA node in turn, none leaves them to the"
+             " kernel"},
+    {"--numa", NULL, "POLICY", B_RUN, CX_FLAG_CHOICE, R(numa), 0, 0, NULL,
+     .help = "NUMA policy of the weights (when copied into huge pages) and the KV cache: interleave over the nodes,"
+             " local to the thread first writing a page, default: the kernel's; recorded with the run (with one node it"
+             " has no effect, and the record says so)", .values = cx_flag_numa_policies},
     {"--respect-eos", NULL, NULL, B_RUN, CX_FLAG_SWITCH, R(respect_eos), 0, 0, NULL,
      .help = "stop a request at end-of-sequence (without it every request generates its full length)"},
     {"--db", NULL, "FILE|URL", B_RUN, CX_FLAG_STR, R(db), 0, 0, NULL, .help = DB_HELP},

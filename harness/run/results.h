@@ -88,7 +88,11 @@ typedef struct run_meta {
     int threads, reps, warmup, n_ctx;
     int test_prompt, test_gen, test_depth; /* synthetic tests: pp/tg/pg sizes and KV depth */
     int ignore_eos;         /* 1: generation ran to max_tokens whatever the model said */
-    char pinned[64];
+    char pinned[64];        /* --pin: the CPU list the process was confined to, or the engine's pin policy
+                             * ("compact", "spread"); "" when neither */
+    char numa[64];          /* the NUMA policy and what it met ("interleave nodes=0-1", "default (one NUMA
+                             * node)", "interleave (one NUMA node: no effect)", "interleave nodes=0-1
+                             * (mapped: not placed)": the weights were mapped from the file); "" over HTTP */
     char testbed[96];       /* the machine class baselines are kept for (--testbed; else env_testbed) */
     char git_commit[48];
     int git_dirty;

@@ -69,6 +69,21 @@ static int named_set_path(const char *name, char *out, size_t n) {
     return 1;
 }
 
+/* The NUMA policy as the run had it, for run_meta.numa: its name, then the
+ * nodes it spread over (a list cut at 24 characters: run_meta.numa is 64),
+ * or that the machine has one node and the policy did nothing, or that the
+ * weights were mapped from the file (page cache, not placed). Read after the
+ * model loaded. */
+static void numa_record(char *out, size_t n) {
+    cx_placement_info pi;
+    cx_placement_get(&pi);
+    const char *name = cx_numa_policy_name(pi.numa);
+    if (pi.numa_nodes <= 1)
+        snprintf(out, n, "%s (one NUMA node%s)", name, pi.numa == CX_NUMA_DEFAULT ? "" : ": no effect");
+    else
+        snprintf(out, n, "%s nodes=%.24s%s", name, pi.nodes, pi.mapped_unplaced ? " (mapped: not placed)" : "");
+}
+
 /* SHA-256 of everything that must match for two runs to be compared. */
 static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     char buf[2048];
@@ -101,6 +116,14 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     env_testbed(e, derived, sizeof derived);
     if (m->testbed[0] && strcmp(m->testbed, derived) && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|testbed=%s", m->testbed);
+    /* Thread placement and the NUMA policy decide what is measured, but only when set, so runs without them keep
+     * their key: a pin policy (a CPU list is in `affinity` below already), a NUMA policy other than default (its
+     * name, the first word of m->numa; asked for is what counts, with one node or several). */
+    if (cx_pin_policy_from_name(m->pinned) > CX_PIN_NONE && k > 0 && (size_t)k < sizeof buf)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "|pin=%s", m->pinned);
+    int numa_len = (int)strcspn(m->numa, " ");
+    if (numa_len && !(numa_len == 7 && !strncmp(m->numa, "default", 7)) && k > 0 && (size_t)k < sizeof buf)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "|numa=%.*s", numa_len, m->numa);
     /* The silicon beyond its brand string, and the machine as this run had it (schema v12): the CPUs the
      * process could use (taskset, cpusets), the cgroup's CPU quota, transparent huge pages. */
     if (k > 0 && (size_t)k < sizeof buf)
@@ -252,13 +275,16 @@ static int run_model_open(const run_opts *o, run_meta *meta, cx_model **model, i
         if (cli_parse_int("-t", tok, 1, 256, &t)) return 2;
         threads[(*n_threads)++] = (int)t;
     }
-    if (o->pin && env_pin_cpus(o->pin, err, sizeof err)) return cli_fail(2, "--pin: %s", err);
+    if (o->pin_cpus && env_pin_cpus(o->pin_cpus, err, sizeof err)) return cli_fail(2, "--pin: %s", err);
     if (!*n_threads) { /* the CPUs this process may use (after --pin; taskset, cpusets), capped by its cgroup's quota */
         env_run_state rs;
         env_run_state_collect(&rs);
         threads[(*n_threads)++] = env_default_threads(&rs);
     }
     cx_err ce = {0};
+    /* The engine's placement (--pin POLICY, --numa) before the model loads: its weights are bound as they are
+     * read in. Set on every run, so a run in this process never inherits another's. */
+    if (cx_set_placement((cx_pin_policy)o->pin_policy, (cx_numa_policy)o->numa, &ce)) return cli_fail(2, "%s", ce.msg);
     cx_model_params mp; /* CORTEX_WEIGHTS, CORTEX_REPACK, CORTEX_ISA */
     if (cx_model_params_from_env(&mp, &ce)) return cli_fail(2, "%s", ce.msg);
     const char *isa = cx_isa_resolve(mp.isa, NULL); /* the kernels' instruction set (valid: checked above) */
@@ -276,6 +302,12 @@ static int run_model_open(const run_opts *o, run_meta *meta, cx_model **model, i
     }
     cx_kv_cache_free(probe_cache);
     kv_opts_config(&o->kv, meta->kv_config, sizeof meta->kv_config);
+    numa_record(meta->numa, sizeof meta->numa);
+    if (o->pin_policy != CX_PIN_NONE || o->numa != CX_NUMA_DEFAULT) { /* what was asked for, and what it met */
+        char line[512];
+        cx_placement_describe(line, sizeof line);
+        fprintf(stderr, "cortex-bench: placement: %s\n", line);
+    }
     /* Weights in huge pages decode faster than mapped ones: part of the
      * kernel configuration, so runs differing in it are not compared. */
     const cx_model_info *mi = cx_model_get_info(*model);
@@ -325,6 +357,11 @@ int run_opts_check(run_opts *o, const cx_flags *f) {
     o->kv_given = cx_flags_given(f, offsetof(run_opts, kv), sizeof o->kv);
     o->lora_type_given = cx_flags_given(f, offsetof(run_opts, lora_type), sizeof o->lora_type);
     o->server_cache_given = cx_flags_given(f, offsetof(run_opts, server_cache), sizeof o->server_cache);
+    o->numa_given = cx_flags_given(f, offsetof(run_opts, numa), sizeof o->numa);
+    /* --pin: a policy name, else a CPU list (env_pin_cpus checks it when the run starts) */
+    int pp = o->pin ? cx_pin_policy_from_name(o->pin) : -1;
+    o->pin_policy = pp > 0 ? pp : CX_PIN_NONE;
+    o->pin_cpus = o->pin && pp < 0 ? o->pin : NULL;
     if (o->lora_budget == CX_KV_UNLIMITED) o->lora_budget = 0; /* the scheduler's "unlimited" */
     if (!o->model && !o->endpoint) return cli_fail(2, "%s", "run needs --model MODEL (or --endpoint URL)");
     if (!o->endpoint && (o->api_key || o->adapter_names || o->server_cache_given))
@@ -438,6 +475,14 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     meta.cpus_allowed = rs.cpus_allowed;
     meta.cgroup_cpus = rs.cgroup_cpus;
     snprintf(meta.thp, sizeof meta.thp, "%s", rs.thp);
+    /* --pin POLICY: this thread is thread 0 of every pass (sessions, batches and the scheduler are stepped from
+     * it), so it goes on the policy's first CPU, after the affinity above was recorded as the process's. */
+    cx_err pe = {0};
+    if (model && cx_pin_caller(&pe)) {
+        cx_model_free(model);
+        wl_free(&wl);
+        return cli_fail(1, "--pin %s: %s", o.pin, pe.msg);
+    }
     if (o.endpoint) {
         n_threads = 1;
         threads[0] = 0; /* the server's threads are its own */
@@ -515,7 +560,9 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     meta.test_prompt = np;
     meta.test_gen = ng;
     meta.test_depth = (int)o.depth;
-    snprintf(meta.pinned, sizeof meta.pinned, "%s", o.pin ? o.pin : "");
+    snprintf(meta.pinned, sizeof meta.pinned, "%s", o.pin_cpus                     ? o.pin_cpus
+                                                     : o.pin_policy != CX_PIN_NONE ? cx_pin_policy_name(o.pin_policy)
+                                                                                   : "");
     const char *tb = o.testbed && *o.testbed ? o.testbed : getenv("CORTEX_TESTBED");
     if (tb && *tb) snprintf(meta.testbed, sizeof meta.testbed, "%s", tb);
     else env_testbed(&env, meta.testbed, sizeof meta.testbed);

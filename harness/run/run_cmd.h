@@ -35,6 +35,10 @@ typedef struct run_opts {
     int lora_split;        /* --lora-batching split: one adapter per step (llama.cpp's way) */
     int lora_type;         /* --lora-type: adapters' in-memory type (-1: auto) */
     int lora_type_given;
+    int pin_policy;         /* --pin POLICY: CX_PIN_* (CX_PIN_NONE also without --pin, or with a CPU list) */
+    const char *pin_cpus;   /* --pin CPULIST: the process is confined to it (env_pin_cpus); NULL otherwise */
+    int numa;               /* --numa: CX_NUMA_* */
+    int numa_given;
     cx_kv_params kv;  /* --kv-* and --prefix-cache (kv_opts.h) */
     int argc;       /* the whole command line, recorded with the run */
     char **argv;

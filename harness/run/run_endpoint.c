@@ -15,7 +15,8 @@
 
 /* See run_cmd.h. */
 int run_endpoint_open(const run_opts *o, const wl_workload *wl, ep_target *t, run_meta *meta) {
-    const char *local = o->threads ? "-t" : o->pin ? "--pin" : o->ctx ? "--ctx" : o->tokenizer ? "--tokenizer"
+    const char *local = o->threads ? "-t" : o->pin ? "--pin" : o->numa_given ? "--numa" : o->ctx ? "--ctx"
+                      : o->tokenizer ? "--tokenizer"
                       : o->sched_given ? "--max-seqs/--max-batch-tokens/--max-queue" : o->kv_given ? "--kv-*/--prefix-cache"
                       : o->adapters ? "--adapters (over HTTP, --adapter-names maps trace ids to the server's names)"
                       : o->lora_budget || o->lora_split ? "--lora-budget/--lora-batching" : NULL;

@@ -3,7 +3,8 @@
 # "The machine a run records"): the CPU's identity on its environments row; the
 # CPUs it may use, the cgroup quota, THP and the load before and after on its
 # runs row; -t defaults to the CPUs it may use (taskset -c 0: one thread, for
-# run and hw); a pinned and an unpinned run have different compare keys, compare
+# run and hw); --pin POLICY and --numa are recorded, each a configuration of its own,
+# the affinity unchanged; a pinned and an unpinned run have different compare keys, compare
 # refuses them naming each differing field with both values, and the gate,
 # finding only the pinned run tagged, says which run is the closest and why it is
 # no baseline. Functional only: nothing here is timed.
@@ -45,6 +46,31 @@ check "show prints the CPU's identity on the environment line" grep -qE "^- envi
 "$BENCH" run --help >"$tmp/help.out"
 check "run --help states the -t default" grep -q "default the CPUs this process may use" "$tmp/help.out"
 
+# --pin POLICY pins the engine's threads and leaves the process every CPU: recorded as the policy, with the
+# affinity unchanged, and a configuration of its own (compare key); --pin none is no pinning. --numa likewise.
+aff=$(sql "$db" "select affinity from runs where id = $free")
+t=$(sql "$db" "select threads from runs where id = $free")
+r --pin compact -t "$t"
+check "--pin compact run exits 0" test $? -eq 0
+pol=$(sql "$db" "select max(id) from runs")
+check "--pin compact: pinned 'compact', the process's affinity unchanged" \
+    test "$(sql "$db" "select pinned || ' ' || affinity from runs where id = $pol")" = "compact $aff"
+check "... a compare key of its own" test "$(sql "$db" "select count(distinct compare_key) from runs where id in ($free, $pol)")" = 2
+r --pin Spread -t "$t"
+check "--pin Spread: recorded as spread, another key again" test "$(sql "$db" "select pinned from runs where id = (select max(id)
+    from runs)")/$(sql "$db" "select count(distinct compare_key) from runs where id in ($free, $pol, (select max(id) from runs))")" = spread/3
+r --pin none -t "$t"
+check "--pin none: recorded as no pinning, the unpinned run's key" test "$(sql "$db" "select coalesce(pinned, '') from runs where id =
+    (select max(id) from runs)")/$(sql "$db" "select count(distinct compare_key) from runs where id in ($free, (select max(id) from runs))")" = /1
+r --numa interleave -t "$t"
+check "--numa interleave run exits 0 (with one node: no effect, and not an error)" test $? -eq 0
+check "... a compare key of its own" \
+    test "$(sql "$db" "select count(distinct compare_key) from runs where id in ($free, (select max(id) from runs))")" = 2
+r --pin 0-x
+check "--pin 0-x: exit 2, neither a policy nor a CPU list" test $? -eq 2 -a -n "$(grep -F "'0-x' is not a CPU list" "$tmp/r.err")"
+"$BENCH" run --endpoint http://127.0.0.1:9/v1 --model m --numa local --db "$db" >/dev/null 2>"$tmp/ep.err"
+check "--numa with --endpoint: exit 2, the server decides it" test $? -eq 2 -a -n "$(grep -F -- "--numa applies to in-process" "$tmp/ep.err")"
+
 if [ "$(nproc)" -lt 2 ]; then
     echo "SKIP: one CPU: the pinned-versus-unpinned checks need two"
     finish env
@@ -60,7 +86,6 @@ check "... a compare key of its own" \
     test "$(sql "$db" "select count(distinct compare_key) from runs where id in ($free, $pin)")" = 2
 check "... on the same environments row (the machine did not change)" \
     test "$(sql "$db" "select count(distinct env_id) from runs where id in ($free, $pin)")" = 1
-aff=$(sql "$db" "select affinity from runs where id = $free")
 n=$(sql "$db" "select cpus_allowed from runs where id = $free")
 "$BENCH" compare "$pin" "$free" --db "$db" >/dev/null 2>"$tmp/cmp.err"
 check "compare of the pinned and the unpinned run is refused (exit 2)" test $? -eq 2
