@@ -401,9 +401,13 @@ int show_run_facts(store *s, int64_t id, FILE *out) {
                 r.model_sha256);
     if (r.endpoint[0]) fprintf(out, "- repetitions %d (+%d warm-up)\n", r.reps, r.warmup);
     else
-        fprintf(out, "- threads %d, repetitions %d (+%d warm-up), context %d, pinned to %s\n", r.threads, r.reps, r.warmup,
-                r.n_ctx, *r.pinned ? r.pinned : "no CPUs (not pinned)");
-    if (r.uuid[0]) fprintf(out, "- run %s, testbed %s\n", r.uuid, r.testbed[0] ? r.testbed : "not named (recorded before schema v13)");
+        fprintf(out, "- threads %d, repetitions %d (+%d warm-up), context %d, %s %s\n", r.threads, r.reps, r.warmup, r.n_ctx,
+                !strcmp(r.pinned, "compact") || !strcmp(r.pinned, "spread") || !strcmp(r.pinned, "none")
+                    ? "threads placed" : "pinned to", /* a --pin policy, or a CPU list */
+                *r.pinned ? r.pinned : "no CPUs (not pinned)");
+    if (r.uuid[0])
+        fprintf(out, "- run %s, testbed %s, NUMA policy %s\n", r.uuid,
+                r.testbed[0] ? r.testbed : "not named (recorded before schema v13)", r.numa[0] ? r.numa : "default");
     fprintf(out, "- build %s `%s`, commit %s%s, kernels %s, counters %s\n", r.build_type, r.build_flags, r.commit,
             r.dirty ? " (dirty)" : "", *r.isa ? r.isa : "unknown (recorded before schema v5)", r.counter_mode);
     fprintf(out, "- environment %.12s: %s [%s], %d CPUs, %.1f GiB, %s, %s, governor %s", r.fingerprint, r.cpu_model,

@@ -376,15 +376,16 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
     if (db_begin(s->db)) return store_fail(s, "begin run", err, errlen);
     int64_t env = store_env_id(s, e);
     *run_id = env < 0 ? -1 :
-        sql_int(s, "INSERT INTO runs (uuid, testbed, started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
+        sql_int(s, "INSERT INTO runs (uuid, testbed, numa, started_at, status, pid, git_commit, git_dirty, build_type, build_flags, workload,"
                    " workload_kind, workload_hash, mode, concurrency, model_path, model_sha256, model_type, model_name,"
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
                    " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config, workload_meta,"
                    " sched_config, rate, slo, sweep, endpoint, server, server_info, chat_format, allow_failures,"
                    " affinity, cpus_allowed, cgroup_cpus, thp, load_before, server_build, server_cache)"
-                   " VALUES (?,?,?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                   " VALUES (?,?,?,?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
                    "?,?,?,?,?,?,?,?) RETURNING id",
-                "tt" "titittttttittttiiiiiitittiiititdtttdtdtttt" "dtddtttt", uuid, m->testbed[0] ? m->testbed : NULL, now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
+                "ttt" "titittttttittttiiiiiitittiiititdtttdtdtttt" "dtddtttt", uuid, m->testbed[0] ? m->testbed : NULL,
+                m->numa[0] ? m->numa : NULL, now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
                 (int64_t)m->model_params, (int64_t)m->model_bytes, (int64_t)m->threads, (int64_t)m->reps,

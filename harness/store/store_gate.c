@@ -49,6 +49,10 @@ static const struct { const char *sql, *name, *missing; } FIELDS[] = {
     /* the machine class (schema v13): a fleet's runners gate each against its own kind; runs from
      * before have none and are held to the machine fields above alone */
     {"r.testbed", "testbed", NULL},
+    /* the engine's thread placement and NUMA policy (schema v13): a policy (--pin compact|spread) is a
+     * configuration; a CPU list is the process's affinity, compared above */
+    {"CASE WHEN r.pinned IN ('compact', 'spread') THEN r.pinned END", "thread placement (--pin policy)", "none"},
+    {"r.numa", "NUMA policy (--numa)", NULL},
 };
 #define N_FIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
