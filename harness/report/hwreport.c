@@ -482,7 +482,8 @@ static int charts(hr_ctx *c, const char *dir, char *err, size_t errlen) {
     c->scaling = blocks > 0;
     if (blocks) {
         fprintf(g, "unset style\nset style data linespoints\nset output 'scaling.png'\nset title 'thread scaling'\n"
-                   "set xlabel 'threads'\nset xtics norotate\nset xrange [0:*]\nset yrange [0:*]\nplot ");
+                   "set xlabel 'threads'\nset xtics norotate\nset logscale x 2\nset format x '%%g'\n"
+                   "set xrange [0.8:*]\nset yrange [0:*]\nplot "); /* thread counts double: 1, 2, 4, ... evenly spaced */
         for (int b = 0; b < blocks; b++) {
             fprintf(g, "%s'scaling.dat' index %d using 1:2 with linespoints title ", b ? ", " : "", b);
             plot_gp_string(g, titles[b]);
