@@ -61,6 +61,8 @@ typedef struct {
     hr_cell cell[HR_MAX_CONF][HR_MAX_WL];
     int left_out; /* configurations or workloads past the limits */
     int scaling;  /* the scaling chart has lines (some configuration measured several thread counts) */
+    double target_gbs;                       /* --target-read-gbs (0: no projection) */
+    char energy_reason[HR_MAX_CONF][160];    /* why a configuration's energy is missing (the first run's reason) */
 } hr_ctx;
 
 /* ---- writing to both documents ---- */
@@ -255,21 +257,77 @@ static void sec_configs(hr_ctx *c, store *s) {
     hr_table_end(c);
 }
 
-static void sec_tps(hr_ctx *c) {
-    hr_heading(c, 2, "Tokens per second (output, at each configuration's best thread count)");
+/* The run a cell's figures come from: its best thread count's, or NULL. */
+static const store_eval_run *best_run(const hr_ctx *c, int k, int w) {
+    const hr_cell *cell = &c->cell[k][w];
+    return cell->best < 0 ? NULL : cell->at[cell->best];
+}
+
+/* Fills one cell's text for configuration k on workload w (out[0] is "–" on entry). */
+typedef void (*hr_cell_fn)(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n);
+
+/* A table with a row per workload and a column per configuration, each cell from `fn`. */
+static void hr_wl_table(hr_ctx *c, hr_cell_fn fn) {
     hr_conf_head(c, "workload");
     for (int w = 0; w < c->n_wl; w++) {
         char r[HR_MAX_CONF + 1][128];
         snprintf(r[0], sizeof r[0], "%s", c->wl[w]);
         for (int k = 0; k < c->n_conf; k++) {
-            hr_cell *cell = &c->cell[k][w];
-            if (cell->best < 0) snprintf(r[k + 1], sizeof r[k + 1], "–");
-            else snprintf(r[k + 1], sizeof r[k + 1], "%.2f (%d t, run %lld)", cell->at[cell->best]->output_tps,
-                          cell->at[cell->best]->threads, (long long)cell->at[cell->best]->id);
+            const store_eval_run *x = best_run(c, k, w);
+            snprintf(r[k + 1], sizeof r[k + 1], "–");
+            if (x) fn(c, k, w, x, r[k + 1], sizeof r[k + 1]);
         }
         hr_row(c, 0, c->n_conf + 1, r);
     }
     hr_table_end(c);
+}
+
+static void cell_tps(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
+    snprintf(out, n, "%.2f (%d t, run %lld)", x->output_tps, x->threads, (long long)x->id);
+}
+
+/* The share of its machine's read roof a run's decode reached: its own figure (at its thread
+ * count), else from the machine's hw row; NAN without one. */
+static double read_share(const hr_conf *f, const store_eval_run *x) {
+    if (!isnan(x->roofline_frac)) return x->roofline_frac;
+    return f->have_hw ? x->bytes_per_token * x->decode_tps / (f->hw.read_gbs * 1e9) : NAN;
+}
+
+static void cell_roofs(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
+    const hr_conf *f = &c->conf[k];
+    if (!f->have_hw) return;
+    double comp = x->flops_per_token * x->decode_tps / (peak_1t(f) * 1e9 * x->threads);
+    char b1[32], b2[32];
+    snprintf(out, n, "read %s%%, compute %s%%", num(b1, sizeof b1, 100 * read_share(f, x), 0),
+             num(b2, sizeof b2, 100 * comp, 1));
+}
+
+static void cell_rss(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
+    num(out, n, x->peak_rss_mib, 1);
+}
+
+static void cell_energy(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
+    if (isnan(x->energy_j)) {
+        snprintf(out, n, "missing");
+        if (!c->energy_reason[k][0])
+            snprintf(c->energy_reason[k], sizeof c->energy_reason[k], "%s",
+                     *x->energy_reason ? x->energy_reason : "not counted (run recorded before energy counters)");
+    } else {
+        num(out, n, x->gen_tokens > 0 ? x->energy_j / x->gen_tokens : NAN, 4);
+    }
+}
+
+static void cell_cost(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
+    num(out, n, c->conf[k].price / (x->output_tps * 3600) * 1e6, 3);
+}
+
+static void cell_projection(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
+    num(out, n, read_share(&c->conf[k], x) * c->target_gbs * 1e9 / x->bytes_per_token, 1);
+}
+
+static void sec_tps(hr_ctx *c) {
+    hr_heading(c, 2, "Tokens per second (output, at each configuration's best thread count)");
+    hr_wl_table(c, cell_tps);
 }
 
 static void sec_scaling(hr_ctx *c) {
@@ -281,9 +339,7 @@ static void sec_scaling(hr_ctx *c) {
         int any = 0;
         for (int k = 0; k < c->n_conf; k++) any |= c->cell[k][w].n > 1;
         if (!any) continue;
-        char title[300];
-        snprintf(title, sizeof title, "%s", c->wl[w]);
-        hr_heading(c, 3, title);
+        hr_heading(c, 3, c->wl[w]);
         char h[4][128] = {"configuration", "threads", "tok/s", "speedup (efficiency)"};
         hr_row(c, 1, 4, h);
         for (int k = 0; k < c->n_conf; k++) {
@@ -320,66 +376,16 @@ static void sec_roofs(hr_ctx *c) {
     hr_para(c, "Read: bytes read per token x decode tok/s over the read bandwidth `cortex-bench hw` measured at that thread"
                " count. Compute: operations per token x decode tok/s over the kernel table's one-thread peak x threads."
                " – where the machine has no hw row.");
-    hr_conf_head(c, "workload");
-    for (int w = 0; w < c->n_wl; w++) {
-        char r[HR_MAX_CONF + 1][128];
-        snprintf(r[0], sizeof r[0], "%s", c->wl[w]);
-        for (int k = 0; k < c->n_conf; k++) {
-            hr_cell *cell = &c->cell[k][w];
-            hr_conf *f = &c->conf[k];
-            snprintf(r[k + 1], sizeof r[k + 1], "–");
-            if (cell->best < 0 || !f->have_hw) continue;
-            const store_eval_run *x = cell->at[cell->best];
-            double read = x->bytes_per_token * x->decode_tps / (f->hw.read_gbs * 1e9);
-            if (!isnan(x->roofline_frac)) read = x->roofline_frac; /* the run's own figure, at its own thread count */
-            double comp = x->flops_per_token * x->decode_tps / (peak_1t(f) * 1e9 * x->threads);
-            char b1[32], b2[32];
-            snprintf(r[k + 1], sizeof r[k + 1], "read %s%%, compute %s%%", num(b1, sizeof b1, 100 * read, 0),
-                     num(b2, sizeof b2, 100 * comp, 1));
-        }
-        hr_row(c, 0, c->n_conf + 1, r);
-    }
-    hr_table_end(c);
+    hr_wl_table(c, cell_roofs);
 }
 
 static void sec_memory_energy_cost(hr_ctx *c) {
     hr_heading(c, 2, "Peak memory (RSS, MiB)");
-    hr_conf_head(c, "workload");
-    for (int w = 0; w < c->n_wl; w++) {
-        char r[HR_MAX_CONF + 1][128];
-        snprintf(r[0], sizeof r[0], "%s", c->wl[w]);
-        for (int k = 0; k < c->n_conf; k++) {
-            hr_cell *cell = &c->cell[k][w];
-            num(r[k + 1], sizeof r[k + 1], cell->best < 0 ? NAN : cell->at[cell->best]->peak_rss_mib, 1);
-        }
-        hr_row(c, 0, c->n_conf + 1, r);
-    }
-    hr_table_end(c);
-
+    hr_wl_table(c, cell_rss);
     hr_heading(c, 2, "Energy per generated token (J, RAPL package energy)");
-    hr_conf_head(c, "workload");
-    char reasons[HR_MAX_CONF][160] = {{0}};
-    for (int w = 0; w < c->n_wl; w++) {
-        char r[HR_MAX_CONF + 1][128];
-        snprintf(r[0], sizeof r[0], "%s", c->wl[w]);
-        for (int k = 0; k < c->n_conf; k++) {
-            hr_cell *cell = &c->cell[k][w];
-            const store_eval_run *x = cell->best < 0 ? NULL : cell->at[cell->best];
-            if (!x) snprintf(r[k + 1], sizeof r[k + 1], "–");
-            else if (isnan(x->energy_j)) {
-                snprintf(r[k + 1], sizeof r[k + 1], "missing");
-                if (!reasons[k][0])
-                    snprintf(reasons[k], sizeof reasons[k], "%s", *x->energy_reason ? x->energy_reason
-                                                                                    : "not counted (run recorded before energy counters)");
-            } else
-                num(r[k + 1], sizeof r[k + 1], x->gen_tokens > 0 ? x->energy_j / x->gen_tokens : NAN, 4);
-        }
-        hr_row(c, 0, c->n_conf + 1, r);
-    }
-    hr_table_end(c);
+    hr_wl_table(c, cell_energy);
     for (int k = 0; k < c->n_conf; k++)
-        if (reasons[k][0]) hr_para(c, "%s: energy missing: %s", c->conf[k].label, reasons[k]);
-
+        if (c->energy_reason[k][0]) hr_para(c, "%s: energy missing: %s", c->conf[k].label, c->energy_reason[k]);
     hr_heading(c, 2, "Cost per million generated tokens (USD, from --price per hour)");
     int any = 0;
     for (int k = 0; k < c->n_conf; k++) any |= !isnan(c->conf[k].price);
@@ -387,47 +393,22 @@ static void sec_memory_energy_cost(hr_ctx *c) {
         hr_para(c, "No --price given (cortex-bench hwreport --price TESTBED=USD_PER_HOUR,...).");
         return;
     }
-    hr_conf_head(c, "workload");
-    for (int w = 0; w < c->n_wl; w++) {
-        char r[HR_MAX_CONF + 1][128];
-        snprintf(r[0], sizeof r[0], "%s", c->wl[w]);
-        for (int k = 0; k < c->n_conf; k++) {
-            hr_cell *cell = &c->cell[k][w];
-            double tps = cell->best < 0 ? NAN : cell->at[cell->best]->output_tps;
-            num(r[k + 1], sizeof r[k + 1], c->conf[k].price / (tps * 3600) * 1e6, 3);
-        }
-        hr_row(c, 0, c->n_conf + 1, r);
-    }
-    hr_table_end(c);
+    hr_wl_table(c, cell_cost);
     hr_para(c, "At the best thread count's output tok/s, one stream of requests as the workload sends them; a machine"
                " without a price reads –.");
 }
 
-static void sec_projection(hr_ctx *c, double target_gbs) {
+static void sec_projection(hr_ctx *c) {
     hr_heading(c, 2, "Projection to the challenge machine");
-    if (!(target_gbs > 0)) {
+    if (!(c->target_gbs > 0)) {
         hr_para(c, "None: give the challenge machine's measured read bandwidth with --target-read-gbs GBS"
                    " (docs/metrics.md, \"Hardware evaluation\", says what the projection assumes).");
         return;
     }
     hr_para(c, "Decode tok/s if the challenge machine's decode reached the same share of its read roof (%.1f GB/s, both"
                " sockets, weights interleaved) as this configuration did of its own: memory-bound decode assumed"
-               " (docs/metrics.md, \"Hardware evaluation\").", target_gbs);
-    hr_conf_head(c, "workload");
-    for (int w = 0; w < c->n_wl; w++) {
-        char r[HR_MAX_CONF + 1][128];
-        snprintf(r[0], sizeof r[0], "%s", c->wl[w]);
-        for (int k = 0; k < c->n_conf; k++) {
-            hr_cell *cell = &c->cell[k][w];
-            hr_conf *f = &c->conf[k];
-            const store_eval_run *x = cell->best < 0 ? NULL : cell->at[cell->best];
-            double share = x ? x->bytes_per_token * x->decode_tps / (f->hw.read_gbs * 1e9) : NAN;
-            if (x && !isnan(x->roofline_frac)) share = x->roofline_frac;
-            num(r[k + 1], sizeof r[k + 1], f->have_hw && x ? share * target_gbs * 1e9 / x->bytes_per_token : NAN, 1);
-        }
-        hr_row(c, 0, c->n_conf + 1, r);
-    }
-    hr_table_end(c);
+               " (docs/metrics.md, \"Hardware evaluation\").", c->target_gbs);
+    hr_wl_table(c, cell_projection);
 }
 
 /* ---- charts ---- */
@@ -579,7 +560,8 @@ int hwreport_write(store *s, const hwreport_params *p, char *md_path, size_t md_
     sec_scaling(c);
     sec_roofs(c);
     sec_memory_energy_cost(c);
-    sec_projection(c, p->target_read_gbs);
+    c->target_gbs = p->target_read_gbs;
+    sec_projection(c);
     fprintf(c->html, "</body>\n</html>\n");
 done:
     if (c->md && fclose(c->md) && !rc) rc = hx_fail(err, errlen, "cannot write %s: %s", md_path, strerror(errno));

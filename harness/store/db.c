@@ -122,6 +122,14 @@ static size_t skip_quoted(const char *p) {
     return 0;
 }
 
+/* Copy the quoted text or comment at *p to out + *o as it is, advancing both; 0 when none starts there. */
+static int copy_quoted(const char **p, char *out, size_t *o) {
+    size_t q = skip_quoted(*p);
+    memcpy(out + *o, *p, q);
+    *o += q, *p += q;
+    return q > 0;
+}
+
 char *db_translate_params(const char *sql, int *n_params) {
     size_t len = strlen(sql);
     char *out = malloc(len * 4 + 1); /* "?" -> "$NNN" at most */
@@ -129,12 +137,7 @@ char *db_translate_params(const char *sql, int *n_params) {
     size_t o = 0;
     int max = 0;
     for (const char *p = sql; *p;) {
-        size_t q = skip_quoted(p);
-        if (q) {
-            memcpy(out + o, p, q);
-            o += q, p += q;
-            continue;
-        }
+        if (copy_quoted(&p, out, &o)) continue;
         if (*p != '?') {
             out[o++] = *p++;
             continue;
@@ -172,12 +175,7 @@ char *db_translate_ddl(const char *sql) {
     if (!out) return NULL;
     size_t o = 0;
     for (const char *p = sql; *p;) {
-        size_t q = skip_quoted(p);
-        if (q) {
-            memcpy(out + o, p, q);
-            o += q, p += q;
-            continue;
-        }
+        if (copy_quoted(&p, out, &o)) continue;
         int hit = 0;
         for (size_t m = 0; m < sizeof MAP / sizeof MAP[0] && !hit; m++)
             if (word_at(p, sql, MAP[m].from)) {
