@@ -49,7 +49,7 @@ typedef struct {
 typedef struct {
     int n;
     const store_eval_run *at[HR_MAX_T]; /* ascending threads, the newest run at each */
-    int best;                           /* index of the highest output_tps, -1 when none */
+    int best;                           /* index of the highest tps, -1 when none */
 } hr_cell;
 
 typedef struct {
@@ -192,8 +192,8 @@ static void cell_add(hr_cell *cell, const store_eval_run *r) {
 static void cell_pick(hr_cell *cell) {
     cell->best = -1;
     for (int i = 0; i < cell->n; i++)
-        if (!isnan(cell->at[i]->output_tps) &&
-            (cell->best < 0 || cell->at[i]->output_tps > cell->at[cell->best]->output_tps))
+        if (!isnan(cell->at[i]->tps) &&
+            (cell->best < 0 || cell->at[i]->tps > cell->at[cell->best]->tps))
             cell->best = i;
 }
 
@@ -283,7 +283,7 @@ static void hr_wl_table(hr_ctx *c, hr_cell_fn fn) {
 }
 
 static void cell_tps(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
-    snprintf(out, n, "%.2f (%d t, run %lld)", x->output_tps, x->threads, (long long)x->id);
+    snprintf(out, n, "%.2f (%d t, run %lld)", x->tps, x->threads, (long long)x->id);
 }
 
 /* The share of its machine's read roof a run's decode reached: its own figure (at its thread
@@ -295,7 +295,7 @@ static double read_share(const hr_conf *f, const store_eval_run *x) {
 
 static void cell_roofs(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
     const hr_conf *f = &c->conf[k];
-    if (!f->have_hw) return;
+    if (!f->have_hw || isnan(x->decode_tps)) return; /* no hw row, or a run that did not decode (pp) */
     double comp = x->flops_per_token * x->decode_tps / (peak_1t(f) * 1e9 * x->threads);
     char b1[32], b2[32];
     snprintf(out, n, "read %s%%, compute %s%%", num(b1, sizeof b1, 100 * read_share(f, x), 0),
@@ -318,7 +318,7 @@ static void cell_energy(hr_ctx *c, int k, int w, const store_eval_run *x, char *
 }
 
 static void cell_cost(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
-    num(out, n, c->conf[k].price / (x->output_tps * 3600) * 1e6, 3);
+    num(out, n, c->conf[k].price / (x->tps * 3600) * 1e6, 3);
 }
 
 static void cell_projection(hr_ctx *c, int k, int w, const store_eval_run *x, char *out, size_t n) {
@@ -326,7 +326,9 @@ static void cell_projection(hr_ctx *c, int k, int w, const store_eval_run *x, ch
 }
 
 static void sec_tps(hr_ctx *c) {
-    hr_heading(c, 2, "Tokens per second (output, at each configuration's best thread count)");
+    hr_heading(c, 2, "Tokens per second (at each configuration's best thread count)");
+    hr_para(c, "A synthetic test's rate (tg: generated tokens, pp: prompt tokens), a prompt set's or trace's output"
+               " tokens; the median over repetitions.");
     hr_wl_table(c, cell_tps);
 }
 
@@ -346,11 +348,11 @@ static void sec_scaling(hr_ctx *c) {
             hr_cell *cell = &c->cell[k][w];
             for (int i = 0; i < cell->n; i++) {
                 const store_eval_run *r0 = cell->at[0], *r = cell->at[i];
-                double sp = r->output_tps / r0->output_tps, eff = sp / ((double)r->threads / r0->threads);
+                double sp = r->tps / r0->tps, eff = sp / ((double)r->threads / r0->threads);
                 char row[4][128], b1[32], b2[32];
                 snprintf(row[0], sizeof row[0], "%s", c->conf[k].label);
                 snprintf(row[1], sizeof row[1], "%d", r->threads);
-                num(row[2], sizeof row[2], r->output_tps, 2);
+                num(row[2], sizeof row[2], r->tps, 2);
                 snprintf(row[3], sizeof row[3], "%sx (%s)", num(b1, sizeof b1, sp, 2), num(b2, sizeof b2, eff, 2));
                 hr_row(c, 0, 4, row);
             }
@@ -359,11 +361,11 @@ static void sec_scaling(hr_ctx *c) {
         for (int k = 0; k < c->n_conf; k++) {
             hr_cell *cell = &c->cell[k][w];
             for (int i = 1; i < cell->n; i++)
-                if (cell->at[i]->output_tps < cell->at[i - 1]->output_tps) {
+                if (cell->at[i]->tps < cell->at[i - 1]->tps) {
                     hr_para(c, "WARNING: %s on %s: %d threads were slower than %d (%.2f vs %.2f tok/s): more threads"
                                " than this machine serves well (shared cores, SMT siblings, or a memory-bound decode)",
                             c->conf[k].label, c->wl[w], cell->at[i]->threads, cell->at[i - 1]->threads,
-                            cell->at[i]->output_tps, cell->at[i - 1]->output_tps);
+                            cell->at[i]->tps, cell->at[i - 1]->tps);
                     warned++;
                 }
         }
@@ -386,7 +388,7 @@ static void sec_memory_energy_cost(hr_ctx *c) {
     hr_wl_table(c, cell_energy);
     for (int k = 0; k < c->n_conf; k++)
         if (c->energy_reason[k][0]) hr_para(c, "%s: energy missing: %s", c->conf[k].label, c->energy_reason[k]);
-    hr_heading(c, 2, "Cost per million generated tokens (USD, from --price per hour)");
+    hr_heading(c, 2, "Cost per million tokens (USD, from --price per hour)");
     int any = 0;
     for (int k = 0; k < c->n_conf; k++) any |= !isnan(c->conf[k].price);
     if (!any) {
@@ -394,8 +396,8 @@ static void sec_memory_energy_cost(hr_ctx *c) {
         return;
     }
     hr_wl_table(c, cell_cost);
-    hr_para(c, "At the best thread count's output tok/s, one stream of requests as the workload sends them; a machine"
-               " without a price reads –.");
+    hr_para(c, "At the best thread count's tok/s (the tokens of the table above), one stream of requests as the"
+               " workload sends them; a machine without a price reads –.");
 }
 
 static void sec_projection(hr_ctx *c) {
@@ -426,7 +428,7 @@ static int charts(hr_ctx *c, const char *dir, char *err, size_t errlen) {
         for (int k = 0; k < c->n_conf; k++) {
             hr_cell *cell = &c->cell[k][w];
             if (cell->best < 0) fprintf(d, " NaN");
-            else fprintf(d, " %.6g", cell->at[cell->best]->output_tps);
+            else fprintf(d, " %.6g", cell->at[cell->best]->tps);
         }
         fprintf(d, "\n");
     }
@@ -440,7 +442,7 @@ static int charts(hr_ctx *c, const char *dir, char *err, size_t errlen) {
         for (int w = 0; w < c->n_wl && blocks < HR_MAX_CONF * 4; w++) {
             hr_cell *cell = &c->cell[k][w];
             if (cell->n < 2) continue;
-            for (int i = 0; i < cell->n; i++) fprintf(d, "%d %.6g\n", cell->at[i]->threads, cell->at[i]->output_tps);
+            for (int i = 0; i < cell->n; i++) fprintf(d, "%d %.6g\n", cell->at[i]->threads, cell->at[i]->tps);
             fprintf(d, "\n\n");
             snprintf(titles[blocks++], sizeof titles[0], "%s %s", c->conf[k].label, c->wl[w]);
         }
@@ -453,7 +455,7 @@ static int charts(hr_ctx *c, const char *dir, char *err, size_t errlen) {
                "    set terminal pngcairo size 900,480 noenhanced font 'sans,10' background rgb 'white'\n"
                "} else {\n    set terminal png size 900,480 noenhanced background rgb 'white'\n}\n"
                "set border 3\nset tics nomirror\nset key outside right\nset grid ytics\n"
-               "set output 'tps.png'\nset title 'output tok/s at the best thread count'\n"
+               "set output 'tps.png'\nset title 'tok/s at the best thread count'\n"
                "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
                "set ylabel 'tok/s'\nset xtics rotate by -30\nset yrange [0:*]\n"
                "plot ");
@@ -546,8 +548,8 @@ int hwreport_write(store *s, const hwreport_params *p, char *md_path, size_t md_
     sec_tps(c);
     int ch = charts(c, p->out_dir, err, errlen);
     if (ch == 0) {
-        fprintf(c->md, "![output tok/s](tps.png)\n\n");
-        fprintf(c->html, "<p><img src=\"tps.png\" alt=\"output tok/s\"></p>\n");
+        fprintf(c->md, "![tok/s](tps.png)\n\n");
+        fprintf(c->html, "<p><img src=\"tps.png\" alt=\"tok/s\"></p>\n");
         if (c->scaling) {
             fprintf(c->md, "![thread scaling](scaling.png)\n\n");
             fprintf(c->html, "<p><img src=\"scaling.png\" alt=\"thread scaling\"></p>\n");

@@ -21,7 +21,8 @@ int store_eval_runs(store *s, const char *model, store_eval_run **out, int *n) {
         " e.fingerprint AS fingerprint, r.isa AS isa, r.pinned AS pinned, r.numa AS numa, r.workload AS workload,"
         " r.workload_kind AS kind, r.model_name AS model, r.model_sha256 AS model_sha256, r.started_at AS started,"
         " r.threads AS threads, e.logical_cores AS logical_cores,"
-        MEDIAN("output_tps", "output_tps") "," MEDIAN("decode_tps", "decode_tps") "," MEDIAN("peak_rss_mib", "rss") ","
+        " coalesce((SELECT median FROM summary WHERE run_id = r.id AND name = 'tps'),"
+        "  (SELECT median FROM summary WHERE run_id = r.id AND name = 'output_tps')) AS tps," MEDIAN("decode_tps", "decode_tps") "," MEDIAN("peak_rss_mib", "rss") ","
         MEDIAN("gen_tokens", "gen_tokens") "," MEDIAN("bytes_per_token", "bpt") "," MEDIAN("flops_per_token", "fpt") ","
         MEDIAN("roofline_frac", "roof") ","
         " (SELECT avg(value) FROM counters WHERE run_id = r.id AND name = 'energy-pkg' AND phase = 'total'"
@@ -59,7 +60,7 @@ int store_eval_runs(store *s, const char *model, store_eval_run **out, int *n) {
 #undef TEXT
         r->threads = (int)row_int(st, "threads");
         r->logical_cores = (int)row_int(st, "logical_cores");
-        r->output_tps = row_num(st, "output_tps");
+        r->tps = row_num(st, "tps");
         r->decode_tps = row_num(st, "decode_tps");
         r->peak_rss_mib = row_num(st, "rss");
         r->gen_tokens = row_num(st, "gen_tokens");

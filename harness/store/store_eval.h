@@ -18,8 +18,9 @@ typedef struct {
     char testbed[96], fingerprint[72], isa[32], pinned[128], numa[64];
     char workload[256], kind[16], model[128], model_sha256[72], started[40];
     int threads, logical_cores;
-    /* medians over repetitions (NAN: not recorded) */
-    double output_tps, decode_tps, peak_rss_mib, gen_tokens, bytes_per_token, flops_per_token, roofline_frac;
+    /* medians over repetitions (NAN: not recorded). tps is the run's headline rate: a synthetic test's
+     * `tps` (generated tokens for tg, prompt tokens for pp), a prompt set's or trace's `output_tps` */
+    double tps, decode_tps, peak_rss_mib, gen_tokens, bytes_per_token, flops_per_token, roofline_frac;
     /* package energy over the whole repetition (counter energy-pkg, phase total), mean over the repetitions
      * that counted it; NAN when none did, and then energy_reason says why */
     double energy_j;
