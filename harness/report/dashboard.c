@@ -6,6 +6,7 @@
  * enter a trend; an INVALID run is shown in red with its reasons.
  */
 #include "dashboard.h"
+#include "hwreport.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -834,6 +835,12 @@ int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(now, sizeof now, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    /* The hardware report of the store's machines (hwreport.h) as a page of the site, linked when
+     * there is something to report (a VALID measurement) */
+    char hw_dir[PATH_MAX + 16], hw_md[PATH_MAX + 48], hw_err[512];
+    snprintf(hw_dir, sizeof hw_dir, "%s/hardware", c.dir);
+    hwreport_params hp = {.out_dir = hw_dir};
+    int hw_page = hwreport_write(s, &hp, hw_md, sizeof hw_md, hw_err, sizeof hw_err) == 0;
     int valid = 0, invalid = 0, complete = 0, failed = 0; /* only VALID runs count as green */
     for (int i = 0; i < c.n_runs; i++) {
         valid += c.runs[i].measurement;
@@ -850,10 +857,11 @@ int dashboard_write(store *s, const char *out_dir, char *err, size_t errlen) {
                  " measurements: the others show no figure and are in no trend."
                  " Metric definitions: docs/metrics.md.</p>\n"
                  "<nav><a href=\"#gates\">Gate verdicts</a><a href=\"#trends\">Trends</a><a href=\"#sweeps\">Rate sweeps</a>"
-                 "<a href=\"#runs\">Runs</a></nav>\n"
+                 "<a href=\"#runs\">Runs</a>%s</nav>\n"
                  "</header>\n",
             DB_CSS, now, c.n_runs, c.n_runs == 1 ? "" : "s", valid, invalid ? "bad" : "neutral", invalid, failed,
-            c.n_runs - complete - failed, complete - valid - invalid ? ", some complete but not judged" : "");
+            c.n_runs - complete - failed, complete - valid - invalid ? ", some complete but not judged" : "",
+            hw_page ? "<a href=\"hardware/index.html\">Hardware (machines side by side)</a>" : "");
     if (db_gates(&c, out) || db_trends(&c, out) || dashboard_sweeps(s, out, c.charts, err, errlen)) goto done;
     db_runs(&c, out);
     fprintf(out, "<script>\n%s</script>\n</body>\n</html>\n", DB_JS);
