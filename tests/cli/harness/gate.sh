@@ -55,7 +55,9 @@ before=$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'ba
 w --gate-file "$tmp/tight.conf" --record-baseline
 check "max_spread 0: recording refused (exit 2), naming the spread" \
     sh -c "test $? -eq 2 && grep -q 'not recorded as baseline .baseline.: run [0-9]* repeats too loosely: ' '$tmp/w.err'"
-check "... the baseline stays" test "$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")" = "$before"
+check "... the baseline stays (max_spread 0)" test "$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")" = "$before"
+[ "$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")" = "$before" ] ||
+    { echo "     baseline tags: $before before, now $(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")"; tail -5 "$tmp/w.out" "$tmp/w.err"; }
 sed 's/^max_load .*/max_load 0.3/' "$tmp/ci.conf" >"$tmp/quiet.conf"
 ( while :; do :; done ) & busy=$!
 w --gate-file "$tmp/quiet.conf" --record-baseline
@@ -63,7 +65,9 @@ rc=$?
 kill $busy; wait $busy 2>/dev/null
 check "a busy loop beside the run: recording refused (exit 2) as measured under load" \
     sh -c "test $rc -eq 2 && grep -q 'was measured under load: [0-9.]* CPUs busy with other work (max_load 0.30' '$tmp/w.err'"
-check "... the baseline stays" test "$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")" = "$before"
+check "... the baseline stays (busy loop)" test "$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")" = "$before"
+[ "$(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")" = "$before" ] ||
+    { echo "     baseline tags: $before before, now $(sql "$tmp/w.db" "select group_concat(run_id) from tags where name = 'baseline'")"; tail -5 "$tmp/w.out" "$tmp/w.err"; }
 
 # judge: the gate's rule over samples measured elsewhere (ci/gate_ab.sh's kernel timings).
 { for v in 100 101 99 100.5 99.5; do printf 'k\tlower\tbase\t%s\n' $v; done
@@ -119,7 +123,7 @@ check "... the baseline advances to it" test "$(sql "$db" "select (run_id > $b1)
 b2=$(sql "$db" "select run_id from tags where name = 'baseline'")
 CORTEX_SLOWDOWN_PCT=15 g "$KNOB" gate --advance-baseline
 check "--advance-baseline on a regressed night: exit 1" test $? -eq 1
-check "... the baseline stays" test "$(sql "$db" "select run_id from tags where name = 'baseline'")" = "$b2"
+check "... the baseline stays (regressed night)" test "$(sql "$db" "select run_id from tags where name = 'baseline'")" = "$b2"
 CORTEX_SLOWDOWN_PCT=0 g "$KNOB" gate --record-baseline
 check "--record-baseline re-records (exit 0)" test $? -eq 0
 check "... moving the tag" test "$(sql "$db" "select (run_id > $b2) || ':' || count(*) from tags where name = 'baseline'")" = "1:1"
