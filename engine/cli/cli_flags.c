@@ -26,6 +26,21 @@ static int parse_seed(const cx_flag *f, const char *name, const char *v, void *o
     return 0;
 }
 
+/* --spec KIND: none, ngram, self, self:TYPE or model (cx_spec_parse). */
+static int parse_spec(const cx_flag *f, const char *name, const char *v, void *op, char *err, size_t n) {
+    opts *o = op;
+    cx_err e = {0};
+    if (cx_spec_parse(v, &o->spec, &e)) return snprintf(err, n, "%s: %s", name, e.msg), -1;
+    return 0;
+}
+
+/* The default --spec: none. */
+static const char *show_spec(const cx_flag *f, const void *op, char *buf, size_t cap) {
+    const opts *o = op;
+    snprintf(buf, cap, "%s", o->spec.kind == CX_SPEC_SELF ? "self:q4_0" : cx_spec_kind_name(o->spec.kind));
+    return buf;
+}
+
 /* The seed's default, a uint64_t. */
 static const char *show_seed(const cx_flag *f, const void *op, char *buf, size_t cap) {
     const opts *o = op;
@@ -124,6 +139,20 @@ static const cx_flag FLAGS[] = {
     {"--seed", NULL, "S", GEN, CX_FLAG_CUSTOM, O(sp.seed), -1, 4294967295.0, NULL,
      .help = "sampling seed, fixed so runs repeat; -1: a random one (llama.cpp's choice), printed to stderr",
      .parse = parse_seed, .show = show_seed},
+    {"--spec", NULL, "KIND", GEN, CX_FLAG_CUSTOM, O(spec.kind), 0, 0, NULL,
+     .help = "speculative decoding (the output does not change): ngram drafts from the prompt and text so far, "
+     "self:TYPE from the model quantized to TYPE at load (self: q4_0; the model must be f32/f16/bf16), model from "
+     "--draft; none: off", .parse = parse_spec, .show = show_spec},
+    {"--draft", "-md", "MODEL", GEN, CX_FLAG_STR, O(spec.draft_path), 0, 0, "none",
+     .help = "draft model for --spec model (implied when --spec is not given): a GGUF with the model's vocabulary"},
+    {"--draft-max", NULL, "N", GEN, CX_FLAG_INT, O(spec.draft_max), 1, CX_SPEC_MAX_DRAFT, NULL,
+     .help = "most tokens drafted per pass of the model"},
+    {"--draft-min", NULL, "N", GEN, CX_FLAG_INT, O(spec.draft_min), 0, CX_SPEC_MAX_DRAFT, NULL,
+     .help = "a draft shorter than N is not checked (the step decodes one token)"},
+    {"--draft-p-min", NULL, "P", GEN, CX_FLAG_FLOAT, O(spec.p_min), 0, 1, NULL,
+     .help = "a draft model stops drafting at a token it gives less than P"},
+    {"--draft-fixed", NULL, NULL, GEN, CX_FLAG_SWITCH, O(spec_fixed), 0, 0, NULL,
+     .help = "draft --draft-max tokens every time instead of the length the measured acceptance and times favour"},
     {"--threads", "-t", "N", GEN | CMD_QUALITY | CMD_SERVE, CX_FLAG_LONG, O(threads), 1, 256, NULL, .help = "threads"},
     {"--pin", NULL, "POLICY", GEN | CMD_QUALITY | CMD_SERVE, CX_FLAG_CHOICE, O(pin), 0, 0, NULL,
      .help = "pin the engine's threads, one CPU each, among the CPUs the process may use: compact fills a core's SMT"
@@ -271,6 +300,8 @@ void cli_defaults(opts *o) {
     o->threads = 1;
     o->sp = cx_sampler_defaults();
     o->kv = cx_kv_defaults();
+    o->spec = cx_spec_defaults();
+    o->spec.kind = CX_SPEC_NONE; /* speculation is asked for */
     o->rank = 16;
     o->strength = 0.25f;
     o->targets = "all";

@@ -46,6 +46,8 @@ typedef struct opts {
     int n_pos;
     cx_sampler_params sp;
     cx_kv_params kv;
+    cx_spec_params spec;         /* --spec, --draft, --draft-max, --draft-min, --draft-p-min, --draft-fixed */
+    int spec_fixed;
     /* adapters: --lora FILE[:SCALE] (repeatable), their in-memory type; synth-lora's shape */
     const char *lora[CX_LORA_MAX_SET];
     float lora_scale[CX_LORA_MAX_SET];

@@ -56,6 +56,9 @@ static int cmd_generate(opts *o) {
     const cx_model_info *mi = cx_model_get_info(m);
     cx_session *s = NULL;
     cx_sampler *smp = NULL;
+    cx_drafter *drafter = NULL;
+    cx_spec *spec = NULL;
+    int32_t *hist = NULL;
     cx_lora *lora[CX_LORA_MAX_SET] = {0};
     cx_err err = {0};
     int rc = 1, n_prompt = 0;
@@ -83,6 +86,18 @@ static int cmd_generate(opts *o) {
         die("%s", err.msg);
         goto out;
     }
+    if (o->spec.draft_path && o->spec.kind == CX_SPEC_NONE) o->spec.kind = CX_SPEC_MODEL; /* --draft alone */
+    if (o->spec.kind != CX_SPEC_NONE) {
+        o->spec.adapt = !o->spec_fixed;
+        o->spec.n_threads = (int)o->threads;
+        o->spec.tmp_dir = getenv("TMPDIR");
+        double t_d = cli_now_s();
+        if (cx_drafter_new(m, &o->spec, &drafter, &err) || cx_spec_new(drafter, cx_session_n_ctx(s), &spec, &err)) {
+            die("%s", err.msg);
+            goto out;
+        }
+        fprintf(stderr, "speculation: %s, ready in %.2f s\n", cx_drafter_describe(drafter), cli_now_s() - t_d);
+    }
     if (n_prompt >= cx_session_n_ctx(s)) {
         die("prompt is %d tokens, the context holds %d (use -c up to the model's %d)", n_prompt,
             cx_session_n_ctx(s), mi->n_ctx);
@@ -100,25 +115,43 @@ static int cmd_generate(opts *o) {
     double t_start = cli_now_s();
     if (cx_eval(s, ids, n_prompt, &logits, &err)) { die("%s", err.msg); goto out; }
     double t_prefill = cli_now_s();
-    int prev = ids[n_prompt - 1], n_gen = 0;
+    /* hist: the prompt and every token chosen; the session holds all but the last */
+    hist = malloc(sizeof *hist * (size_t)(cx_session_n_ctx(s) + CX_SPEC_MAX_DRAFT + 1));
+    if (!hist) { die("out of memory"); goto out; }
+    memcpy(hist, ids, sizeof *ids * (size_t)n_prompt);
+    int n_hist = n_prompt, n_gen = 0, done = 0;
     double t_first = 0;
-    for (; n_gen < o->n_predict; n_gen++) {
-        int tok = cx_sampler_sample(smp, logits);
-        if (n_gen == 0) t_first = cli_now_s();
-        if (cx_token_is_eog(m, tok)) break;
-        if (o->ids) {
-            printf(n_gen || !o->no_echo ? " %d" : "%d", tok);
+    while (n_gen < o->n_predict && !done) {
+        int32_t chosen[CX_SPEC_MAX_DRAFT + 1];
+        int n_new = 1;
+        if (n_gen > 0 && spec) { /* draft, verify, keep what the model agrees with */
+            n_new = cx_spec_step(spec, s, smp, hist, n_hist, (int)(o->n_predict - n_gen), chosen, &err);
+            if (n_new < 0) { die("%s", err.msg); goto out; }
         } else {
-            char tmp[2];
-            const char *piece;
-            size_t k = cx_token_piece(m, prev, tok, tmp, &piece);
-            fwrite(piece, 1, k, stdout);
+            if (n_gen > 0 && cx_eval(s, &hist[n_hist - 1], 1, &logits, &err)) { die("%s", err.msg); goto out; }
+            chosen[0] = cx_sampler_sample(smp, logits);
+            cx_sampler_accept(smp, chosen[0]);
+        }
+        if (n_gen == 0) t_first = cli_now_s();
+        for (int i = 0; i < n_new && !done; i++) {
+            int tok = chosen[i];
+            if (cx_token_is_eog(m, tok)) { done = 1; break; }
+            if (o->ids) {
+                printf(n_gen || !o->no_echo ? " %d" : "%d", tok);
+            } else {
+                char tmp[2];
+                const char *piece;
+                size_t k = cx_token_piece(m, hist[n_hist - 1], tok, tmp, &piece);
+                fwrite(piece, 1, k, stdout);
+            }
+            hist[n_hist++] = tok;
+            n_gen++;
         }
         fflush(stdout);
-        cx_sampler_accept(smp, tok);
-        prev = tok;
-        if (cx_session_pos(s) >= cx_session_n_ctx(s)) { n_gen++; fprintf(stderr, "\n[context full]"); break; }
-        if (cx_eval(s, &tok, 1, &logits, &err)) { die("%s", err.msg); goto out; }
+        if (!done && n_gen < o->n_predict && cx_session_pos(s) >= cx_session_n_ctx(s)) { /* no room for the last */
+            fprintf(stderr, "\n[context full]");
+            break;
+        }
     }
     double t_end = cli_now_s();
     printf("\n");
@@ -130,11 +163,22 @@ static int cmd_generate(opts *o) {
             (t_prefill - t_start) * 1e3);
     if (n_gen > 1)
         fprintf(stderr, "decode: %.2f tokens/s (%d tokens in %.2f ms)\n", (n_gen - 1) / decode_s, n_gen - 1, decode_s * 1e3);
+    if (spec) {
+        cx_spec_stats st;
+        cx_spec_get_stats(spec, &st);
+        fprintf(stderr, "speculation: %s; %lld passes, %lld drafted, %lld accepted (%.1f%%), %.2f accepted per "
+                "checked draft, %.2f tokens per pass; draft %.1f ms, verify %.1f ms\n", cx_drafter_describe(drafter),
+                (long long)st.steps, (long long)st.drafted, (long long)st.accepted, 100.0 * st.acceptance,
+                st.mean_accepted, st.tokens_per_pass, st.draft_ns / 1e6, st.verify_ns / 1e6);
+    }
     if (o->kv_stats) print_kv_stats(s);
     rc = 0;
 out:
     free(text);
     free(ids);
+    free(hist);
+    cx_spec_free(spec);
+    cx_drafter_free(drafter);
     cx_sampler_free(smp);
     cx_session_free(s);
     for (int i = 0; i < CX_LORA_MAX_SET; i++) cx_lora_free(lora[i]); /* after the session that used them */

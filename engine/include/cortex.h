@@ -478,6 +478,123 @@ void cx_sampler_free(cx_sampler *s);
 void cx_sampler_accept(cx_sampler *s, int token);
 /* Choose the next token from logits (the array is not modified). */
 int cx_sampler_sample(cx_sampler *s, const float *logits);
+/* The distribution cx_sampler_sample draws from for these logits (the whole
+ * chain, penalties included): m tokens (*ids) with probabilities (*probs)
+ * summing to 1, best first; greedy gives its choice with probability 1. The
+ * arrays are the sampler's, valid until its next call. No random number is
+ * used. Speculative verification reads it (the accept/reject rule). */
+int cx_sampler_dist(cx_sampler *s, const float *logits, const int32_t **ids, const float **probs);
+/* The next number of the sampler's stream, uniform in [0, 1). */
+double cx_sampler_uniform(cx_sampler *s);
+/* Draw one of ids[0..m) with probability proportional to w[i] (weights <= 0
+ * never drawn), with one number of the sampler's stream. */
+int cx_sampler_draw(cx_sampler *s, const int32_t *ids, const float *w, int m);
+
+/* ---- speculative decoding (docs/speculative.md) ------------------------- */
+
+/*
+ * Decode at batch size 1 reads every weight once per token. Speculation
+ * drafts k tokens cheaply, then checks them all in one pass of the target
+ * (k + 1 rows read the weights once) and keeps the longest prefix the
+ * target agrees with, plus one token of the target's own: 1 to k + 1 tokens
+ * per pass over the weights. The output does not change: greedy output is
+ * the target's, token for token; sampled output follows the target's
+ * distribution exactly (the accept/reject rule with the residual
+ * distribution), and a seed still repeats a run.
+ *
+ * A drafter is where drafts come from, made once per target and shared by
+ * the sequences that draft from it:
+ *   CX_SPEC_NGRAM  prompt lookup: the context's last n tokens are found
+ *                  earlier in the context, and what followed them there is
+ *                  the draft (no model: editing, summarising, code)
+ *   CX_SPEC_SELF   the target's own weights quantized at load (self_type),
+ *                  run as a draft model: no second file
+ *   CX_SPEC_MODEL  a draft model file with the target's vocabulary
+ * A cx_spec is one sequence's speculation: the draft model's KV cache kept
+ * in step with the sequence, the adaptive draft length, the statistics.
+ */
+enum { CX_SPEC_NONE = 0, CX_SPEC_NGRAM = 1, CX_SPEC_SELF = 2, CX_SPEC_MODEL = 3 };
+#define CX_SPEC_MAX_DRAFT 32   /* most tokens one draft may hold */
+
+typedef struct cx_spec_params {
+    int kind;              /* CX_SPEC_* (default CX_SPEC_NGRAM) */
+    int draft_max;         /* most tokens drafted per target pass, 1..CX_SPEC_MAX_DRAFT (default 8) */
+    int draft_min;         /* a draft shorter than this is not verified: the step decodes one token
+                              (default 0: any draft is verified) */
+    int adapt;             /* 1 (default): each draft's length is the one that maximises tokens per second
+                              under the measured acceptance and draft and verify times (<= draft_max);
+                              0: every draft is draft_max long (or as long as the lookup found) */
+    float p_min;           /* model drafters: stop drafting at a token the draft gives less than p_min
+                              (default 0: never) */
+    int ngram_min, ngram_max; /* lookup: suffix lengths tried, longest first (default 2..4) */
+    int self_type;         /* CX_SPEC_SELF: the draft's weight type (default CX_TYPE_Q4_0; any type
+                              cx_quantize_file writes); the target must be f32, f16 or bf16 */
+    const char *draft_path;/* CX_SPEC_MODEL: a GGUF or llama2.c file sharing the target's vocabulary */
+    const char *draft_tokenizer; /* CX_SPEC_MODEL with a llama2.c draft: its tokenizer.bin */
+    const char *tmp_dir;   /* CX_SPEC_SELF: the quantized copy is written here, loaded, then unlinked
+                              (NULL: "/tmp"; the library reads no environment) */
+    int n_threads;         /* the draft model's passes (<= 0: 1) */
+} cx_spec_params;
+
+typedef struct cx_drafter cx_drafter;
+typedef struct cx_spec cx_spec;
+
+/* Lookup drafting, 8 tokens, adaptive, nothing else set. */
+cx_spec_params cx_spec_defaults(void);
+/* "none", "ngram", "self", "model"; NULL when out of range. */
+const char *cx_spec_kind_name(int kind);
+/* Parse llama-server-like spec names: "ngram", "self" (q4_0), "self:TYPE" ("self:q8_0"),
+ * "model" (draft_path set separately), "none". Fills kind and self_type; CX_EINVAL naming it. */
+int cx_spec_parse(const char *text, cx_spec_params *p, cx_err *err);
+
+/* A drafter for target m. CX_SPEC_MODEL: the draft file is loaded and its
+ * vocabulary checked against m's (CX_EINVAL naming the first difference);
+ * CX_SPEC_SELF: m is quantized (seconds per GiB). */
+int cx_drafter_new(const cx_model *m, const cx_spec_params *p, cx_drafter **out, cx_err *err);
+/* After every cx_spec made from it. */
+void cx_drafter_free(cx_drafter *d);
+/* The draft model (NULL for lookup), e.g. for its size. */
+const cx_model *cx_drafter_model(const cx_drafter *d);
+/* One line: "ngram 2..4", "self:q4_0 (636 MiB)", "model stories15m.gguf (q8_0, 25 MiB)". */
+const char *cx_drafter_describe(const cx_drafter *d);
+
+/* One sequence's speculation, for sequences of up to n_ctx positions. */
+int cx_spec_new(cx_drafter *d, int n_ctx, cx_spec **out, cx_err *err);
+void cx_spec_free(cx_spec *sp);
+/* A new sequence: the draft model's cache is forgotten (the statistics stay). */
+void cx_spec_reset(cx_spec *sp);
+
+/*
+ * One speculative step of session s. hist[0..n_hist) is the whole sequence:
+ * s holds its first n_hist - 1 positions and hist[n_hist - 1] is the last
+ * token chosen, not yet evaluated. The step drafts, evaluates that token and
+ * the draft in one pass, accepts with smp's rule (cx_sampler_dist; each
+ * token chosen is passed to cx_sampler_accept), keeps the accepted positions
+ * (cx_session_truncate past them), and writes the tokens chosen to out:
+ * 1..draft+1 of them, at most max_out, ending at the first end-of-generation
+ * token. The last is chosen, not evaluated: append out to hist and step again.
+ * Returns the count, or a CX_E* code (then s holds its first n_hist - 1
+ * positions again and nothing was chosen).
+ */
+int cx_spec_step(cx_spec *sp, cx_session *s, cx_sampler *smp, const int32_t *hist, int n_hist, int max_out,
+                 int32_t *out, cx_err *err);
+/* The logits out[i] of the last step was chosen from (n_vocab floats, valid until the next step). */
+const float *cx_spec_logits(const cx_spec *sp, int i);
+
+typedef struct cx_spec_stats {
+    int64_t steps;          /* target passes (cx_spec_step calls, or the scheduler's sequence-steps) */
+    int64_t verified;       /* of them, those that checked at least one draft token */
+    int64_t drafted;        /* draft tokens checked */
+    int64_t accepted;       /* ... and accepted */
+    int64_t tokens;         /* tokens chosen (accepted + one per step) */
+    int64_t draft_ns;       /* time drafting (the draft model's passes, the lookup) */
+    int64_t verify_ns;      /* time in the target's passes */
+    double acceptance;      /* accepted / drafted (0 when nothing was drafted) */
+    double mean_accepted;   /* accepted / verified: tokens of a checked draft kept, on average */
+    double tokens_per_pass; /* tokens / steps */
+    int draft_len;          /* the length the next draft will aim for */
+} cx_spec_stats;
+void cx_spec_get_stats(const cx_spec *sp, cx_spec_stats *out);
 
 /* ---- the request scheduler (docs/serving.md) ---------------------------- */
 

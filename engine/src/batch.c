@@ -31,6 +31,7 @@ struct cx_batch {
     cx_session **owner;       /* [max_tokens] the session of each segment */
     pass_scratch sc;          /* [max_tokens] pass_run's scratch */
     const float **logits;     /* [max_tokens] what cx_batch_eval hands back: row i of ws.logits */
+    int *out0;                /* [max_tokens] batch_eval_rows: each session's first row of logits */
 };
 
 /* See cortex.h. */
@@ -45,6 +46,7 @@ void cx_batch_free(cx_batch *b) {
     free(b->sc.pos);
     free(b->sc.T);
     free((void *)b->logits);
+    free(b->out0);
     free(b);
 }
 
@@ -71,7 +73,8 @@ int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **ou
     b->sc.pos = calloc(n, sizeof *b->sc.pos);
     b->sc.T = calloc(n, sizeof *b->sc.T);
     b->logits = calloc(n, sizeof *b->logits);
-    if (!b->seg || !b->order || !b->tokens || !b->owner || !b->sc.seqs || !b->sc.pos || !b->sc.T || !b->logits) {
+    b->out0 = calloc(n, sizeof *b->out0);
+    if (!b->out0 || !b->seg || !b->order || !b->tokens || !b->owner || !b->sc.seqs || !b->sc.pos || !b->sc.T || !b->logits) {
         cx_batch_free(b);
         return cx_fail(err, CX_ENOMEM, "out of memory for a batch of %d tokens", max_tokens);
     }
@@ -134,20 +137,23 @@ static void lock_caches(cx_batch *b, int n_seq, int lock) {
         }
 }
 
-/* With the caches locked: prefix reuse per session, then the pass (pass_run). */
-static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const *tokens, const int *n, int n_seq,
-                       cx_err *err) {
+/* With the caches locked: prefix reuse per session (not for a segment that
+ * wants several rows of logits: each of its positions is computed), then the
+ * pass (pass_run). Session i's rows of logits start at row out0[i]. */
+static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const *tokens, const int *n,
+                       const int *n_out, const int *out0, int n_seq, cx_err *err) {
     int rows = 0;
     for (int g = 0; g < n_seq; g++) {
         int i = b->order[g];
         cx_session *s = ss[i];
-        int reused = session_take_prefix(s, tokens[i], n[i]);
+        int want = n_out ? n_out[i] : 1;
+        int reused = want > 1 ? (s->last_reused = 0) : session_take_prefix(s, tokens[i], n[i]);
         fwd_seg *sg = &b->seg[g];
         sg->pos = s->pos;
         sg->T = n[i] - reused;
         sg->row = rows;
-        sg->out = i;
-        sg->n_out = 1;
+        sg->out = out0 ? out0[i] : i;
+        sg->n_out = want;
         sg->lora = s->lora;
         sg->n_lora = s->n_lora;
         assert(sg->T >= 1 && rows + sg->T <= b->ws.batch); /* checked by check_request; the last token is computed */
@@ -157,9 +163,10 @@ static int eval_locked(cx_batch *b, cx_session *const *ss, const int32_t *const 
     return pass_run(&b->ws, b->seg, n_seq, b->owner, b->tokens, rows, NULL, &b->sc, err);
 }
 
-/* See cortex.h. */
-int cx_batch_eval(cx_batch *b, cx_session *const *sessions, const int32_t *const *tokens, const int *n, int n_seq,
-                  const float ***logits, cx_err *err) {
+/* cx_batch_eval, with n_out[i] rows of logits for session i (NULL: one
+ * each) starting at row out0[i] of the workspace's logits. */
+static int batch_eval(cx_batch *b, cx_session *const *sessions, const int32_t *const *tokens, const int *n,
+                      const int *n_out, const int *out0, int n_seq, cx_err *err) {
     int rc = check_request(b, sessions, tokens, n, n_seq, err);
     if (rc) return rc;
     assert(n_seq <= b->ws.batch && n_seq <= b->ws.n_out); /* every session has a token and a logits row */
@@ -172,9 +179,37 @@ int cx_batch_eval(cx_batch *b, cx_session *const *sessions, const int32_t *const
         b->seg[g].view = &s->view;
     }
     lock_caches(b, n_seq, 1);
-    rc = eval_locked(b, sessions, tokens, n, n_seq, err);
+    rc = eval_locked(b, sessions, tokens, n, n_out, out0, n_seq, err);
     lock_caches(b, n_seq, 0);
+    return rc;
+}
+
+/* See cortex.h. */
+int cx_batch_eval(cx_batch *b, cx_session *const *sessions, const int32_t *const *tokens, const int *n, int n_seq,
+                  const float ***logits, cx_err *err) {
+    int rc = batch_eval(b, sessions, tokens, n, NULL, NULL, n_seq, err);
     if (rc) return rc;
     if (logits) *logits = b->logits;
+    return 0;
+}
+
+/* See session.h. */
+int batch_eval_rows(cx_batch *b, cx_session *const *sessions, const int32_t *const *tokens, const int *n,
+                    const int *n_out, int n_seq, int decode_order, const float **rows, cx_err *err) {
+    int at = 0;
+    for (int i = 0; i < n_seq; i++) {
+        if (n_out[i] < 1 || n_out[i] > n[i])
+            return cx_fail(err, CX_EINVAL, "batch_eval_rows: session %d asks for %d rows of logits from %d tokens", i,
+                           n_out[i], n[i]);
+        b->out0[i] = at;
+        at += n_out[i];
+    }
+    if (at > b->ws.n_out)
+        return cx_fail(err, CX_EINVAL, "batch_eval_rows: %d rows of logits exceed the batch's %d", at, b->ws.n_out);
+    b->ws.decode_order = decode_order;
+    int rc = batch_eval(b, sessions, tokens, n, n_out, b->out0, n_seq, err);
+    b->ws.decode_order = 0;
+    if (rc) return rc;
+    for (int i = 0; i < n_seq; i++) rows[i] = b->logits[b->out0[i]];
     return 0;
 }

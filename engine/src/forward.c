@@ -326,6 +326,7 @@ const kern_act *fwd_input_for(fwd_ws *w, int type) {
         assert(slot->mem && in->T <= input_rows(&w->m->info, w->pass_rows));
         kern_act_init(&slot->a, fmt, in->T, in->n, slot->mem);
         slot->a.f = in->x;
+        slot->a.decode_order = w->decode_order;
         if (fmt != KERN_ACT_F32) {
             prep_job j = {w, slot};
             if (in->T >= 4) tp_run(w->pool, prep_part, &j);

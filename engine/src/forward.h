@@ -101,6 +101,8 @@ typedef struct fwd_ws {
     double *inv_freq;         /* RoPE frequency of each pair in a head */
     fwd_input in;             /* the current matrix input */
     int pass_rows;            /* rows of the current pass (fwd_pass_begin) */
+    int decode_order;         /* 1: every product sums as a one-token decode does, at any token count
+                                 (kern_act.decode_order): set around speculative verification passes */
     /* the stages' own workspaces */
     fwd_att_ws att;           /* attention (forward.c) */
     moe_ws moe;               /* mixture of experts (moe.c) */

@@ -160,9 +160,17 @@ int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_mode
     cx_model *m = calloc(1, sizeof *m);
     if (!m) return cx_fail(err, CX_ENOMEM, "out of memory");
     m->kern = kern;
+    m->params = p;
+    m->params.isa = NULL; /* the caller's string may not outlive the call; info.isa names the table */
+    m->path = strdup(path);
+    m->tok_path = tokenizer_path ? strdup(tokenizer_path) : NULL;
+    if (!m->path || (tokenizer_path && !m->tok_path)) {
+        cx_model_free(m);
+        return cx_fail(err, CX_ENOMEM, "out of memory");
+    }
     rc = model_load_file(path, &m->map, &m->map_size, &m->map_copied, p.weights, err);
     if (rc) {
-        free(m);
+        cx_model_free(m);
         return rc;
     }
     snprintf(m->name, sizeof m->name, "%s", cx_basename(path));
@@ -204,7 +212,9 @@ int cx_model_load_ex(const char *path, const char *tokenizer_path, const cx_mode
 
 void cx_model_free(cx_model *m) {
     if (!m) return;
-    model_release_file(m->map, m->map_size, m->map_copied);
+    if (m->map) model_release_file(m->map, m->map_size, m->map_copied);
+    free(m->path);
+    free(m->tok_path);
     tok_free(&m->vocab);
     free(m->layers);
     free(m->norms);

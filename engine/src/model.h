@@ -89,6 +89,9 @@ struct cx_model {
     /* YaRN RoPE scaling (info.rope_scaling "yarn"): ggml's rope_yarn parameters */
     float yarn_factor, yarn_beta_fast, yarn_beta_slow, yarn_attn_factor;
     int yarn_orig_ctx;
+    /* how it was loaded, so a derived copy can be made the same way (a self-draft, spec/spec_draft.c) */
+    char *path, *tok_path;      /* malloc'd; tok_path NULL for GGUF */
+    cx_model_params params;
 };
 
 /* The matrices of layer y into out (at most MODEL_LAYER_MATS): Q, K, V,

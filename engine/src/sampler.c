@@ -24,6 +24,7 @@
 #include "cortex.h"
 #include "util.h"
 #include "cortex_tools.h"
+#include "spec/spec.h"
 
 typedef struct cand { float logit; int id; } cand;
 
@@ -31,6 +32,8 @@ struct cx_sampler {
     cx_sampler_params p;
     int n_vocab;
     cand *c;           /* candidates, n_vocab */
+    int32_t *dist_id;  /* cx_sampler_dist's answer: the survivors' ids and probabilities, n_vocab each */
+    float *dist_p;
     int penalties;     /* 1 if any penalty is on (window > 0 and some penalty not neutral) */
     int *recent;       /* ring of the last repeat_last_n accepted tokens; next write at head */
     int n_recent, head;
@@ -72,7 +75,9 @@ int cx_sampler_new(int n_vocab, const cx_sampler_params *p, cx_sampler **out, cx
     s->penalties = p->repeat_last_n > 0 &&
                    (p->repeat_penalty != 1.0f || p->frequency_penalty != 0.0f || p->presence_penalty != 0.0f);
     s->c = malloc(sizeof(cand) * (size_t)n_vocab);
-    int ok = s->c != NULL;
+    s->dist_id = malloc(sizeof(int32_t) * (size_t)n_vocab);
+    s->dist_p = malloc(sizeof(float) * (size_t)n_vocab);
+    int ok = s->c && s->dist_id && s->dist_p;
     if (s->penalties) {
         s->stamp = calloc((size_t)n_vocab, sizeof(uint32_t));
         s->count = calloc((size_t)n_vocab, sizeof(int));
@@ -92,6 +97,8 @@ int cx_sampler_new(int n_vocab, const cx_sampler_params *p, cx_sampler **out, cx
 void cx_sampler_free(cx_sampler *s) {
     if (!s) return;
     free(s->c);
+    free(s->dist_id);
+    free(s->dist_p);
     free(s->stamp);
     free(s->count);
     free(s->recent);
@@ -192,8 +199,10 @@ static void select_top_k(cand *c, int n, int k) {
     }
 }
 
-/* See cortex.h: the chain in the file comment's order. */
-int cx_sampler_sample(cx_sampler *s, const float *logits) {
+/* The chain in the file comment's order, up to the draw: the survivors are
+ * s->c[0..m) (returned), sorted best first, with *max the largest logit.
+ * Greedy (temperature <= 0) leaves the argmax alone in c[0] (m = 1). */
+static int chain(cx_sampler *s, const float *logits, float *max_out) {
     int n = s->n_vocab;
     for (int i = 0; i < n; i++) {
         s->c[i].logit = logits[i];
@@ -204,7 +213,9 @@ int cx_sampler_sample(cx_sampler *s, const float *logits) {
         int best = 0;
         for (int i = 1; i < n; i++)
             if (s->c[i].logit > s->c[best].logit) best = i;
-        return best;
+        s->c[0] = s->c[best];
+        *max_out = s->c[0].logit;
+        return 1;
     }
     int m = n;
     if (s->p.top_k > 0 && s->p.top_k < n) {
@@ -234,6 +245,15 @@ int cx_sampler_sample(cx_sampler *s, const float *logits) {
         }
     }
     assert(m >= 1 && m <= n);
+    *max_out = max;
+    return m;
+}
+
+/* See cortex.h. */
+int cx_sampler_sample(cx_sampler *s, const float *logits) {
+    float max;
+    int m = chain(s, logits, &max);
+    if (s->p.temperature <= 0.0f) return s->c[0].id; /* greedy: no draw */
     double total = 0;
     for (int i = 0; i < m; i++) total += exp(((double)s->c[i].logit - max) / s->p.temperature);
     double r = next_unit(s) * total, acc = 0;
@@ -242,4 +262,58 @@ int cx_sampler_sample(cx_sampler *s, const float *logits) {
         if (r < acc) return s->c[i].id;
     }
     return s->c[m - 1].id;
+}
+
+/* See cortex.h: the same chain as cx_sampler_sample, the draw's weights
+ * normalised instead of drawn from (no random number is used). */
+int cx_sampler_dist(cx_sampler *s, const float *logits, const int32_t **ids, const float **probs) {
+    float max;
+    int m = chain(s, logits, &max);
+    if (s->p.temperature <= 0.0f) {
+        s->dist_id[0] = s->c[0].id;
+        s->dist_p[0] = 1.0f;
+    } else {
+        double total = 0;
+        for (int i = 0; i < m; i++) total += exp(((double)s->c[i].logit - max) / s->p.temperature);
+        for (int i = 0; i < m; i++) {
+            s->dist_id[i] = s->c[i].id;
+            s->dist_p[i] = (float)(exp(((double)s->c[i].logit - max) / s->p.temperature) / total);
+        }
+    }
+    *ids = s->dist_id;
+    *probs = s->dist_p;
+    return m;
+}
+
+/* See cortex.h. */
+double cx_sampler_uniform(cx_sampler *s) { return next_unit(s); }
+
+/* See cortex.h: one uniform, scaled by the weights' sum. */
+int cx_sampler_draw(cx_sampler *s, const int32_t *ids, const float *w, int m) {
+    assert(m >= 1);
+    double total = 0;
+    for (int i = 0; i < m; i++) total += w[i] > 0 ? (double)w[i] : 0.0;
+    double r = next_unit(s) * total, acc = 0;
+    int last = -1;
+    for (int i = 0; i < m; i++) {
+        if (!(w[i] > 0)) continue;
+        acc += (double)w[i];
+        last = i;
+        if (r < acc) return ids[i];
+    }
+    return last >= 0 ? ids[last] : ids[0]; /* rounding at the end, or no positive weight */
+}
+
+/* spec.h: speculation drafts argmaxes for a greedy target. */
+int sampler_is_greedy(const cx_sampler *s) { return s->p.temperature <= 0.0f; }
+
+/* spec.h: a draft sampler takes the target's chain (not its penalties: its
+ * penalty buffers were not made) and, when asked, a stream seeded from the
+ * target's seed (each request's drafts repeat with its seed). */
+void sampler_follow(cx_sampler *s, const cx_sampler *target, int reseed) {
+    s->p.temperature = target->p.temperature;
+    s->p.top_k = target->p.top_k;
+    s->p.top_p = target->p.top_p;
+    s->p.min_p = target->p.min_p;
+    if (reseed) s->rng = (target->p.seed ^ 0xD1B54A32D192ED03ull) ^ 0x9E3779B97F4A7C15ull;
 }

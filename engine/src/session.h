@@ -39,4 +39,14 @@ int session_check_tokens(const cx_session *s, const int32_t *tokens, int n, cx_e
  * never grow a buffer. 0 or CX_ENOMEM. (batch.c) */
 int batch_lora_reserve(cx_batch *b, int rank_sum, cx_err *err);
 
+/* cx_batch_eval with n_out[i] rows of logits for session i: those after
+ * each of its last n_out[i] tokens (1 <= n_out[i] <= n[i]; a session asking
+ * for more than one takes no cached prefix), rows[i] pointing at the first
+ * (n_vocab floats apart), valid until the batch's next call. decode_order 1:
+ * every product sums as one-token decode does (kern_act.decode_order), so
+ * each row equals the logits of feeding the tokens one at a time
+ * (speculative verification). 0 or CX_E*. (batch.c) */
+int batch_eval_rows(cx_batch *b, cx_session *const *sessions, const int32_t *const *tokens, const int *n,
+                    const int *n_out, int n_seq, int decode_order, const float **rows, cx_err *err);
+
 #endif

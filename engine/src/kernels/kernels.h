@@ -61,6 +61,8 @@ enum { KERN_ACT_F32 = 0, KERN_ACT_Q8_32 = 1, KERN_ACT_Q8_256 = 2 };
  */
 typedef struct kern_act {
     int fmt, T;
+    int decode_order;  /* 1: every token summed in the order a one-token product sums it, whatever T
+                          (speculative verification: its rows must equal token-by-token decode) */
     int64_t n;
     const float *f;
     int8_t *qs;

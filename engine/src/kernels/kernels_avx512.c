@@ -381,7 +381,7 @@ ALWAYS_INLINE void gemm16(int KIND, int VNNI, int GATHER, const uint8_t *w, size
         gemm16(KIND, VNNI, 0, w, rb, r0, r1, a, y, ldy);                                                           \
     }                                                                                                              \
     static void rows(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) { \
-        if (a->T >= 4) gemm16(KIND, VNNI, 1, w, rb, r0, r1, a, y, ldy);                                            \
+        if (a->T >= 4 && !a->decode_order) gemm16(KIND, VNNI, 1, w, rb, r0, r1, a, y, ldy);                                            \
         else one_row(w, rb, r0, r1, a, y, ldy);                                                                    \
     }
 DEFINE_GEMMS(X16_Q8_0, 0, gemm_q8_0_x16, gemm_q8_0_rows, kern_avx2_ops.gemm[CX_TYPE_Q8_0])

@@ -201,7 +201,7 @@ MX_INLINE void mx_gemm8(int X8, const uint8_t *w, size_t rb, int64_t r0, int64_t
 void mxfp4_gemm_avx2(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                      int64_t ldy) {
     assert(a->fmt == KERN_ACT_Q8_32 && a->n % MXFP4_QK == 0);
-    if (a->T >= 4) {
+    if (a->T >= 4 && !a->decode_order) {
         mx_gemm8(0, w, row_bytes, r0, r1, a, y, ldy);
         return;
     }

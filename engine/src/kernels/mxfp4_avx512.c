@@ -255,14 +255,14 @@ MX_INLINE void mx_gemm16(int VNNI, int GATHER, const uint8_t *w, size_t rb, int6
  * tokens or more) through the sixteen-row kernel, decode through the dot's. */
 void mxfp4_gemm_avx512(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                        int64_t ldy) {
-    if (a->T >= 4) mx_gemm16(0, 1, w, row_bytes, r0, r1, a, y, ldy);
+    if (a->T >= 4 && !a->decode_order) mx_gemm16(0, 1, w, row_bytes, r0, r1, a, y, ldy);
     else mx_gemm512(0, w, row_bytes, r0, r1, a, y, ldy);
 }
 
 /* kern_gemm_fn of the "avx512vnni" table on row-major weights. */
 void mxfp4_gemm_avx512vnni(const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, const kern_act *a, float *y,
                            int64_t ldy) {
-    if (a->T >= 4) mx_gemm16(1, 1, w, row_bytes, r0, r1, a, y, ldy);
+    if (a->T >= 4 && !a->decode_order) mx_gemm16(1, 1, w, row_bytes, r0, r1, a, y, ldy);
     else mx_gemm512(1, w, row_bytes, r0, r1, a, y, ldy);
 }
 

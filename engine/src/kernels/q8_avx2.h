@@ -257,13 +257,14 @@ DEFINE_GEMM(gemm_q4_0_rows, q4_0_row)
 /* Decode (fewer than four tokens) takes the row kernels, which need no
  * per-block gather of eight scales; prefill takes the eight-row kernel. The
  * two sum in different orders, so a token's logits in a prefill batch and in
- * decode agree to float rounding, not bit for bit (tests/unit/engine/test_forward.c). */
+ * decode agree to float rounding, not bit for bit (tests/unit/engine/test_forward.c),
+ * unless the activations ask for decode's order (kern_act.decode_order). */
 static void gemm_q8_0(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    if (a->T >= 4) gemm_rows8(0, 0, w, rb, r0, r1, a, y, ldy);
+    if (a->T >= 4 && !a->decode_order) gemm_rows8(0, 0, w, rb, r0, r1, a, y, ldy);
     else gemm_q8_0_rows(w, rb, r0, r1, a, y, ldy);
 }
 static void gemm_q4_0(const uint8_t *w, size_t rb, int64_t r0, int64_t r1, const kern_act *a, float *y, int64_t ldy) {
-    if (a->T >= 4) gemm_rows8(0, 1, w, rb, r0, r1, a, y, ldy);
+    if (a->T >= 4 && !a->decode_order) gemm_rows8(0, 1, w, rb, r0, r1, a, y, ldy);
     else gemm_q4_0_rows(w, rb, r0, r1, a, y, ldy);
 }
 

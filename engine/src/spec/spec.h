@@ -1,0 +1,103 @@
+/*
+ * spec.h - speculative decoding's insides (cortex.h has the API,
+ * docs/speculative.md the design). The files of engine/src/spec/:
+ *   spec.c         cx_spec: one sequence's step (draft, verify, accept,
+ *                  roll back), the adaptive draft length, the statistics
+ *   spec_accept.c  the accept/reject rule over the target's rows of logits
+ *   spec_draft.c   cx_drafter: the lookup, a draft model, a self-draft made
+ *                  at load; drafting with a model, its KV kept in step
+ *   spec_ngram.c   prompt lookup
+ *
+ * One step of a sequence whose session holds positions 0..P-1 and whose
+ * last chosen token t = hist[P] is not evaluated yet:
+ *
+ *   spec_want    how long a draft pays now (acceptance, draft and verify times)
+ *   spec_draft   d[0..k): the lookup's continuation, or the draft model's
+ *                tokens (its cache first rolled back to what it shares with
+ *                hist, then fed the rest)
+ *   verify       one target pass over t, d[0..k) at P..P+k with every row's
+ *                logits, summed in decode's order (batch_eval_rows or
+ *                cx_eval_all with ws.decode_order): row i predicts what
+ *                follows d[i-1] (row 0: what follows t)
+ *   spec_accept  row by row: d[i] kept while the rule accepts it; the first
+ *                rejection is replaced by a draw from the residual; all
+ *                accepted: one more token from row k. n = accepted + 1 tokens
+ *   rollback     the session keeps P + n positions (t and the accepted
+ *                drafts; the last token chosen is the next step's t)
+ *   spec_observe the step's counts and times into the statistics and the
+ *                adaptive length's estimates
+ *
+ * The scheduler (sched_step.c) runs the same functions, with the verify
+ * segments of several sequences in one pass.
+ */
+#ifndef CX_SPEC_H
+#define CX_SPEC_H
+
+#include <stdint.h>
+
+#include "cortex.h"
+
+struct cx_drafter {
+    cx_spec_params p;
+    const cx_model *target;
+    cx_model *draft;       /* CX_SPEC_SELF and CX_SPEC_MODEL: owned; NULL for the lookup */
+    char desc[320];
+};
+
+struct cx_spec {
+    cx_drafter *d;
+    int n_ctx, V;
+    /* model drafters: the draft's own sequence, kept in step with the target's */
+    cx_session *ds;
+    int32_t *dtok;         /* [n_ctx] the tokens ds holds */
+    cx_sampler *dsmp;      /* draws the draft's tokens when the target samples (no penalties) */
+    int greedy;            /* the current step's target sampler is greedy (drafts are argmaxes) */
+    int seeded;            /* dsmp's stream was seeded from this sequence's target sampler */
+    /* the draft's distribution at each drafted token: q_n[j] entries at q_id/q_p + j*V */
+    int32_t *q_id;
+    float *q_p;
+    int *q_n;
+    /* the verify pass */
+    float *rows;           /* [(CX_SPEC_MAX_DRAFT + 1) * V] logits of the last step's rows */
+    int32_t *feed;         /* [CX_SPEC_MAX_DRAFT + 1] the last chosen token, then the draft */
+    float *resid;          /* [V] residual weights */
+    /* the adaptive length's estimates */
+    double acc_n, rej_n;   /* decayed counts of accepted draft tokens and of rejections */
+    double t_pass1;        /* seconds of a one-row target pass (0: not measured yet) */
+    double t_row;          /* extra seconds per extra verified row */
+    double t_draft;        /* seconds per drafted token */
+    int idle_steps;        /* steps since a draft was last verified (to measure again) */
+    cx_spec_stats st;
+};
+
+/* spec.c */
+/* The draft length worth drafting now, at most `room` (0: decode one token). */
+int spec_want(cx_spec *sp, int room);
+/* Draft up to k tokens continuing hist[0..n) into draft[]; returns how many (0..k) or a CX_E* code. */
+int spec_draft(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err);
+/* A step's outcome: k drafted and checked (0: plain decode), `accepted` kept,
+ * n tokens chosen, the draft's and the pass's nanoseconds (verify_ns is this
+ * sequence's share when the pass was shared). */
+void spec_observe(cx_spec *sp, int k, int accepted, int n, int64_t draft_ns, int64_t verify_ns, int rows_in_pass);
+
+/* spec_accept.c */
+/* The rule over rows[0..k] (V floats each) for draft[0..k): writes the
+ * chosen tokens to out (1..k+1; ends at the first end-of-generation token
+ * of model m) and *accepted (the draft tokens kept). Every chosen token is
+ * cx_sampler_accept'ed. */
+int spec_accept(cx_spec *sp, const cx_model *m, cx_sampler *smp, const int32_t *draft, int k, const float *rows,
+                int32_t *out, int *accepted);
+
+/* spec_ngram.c */
+/* Prompt lookup: the last g tokens of hist[0..n) (g from gmax down to
+ * gmin) found earlier in hist, latest occurrence first; the up to k tokens
+ * that followed it go to out. Returns how many (0: no suffix recurs). */
+int spec_ngram_draft(const int32_t *hist, int n, int gmin, int gmax, int k, int32_t *out);
+
+/* sampler.c */
+int sampler_is_greedy(const cx_sampler *s);
+/* Make draft sampler s follow the target's chain settings (penalties stay
+ * off); reseed: its stream restarts from the target's seed. */
+void sampler_follow(cx_sampler *s, const cx_sampler *target, int reseed);
+
+#endif
