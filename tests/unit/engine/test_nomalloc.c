@@ -282,6 +282,52 @@ static void check_sched(cx_model *m, const char *adapters) {
 #endif
 
 /* Check the wrappers count, then every configuration on a synthetic q8_0 model. */
+/* Speculative steps (cx_spec_step: draft, one verify pass, accept, roll
+ * back), with the lookup or a draft model (its own session kept in step):
+ * 10 warm-up steps, then 40 counted, tiered cache on the target. */
+static void check_spec(cx_model *m, const char *draft_path, const cx_kv_params *kv) {
+    const char *name = draft_path ? "speculation, draft model" : "speculation, n-gram lookup";
+    cx_spec_params p = cx_spec_defaults();
+    p.kind = draft_path ? CX_SPEC_MODEL : CX_SPEC_NGRAM;
+    p.draft_path = draft_path;
+    p.ngram_min = 1;
+    p.draft_max = 4;
+    cx_drafter *d = NULL;
+    cx_spec *sp = NULL;
+    cx_session *s = NULL;
+    cx_sampler *smp = NULL;
+    cx_err err = {0};
+    cx_session_params ssp = cx_session_defaults();
+    ssp.kv = *kv;
+    cx_sampler_params spp = cx_sampler_defaults(); /* sampled: the residual draws too */
+    int V = cx_model_get_info(m)->n_vocab;
+    int ok = cx_drafter_new(m, &p, &d, &err) == 0 && cx_session_new_ex(m, &ssp, &s, &err) == 0 &&
+             cx_spec_new(d, cx_session_n_ctx(s), &sp, &err) == 0 && cx_sampler_new(V, &spp, &smp, &err) == 0;
+    static int32_t hist[256];
+    int n = 24;
+    for (int i = 0; i < n; i++) hist[i] = (int32_t)((i % 5) * 37 % V);
+    const float *l;
+    ok = ok && cx_eval(s, hist, n - 1, &l, &err) == 0;
+    long calls = 0;
+    for (int step = 0; ok && step < 50 && n < 200; step++) {
+        if (step == 10) atomic_store(&counting, 1);
+        long before = atomic_load(&n_calls);
+        int32_t got[CX_SPEC_MAX_DRAFT + 1];
+        int k = cx_spec_step(sp, s, smp, hist, n, 8, got, &err);
+        ok = k > 0;
+        for (int i = 0; ok && i < k; i++) hist[n++] = got[i];
+        if (step >= 10) calls += atomic_load(&n_calls) - before;
+    }
+    atomic_store(&counting, 0);
+    CHECK(ok, "%s: %s", name, err.msg);
+    CHECK(calls == 0, "%s: %ld allocator calls in 40 steps", name, calls);
+    printf("%-28s %ld allocator calls in 40 steps\n", name, calls);
+    cx_sampler_free(smp);
+    cx_spec_free(sp);
+    cx_session_free(s);
+    cx_drafter_free(d);
+}
+
 static void run_all(void) {
 #ifdef NOMALLOC_ASAN
     TEST_SKIP_ALL("AddressSanitizer replaces malloc; the count needs glibc's");
@@ -327,6 +373,11 @@ static void run_all(void) {
     check_shared(m, &kv, 1);
     check_sched(m, NULL);
     check_sched(m, "lora");
+    kv = cx_kv_defaults();
+    kv.budget[CX_KV_HOT] = 2 * blk;
+    kv.budget[CX_KV_WARM] = 2 * blk;
+    check_spec(m, NULL, &kv);
+    check_spec(m, fx_synth(&sh, CX_TYPE_Q8_0, 6, "tiny-draft.gguf"), &kv);
     cx_model_free(m);
     /* mixture of experts: the expert stage's buffers are the workspace's too */
     static const char *moe_shapes[2] = {"moe-tiny", "gpt-oss-tiny"};
