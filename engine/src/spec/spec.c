@@ -136,7 +136,8 @@ void spec_observe(cx_spec *sp, int k, int accepted, int n, int64_t draft_ns, int
         st->accepted += accepted;
         sp->acc_n = sp->acc_n * DECAY + accepted;
         sp->rej_n = sp->rej_n * DECAY + (accepted < k); /* a draft ends at its first rejection */
-        ema(&sp->t_draft, (double)draft_ns * 1e-9 / k);
+        if (sp->caught_up <= k + 1) /* not a prompt's prefill on the draft model */
+            ema(&sp->t_draft, (double)draft_ns * 1e-9 / k);
         if (sp->t_pass1 > 0) ema(&sp->t_row, fmax(0.0, (tv - sp->t_pass1) / k));
         sp->idle_steps = 0;
     }

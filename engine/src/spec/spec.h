@@ -67,6 +67,8 @@ struct cx_spec {
     double t_row;          /* extra seconds per extra verified row */
     double t_draft;        /* seconds per drafted token */
     int idle_steps;        /* steps since a draft was last verified (to measure again) */
+    int caught_up;         /* tokens the draft model was fed to catch up before the last draft (the
+                              first draft's is the whole prompt: not a drafting cost to learn from) */
     cx_spec_stats st;
 };
 

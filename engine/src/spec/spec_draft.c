@@ -199,6 +199,7 @@ static int draft_model(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *
     if (!rc) rc = cx_eval(ds, hist + same, n - same, &logits, err);
     if (rc) return rc;
     memcpy(sp->dtok + same, hist + same, sizeof *hist * (size_t)(n - same));
+    sp->caught_up = n - same;
     int c = 0, V = sp->V;
     for (; c < k; c++) {
         int x;
@@ -236,6 +237,7 @@ static int draft_model(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *
 int spec_draft(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err) {
     assert(k >= 1 && k <= sp->d->p.draft_max && n >= 1);
     if (sp->q_n) memset(sp->q_n, 0, sizeof *sp->q_n * (size_t)k);
+    sp->caught_up = 0;
     if (sp->d->p.kind == CX_SPEC_NGRAM)
         return spec_ngram_draft(hist, n, sp->d->p.ngram_min, sp->d->p.ngram_max, k, draft);
     return draft_model(sp, hist, n, k, draft, err);
