@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 #include "compare_cmd.h"
@@ -47,6 +48,15 @@ static int parse_lora_type(const cx_flag *f, const char *name, const char *v, vo
     if (strcasecmp(v, "auto") && (t = cx_type_from_name(v)) < 0)
         return hx_fail(err, errlen, "%s: '%s' is not a weight type", name, v);
     *(int *)(void *)((char *)opts + f->off) = t;
+    return 0;
+}
+
+/* run --spec KIND: none, ngram, self, self:TYPE or model into the cx_spec_params at f->off (cx_spec_parse);
+ * its message as every refused value's ("--spec: 'x' is not one of ..."). */
+static int parse_spec(const cx_flag *f, const char *name, const char *v, void *opts, char *err, size_t errlen) {
+    cx_err e = {0};
+    if (cx_spec_parse(v, (cx_spec_params *)(void *)((char *)opts + f->off), &e))
+        return hx_fail(err, errlen, "%s: %s", name, strncmp(e.msg, "speculation '", 13) ? e.msg : e.msg + 12);
     return 0;
 }
 
@@ -106,7 +116,7 @@ static const cx_flag FLAGS[] = {
     {"--tokenizer", "-z", "FILE", B_RUN, CX_FLAG_STR, R(tokenizer), 0, 0, "none",
      .help = "a tokenizer file, for models without an embedded vocabulary"},
     {"--workload", "-w", "W", B_RUN, CX_FLAG_STR, R(workload), 0, 0, NULL,
-     .help = "standard | challenge | trace:FILE | prompts:FILE | ppN | tgN | pgN,M | multiseq:NSEQ,CTX,GEN |"
+     .help = "standard | challenge | lookup | trace:FILE | prompts:FILE | ppN | tgN | pgN,M | multiseq:NSEQ,CTX,GEN |"
              " batched:NSEQ,CTX,GEN"},
     {"--reps", NULL, "N", B_RUN, CX_FLAG_LONG, R(reps), 1, 10000, NULL, .help = "counted repetitions"},
     {"--warmup", NULL, "N", B_RUN, CX_FLAG_LONG, R(warmup), 0, 10000, NULL, .help = "warm-up repetitions, not counted"},
@@ -185,6 +195,20 @@ static const cx_flag FLAGS[] = {
      .help = "share KV blocks of common prompt prefixes", .choices = "off|on"},
     {"--kv-spill", NULL, "FILE", B_RUN, CX_FLAG_STR, R(kv.spill_path), 0, 0, "none",
      .help = "spill file of the cold tier"},
+    {"--spec", NULL, "KIND", B_RUN, CX_FLAG_CUSTOM, R(spec), 0, 0, "none",
+     .help = "decode by speculative decoding (greedy output does not change), KIND one of none, ngram (drafts by"
+             " looking the last tokens up earlier in the sequence), self:TYPE (the model quantized to TYPE at load;"
+             " self: q4_0), model (--draft); prompt sets and traces are then served one request at a time (the"
+             " scheduler does not speculate), tgN and pgN,M speculate after their prompt", .parse = parse_spec},
+    {"--draft", NULL, "MODEL", B_RUN, CX_FLAG_STR, R(spec.draft_path), 0, 0, "none",
+     .help = "the draft model of --spec model (implied when --spec is not given): a GGUF with the model's vocabulary"},
+    {"--draft-max", NULL, "N", B_RUN, CX_FLAG_INT, R(spec.draft_max), 1, CX_SPEC_MAX_DRAFT, NULL,
+     .help = "with --spec: most tokens drafted per pass of the model"},
+    {"--draft-min", NULL, "N", B_RUN, CX_FLAG_INT, R(spec.draft_min), 0, CX_SPEC_MAX_DRAFT, NULL,
+     .help = "with --spec: a draft shorter than N is not checked (the step decodes one token)"},
+    {"--draft-fixed", NULL, NULL, B_RUN, CX_FLAG_SWITCH, R(spec_fixed), 0, 0, NULL,
+     .help = "with --spec: draft --draft-max tokens every time instead of the length the measured acceptance and times"
+             " favour"},
 
     /* trace */
     {"--requests", NULL, "N", B_TRACE, CX_FLAG_INT, T(p.requests), 1, TRACE_MAX_REQUESTS, NULL,

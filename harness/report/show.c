@@ -427,6 +427,11 @@ int show_run_facts(store *s, int64_t id, FILE *out) {
                      " %s after\n", r.affinity, r.cpus_allowed, quota, r.thp[0] ? r.thp : "unknown",
                 r.load_before[0] ? r.load_before : "unknown", r.load_after[0] ? r.load_after : "unknown");
     }
+    if (r.spec_config[0]) { /* schema v14: it speculated (a configuration of its own: compare refuses a run without) */
+        fprintf(out, "- speculative decoding `%s`, drafter ", r.spec_config);
+        show_md_inline(out, r.spec_drafter[0] ? r.spec_drafter : "unknown");
+        fprintf(out, "\n");
+    }
     if (*r.cmdline) fprintf(out, "- command `%s`\n", r.cmdline);
     show_workload_meta(s, id, out);
     return 0;
@@ -530,6 +535,7 @@ int show_run(store *s, int64_t id, const char *fmt, FILE *out, char *err, size_t
     show_adapters(s, id, out);
     show_kv(s, id, out);
     show_server(s, id, out);
+    show_spec(s, id, out);
     show_counters(s, id, out);
     return 0;
 }

@@ -53,6 +53,11 @@ void show_kv(store *s, int64_t id, FILE *out);
  * (show_server.c); nothing for in-process runs. */
 void show_server(store *s, int64_t id, FILE *out);
 
+/* Speculative decoding (show_spec.c): how a --spec run speculated and its
+ * spec_* metrics; over HTTP the server's draft counts or that it reported
+ * none; nothing for other in-process runs. */
+void show_spec(store *s, int64_t id, FILE *out);
+
 /* Per-adapter latency table of a trace run (nothing for other runs). */
 void show_adapters(store *s, int64_t id, FILE *out);
 

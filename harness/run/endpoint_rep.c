@@ -39,6 +39,8 @@ typedef struct ep_req {
     long usage_prompt, usage_gen;
     double srv_prompt_ms, srv_queue_ms, srv_ttft_ms; /* the server's "timings" (NAN: it sent none) */
     long cached;                /* prompt tokens the server says its cache served (the most any payload said) */
+    int has_draft;              /* the server reported its speculation (timings.draft_n, draft_n_accepted) */
+    long draft_n, draft_accepted; /* ... the last payload's counts: the request's */
     char finish[16];            /* the last finish_reason the server sent ("stop", "length"); "" none */
     uint64_t hash;              /* FNV-1a 64 of the generated text: the canary */
     float *itl;
@@ -111,6 +113,11 @@ static int take_payload(ep_req *r, const char *data, size_t n, double now) {
             r->srv_ttft_ms = c.t_ttft_ms;
         }
         if (c.has_cached && c.cached_tokens > r->cached) r->cached = c.cached_tokens;
+        if (c.has_draft) {
+            r->has_draft = 1;
+            r->draft_n = c.draft_n;
+            r->draft_accepted = c.draft_accepted;
+        }
         if (c.fingerprint) {
             char fp[96];
             oai_clean_text(c.fingerprint, strlen(c.fingerprint), fp, sizeof fp);
@@ -263,6 +270,13 @@ static void finish(ep_rep *ep, ep_req *r, CURLcode res) {
     snprintf(q->error, sizeof q->error, "%s", msg);
     q->queue_ms = r->srv_queue_ms;    /* the server's own split of its time, when it sends "timings" */
     q->prefill_ms = r->srv_prompt_ms; /* (llama-server and Cortex do; NAN otherwise) */
+    if (r->has_draft) { /* the server's speculation: how many it drafted and kept; its passes and times it does not say */
+        q->spec = 1;
+        q->draft_tokens = (int)r->draft_n;
+        q->accepted_tokens = (int)r->draft_accepted;
+        q->spec_passes = q->spec_verified = -1;
+        q->draft_ms = q->verify_ms = NAN;
+    }
     if (!msg[0]) {
         if (!r->chunks) r->first_ms = r->last_ms = r->end_ms; /* nothing generated: the first "token" is the end */
         q->ttft_ms = r->first_ms - r->issue_ms;

@@ -122,6 +122,11 @@ int oai_parse_chunk(const char *data, size_t n, oai_chunk *c, char *err, size_t 
         if (!c->has_cached || cached > c->cached_tokens) c->cached_tokens = cached;
         c->has_cached = 1;
     }
+    /* speculative decoding, llama-server's names: a pair of counts, accepted no more than drafted, or nothing */
+    if (json_is_object(tm) && count_of(json_object_get(tm, "draft_n"), &c->draft_n) &&
+        count_of(json_object_get(tm, "draft_n_accepted"), &c->draft_accepted) && c->draft_accepted <= c->draft_n)
+        c->has_draft = 1;
+    else c->draft_n = c->draft_accepted = 0;
     const json_t *fp = json_object_get(root, "system_fingerprint");
     if (json_is_string(fp) && json_string_length(fp)) c->fingerprint = json_string_value(fp);
     return 0;

@@ -11,6 +11,8 @@
  *   - prompt tokens the server took from its prompt cache: OpenAI's and
  *     vLLM's usage.prompt_tokens_details.cached_tokens, llama-server's
  *     timings.cache_n (the larger when both are there);
+ *   - speculative decoding's draft tokens: llama-server's timings.draft_n
+ *     and timings.draft_n_accepted (Cortex's server sends the same names);
  *   - the server's build: "system_fingerprint" (OpenAI's "fp_...",
  *     llama-server's build_info "b4567-abc1234"; vLLM sends null);
  *   - errors as {"error": {"message": M}}, {"error": M} or {"message": M}.
@@ -37,6 +39,8 @@ typedef struct oai_chunk {
     double t_prompt_ms, t_queue_ms, t_ttft_ms; /* its prompt_ms, queue_ms, ttft_ms; NAN where absent */
     int has_cached;         /* cached_tokens or cache_n (a count) was present */
     long cached_tokens;     /* prompt tokens served from the server's prompt cache */
+    int has_draft;          /* timings.draft_n and timings.draft_n_accepted (counts) were both present */
+    long draft_n, draft_accepted; /* draft tokens the server checked, and accepted (accepted <= drafted) */
     const char *fingerprint; /* system_fingerprint: a non-empty string, else NULL (valid until oai_chunk_free) */
     json_t *root;           /* the parsed payload, owned */
 } oai_chunk;

@@ -40,6 +40,14 @@ typedef struct req_result {
                              * from usage.prompt_tokens_details.cached_tokens or timings.cache_n) */
     int stream_chunks;      /* over HTTP (--endpoint): streamed chunks that carried text, each one token for
                              * the ITL; gen_tokens is then the server's usage count (chunks without one) */
+    /* Speculative decoding (schema v14; docs/metrics.md): in-process with --spec, or over HTTP when the
+     * server's "timings" carried draft_n and draft_n_accepted. spec 0: none of it known (stored NULL). */
+    int spec;
+    int spec_passes;        /* target passes of its decode (cx_spec_step calls); -1: not reported (HTTP) */
+    int spec_verified;      /* of them, those that checked a draft; -1: not reported */
+    int draft_tokens;       /* draft tokens checked */
+    int accepted_tokens;    /* ... and accepted */
+    double draft_ms, verify_ms; /* time drafting, time in the target's passes; NAN: not reported */
 } req_result;
 
 typedef struct metric {
@@ -124,6 +132,10 @@ typedef struct run_meta {
     double cgroup_cpus;     /* the cgroup's CPU quota in CPUs (cpu.max); 0: none */
     char thp[16];           /* transparent huge pages: "always", "madvise", "never", or "unknown" */
     char load_before[48], load_after[48]; /* /proc/loadavg's three averages at the start and the end */
+    /* Speculative decoding (--spec, schema v14); "" and 0 without it (and over HTTP, where it is the server's): */
+    char spec_config[160];  /* what decides the numbers ("ngram,max=8,min=0,adaptive"; run_cmd.c spec_config) */
+    char spec_drafter[160]; /* the drafter as the engine describes it (cx_drafter_describe) */
+    double spec_setup_ms;   /* making the drafter (a self-draft quantizes the model), before any request */
     char compare_key[65];   /* sha256 of everything that must match for a comparison */
 } run_meta;
 

@@ -52,9 +52,10 @@ static int model_hash(store *s, const char *path, char out[65], char *err, size_
 }
 
 /* The prompt sets selected by name (--workload NAME): prompts/NAME.jsonl.
- * "challenge" stands in for the benchmark challenge's own 10 prompts
- * (prompts/README.md). */
-static const char *const NAMED_SETS[] = {"standard", "challenge"};
+ * "challenge" stands in for the benchmark challenge's own 10 prompts;
+ * "lookup" asks to edit, repeat or summarise text the prompt holds, what
+ * --spec ngram drafts well (prompts/README.md). */
+static const char *const NAMED_SETS[] = {"standard", "challenge", "lookup"};
 
 /* Resolve a named set to prompts/NAME.jsonl: $CORTEX_PROMPTS, ./prompts, or
  * the source tree. 1 when `name` is one of NAMED_SETS, else 0. */
@@ -124,6 +125,9 @@ static void compare_key(const run_meta *m, const env_info *e, char out[65]) {
     int numa_len = (int)strcspn(m->numa, " ");
     if (numa_len && !(numa_len == 7 && !strncmp(m->numa, "default", 7)) && k > 0 && (size_t)k < sizeof buf)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "|numa=%.*s", numa_len, m->numa);
+    /* Speculative decoding (schema v14): other passes, other timings; only when set, so other runs keep their key. */
+    if (m->spec_config[0] && k > 0 && (size_t)k < sizeof buf)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "|spec=%s", m->spec_config);
     /* The silicon beyond its brand string, and the machine as this run had it (schema v12): the CPUs the
      * process could use (taskset, cpusets), the cgroup's CPU quota, transparent huge pages. */
     if (k > 0 && (size_t)k < sizeof buf)
@@ -199,6 +203,38 @@ static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* The drafter of the runs at `threads` threads (--spec): made once the model
+ * has loaded, its making timed (a self-draft quantizes the model: seconds per
+ * GiB) and recorded in *meta, never inside a request's time. 0, or the exit
+ * code after the message (2: the drafter does not fit the model). */
+static int spec_open(const run_opts *o, const cx_model *model, int threads, cx_drafter **out, run_meta *meta) {
+    cx_spec_params p = o->spec;
+    p.adapt = !o->spec_fixed;
+    p.n_threads = threads;
+    p.tmp_dir = getenv("TMPDIR"); /* a self-draft's quantized copy, written, loaded and unlinked */
+    cx_err e = {0};
+    double t0 = now_ms();
+    if (cx_drafter_new(model, &p, out, &e))
+        return cli_fail(e.code == CX_EINVAL ? CB_EXIT_USAGE : CB_EXIT_FAILED, "--spec: %s", e.msg);
+    meta->spec_setup_ms = now_ms() - t0;
+    snprintf(meta->spec_drafter, sizeof meta->spec_drafter, "%s", cx_drafter_describe(*out));
+    fprintf(stderr, "cortex-bench: speculation: %s, made in %.1f ms (before the run: part of no request)\n",
+            meta->spec_drafter, meta->spec_setup_ms);
+    return 0;
+}
+
+/* The speculation as stored and compared (runs.spec_config): the kind ("ngram",
+ * "self:q4_0", or "model:FILE@SHA" with the draft file's name and the first 16
+ * hex digits of its SHA-256), the draft lengths, adaptive or fixed. */
+static void spec_config_text(const run_opts *o, const char *draft_sha, char *out, size_t n) {
+    char kind[96];
+    const char *path = o->spec.draft_path ? o->spec.draft_path : "", *base = strrchr(path, '/');
+    if (o->spec.kind == CX_SPEC_SELF) snprintf(kind, sizeof kind, "self:%s", cx_type_name(o->spec.self_type));
+    else if (o->spec.kind == CX_SPEC_MODEL) snprintf(kind, sizeof kind, "model:%.48s@%.16s", base ? base + 1 : path, draft_sha);
+    else snprintf(kind, sizeof kind, "%s", cx_spec_kind_name(o->spec.kind));
+    snprintf(out, n, "%s,max=%d,min=%d,%s", kind, o->spec.draft_max, o->spec.draft_min, o->spec_fixed ? "fixed" : "adaptive");
 }
 
 /* One run at one thread count: record, warm up, measure, add the roofline
@@ -342,6 +378,8 @@ void run_opts_init(void *op) {
     o->concurrency = 1;
     o->mode = -1;
     o->kv = cx_kv_defaults();
+    o->spec = cx_spec_defaults(); /* the engine's draft lengths; speculation itself is asked for (--spec) */
+    o->spec.kind = CX_SPEC_NONE;
     cx_sched_params sp = cx_sched_defaults(); /* the scheduler as `cortex serve` starts it */
     o->max_seqs = sp.max_seqs;
     o->max_batch_tokens = sp.max_batch_tokens;
@@ -372,6 +410,22 @@ int run_opts_check(run_opts *o, const cx_flags *f) {
     if (o->max_batch_tokens < o->max_seqs)
         return cli_fail(2, "--max-batch-tokens %ld is below --max-seqs %ld: every running sequence decodes one token "
                         "per step", o->max_batch_tokens, o->max_seqs);
+    /* --spec and its draft flags (as `cortex generate` takes them: --draft alone means --spec model) */
+    int kind_given = cx_flags_given(f, offsetof(run_opts, spec.kind), sizeof o->spec.kind);
+    if (o->spec.draft_path && !kind_given) o->spec.kind = CX_SPEC_MODEL;
+    if (o->spec.kind == CX_SPEC_MODEL && !o->spec.draft_path) return cli_fail(2, "%s", "--spec model needs --draft MODEL");
+    if (o->spec.draft_path && o->spec.kind != CX_SPEC_MODEL)
+        return cli_fail(2, "--draft applies to --spec model, not --spec %s", cx_spec_kind_name(o->spec.kind));
+    if (o->spec.kind == CX_SPEC_NONE &&
+        (o->spec_fixed || cx_flags_given(f, offsetof(run_opts, spec.draft_max), sizeof o->spec.draft_max) ||
+         cx_flags_given(f, offsetof(run_opts, spec.draft_min), sizeof o->spec.draft_min)))
+        return cli_fail(2, "%s", "--draft-max, --draft-min and --draft-fixed apply with --spec KIND");
+    if (o->spec.draft_min > o->spec.draft_max)
+        return cli_fail(2, "--draft-min %d is above --draft-max %d: no draft would be checked", o->spec.draft_min,
+                        o->spec.draft_max);
+    if (o->spec.kind != CX_SPEC_NONE && o->endpoint)
+        return cli_fail(2, "%s", "--spec applies in-process; over HTTP speculation is the server's own configuration"
+                        " (its timings' draft_n and draft_n_accepted are recorded when it reports them)");
     return 0;
 }
 
@@ -397,7 +451,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
                             o.workload);
         if (o.depth) return cli_fail(2, "%s", "-d (KV depth) applies to ppN, tgN, pgN,M, not multiseq or batched");
     } else if (runner_parse_test(o.workload, &np, &ng) != 0) {
-        return cli_fail(2, "unknown workload '%s' (a prompt set: standard or challenge; trace:FILE, prompts:FILE, ppN,"
+        return cli_fail(2, "unknown workload '%s' (a prompt set: standard, challenge or lookup; trace:FILE, prompts:FILE, ppN,"
                         " tgN, pgN,M, multiseq:N,C,G, batched:N,C,G)", o.workload);
     }
     if (wl_path && wl_load(wl_path, &wl, err, sizeof err)) return cli_fail(2, "%s", err);
@@ -438,10 +492,30 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         return cli_fail(2, "%s", "--rate is an open loop (Poisson arrivals); --mode closed takes --concurrency instead");
     }
     if (o.slo && parse_slo(o.slo, &cfg, meta.slo, sizeof meta.slo)) { wl_free(&wl); return 2; }
+    /* --spec: decoding by speculation (spec_run.h). The scheduler does not speculate: prompt sets and traces
+     * are served one request at a time on one session, so what needs several in flight is refused. */
+    int spec = o.spec.kind != CX_SPEC_NONE;
+    const char *no_spec = !spec ? NULL
+                        : !wl_path && (nseq || !ng) ? "it applies to decoding: prompt sets, traces, tgN and pgN,M"
+                        : o.adapters ? "--adapters is not taken with it"
+                        : wl_path && o.concurrency > 1 ? "it serves one request at a time: --concurrency is 1"
+                        : wl_path && o.sched_given ? "it serves one request at a time, not through the scheduler"
+                                                     " (--max-seqs, --max-batch-tokens, --max-queue)"
+                        : o.rate && !strcmp(o.rate, "sweep") ? "--rate sweep needs the scheduler's sequences"
+                                                             : NULL;
+    for (size_t i = 0; spec && !no_spec && wl_path && i < wl.n; i++)
+        if (wl.req[i].deadline_ms > 0) no_spec = "it serves one request at a time and keeps no deadline_ms";
+    if (no_spec) {
+        cli_fail(2, "--spec %s on '%s': %s", cx_spec_kind_name(o.spec.kind), o.workload, no_spec);
+        wl_free(&wl);
+        return 2;
+    }
     cfg.max_seqs = (int)o.max_seqs;
     cfg.max_batch_tokens = (int)o.max_batch_tokens;
     cfg.max_queue = (int)o.max_queue;
-    if (wl_path)
+    if (wl_path && spec) /* no scheduler: one session, one sequence at a time */
+        snprintf(meta.sched_config, sizeof meta.sched_config, "session,seqs=1");
+    else if (wl_path)
         snprintf(meta.sched_config, sizeof meta.sched_config, "seqs=%d,batch=%d,queue=%d", cfg.max_seqs,
                  cfg.max_batch_tokens, cfg.max_queue);
     cfg.concurrency = (int)o.concurrency;
@@ -483,6 +557,14 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         wl_free(&wl);
         return cli_fail(1, "--pin %s: %s", o.pin, pe.msg);
     }
+    /* --spec: the drafter of the first thread count's runs (a bad draft model stops here, before the database) */
+    cx_drafter *drafter = NULL;
+    if (spec && model && (rc0 = spec_open(&o, model, threads[0], &drafter, &meta))) {
+        cx_model_free(model);
+        wl_free(&wl);
+        return rc0;
+    }
+    cfg.drafter = drafter;
     if (o.endpoint) {
         n_threads = 1;
         threads[0] = 0; /* the server's threads are its own */
@@ -506,6 +588,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
             int oom = !ads;
             adapters_free(ads);
             free(ads);
+            cx_drafter_free(drafter);
             cx_model_free(model);
             wl_free(&wl);
             return cli_fail(2, "%s", oom ? "out of memory" : aerr);
@@ -526,6 +609,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     cli_ensure_default_dir(o.db);
     store *db;
     if (store_open(o.db, &db, err, sizeof err)) {
+        cx_drafter_free(drafter);
         cx_model_free(model);
         adapters_free(ads);
         free(ads);
@@ -533,7 +617,10 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         wl_free(&wl);
         return cli_fail(1, "%s", err);
     }
-    if (model && model_hash(db, o.model, meta.model_sha256, err, sizeof err)) {
+    char draft_sha[65] = "";
+    if ((model && model_hash(db, o.model, meta.model_sha256, err, sizeof err)) ||
+        (drafter && o.spec.kind == CX_SPEC_MODEL && model_hash(db, o.spec.draft_path, draft_sha, err, sizeof err))) {
+        cx_drafter_free(drafter);
         cx_model_free(model);
         adapters_free(ads);
         free(ads);
@@ -541,6 +628,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         wl_free(&wl);
         return cli_fail(1, "%s", err);
     }
+    if (drafter) spec_config_text(&o, draft_sha, meta.spec_config, sizeof meta.spec_config);
     /* Counters open before any session exists, so every engine thread is
      * counted; over HTTP the work happens in another process: none. */
     ctr_set *ctr = model ? ctr_open(err, sizeof err) : NULL;
@@ -586,6 +674,12 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     for (int t = 0; t < n_threads && !rc && n_ids < RUN_MAX_RUNS; t++) {
         cfg.threads = threads[t];
         meta.threads = threads[t];
+        if (drafter && t > 0) { /* its draft passes run on this many threads too */
+            cx_drafter_free(drafter);
+            cfg.drafter = drafter = NULL;
+            if ((rc = spec_open(&o, model, threads[t], &drafter, &meta)) != 0) break;
+            cfg.drafter = drafter;
+        }
         if (sweep) { /* the saturation rate closed loop (every sequence busy), then open loops below and past it */
             static const double share[] = {0.25, 0.5, 0.75, 0.9, 1.0, 1.1};
             run_config sat_cfg = cfg;
@@ -629,6 +723,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     if (!rc && invalid) rc = CB_EXIT_INVALID;
     *n_ids_out = n_ids;
     ctr_close(ctr);
+    cx_drafter_free(drafter); /* before its target */
     cx_model_free(model);
     adapters_free(ads);
     free(ads);
@@ -681,6 +776,7 @@ int cmd_run(void *opts, const cli_args *a) {
             show_adapters(db, ids[i], stdout);
             show_kv(db, ids[i], stdout);
             show_server(db, ids[i], stdout);
+            show_spec(db, ids[i], stdout);
         }
         printf("\n");
         for (int i = 0; i < n_ids; i++) show_verdict(db, ids[i], stdout);

@@ -40,6 +40,8 @@ typedef struct run_opts {
     int numa;               /* --numa: CX_NUMA_* */
     int numa_given;
     cx_kv_params kv;  /* --kv-* and --prefix-cache (kv_opts.h) */
+    cx_spec_params spec; /* --spec (kind: CX_SPEC_NONE without it), --draft, --draft-max, --draft-min (spec_run.h) */
+    int spec_fixed;      /* --draft-fixed: every draft --draft-max long (spec.adapt 0) */
     int argc;       /* the whole command line, recorded with the run */
     char **argv;
 } run_opts;

@@ -17,6 +17,7 @@
 #include "env.h"
 #include "kv_metrics.h"
 #include "rng.h"
+#include "spec_run.h"
 #include "stats.h"
 #include "validity.h"
 #include "hx_err.h"
@@ -125,6 +126,7 @@ typedef struct rep_state {
     ctr_phase prefill, decode;
     int32_t *ids;
     int ids_cap;
+    spec_seq sq;         /* --spec: the sequence's speculation (sq.sp NULL: none) */
 } rep_state;
 
 /* Phase counters: snapshot before, accumulate after. */
@@ -235,7 +237,15 @@ static int serve_synthetic(rep_state *st, req_result *q, char *err, size_t errle
         int rc = cx_eval(st->s, &tok, 1, &l, &e);
         phase_end(st, &snap, &st->decode);
         if (rc) return hx_fail_cx(err, errlen, &e);
-        if (decode_tokens(st, l, ng, q, t0, err, errlen)) return -1;
+        if (st->sq.sp) { /* --spec: the sequence so far (what the session holds) is what lookup drafts from */
+            int n_hist = first ? 1 : depth + np;
+            if (spec_hist_reserve(&st->sq, n_hist + 1)) return hx_fail(err, errlen, "out of memory");
+            if (first) st->sq.hist[0] = cx_token_bos(st->m);
+            else memcpy(st->sq.hist, st->ids, sizeof(int32_t) * (size_t)n_hist);
+            st->sq.hist[n_hist++] = tok;
+            cx_spec_reset(st->sq.sp);
+            if (spec_decode(&st->sq, n_hist, l, ng, !c->ignore_eos, q, t0, err, errlen)) return -1;
+        } else if (decode_tokens(st, l, ng, q, t0, err, errlen)) return -1;
     } else {
         q->ttft_ms = q->e2e_ms = q->prefill_ms;
         q->decode_ms = q->tpot_ms = NAN;
@@ -481,6 +491,7 @@ static void summarize(rep_result *out, double makespan_ms, int synthetic, const 
         set_spread(out, "req_decode_tps", v, k);
     }
 #undef COLLECT
+    spec_metrics(out); /* speculation, when the requests report it (spec_run.c) */
     size_t k = 0;
     for (int i = 0; i < out->n_req; i++)
         for (int j = 0; j < out->req[i].n_itl; j++) v[k++] = out->req[i].itl_ms[j];
@@ -502,10 +513,9 @@ static void counter_rows(rep_result *out, ctr_set *ctr, const char *phase, const
     }
 }
 
-/* The synthetic tests' repetition: one session on one cache, the test timed
- * in phases (prefill, decode) with their counters. */
-static int synthetic_rep(const cx_model *m, const run_config *cfg, rep_state *st, rep_result *out, double *makespan,
-                         char *err, size_t errlen) {
+/* The repetition's one session on one cache, its greedy sampler and (--spec)
+ * its speculation: what synthetic tests and a speculating replay run on. */
+static int rep_session_open(const cx_model *m, const run_config *cfg, rep_state *st, char *err, size_t errlen) {
     cx_err e = {0};
     cx_sampler_params gp = cx_sampler_defaults();
     gp.temperature = 0; /* greedy: deterministic tokens, so the canary means something */
@@ -521,8 +531,22 @@ static int synthetic_rep(const cx_model *m, const run_config *cfg, rep_state *st
     sp.n_ctx = cfg->n_ctx;
     sp.n_threads = cfg->threads;
     if (cx_kv_cache_new(m, &kp, &st->cache, &e) || (sp.cache = st->cache, cx_session_new_ex(m, &sp, &st->s, &e)) ||
-        cx_sampler_new(cx_model_get_info(m)->n_vocab, &gp, &st->greedy, &e))
+        cx_sampler_new(cx_model_get_info(m)->n_vocab, &gp, &st->greedy, &e) ||
+        (cfg->drafter && cx_spec_new(cfg->drafter, cx_session_n_ctx(st->s), &st->sq.sp, &e)))
         return hx_fail_cx(err, errlen, &e);
+    st->sq.m = m;
+    st->sq.s = st->s;
+    st->sq.greedy = st->greedy;
+    st->sq.ctr = st->ctr;
+    st->sq.decode = &st->decode;
+    return 0;
+}
+
+/* The synthetic tests' repetition: one session on one cache, the test timed
+ * in phases (prefill, decode) with their counters. */
+static int synthetic_rep(const cx_model *m, const run_config *cfg, rep_state *st, rep_result *out, double *makespan,
+                         char *err, size_t errlen) {
+    if (rep_session_open(m, cfg, st, err, errlen)) return -1;
     req_result *q = &out->req[0];
     q->adapter = -1;
     if (cfg->progress) runner_progress(cfg, 0, 1);
@@ -564,6 +588,10 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
     if (synthetic) {
         rc = synthetic_rep(m, cfg, &st, out, &makespan, err, errlen);
         cache = st.cache;
+    } else if (cfg->drafter && !cfg->endpoint) { /* --spec: one request at a time on one session (spec_run.h) */
+        rc = rep_session_open(m, cfg, &st, err, errlen) ||
+             spec_serve(&st.sq, wl, cfg, &st.prefill, out, &makespan, &st.peak, st.cache, err, errlen);
+        cache = st.cache;
     } else { /* prompt sets and traces go through the request scheduler */
         rc = cfg->endpoint ? endpoint_rep(cfg->endpoint, wl, cfg, out, &makespan, err, errlen)
                            : serve_rep(m, wl, cfg, out, &makespan, &st.peak, &cache, &sched, err, errlen);
@@ -598,6 +626,8 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
         }
     }
     cx_sched_free(sched);
+    cx_spec_free(st.sq.sp);
+    free(st.sq.hist);
     free(st.ids);
     cx_sampler_free(st.greedy);
     cx_session_free(st.s);

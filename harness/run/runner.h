@@ -16,7 +16,10 @@
  *     tokens, then G greedy tokens decoded for each in turn (round-robin), so
  *     N long contexts are alive at once (the tiered cache's long-context
  *     test); batched:N,C,G the same with each decode round one batched pass
- *     over the N sequences (cx_batch_eval: continuous batching's decode).
+ *     over the N sequences (cx_batch_eval: continuous batching's decode);
+ *   - with a drafter (run --spec): decoding by speculation, cx_spec_step
+ *     (spec_run.h): prompt sets and traces one request at a time on one
+ *     session, tgN and pgN,M after their prompt.
  */
 #ifndef CB_RUNNER_H
 #define CB_RUNNER_H
@@ -50,6 +53,7 @@ typedef struct run_config {
     int rep_index, reps_total; /* the repetition being run (progress bar) */
     const struct ep_target *endpoint; /* --endpoint: replay over HTTP (endpoint.h); NULL: in-process */
     int harmony;         /* served prompts go in as harmony user turns (serve.c; the challenge on gpt-oss) */
+    cx_drafter *drafter; /* --spec: the run's drafter (one cx_spec per sequence is made from it); NULL: none */
 } run_config;
 
 /* Parse "pp512", "tg128", "pg512,128" into sizes; 0 on success. */
@@ -76,6 +80,12 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
  * fills out->req and the scheduler's metrics, the KV byte peaks into *peak. */
 int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, rep_result *out, double *makespan_ms,
               kv_peak *peak, cx_kv_cache **cache, cx_sched **sched, char *err, size_t errlen);
+
+/* serve.c: request w's prompt as the model's token ids (BOS first; with
+ * `harmony` as one harmony user turn), malloc'd into *ids, *n of them (free
+ * *ids either way). 0, or -1 with err ("request ID: ..."). */
+int serve_prompt_ids(const cx_model *m, const wl_request *w, int harmony, int32_t **ids, int *n, char *err,
+                     size_t errlen);
 
 /* The open loop's issue times, in ms after the start, one per request of
  * wl (malloc'd; NULL on no memory): Poisson arrivals at `rate` requests/s

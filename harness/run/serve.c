@@ -164,7 +164,6 @@ static void sched_metrics(cx_sched *s, rep_result *out) {
     }
 }
 
-/* See runner.h. */
 /* Request w's prompt as one harmony user turn (cx_harmony_prompt), malloc'd;
  * NULL with err filled ("request ID: ..."). The system message's date is
  * gpt-oss's release date, fixed so every run submits the same tokens (a
@@ -184,6 +183,25 @@ static char *serve_harmony_turn(const wl_request *w, char *err, size_t errlen) {
     return out;
 }
 
+/* See runner.h. */
+int serve_prompt_ids(const cx_model *m, const wl_request *w, int harmony, int32_t **ids, int *n, char *err,
+                     size_t errlen) {
+    *ids = NULL;
+    *n = 0;
+    char *chat = NULL;
+    if (harmony && !(chat = serve_harmony_turn(w, err, errlen))) return -1;
+    const char *text = chat ? chat : w->text;
+    size_t len = chat ? strlen(chat) : w->text_len;
+    int cap = (int)len + 2, rc = 0;
+    cx_err e = {0};
+    if (!(*ids = malloc(sizeof(int32_t) * (size_t)cap))) rc = hx_fail(err, errlen, "out of memory");
+    else if (cx_tokenize(m, text, len, CX_TOKENIZE_BOS | (chat ? CX_TOKENIZE_SPECIAL : 0), *ids, cap, n, &e))
+        rc = hx_fail(err, errlen, "request %s: %s", w->id, e.msg);
+    free(chat);
+    return rc;
+}
+
+/* See runner.h. */
 int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, rep_result *out, double *makespan_ms,
               kv_peak *peak, cx_kv_cache **cache_stats_out, cx_sched **sched_out, char *err, size_t errlen) {
     serve_state ss;
@@ -205,19 +223,9 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     /* Tokenize before the clock starts: a server tokenizes too, but that is not what is measured here. */
     for (int i = 0; i < ss.n && !rc; i++) {
         const wl_request *w = &wl->req[i];
-        char *chat = NULL;
-        if (cfg->harmony && !(chat = serve_harmony_turn(w, err, errlen))) rc = -1;
-        const char *text = chat ? chat : w->text;
-        size_t len = chat ? strlen(chat) : w->text_len;
-        int cap = (int)len + 2;
-        ss.rq[i].ids = rc ? NULL : malloc(sizeof(int32_t) * (size_t)cap);
         ss.rq[i].ss = &ss;
         ss.rq[i].idx = i;
-        if (!rc && !ss.rq[i].ids) rc = hx_fail(err, errlen, "out of memory");
-        else if (!rc && cx_tokenize(m, text, len, CX_TOKENIZE_BOS | (chat ? CX_TOKENIZE_SPECIAL : 0), ss.rq[i].ids, cap,
-                                    &ss.rq[i].n_ids, &e))
-            rc = hx_fail(err, errlen, "request %s: %s", w->id, e.msg);
-        free(chat);
+        rc = serve_prompt_ids(m, w, cfg->harmony, &ss.rq[i].ids, &ss.rq[i].n_ids, err, errlen);
         snprintf(out->req[i].item, sizeof out->req[i].item, "%s", w->id);
         out->req[i].idx = i;
         out->req[i].adapter = w->adapter;

@@ -198,6 +198,24 @@ static const char *const MIGRATIONS[] = {
     "ALTER TABLE counters ADD COLUMN seq INTEGER;"
     "ALTER TABLE hw ADD COLUMN uuid TEXT;"
     "CREATE UNIQUE INDEX hw_by_uuid ON hw(uuid);",
+    /* 13 -> 14: speculative decoding (run --spec; docs/metrics.md). Per run:
+     * the speculation as configured (it decides comparability), the
+     * drafter the engine made, and the time making it took (before the run,
+     * in no request's time). Per request: the model's passes of its decode,
+     * those that checked a draft, the draft tokens checked and accepted, the
+     * time drafting and verifying; over HTTP the server's draft_n and
+     * draft_n_accepted when it reports them. NULL for runs that did not
+     * speculate and for every older row. The per-repetition figures
+     * (spec_acceptance, ...) are rep_metrics rows, as every metric is. */
+    "ALTER TABLE runs ADD COLUMN spec_config TEXT;"
+    "ALTER TABLE runs ADD COLUMN spec_drafter TEXT;"
+    "ALTER TABLE runs ADD COLUMN spec_setup_ms REAL;"
+    "ALTER TABLE requests ADD COLUMN spec_passes INTEGER;"
+    "ALTER TABLE requests ADD COLUMN spec_verified INTEGER;"
+    "ALTER TABLE requests ADD COLUMN draft_tokens INTEGER;"
+    "ALTER TABLE requests ADD COLUMN accepted_tokens INTEGER;"
+    "ALTER TABLE requests ADD COLUMN draft_ms REAL;"
+    "ALTER TABLE requests ADD COLUMN verify_ms REAL;",
 };
 
 /* Format an error as "DB: what: engine's message". */
@@ -381,10 +399,11 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                    " model_params, model_bytes, threads, reps, warmup, n_ctx, pinned, env_id, compare_key, cmdline,"
                    " test_prompt, test_gen, test_depth, counter_mode, ignore_eos, isa, hw_id, kv_config, workload_meta,"
                    " sched_config, rate, slo, sweep, endpoint, server, server_info, chat_format, allow_failures,"
-                   " affinity, cpus_allowed, cgroup_cpus, thp, load_before, server_build, server_cache)"
+                   " affinity, cpus_allowed, cgroup_cpus, thp, load_before, server_build, server_cache, spec_config,"
+                   " spec_drafter, spec_setup_ms)"
                    " VALUES (?,?,?,?, 'incomplete', ?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                   "?,?,?,?,?,?,?,?) RETURNING id",
-                "ttt" "titittttttittttiiiiiitittiiititdtttdtdtttt" "dtddtttt", uuid, m->testbed[0] ? m->testbed : NULL,
+                   "?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                "ttt" "titittttttittttiiiiiitittiiititdtttdtdtttt" "dtddtttt" "ttd", uuid, m->testbed[0] ? m->testbed : NULL,
                 m->numa[0] ? m->numa : NULL, now, (int64_t)getpid(), m->git_commit, (int64_t)m->git_dirty,
                 m->build_type, m->build_flags, m->workload, m->workload_kind, m->workload_hash, m->mode,
                 (int64_t)m->concurrency, m->model_path, m->model_sha256, m->model_type, m->model_name,
@@ -400,7 +419,8 @@ int store_begin_run(store *s, const run_meta *m, const env_info *e, int64_t *run
                 m->affinity[0] ? m->affinity : NULL, m->cpus_allowed > 0 ? (double)m->cpus_allowed : NAN,
                 m->cgroup_cpus > 0 ? m->cgroup_cpus : NAN, m->thp[0] ? m->thp : NULL,
                 m->load_before[0] ? m->load_before : NULL, m->server_build[0] ? m->server_build : NULL,
-                m->server_cache[0] ? m->server_cache : NULL);
+                m->server_cache[0] ? m->server_cache : NULL, m->spec_config[0] ? m->spec_config : NULL,
+                m->spec_drafter[0] ? m->spec_drafter : NULL, m->spec_config[0] ? m->spec_setup_ms : NAN);
     if (*run_id < 0) {
         store_fail(s, "record run", err, errlen);
         db_rollback(s->db);
@@ -530,15 +550,21 @@ int store_finish_run(store *s, int64_t id, const rep_result *reps, int n_reps, c
             rc = !itl || run_sql(s, "INSERT INTO requests (run_id, rep, idx, item, adapter, arrival_ms, queue_ms,"
                                     " prefill_ms, ttft_ms, decode_ms, e2e_ms, tpot_ms, prompt_tokens, gen_tokens, itl_ms,"
                                     " token_hash, error, state, priority, preempted, cached_tokens, stream_chunks,"
-                                    " max_tokens)"
-                                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                 "iiitiddddddd" "iittt" "tiii" "dd", id, (int64_t)r, (int64_t)q->idx, q->item,
+                                    " max_tokens, spec_passes, spec_verified, draft_tokens, accepted_tokens, draft_ms,"
+                                    " verify_ms)"
+                                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 "iiitiddddddd" "iittt" "tiii" "dd" "dddddd", id, (int64_t)r, (int64_t)q->idx, q->item,
                                  (int64_t)q->adapter, q->arrival_ms, q->queue_ms, q->prefill_ms, q->ttft_ms, q->decode_ms,
                                  q->e2e_ms, q->tpot_ms, (int64_t)q->prompt_tokens, (int64_t)q->gen_tokens, itl,
                                  q->token_hash, q->error[0] ? q->error : NULL, q->state[0] ? q->state : NULL,
                                  (int64_t)q->priority, (int64_t)q->preempted, (int64_t)q->cached_tokens,
                                  rp->http ? (double)q->stream_chunks : NAN,
-                                 q->max_tokens > 0 ? (double)q->max_tokens : NAN);
+                                 q->max_tokens > 0 ? (double)q->max_tokens : NAN,
+                                 /* speculation: NULL when it did not speculate or (over HTTP) the server did not say */
+                                 q->spec && q->spec_passes >= 0 ? (double)q->spec_passes : NAN,
+                                 q->spec && q->spec_verified >= 0 ? (double)q->spec_verified : NAN,
+                                 q->spec ? (double)q->draft_tokens : NAN, q->spec ? (double)q->accepted_tokens : NAN,
+                                 q->spec ? q->draft_ms : NAN, q->spec ? q->verify_ms : NAN);
             free(itl);
         }
         what = "write server metrics";

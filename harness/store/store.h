@@ -23,7 +23,7 @@
 #include "results.h"
 #include "validity.h"
 
-#define STORE_SCHEMA_VERSION 13
+#define STORE_SCHEMA_VERSION 14
 
 typedef struct store store;
 

@@ -53,6 +53,9 @@ static const struct { const char *sql, *name, *missing; } FIELDS[] = {
      * configuration; a CPU list is the process's affinity, compared above */
     {"CASE WHEN r.pinned IN ('compact', 'spread') THEN r.pinned END", "thread placement (--pin policy)", "none"},
     {"r.numa", "NUMA policy (--numa)", NULL},
+    /* speculative decoding (schema v14): other passes per token, other timings; a run without (NULL, every
+     * run before) is "none", never the same configuration as one with it */
+    {"r.spec_config", "speculative decoding (--spec)", "none"},
 };
 #define N_FIELDS (sizeof FIELDS / sizeof FIELDS[0])
 

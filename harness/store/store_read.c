@@ -27,6 +27,7 @@ const char *store_errmsg(store *s) { return db_errmsg(store_db(s)); }
     " r.sched_config, r.rate, r.slo, r.sweep, r.endpoint, r.server, r.chat_format,"                                         \
     " r.validity, r.validity_reasons, r.allow_failures, r.affinity, r.cpus_allowed, r.cgroup_cpus, r.thp, r.load_before,"  \
     " r.load_after, r.server_build, r.server_cache, r.ignore_eos, r.uuid, r.testbed, r.numa, " STORE_MEASUREMENT("r") " AS measurement,"            \
+    " r.spec_config, r.spec_drafter, r.spec_setup_ms,"                                                                       \
     " e.cpu_model, e.isa_flags, e.logical_cores, e.mem_bytes, e.kernel, e.compiler, e.governor, e.fingerprint,"           \
     " e.cpu_vendor, e.cpu_family, e.cpu_model_id, e.cpu_stepping, e.microcode"                                            \
     " FROM runs r LEFT JOIN environments e ON e.id = r.env_id"
@@ -83,7 +84,10 @@ static void run_fill(db_stmt *st, store_run *r) {
     TEXT(testbed, "testbed");
     TEXT(numa, "numa");
     TEXT(microcode, "microcode");
+    TEXT(spec_config, "spec_config");
+    TEXT(spec_drafter, "spec_drafter");
 #undef TEXT
+    r->spec_setup_ms = row_num(st, "spec_setup_ms");
     r->allow_failures = row_null(st, "allow_failures") ? 0 : row_num(st, "allow_failures");
     r->cpus_allowed = (int)row_int(st, "cpus_allowed");
     r->cgroup_cpus = row_null(st, "cgroup_cpus") ? 0 : row_num(st, "cgroup_cpus");
@@ -402,6 +406,7 @@ int store_run_siblings(store *s, int64_t run, int64_t *ids, int cap) {
         " AND o.build_flags IS NOT DISTINCT FROM r.build_flags AND o.env_id IS NOT DISTINCT FROM r.env_id AND o.isa IS NOT DISTINCT FROM r.isa AND o.kv_config IS NOT DISTINCT FROM r.kv_config"
         " AND o.sched_config IS NOT DISTINCT FROM r.sched_config AND o.mode IS NOT DISTINCT FROM r.mode AND o.concurrency IS NOT DISTINCT FROM r.concurrency"
         " AND o.n_ctx IS NOT DISTINCT FROM r.n_ctx AND o.ignore_eos IS NOT DISTINCT FROM r.ignore_eos AND o.rate IS NOT DISTINCT FROM r.rate AND o.endpoint IS NOT DISTINCT FROM r.endpoint"
+        " AND o.spec_config IS NOT DISTINCT FROM r.spec_config"
         " WHERE r.id = ?1 ORDER BY o.threads, self DESC, o.id DESC", run, 0);
     if (!st) return -1;
     int n = 0, last_threads = -1, rc;

@@ -38,6 +38,9 @@ typedef struct store_run {
     double rate;    /* open loop at this Poisson rate; 0: none */
     int64_t sweep;  /* the rate sweep's saturation run; 0: not in a sweep */
     int measurement; /* STORE_MEASUREMENT (store.h): complete and VALID; the only runs shown with figures */
+    /* schema v14, --spec: the speculation as configured ("" none), the drafter made, making it (NAN: none) */
+    char spec_config[160], spec_drafter[160];
+    double spec_setup_ms;
 } store_run;
 
 /* One run of a rate sweep: the offered rate (0: the closed-loop saturation
@@ -138,8 +141,9 @@ int store_latency_samples(store *s, int64_t run, int itl, double **v, size_t *n)
 int store_request_times(store *s, int64_t run, store_request_time **out, int *n);
 /* The runs like `run` at other thread counts: the newest complete run per
  * thread count with the same workload bytes, model file, commit and build,
- * machine, kernels, KV and scheduler configuration, loop, context and
- * end-of-text handling (everything compare_key holds but the threads).
+ * machine, kernels, KV and scheduler configuration, loop, context,
+ * end-of-text handling and speculation (everything compare_key holds but
+ * the threads).
  * `run` itself and at most cap - 1 others into ids, by thread count; how
  * many, or -1. */
 int store_run_siblings(store *s, int64_t run, int64_t *ids, int cap);

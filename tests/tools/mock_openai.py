@@ -24,7 +24,10 @@ reported as timings.cache_n on the last text chunk and as
 usage.prompt_tokens_details.cached_tokens (--cache-report picks either or
 both); "cache_prompt": false turns it off for that request unless
 --ignore-cache-prompt (a server that caches although asked not to). Answers
-carry "system_fingerprint": FP with --fingerprint FP. --log-bodies FILE
+carry "system_fingerprint": FP with --fingerprint FP. --draft-report adds
+llama-server's speculative decoding counts to the timings: draft_n = 2 x
+(tokens - 1) drafted, draft_n_accepted = tokens - 1 of them accepted (an
+acceptance of exactly 0.5). --log-bodies FILE
 appends every completion request's body to FILE, one JSON object a line.
 
 Knobs: --api-key K (401 without "Authorization: Bearer K"); --max-concurrent C
@@ -188,6 +191,8 @@ def make_handler(opts, state):
             timings = {"prompt_n": n_prompt - n_cached, "prompt_ms": 1.25, "predicted_n": n_gen, "predicted_ms": 2.5}
             if opts.cache_report in ("timings", "both"):
                 timings["cache_n"] = n_cached
+            if opts.draft_report:
+                timings.update({"draft_n": 2 * max(n_gen - 1, 0), "draft_n_accepted": max(n_gen - 1, 0)})
             fp = {"system_fingerprint": opts.fingerprint} if opts.fingerprint else {}
             obj = "chat.completion" if chat else "text_completion"
             if not req.get("stream") or opts.ignore_stream:
@@ -252,6 +257,7 @@ def main():
     ap.add_argument("--ignore-cache-prompt", action="store_true")
     ap.add_argument("--cache-report", choices=("timings", "usage", "both"), default="both")
     ap.add_argument("--fingerprint", default="")
+    ap.add_argument("--draft-report", action="store_true")
     ap.add_argument("--build-info", default="")
     ap.add_argument("--log-bodies", default="")
     opts = ap.parse_args()

@@ -153,6 +153,20 @@ static void test_oai_chunks(void) {
     CHECK(oai_parse_chunk(nodet, strlen(nodet), &c, err, sizeof err) == 0 && !c.has_cached && !c.fingerprint &&
               !c.has_timings, "vLLM without --enable-prompt-tokens-details: no count");
     oai_chunk_free(&c);
+    /* speculative decoding: llama-server's timings.draft_n and draft_n_accepted, both counts or nothing */
+    const char *dr = "{\"choices\":[],\"timings\":{\"predicted_n\":64,\"draft_n\":40,\"draft_n_accepted\":31}}";
+    CHECK(oai_parse_chunk(dr, strlen(dr), &c, err, sizeof err) == 0 && c.has_draft && c.draft_n == 40 &&
+              c.draft_accepted == 31, "timings.draft_n and draft_n_accepted");
+    oai_chunk_free(&c);
+    const char *bad_dr[] = {"{\"timings\":{\"draft_n\":4}}", "{\"timings\":{\"draft_n\":4,\"draft_n_accepted\":5}}",
+                            "{\"timings\":{\"draft_n\":-1,\"draft_n_accepted\":0}}",
+                            "{\"timings\":{\"draft_n\":\"4\",\"draft_n_accepted\":1}}", "{\"draft_n\":4,\"draft_n_accepted\":1}"};
+    for (int i = 0; i < 5; i++) {
+        CHECK(oai_parse_chunk(bad_dr[i], strlen(bad_dr[i]), &c, err, sizeof err) == 0 && !c.has_draft && !c.draft_n &&
+                  !c.draft_accepted, "no draft counts from %s (one alone, more accepted than drafted, negative, text,"
+                  " outside timings)", bad_dr[i]);
+        oai_chunk_free(&c);
+    }
     const char *fp = "{\"choices\":[{\"text\":\"x\"}],\"system_fingerprint\":\"b4567-abc1234\"}";
     CHECK(oai_parse_chunk(fp, strlen(fp), &c, err, sizeof err) == 0 && c.fingerprint && !strcmp(c.fingerprint, "b4567-abc1234"),
           "system_fingerprint");

@@ -258,6 +258,51 @@ static store *then_v8(store *s, const char *path) {
     return s;
 }
 
+/* v13 -> v14: the old run did not speculate; a new run stores its speculation and its requests' drafts, and
+ * is not comparable with the old run (nor its compare_key another's: run_cmd.c adds the speculation to it). */
+static store *then_v13(store *s, const char *path) {
+    char err[512], buf[256];
+    db *dbh = store_db(s);
+    store_run r;
+    CHECK(store_run_load(s, 1, &r) == 1 && !r.spec_config[0] && isnan(r.spec_setup_ms), "old run: no speculation");
+    env_info env;
+    run_meta meta;
+    new_run(&meta, &env, "standard");
+    snprintf(meta.spec_config, sizeof meta.spec_config, "self:q4_0,max=8,min=2,fixed");
+    snprintf(meta.spec_drafter, sizeof meta.spec_drafter, "self:q4_0 (636 MiB)");
+    meta.spec_setup_ms = 1234.5;
+    int64_t id = 0;
+    CHECK(store_begin_run(s, &meta, &env, &id, err, sizeof err) == 0 && id == 2, "speculating run: %s", err);
+    rep_result rep;
+    memset(&rep, 0, sizeof rep);
+    req_result q;
+    memset(&q, 0, sizeof q);
+    snprintf(q.item, sizeof q.item, "p01");
+    snprintf(q.state, sizeof q.state, "length");
+    q.gen_tokens = 9;
+    q.spec = 1;
+    q.spec_passes = 4;
+    q.spec_verified = 3;
+    q.draft_tokens = 24;
+    q.accepted_tokens = 5;
+    q.draft_ms = 1.5;
+    q.verify_ms = 8;
+    rep.req = &q;
+    rep.n_req = 1;
+    rep_set_metric(&rep, "spec_tokens_per_pass", 2);
+    CHECK(store_finish_run(s, id, &rep, 1, &valid, NULL, err, sizeof err) == 0, "finish it: %s", err);
+    CHECK(!strcmp(q_text(dbh, "SELECT spec_config || '|' || spec_drafter || '|' || spec_setup_ms FROM runs WHERE id = 2",
+                         buf, sizeof buf), "self:q4_0,max=8,min=2,fixed|self:q4_0 (636 MiB)|1234.5"),
+          "the speculation stored (%s)", buf);
+    CHECK(q_int(dbh, "SELECT spec_passes = 4 AND spec_verified = 3 AND draft_tokens = 24 AND accepted_tokens = 5 AND"
+                     " draft_ms = 1.5 AND verify_ms = 8 FROM requests WHERE run_id = 2") == 1, "its request's drafts stored");
+    CHECK(store_metric_median(s, 2, "spec_tokens_per_pass") == 2, "its metrics are summary rows like any other");
+    char diff[2048];
+    CHECK(store_comparable(s, 1, 2, diff, sizeof diff) == 0 && strstr(diff, "speculative decoding (--spec): none vs self:q4_0"),
+          "a speculating run is not the same configuration as one without (%s)", diff);
+    return s;
+}
+
 /* Run 1's results: a metric, its summary and a tag. */
 #define SEED_RESULTS                                                                                              \
     "INSERT INTO rep_metrics VALUES (1, 0, 'decode_tps', 20.5);"                                                 \
@@ -319,6 +364,17 @@ static const migration migrations[] = {
      "SELECT count(*) FROM sqlite_master WHERE name = 'server_metrics'", "v8 has no server_metrics",
      {{"SELECT endpoint IS NULL AND server IS NULL AND threads = 2 FROM runs WHERE id = 1", "old run kept, in-process", 1}},
      then_v8},
+    /* v13 -> v14: the run kept, with no speculation (NULL) */
+    {13, 0,
+     "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
+     "INSERT INTO runs (uuid, started_at, status, workload, env_id, threads, testbed)"
+     "  VALUES ('00000000-0000-4000-8000-000000000001', '2026-01-01', 'complete', 'standard', 1, 2, 'bed');",
+     "SELECT count(*) FROM pragma_table_info('requests') WHERE name IN ('draft_tokens', 'spec_passes')",
+     "v13 has no speculation columns",
+     {{"SELECT threads = 2 AND testbed = 'bed' FROM runs WHERE id = 1", "old run kept", 1},
+      {"SELECT spec_config IS NULL AND spec_drafter IS NULL AND spec_setup_ms IS NULL FROM runs WHERE id = 1",
+       "old run: no speculation", 1}},
+     then_v13},
 };
 
 /* Each migration: the seeded database migrates, keeps its rows and stays consistent. */

@@ -11,9 +11,12 @@
  *     with no result rows (no partial run);
  *   - push twice = once: a second copy adds nothing, and the copy holds
  *     every row of every run;
+ *   - a speculating run (schema v14) reads back whole, NULL where nothing
+ *     was reported, and is not comparable with a run without speculation;
  * and across them: the same runs give the same gate (compare_runs: the
  * gate's statistics and verdicts) and the same trend history on both.
  */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,10 +142,16 @@ static void test_migrations(int pg, const char *eng) {
         store *s;
         CHECK(store_open_version(t, v, &s, err, sizeof err) == 0 && store_version(s) == v, "%s: create v%d: %s", eng, v, err);
         if (!s) continue;
-        int rc = db_exec(store_db(s), "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
-                                      "INSERT INTO runs (started_at, status, workload, env_id, threads)"
-                                      " VALUES ('2026-01-01', 'complete', 'standard', 1, 2);"
-                                      "INSERT INTO rep_metrics (run_id, rep, name, value) VALUES (1, 0, 'tps', 12.5);");
+        /* from v13 on a run is written with its UUID (older ones get theirs when the store migrates past v13) */
+        int rc = db_exec(store_db(s), v >= 13 ? "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
+                                                "INSERT INTO runs (started_at, status, workload, env_id, threads, uuid)"
+                                                " VALUES ('2026-01-01', 'complete', 'standard', 1, 2,"
+                                                " '00000000-0000-4000-8000-000000000013');"
+                                                "INSERT INTO rep_metrics (run_id, rep, name, value) VALUES (1, 0, 'tps', 12.5);"
+                                              : "INSERT INTO environments (fingerprint, cpu_model) VALUES ('abc', 'Old CPU');"
+                                                "INSERT INTO runs (started_at, status, workload, env_id, threads)"
+                                                " VALUES ('2026-01-01', 'complete', 'standard', 1, 2);"
+                                                "INSERT INTO rep_metrics (run_id, rep, name, value) VALUES (1, 0, 'tps', 12.5);");
         if (!rc && v >= 2)
             rc = db_exec(store_db(s), "INSERT INTO summary (run_id, name, n, median, min, max, mean, stddev)"
                                       " VALUES (1, 'tps', 1, 12.5, 12.5, 12.5, 12.5, 0);"
@@ -167,10 +176,79 @@ static void test_migrations(int pg, const char *eng) {
         store_run r;
         CHECK(store_run_load(s, 1, &r) == 1 && !strcmp(r.workload, "standard") && r.uuid[0],
               "%s: v%d: the run reads back", eng, v);
+        /* v14: it did not speculate (NULL: "none", never another run's speculation), its requests say nothing */
+        CHECK(!r.spec_config[0] && !r.spec_drafter[0] && isnan(r.spec_setup_ms) &&
+                  q_int(s, "SELECT count(*) FROM runs WHERE spec_config IS NULL AND spec_setup_ms IS NULL") == 1,
+              "%s: v%d: the old run did not speculate", eng, v);
         /* and it takes new runs */
         CHECK(write_run(s, "tg8", "aaaa1111", 10, 2) > 1, "%s: v%d: a new run after migrating", eng, v);
         store_close(s);
     }
+}
+
+/* Schema v14 on each engine: a speculating run keeps its configuration, drafter and making time, and its
+ * requests their passes, drafts and times (NULL where a server reported no more than its draft counts); a
+ * run without speculation keeps NULLs, and the two are not the same configuration to compare or the gate. */
+static void test_spec(int pg, const char *eng) {
+    char t[1024], err[512], diff[1024];
+    if (!target(pg, "spec", t, sizeof t)) return;
+    store *s;
+    if (store_open(t, &s, err, sizeof err)) {
+        CHECK(0, "%s: open: %s", eng, err);
+        return;
+    }
+    int64_t plain = write_run(s, "standard", "aaaa1111", 10, 2);
+    env_info env;
+    env_collect(&env);
+    run_meta m;
+    meta_for(&m, "standard", "aaaa1111");
+    snprintf(m.spec_config, sizeof m.spec_config, "ngram,max=8,min=0,adaptive");
+    snprintf(m.spec_drafter, sizeof m.spec_drafter, "ngram 2..4");
+    m.spec_setup_ms = 0.25;
+    rep_result reps[4];
+    req_result req[2];
+    make_reps(reps, 2, 12, req);
+    req[0].spec = 1; /* in-process: everything known */
+    req[0].spec_passes = 9;
+    req[0].spec_verified = 5;
+    req[0].draft_tokens = 12;
+    req[0].accepted_tokens = 6;
+    req[0].draft_ms = 0.5;
+    req[0].verify_ms = 4.25;
+    req[1].spec = 1; /* a server's reply: the draft counts only */
+    req[1].spec_passes = req[1].spec_verified = -1;
+    req[1].draft_tokens = 7;
+    req[1].accepted_tokens = 3;
+    req[1].draft_ms = req[1].verify_ms = NAN;
+    for (int r = 0; r < 4; r++) rep_set_metric(&reps[r], "spec_acceptance", 9.0 / 19.0);
+    int64_t id = -1;
+    CHECK(store_begin_run(s, &m, &env, &id, err, sizeof err) == 0 && store_finish_run(s, id, reps, 4, &valid, NULL, err, sizeof err) == 0,
+          "%s: a speculating run is written: %s", eng, err);
+    free_reps(reps);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM requests WHERE run_id = %lld AND idx = 0 AND spec_passes = 9 AND"
+             " spec_verified = 5 AND draft_tokens = 12 AND accepted_tokens = 6 AND draft_ms = 0.5 AND verify_ms = 4.25",
+             (long long)id);
+    CHECK(q_int(s, sql) == 4, "%s: its requests' speculation, every repetition (%lld)", eng, q_int(s, sql));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM requests WHERE run_id = %lld AND idx = 1 AND spec_passes IS NULL AND"
+             " spec_verified IS NULL AND draft_tokens = 7 AND accepted_tokens = 3 AND draft_ms IS NULL AND verify_ms IS NULL",
+             (long long)id);
+    CHECK(q_int(s, sql) == 4, "%s: what a server did not report is NULL, not 0 (%lld)", eng, q_int(s, sql));
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM requests WHERE run_id = %lld AND spec_passes IS NULL AND draft_tokens"
+             " IS NULL AND draft_ms IS NULL", (long long)plain);
+    CHECK(q_int(s, sql) == 8, "%s: a run without speculation has NULL there", eng);
+    store_run r;
+    CHECK(store_run_load(s, id, &r) == 1 && !strcmp(r.spec_config, "ngram,max=8,min=0,adaptive") &&
+              !strcmp(r.spec_drafter, "ngram 2..4") && r.spec_setup_ms == 0.25,
+          "%s: store_run_load reads the speculation back (%s, %s, %g)", eng, r.spec_config, r.spec_drafter, r.spec_setup_ms);
+    CHECK(store_metric_median(s, id, "spec_acceptance") == 9.0 / 19.0, "%s: the acceptance, bit for bit", eng);
+    CHECK(store_comparable(s, plain, id, diff, sizeof diff) == 0 &&
+              !strcmp(diff, "speculative decoding (--spec): none vs ngram,max=8,min=0,adaptive"),
+          "%s: with and without speculation differ in that alone (%s)", eng, diff);
+    FILE *f = tmpfile();
+    CHECK(f && compare_runs(s, plain, id, 0, NULL, f) == 2, "%s: compare refuses them (exit 2)", eng);
+    if (f) fclose(f);
+    store_close(s);
 }
 
 /* 8 processes writing 5 runs each at once: all 40 land, each whole. */
@@ -413,6 +491,7 @@ static void test_translations(void) {
 static void run_all(int pg) {
     const char *eng = pg ? "postgresql" : "sqlite";
     test_migrations(pg, eng);
+    test_spec(pg, eng);
     test_concurrent_writers(pg, eng);
     test_killed_writer(pg, eng);
     test_push_twice(pg, eng);

@@ -211,9 +211,35 @@ static void test_standard_prompts(void) {
     wl_free(&w);
 }
 
+/* The committed lookup prompt set (--workload lookup): 10 prompts, each an instruction and, after a blank
+ * line, the text it edits, repeats or summarises, long enough for lookup to find its answer there. */
+static void test_lookup_prompts(void) {
+    wl_workload w;
+    char err[512];
+    int rc = wl_load("prompts/lookup.jsonl", &w, err, sizeof err);
+    CHECK(rc == 0, "prompts/lookup.jsonl: %s (run from the repository root)", err);
+    if (rc) return;
+    CHECK(w.kind == WL_PROMPTS && w.n == 10, "10 prompts (got %zu)", w.n);
+    int total = 0;
+    for (size_t i = 0; i < w.n; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "l%02d", (int)(i + 1) % 100);
+        CHECK(strcmp(w.req[i].id, id) == 0, "id %s", w.req[i].id);
+        CHECK(w.req[i].category && w.req[i].category[0], "%s has a category", id);
+        CHECK(w.req[i].max_tokens >= 64 && w.req[i].max_tokens <= 512, "%s max_tokens %d", id, w.req[i].max_tokens);
+        const char *body = strstr(w.req[i].text, "\n\n");
+        CHECK(body && strlen(body) >= 250, "%s: an instruction, a blank line, then at least 250 bytes of text to work"
+              " on (%zu)", id, body ? strlen(body) : 0);
+        total += w.req[i].max_tokens;
+    }
+    CHECK(total == 1888, "1,888 generated tokens at most, as prompts/README.md says (got %d)", total);
+    wl_free(&w);
+}
+
 TEST_MAIN({
     test_workload_errors();
     test_workload_ok();
     test_standard_prompts();
+    test_lookup_prompts();
     fx_cleanup();
 })
