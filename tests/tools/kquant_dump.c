@@ -95,7 +95,7 @@ static int write_section(FILE *f, int type) {
         for (int i = 0; i < 16; i++) s += qs[16 * g + i];
         bsum[g] = (int16_t)s;
     }
-    kern_act a = {KERN_ACT_Q8_256, 1, n, NULL, qs, ad, bsum};
+    kern_act a = {.fmt = KERN_ACT_Q8_256, .T = 1, .n = n, .qs = qs, .d = ad, .bsum = bsum};
     float dot = type == CX_TYPE_Q4_K ? kq_dot_q4_k_scalar(blocks, &a, 0) : kq_dot_q6_k_scalar(blocks, &a, 0);
     uint32_t hdr[2] = {(uint32_t)type, NB};
     int ok = fwrite(hdr, 4, 2, f) == 2 && fwrite(blocks, bs, NB, f) == NB &&

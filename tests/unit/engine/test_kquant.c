@@ -35,7 +35,7 @@ static float normal(void) {
 /* T activation rows of n values in KERN_ACT_Q8_256 layout (malloc'd). */
 static kern_act act_new(int T, int64_t n) {
     assert(n % QK_K == 0);
-    kern_act a = {KERN_ACT_Q8_256, T, n, NULL, NULL, NULL, NULL};
+    kern_act a = {.fmt = KERN_ACT_Q8_256, .T = T, .n = n};
     a.qs = aligned_alloc(32, (size_t)(T * n));
     a.d = malloc(sizeof(float) * (size_t)(T * n / QK_K));
     a.bsum = malloc(sizeof(int16_t) * (size_t)(T * n / 16));
