@@ -106,6 +106,7 @@ static const char *chat_templates(const cx_flag *f, char *buf, size_t cap) {
 #define O(f) offsetof(opts, f)
 #define GEN CMD_GENERATE
 #define KV (CMD_GENERATE | CMD_SERVE) /* the KV cache's flags */
+#define SPEC (CMD_GENERATE | CMD_SERVE) /* speculative decoding's flags */
 static const cx_flag FLAGS[] = {
     {"--model", "-m", "MODEL", GEN | CMD_TOKENIZE | CMD_INFO | CMD_SERVE, CX_FLAG_STR, O(model), 0, 0, NULL,
      .help = "model file: GGUF (v2, v3) or a llama2.c checkpoint (then -z)"},
@@ -139,20 +140,23 @@ static const cx_flag FLAGS[] = {
     {"--seed", NULL, "S", GEN, CX_FLAG_CUSTOM, O(sp.seed), -1, 4294967295.0, NULL,
      .help = "sampling seed, fixed so runs repeat; -1: a random one (llama.cpp's choice), printed to stderr",
      .parse = parse_seed, .show = show_seed},
-    {"--spec", NULL, "KIND", GEN, CX_FLAG_CUSTOM, O(spec.kind), 0, 0, NULL,
+    {"--spec", NULL, "KIND", SPEC, CX_FLAG_CUSTOM, O(spec.kind), 0, 0, NULL,
      .help = "speculative decoding (the output does not change): ngram drafts from the prompt and text so far, "
      "self:TYPE from the model quantized to TYPE at load (self: q4_0; the model must be f32/f16/bf16), model from "
      "--draft; none: off", .parse = parse_spec, .show = show_spec},
-    {"--draft", "-md", "MODEL", GEN, CX_FLAG_STR, O(spec.draft_path), 0, 0, "none",
+    {"--draft", "-md", "MODEL", SPEC, CX_FLAG_STR, O(spec.draft_path), 0, 0, "none",
      .help = "draft model for --spec model (implied when --spec is not given): a GGUF with the model's vocabulary"},
-    {"--draft-max", NULL, "N", GEN, CX_FLAG_INT, O(spec.draft_max), 1, CX_SPEC_MAX_DRAFT, NULL,
+    {"--draft-max", NULL, "N", SPEC, CX_FLAG_INT, O(spec.draft_max), 1, CX_SPEC_MAX_DRAFT, NULL,
      .help = "most tokens drafted per pass of the model"},
-    {"--draft-min", NULL, "N", GEN, CX_FLAG_INT, O(spec.draft_min), 0, CX_SPEC_MAX_DRAFT, NULL,
+    {"--draft-min", NULL, "N", SPEC, CX_FLAG_INT, O(spec.draft_min), 0, CX_SPEC_MAX_DRAFT, NULL,
      .help = "a draft shorter than N is not checked (the step decodes one token)"},
-    {"--draft-p-min", NULL, "P", GEN, CX_FLAG_FLOAT, O(spec.p_min), 0, 1, NULL,
+    {"--draft-p-min", NULL, "P", SPEC, CX_FLAG_FLOAT, O(spec.p_min), 0, 1, NULL,
      .help = "a draft model stops drafting at a token it gives less than P"},
-    {"--draft-fixed", NULL, NULL, GEN, CX_FLAG_SWITCH, O(spec_fixed), 0, 0, NULL,
+    {"--draft-fixed", NULL, NULL, SPEC, CX_FLAG_SWITCH, O(spec_fixed), 0, 0, NULL,
      .help = "draft --draft-max tokens every time instead of the length the measured acceptance and times favour"},
+    {"--spec-max-batch", NULL, "N", CMD_SERVE, CX_FLAG_LONG, O(spec_max_batch), 1, 256, NULL,
+     .help = "speculate only in steps where at most N sequences decode (past that, batching fills each pass; a "
+     "request asks for none with \"speculative\": false)"},
     {"--threads", "-t", "N", GEN | CMD_QUALITY | CMD_SERVE, CX_FLAG_LONG, O(threads), 1, 256, NULL, .help = "threads"},
     {"--pin", NULL, "POLICY", GEN | CMD_QUALITY | CMD_SERVE, CX_FLAG_CHOICE, O(pin), 0, 0, NULL,
      .help = "pin the engine's threads, one CPU each, among the CPUs the process may use: compact fills a core's SMT"
@@ -289,6 +293,7 @@ static const cx_flag FLAGS[] = {
 };
 #undef GEN
 #undef KV
+#undef SPEC
 #undef O
 #define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
@@ -302,6 +307,7 @@ void cli_defaults(opts *o) {
     o->kv = cx_kv_defaults();
     o->spec = cx_spec_defaults();
     o->spec.kind = CX_SPEC_NONE; /* speculation is asked for */
+    o->spec_max_batch = CX_SCHED_SPEC_MAX_BATCH;
     o->rank = 16;
     o->strength = 0.25f;
     o->targets = "all";

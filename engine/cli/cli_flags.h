@@ -48,6 +48,7 @@ typedef struct opts {
     cx_kv_params kv;
     cx_spec_params spec;         /* --spec, --draft, --draft-max, --draft-min, --draft-p-min, --draft-fixed */
     int spec_fixed;
+    long spec_max_batch;         /* serve --spec-max-batch N */
     /* adapters: --lora FILE[:SCALE] (repeatable), their in-memory type; synth-lora's shape */
     const char *lora[CX_LORA_MAX_SET];
     float lora_scale[CX_LORA_MAX_SET];

@@ -400,6 +400,14 @@ static int cmd_serve(opts *o) {
     cfg.n_lora = o->n_serve_lora;
     cfg.lora_dir = o->lora_dir;
     cfg.max_adapters = (int)o->max_adapters;
+    if (o->spec.draft_path && o->spec.kind == CX_SPEC_NONE) o->spec.kind = CX_SPEC_MODEL; /* --draft alone */
+    if (o->spec.kind != CX_SPEC_NONE) { /* srv_serve makes the drafter */
+        o->spec.adapt = !o->spec_fixed;
+        o->spec.n_threads = (int)o->threads;
+        o->spec.tmp_dir = getenv("TMPDIR");
+        cfg.spec = &o->spec;
+    }
+    cfg.sched.spec_max_batch = (int)o->spec_max_batch;
     int rc = srv_serve(m, &cfg);
     cx_model_free(m);
     return rc;

@@ -609,7 +609,10 @@ void cx_spec_get_stats(const cx_spec *sp, cx_spec_stats *out);
  * uninterrupted run), end at a deadline or on cancellation, and report each
  * token and their end through callbacks. Driven step by step by the caller
  * (cx_sched_step) or by its own thread (cx_sched_start); submit, cancel and
- * the statistics calls are safe from any thread.
+ * the statistics calls are safe from any thread. With a drafter
+ * (cx_sched_params.drafter) a decoding sequence's segment of the pass is its
+ * last token and a draft, checked as cx_spec_step checks one, while few
+ * sequences decode (spec_max_batch): same tokens, fewer passes.
  */
 typedef struct cx_sched cx_sched;
 
@@ -655,6 +658,17 @@ typedef struct cx_request_stats {
     const char *text;      /* the generated text, stop string excluded (NUL-terminated) */
     size_t text_len;
     char error[256];       /* CX_REQ_FAILED: why */
+    /* Speculative decoding (cx_sched_params.drafter; all 0 when it did not speculate). A decode
+     * step of a speculating request is a speculative step: it drafts (possibly nothing), its
+     * pass checks the draft, and it keeps 1..draft+1 tokens. */
+    int spec_steps;        /* its speculative steps (a draft checked or not) */
+    int spec_verified;     /* of them, those whose pass checked a draft */
+    int spec_drafted;      /* draft tokens checked */
+    int spec_accepted;     /* ... and accepted (<= spec_drafted) */
+    int spec_tokens;       /* tokens those steps gave it (accepted + 1 per step, less any cut off by its end):
+                              n_gen - 1 when every decode step speculated (the first token comes from prefill) */
+    int64_t spec_draft_ns; /* time drafting for it */
+    int64_t spec_verify_ns;/* its share of those steps' passes (by the rows it had in each) */
 } cx_request_stats;
 
 typedef void (*cx_token_cb)(void *user, const cx_token_event *ev);
@@ -677,6 +691,9 @@ typedef struct cx_request {
     int64_t deadline_ms;   /* > 0: end as CX_REQ_TIMEOUT this long after submission */
     int adapter;           /* LoRA adapter id (cx_sched_adapter_add), 0: none */
     float adapter_scale;   /* the user's scale of the adapter (default 1) */
+    int speculate;         /* speculative decoding with the scheduler's drafter (cx_sched_params.drafter):
+                              -1 (default): on, drafts of up to the drafter's draft_max; 0: off for this
+                              request; N > 0: on, drafts of at most N tokens. The output is the same */
     void *user;            /* handed to the callbacks */
     cx_token_cb on_token;  /* may be NULL; called on the stepping thread without the scheduler's lock */
     cx_done_cb on_done;    /* may be NULL; called once, when the request reaches a final state */
@@ -700,14 +717,25 @@ typedef struct cx_sched_params {
     int lora_type;         /* adapters' in-memory type (cx_lora_params.type; -1: auto) */
     int lora_split;        /* 1: each step serves one adapter (and scale) only, as llama.cpp's server
                               does; for comparison with mixed batches (0, the default) */
+    cx_drafter *drafter;   /* speculative decoding (docs/serving.md): NULL (default): none. A drafter for
+                              this model (cx_drafter_new); the caller keeps it and frees it after
+                              cx_sched_free. Each sequence slot gets its own cx_spec */
+    int spec_max_batch;    /* a step speculates only while at most this many sequences decode: past it,
+                              batching fills the pass already (0: CX_SCHED_SPEC_MAX_BATCH) */
 } cx_sched_params;
+
+/* cx_sched_params.spec_max_batch's default: speculation pays while a pass is
+ * bound by reading the weights; a few decoding rows leave it so, and past
+ * that the rows it adds cost compute that batching already puts to use. */
+#define CX_SCHED_SPEC_MAX_BATCH 4
 
 /* Scheduler counters (cx_sched_get_stats). */
 typedef struct cx_sched_stats {
     int running, waiting;          /* now */
     int64_t submitted, rejected;   /* accepted submissions; refused ones (any reason) */
     int64_t finished, cancelled, timed_out, failed, preemptions;
-    int64_t steps, prefill_tokens, decode_tokens;
+    int64_t steps, prefill_tokens, decode_tokens; /* decode_tokens: rows of decoding sequences computed,
+                                                     the drafts their passes checked included */
     int64_t step_ns, eval_ns;      /* time in steps, and inside their cx_batch_eval (the rest is
                                       the scheduler's own overhead: batch forming, sampling, callbacks) */
     int64_t kv_blocks_used, kv_blocks_max, kv_blocks_capacity; /* see cx_kv_stats */
@@ -715,6 +743,14 @@ typedef struct cx_sched_stats {
     int64_t lora_bytes;                    /* memory of the resident ones */
     int64_t lora_loads, lora_evictions;    /* loads (first use and reloads); unloads to make room */
     int64_t lora_load_ns, lora_load_ns_max; /* time loading, in all and the longest */
+    /* speculative decoding (cx_request_stats' counters, summed over every request) */
+    int64_t spec_steps;            /* sequence-steps decoded speculatively (a draft checked or not) */
+    int64_t spec_verified;         /* of them, those whose pass checked a draft */
+    int64_t spec_passes;           /* passes (steps) that checked at least one draft (in decode order) */
+    int64_t spec_drafted, spec_accepted; /* draft tokens checked; of them, accepted */
+    int64_t spec_tokens;           /* tokens the speculative steps gave their requests */
+    int64_t spec_draft_ns;         /* time drafting (part of step_ns, outside eval_ns) */
+    int64_t spec_verify_ns;        /* time in the passes that checked drafts (part of eval_ns) */
 } cx_sched_stats;
 
 /* max_seqs 8, max_batch_tokens 256, max_queue 256, aging 1000 ms, cx_kv_defaults() with the prefix cache on. */

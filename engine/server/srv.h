@@ -99,6 +99,9 @@ typedef struct srv_params {
     int priority;               /* extension: the scheduler's class, higher first */
     int ignore_eos;             /* extension (llama.cpp's): the end-of-text token does not end it */
     int cache_prompt;           /* extension (llama.cpp's): 0 takes nothing from the prefix cache (default 1) */
+    int speculate;              /* extension: cx_request.speculate; -1 (default): the server's drafter, if any;
+                                   0: "speculative": false or llama-server's "speculative.n_max": 0; N > 0:
+                                   "speculative.n_max": N, drafts of at most N tokens */
 } srv_params;
 
 /* Parse a request body of `len` bytes for the chat route (chat = 1) or the
@@ -170,11 +173,14 @@ typedef struct srv_config {
     int n_lora;
     const char *lora_dir;      /* NULL: the adapter routes answer 403; else the one directory they load from */
     int max_adapters;          /* adapters registered at once, --lora's included */
+    const cx_spec_params *spec;/* speculative decoding (--spec, --draft): the drafter's parameters; NULL: none
+                                  (sched.spec_max_batch: --spec-max-batch) */
 } srv_config;
 
 typedef struct srv_server {
     const cx_model *m;
     cx_sched *sched;
+    cx_drafter *drafter;       /* cfg->spec's drafter (NULL: none); freed after the scheduler */
     const srv_config *cfg;
     const char *model_id;      /* the base model's name: what `model` must equal */
     cx_chat chat;              /* the chat format (cx_chat_init; never copied: its end[] points into it) */
@@ -265,6 +271,7 @@ typedef struct srv_job {
     cx_stop_reason reason;
     int n_prompt, oom;
     int n_cached;         /* prompt tokens the prefix cache supplied */
+    int draft_n, draft_accepted; /* speculative decoding: draft tokens checked, and accepted */
     int64_t t_arrive;     /* CLOCK_MONOTONIC ns: the whole request body was in (before parsing and tokenizing) */
     int64_t t_submit, t_start, t_first, t_end; /* the scheduler's clocks (cx_request_stats), set with done */
     char error[256];

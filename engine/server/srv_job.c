@@ -131,6 +131,8 @@ static void on_done(void *user, const cx_request_stats *st) {
     j->n_prompt = st->n_prompt;
     j->n_gen = st->n_gen;
     j->n_cached = st->n_cached;
+    j->draft_n = st->spec_drafted;
+    j->draft_accepted = st->spec_accepted;
     j->t_submit = st->t_submit;
     j->t_start = st->t_start;
     j->t_first = st->t_first;

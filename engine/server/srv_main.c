@@ -95,7 +95,15 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
             goto out;
         }
     }
-    if (cx_sched_new(m, &cfg->sched, &S.sched, &err)) {
+    cx_sched_params sp = cfg->sched;
+    if (cfg->spec) { /* the drafter first: the scheduler gives each sequence slot a cx_spec of it */
+        if (cx_drafter_new(m, cfg->spec, &S.drafter, &err)) {
+            fprintf(stderr, "cortex: serve: speculation: %s\n", err.msg);
+            goto out;
+        }
+        sp.drafter = S.drafter;
+    }
+    if (cx_sched_new(m, &sp, &S.sched, &err)) {
         fprintf(stderr, "cortex: serve: %s\n", err.msg);
         goto out;
     }
@@ -126,6 +134,10 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
     fprintf(stderr, "cortex serve: limits: %d connections (%d per address; %d past them answered 503), request read "
             "%gs, idle %ds, body %ld bytes, prompt text %zu bytes (context %d)\n", S.max_conns, cfg->max_conns_per_ip,
             S.hard_conns - S.max_conns, cfg->read_timeout, cfg->idle_timeout, cfg->max_body, S.max_prompt_bytes, S.n_ctx);
+    if (S.drafter)
+        fprintf(stderr, "cortex serve: speculation: %s, drafts of up to %d tokens%s, while at most %d sequences decode\n",
+                cx_drafter_describe(S.drafter), cfg->spec->draft_max, cfg->spec->adapt ? " (adaptive)" : "",
+                sp.spec_max_batch > 0 ? sp.spec_max_batch : CX_SCHED_SPEC_MAX_BATCH);
     fflush(stderr);
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -148,6 +160,7 @@ int srv_serve(const cx_model *m, const srv_config *cfg) {
 out:
     srv_http_stop(&S);
     cx_sched_free(S.sched);
+    cx_drafter_free(S.drafter); /* after the scheduler's cx_spec of it */
     srv_metrics_free(&S.metrics);
     free(S.lora_dir);
     pthread_mutex_destroy(&S.admin_mu);

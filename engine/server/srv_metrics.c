@@ -132,6 +132,23 @@ char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len) {
     fprintf(f, "cortex_prefill_tokens_total %lld\n", (long long)ss.prefill_tokens);
     head(f, "cortex_decode_tokens_total", "counter", "Decode tokens computed by forward passes.");
     fprintf(f, "cortex_decode_tokens_total %lld\n", (long long)ss.decode_tokens);
+    /* speculative decoding (cortex serve --spec): zero without a drafter */
+    const struct { const char *name, *help; int64_t v; } spec[] = {
+        {"cortex_spec_steps_total", "Sequence-steps decoded speculatively (a draft checked or not).", ss.spec_steps},
+        {"cortex_spec_verify_steps_total", "Of them, those whose pass checked a draft.", ss.spec_verified},
+        {"cortex_spec_verify_passes_total", "Forward passes that checked at least one draft.", ss.spec_passes},
+        {"cortex_spec_drafted_tokens_total", "Draft tokens checked.", ss.spec_drafted},
+        {"cortex_spec_accepted_tokens_total", "Draft tokens accepted.", ss.spec_accepted},
+        {"cortex_spec_tokens_total", "Tokens the speculative steps generated (accepted, plus one per step).", ss.spec_tokens},
+    };
+    for (int i = 0; i < NB(spec); i++) {
+        head(f, spec[i].name, "counter", spec[i].help);
+        fprintf(f, "%s %lld\n", spec[i].name, (long long)spec[i].v);
+    }
+    head(f, "cortex_spec_draft_seconds_total", "counter", "Time drafting.");
+    fprintf(f, "cortex_spec_draft_seconds_total %.6f\n", (double)ss.spec_draft_ns / 1e9);
+    head(f, "cortex_spec_verify_seconds_total", "counter", "Time in the forward passes that checked drafts.");
+    fprintf(f, "cortex_spec_verify_seconds_total %.6f\n", (double)ss.spec_verify_ns / 1e9);
     head(f, "cortex_kv_blocks", "gauge", "KV cache blocks held now, per tier.");
     static const char *tier[CX_KV_TIERS] = {"hot", "warm", "cold"};
     for (int t = 0; t < CX_KV_TIERS; t++) fprintf(f, "cortex_kv_blocks{tier=\"%s\"} %lld\n", tier[t], (long long)kv.blocks[t]);

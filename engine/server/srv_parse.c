@@ -275,6 +275,16 @@ static int get_logprobs(json_t *o, srv_params *p, srv_error *e) {
     return 0;
 }
 
+/* Speculative decoding per request (extensions): "speculative": false turns
+ * it off, llama-server's "speculative.n_max" caps the draft (0: off). */
+static int get_speculative(json_t *o, srv_params *p, srv_error *e) {
+    int on = 1;
+    long long n_max = -1;
+    if (get_bool(o, "speculative", &on, e) || get_int(o, "speculative.n_max", 0, 1 << 24, &n_max, e)) return -1;
+    p->speculate = !on ? 0 : n_max >= 0 ? (int)n_max : -1;
+    return 0;
+}
+
 /* ---- OpenAI fields this server does not implement ------------------------
  * A client that sends one expects its effect (JSON output, tool calls, a
  * biased vocabulary, several choices); answering 200 without it would look
@@ -349,6 +359,7 @@ int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_p
     p->chat = chat;
     p->sp = *dflt;
     p->cache_prompt = 1;
+    p->speculate = -1;
     json_error_t je;
     p->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!p->root)
@@ -365,7 +376,7 @@ int srv_parse_request(const char *body, size_t len, int chat, const cx_sampler_p
     if (get_int(o, mt, 1, 1 << 24, &max_tokens, e) ||
         get_int(o, "priority", -1000, 1000, &priority, e) || get_sampling(o, p, e) || get_stop(o, p, e) ||
         get_bool(o, "stream", &p->stream, e) || get_bool(o, "ignore_eos", &p->ignore_eos, e) || get_logprobs(o, p, e) ||
-        get_bool(o, "cache_prompt", &p->cache_prompt, e))
+        get_bool(o, "cache_prompt", &p->cache_prompt, e) || get_speculative(o, p, e))
         return -1;
     p->max_tokens = (int)max_tokens;
     p->priority = (int)priority;

@@ -76,10 +76,16 @@ static json_t *span_ms(int64_t a, int64_t b) { return a && b ? json_real((double
  * cortex_time_to_first_token_seconds of /metrics). A client subtracts ttft_ms
  * from its own TTFT to see what the HTTP path costs. */
 static json_t *timings(const srv_job *j) {
-    return json_pack("{s:i, s:o, s:i, s:o, s:i, s:o, s:o, s:o}", "prompt_n", j->n_prompt - j->n_cached, "prompt_ms",
-                     span_ms(j->t_start, j->t_first), "predicted_n", j->n_gen, "predicted_ms",
-                     span_ms(j->t_first, j->t_end), "cache_n", j->n_cached, "prepare_ms", span_ms(j->t_arrive, j->t_submit),
-                     "queue_ms", span_ms(j->t_submit, j->t_start), "ttft_ms", span_ms(j->t_submit, j->t_first));
+    json_t *t = json_pack("{s:i, s:o, s:i, s:o, s:i, s:o, s:o, s:o}", "prompt_n", j->n_prompt - j->n_cached, "prompt_ms",
+                          span_ms(j->t_start, j->t_first), "predicted_n", j->n_gen, "predicted_ms",
+                          span_ms(j->t_first, j->t_end), "cache_n", j->n_cached, "prepare_ms",
+                          span_ms(j->t_arrive, j->t_submit), "queue_ms", span_ms(j->t_submit, j->t_start), "ttft_ms",
+                          span_ms(j->t_submit, j->t_first));
+    if (t && j->S->drafter) { /* speculation (llama-server's names): draft tokens checked, and accepted */
+        json_object_set_new(t, "draft_n", json_integer(j->draft_n));
+        json_object_set_new(t, "draft_n_accepted", json_integer(j->draft_accepted));
+    }
+    return t;
 }
 
 /* A token's text as a JSON string, and its raw bytes when `bytes` is not NULL. */

@@ -175,6 +175,7 @@ static int completion(srv_server *S, struct MHD_Connection *c, const char *body,
     q.priority = p.priority;
     q.ignore_eos = p.ignore_eos;
     q.no_prefix_cache = !p.cache_prompt;
+    q.speculate = p.speculate;
     q.deadline_ms = S->cfg->request_timeout_ms;
     q.adapter = adapter;
     memcpy(stop, p.stop, sizeof p.stop);

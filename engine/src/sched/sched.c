@@ -17,6 +17,7 @@
 
 #include "sched.h"
 #include "../placement.h"
+#include "../spec/spec.h"
 #include "../util.h"
 
 /* See cortex.h. */
@@ -41,6 +42,7 @@ cx_request cx_request_defaults(void) {
     r.sampling = cx_sampler_defaults();
     r.max_tokens = 16;
     r.adapter_scale = 1.0f;
+    r.speculate = -1;
     return r;
 }
 
@@ -78,6 +80,7 @@ void cx_sched_free(cx_sched *s) {
         req_free(r);
     }
     for (int i = 0; s->sess && i < s->p.max_seqs; i++) cx_session_free(s->sess[i]);
+    for (int i = 0; s->spec && i < s->p.max_seqs; i++) cx_spec_free(s->spec[i]);
     cx_batch_free(s->batch);
     cx_kv_cache_free(s->cache);
     sched_lora_free_all(s); /* after the sessions that applied them */
@@ -88,6 +91,14 @@ void cx_sched_free(cx_sched *s) {
     free((void *)s->b_tok);
     free(s->b_n);
     free(s->b_slot);
+    free(s->b_nout);
+    free(s->b_k);
+    free(s->b_pos);
+    free(s->b_dns);
+    free((void *)s->b_rows);
+    free(s->spec);
+    free(s->spec_want);
+    free(s->spec_out);
     free(s->ended);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -112,6 +123,8 @@ static int check_params(const cx_sched_params *p, cx_err *err) {
         return cx_fail(err, CX_EINVAL, "scheduler: adapter budget %lld is negative", (long long)p->lora_budget);
     if (p->lora_type != -1 && p->lora_type != CX_TYPE_F32 && p->lora_type != CX_TYPE_Q8_0 && p->lora_type != CX_TYPE_Q4_0)
         return cx_fail(err, CX_EINVAL, "scheduler: adapters are held as f32, q8_0 or q4_0 (type %d)", p->lora_type);
+    if (p->spec_max_batch < 0)
+        return cx_fail(err, CX_EINVAL, "scheduler: spec_max_batch %d is negative", p->spec_max_batch);
     return 0;
 }
 
@@ -120,6 +133,8 @@ int cx_sched_new(const cx_model *m, const cx_sched_params *pp, cx_sched **out, c
     *out = NULL;
     int rc = check_params(pp, err);
     if (rc) return rc;
+    if (pp->drafter && pp->drafter->target != m)
+        return cx_fail(err, CX_EINVAL, "scheduler: the drafter was made for another model (cx_drafter_new's target)");
     cx_sched *s = calloc(1, sizeof *s);
     if (!s) return cx_fail(err, CX_ENOMEM, "out of memory");
     pthread_mutex_init(&s->mu, NULL);
@@ -131,6 +146,7 @@ int cx_sched_new(const cx_model *m, const cx_sched_params *pp, cx_sched **out, c
     if (s->p.n_ctx > h->n_ctx) s->p.n_ctx = h->n_ctx;
     if (s->p.n_threads < 1) s->p.n_threads = 1;
     if (s->p.kv.max_tokens == 0) s->p.kv.max_tokens = s->p.max_seqs * s->p.n_ctx;
+    if (s->p.spec_max_batch == 0) s->p.spec_max_batch = CX_SCHED_SPEC_MAX_BATCH;
     int S = s->p.max_seqs, W = s->p.max_queue + S;
     s->sess = calloc((size_t)S, sizeof *s->sess);
     s->run = calloc((size_t)S, sizeof *s->run);
@@ -140,7 +156,20 @@ int cx_sched_new(const cx_model *m, const cx_sched_params *pp, cx_sched **out, c
     s->b_n = calloc((size_t)S, sizeof *s->b_n);
     s->b_slot = calloc((size_t)S, sizeof *s->b_slot);
     s->ended = calloc((size_t)(W + S), sizeof *s->ended);
-    if (!s->sess || !s->run || !s->wait || !s->b_sess || !s->b_tok || !s->b_n || !s->b_slot || !s->ended) {
+    s->b_nout = calloc((size_t)S, sizeof *s->b_nout);
+    s->b_k = calloc((size_t)S, sizeof *s->b_k);
+    s->b_pos = calloc((size_t)S, sizeof *s->b_pos);
+    s->b_dns = calloc((size_t)S, sizeof *s->b_dns);
+    s->b_rows = calloc((size_t)S, sizeof *s->b_rows);
+    int spec_ok = 1;
+    if (s->p.drafter) {
+        s->spec = calloc((size_t)S, sizeof *s->spec);
+        s->spec_want = calloc((size_t)S, sizeof *s->spec_want);
+        s->spec_out = calloc((size_t)S * (CX_SPEC_MAX_DRAFT + 1), sizeof *s->spec_out);
+        spec_ok = s->spec && s->spec_want && s->spec_out;
+    }
+    if (!s->sess || !s->run || !s->wait || !s->b_sess || !s->b_tok || !s->b_n || !s->b_slot || !s->ended || !s->b_nout ||
+        !s->b_k || !s->b_pos || !s->b_dns || !s->b_rows || !spec_ok) {
         cx_sched_free(s);
         return cx_fail(err, CX_ENOMEM, "out of memory for a scheduler of %d sequences", S);
     }
@@ -152,6 +181,7 @@ int cx_sched_new(const cx_model *m, const cx_sched_params *pp, cx_sched **out, c
     sp.cache = s->cache;
     sp.batch = 1;                  /* evaluated only through the batch: no pass buffers of its own */
     for (int i = 0; !rc && i < S; i++) rc = cx_session_new_ex(m, &sp, &s->sess[i], err);
+    for (int i = 0; !rc && s->spec && i < S; i++) rc = cx_spec_new(s->p.drafter, s->p.n_ctx, &s->spec[i], err);
     if (rc) {
         cx_sched_free(s);
         return rc;
@@ -173,6 +203,8 @@ static int req_make(cx_sched *s, const cx_request *q, sched_req **out, cx_err *e
     if (q->n_stop_ids < 0 || (q->n_stop_ids && !q->stop_ids))
         return cx_fail(err, CX_EINVAL, "request: %d stop token ids announced, none given", q->n_stop_ids);
     if (q->deadline_ms < 0) return cx_fail(err, CX_EINVAL, "request: deadline %lld ms is negative", (long long)q->deadline_ms);
+    if (q->speculate < -1)
+        return cx_fail(err, CX_EINVAL, "request: speculate %d is not -1 (on), 0 (off) or a draft length", q->speculate);
     for (int i = 0; i < q->n_stop_ids; i++)
         if (q->stop_ids[i] < 0 || q->stop_ids[i] >= h->n_vocab)
             return cx_fail(err, CX_EINVAL, "request: stop token id %d is outside the vocabulary (0..%d)", q->stop_ids[i],
@@ -236,6 +268,7 @@ static int req_make(cx_sched *s, const cx_request *q, sched_req **out, cx_err *e
     r->adapter_scale = q->adapter_scale;
     r->ignore_eos = q->ignore_eos;
     r->no_prefix = q->no_prefix_cache != 0;
+    r->speculate = s->p.drafter ? q->speculate : 0;
     r->user = q->user;
     r->on_token = q->on_token;
     r->on_done = q->on_done;
@@ -312,6 +345,13 @@ static void req_stats(const sched_req *r, cx_request_stats *st) {
     st->text = r->text;
     st->text_len = r->text_len;
     snprintf(st->error, sizeof st->error, "%s", r->error);
+    st->spec_steps = r->spec_steps;
+    st->spec_verified = r->spec_verified;
+    st->spec_drafted = r->spec_drafted;
+    st->spec_accepted = r->spec_accepted;
+    st->spec_tokens = r->spec_tokens;
+    st->spec_draft_ns = r->spec_draft_ns;
+    st->spec_verify_ns = r->spec_verify_ns;
 }
 
 /* See cortex.h. */

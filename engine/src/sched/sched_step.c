@@ -15,8 +15,13 @@
  *      are dropped and it waits again to be recomputed (its prompt and the
  *      tokens it generated, prefilled; f32 prefill equals decode bit for
  *      bit, and full blocks may still be in the prefix cache);
- *   4. the pass: one cx_batch_eval, without the scheduler's lock;
- *   5. sampling, stop conditions and on_token; then the ends and on_done.
+ *   4. the pass: one cx_batch_eval, without the scheduler's lock; with a
+ *      drafter, the drafts of the speculating sequences are made first
+ *      (sched.h: each such segment is its last token and its draft, every
+ *      row's logits kept, summed in decode's order);
+ *   5. sampling (or, for a checked draft, the accept/reject rule and the
+ *      rollback of the rejected positions), stop conditions and on_token,
+ *      token by token; then the ends and on_done.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -25,6 +30,7 @@
 #include "../kv/kv_cache.h"
 #include "../pass.h"
 #include "../session.h"
+#include "../spec/spec.h"
 #include "sched.h"
 #include "../util.h"
 
@@ -61,6 +67,19 @@ static int32_t available(cx_sched *s) {
     return n;
 }
 
+/* 1 if the next write of session ss copies its last block first: a partial
+ * block it shares, which only a rollback makes (a checked draft filled the
+ * block, the prefix index took it, the rejected rows were dropped:
+ * kv_truncate leaves the index's copy whole). The copy is one more block,
+ * and while it is filled its source stays in the hot tier too. */
+static int shares_tail(cx_sched *s, const cx_session *ss) {
+    if (!s->spec || ss->pos % CX_KV_BLOCK == 0) return 0;
+    pthread_mutex_lock(&s->cache->lock);
+    int shared = s->cache->blocks[ss->seq.table[ss->pos / CX_KV_BLOCK]].refs > 1;
+    pthread_mutex_unlock(&s->cache->lock);
+    return shared;
+}
+
 /* Take r off the waiting queue (lock held), keeping the others' order. */
 static void unqueue(cx_sched *s, sched_req *r) {
     assert(r->state == CX_REQ_QUEUED && r->slot < 0 && "only a queued request is on the waiting queue");
@@ -79,6 +98,7 @@ static void unslot(cx_sched *s, sched_req *r) {
     assert(r->slot < s->p.max_seqs && s->run[r->slot] == r && s->n_run > 0 && "a slot's request is in s->run");
     assert((r->state == CX_REQ_PREFILL || r->state == CX_REQ_DECODE) && "only a running request holds a slot");
     cx_session_reset(s->sess[r->slot]);
+    if (s->spec) cx_spec_reset(s->spec[r->slot]); /* the next request of the slot drafts from scratch */
     sched_lora_unslot(s, r);
     s->run[r->slot] = NULL;
     s->n_run--;
@@ -216,6 +236,12 @@ static sched_req *running_end(cx_sched *s, int64_t now, int first) {
     return e;
 }
 
+/* 1 if r decodes this step: it has sampled, its next token is the one pending (and
+ * under lora_split, it shares the step's adapter set). */
+static int decodes(const cx_sched *s, const sched_req *r, const sched_req *split) {
+    return r && r->n_gen > 0 && pending(s, r) == 1 && (!split || sched_lora_same(r, split));
+}
+
 /* Step 3 (lock held): the pass's segments into b_*. Returns the number of segments.
  *
  * Progress: every pass feeds the lead at least one token. Decode tokens go
@@ -226,23 +252,55 @@ static sched_req *running_end(cx_sched *s, int64_t now, int first) {
  * must fit what the budgets hold (kv_blocks_available) and the blocks the
  * pass writes must fit the hot tier. While either fails, or the lead is out,
  * the victim (never the lead while another runs) is preempted; a lead alone
- * that does not fit can never fit and fails. */
+ * that does not fit can never fit and fails.
+ *
+ * Speculation: while at most spec_max_batch sequences decode, a speculating
+ * one reserves room for its draft (b_k: spec_want, at most what max_tokens,
+ * the context and the budget leave; the budget keeps a token for every
+ * running sequence, so the lead still fits). Drafts are the first thing
+ * given up: when the pass does not fit with them, it is formed again
+ * without any before anyone is preempted; and none are made while `hold`
+ * says the last pass ran out of room. A rollback may leave a sequence's last
+ * block shared with the prefix index (shares_tail): its next write copies
+ * it, counted here; a lone sequence that has no room for the copy drops that
+ * block's rows instead and computes them again, as a preempted one would. */
 static int form_batch(cx_sched *s, int64_t now) {
     const int hot = s->cache->slots[KV_HOT].n; /* blocks one pass may write (kv_prepare_batch pins them hot) */
+    int spec_ok = s->spec != NULL && !s->hold; /* after a pass that ran out of room, none until one succeeds */
+    for (int k = 0; spec_ok && k < s->p.max_seqs; k++) s->spec_want[k] = -1; /* spec_want once per slot and step */
     for (;;) {
-        int n = 0, budget = s->p.max_batch_tokens, need = 0, written = 0, lead_in = 0;
+        int n = 0, budget = s->p.max_batch_tokens, need = 0, written = 0, lead_in = 0, drafts = 0, n_dec = 0;
         const sched_req *lead = running_end(s, now, 1);
         const sched_req *split = s->p.lora_split ? lead : NULL; /* lora_split: only the lead's adapter this step */
-        for (int k = 0; k < s->p.max_seqs; k++) { /* decode first: one token each */
+        for (int k = 0; k < s->p.max_seqs; k++) n_dec += decodes(s, s->run[k], split);
+        int spec_now = spec_ok && n_dec <= s->p.spec_max_batch;
+        int draft_budget = s->p.max_batch_tokens - s->n_run; /* >= 0: max_batch_tokens >= max_seqs */
+        for (int k = 0; k < s->p.max_seqs; k++) { /* decode first: one token each, and the drafts' room */
             sched_req *r = s->run[k];
-            if (!r || r->n_gen == 0 || pending(s, r) != 1 || (split && !sched_lora_same(r, split))) continue;
-            int pos = cx_session_pos(s->sess[k]);
+            if (!decodes(s, r, split)) continue;
+            int pos = cx_session_pos(s->sess[k]), want = -1;
+            if (spec_now && r->speculate) {
+                int room = r->max_tokens - r->n_gen - 1;                   /* k + 1 tokens within max_tokens */
+                if (room > s->p.n_ctx - pos - 1) room = s->p.n_ctx - pos - 1; /* positions pos..pos+k in the context */
+                if (room > draft_budget) room = draft_budget;
+                if (r->speculate > 0 && room > r->speculate) room = r->speculate;
+                if (room < 0) room = 0;
+                if (s->spec_want[k] < 0) s->spec_want[k] = spec_want(s->spec[k], room);
+                want = s->spec_want[k] < room ? s->spec_want[k] : room;
+                draft_budget -= want;
+                drafts += want;
+            }
+            int T = want > 0 ? 1 + want : 1; /* the blocks its draft may write are counted now */
             s->b_slot[n] = k;
             s->b_tok[n] = r->toks + pos;
-            s->b_n[n++] = 1;
-            need += blocks_for(pos, 1);
-            written++;
-            budget--;
+            s->b_n[n] = 1;
+            s->b_nout[n] = 1;
+            s->b_k[n] = want;
+            s->b_pos[n++] = pos;
+            int copy = shares_tail(s, s->sess[k]);
+            need += blocks_for(pos, T) + copy;
+            written += blocks_written(pos, T) + copy;
+            budget -= T;
             lead_in |= r == lead;
         }
         for (;;) { /* then prompt chunks, in scheduling order */
@@ -262,7 +320,10 @@ static int form_batch(cx_sched *s, int64_t now) {
                 T = (pos + T) / CX_KV_BLOCK * CX_KV_BLOCK - pos;
             s->b_slot[n] = k;
             s->b_tok[n] = next->toks + pos;
-            s->b_n[n++] = T;
+            s->b_n[n] = T;
+            s->b_nout[n] = 1;
+            s->b_k[n] = -1;
+            s->b_pos[n++] = pos;
             need += blocks_for(pos, T);
             written += blocks_written(pos, T);
             budget -= T;
@@ -272,7 +333,16 @@ static int form_batch(cx_sched *s, int64_t now) {
             assert(n <= s->n_run && budget >= 0 && "one segment per running sequence, within max_batch_tokens");
             return n;
         }
+        if (drafts > 0) { /* the drafts give way first */
+            spec_ok = 0;
+            continue;
+        }
         sched_req *v = running_end(s, now, 0);
+        if (s->n_run == 1 && shares_tail(s, s->sess[v->slot])) { /* alone, with no room for the copy: its rows in */
+            cx_session *vs = s->sess[v->slot];                      /* that block are computed again instead */
+            cx_session_truncate(vs, cx_session_pos(vs) / CX_KV_BLOCK * CX_KV_BLOCK, NULL);
+            continue;
+        }
         if (s->n_run == 1) { /* alone and still too big: the cache cannot hold this request */
             char msg[200];
             snprintf(msg, sizeof msg, "the KV cache's budgets (%d blocks of %d positions) cannot hold this request's %d "
@@ -302,13 +372,11 @@ static int is_stop_id(const sched_req *r, int tok) {
     return 0;
 }
 
-/* Step 5 for one sequence whose pass ended at its last token: sample, stop
- * conditions, the token's event. Returns the reason it stops (CX_STOP_*, or
- * CX_STOP_NONE to go on). Runs without the lock: only the stepping thread
- * touches a running request. */
-static cx_stop_reason sample(cx_sched *s, sched_req *r, const float *logits, int64_t now) {
-    int tok = cx_sampler_sample(r->smp, logits);
-    cx_sampler_accept(r->smp, tok);
+/* Step 5 for token tok chosen for r from `logits` (its sampler has accepted
+ * it): appended, stop conditions, the token's event. Returns the reason it
+ * stops (CX_STOP_*, or CX_STOP_NONE to go on). Runs without the lock: only
+ * the stepping thread touches a running request. */
+static cx_stop_reason take(cx_sched *s, sched_req *r, int tok, const float *logits, int64_t now) {
     int at = r->n_prompt + r->n_gen, prev = r->toks[at - 1];
     r->toks[at] = tok;
     if (r->n_gen) r->itl[r->n_gen - 1] = now - r->t_last;
@@ -336,6 +404,97 @@ static cx_stop_reason sample(cx_sched *s, sched_req *r, const float *logits, int
         r->on_token(r->user, &ev);
     }
     r->emitted = final;
+    return reason;
+}
+
+/* Step 5 for one sequence whose pass ended at its last token: sample, then take. */
+static cx_stop_reason sample(cx_sched *s, sched_req *r, const float *logits, int64_t now) {
+    int tok = cx_sampler_sample(r->smp, logits);
+    cx_sampler_accept(r->smp, tok);
+    return take(s, r, tok, logits, now);
+}
+
+/* Step 4's drafting for segment i, a speculative step (b_k[i] >= 0 holds its
+ * room), without the lock: the draft continues the request's tokens up to
+ * its last chosen one (at b_pos[i]); a draft of k >= 1 tokens (at least
+ * draft_min) makes the segment that token and the draft, k + 1 rows of
+ * logits, and *verify 1. b_k[i] becomes k (0: the step decodes one token). */
+static void draft(cx_sched *s, int i, int *verify) {
+    int slot = s->b_slot[i], want = s->b_k[i], P = s->b_pos[i], k = 0;
+    sched_req *r = s->run[slot];
+    cx_spec *sp = s->spec[slot];
+    int64_t t0 = cx_now_ns();
+    assert(P == r->n_prompt + r->n_gen - 1 && "a decoding session holds all but the last chosen token");
+    sp->greedy = sampler_is_greedy(r->smp);
+    if (sp->dsmp) { /* the draft draws under the request's settings, its stream seeded per sequence */
+        sampler_follow(sp->dsmp, r->smp, !sp->seeded);
+        sp->seeded = 1;
+    }
+    if (want > 0) {
+        cx_err derr;
+        k = spec_draft(sp, r->toks, P + 1, want, sp->feed + 1, &derr);
+        if (k < 0) { /* the draft model failed (its memory): the request goes on without drafts */
+            cx_spec_reset(sp);
+            r->speculate = 0;
+            k = 0;
+        }
+        if (k < sp->d->p.draft_min) k = 0;
+    }
+    if (k > 0) {
+        sp->feed[0] = r->toks[P];
+        s->b_tok[i] = sp->feed;
+        s->b_n[i] = s->b_nout[i] = k + 1;
+        *verify = 1;
+    }
+    s->b_k[i] = k;
+    s->b_dns[i] = cx_now_ns() - t0;
+}
+
+/* A speculative step's tokens (spec.h, "one step"), summed into the step's totals. */
+typedef struct spec_sum {
+    int64_t steps, verified, drafted, accepted, tokens, draft_ns;
+} spec_sum;
+
+/* Step 5 for segment i, a speculative step: without a draft, sample as any
+ * decode step does; with one, the rule picks 1..k+1 tokens from its rows,
+ * the session keeps the positions of the last chosen token and the accepted
+ * draft (its last chosen token is the next step's feed), and the tokens are
+ * taken in order up to the first that ends the request. Then the step's
+ * counts and times go to the cx_spec (its adaptive length) and the request.
+ * pass_ns and rows: the pass's time and rows (a share of it is this
+ * sequence's). */
+static cx_stop_reason spec_end(cx_sched *s, sched_req *r, int i, int64_t now, int64_t pass_ns, int rows, spec_sum *sum) {
+    int slot = s->b_slot[i], k = s->b_k[i], n_new = 1, accepted = 0, kept = 1;
+    cx_spec *sp = s->spec[slot];
+    const float *row = s->b_rows[i];
+    cx_stop_reason reason;
+    if (k == 0) {
+        reason = sample(s, r, row, now);
+    } else {
+        int32_t *out = s->spec_out + (size_t)slot * (CX_SPEC_MAX_DRAFT + 1);
+        n_new = spec_accept(sp, s->m, r->smp, sp->feed + 1, k, row, out, &accepted);
+        int rc = cx_session_truncate(s->b_sess[i], s->b_pos[i] + n_new, NULL);
+        assert(rc == 0 && "the positions kept were just evaluated");
+        (void)rc;
+        reason = take(s, r, out[0], row, now);
+        for (kept = 1; kept < n_new && !reason; kept++)
+            reason = take(s, r, out[kept], row + (size_t)kept * (size_t)sp->V, now);
+    }
+    int64_t share = rows > 0 ? pass_ns * (k + 1) / rows : pass_ns;
+    spec_observe(sp, k, accepted, n_new, s->b_dns[i], share, rows);
+    r->spec_steps++;
+    r->spec_verified += k > 0;
+    r->spec_drafted += k;
+    r->spec_accepted += accepted;
+    r->spec_tokens += kept;
+    r->spec_draft_ns += s->b_dns[i];
+    r->spec_verify_ns += share;
+    sum->steps++;
+    sum->verified += k > 0;
+    sum->drafted += k;
+    sum->accepted += accepted;
+    sum->tokens += kept;
+    sum->draft_ns += s->b_dns[i];
     return reason;
 }
 
@@ -369,11 +528,14 @@ int sched_step(cx_sched *s, cx_err *err) {
     for (int i = 0; i < n; i++) s->b_sess[i] = s->sess[s->b_slot[i]];
     pthread_mutex_unlock(&s->mu);
 
-    int rc = 0, tokens = 0, prefill = 0;
+    int rc = 0, tokens = 0, prefill = 0, verify = 0, rows = 0;
+    spec_sum sum = {0};
+    for (int i = 0; i < n; i++)
+        if (s->b_k[i] >= 0) draft(s, i, &verify);
+    for (int i = 0; i < n; i++) rows += s->b_n[i];
     int64_t t1 = cx_now_ns(), t2 = t1;
-    const float **logits = NULL;
     if (n > 0) {
-        rc = cx_batch_eval(s->batch, s->b_sess, s->b_tok, s->b_n, n, &logits, err);
+        rc = batch_eval_rows(s->batch, s->b_sess, s->b_tok, s->b_n, s->b_nout, n, verify, s->b_rows, err);
         t2 = cx_now_ns();
     }
     if (rc) { /* out of room after all (a copy-on-write, a fragmented cold region): make room, and admit nobody
@@ -385,6 +547,9 @@ int sched_step(cx_sched *s, cx_err *err) {
             for (int i = 0; i < n; i++)
                 if (s->run[s->b_slot[i]]) fail(s, s->run[s->b_slot[i]], err ? err->msg : "the forward pass failed");
         pthread_mutex_unlock(&s->mu);
+        for (int i = 0; i < n; i++) /* a sequence still running keeps none of its draft's positions */
+            if (s->b_k[i] > 0 && cx_session_pos(s->b_sess[i]) > s->b_pos[i])
+                cx_session_truncate(s->b_sess[i], s->b_pos[i], NULL);
         n = 0;
     }
     if (n > 0) s->hold = 0; /* only touched by the stepping thread */
@@ -392,6 +557,14 @@ int sched_step(cx_sched *s, cx_err *err) {
         sched_req *r = s->run[s->b_slot[i]];
         cx_session *ss = s->b_sess[i];
         tokens += s->b_n[i];
+        if (s->b_k[i] >= 0) { /* a decoding sequence's speculative step */
+            cx_stop_reason reason = spec_end(s, r, i, t2, t2 - t1, rows, &sum);
+            pthread_mutex_lock(&s->mu);
+            if (reason) sched_end(s, r, CX_REQ_FINISHED, reason);
+            else sched_move(r, CX_REQ_DECODE);
+            pthread_mutex_unlock(&s->mu);
+            continue;
+        }
         if (r->n_gen == 0 || s->b_n[i] > 1) {
             prefill += s->b_n[i];
             cx_kv_stats kv;
@@ -399,7 +572,7 @@ int sched_step(cx_sched *s, cx_err *err) {
             r->n_cached += kv.last_reused;
         }
         if (cx_session_pos(ss) != r->n_prompt + r->n_gen) continue; /* more prompt to come */
-        cx_stop_reason reason = sample(s, r, logits[i], t2);
+        cx_stop_reason reason = sample(s, r, s->b_rows[i], t2);
         pthread_mutex_lock(&s->mu);
         if (reason) sched_end(s, r, CX_REQ_FINISHED, reason);
         else sched_move(r, CX_REQ_DECODE);
@@ -413,6 +586,14 @@ int sched_step(cx_sched *s, cx_err *err) {
         s->st.decode_tokens += tokens - prefill;
         s->st.eval_ns += t2 - t1;
         s->st.step_ns += t3 - t0;
+        s->st.spec_steps += sum.steps;
+        s->st.spec_verified += sum.verified;
+        s->st.spec_passes += verify;
+        s->st.spec_drafted += sum.drafted;
+        s->st.spec_accepted += sum.accepted;
+        s->st.spec_tokens += sum.tokens;
+        s->st.spec_draft_ns += sum.draft_ns;
+        s->st.spec_verify_ns += verify ? t2 - t1 : 0;
     }
     sched_check(s);
     pthread_mutex_unlock(&s->mu);

@@ -15,7 +15,8 @@ declare -A FLAGS=(
 [generate]="-m x --model x -z x --tokenizer x -p x --prompt x -f x --prompt-file x -n 5 --n-predict 5
   --temp 0.5 --top-k 5 --top-p 0.5 --min-p 0.1 --repeat-penalty 1.2 --repeat-last-n 32 --presence-penalty 0.5
   --frequency-penalty 0.5 --seed 7 -t 2 --threads 2 --pin compact --numa interleave -c 64 --ctx 64 --no-echo - --ids - --kv-type f16
-  --kv-warm-type q4 --kv-hot 64K --kv-warm 0 --kv-cold 1M --kv-spill x --kv-policy lfu --prefix-cache - --kv-stats - --no-special - --lora a.gguf:0.5 --lora-type q8_0"
+  --kv-warm-type q4 --kv-hot 64K --kv-warm 0 --kv-cold 1M --kv-spill x --kv-policy lfu --prefix-cache - --kv-stats - --no-special - --lora a.gguf:0.5 --lora-type q8_0
+  --spec ngram --draft x -md x --draft-max 4 --draft-min 1 --draft-p-min 0.5 --draft-fixed -"
 [info]="-m x --model x -z x --tokenizer x"
 [synth]="--shape test-tiny --type q8_0 -o x --output x --seed 3 -c 64 --ctx 64 --vocab x --list -"
 [tokenize]="-m x --model x -z x --tokenizer x -p x --prompt x -f x --prompt-file x --no-bos - --no-special -"
@@ -27,7 +28,8 @@ declare -A FLAGS=(
   --kv-warm-type q4 --kv-hot 64K --kv-warm 0 --kv-cold 1M --kv-spill x --kv-policy lfu --prefix-cache - --host 0.0.0.0
   --port 0 --api-key k --chat-template chatml --max-seqs 2 --max-batch-tokens 16 --max-queue 4 --request-timeout 2.5
   --max-body 4096 --lora a=x --lora-budget 512M --lora-type q8_0 --lora-dir x --max-adapters 8 --max-conns 64
-  --max-conns-per-ip 0 --read-timeout 2.5 --busy-timeout 1 --idle-timeout 10 --drain-timeout 5"
+  --max-conns-per-ip 0 --read-timeout 2.5 --busy-timeout 1 --idle-timeout 10 --drain-timeout 5
+  --spec self:q8_0 --draft x -md x --draft-max 4 --draft-min 1 --draft-p-min 0.5 --draft-fixed - --spec-max-batch 2"
 )
 CMDS="generate info synth tokenize quantize quality serve synth-lora merge-lora"
 

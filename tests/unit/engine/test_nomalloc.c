@@ -15,7 +15,8 @@
  * cache whose prompt shares a pass with their decode tokens, as the batched
  * workload and a continuous-batching server do; and the request
  * scheduler's steps (admission, chunked prefill, sampling, preemption), also
- * with two resident LoRA adapters mixed in its passes.
+ * with two resident LoRA adapters mixed in its passes, and speculating (the
+ * n-gram lookup, and a draft model: drafting, verify passes, rollback).
  *
  * Skipped under AddressSanitizer, which owns malloc itself.
  */
@@ -220,8 +221,9 @@ static void check_shared(cx_model *m, const cx_kv_params *kv, int batched) {
  * submitted between steps (a submission allocates its record) and one joins
  * midway. The cache is small enough that sequences get preempted. With
  * `adapters` (a file name prefix in the scratch directory): two resident adapters, the requests using
- * adapter 1, adapter 2 and none in turn, so passes mix them. */
-static void check_sched(cx_model *m, const char *adapters) {
+ * adapter 1, adapter 2 and none in turn, so passes mix them. With `spec` (CX_SPEC_NGRAM, or CX_SPEC_MODEL
+ * drafting with the model's own file `draft`): speculative steps, every step (spec_max_batch 3). */
+static void check_sched(cx_model *m, const char *adapters, int spec, const char *draft) {
     cx_sched_params sp = cx_sched_defaults();
     sp.max_seqs = 3;
     sp.max_batch_tokens = 24;
@@ -230,8 +232,23 @@ static void check_sched(cx_model *m, const char *adapters) {
     sp.kv.max_tokens = 160;
     cx_sched *s;
     cx_err err = {0};
+    cx_drafter *d = NULL;
+    if (spec) {
+        cx_spec_params dp = cx_spec_defaults();
+        dp.kind = spec;
+        dp.draft_path = draft;
+        dp.adapt = 0;
+        dp.draft_max = 4;
+        if (cx_drafter_new(m, &dp, &d, &err)) {
+            CHECK(0, "drafter: %s", err.msg);
+            return;
+        }
+        sp.drafter = d;
+        sp.spec_max_batch = 3;
+    }
     if (cx_sched_new(m, &sp, &s, &err)) {
         CHECK(0, "scheduler: %s", err.msg);
+        cx_drafter_free(d);
         return;
     }
     for (int a = 1; adapters && a <= 2; a++) {
@@ -273,11 +290,14 @@ static void check_sched(cx_model *m, const char *adapters) {
     cx_sched_get_stats(s, &st);
     CHECK(st.finished == 4 && st.preemptions > 0, "scheduler: 4 finished, with preemptions (%lld, %lld)",
           (long long)st.finished, (long long)st.preemptions);
-    const char *what = adapters ? "scheduler, 2 adapters" : "scheduler";
+    const char *what = adapters ? "scheduler, 2 adapters" : spec == CX_SPEC_NGRAM ? "scheduler, ngram"
+                       : spec ? "scheduler, draft model" : "scheduler";
     CHECK(calls == 0, "%s: %ld allocator calls in %ld steps", what, calls, steps);
-    printf("%-28s %ld allocator calls in %ld steps (%lld preemptions)\n", what, calls, steps,
-           (long long)st.preemptions);
+    if (spec) CHECK(st.spec_passes > 0, "%s: verify passes ran (%lld)", what, (long long)st.spec_passes);
+    printf("%-28s %ld allocator calls in %ld steps (%lld preemptions, %lld drafted)\n", what, calls, steps,
+           (long long)st.preemptions, (long long)st.spec_drafted);
     cx_sched_free(s);
+    cx_drafter_free(d);
 }
 #endif
 
@@ -371,8 +391,10 @@ static void run_all(void) {
     kv.max_tokens = 3 * 256;
     check_shared(m, &kv, 0);
     check_shared(m, &kv, 1);
-    check_sched(m, NULL);
-    check_sched(m, "lora");
+    check_sched(m, NULL, 0, NULL);
+    check_sched(m, "lora", 0, NULL);
+    check_sched(m, NULL, CX_SPEC_NGRAM, NULL);
+    check_sched(m, NULL, CX_SPEC_MODEL, fx_path("tiny.gguf"));
     kv = cx_kv_defaults();
     kv.budget[CX_KV_HOT] = 2 * blk;
     kv.budget[CX_KV_WARM] = 2 * blk;

@@ -15,7 +15,10 @@
  *     the whole capacity is available again) and no adapter reference is
  *     left;
  *   - the same with the run thread and this thread submitting and
- *     cancelling (make tsan runs this file under ThreadSanitizer).
+ *     cancelling (make tsan runs this file under ThreadSanitizer);
+ *   - two trials in three speculate (the n-gram lookup, or the model as its
+ *     own draft), with spec_max_batch 1..8: drafts take blocks and budget,
+ *     and rollbacks leave shared partial blocks behind.
  * The case that livelocked before (two sequences, budgets below the
  * requests' needs, every pass failing and preempting) is among them; a
  * watchdog alarm turns any livelock into a failure.
@@ -57,7 +60,7 @@ static void on_done(void *user, const cx_request_stats *st) {
 }
 
 /* Totals over every trial, so the test knows it exercised what it claims. */
-static int64_t tot_preempt, tot_failed, tot_finished, tot_cancel, tot_timeout;
+static int64_t tot_preempt, tot_failed, tot_finished, tot_cancel, tot_timeout, tot_drafted;
 
 /* Bytes of one block of the hot format of KV type `type` on model m. */
 static int64_t hot_block(const cx_model *m, int type) {
@@ -66,8 +69,10 @@ static int64_t hot_block(const cx_model *m, int type) {
 }
 
 /* One trial: random parameters, requests, ends. threaded: the run thread steps while this one submits. */
-static void trial(cx_model *m, const char *a1, const char *a2, int t, int threaded) {
+static void trial(cx_model *m, const char *a1, const char *a2, cx_drafter *d, int t, int threaded) {
     cx_sched_params sp = cx_sched_defaults();
+    sp.drafter = d;
+    sp.spec_max_batch = 1 + t % 8;
     sp.max_seqs = 1 + (int)rnd(16);
     sp.max_batch_tokens = sp.max_seqs + (int)rnd(64);
     sp.chunk = rnd(3) ? 0 : 16 + (int)rnd(48);
@@ -184,6 +189,7 @@ static void trial(cx_model *m, const char *a1, const char *a2, int t, int thread
     tot_finished += st.finished;
     tot_cancel += st.cancelled;
     tot_timeout += st.timed_out;
+    tot_drafted += st.spec_drafted;
     cx_sched_free(s);
 }
 
@@ -222,12 +228,23 @@ static void run_all(void) {
     const char *env = getenv("PROGRESS_TRIALS");
     int trials = env ? atoi(env) : 40;
     test_edges();
-    for (int t = 0; t < trials; t++) trial(m, a1, a2, t, t % 5 == 4);
+    cx_spec_params dp = cx_spec_defaults();
+    dp.adapt = 0;
+    dp.draft_max = 5;
+    cx_drafter *ng = NULL, *self = NULL;
+    cx_err err = {0};
+    CHECK(cx_drafter_new(m, &dp, &ng, &err) == 0, "n-gram drafter: %s", err.msg);
+    dp.kind = CX_SPEC_MODEL;
+    dp.draft_path = fx_path("micro.gguf");
+    CHECK(cx_drafter_new(m, &dp, &self, &err) == 0, "draft model: %s", err.msg);
+    for (int t = 0; t < trials; t++) trial(m, a1, a2, t % 3 == 1 ? ng : t % 3 == 2 ? self : NULL, t, t % 5 == 4);
     printf("%d trials: %lld finished, %lld cancelled, %lld timed out, %lld failed (too big for the budgets), "
-           "%lld preemptions\n", trials, (long long)tot_finished, (long long)tot_cancel, (long long)tot_timeout,
-           (long long)tot_failed, (long long)tot_preempt);
-    CHECK(tot_preempt > 0 && tot_failed > 0 && tot_finished > 0 && tot_cancel > 0,
-          "the trials exercised preemption, failure, cancellation and completion");
+           "%lld preemptions, %lld draft tokens\n", trials, (long long)tot_finished, (long long)tot_cancel,
+           (long long)tot_timeout, (long long)tot_failed, (long long)tot_preempt, (long long)tot_drafted);
+    CHECK(tot_preempt > 0 && tot_failed > 0 && tot_finished > 0 && tot_cancel > 0 && (trials < 3 || tot_drafted > 0),
+          "the trials exercised preemption, failure, cancellation, completion and speculation");
+    cx_drafter_free(ng);
+    cx_drafter_free(self);
     cx_model_free(m);
     fx_cleanup();
 }

@@ -67,7 +67,21 @@ static void test_defaults(void) {
     CHECK(p.max_tokens == 0 && !p.model && !p.stream && !p.logprobs && p.n_stop == 1 && !strcmp(p.stop[0], "end"),
           "absent fields");
     CHECK(p.cache_prompt == 1, "the prefix cache may serve a request that does not say");
+    CHECK(p.speculate == -1, "speculation as the server has it when the request does not say");
     srv_params_free(&p);
+    static const struct { const char *body; int want; } spec[] = {
+        {"{\"prompt\": \"x\", \"speculative\": false}", 0},
+        {"{\"prompt\": \"x\", \"speculative\": true}", -1},
+        {"{\"prompt\": \"x\", \"speculative.n_max\": 0}", 0},
+        {"{\"prompt\": \"x\", \"speculative.n_max\": 3, \"speculative.n_min\": 1}", 3},
+        {"{\"prompt\": \"x\", \"speculative\": false, \"speculative.n_max\": 3}", 0},
+        {"{\"prompt\": \"x\", \"speculative\": null}", -1},
+    };
+    for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
+        CHECK(parse(spec[i].body, 0, &p, &e) == 0 && p.speculate == spec[i].want, "%s: speculate %d (want %d): %s",
+              spec[i].body, p.speculate, spec[i].want, e.message);
+        srv_params_free(&p);
+    }
     CHECK(!p.seed_given, "no seed given: the server draws one");
     srv_params_free(&p);
     CHECK(parse("{\"prompt\": [1, 2, 300]}", 0, &p, &e) == 0, "ids: %s", e.message);
@@ -192,6 +206,9 @@ static void test_refusals(void) {
     refused("{\"prompt\": [1, -2]}", 0, "prompt");
     refused("{\"prompt\": \"x\", \"max_tokens\": \"5\"}", 0, "max_tokens");
     refused("{\"prompt\": \"x\", \"cache_prompt\": 0}", 0, "cache_prompt");
+    refused("{\"prompt\": \"x\", \"speculative\": 0}", 0, "speculative");
+    refused("{\"prompt\": \"x\", \"speculative.n_max\": -1}", 0, "speculative.n_max");
+    refused("{\"prompt\": \"x\", \"speculative.n_max\": \"4\"}", 0, "speculative.n_max");
     refused("{\"prompt\": \"x\", \"max_tokens\": 0}", 0, "max_tokens");
     refused("{\"prompt\": \"x\", \"max_tokens\": 1.5}", 0, "max_tokens");
     refused("{\"prompt\": \"x\", \"temperature\": \"hot\"}", 0, "temperature");
