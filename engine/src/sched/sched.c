@@ -181,7 +181,7 @@ int cx_sched_new(const cx_model *m, const cx_sched_params *pp, cx_sched **out, c
     sp.cache = s->cache;
     sp.batch = 1;                  /* evaluated only through the batch: no pass buffers of its own */
     for (int i = 0; !rc && i < S; i++) rc = cx_session_new_ex(m, &sp, &s->sess[i], err);
-    for (int i = 0; !rc && s->spec && i < S; i++) rc = cx_spec_new(s->p.drafter, s->p.n_ctx, &s->spec[i], err);
+    for (int i = 0; !rc && s->spec && i < S; i++) rc = spec_new(s->p.drafter, s->p.n_ctx, 0, &s->spec[i], err);
     if (rc) {
         cx_sched_free(s);
         return rc;

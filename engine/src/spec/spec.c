@@ -11,9 +11,12 @@
  * further row of the verify pass, small while the pass is bound by reading
  * the weights and growing once it is bound by arithmetic). spec_want picks
  * the k in 0..draft_max that maximises E(k) / C(k), from estimates decayed
- * over the last few dozen steps. k = 0 is a plain decode; a sequence that
- * stopped drafting drafts a little every 16 steps to measure again, so a
- * text that becomes predictable is noticed.
+ * over the last few dozen steps. k = 0 is a plain decode. Each estimate
+ * needs its own kind of step: the first step of a sequence, and one in 32
+ * after, is a plain decode (t_pass1, which a drafting run alone would never
+ * time again), and a sequence that stopped drafting drafts two tokens every
+ * 16 steps (acceptance and t_draft), so a text that becomes predictable is
+ * noticed.
  */
 #include <assert.h>
 #include <math.h>
@@ -27,7 +30,10 @@
 #define DECAY 0.95 /* of the acceptance counts per step: about the last 20 steps weigh */
 
 /* See cortex.h. */
-int cx_spec_new(cx_drafter *d, int n_ctx, cx_spec **out, cx_err *err) {
+int cx_spec_new(cx_drafter *d, int n_ctx, cx_spec **out, cx_err *err) { return spec_new(d, n_ctx, 1, out, err); }
+
+/* See spec.h. */
+int spec_new(cx_drafter *d, int n_ctx, int own_rows, cx_spec **out, cx_err *err) {
     *out = NULL;
     if (!d) return cx_fail(err, CX_EINVAL, "cx_spec_new: no drafter");
     if (n_ctx < 2) return cx_fail(err, CX_EINVAL, "cx_spec_new: a context of %d positions leaves nothing to draft", n_ctx);
@@ -37,10 +43,10 @@ int cx_spec_new(cx_drafter *d, int n_ctx, cx_spec **out, cx_err *err) {
     sp->n_ctx = n_ctx;
     sp->V = d->target->info.n_vocab;
     size_t V = (size_t)sp->V, K = CX_SPEC_MAX_DRAFT;
-    sp->rows = malloc(sizeof(float) * (K + 1) * V);
+    sp->rows = own_rows ? malloc(sizeof(float) * (K + 1) * V) : NULL;
     sp->feed = malloc(sizeof(int32_t) * (K + 1));
     sp->resid = malloc(sizeof(float) * V);
-    int ok = sp->rows && sp->feed && sp->resid, rc = 0;
+    int ok = (sp->rows || !own_rows) && sp->feed && sp->resid, rc = 0;
     if (ok && d->draft) {
         size_t kq = (size_t)d->p.draft_max;
         sp->dtok = malloc(sizeof(int32_t) * (size_t)n_ctx);
@@ -103,16 +109,20 @@ static double rate(const cx_spec *sp, int k, double a) {
 /* See spec.h. */
 int spec_want(cx_spec *sp, int room) {
     const cx_spec_params *p = &sp->d->p;
-    int kmax = p->draft_max < room ? p->draft_max : room;
-    if (kmax < 1) return 0;
-    if (!p->adapt || sp->t_pass1 <= 0) return kmax; /* fixed, or nothing measured yet */
-    double a = sp->acc_n / (sp->acc_n + sp->rej_n);
-    int best = 0;
-    for (int k = 1; k <= kmax; k++)
-        if (rate(sp, k, a) > rate(sp, best, a)) best = k;
-    if (best == 0 && ++sp->idle_steps >= 16) { /* measure again now and then */
-        sp->idle_steps = 0;
-        best = kmax < 2 ? kmax : 2;
+    int kmax = p->draft_max < room ? p->draft_max : room, best = 0;
+    if (kmax < 1) return sp->st.draft_len = 0;
+    if (!p->adapt) {
+        best = kmax;
+    } else if (sp->t_pass1 <= 0 || sp->plain_age >= 32) {
+        best = 0; /* time a plain decode: the one-row pass every estimate is relative to */
+    } else {
+        double a = sp->acc_n / (sp->acc_n + sp->rej_n);
+        for (int k = 1; k <= kmax; k++)
+            if (rate(sp, k, a) > rate(sp, best, a)) best = k;
+        if (best == 0 && ++sp->idle_steps >= 16) { /* measure the draft again now and then */
+            sp->idle_steps = 0;
+            best = kmax < 2 ? kmax : 2;
+        }
     }
     if (best > 0 && best < p->draft_min) best = p->draft_min <= kmax ? p->draft_min : 0;
     sp->st.draft_len = best;
@@ -141,8 +151,13 @@ void spec_observe(cx_spec *sp, int k, int accepted, int n, int64_t draft_ns, int
         if (sp->t_pass1 > 0) ema(&sp->t_row, fmax(0.0, (tv - sp->t_pass1) / k));
         sp->idle_steps = 0;
     }
-    if (k == 0 && rows_in_pass == 1) ema(&sp->t_pass1, tv);
-    else if (sp->t_pass1 <= 0) sp->t_pass1 = tv / (1 + 0.05 * k); /* until a plain decode is timed */
+    if (k == 0) { /* a plain decode: this sequence's one row (its share of a shared pass) */
+        ema(&sp->t_pass1, tv);
+        sp->plain_age = 0;
+    } else {
+        sp->plain_age++;
+    }
+    (void)rows_in_pass;
     st->acceptance = st->drafted ? (double)st->accepted / (double)st->drafted : 0;
     st->mean_accepted = st->verified ? (double)st->accepted / (double)st->verified : 0;
     st->tokens_per_pass = st->steps ? (double)st->tokens / (double)st->steps : 0;
@@ -153,7 +168,7 @@ void cx_spec_get_stats(const cx_spec *sp, cx_spec_stats *out) { *out = sp->st; }
 
 /* See cortex.h. */
 const float *cx_spec_logits(const cx_spec *sp, int i) {
-    assert(i >= 0 && i <= CX_SPEC_MAX_DRAFT);
+    assert(i >= 0 && i <= CX_SPEC_MAX_DRAFT && sp->rows && "a cx_spec of cx_spec_new (the scheduler's keep no rows)");
     return sp->rows + (size_t)i * (size_t)sp->V;
 }
 
@@ -162,6 +177,7 @@ int cx_spec_step(cx_spec *sp, cx_session *s, cx_sampler *smp, const int32_t *his
                  int32_t *out, cx_err *err) {
     int P = cx_session_pos(s);
     if (s->m != sp->d->target) return cx_fail(err, CX_EINVAL, "cx_spec_step: the session's model is not the drafter's target");
+    if (!sp->rows) return cx_fail(err, CX_EINVAL, "cx_spec_step: this cx_spec belongs to a scheduler (no rows of its own)");
     if (n_hist != P + 1)
         return cx_fail(err, CX_EINVAL, "cx_spec_step: the history has %d tokens, the session holds %d positions "
                        "(it must hold all but the last)", n_hist, P);

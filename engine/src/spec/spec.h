@@ -58,7 +58,7 @@ struct cx_spec {
     float *q_p;
     int *q_n;
     /* the verify pass */
-    float *rows;           /* [(CX_SPEC_MAX_DRAFT + 1) * V] logits of the last step's rows */
+    float *rows;           /* [(CX_SPEC_MAX_DRAFT + 1) * V] logits of the last step's rows (NULL: spec_new without) */
     int32_t *feed;         /* [CX_SPEC_MAX_DRAFT + 1] the last chosen token, then the draft */
     float *resid;          /* [V] residual weights */
     /* the adaptive length's estimates */
@@ -67,12 +67,17 @@ struct cx_spec {
     double t_row;          /* extra seconds per extra verified row */
     double t_draft;        /* seconds per drafted token */
     int idle_steps;        /* steps since a draft was last verified (to measure again) */
+    int plain_age;         /* steps since a plain decode last timed t_pass1 */
     int caught_up;         /* tokens the draft model was fed to catch up before the last draft (the
                               first draft's is the whole prompt: not a drafting cost to learn from) */
     cx_spec_stats st;
 };
 
 /* spec.c */
+/* cx_spec_new; own_rows 0: no buffer for the verify pass's rows (the
+ * scheduler's passes keep them in its batch: (draft_max + 1) x n_vocab
+ * floats saved per slot), so cx_spec_step and cx_spec_logits are not used. */
+int spec_new(cx_drafter *d, int n_ctx, int own_rows, cx_spec **out, cx_err *err);
 /* The draft length worth drafting now, at most `room` (0: decode one token). */
 int spec_want(cx_spec *sp, int room);
 /* Draft up to k tokens continuing hist[0..n) into draft[]; returns how many (0..k) or a CX_E* code. */
