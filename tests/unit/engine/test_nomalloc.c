@@ -299,9 +299,7 @@ static void check_sched(cx_model *m, const char *adapters, int spec, const char 
     cx_sched_free(s);
     cx_drafter_free(d);
 }
-#endif
 
-/* Check the wrappers count, then every configuration on a synthetic q8_0 model. */
 /* Speculative steps (cx_spec_step: draft, one verify pass, accept, roll
  * back), with the lookup or a draft model (its own session kept in step):
  * 10 warm-up steps, then 40 counted, tiered cache on the target. */
@@ -347,7 +345,9 @@ static void check_spec(cx_model *m, const char *draft_path, const cx_kv_params *
     cx_session_free(s);
     cx_drafter_free(d);
 }
+#endif
 
+/* Check the wrappers count, then every configuration on a synthetic q8_0 model. */
 static void run_all(void) {
 #ifdef NOMALLOC_ASAN
     TEST_SKIP_ALL("AddressSanitizer replaces malloc; the count needs glibc's");
