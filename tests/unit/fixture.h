@@ -14,6 +14,9 @@
  *   fx_synth_adapter(m, params, file)     cx_lora_synth_write for m; its path
  *   fx_write(name, data, n)     a whole file; its path
  *   fx_slurp(path, &n)          a whole file, malloc'd and NUL-terminated (NULL: unreadable)
+ *   fx_real_model(file, what, out, cap)   the path of a real model in $CORTEX_MODELS (else
+ *                               ../shared/models) in out; 0 after "SKIP what: ... not found"
+ *                               (a failed CHECK under CI=true, where the models must be)
  *   fx_cleanup()                removes the directory and everything in it
  *
  * Each step that can fail is one CHECK (testing.h) naming the step, the file
@@ -152,6 +155,16 @@ static inline char *fx_slurp(const char *path, size_t *n) {
     if (buf) buf[len] = 0;
     if (n) *n = len;
     return buf;
+}
+
+static inline int fx_real_model(const char *file, const char *what, char *out, size_t cap) {
+    const char *models = getenv("CORTEX_MODELS") ? getenv("CORTEX_MODELS") : "../shared/models";
+    snprintf(out, cap, "%s/%s", models, file);
+    if (access(out, R_OK) == 0) return 1;
+    const char *ci = getenv("CI");
+    if (ci && !strcmp(ci, "true")) CHECK(0, "%s is missing in CI", out);
+    else printf("SKIP %s: %s not found (set CORTEX_MODELS)\n", what, out);
+    return 0;
 }
 
 static inline int fx_remove_(const char *p, const struct stat *st, int flag, struct FTW *ftw) {

@@ -290,15 +290,8 @@ static void test_init(void) {
 
 /* cx_chat_init on a real model without a template (stories260K). */
 static void test_real(void) {
-    const char *models = getenv("CORTEX_MODELS") ? getenv("CORTEX_MODELS") : "../shared/models";
     char path[512];
-    snprintf(path, sizeof path, "%s/stories260K.gguf", models);
-    if (access(path, R_OK)) {
-        const char *ci = getenv("CI");
-        if (ci && !strcmp(ci, "true")) CHECK(0, "%s is missing in CI", path);
-        else printf("SKIP stories260K checks: %s not found (set CORTEX_MODELS)\n", path);
-        return;
-    }
+    if (!fx_real_model("stories260K.gguf", "stories260K checks", path, sizeof path)) return;
     cx_model *m = fx_load(path, NULL);
     if (!m) return;
     cx_chat c;

@@ -574,16 +574,10 @@ static int greedy(cx_model *m, const cx_kv_params *kv, const int32_t *prompt, in
 
 /* stories260K under tiny budgets: greedy tokens, agreement, logit error. */
 static void test_stories(void) {
-    const char *models = getenv("CORTEX_MODELS") ? getenv("CORTEX_MODELS") : "../shared/models";
     char path[512], tok[512];
-    snprintf(path, sizeof path, "%s/stories260K.bin", models);
-    snprintf(tok, sizeof tok, "%s/tinystories-tok512.bin", models);
-    if (access(path, R_OK) || access(tok, R_OK)) {
-        const char *ci = getenv("CI");
-        if (ci && !strcmp(ci, "true")) CHECK(0, "%s is missing in CI", path);
-        else printf("SKIP stories260K checks: %s not found (set CORTEX_MODELS)\n", path);
+    if (!fx_real_model("stories260K.bin", "stories260K checks", path, sizeof path) ||
+        !fx_real_model("tinystories-tok512.bin", "stories260K checks", tok, sizeof tok))
         return;
-    }
     cx_model *m;
     cx_err err = {0};
     if (cx_model_load(path, tok, &m, &err)) {

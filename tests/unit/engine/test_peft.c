@@ -417,20 +417,16 @@ static void test_qwen2(void) {
 TEST_MAIN({
     test_safetensors();
     test_config();
-    const char *models = getenv("CORTEX_MODELS") ? getenv("CORTEX_MODELS") : "../shared/models";
     char mp[512];
-    snprintf(mp, sizeof mp, "%s/stories260K.gguf", models);
     cx_model *m = NULL;
     cx_err err = {0};
-    if (access(mp, R_OK)) {
-        const char *ci = getenv("CI");
-        if (ci && !strcmp(ci, "true")) CHECK(0, "%s is missing in CI", mp);
-        else printf("SKIP stories260K adapters: %s not found (set CORTEX_MODELS)\n", mp);
-    } else if (cx_model_load(mp, NULL, &m, &err)) {
-        CHECK(0, "load %s: %s", mp, err.msg);
-    } else {
-        test_stories(m, mp);
-        cx_model_free(m);
+    if (fx_real_model("stories260K.gguf", "stories260K adapters", mp, sizeof mp)) {
+        if (cx_model_load(mp, NULL, &m, &err) == 0) {
+            test_stories(m, mp);
+            cx_model_free(m);
+        } else {
+            CHECK(0, "load %s: %s", mp, err.msg);
+        }
     }
     test_qwen2();
     fx_cleanup();

@@ -400,20 +400,14 @@ static void run_all(void) {
     if (mm) check_greedy(mm, "moe-tiny f32", NULL, 1);
     cx_model *go = fx_synth_model(&oss, CX_TYPE_MXFP4, 3, "gpt-oss-tiny.gguf", NULL);
     if (go) check_greedy(go, "gpt-oss-tiny mxfp4", NULL, 0);
-    const char *models = getenv("CORTEX_MODELS") ? getenv("CORTEX_MODELS") : "../shared/models";
     char real[512];
-    snprintf(real, sizeof real, "%s/stories260K.gguf", models);
-    if (access(real, R_OK) == 0) {
+    if (fx_real_model("stories260K.gguf", "stories260K checks", real, sizeof real)) {
         cx_model *st = fx_load(real, NULL);
         if (st) {
             check_greedy(st, "stories260K (real) f32", NULL, 1);
             check_same_file(st, real, "stories260K (real)");
             cx_model_free(st);
         }
-    } else {
-        const char *ci = getenv("CI");
-        if (ci && !strcmp(ci, "true")) CHECK(0, "%s is missing in CI", real);
-        else printf("SKIP stories260K checks: %s not found (set CORTEX_MODELS)\n", real);
     }
     if (f32) {
         cx_spec_params p = cx_spec_defaults();

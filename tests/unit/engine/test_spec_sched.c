@@ -522,15 +522,8 @@ static void check_bad(cx_model *m, cx_model *other, cx_drafter *d) {
 /* stories260K (real text: the lookup drafts from the story so far; a
  * self-draft quantized to q4_0 disagrees now and then): greedy equals it alone. */
 static void check_stories(void) {
-    const char *models = getenv("CORTEX_MODELS") ? getenv("CORTEX_MODELS") : "../shared/models";
     char path[512];
-    snprintf(path, sizeof path, "%s/stories260K.gguf", models);
-    if (access(path, R_OK)) {
-        const char *ci = getenv("CI");
-        if (ci && !strcmp(ci, "true")) CHECK(0, "%s is missing in CI", path);
-        else printf("SKIP stories260K checks: %s not found (set CORTEX_MODELS)\n", path);
-        return;
-    }
+    if (!fx_real_model("stories260K.gguf", "stories260K checks", path, sizeof path)) return;
     cx_model *m = fx_load(path, NULL);
     if (!m) return;
     V = cx_model_get_info(m)->n_vocab;
