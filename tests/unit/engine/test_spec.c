@@ -60,15 +60,17 @@ static int plain(cx_model *m, const int32_t *prompt, int np, int threads, int32_
     return n;
 }
 
-/* Greedy tokens with speculation (drafter d); fills *st. */
-static int speculate(cx_model *m, cx_drafter *d, const int32_t *prompt, int np, int threads, int32_t *out,
-                     cx_spec_stats *st) {
+/* Tokens with speculation (drafter d), sampled with `sampling` (NULL:
+ * greedy); fills *st. */
+static int speculate(cx_model *m, cx_drafter *d, const int32_t *prompt, int np, int threads,
+                     const cx_sampler_params *sampling, int32_t *out, cx_spec_stats *st) {
     cx_session *s = NULL;
     cx_spec *sp = NULL;
     cx_sampler *smp = NULL;
     cx_err err = {0};
     cx_sampler_params spp = cx_sampler_defaults();
     spp.temperature = 0;
+    if (sampling) spp = *sampling;
     int V = cx_model_get_info(m)->n_vocab, n = 0;
     int32_t hist[1024];
     int ok = cx_session_new(m, 0, threads, &s, &err) == 0 && cx_spec_new(d, cx_session_n_ctx(s), &sp, &err) == 0 &&
@@ -138,7 +140,7 @@ static void check_greedy(cx_model *m, const char *what, const char *draft_file, 
                 continue;
             }
             cx_spec_stats st = {0};
-            int ng = speculate(m, d, prompt, 40, threads, got, &st);
+            int ng = speculate(m, d, prompt, 40, threads, NULL, got, &st);
             CHECK(ng == nw && !memcmp(got, want, sizeof *got * (size_t)nw),
                   "%s, %d thread(s), %s%s: greedy output equals decoding without speculation (%d vs %d tokens)", what,
                   threads, cx_drafter_describe(d), p.adapt ? ", adaptive" : ", fixed", ng, nw);
@@ -173,7 +175,7 @@ static void check_same_file(cx_model *m, const char *path, const char *what) {
         return;
     }
     cx_spec_stats st = {0};
-    int ng = speculate(m, d, prompt, 40, 1, got, &st);
+    int ng = speculate(m, d, prompt, 40, 1, NULL, got, &st);
     CHECK(ng == nw && !memcmp(got, want, sizeof *got * (size_t)nw), "%s, its own file as the draft: same output", what);
     CHECK(st.drafted > 0 && st.accepted == st.drafted, "%s, its own file as the draft: every draft token accepted (%lld of %lld)",
           what, (long long)st.accepted, (long long)st.drafted);
@@ -306,34 +308,14 @@ static void check_sampled(cx_model *m, cx_drafter *d, const char *what) {
 
 /* A seed repeats a sampled run with speculation. */
 static void check_seed_repeats(cx_model *m, cx_drafter *d) {
-    int V = cx_model_get_info(m)->n_vocab;
-    int32_t prompt[20], hist[2][200];
-    make_prompt(prompt, 20, V);
-    int n[2] = {0, 0};
-    for (int r = 0; r < 2; r++) {
-        cx_session *s = NULL;
-        cx_spec *sp = NULL;
-        cx_sampler *smp = NULL;
-        cx_err err = {0};
-        cx_sampler_params spp = cx_sampler_defaults();
-        spp.seed = 77;
-        const float *l;
-        int ok = cx_session_new(m, 0, 1, &s, &err) == 0 && cx_spec_new(d, cx_session_n_ctx(s), &sp, &err) == 0 &&
-                 cx_sampler_new(V, &spp, &smp, &err) == 0 && cx_eval(s, prompt, 20, &l, &err) == 0;
-        memcpy(hist[r], prompt, sizeof prompt);
-        if (ok) { hist[r][20] = cx_sampler_sample(smp, l); cx_sampler_accept(smp, hist[r][20]); n[r] = 21; }
-        while (ok && n[r] < 100) {
-            int32_t got[CX_SPEC_MAX_DRAFT + 1];
-            int k = cx_spec_step(sp, s, smp, hist[r], n[r], 100 - n[r], got, &err);
-            ok = k > 0;
-            for (int i = 0; ok && i < k; i++) hist[r][n[r]++] = got[i];
-        }
-        CHECK(ok, "seeded run %d: %s", r, err.msg);
-        cx_sampler_free(smp);
-        cx_spec_free(sp);
-        cx_session_free(s);
-    }
-    CHECK(n[0] == n[1] && !memcmp(hist[0], hist[1], sizeof(int32_t) * (size_t)n[0]),
+    int32_t prompt[20], out[2][NGEN];
+    make_prompt(prompt, 20, cx_model_get_info(m)->n_vocab);
+    cx_sampler_params spp = cx_sampler_defaults();
+    spp.seed = 77;
+    cx_spec_stats st;
+    int n0 = speculate(m, d, prompt, 20, 1, &spp, out[0], &st);
+    int n1 = speculate(m, d, prompt, 20, 1, &spp, out[1], &st);
+    CHECK(n0 == n1 && !memcmp(out[0], out[1], sizeof(int32_t) * (size_t)n0),
           "the same seed repeats a sampled speculative run");
 }
 
