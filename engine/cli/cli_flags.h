@@ -29,6 +29,8 @@ enum {
 typedef struct opts {
     const char *model, *tokenizer, *prompt, *prompt_file, *out, *shape, *type, *ref, *text, *vocab;
     long n_predict, threads, ctx, seed, positions;
+    long from;                   /* quality --from N: score positions from N on */
+    int ref_kv_type;             /* quality --ref-kv-type: the reference session's hot KV format */
     int pin, numa;               /* --pin, --numa: cx_set_placement (CX_PIN_*, CX_NUMA_*) */
     const char *host, *api_key, *chat_template;               /* serve */
     long port, max_seqs, max_batch_tokens, max_queue, max_body;

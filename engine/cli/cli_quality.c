@@ -2,6 +2,9 @@
  * cli_quality.c - `cortex quality` (cli_quality.h): both models evaluate the
  * same token sequences with cx_eval_all (one pass per chunk of positions),
  * and each position's log-softmax distributions are compared in double.
+ * The two sides may be one model with two KV formats (--kv-type against
+ * --ref-kv-type), scored at depth (--from: a sequence's first positions
+ * only build the context).
  */
 #include "cli_quality.h"
 
@@ -32,6 +35,7 @@ typedef struct quality {
     const cx_model *ref, *mod;
     cx_session *sr, *sm;
     int n_vocab, n_ctx, chunk;
+    int from;                 /* positions of a sequence before this one are not scored */
     double *lp_ref, *lp_mod;  /* log-softmax of the current position, n_vocab each */
     float *lr, *lm;           /* logits of a chunk of positions, [chunk][n_vocab] each */
     int32_t *seq;             /* the tokens of the current sequence, [n_ctx] */
@@ -98,7 +102,8 @@ static int quality_sequence(quality *q, const int32_t *toks, int n, cx_err *err)
     for (int i = 0; i < n; i += q->chunk) {
         int k = n - i < q->chunk ? n - i : q->chunk;
         if (cx_eval_all(q->sr, toks + i, k, q->lr, err) || cx_eval_all(q->sm, toks + i, k, q->lm, err)) return -1;
-        for (int t = 0; t < k; t++) quality_score(q, q->lr + (size_t)t * V, q->lm + (size_t)t * V);
+        for (int t = 0; t < k; t++)
+            if (i + t >= q->from) quality_score(q, q->lr + (size_t)t * V, q->lm + (size_t)t * V);
     }
     return 0;
 }
@@ -116,7 +121,7 @@ static int quality_greedy(quality *q, cx_err *err) {
         int round = (int)(seq / N_QUALITY_PROMPTS), n = 0;
         int32_t ids[128];
         if (cx_tokenize(q->ref, p, strlen(p), 1, ids, 128, &n, err)) return -1;
-        long room = q->target - q->positions;
+        long room = q->target - q->positions + q->from;
         int len = room < q->n_ctx ? (int)room : q->n_ctx;
         cx_session_reset(q->sr);
         const float *lr;
@@ -136,9 +141,10 @@ static int quality_greedy(quality *q, cx_err *err) {
 static int quality_text(quality *q, const int32_t *ids, int n_ids, cx_err *err) {
     int at = 0;
     while (at < n_ids && q->positions < q->target) {
-        long room = q->target - q->positions, len = 1 + (long)(n_ids - at);
+        long room = q->target - q->positions + q->from, len = 1 + (long)(n_ids - at);
         if (len > room) len = room;
         if (len > q->n_ctx) len = q->n_ctx;
+        if (len <= q->from) break; /* the text's rest is too short to reach the depth */
         q->seq[0] = cx_token_bos(q->ref);
         memcpy(q->seq + 1, ids + at, sizeof(int32_t) * (size_t)(len - 1));
         at += (int)len - 1;
@@ -170,13 +176,16 @@ static void quality_print(const quality *q, const opts *o) {
         json_str(o->ref);
         printf(",\"model\":");
         json_str(o->model);
-        printf(",\"ref_type\":\"%s\",\"model_type\":\"%s\",\"source\":\"%s\",\"n_ctx\":%d,\"positions\":%ld,"
-               "\"sequences\":%ld,\"top1_agreement\":%.6f,\"kl_mean\":%.6e,\"kl_max\":%.6e,\"max_abs_logit_diff\":%.6e}\n",
-               rt, mt, o->text ? "text" : "greedy", q->n_ctx, q->positions, q->sequences, agree, kl_mean, q->kl_max,
-               q->dlogit_max);
+        printf(",\"ref_type\":\"%s\",\"model_type\":\"%s\",\"ref_kv_type\":\"%s\",\"kv_type\":\"%s\",\"source\":\"%s\","
+               "\"n_ctx\":%d,\"from\":%d,\"positions\":%ld,\"sequences\":%ld,\"top1_agreement\":%.6f,\"kl_mean\":%.6e,"
+               "\"kl_max\":%.6e,\"max_abs_logit_diff\":%.6e}\n",
+               rt, mt, cx_kv_type_name(o->ref_kv_type), cx_kv_type_name(o->kv.type), o->text ? "text" : "greedy",
+               q->n_ctx, q->from, q->positions, q->sequences, agree, kl_mean, q->kl_max, q->dlogit_max);
         return;
     }
-    printf("reference: %s (%s)\nmodel:     %s (%s)\n", o->ref, rt, o->model, mt);
+    printf("reference: %s (%s, KV %s)\nmodel:     %s (%s, KV %s)\n", o->ref, rt, cx_kv_type_name(o->ref_kv_type), o->model,
+           mt, cx_kv_type_name(o->kv.type));
+    if (q->from) printf("depth:     positions %d.. of each sequence scored\n", q->from);
     if (o->text) printf("tokens:    %s, teacher-forced, context %d\n", o->text, q->n_ctx);
     else printf("tokens:    greedy from the reference over %d fixed prompts, teacher-forced, context %d\n",
                 N_QUALITY_PROMPTS, q->n_ctx);
@@ -189,10 +198,11 @@ static void quality_print(const quality *q, const opts *o) {
 /* cortex quality --ref REF --model MODEL: teacher-forced comparison of the
  * next-token distributions of two models sharing a vocabulary. */
 int cli_quality(opts *o) {
-    if (!o->ref || !o->model) {
-        die("quality needs --ref REF_MODEL and --model MODEL (see cortex quality --help)");
+    if (!o->ref) {
+        die("quality needs --ref REF_MODEL (see cortex quality --help)");
         return 2;
     }
+    if (!o->model) o->model = o->ref; /* one model, two KV formats */
     quality q = {0};
     cx_model *ref = cli_load_model(o, o->ref), *mod = ref ? cli_load_model(o, o->model) : NULL;
     char *text = NULL;
@@ -234,7 +244,17 @@ int cli_quality(opts *o) {
     q.mod = mod;
     q.n_vocab = ri->n_vocab;
     q.n_ctx = ri->n_ctx < mi->n_ctx ? ri->n_ctx : mi->n_ctx;
-    if (q.n_ctx > CX_DEFAULT_CTX) q.n_ctx = CX_DEFAULT_CTX;
+    if (o->ctx > q.n_ctx) {
+        die("--ctx %ld is more than the models' context (%d)", o->ctx, q.n_ctx);
+        goto out;
+    }
+    if (o->ctx) q.n_ctx = (int)o->ctx;
+    else if (q.n_ctx > CX_DEFAULT_CTX) q.n_ctx = CX_DEFAULT_CTX;
+    if (o->from >= q.n_ctx) {
+        die("--from %ld leaves no position to score in a context of %d", o->from, q.n_ctx);
+        goto out;
+    }
+    q.from = (int)o->from;
     q.target = o->positions;
     size_t per_row = sizeof(float) * (size_t)q.n_vocab;
     q.chunk = QUALITY_CHUNK_BYTES / per_row < 256 ? (int)(QUALITY_CHUNK_BYTES / per_row) : 256;
@@ -248,8 +268,12 @@ int cli_quality(opts *o) {
         die("out of memory");
         goto out;
     }
-    if (cx_session_new(ref, q.n_ctx, (int)o->threads, &q.sr, &err) ||
-        cx_session_new(mod, q.n_ctx, (int)o->threads, &q.sm, &err) ||
+    cx_session_params rp = cx_session_defaults(), mp = cx_session_defaults();
+    rp.n_ctx = mp.n_ctx = q.n_ctx;
+    rp.n_threads = mp.n_threads = (int)o->threads;
+    rp.kv.type = o->ref_kv_type;
+    mp.kv.type = o->kv.type;
+    if (cx_session_new_ex(ref, &rp, &q.sr, &err) || cx_session_new_ex(mod, &mp, &q.sm, &err) ||
         (o->text ? quality_text(&q, ids, n_ids, &err) : quality_greedy(&q, &err))) {
         die("%s", err.msg);
         goto out;

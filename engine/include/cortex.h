@@ -285,18 +285,27 @@ int cx_session_truncate(cx_session *s, int n_pos, cx_err *err);
 #define CX_KV_BLOCK 16          /* positions per block */
 #define CX_KV_UNLIMITED (-1)    /* a tier budget without limit */
 
-enum { CX_KV_F32 = 0, CX_KV_F16 = 1, CX_KV_Q8 = 2, CX_KV_Q4 = 3 }; /* block formats */
-enum { CX_KV_LRU = 0, CX_KV_LFU = 1 };                            /* tier policies */
+enum { /* block formats */
+    CX_KV_F32 = 0, CX_KV_F16 = 1, CX_KV_Q8 = 2, CX_KV_Q4 = 3, CX_KV_BF16 = 4, CX_KV_E4M3 = 5, CX_KV_E5M2 = 6,
+    CX_KV_Q4G = 7, CX_KV_Q4H = 8
+};
+enum { CX_KV_LRU = 0, CX_KV_LFU = 1, CX_KV_RANDOM = 2 };          /* tier policies */
 enum { CX_KV_HOT = 0, CX_KV_WARM = 1, CX_KV_COLD = 2, CX_KV_TIERS = 3 };
 
 typedef struct cx_kv_params {
-    int type;              /* hot blocks: CX_KV_F32 (default), CX_KV_F16 or CX_KV_Q8 */
-    int warm_type;         /* warm blocks: CX_KV_Q8 (default) or CX_KV_Q4 */
+    int type;              /* hot blocks: CX_KV_F32 (default), CX_KV_F16, CX_KV_BF16, CX_KV_Q8 (int8, a scale
+                              per row), CX_KV_E4M3 (FP8, a scale per row), CX_KV_E5M2 (FP8), CX_KV_Q4G
+                              (4-bit, a scale per 32 values) or CX_KV_Q4H (CX_KV_Q4G of each 32 values
+                              rotated by a Walsh-Hadamard transform; q4g/q4h need head_dim % 32 == 0) */
+    int warm_type;         /* warm blocks: CX_KV_Q8 (default: int8, keys scaled per channel), CX_KV_Q4
+                              (4-bit, likewise), or a row format: CX_KV_F16, CX_KV_BF16, CX_KV_E4M3,
+                              CX_KV_E5M2, CX_KV_Q4G, CX_KV_Q4H */
     int64_t budget[CX_KV_TIERS]; /* bytes per tier, CX_KV_UNLIMITED (default) or >= 0. Hot must hold
                               at least one block. Warm 0: no warm tier, hot blocks go to cold as they
                               are (lossless). Cold: in memory; past it pages spill to spill_path, else
                               cached prefixes nobody uses are dropped, else cx_eval fails (CX_ENOMEM). */
-    int policy;            /* CX_KV_LRU (default) or CX_KV_LFU: which block leaves a tier first */
+    int policy;            /* which block leaves a tier first: CX_KV_LRU (default), CX_KV_LFU, or
+                              CX_KV_RANDOM (uniformly among the full blocks; promotes only into room) */
     int prefix_cache;      /* 1: reuse the blocks of identical prompt prefixes (default 0) */
     int zlib_level;        /* 1..9 (default 1: fastest; higher levels gain < 1% on KV pages) */
     const char *spill_path;/* file for cold pages past the cold budget; NULL: none (default) */

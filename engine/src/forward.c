@@ -453,7 +453,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     assert(nh == 1 || (nh == h->n_head / h->n_head_kv && head0 % nh == 0));
     float scale = w->att.scale;
     int W = L->window;
-    const float *const *Kb = g->view->k, *const *Vb = g->view->v;
+    const kv_view *view = g->view;
     size_t col = (size_t)kvh * (size_t)hd; /* this kv head's columns in a row */
     float *sc = w->att.scores + (size_t)tid * w->att.stride[0];
     double *acc = w->att.acc + (size_t)tid * w->att.stride[1]; /* [head][query][hd] */
@@ -468,31 +468,33 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     int first = W && g->pos + qi0 - W + 1 > 0 ? g->pos + qi0 - W + 1 : 0; /* the earliest */
     float *kt = w->att.kv + (size_t)tid * w->att.stride[3], *vt = kt + (size_t)ATT_TILE * (size_t)hd;
     for (int k0 = first / ATT_TILE * ATT_TILE; k0 <= last; k0 += ATT_TILE) {
-        /* The tile's keys and values of this kv head, as the queries read them:
-         * in the cache, rows kv_dim floats apart, whose 4 KiB multiples land 64
-         * keys' lines in 16 of L1's 64 sets (more than its 12 ways: every
-         * query misses again); several queries (of one head, or of the heads
-         * sharing the kv head) read a packed copy, rows hd floats apart. The
-         * same values, so the same arithmetic and bits. */
+        /* The tile's keys and values of this kv head, as the queries read them.
+         * One query of one head reads f32 blocks where they are, rows kv_dim
+         * floats apart. Otherwise the tile is unpacked into the thread's
+         * scratch, rows hd floats apart (kv_view_rows: any format, read at its
+         * own size; the same floats as the cache holds, so the same
+         * arithmetic and bits): several queries (of one head, or of the heads
+         * sharing the kv head) then read it from L1 instead of the cache,
+         * whose rows' 4 KiB multiples land 64 keys' lines in 16 of L1's 64
+         * sets (more than its 12 ways: every query would miss again). */
         const float *kp[ATT_TILE / KV_BLOCK], *vp[ATT_TILE / KV_BLOCK];
         size_t stride = (size_t)kv_dim;
         int tn = last + 1 - k0 < ATT_TILE ? last + 1 - k0 : ATT_TILE; /* keys any query reads */
+        int in_place = nq * nh == 1;
+        for (int j = 0; j < tn && in_place; j += KV_BLOCK) in_place = view->fmt[(k0 + j) / KV_BLOCK] == KV_F32;
         for (int j = 0; j < tn; j += KV_BLOCK) {
-            kp[j / KV_BLOCK] = Kb[(k0 + j) / KV_BLOCK] + col;
-            vp[j / KV_BLOCK] = Vb[(k0 + j) / KV_BLOCK] + col;
-        }
-        if (nq * nh > 1) {
-            for (int j = 0; j < tn; j++) {
-                size_t at = (size_t)(j % KV_BLOCK) * (size_t)kv_dim;
-                memcpy(kt + (size_t)j * hd, kp[j / KV_BLOCK] + at, sizeof(float) * (size_t)hd);
-                memcpy(vt + (size_t)j * hd, vp[j / KV_BLOCK] + at, sizeof(float) * (size_t)hd);
+            int bi = (k0 + j) / KV_BLOCK, n = tn - j < KV_BLOCK ? tn - j : KV_BLOCK;
+            if (in_place) {
+                kp[j / KV_BLOCK] = kv_view_f32(view, bi, 0) + col;
+                vp[j / KV_BLOCK] = kv_view_f32(view, bi, 1) + col;
+                continue;
             }
-            for (int j = 0; j < tn; j += KV_BLOCK) {
-                kp[j / KV_BLOCK] = kt + (size_t)j * hd;
-                vp[j / KV_BLOCK] = vt + (size_t)j * hd;
-            }
-            stride = (size_t)hd;
+            kp[j / KV_BLOCK] = kt + (size_t)j * hd;
+            vp[j / KV_BLOCK] = vt + (size_t)j * hd;
+            kv_view_rows(view, k, bi, 0, n, (int)col, hd, kt + (size_t)j * hd, (size_t)hd);
+            kv_view_rows(view, k, bi, KV_BLOCK, n, (int)col, hd, vt + (size_t)j * hd, (size_t)hd);
         }
+        if (!in_place) stride = (size_t)hd;
         for (int hh = 0; hh < nh; hh++)
             for (int i = 0; i < nq; i++) {
                 int p = g->pos + qi0 + i, s = hh * nq + i; /* s: this (head, query)'s state */
@@ -527,9 +529,14 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
 }
 
 /* Query heads per attention item of a segment: a prefill item takes all the
- * heads that share a kv head (one packed copy of each tile serves them all),
- * a decode item one head (more items for the pool). */
-static int item_heads(const cx_model_info *h, const fwd_seg *s) { return s->T > 1 ? h->n_head / h->n_head_kv : 1; }
+ * heads that share a kv head (one unpacked copy of each tile serves them
+ * all); so does a decode item when the pass's kv groups are enough items
+ * for the pool (decode_grouped: a tile is read and unpacked once for its
+ * group instead of once per head), else it takes one head (more items). */
+static int item_heads(const fwd_ws *w, const fwd_seg *s) {
+    const cx_model_info *h = &w->m->info;
+    return s->T > 1 || w->att.decode_grouped ? h->n_head / h->n_head_kv : 1;
+}
 
 /* Work items (segment, heads, query block) dealt round-robin: later blocks
  * see more keys, interleaving evens the load. item_end[g] is the number of
@@ -547,7 +554,7 @@ static void attention_part(void *ctx, int i, int n) {
         }
         const fwd_seg *g = &j->seg[lo];
         int local = it - (lo ? w->att.item_end[lo - 1] : 0);
-        int nh = item_heads(&w->m->info, g), groups = n_head / nh;
+        int nh = item_heads(w, g), groups = n_head / nh;
         int head0 = local % groups * nh, qb = local / groups;
         int qi0 = qb * ATT_QBLOCK, qi1 = qi0 + ATT_QBLOCK < g->T ? qi0 + ATT_QBLOCK : g->T;
         attention_block(w, g, j->layer, i, head0, nh, qi0, qi1);
@@ -652,12 +659,13 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
     assert(n_seg >= 1);
     fwd_pass_begin(w, rows);
     int items = 0, n_out = 0, out_rows = 0;
+    w->att.decode_grouped = (int64_t)h->n_head_kv * n_seg >= w->n_threads;
     for (int g = 0; g < n_seg; g++) {
         const fwd_seg *s = &seg[g];
         assert(s->T >= 1 && s->row + s->T <= rows && (g == 0 ? s->row == 0 : s->row == seg[g - 1].row + seg[g - 1].T));
         for (int t = 0; t < s->T; t++)
             kern_rope_table(w->rope_cs + (size_t)(s->row + t) * hd, hd, s->pos + t, w->inv_freq);
-        items += h->n_head / item_heads(h, s) * ((s->T + ATT_QBLOCK - 1) / ATT_QBLOCK);
+        items += h->n_head / item_heads(w, s) * ((s->T + ATT_QBLOCK - 1) / ATT_QBLOCK);
         w->att.item_end[g] = items;
         assert(s->n_out >= 0 && s->n_out <= s->T && (s->n_out == 0 || s->out >= 0));
         if (s->n_out && s->out + s->n_out > n_out) n_out = s->out + s->n_out;

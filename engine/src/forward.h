@@ -74,6 +74,7 @@ typedef struct fwd_att_ws {
     float *kv;                /* [thread][2][ATT_TILE][head_dim]: a tile's keys, then values, packed */
     size_t stride[FWD_ATT_BUFS]; /* scores, acc, ml, kv: elements from one thread's slice to the next */
     int *item_end;            /* [batch]: work items of segments 0..i of this pass */
+    int decode_grouped;       /* this pass: a decode item takes every head of a kv group (else one head) */
     float scale;              /* the scores' scale: 1/sqrt(head_dim), times YaRN's mscale^2 */
 } fwd_att_ws;
 

@@ -72,6 +72,49 @@ typedef struct kern_act {
 
 /* Dot product of one weight row (n weights stored as the table's type) with activation row t. */
 typedef float (*kern_dot_fn)(const void *row, const kern_act *a, int t);
+
+/*
+ * Rows of a KV-cache slab as attention reads them (kv_codec.h defines the
+ * formats; kv_unpack_src describes a slab's rows in these terms). Element
+ * kinds, and the float each code stands for:
+ *   KERN_KV_F32   the float                   KERN_KV_I8    int8 code x scale
+ *   KERN_KV_F16   the half, widened (exact)   KERN_KV_I4    nibble - 8 x scale (low nibble first)
+ *   KERN_KV_BF16  the bfloat16, widened       KERN_KV_E4M3  FP8 E4M3 (bias 7, no infinities) x scale
+ *   KERN_KV_E5M2  FP8 E5M2 (a half's high byte), widened
+ * The scale of element (r, c) is row_scale[r] when row_scale is set, else
+ * col_scale[c] when that is set, else group_scale[r * group_stride + c / 32]
+ * when that is set, else 1; a scaled value is the code's exact float times
+ * the scale, one float multiply (one rounding). With `hadamard`, each 32
+ * scaled values of a row (from column 0 of the call, which must then take
+ * whole groups) are then rotated back by kern_hadamard32. Every table gives
+ * the scalar reference's bits (the transform's butterflies are elementwise,
+ * stage by stage, in one order), so a model's attention does not change with
+ * the table or with where a block is read from.
+ */
+enum { KERN_KV_F32, KERN_KV_F16, KERN_KV_BF16, KERN_KV_I8, KERN_KV_I4, KERN_KV_E4M3, KERN_KV_E5M2 };
+typedef struct kern_kv_src {
+    int elem;                /* KERN_KV_* */
+    const uint8_t *codes;    /* element (0, 0): for I4, an even column's byte */
+    size_t row_bytes;        /* from one row's codes to the next */
+    const float *row_scale;  /* [n] one per row, or NULL */
+    const float *col_scale;  /* [nc] one per column, or NULL (used when row_scale is NULL) */
+    const float *group_scale;/* one per 32 columns of each row, rows group_stride apart, or NULL */
+    size_t group_stride;
+    int hadamard;            /* 1: rotate each 32 unpacked values by kern_hadamard32 */
+} kern_kv_src;
+/* x = H x / sqrt(32) in place, H the 32-point Walsh-Hadamard matrix:
+ * butterflies (x[i], x[i + h]) -> (x[i] + x[i + h], x[i] - x[i + h]) for
+ * h = 1, 2, 4, 8, 16, then each value times 1/sqrt(32). Orthonormal and
+ * its own inverse (up to rounding). */
+void kern_hadamard32(float *x);
+#define KERN_RSQRT32 0.17677669529663687f /* 1/sqrt(32), rounded to float */
+/* The exact float of FP8 code b (E4M3: sign, 4 exponent bits biased by 7,
+ * 3 mantissa bits, subnormals below 2^-6, no infinities: 0x7f/0xff are NaN;
+ * E5M2: the half whose high byte is b). */
+float kern_e4m3_value(uint8_t b);
+float kern_e5m2_value(uint8_t b);
+/* The exact float of code c of a row of `elem` codes (no scale). */
+float kern_kv_value(int elem, const uint8_t *row, int c);
 /*
  * y[t*ldy + r] = dot(row r, activation t) for r in [r0, r1), t in [0, a->T).
  * Rows are `row_bytes` apart from `w`. A gemm must give, for every (r, t),
@@ -125,6 +168,9 @@ typedef struct kern_ops {
     void (*add)(float *y, const float *x, int n);
     /* LoRA's up-projection: y += B·u over a range of outputs (lora_kern.h). */
     kern_lora_up_fn lora_up;
+    /* out[r * ld + c] = value of element (r, c) of src (kern_kv_src) for r < n,
+     * c < nc (nc even): a tile of KV rows unpacked where attention reads it. */
+    void (*kv_unpack)(const kern_kv_src *src, int n, int nc, float *out, size_t ld);
 } kern_ops;
 
 /* Every single function of kern_ops (after the per-type arrays), once: the
@@ -133,7 +179,7 @@ typedef struct kern_ops {
  * not here, so no table silently keeps the base's function. */
 #define KERN_OPS_SINGLE(X) \
     X(quantize_act) X(attn_scores) X(attn_values) X(exp_shift) X(scale_f64) X(rmsnorm) X(softmax) X(rope) \
-    X(swiglu) X(argmax) X(add) X(lora_up)
+    X(swiglu) X(argmax) X(add) X(lora_up) X(kv_unpack)
 #define KERN_OPS_COUNT_(f) +1
 _Static_assert(offsetof(kern_ops, quantize_act) == offsetof(kern_ops, gemm_x16) + sizeof(kern_gemm_fn) * KERN_NTYPES,
                "kern_ops: the single functions follow the per-type arrays directly");

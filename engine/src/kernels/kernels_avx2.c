@@ -16,6 +16,7 @@
  * weight's unpacking; every (row, token) value goes through exactly the
  * arithmetic of the single dot, so prefill and decode agree bit for bit.
  */
+#include <assert.h>
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -355,6 +356,96 @@ static void attn_values(double *acc, const float *p, const float *const *V, size
     }
 }
 
+/* Eight codes of a KV row from column c as floats (kernels.h's exact
+ * values; scales applied by the caller). */
+ALWAYS_INLINE __m256 kv_codes8(int elem, const uint8_t *row, int c) {
+    switch (elem) {
+    case KERN_KV_F32: return _mm256_loadu_ps((const float *)(const void *)(row + 4 * (size_t)c));
+    case KERN_KV_F16: return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * (size_t)c)));
+    case KERN_KV_BF16:
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * (size_t)c))), 16));
+    case KERN_KV_I8: return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(row + c))));
+    case KERN_KV_I4: { /* 4 bytes, low nibble first: interleave the nibbles, then code - 8 */
+        int32_t four;
+        memcpy(&four, row + c / 2, 4);
+        __m128i x = _mm_cvtsi32_si128(four), m = _mm_set1_epi8(15);
+        __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+        return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(nib), _mm256_set1_epi32(8)));
+    }
+    case KERN_KV_E4M3: { /* as a half: exponent and mantissa shifted under the half's, times 2^8 (exact) */
+        __m128i x = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(row + c)));
+        __m128i em = _mm_and_si128(x, _mm_set1_epi16(0x7f));
+        __m128i h = _mm_or_si128(_mm_slli_epi16(em, 7), _mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x80)), 8));
+        h = _mm_or_si128(h, _mm_and_si128(_mm_cmpeq_epi16(em, _mm_set1_epi16(0x7f)), _mm_set1_epi16(0x7c00))); /* NaN */
+        return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+    }
+    default: /* KERN_KV_E5M2: the half's high byte */
+        return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(row + c))), 8));
+    }
+}
+
+/* One butterfly stage inside each 8-lane register: lanes whose bit `h` is
+ * clear get a + b, the others a - b (a the lower lane of the pair), as the
+ * scalar transform computes them. */
+ALWAYS_INLINE __m256 butterfly_in(__m256 x, __m256 swapped, int upper_mask) {
+    return _mm256_blend_ps(_mm256_add_ps(x, swapped), _mm256_sub_ps(swapped, x), upper_mask);
+}
+
+/* kern_hadamard32 on 32 floats in four registers: stages 1, 2, 4 inside each
+ * register, 8 and 16 across them, in the scalar order. */
+ALWAYS_INLINE void hadamard32_avx2(__m256 v[4]) {
+    for (int i = 0; i < 4; i++) {
+        v[i] = butterfly_in(v[i], _mm256_permute_ps(v[i], 0xb1), 0xaa);
+        v[i] = butterfly_in(v[i], _mm256_permute_ps(v[i], 0x4e), 0xcc);
+        v[i] = butterfly_in(v[i], _mm256_permute2f128_ps(v[i], v[i], 1), 0xf0);
+    }
+    for (int h = 1; h <= 2; h *= 2)
+        for (int i = 0; i < 4; i++) {
+            if (i & h) continue;
+            __m256 a = v[i], b = v[i + h];
+            v[i] = _mm256_add_ps(a, b);
+            v[i + h] = _mm256_sub_ps(a, b);
+        }
+    for (int i = 0; i < 4; i++) v[i] = _mm256_mul_ps(v[i], _mm256_set1_ps(KERN_RSQRT32));
+}
+
+/* See kernels.h: eight columns at a time (columns past the last eight by the
+ * scalar rule), the scale multiplied once per element; grouped scales and
+ * the rotation a group of 32 at a time. */
+static void kv_unpack(const kern_kv_src *src, int n, int nc, float *out, size_t ld) {
+    for (int r = 0; r < n; r++) {
+        const uint8_t *row = src->codes + (size_t)r * src->row_bytes;
+        float *o = out + (size_t)r * ld;
+        int c = 0;
+        if (src->group_scale) {
+            assert(nc % 32 == 0 || !src->hadamard);
+            const float *gs = src->group_scale + (size_t)r * src->group_stride;
+            for (; c + 32 <= nc; c += 32) {
+                __m256 s = _mm256_set1_ps(gs[c / 32]), v[4];
+                for (int i = 0; i < 4; i++) v[i] = _mm256_mul_ps(kv_codes8(src->elem, row, c + 8 * i), s);
+                if (src->hadamard) hadamard32_avx2(v);
+                for (int i = 0; i < 4; i++) _mm256_storeu_ps(o + c + 8 * i, v[i]);
+            }
+        } else if (src->row_scale) {
+            __m256 s = _mm256_set1_ps(src->row_scale[r]);
+            for (; c + 8 <= nc; c += 8) _mm256_storeu_ps(o + c, _mm256_mul_ps(kv_codes8(src->elem, row, c), s));
+        } else if (src->col_scale) {
+            for (; c + 8 <= nc; c += 8)
+                _mm256_storeu_ps(o + c, _mm256_mul_ps(kv_codes8(src->elem, row, c), _mm256_loadu_ps(src->col_scale + c)));
+        } else {
+            for (; c + 8 <= nc; c += 8) _mm256_storeu_ps(o + c, kv_codes8(src->elem, row, c));
+        }
+        for (; c < nc; c++) {
+            float v = kern_kv_value(src->elem, row, c);
+            o[c] = src->row_scale   ? v * src->row_scale[r]
+                   : src->col_scale ? v * src->col_scale[c]
+                   : src->group_scale ? v * src->group_scale[(size_t)r * src->group_stride + (size_t)(c / 32)]
+                                      : v;
+        }
+    }
+}
+
 static double exp_shift(float *x, int n, float shift) {
     __m256 sv = _mm256_set1_ps(shift), sum = _mm256_setzero_ps();
     int i = 0;
@@ -513,4 +604,5 @@ const kern_ops kern_avx2_ops = {
     .argmax = argmax,
     .add = add,
     .lora_up = kern_lora_up_avx2,
+    .kv_unpack = kv_unpack,
 };

@@ -217,6 +217,63 @@ static void attn_values(double *acc, const float *p, const float *const *V, size
     }
 }
 
+/* See kernels.h. */
+float kern_e4m3_value(uint8_t b) {
+    int e = (b >> 3) & 15, m = b & 7;
+    float v = (b & 0x7f) == 0x7f ? NAN : e ? ldexpf(1.0f + (float)m / 8.0f, e - 7) : ldexpf((float)m, -9);
+    return b & 0x80 ? -v : v;
+}
+
+/* See kernels.h. */
+float kern_e5m2_value(uint8_t b) { return cx_fp16_to_fp32((uint16_t)(b << 8)); }
+
+/* See kernels.h. */
+float kern_kv_value(int elem, const uint8_t *row, int c) {
+    switch (elem) {
+    case KERN_KV_F32: {
+        float f;
+        memcpy(&f, row + 4 * (size_t)c, 4);
+        return f;
+    }
+    case KERN_KV_F16: return cx_fp16_to_fp32(cx_rd16(row + 2 * (size_t)c));
+    case KERN_KV_BF16: return cx_bf16_to_fp32(cx_rd16(row + 2 * (size_t)c));
+    case KERN_KV_I8: return (float)(int8_t)row[c];
+    case KERN_KV_I4: return (float)(((c % 2 ? row[c / 2] >> 4 : row[c / 2]) & 15) - 8);
+    case KERN_KV_E4M3: return kern_e4m3_value(row[c]);
+    default: assert(elem == KERN_KV_E5M2); return kern_e5m2_value(row[c]);
+    }
+}
+
+/* See kernels.h. */
+void kern_hadamard32(float *x) {
+    for (int h = 1; h < 32; h *= 2)
+        for (int i = 0; i < 32; i += 2 * h)
+            for (int j = i; j < i + h; j++) {
+                float a = x[j], b = x[j + h];
+                x[j] = a + b;
+                x[j + h] = a - b;
+            }
+    for (int i = 0; i < 32; i++) x[i] *= KERN_RSQRT32;
+}
+
+/* See kernels.h: the definition, element by element. */
+static void kv_unpack(const kern_kv_src *src, int n, int nc, float *out, size_t ld) {
+    assert(!src->hadamard || nc % 32 == 0);
+    for (int r = 0; r < n; r++) {
+        const uint8_t *row = src->codes + (size_t)r * src->row_bytes;
+        float *o = out + (size_t)r * ld;
+        for (int c = 0; c < nc; c++) {
+            float v = kern_kv_value(src->elem, row, c);
+            if (src->row_scale) v *= src->row_scale[r];
+            else if (src->col_scale) v *= src->col_scale[c];
+            else if (src->group_scale) v *= src->group_scale[(size_t)r * src->group_stride + (size_t)(c / 32)];
+            o[c] = v;
+        }
+        if (src->hadamard)
+            for (int c = 0; c < nc; c += 32) kern_hadamard32(o + c);
+    }
+}
+
 static double exp_shift(float *x, int n, float shift) {
     double sum = 0.0;
     for (int i = 0; i < n; i++) {
@@ -304,4 +361,5 @@ const kern_ops kern_scalar_ops = {
     .argmax = argmax,
     .add = add,
     .lora_up = kern_lora_up_scalar,
+    .kv_unpack = kv_unpack,
 };

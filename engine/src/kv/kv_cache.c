@@ -31,8 +31,8 @@ cx_kv_params cx_kv_defaults(void) {
 }
 
 /* Names of the public KV block types, indexed by CX_KV_*, and of the policies. */
-static const char *const KV_TYPE_NAMES[] = {"f32", "f16", "q8", "q4"};
-static const char *const KV_POLICY_NAMES[] = {"lru", "lfu"};
+static const char *const KV_TYPE_NAMES[] = {"f32", "f16", "q8", "q4", "bf16", "e4m3", "e5m2", "q4g", "q4h"};
+static const char *const KV_POLICY_NAMES[] = {"lru", "lfu", "random"};
 #define KV_N_TYPES ((int)(sizeof KV_TYPE_NAMES / sizeof KV_TYPE_NAMES[0]))
 #define KV_N_POLICIES ((int)(sizeof KV_POLICY_NAMES / sizeof KV_POLICY_NAMES[0]))
 
@@ -116,8 +116,14 @@ int kv_check_params(const cx_model *m, const cx_kv_params *p, cx_err *err) {
     if (kv_fmt_warm(p->warm_type) < 0)
         return cx_fail(err, CX_EINVAL, "warm KV type %s is not one of %s", kv_type_label(p->warm_type, num, sizeof num),
                        cx_kv_tier_types(CX_KV_WARM, list, sizeof list));
+    for (int t = 0; t < 2; t++) { /* a rotated or grouped 4-bit group must not straddle two heads */
+        int type = t ? p->warm_type : p->type, fmt = t ? kv_fmt_warm(type) : kv_fmt_hot(type);
+        if ((fmt == KV_Q4G || fmt == KV_Q4H) && m->info.head_dim % KV_GROUP)
+            return cx_fail(err, CX_EUNSUP, "%sKV type %s needs a head size that is a multiple of %d; this model's is %d",
+                           t ? "warm " : "", cx_kv_type_name(type), KV_GROUP, m->info.head_dim);
+    }
     if (!cx_kv_policy_name(p->policy))
-        return cx_fail(err, CX_EINVAL, "KV policy %d is not one of lru|lfu (CX_KV_LRU, CX_KV_LFU)", p->policy);
+        return cx_fail(err, CX_EINVAL, "KV policy %d is not one of lru|lfu|random (CX_KV_LRU, CX_KV_LFU, CX_KV_RANDOM)", p->policy);
     if (p->zlib_level < 1 || p->zlib_level > 9)
         return cx_fail(err, CX_EINVAL, "zlib level %d is not in 1..9", p->zlib_level);
     if (p->max_tokens < 0) return cx_fail(err, CX_EINVAL, "KV cache capacity %d tokens is negative", p->max_tokens);

@@ -12,34 +12,65 @@
 
 /* See kv_codec.h. */
 int kv_fmt_hot(int cx_type) {
-    return cx_type == CX_KV_F32 ? KV_F32 : cx_type == CX_KV_F16 ? KV_F16 : cx_type == CX_KV_Q8 ? KV_Q8 : -1;
+    switch (cx_type) {
+    case CX_KV_F32: return KV_F32;
+    case CX_KV_F16: return KV_F16;
+    case CX_KV_BF16: return KV_BF16;
+    case CX_KV_Q8: return KV_Q8;
+    case CX_KV_E4M3: return KV_E4M3;
+    case CX_KV_E5M2: return KV_E5M2;
+    case CX_KV_Q4G: return KV_Q4G;
+    case CX_KV_Q4H: return KV_Q4H;
+    default: return -1;
+    }
 }
 
 /* See kv_codec.h. */
-int kv_fmt_warm(int cx_type) { return cx_type == CX_KV_Q8 ? KV_Q8B : cx_type == CX_KV_Q4 ? KV_Q4B : -1; }
+int kv_fmt_warm(int cx_type) {
+    switch (cx_type) {
+    case CX_KV_Q8: return KV_Q8B;
+    case CX_KV_Q4: return KV_Q4B;
+    case CX_KV_F16: return KV_F16;
+    case CX_KV_BF16: return KV_BF16;
+    case CX_KV_E4M3: return KV_E4M3;
+    case CX_KV_E5M2: return KV_E5M2;
+    case CX_KV_Q4G: return KV_Q4G;
+    case CX_KV_Q4H: return KV_Q4H;
+    default: return -1;
+    }
+}
 
 /* Name of a format, for messages and reports. */
 const char *kv_fmt_name(int fmt) {
-    static const char *names[KV_NFMT] = {"f32", "f16", "q8", "q8b", "q4b"};
+    static const char *names[KV_NFMT] = {"f32", "f16", "q8", "q8b", "q4b", "bf16", "e4m3", "e5m2", "q4g", "q4h"};
     return fmt >= 0 && fmt < KV_NFMT ? names[fmt] : "?";
 }
 
 /* See kv_codec.h. */
-int kv_fmt_rowwise(int fmt) { return fmt == KV_F32 || fmt == KV_F16 || fmt == KV_Q8; }
+int kv_fmt_rowwise(int fmt) { return fmt != KV_Q8B && fmt != KV_Q4B; }
+
+/* The formats stored as floats of some width (no scales): 4, 2 or 1 bytes; 0 otherwise. */
+static int float_width(int fmt) {
+    return fmt == KV_F32 ? 4 : fmt == KV_F16 || fmt == KV_BF16 ? 2 : fmt == KV_E5M2 ? 1 : 0;
+}
 
 /* Bytes of the codes of one row (scales excluded). */
 static size_t row_code_bytes(int fmt, int dim) {
     switch (fmt) {
     case KV_F32: return (size_t)dim * 4;
-    case KV_F16: return (size_t)dim * 2;
-    case KV_Q8: case KV_Q8B: return (size_t)dim;
-    default: assert(fmt == KV_Q4B); return (size_t)dim / 2;
+    case KV_F16: case KV_BF16: return (size_t)dim * 2;
+    case KV_Q8: case KV_Q8B: case KV_E4M3: case KV_E5M2: return (size_t)dim;
+    default: assert(fmt == KV_Q4B || fmt == KV_Q4G || fmt == KV_Q4H); return (size_t)dim / 2;
     }
 }
 
+/* 1 for the 4-bit formats with a scale per group of KV_GROUP values of a row. */
+static int grouped(int fmt) { return fmt == KV_Q4G || fmt == KV_Q4H; }
+
 /* Number of float scales after the codes: per row, or per key column plus per value row. */
 static size_t n_scales(int fmt, int dim) {
-    return fmt == KV_Q8 ? KV_ROWS : fmt == KV_Q8B || fmt == KV_Q4B ? (size_t)dim + KV_BLOCK : 0;
+    if (grouped(fmt)) return KV_ROWS * (size_t)(dim / KV_GROUP);
+    return fmt == KV_Q8 || fmt == KV_E4M3 ? KV_ROWS : fmt == KV_Q8B || fmt == KV_Q4B ? (size_t)dim + KV_BLOCK : 0;
 }
 
 /* See kv_codec.h. */
@@ -62,7 +93,8 @@ static void set_scale(int fmt, void *slab, size_t j, float s, int dim) {
 
 /* Index of the scale of element i of row r. */
 static size_t scale_index(int fmt, int r, int i, int dim) {
-    if (fmt == KV_Q8) return (size_t)r;
+    if (fmt == KV_Q8 || fmt == KV_E4M3) return (size_t)r;
+    if (grouped(fmt)) return (size_t)r * (size_t)(dim / KV_GROUP) + (size_t)(i / KV_GROUP);
     return r < KV_BLOCK ? (size_t)i : (size_t)dim + (size_t)(r - KV_BLOCK);
 }
 
@@ -75,19 +107,12 @@ static int quantize(float x, float scale, int qmax) {
 /* Store code q of element i of row r. */
 static void put_code(int fmt, void *slab, int r, int i, int q, int dim) {
     uint8_t *c = (uint8_t *)slab + (size_t)r * row_code_bytes(fmt, dim);
-    if (fmt != KV_Q4B) {
+    if (fmt != KV_Q4B && !grouped(fmt)) {
         c[i] = (uint8_t)(int8_t)q;
         return;
     }
     uint8_t nib = (uint8_t)(q + 8), *byte = c + i / 2;
     *byte = i % 2 ? (uint8_t)((*byte & 0x0f) | (nib << 4)) : (uint8_t)((*byte & 0xf0) | nib);
-}
-
-/* Code of element i of row r. */
-static int get_code(int fmt, const void *slab, int r, int i, int dim) {
-    const uint8_t *c = (const uint8_t *)slab + (size_t)r * row_code_bytes(fmt, dim);
-    if (fmt != KV_Q4B) return (int8_t)c[i];
-    return ((i % 2 ? c[i / 2] >> 4 : c[i / 2]) & 15) - 8;
 }
 
 /* Largest |x[i * stride]| for i < n. */
@@ -97,17 +122,59 @@ static float max_abs(const float *x, int n, int stride) {
     return m;
 }
 
+/*
+ * FP8 code of x, rounded to nearest (ties to even), with `eb` exponent and
+ * `mb` mantissa bits (E4M3: bias 7, largest 448, no infinities; E5M2: bias
+ * 15, largest finite 57344). Out-of-range values saturate to the largest
+ * finite code (a KV value never becomes an infinity); NaN stays NaN.
+ */
+static uint8_t fp8_code(float x, int eb, int mb) {
+    int bias = (1 << (eb - 1)) - 1;
+    uint8_t sign = signbit(x) ? 0x80 : 0;
+    uint8_t top = eb == 4 ? 0x7e : 0x7b; /* largest finite: E4M3 1.75 x 2^8, E5M2 1.75 x 2^15 */
+    float a = fabsf(x);
+    if (a != a) return (uint8_t)(sign | (eb == 4 ? 0x7f : 0x7e));
+    float min_normal = ldexpf(1.0f, 1 - bias);
+    if (a < min_normal) /* subnormal steps of 2^(1 - bias - mb); the top one rounds into the smallest normal */
+        return (uint8_t)(sign | (int)lrintf(ldexpf(a, bias - 1 + mb)));
+    int e;
+    float f = frexpf(a, &e); /* a = 2f x 2^(e-1), 2f in [1, 2) */
+    int m = (int)lrintf((2.0f * f - 1.0f) * (float)(1 << mb)), E = e - 1 + bias;
+    if (m == 1 << mb) {
+        m = 0;
+        E++;
+    }
+    int code = E << mb | m;
+    return (uint8_t)(sign | (code > top ? top : code));
+}
+
 /* See kv_codec.h. */
 void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim) {
     assert(kv_fmt_rowwise(fmt) && row >= 0 && row < KV_ROWS);
     uint8_t *codes = (uint8_t *)slab + (size_t)row * row_code_bytes(fmt, dim);
     if (fmt == KV_F32) {
         memcpy(codes, x, (size_t)dim * sizeof(float));
-    } else if (fmt == KV_F16) {
+    } else if (fmt == KV_F16 || fmt == KV_BF16) {
         for (int i = 0; i < dim; i++) {
-            uint16_t h = cx_fp32_to_fp16(x[i]);
+            uint16_t h = fmt == KV_F16 ? cx_fp32_to_fp16(x[i]) : cx_fp32_to_bf16(x[i]);
             memcpy(codes + 2 * (size_t)i, &h, 2);
         }
+    } else if (fmt == KV_E5M2) {
+        for (int i = 0; i < dim; i++) codes[i] = fp8_code(x[i], 5, 2);
+    } else if (grouped(fmt)) { /* per group of KV_GROUP: rotated first (q4h), then max / 7, 15 levels */
+        memset(codes, 0, row_code_bytes(fmt, dim)); /* nibbles are or-ed in */
+        for (int g = 0; g < dim; g += KV_GROUP) {
+            float t[KV_GROUP];
+            memcpy(t, x + g, sizeof t);
+            if (fmt == KV_Q4H) kern_hadamard32(t);
+            float scale = max_abs(t, KV_GROUP, 1) / 7.0f;
+            set_scale(fmt, slab, scale_index(fmt, row, g, dim), scale, dim);
+            for (int i = 0; i < KV_GROUP; i++) put_code(fmt, slab, row, g + i, quantize(t[i], scale, 7), dim);
+        }
+    } else if (fmt == KV_E4M3) { /* the row's largest magnitude at E4M3's largest, 448 */
+        float scale = max_abs(x, dim, 1) / 448.0f;
+        for (int i = 0; i < dim; i++) codes[i] = scale > 0.0f ? fp8_code(x[i] / scale, 4, 3) : 0;
+        set_scale(fmt, slab, (size_t)row, scale, dim);
     } else {
         float scale = max_abs(x, dim, 1) / 127.0f;
         for (int i = 0; i < dim; i++) codes[i] = (uint8_t)(int8_t)quantize(x[i], scale, 127);
@@ -136,46 +203,41 @@ void kv_encode_slab(int fmt, void *slab, const float *x, int dim) {
 
 /* See kv_codec.h. */
 float kv_step(int fmt, const void *slab, int r, int i, int dim) {
-    if (fmt == KV_F32 || fmt == KV_F16) return 0.0f;
+    if (float_width(fmt)) return 0.0f;
     return get_scale(fmt, slab, scale_index(fmt, r, i, dim), dim);
 }
 
-/* IEEE half -> single, exact for every half (test_kv compares all 65536 with
- * cx_fp16_to_fp32), branch-free so the row loop vectorizes: the exponent and
- * mantissa bits moved into place read as the value times 2^-112 (normal and
- * subnormal halves alike), which one multiply by 2^112 corrects; infinities
- * and NaNs get the all-ones exponent. Staging f16 blocks converts every
- * cached value each pass; with util.c's scalar converter, stories260K
- * decoded 2.6x slower with f16 blocks than with f32, with this 1.8x. */
-static inline float half_to_float(uint16_t h) {
-    uint32_t em = (uint32_t)h & 0x7fffu, bits = em << 13, sign = ((uint32_t)h & 0x8000u) << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    f *= 0x1p112f;
-    memcpy(&bits, &f, sizeof f);
-    bits = em >= 0x7c00u ? 0x7f800000u | (em & 0x3ffu) << 13 : bits;
-    bits |= sign;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+/* See kv_codec.h. */
+void kv_src(int fmt, const void *slab, int dim, int r0, int c0, kern_kv_src *src) {
+    static const int elem[KV_NFMT] = {KERN_KV_F32, KERN_KV_F16, KERN_KV_I8, KERN_KV_I8, KERN_KV_I4,
+                                      KERN_KV_BF16, KERN_KV_E4M3, KERN_KV_E5M2, KERN_KV_I4, KERN_KV_I4};
+    assert(fmt >= 0 && fmt < KV_NFMT && r0 >= 0 && r0 < KV_ROWS && c0 >= 0 && c0 < dim && c0 % 2 == 0);
+    size_t rb = row_code_bytes(fmt, dim);
+    const uint8_t *base = slab;
+    const float *scales = (const float *)(const void *)(base + KV_ROWS * rb); /* 4-aligned: KV_ROWS * rb is */
+    src->elem = elem[fmt];
+    src->row_bytes = rb;
+    src->codes = base + (size_t)r0 * rb + (elem[fmt] == KERN_KV_I4 ? (size_t)c0 / 2 : (size_t)c0 * (rb / (size_t)dim));
+    src->row_scale = src->col_scale = src->group_scale = NULL;
+    src->group_stride = 0;
+    src->hadamard = fmt == KV_Q4H;
+    if (grouped(fmt)) {
+        assert(c0 % KV_GROUP == 0 && "a group's scale and rotation start at its first column");
+        src->group_stride = (size_t)(dim / KV_GROUP);
+        src->group_scale = scales + (size_t)r0 * src->group_stride + (size_t)(c0 / KV_GROUP);
+    } else if (fmt == KV_Q8 || fmt == KV_E4M3) src->row_scale = scales + r0;
+    else if ((fmt == KV_Q8B || fmt == KV_Q4B) && r0 >= KV_BLOCK) src->row_scale = scales + dim + (r0 - KV_BLOCK);
+    else if (fmt == KV_Q8B || fmt == KV_Q4B) src->col_scale = scales + c0;
 }
 
-/* See kv_codec.h. */
+/* See kv_codec.h: the scalar table's unpacking, the formats' definition. */
 void kv_decode_rows(int fmt, const void *slab, int r0, int n, float *out, int dim) {
     assert(r0 >= 0 && n >= 0 && r0 + n <= KV_ROWS);
-    size_t rb = row_code_bytes(fmt, dim);
-    for (int r = r0; r < r0 + n; r++) {
-        const uint8_t *c = (const uint8_t *)slab + (size_t)r * rb;
-        float *o = out + (size_t)(r - r0) * (size_t)dim;
-        if (fmt == KV_F32) {
-            memcpy(o, c, rb);
-        } else if (fmt == KV_F16) {
-            for (int i = 0; i < dim; i++) o[i] = half_to_float(cx_rd16(c + 2 * (size_t)i));
-        } else if (fmt == KV_Q8 || (fmt == KV_Q8B && r >= KV_BLOCK)) {
-            float s = get_scale(fmt, slab, scale_index(fmt, r, 0, dim), dim);
-            for (int i = 0; i < dim; i++) o[i] = (float)(int8_t)c[i] * s;
-        } else {
-            for (int i = 0; i < dim; i++) o[i] = (float)get_code(fmt, slab, r, i, dim) * kv_step(fmt, slab, r, i, dim);
-        }
+    const kern_ops *ref = kern_table("scalar");
+    for (int r = r0; r < r0 + n; r++) { /* a row at a time: keys and values of the block formats differ */
+        kern_kv_src src;
+        kv_src(fmt, slab, dim, r, 0, &src);
+        ref->kv_unpack(&src, 1, dim, out + (size_t)(r - r0) * (size_t)dim, (size_t)dim);
     }
 }
 
@@ -216,26 +278,27 @@ static void planes(const uint8_t *restrict src, uint8_t *restrict dst, size_t n,
  * 4 planes. */
 static void planes_slab(int fmt, const void *in, void *out, int dim, int join) {
     size_t codes = KV_ROWS * row_code_bytes(fmt, dim);
-    if (fmt == KV_F32 || fmt == KV_F16) {
-        int width = fmt == KV_F32 ? 4 : 2;
+    if (float_width(fmt) > 1) {
+        int width = float_width(fmt);
         planes(in, out, codes / (size_t)width, width, join);
         return;
     }
     memcpy(out, in, codes);
-    planes((const uint8_t *)in + codes, (uint8_t *)out + codes, n_scales(fmt, dim), (int)sizeof(float), join);
+    if (n_scales(fmt, dim))
+        planes((const uint8_t *)in + codes, (uint8_t *)out + codes, n_scales(fmt, dim), (int)sizeof(float), join);
 }
 
 /* See kv_codec.h. */
 int kv_planes_sizes(int fmt, int dim, size_t *size) {
     size_t codes = KV_ROWS * row_code_bytes(fmt, dim);
     int n = 0;
-    if (fmt == KV_F32 || fmt == KV_F16) {
-        int width = fmt == KV_F32 ? 4 : 2;
+    if (float_width(fmt) > 1) {
+        int width = float_width(fmt);
         for (; n < width; n++) size[n] = codes / (size_t)width;
         return n;
     }
     size[n++] = codes;
-    for (int p = 0; p < 4; p++) size[n++] = n_scales(fmt, dim);
+    for (int p = 0; p < 4 && n_scales(fmt, dim); p++) size[n++] = n_scales(fmt, dim);
     return n;
 }
 

@@ -18,6 +18,14 @@
  * is read from its tier; it moves up when its reads are really more recent
  * or frequent than the victim's (another sequence went idle).
  *
+ * RANDOM orders the blocks of a tier by a hash of (block, pass clock): a
+ * fresh uniform permutation each pass, so the victims one pass takes are a
+ * uniform sample without replacement, reproducible run to run, and the
+ * cache keeps no generator state (the victim search stays a const read). A
+ * random policy has no claim to compare, so it promotes only into room
+ * (kv_policy_better never prefers a block to a victim): the baseline the
+ * other two are measured against (cortex-bench's tier hit rates).
+ *
  * Partial blocks, the tails sequences write next, leave last (kv_policy_cmp).
  *
  * A victim is found by scanning the blocks (O(max_blocks)); it is needed
@@ -42,6 +50,14 @@ void kv_policy_touch(kv_cache *c, int32_t id) {
 /* Three-way comparison of two unsigned keys. */
 static int cmp_u64(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
 
+/* RANDOM's rank of a block this pass: splitmix64 of its number and the clock. */
+static uint64_t random_rank(const kv_cache *c, const kv_block *b) {
+    uint64_t z = (uint64_t)(b - c->blocks) + c->clock * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 /* See kv_cache.h. A partial block (the tail a live sequence writes next)
  * leaves a tier after every full one: demoting it means moving it back up
  * for the next write, and a tail that goes through int8 and is written
@@ -49,6 +65,7 @@ static int cmp_u64(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
 int kv_policy_cmp(const kv_cache *c, const kv_block *a, const kv_block *b) {
     int r = (a->filled < KV_BLOCK) - (b->filled < KV_BLOCK);
     if (r) return r;
+    if (c->p.policy == CX_KV_RANDOM) r = cmp_u64(random_rank(c, a), random_rank(c, b));
     if (c->p.policy == CX_KV_LFU) r = cmp_u64(a->uses, b->uses);
     if (!r) r = cmp_u64(a->stamp, b->stamp);
     if (!r) r = (a->index > b->index) - (a->index < b->index);
@@ -68,6 +85,7 @@ static uint64_t uses_before(const kv_cache *c, const kv_block *b) {
 int kv_policy_better(const kv_cache *c, const kv_block *a, const kv_block *b) {
     int tail = (a->filled < KV_BLOCK) - (b->filled < KV_BLOCK);
     if (tail) return tail > 0;
+    if (c->p.policy == CX_KV_RANDOM) return 0;
     if (c->p.policy == CX_KV_LFU) return uses_before(c, a) > uses_before(c, b);
     return stamp_before(c, a) > stamp_before(c, b);
 }

@@ -1,14 +1,18 @@
 /*
- * kv_view.h - what attention reads: per block of a sequence, pointers to the
- * f32 keys and values of one layer ([KV_BLOCK][dim] each, rows dim apart).
+ * kv_view.h - what attention reads: per block of a sequence, the slab of one
+ * layer (KV_BLOCK key rows, then KV_BLOCK value rows, kv_codec.h) and its
+ * format.
  *
- * Hot f32 blocks are read where they are. Every other block (f16 or q8 hot,
- * warm, cold) is decoded into the session's staging area first, once per
- * layer per pass, on the worker threads (kv_view_stage: blocks dealt
- * round-robin; cold pages restored with each thread's own decompressor).
- * The cache is not changed meanwhile (moves happen in kv_prepare), so the
- * threads only read it. Everything is allocated by kv_view_init; staging
- * allocates nothing.
+ * Hot and warm blocks are read where they are, in their own format: attention
+ * unpacks the rows and columns a tile needs (one kv head's, kv_view_rows,
+ * through the kernels' kv_unpack) into its thread's scratch, where its
+ * queries read them, so no dequantized copy of the cache is made and a
+ * compressed format is read at its own size. Cold blocks are restored first,
+ * once per layer per pass, on the worker threads (kv_view_stage: blocks dealt
+ * round-robin, each thread with its own decompressor), into the view's
+ * staging slabs, still in their format. The cache is not changed meanwhile
+ * (moves happen in kv_prepare), so the threads only read it. Everything is
+ * allocated by kv_view_init; nothing is allocated per pass.
  */
 #ifndef CX_KV_VIEW_H
 #define CX_KV_VIEW_H
@@ -23,10 +27,12 @@
 
 typedef struct kv_view {
     int max_blocks, dim, n_threads;
-    const float **k, **v;    /* [max_blocks]: the current layer's keys / values of each block */
+    const uint8_t **slab;    /* [max_blocks]: the current layer's slab of each block */
+    int8_t *fmt;             /* [max_blocks]: its format (KV_F32..) */
     int32_t *todo;           /* table indices of the blocks to stage */
     int n_todo;
-    float *stage;            /* [max_blocks][KV_ROWS][dim]; NULL when every block is hot f32 */
+    uint8_t *stage;          /* [max_blocks][stage_stride] restored cold slabs; NULL without tiers */
+    size_t stage_stride;
     kv_zip *zip;             /* [n_threads] decompressors (tiered caches) */
     uint8_t *scratch;        /* [n_threads][scratch_bytes] */
     size_t scratch_bytes;
@@ -36,11 +42,20 @@ typedef struct kv_view {
 /* A view for a sequence of n_ctx positions in cache c, read by n_threads. 0 or -1 (out of memory). */
 int kv_view_init(kv_view *v, const kv_cache *c, int n_ctx, int n_threads);
 void kv_view_free(kv_view *v);
-/* Point k/v at `layer` of the first nb blocks of s; returns how many blocks
- * need kv_view_stage before they can be read. */
+/* Point the view at `layer` of the first nb blocks of s; returns how many
+ * (cold) blocks need kv_view_stage before they can be read. */
 int kv_view_layer(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int nb);
-/* Decode thread tid's share (of n) of the blocks kv_view_layer listed. */
+/* Restore thread tid's share (of n) of the blocks kv_view_layer listed. */
 void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int tid, int n);
+/* Rows r0..r0+n-1 of block i's slab (within its keys, 0..KV_BLOCK-1, or its
+ * values, KV_BLOCK..KV_ROWS-1), columns c0..c0+nc-1 (c0, nc even), as floats
+ * at out, rows ld apart, unpacked by table k. */
+void kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int c0, int nc, float *out, size_t ld);
+/* Block i's keys (kv = 0) or values (1) as floats rows dim apart, where the
+ * block is stored as f32 in place; NULL for any other format. */
+static inline const float *kv_view_f32(const kv_view *v, int i, int kv) {
+    return v->fmt[i] == KV_F32 ? (const float *)(const void *)v->slab[i] + (size_t)kv * KV_BLOCK * (size_t)v->dim : NULL;
+}
 /* Add the threads' restore counters to the cache's; returns the failed reads since the last call. */
 int64_t kv_view_collect(kv_view *v, kv_cache *c);
 

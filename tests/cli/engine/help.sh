@@ -103,7 +103,7 @@ for spec in "synth --type" "quantize --type" "generate --kv-type" "generate --kv
 done
 "$CORTEX" generate --kv-type q4 >/dev/null 2>"$tmp/err"
 check "generate --kv-type q4: exit 2, names q4 and the accepted types" \
-    test $? -eq 2 -a "$(cat "$tmp/err")" = "cortex: --kv-type: 'q4' is not one of f32|f16|q8"
+    test $? -eq 2 -a "$(cat "$tmp/err")" = "cortex: --kv-type: 'q4' is not one of f32|f16|q8|bf16|e4m3|e5m2|q4g|q4h"
 "$CORTEX" synth --type q5_1 >/dev/null 2>"$tmp/err"
 check "synth --type q5_1: exit 2, one line naming it" test $? -eq 2 -a -n "$(grep -- "'q5_1' is not one of" "$tmp/err")"
 

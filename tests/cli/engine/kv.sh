@@ -23,7 +23,7 @@ check "q8 hot, int8 warm, prefix cache: generates" test $? -eq 0 -a -s "$tmp/q8.
 gen --kv-hot 1K >/dev/null
 check "a hot budget below one block is refused" grep -q "less than one f32 block" "$tmp/err"
 gen --kv-type q3 >/dev/null
-check "an unknown KV type is refused, naming the accepted ones" grep -q "^cortex: --kv-type: 'q3' is not one of f32|f16|q8$" "$tmp/err"
+check "an unknown KV type is refused, naming the accepted ones" grep -q "^cortex: --kv-type: 'q3' is not one of f32|f16|q8|bf16|e4m3|e5m2|q4g|q4h$" "$tmp/err"
 gen --kv-cold lots >/dev/null
 check "a bad byte count is refused" grep -q "is not a byte count" "$tmp/err"
 

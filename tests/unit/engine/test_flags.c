@@ -169,8 +169,8 @@ static void test_bad_values(void) {
     fails(CA, W("--budget", "lots"), "--budget: 'lots' is not a byte count (e.g. 65536, 64K, 1.5M, 2G) or 'unlimited'");
     fails(CA, W("--choice", "half"), "--choice: 'half' is not one of closed|open");
     fails(CA, W("--mode", "callgrind"), "--mode: 'callgrind' is not one of perf|auto");
-    fails(CA, W("--kv-type", "q4"), "--kv-type: 'q4' is not one of f32|f16|q8");
-    fails(CA, W("--kv-policy", "mru"), "--kv-policy: 'mru' is not one of lru|lfu");
+    fails(CA, W("--kv-type", "q4"), "--kv-type: 'q4' is not one of f32|f16|q8|bf16|e4m3|e5m2|q4g|q4h");
+    fails(CA, W("--kv-policy", "mru"), "--kv-policy: 'mru' is not one of lru|lfu|random");
     fails(CA, W("--item", "bad"), "--item: 'bad' is no item");
     fails(CA, W("--item", "1", "--item", "2", "--item", "3", "--item", "4", "--item", "5"), "--item: '5' is no item");
 }
@@ -236,8 +236,8 @@ static void test_help(void) {
         "      --budget BYTES           a budget (default unlimited)\n"
         "      --choice LOOP            a choice (one of closed|open; default closed)\n"
         "      --mode HOW               a listed string (one of perf|auto; default auto)\n"
-        "      --kv-type TYPE           a KV type (one of f32|f16|q8; default f32)\n"
-        "      --kv-policy POLICY       a policy (one of lru|lfu; default lru)\n"
+        "      --kv-type TYPE           a KV type (one of f32|f16|q8|bf16|e4m3|e5m2|q4g|q4h; default f32)\n"
+        "      --kv-policy POLICY       a policy (one of lru|lfu|random; default lru)\n"
         "      --item ITEM              an item, repeatable (default 2 items)\n"
         "      --group-a A              group a (0..9; default 0)\n"
         "      --group-b B              group b (0..9; default 0)\n"
@@ -278,7 +278,7 @@ static void test_helpers(void) {
     char buf[1024];
     CHECK(strstr(cx_flag_weight_types(NULL, buf, sizeof buf), "q8_0") && strstr(buf, "|q4_k_m"), "weight types: %s", buf);
     CHECK(strstr(cx_flag_shapes(NULL, buf, sizeof buf), "test-tiny|"), "shapes: %s", buf);
-    CHECK(!strcmp(cx_flag_kv_policies(NULL, buf, sizeof buf), "lru|lfu"), "policies: %s", buf);
+    CHECK(!strcmp(cx_flag_kv_policies(NULL, buf, sizeof buf), "lru|lfu|random"), "policies: %s", buf);
 }
 
 TEST_MAIN({

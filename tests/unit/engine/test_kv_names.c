@@ -13,15 +13,17 @@
 
 /* Names round-trip through the parsers; unknown numbers have none. */
 static void test_names(void) {
-    for (int t = CX_KV_F32; t <= CX_KV_Q4; t++)
+    for (int t = CX_KV_F32; t <= CX_KV_Q4H; t++)
         CHECK(cx_kv_type_name(t) && cx_kv_type_from_name(cx_kv_type_name(t)) == t, "type %d round-trips", t);
-    CHECK(!strcmp(cx_kv_type_name(CX_KV_Q4), "q4") && cx_kv_type_name(4) == NULL && cx_kv_type_name(-1) == NULL,
-          "q4 named, 4 and -1 not");
+    CHECK(!strcmp(cx_kv_type_name(CX_KV_Q4), "q4") && !strcmp(cx_kv_type_name(CX_KV_E4M3), "e4m3") &&
+              !strcmp(cx_kv_type_name(CX_KV_Q4H), "q4h") && cx_kv_type_name(9) == NULL && cx_kv_type_name(-1) == NULL,
+          "q4, e4m3 and q4h named, 9 and -1 not");
     CHECK(!strcmp(cx_kv_policy_name(CX_KV_LRU), "lru") && !strcmp(cx_kv_policy_name(CX_KV_LFU), "lfu") &&
-          cx_kv_policy_name(2) == NULL, "policy names");
+              !strcmp(cx_kv_policy_name(CX_KV_RANDOM), "random") && cx_kv_policy_name(3) == NULL,
+          "policy names");
     char buf[64];
-    CHECK(!strcmp(cx_kv_tier_types(CX_KV_HOT, buf, sizeof buf), "f32|f16|q8"), "hot types: %s", buf);
-    CHECK(!strcmp(cx_kv_tier_types(CX_KV_WARM, buf, sizeof buf), "q8|q4"), "warm types: %s", buf);
+    CHECK(!strcmp(cx_kv_tier_types(CX_KV_HOT, buf, sizeof buf), "f32|f16|q8|bf16|e4m3|e5m2|q4g|q4h"), "hot types: %s", buf);
+    CHECK(!strcmp(cx_kv_tier_types(CX_KV_WARM, buf, sizeof buf), "f16|q8|q4|bf16|e4m3|e5m2|q4g|q4h"), "warm types: %s", buf);
     CHECK(!strcmp(cx_kv_tier_types(CX_KV_COLD, buf, sizeof buf), ""), "cold: no block type of its own");
     char tiny[6];
     CHECK(!strcmp(cx_kv_tier_types(CX_KV_HOT, tiny, sizeof tiny), "f32"), "a short buffer keeps whole names: %s", tiny);
@@ -44,15 +46,15 @@ static void test_messages(void) {
     if (m) {
         cx_kv_params p = cx_kv_defaults();
         p.type = CX_KV_Q4;
-        refused(m, p, "KV type q4 is not one of f32|f16|q8");
-        p.type = 7;
-        refused(m, p, "KV type 7 is not one of f32|f16|q8");
+        refused(m, p, "KV type q4 is not one of f32|f16|q8|bf16|e4m3|e5m2|q4g|q4h");
+        p.type = 9;
+        refused(m, p, "KV type 9 is not one of f32|f16|q8|bf16|e4m3|e5m2|q4g|q4h");
         p = cx_kv_defaults();
-        p.warm_type = CX_KV_F16;
-        refused(m, p, "warm KV type f16 is not one of q8|q4");
+        p.warm_type = CX_KV_F32;
+        refused(m, p, "warm KV type f32 is not one of f16|q8|q4|bf16|e4m3|e5m2|q4g|q4h");
         p = cx_kv_defaults();
         p.policy = 5;
-        refused(m, p, "KV policy 5 is not one of lru|lfu (CX_KV_LRU, CX_KV_LFU)");
+        refused(m, p, "KV policy 5 is not one of lru|lfu|random (CX_KV_LRU, CX_KV_LFU, CX_KV_RANDOM)");
         cx_model_free(m);
     }
     fx_cleanup();
