@@ -410,10 +410,11 @@ ALWAYS_INLINE void hadamard32_avx2(__m256 v[4]) {
     for (int i = 0; i < 4; i++) v[i] = _mm256_mul_ps(v[i], _mm256_set1_ps(KERN_RSQRT32));
 }
 
-/* See kernels.h: eight columns at a time (columns past the last eight by the
- * scalar rule), the scale multiplied once per element; grouped scales and
- * the rotation a group of 32 at a time. */
-static void kv_unpack(const kern_kv_src *src, int n, int nc, float *out, size_t ld) {
+/* kv_unpack for one element kind ELEM (a constant: the code's switch is
+ * resolved at compile time, one loop per kind): eight columns at a time
+ * (columns past the last eight by the scalar rule), the scale multiplied once
+ * per element; grouped scales and the rotation a group of 32 at a time. */
+ALWAYS_INLINE void kv_unpack_kind(int ELEM, const kern_kv_src *src, int n, int nc, float *out, size_t ld) {
     for (int r = 0; r < n; r++) {
         const uint8_t *row = src->codes + (size_t)r * src->row_bytes;
         float *o = out + (size_t)r * ld;
@@ -423,26 +424,39 @@ static void kv_unpack(const kern_kv_src *src, int n, int nc, float *out, size_t 
             const float *gs = src->group_scale + (size_t)r * src->group_stride;
             for (; c + 32 <= nc; c += 32) {
                 __m256 s = _mm256_set1_ps(gs[c / 32]), v[4];
-                for (int i = 0; i < 4; i++) v[i] = _mm256_mul_ps(kv_codes8(src->elem, row, c + 8 * i), s);
+                for (int i = 0; i < 4; i++) v[i] = _mm256_mul_ps(kv_codes8(ELEM, row, c + 8 * i), s);
                 if (src->hadamard) hadamard32_avx2(v);
                 for (int i = 0; i < 4; i++) _mm256_storeu_ps(o + c + 8 * i, v[i]);
             }
         } else if (src->row_scale) {
             __m256 s = _mm256_set1_ps(src->row_scale[r]);
-            for (; c + 8 <= nc; c += 8) _mm256_storeu_ps(o + c, _mm256_mul_ps(kv_codes8(src->elem, row, c), s));
+            for (; c + 8 <= nc; c += 8) _mm256_storeu_ps(o + c, _mm256_mul_ps(kv_codes8(ELEM, row, c), s));
         } else if (src->col_scale) {
             for (; c + 8 <= nc; c += 8)
-                _mm256_storeu_ps(o + c, _mm256_mul_ps(kv_codes8(src->elem, row, c), _mm256_loadu_ps(src->col_scale + c)));
+                _mm256_storeu_ps(o + c, _mm256_mul_ps(kv_codes8(ELEM, row, c), _mm256_loadu_ps(src->col_scale + c)));
         } else {
-            for (; c + 8 <= nc; c += 8) _mm256_storeu_ps(o + c, kv_codes8(src->elem, row, c));
+            for (; c + 8 <= nc; c += 8) _mm256_storeu_ps(o + c, kv_codes8(ELEM, row, c));
         }
         for (; c < nc; c++) {
-            float v = kern_kv_value(src->elem, row, c);
+            float v = kern_kv_value(ELEM, row, c);
             o[c] = src->row_scale   ? v * src->row_scale[r]
                    : src->col_scale ? v * src->col_scale[c]
                    : src->group_scale ? v * src->group_scale[(size_t)r * src->group_stride + (size_t)(c / 32)]
                                       : v;
         }
+    }
+}
+
+/* See kernels.h. */
+static void kv_unpack(const kern_kv_src *src, int n, int nc, float *out, size_t ld) {
+    switch (src->elem) {
+    case KERN_KV_F32: kv_unpack_kind(KERN_KV_F32, src, n, nc, out, ld); break;
+    case KERN_KV_F16: kv_unpack_kind(KERN_KV_F16, src, n, nc, out, ld); break;
+    case KERN_KV_BF16: kv_unpack_kind(KERN_KV_BF16, src, n, nc, out, ld); break;
+    case KERN_KV_I8: kv_unpack_kind(KERN_KV_I8, src, n, nc, out, ld); break;
+    case KERN_KV_I4: kv_unpack_kind(KERN_KV_I4, src, n, nc, out, ld); break;
+    case KERN_KV_E4M3: kv_unpack_kind(KERN_KV_E4M3, src, n, nc, out, ld); break;
+    default: kv_unpack_kind(KERN_KV_E5M2, src, n, nc, out, ld); break;
     }
 }
 
