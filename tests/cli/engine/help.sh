@@ -21,7 +21,7 @@ declare -A FLAGS=(
 [synth]="--shape test-tiny --type q8_0 -o x --output x --seed 3 -c 64 --ctx 64 --vocab x --list -"
 [tokenize]="-m x --model x -z x --tokenizer x -p x --prompt x -f x --prompt-file x --no-bos - --no-special -"
 [quantize]="-z x --tokenizer x --type q4_0"
-[quality]="--ref x -m x --model x -z x --tokenizer x -t 2 --threads 2 --pin spread --numa local --positions 10 --text x --json -"
+[quality]="--ref x -m x --model x -z x --tokenizer x -t 2 --threads 2 --pin spread --numa local --positions 10 --text x --json - -c 64 --ctx 64 --from 8 --kv-type q8 --ref-kv-type f16"
 [synth-lora]="-m x --model x -z x --tokenizer x --rank 8 --alpha 16 --targets q,v --seed 2 --strength 0.5 --type f16 -o x --output x"
 [merge-lora]="-m x --model x -z x --tokenizer x --lora x:2 --type f16 -o x --output x"
 [serve]="-m x --model x -z x --tokenizer x -t 2 --threads 2 --pin none --numa default -c 64 --ctx 64 -n 5 --n-predict 5 --kv-type f16
@@ -81,9 +81,12 @@ values() { # command flag -> the '|' list after "one of " on the flag's help lin
 check "synth --type lists f32 f16 bf16 q8_0 q4_0 q4_k q6_k mxfp4 q4_k_m" \
     test "$(values synth --type | tr ' ' '\n' | sort | tr '\n' ' ')" = "bf16 f16 f32 mxfp4 q4_0 q4_k q4_k_m q6_k q8_0 "
 check "quantize --type lists the same types" test "$(values quantize --type)" = "$(values synth --type)"
-check "generate --kv-type lists f32 f16 q8" test "$(values generate --kv-type)" = "f32 f16 q8"
-check "generate --kv-warm-type lists q8 q4" test "$(values generate --kv-warm-type)" = "q8 q4"
-check "generate --kv-policy lists lru lfu" test "$(values generate --kv-policy)" = "lru lfu"
+check "generate --kv-type lists f32 f16 q8 bf16 e4m3 e5m2 q4g q4h" \
+    test "$(values generate --kv-type)" = "f32 f16 q8 bf16 e4m3 e5m2 q4g q4h"
+check "generate --kv-warm-type lists f16 q8 q4 bf16 e4m3 e5m2 q4g q4h" \
+    test "$(values generate --kv-warm-type)" = "f16 q8 q4 bf16 e4m3 e5m2 q4g q4h"
+check "generate --kv-policy lists lru lfu random" test "$(values generate --kv-policy)" = "lru lfu random"
+check "quality takes generate's KV types" test "$(values quality --kv-type)" = "$(values generate --kv-type)"
 check "serve --chat-template lists chatml llama2 llama3 zephyr phi3 gemma gpt-oss harmony" \
     test "$(values serve --chat-template)" = "chatml llama2 llama3 zephyr phi3 gemma gpt-oss harmony"
 check "serve takes generate's KV cache flags, with the same values" \

@@ -87,7 +87,7 @@ bad() { # description, expected stderr pattern, args...
 }
 bad "unknown KV type" "--kv-type: .q3. is not" --kv-type q3
 bad "q4 is not a hot type" "--kv-type: .q4. is not" --kv-type q4
-bad "unknown warm type" "--kv-warm-type: .f16." --kv-warm-type f16
+bad "f32 is not a warm type" "--kv-warm-type: .f32. is not" --kv-warm-type f32
 # Two sequences under budgets below their needs (issue 25: this never ended;
 # every pass ran out of cold room, preempted one and readmitted it at once).
 "$CORTEX" synth --shape stories15m --type q8_0 -c 2048 -o "$tmp/s15.gguf" 2>/dev/null

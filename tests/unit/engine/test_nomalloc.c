@@ -384,6 +384,13 @@ static void run_all(void) {
     kv.warm_type = CX_KV_Q4;
     kv.policy = CX_KV_LFU;
     check_config(m, "q4 warm, cold, LFU", &kv, 1);
+    kv = cx_kv_defaults(); /* FP8 blocks: 2 x (32 x 32 codes + 32 scales) = 2304 bytes */
+    kv.type = CX_KV_E4M3;
+    kv.warm_type = CX_KV_E5M2;
+    kv.policy = CX_KV_RANDOM;
+    kv.budget[CX_KV_HOT] = 2 * 2304;
+    kv.budget[CX_KV_WARM] = 2 * 2304;
+    check_config(m, "e4m3 hot, e5m2 warm, cold, random", &kv, 1);
     kv = cx_kv_defaults();
     kv.budget[CX_KV_HOT] = 4 * blk;
     kv.budget[CX_KV_WARM] = 3 * blk;
@@ -401,6 +408,17 @@ static void run_all(void) {
     check_spec(m, NULL, &kv);
     check_spec(m, fx_synth(&sh, CX_TYPE_Q8_0, 6, "tiny-draft.gguf"), &kv);
     cx_model_free(m);
+    /* the Hadamard-rotated and grouped 4-bit formats need 32-wide heads: test-headdim's */
+    sh = fx_shape("test-headdim", 256);
+    if ((m = fx_synth_model(&sh, CX_TYPE_Q8_0, 5, "headdim.gguf", NULL))) {
+        kv = cx_kv_defaults(); /* kv_dim 64: 2 layers x (32 x 32 code bytes + 32 x 2 scales) = 2560 bytes a block */
+        kv.type = CX_KV_Q4H;
+        kv.warm_type = CX_KV_Q4G;
+        kv.budget[CX_KV_HOT] = 2 * 2560;
+        kv.budget[CX_KV_WARM] = 2 * 2560;
+        check_config(m, "q4h hot, q4g warm, cold, 2 thr", &kv, 2);
+        cx_model_free(m);
+    }
     /* mixture of experts: the expert stage's buffers are the workspace's too */
     static const char *moe_shapes[2] = {"moe-tiny", "gpt-oss-tiny"};
     for (int i = 0; i < 2; i++) {
