@@ -713,6 +713,7 @@ const kern_ops kern_avx512_part = {
     .swiglu = kern_swiglu_avx512,
     .add = kern_add_avx512,
     .lora_up = kern_lora_up_avx512,
+    .kv_unpack = kern_kv_unpack_avx512,
 };
 
 const kern_ops kern_avx512vnni_part = {
@@ -737,4 +738,5 @@ const kern_ops kern_avx512vnni_part = {
     .swiglu = kern_swiglu_avx512,
     .add = kern_add_avx512,
     .lora_up = kern_lora_up_avx512vnni,
+    .kv_unpack = kern_kv_unpack_avx512,
 };

@@ -27,6 +27,10 @@
  *   scale_f64, add, rope: one rounding per element: the same everywhere.
  *   quantize_act (Q8_32) the scalar reference's codes, scales and sums exactly
  *                (the same IEEE multiply, round-half-even conversion).
+ *   kv_unpack    sixteen codes per step: exact widening, one multiply by
+ *                the scale, the Walsh-Hadamard butterflies stage by stage on
+ *                two registers (each an elementwise add or subtract of the
+ *                scalar pair): the scalar bits.
  */
 #include <assert.h>
 #include <immintrin.h>
@@ -316,5 +320,101 @@ void kern_quantize_q8_32_avx512(const float *x, kern_act *a, int t) {
         bs[b] = (int16_t)_mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
         _mm_storeu_si128((__m128i *)(q + 32 * b), _mm512_cvtsepi32_epi8(i0));
         _mm_storeu_si128((__m128i *)(q + 32 * b + 16), _mm512_cvtsepi32_epi8(i1));
+    }
+}
+
+/* ---- KV tiles ---- */
+
+/* Sixteen codes of a KV row from column c as floats (kernels.h's exact values). */
+ALWAYS_INLINE __m512 kv_codes16(int elem, const uint8_t *row, int c) {
+    switch (elem) {
+    case KERN_KV_F32: return _mm512_loadu_ps(row + 4 * (size_t)c);
+    case KERN_KV_F16: return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(row + 2 * (size_t)c)));
+    case KERN_KV_BF16:
+        return _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(row + 2 * (size_t)c))), 16));
+    case KERN_KV_I8: return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + c))));
+    case KERN_KV_I4: { /* 8 bytes, low nibble first */
+        __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)(row + c / 2)), m = _mm_set1_epi8(15);
+        __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(x, m), _mm_and_si128(_mm_srli_epi16(x, 4), m));
+        return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(nib), _mm512_set1_epi32(8)));
+    }
+    case KERN_KV_E4M3: { /* as AVX2's: a half with the exponent and mantissa under the half's, times 2^8 */
+        __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(row + c)));
+        __m256i em = _mm256_and_si256(x, _mm256_set1_epi16(0x7f));
+        __m256i h = _mm256_or_si256(_mm256_slli_epi16(em, 7), _mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x80)), 8));
+        h = _mm256_or_si256(h, _mm256_and_si256(_mm256_cmpeq_epi16(em, _mm256_set1_epi16(0x7f)), _mm256_set1_epi16(0x7c00)));
+        return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+    }
+    default: /* KERN_KV_E5M2 */
+        return _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(row + c))), 8));
+    }
+}
+
+/* kern_hadamard32 on two registers: stages 1, 2, 4, 8 inside each (lanes
+ * whose bit is set take a - b, the others a + b), 16 across them. */
+ALWAYS_INLINE void hadamard32_avx512(__m512 v[2]) {
+    for (int i = 0; i < 2; i++) {
+        __m512 x = v[i], y = _mm512_permute_ps(x, 0xb1);
+        x = _mm512_mask_blend_ps(0xaaaa, _mm512_add_ps(x, y), _mm512_sub_ps(y, x));
+        y = _mm512_permute_ps(x, 0x4e);
+        x = _mm512_mask_blend_ps(0xcccc, _mm512_add_ps(x, y), _mm512_sub_ps(y, x));
+        y = _mm512_shuffle_f32x4(x, x, 0xb1);
+        x = _mm512_mask_blend_ps(0xf0f0, _mm512_add_ps(x, y), _mm512_sub_ps(y, x));
+        y = _mm512_shuffle_f32x4(x, x, 0x4e);
+        v[i] = _mm512_mask_blend_ps(0xff00, _mm512_add_ps(x, y), _mm512_sub_ps(y, x));
+    }
+    __m512 a = v[0], b = v[1];
+    v[0] = _mm512_mul_ps(_mm512_add_ps(a, b), _mm512_set1_ps(KERN_RSQRT32));
+    v[1] = _mm512_mul_ps(_mm512_sub_ps(a, b), _mm512_set1_ps(KERN_RSQRT32));
+}
+
+/* kv_unpack for one element kind (a constant): sixteen columns at a time,
+ * grouped scales and the rotation a group of 32 at a time, the rest by the
+ * scalar rule. */
+ALWAYS_INLINE void kv_unpack16(int ELEM, const kern_kv_src *src, int n, int nc, float *out, size_t ld) {
+    for (int r = 0; r < n; r++) {
+        const uint8_t *row = src->codes + (size_t)r * src->row_bytes;
+        float *o = out + (size_t)r * ld;
+        int c = 0;
+        if (src->group_scale) {
+            const float *gs = src->group_scale + (size_t)r * src->group_stride;
+            for (; c + 32 <= nc; c += 32) {
+                __m512 s = _mm512_set1_ps(gs[c / 32]);
+                __m512 v[2] = {_mm512_mul_ps(kv_codes16(ELEM, row, c), s), _mm512_mul_ps(kv_codes16(ELEM, row, c + 16), s)};
+                if (src->hadamard) hadamard32_avx512(v);
+                _mm512_storeu_ps(o + c, v[0]);
+                _mm512_storeu_ps(o + c + 16, v[1]);
+            }
+        } else if (src->row_scale) {
+            __m512 s = _mm512_set1_ps(src->row_scale[r]);
+            for (; c + 16 <= nc; c += 16) _mm512_storeu_ps(o + c, _mm512_mul_ps(kv_codes16(ELEM, row, c), s));
+        } else if (src->col_scale) {
+            for (; c + 16 <= nc; c += 16)
+                _mm512_storeu_ps(o + c, _mm512_mul_ps(kv_codes16(ELEM, row, c), _mm512_loadu_ps(src->col_scale + c)));
+        } else {
+            for (; c + 16 <= nc; c += 16) _mm512_storeu_ps(o + c, kv_codes16(ELEM, row, c));
+        }
+        for (; c < nc; c++) {
+            float v = kern_kv_value(ELEM, row, c);
+            o[c] = src->row_scale   ? v * src->row_scale[r]
+                   : src->col_scale ? v * src->col_scale[c]
+                   : src->group_scale ? v * src->group_scale[(size_t)r * src->group_stride + (size_t)(c / 32)]
+                                      : v;
+        }
+    }
+}
+
+/* See ops_avx512.h. */
+void kern_kv_unpack_avx512(const kern_kv_src *src, int n, int nc, float *out, size_t ld) {
+    assert(!src->hadamard || nc % 32 == 0);
+    switch (src->elem) {
+    case KERN_KV_F32: kv_unpack16(KERN_KV_F32, src, n, nc, out, ld); break;
+    case KERN_KV_F16: kv_unpack16(KERN_KV_F16, src, n, nc, out, ld); break;
+    case KERN_KV_BF16: kv_unpack16(KERN_KV_BF16, src, n, nc, out, ld); break;
+    case KERN_KV_I8: kv_unpack16(KERN_KV_I8, src, n, nc, out, ld); break;
+    case KERN_KV_I4: kv_unpack16(KERN_KV_I4, src, n, nc, out, ld); break;
+    case KERN_KV_E4M3: kv_unpack16(KERN_KV_E4M3, src, n, nc, out, ld); break;
+    default: kv_unpack16(KERN_KV_E5M2, src, n, nc, out, ld); break;
     }
 }

@@ -22,5 +22,6 @@ void kern_swiglu_avx512(float *gate, const float *up, int n);
 void kern_add_avx512(float *y, const float *x, int n);
 /* Row t of a (fmt KERN_ACT_Q8_32) from n floats x: the scalar reference's codes, scales and sums. */
 void kern_quantize_q8_32_avx512(const float *x, kern_act *a, int t);
+void kern_kv_unpack_avx512(const kern_kv_src *src, int n, int nc, float *out, size_t ld);
 
 #endif
