@@ -385,20 +385,22 @@ ALWAYS_INLINE __m256 kv_codes8(int elem, const uint8_t *row, int c) {
     }
 }
 
-/* One butterfly stage inside each 8-lane register: lanes whose bit `h` is
- * clear get a + b, the others a - b (a the lower lane of the pair), as the
- * scalar transform computes them. */
-ALWAYS_INLINE __m256 butterfly_in(__m256 x, __m256 swapped, int upper_mask) {
-    return _mm256_blend_ps(_mm256_add_ps(x, swapped), _mm256_sub_ps(swapped, x), upper_mask);
-}
+/* One butterfly stage inside each 8-lane register: lanes whose bit is set in
+ * the (constant) MASK get a - b, the others a + b (a the lower lane of the
+ * pair), as the scalar transform computes them. A macro: the blend's mask
+ * must be an immediate for every compiler. */
+#define BUTTERFLY_IN(x, swapped, MASK) _mm256_blend_ps(_mm256_add_ps(x, swapped), _mm256_sub_ps(swapped, x), MASK)
 
 /* kern_hadamard32 on 32 floats in four registers: stages 1, 2, 4 inside each
  * register, 8 and 16 across them, in the scalar order. */
 ALWAYS_INLINE void hadamard32_avx2(__m256 v[4]) {
     for (int i = 0; i < 4; i++) {
-        v[i] = butterfly_in(v[i], _mm256_permute_ps(v[i], 0xb1), 0xaa);
-        v[i] = butterfly_in(v[i], _mm256_permute_ps(v[i], 0x4e), 0xcc);
-        v[i] = butterfly_in(v[i], _mm256_permute2f128_ps(v[i], v[i], 1), 0xf0);
+        __m256 y = _mm256_permute_ps(v[i], 0xb1);
+        v[i] = BUTTERFLY_IN(v[i], y, 0xaa);
+        y = _mm256_permute_ps(v[i], 0x4e);
+        v[i] = BUTTERFLY_IN(v[i], y, 0xcc);
+        y = _mm256_permute2f128_ps(v[i], v[i], 1);
+        v[i] = BUTTERFLY_IN(v[i], y, 0xf0);
     }
     for (int h = 1; h <= 2; h *= 2)
         for (int i = 0; i < 4; i++) {
