@@ -115,6 +115,9 @@ float kern_e4m3_value(uint8_t b);
 float kern_e5m2_value(uint8_t b);
 /* The exact float of code c of a row of `elem` codes (no scale). */
 float kern_kv_value(int elem, const uint8_t *row, int c);
+/* Element (r, c) of src with its scale (no rotation), `row` its row's codes:
+ * the SIMD tables' tails (elem passed apart so they can give a constant). */
+float kern_kv_scaled(const kern_kv_src *src, int elem, const uint8_t *row, int r, int c);
 /*
  * y[t*ldy + r] = dot(row r, activation t) for r in [r0, r1), t in [0, a->T).
  * Rows are `row_bytes` apart from `w`. A gemm must give, for every (r, t),

@@ -256,19 +256,22 @@ void kern_hadamard32(float *x) {
     for (int i = 0; i < 32; i++) x[i] *= KERN_RSQRT32;
 }
 
+/* See kernels.h. */
+float kern_kv_scaled(const kern_kv_src *src, int elem, const uint8_t *row, int r, int c) {
+    float v = kern_kv_value(elem, row, c);
+    if (src->row_scale) return v * src->row_scale[r];
+    if (src->col_scale) return v * src->col_scale[c];
+    if (src->group_scale) return v * src->group_scale[(size_t)r * src->group_stride + (size_t)(c / 32)];
+    return v;
+}
+
 /* See kernels.h: the definition, element by element. */
 static void kv_unpack(const kern_kv_src *src, int n, int nc, float *out, size_t ld) {
     assert(!src->hadamard || nc % 32 == 0);
     for (int r = 0; r < n; r++) {
         const uint8_t *row = src->codes + (size_t)r * src->row_bytes;
         float *o = out + (size_t)r * ld;
-        for (int c = 0; c < nc; c++) {
-            float v = kern_kv_value(src->elem, row, c);
-            if (src->row_scale) v *= src->row_scale[r];
-            else if (src->col_scale) v *= src->col_scale[c];
-            else if (src->group_scale) v *= src->group_scale[(size_t)r * src->group_stride + (size_t)(c / 32)];
-            o[c] = v;
-        }
+        for (int c = 0; c < nc; c++) o[c] = kern_kv_scaled(src, src->elem, row, r, c);
         if (src->hadamard)
             for (int c = 0; c < nc; c += 32) kern_hadamard32(o + c);
     }

@@ -395,13 +395,7 @@ ALWAYS_INLINE void kv_unpack16(int ELEM, const kern_kv_src *src, int n, int nc, 
         } else {
             for (; c + 16 <= nc; c += 16) _mm512_storeu_ps(o + c, kv_codes16(ELEM, row, c));
         }
-        for (; c < nc; c++) {
-            float v = kern_kv_value(ELEM, row, c);
-            o[c] = src->row_scale   ? v * src->row_scale[r]
-                   : src->col_scale ? v * src->col_scale[c]
-                   : src->group_scale ? v * src->group_scale[(size_t)r * src->group_stride + (size_t)(c / 32)]
-                                      : v;
-        }
+        for (; c < nc; c++) o[c] = kern_kv_scaled(src, ELEM, row, r, c);
     }
 }
 
