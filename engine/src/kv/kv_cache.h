@@ -68,14 +68,15 @@
  *
  * All tier moves happen in kv_prepare (kv_tier.c), single-threaded, at the
  * start of a forward pass; during the pass the cache is only read
- * (kv_view.c stages non-f32 blocks for attention on the worker threads).
+ * (kv_view.c restores cold blocks for attention on the worker threads; hot
+ * and warm ones are read in place).
  * The files, one job each:
  *   kv_cache.c   creation, the block store (alloc/ref/free), statistics, public calls
  *   kv_policy.c  LRU/LFU bookkeeping and the choice of a victim
  *   kv_page.c    cold pages: packing, reading back, the spill file
  *   kv_tier.c    moves between tiers, budgets, kv_prepare, copy-on-write
  *   kv_ops.c     sequence operations: write rows, commit, prefix match, fork, release
- *   kv_view.c    per-session f32 views of a layer for attention
+ *   kv_view.c    per-session views of a layer for attention (slabs in place, cold ones restored)
  */
 #ifndef CX_KV_CACHE_H
 #define CX_KV_CACHE_H

@@ -1,6 +1,8 @@
 /*
- * kv_codec.c - see kv_codec.h: slab formats (f32, f16, int8 per row, int8
- * and 4-bit per block) and the byte-plane permutation the cold tier compresses.
+ * kv_codec.c - see kv_codec.h: slab formats (f32, f16, bf16, int8 per row,
+ * FP8, int8 and 4-bit per block, 4-bit per group of 32 plain or rotated), how
+ * the kernels read their rows (kv_src), and the byte-plane permutation the
+ * cold tier compresses.
  */
 #include "kv_codec.h"
 
