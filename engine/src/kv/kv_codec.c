@@ -27,19 +27,12 @@ int kv_fmt_hot(int cx_type) {
     }
 }
 
-/* See kv_codec.h. */
+/* See kv_codec.h: q8 and q4 take the block formats, f32 is hot only, the
+ * other row formats are the hot tier's. */
 int kv_fmt_warm(int cx_type) {
-    switch (cx_type) {
-    case CX_KV_Q8: return KV_Q8B;
-    case CX_KV_Q4: return KV_Q4B;
-    case CX_KV_F16: return KV_F16;
-    case CX_KV_BF16: return KV_BF16;
-    case CX_KV_E4M3: return KV_E4M3;
-    case CX_KV_E5M2: return KV_E5M2;
-    case CX_KV_Q4G: return KV_Q4G;
-    case CX_KV_Q4H: return KV_Q4H;
-    default: return -1;
-    }
+    if (cx_type == CX_KV_Q8) return KV_Q8B;
+    if (cx_type == CX_KV_Q4) return KV_Q4B;
+    return cx_type == CX_KV_F32 ? -1 : kv_fmt_hot(cx_type);
 }
 
 /* Name of a format, for messages and reports. */

@@ -23,8 +23,7 @@ int kv_view_init(kv_view *v, const kv_cache *c, int n_ctx, int n_threads) {
     if (!v->slab || !v->fmt || !v->todo || !v->count) goto fail;
     if (c->tiering) {
         v->stage_stride = (kv_page_max_slab(c) + 63) & ~(size_t)63;
-        if (posix_memalign((void **)&v->stage, 64, v->stage_stride * (size_t)v->max_blocks)) v->stage = NULL;
-        if (!v->stage) goto fail;
+        if (posix_memalign((void **)&v->stage, 64, v->stage_stride * (size_t)v->max_blocks)) goto fail;
         v->scratch_bytes = (kv_page_scratch(c) + 63) & ~(size_t)63;
         v->scratch = malloc(v->scratch_bytes * (size_t)n_threads);
         v->zip = calloc((size_t)n_threads, sizeof *v->zip);

@@ -164,5 +164,7 @@ check "q4h on 16-wide heads: exit 1, the head size named" \
     sh -c "test $? -eq 1 && grep -q 'KV type q4h needs a head size that is a multiple of 32; this model.s is 16' '$tmp/err'"
 "$CORTEX" quality --ref "$m" --from 500 --positions 10 >/dev/null 2>"$tmp/err"
 check "--from past the context: refused by name" grep -q -- "--from 500 leaves no position to score" "$tmp/err"
+"$CORTEX" quality --ref "$m" -c 100000 --positions 10 >/dev/null 2>"$tmp/err"
+check "--ctx past the models' context: refused by name" grep -q -- "--ctx 100000 is more than the models' context (128)" "$tmp/err"
 
 finish
