@@ -215,7 +215,7 @@ sanitize:
 
 # ThreadSanitizer over the tests whose code runs on several threads (the
 # scheduler's run thread with submitters, the batch's and pool's workers).
-TSAN_TESTS = test_sched test_sched_progress test_spec_sched test_batch test_forward test_placement test_spec
+TSAN_TESTS = test_sched test_sched_progress test_spec_sched test_batch test_forward test_placement test_spec test_threadpool
 tsan:
 	$(MAKE) --no-print-directory BUILD=build-tsan CC=clang OPT=-O1 BUILD_TYPE=tsan \
 	  CFLAGS="-O1 -g -fsanitize=thread" LDFLAGS="-fsanitize=thread" $(TSAN_TESTS:%=build-tsan/tests/%)

@@ -233,6 +233,32 @@ uint64_t cx_session_expert_bytes(const cx_session *s);
 int cx_session_n_ctx(const cx_session *s);
 
 /*
+ * The engine's threads: where their time went and whether they found their
+ * cores shared. A pass's work is cut into chunks that the threads claim as
+ * they run, so a thread the kernel deschedules holds back only the chunk it
+ * is inside; a thread with nothing to claim waits, spinning briefly and then
+ * asleep. Counters since the session (batch, scheduler) was made, summed over
+ * its threads; times in nanoseconds. Parallel sections of one chunk, and
+ * every section of a one-thread session, run inline and are not counted.
+ */
+typedef struct cx_pool_stats {
+    int n_threads;
+    int64_t jobs;         /* parallel sections run on the pool */
+    int64_t chunks;       /* chunks run */
+    int64_t stolen;       /* ... of which taken from another thread's share */
+    int64_t busy_ns;      /* threads running chunks */
+    int64_t idle_ns;      /* workers waiting for the next section (spinning or asleep) */
+    int64_t stall_ns;     /* the calling thread waiting for chunks other threads still ran */
+    int64_t waits;        /* waits of either kind */
+    int64_t sleeps;       /* ... that ended asleep (the core given back) */
+    int64_t shared_waits; /* ... made as on a shared machine: the threads had been waiting for a core
+                           * (their run-queue delay), so they spun only briefly before sleeping */
+    double worker_wait_max; /* the largest share of its time a worker (threads 1..n-1) waited for
+                             * work, idle / (busy + idle); 0 without workers */
+} cx_pool_stats;
+void cx_session_pool_stats(const cx_session *s, cx_pool_stats *out);
+
+/*
  * Feed `n` tokens at the current position, advancing it by n. On success
  * *logits (if not NULL) points at the n_vocab logits after the last token,
  * valid until the next call.
@@ -362,6 +388,8 @@ typedef struct cx_batch cx_batch;
  * its sessions, on n_threads threads (<= 0: 1). */
 int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **out, cx_err *err);
 void cx_batch_free(cx_batch *b);
+/* The threads of the batch's passes (cx_pool_stats). */
+void cx_batch_pool_stats(const cx_batch *b, cx_pool_stats *out);
 /* Feed sessions[i] the n[i] tokens at tokens[i], for n_seq distinct
  * sessions of the batch's model, in one pass (sum of n[i] <= max_tokens).
  * On success (*logits)[i] (if logits is not NULL) points at the n_vocab
@@ -760,6 +788,7 @@ typedef struct cx_sched_stats {
     int64_t spec_tokens;           /* tokens the speculative steps gave their requests */
     int64_t spec_draft_ns;         /* time drafting (part of step_ns, outside eval_ns) */
     int64_t spec_verify_ns;        /* time in the passes that checked drafts (part of eval_ns) */
+    cx_pool_stats pool;            /* the threads of its passes (cx_pool_stats) */
 } cx_sched_stats;
 
 /* max_seqs 8, max_batch_tokens 256, max_queue 256, aging 1000 ms, cx_kv_defaults() with the prefix cache on. */

@@ -149,6 +149,16 @@ char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len) {
     fprintf(f, "cortex_spec_draft_seconds_total %.6f\n", (double)ss.spec_draft_ns / 1e9);
     head(f, "cortex_spec_verify_seconds_total", "counter", "Time in the forward passes that checked drafts.");
     fprintf(f, "cortex_spec_verify_seconds_total %.6f\n", (double)ss.spec_verify_ns / 1e9);
+    /* the passes' threads: where their time went, and whether they found their cores shared (cx_pool_stats) */
+    head(f, "cortex_pool_seconds_total", "counter", "Engine threads' time, summed over threads: running chunks (busy), "
+         "workers waiting for work (idle), the stepping thread waiting for chunks others still ran (stall).");
+    fprintf(f, "cortex_pool_seconds_total{state=\"busy\"} %.6f\ncortex_pool_seconds_total{state=\"idle\"} %.6f\n"
+               "cortex_pool_seconds_total{state=\"stall\"} %.6f\n", (double)ss.pool.busy_ns / 1e9,
+            (double)ss.pool.idle_ns / 1e9, (double)ss.pool.stall_ns / 1e9);
+    head(f, "cortex_pool_waits_total", "counter", "Engine threads' waits, and those made as on a shared machine (the "
+         "threads had been waiting for a core, so they spun briefly before sleeping).");
+    fprintf(f, "cortex_pool_waits_total{kind=\"all\"} %lld\ncortex_pool_waits_total{kind=\"shared\"} %lld\n",
+            (long long)ss.pool.waits, (long long)ss.pool.shared_waits);
     head(f, "cortex_kv_blocks", "gauge", "KV cache blocks held now, per tier.");
     static const char *tier[CX_KV_TIERS] = {"hot", "warm", "cold"};
     for (int t = 0; t < CX_KV_TIERS; t++) fprintf(f, "cortex_kv_blocks{tier=\"%s\"} %lld\n", tier[t], (long long)kv.blocks[t]);

@@ -35,6 +35,9 @@ struct cx_batch {
 };
 
 /* See cortex.h. */
+void cx_batch_pool_stats(const cx_batch *b, cx_pool_stats *out) { fwd_pool_stats(&b->ws, out); }
+
+/* See cortex.h. */
 void cx_batch_free(cx_batch *b) {
     if (!b) return;
     fwd_ws_free(&b->ws);

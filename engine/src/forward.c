@@ -286,14 +286,14 @@ int fwd_ws_init(fwd_ws *w, const cx_model *m, int batch, int n_out, int n_thread
 
 /* ---- matrix products: activations prepared once per input, rows split across the pool ---- */
 
-typedef struct prep_job { fwd_ws *w; fwd_act *slot; } prep_job;
+typedef struct prep_job { fwd_ws *w; fwd_act *slot; int chunks; } prep_job;
 
-/* Quantize this thread's share of the input rows. */
-static void prep_part(void *ctx, int i, int n) {
+/* Quantize one chunk of the input rows. */
+static void prep_part(void *ctx, int c, int thread) {
     prep_job *j = ctx;
     fwd_ws *w = j->w;
     const fwd_input *in = &w->in;
-    for (int t = in->T * i / n; t < in->T * (i + 1) / n; t++)
+    for (int t = in->T * c / j->chunks; t < in->T * (c + 1) / j->chunks; t++)
         kern_act_set(w->k, &j->slot->a, t, in->x + (size_t)t * (size_t)in->n);
 }
 
@@ -328,9 +328,8 @@ const kern_act *fwd_input_for(fwd_ws *w, int type) {
         slot->a.f = in->x;
         slot->a.decode_order = w->decode_order;
         if (fmt != KERN_ACT_F32) {
-            prep_job j = {w, slot};
-            if (in->T >= 4) tp_run(w->pool, prep_part, &j);
-            else prep_part(&j, 0, 1);
+            prep_job j = {w, slot, in->T >= 4 ? tp_chunks(w->pool, in->T) : 1};
+            tp_run(w->pool, prep_part, &j, j.chunks, 0);
         }
         slot->ready = 1;
     }
@@ -344,7 +343,17 @@ typedef struct matmul_job {
     int64_t ldy, rows;
     const lora_job *lora;     /* the adapters' low-rank products to add (n_lora of them) */
     int n_lora;
+    int chunks;               /* fwd_row_chunks(rows) */
 } matmul_job;
+
+/* See forward.h. */
+void fwd_pool_stats(const fwd_ws *w, cx_pool_stats *out) {
+    tp_stats_get(w->pool, out);
+    out->n_threads = w->n_threads;
+}
+
+/* See forward.h. */
+int fwd_row_chunks(const fwd_ws *w, int64_t rows) { return tp_chunks(w->pool, (rows + ROW_CHUNK - 1) / ROW_CHUNK); }
 
 /* See forward.h: contiguous, split at multiples of ROW_CHUNK. */
 void fwd_row_share(int64_t rows, int i, int n, int64_t *r0, int64_t *r1) {
@@ -377,11 +386,11 @@ void fwd_gemm_rows(const kern_ops *k, const cx_weight *wt, const uint8_t *w, int
     }
 }
 
-/* This thread's rows of the matrix (fwd_row_share), then its adapters' share. */
-static void matmul_part(void *ctx, int i, int n) {
+/* One chunk's rows of the matrix (fwd_row_share), then the adapters' products on those rows. */
+static void matmul_part(void *ctx, int c, int thread) {
     matmul_job *j = ctx;
     int64_t r0, r1;
-    fwd_row_share(j->rows, i, n, &r0, &r1);
+    fwd_row_share(j->rows, c, j->chunks, &r0, &r1);
     if (r0 >= r1) return;
     fwd_gemm_rows(j->k, j->w, j->w->data, r0, r1, j->a, j->y, j->ldy);
     /* LoRA: B·u into the same outputs, for each run's rows (lora/lora_pass.c) */
@@ -393,12 +402,12 @@ static void matmul_part(void *ctx, int i, int n) {
 }
 
 /* y[t][0..rows) = W · input[t] for every token of the current input (first `rows` rows of W).
- * Each (row, token) is computed by exactly one thread with the same kernel, so
- * the result does not depend on the thread count. */
+ * Each (row, token) is computed by exactly one chunk with the same kernel, so
+ * the result does not depend on the thread count or on which thread ran it. */
 static void matmul_rows(fwd_ws *ws, const cx_weight *w, int64_t rows, float *y, int64_t ldy) {
     assert(w->cols == ws->in.n);
-    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, ldy, rows, NULL, 0};
-    tp_run(ws->pool, matmul_part, &j);
+    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, ldy, rows, NULL, 0, fwd_row_chunks(ws, rows)};
+    tp_run(ws->pool, matmul_part, &j, j.chunks, 0);
 }
 
 void fwd_matmul(fwd_ws *ws, const cx_weight *w, float *y) { matmul_rows(ws, w, w->rows, y, w->rows); }
@@ -409,13 +418,13 @@ static void matmul_adapted(fwd_ws *ws, const cx_weight *w, float *y, int proj) {
     assert(w->cols == ws->in.n);
     int n_lora;
     const lora_job *lora = lora_ws_jobs(&ws->lora, proj, &n_lora);
-    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, w->rows, w->rows, lora, n_lora};
-    tp_run(ws->pool, matmul_part, &j);
+    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, w->rows, w->rows, lora, n_lora, fwd_row_chunks(ws, w->rows)};
+    tp_run(ws->pool, matmul_part, &j, j.chunks, 0);
 }
 
 /* ---- attention: tiled, online softmax; (segment, heads, query block) items across the pool ---- */
 
-typedef struct attn_job { fwd_ws *w; const fwd_seg *seg; int n_seg; const cx_layer *layer; } attn_job;
+typedef struct attn_job { fwd_ws *w; const fwd_seg *seg; int n_seg; const cx_layer *layer; int chunks; } attn_job;
 
 /* The largest of n scores, in eight independent chains (one chain waits a
  * compare per score; max does not depend on the order). */
@@ -538,14 +547,16 @@ static int item_heads(const fwd_ws *w, const fwd_seg *s) {
     return s->T > 1 || w->att.decode_grouped ? h->n_head / h->n_head_kv : 1;
 }
 
-/* Work items (segment, heads, query block) dealt round-robin: later blocks
- * see more keys, interleaving evens the load. item_end[g] is the number of
- * items of segments 0..g; an item's segment is found by binary search. */
-static void attention_part(void *ctx, int i, int n) {
+/* The work items (segment, heads, query block) of one chunk, one item per
+ * chunk up to TP_MAX_CHUNKS. Later query blocks see more keys: claiming at
+ * run time evens the load. item_end[g] is the number of items of segments
+ * 0..g; an item's segment is found by binary search. */
+static void attention_part(void *ctx, int c, int thread) {
     attn_job *j = ctx;
     fwd_ws *w = j->w;
     int n_head = w->m->info.n_head, items = w->att.item_end[j->n_seg - 1];
-    for (int it = i; it < items; it += n) {
+    int64_t it0 = (int64_t)items * c / j->chunks, it1 = (int64_t)items * (c + 1) / j->chunks;
+    for (int it = (int)it0; it < (int)it1; it++) {
         int lo = 0, hi = j->n_seg - 1;
         while (lo < hi) {
             int mid = (lo + hi) / 2;
@@ -557,18 +568,16 @@ static void attention_part(void *ctx, int i, int n) {
         int nh = item_heads(w, g), groups = n_head / nh;
         int head0 = local % groups * nh, qb = local / groups;
         int qi0 = qb * ATT_QBLOCK, qi1 = qi0 + ATT_QBLOCK < g->T ? qi0 + ATT_QBLOCK : g->T;
-        attention_block(w, g, j->layer, i, head0, nh, qi0, qi1);
+        attention_block(w, g, j->layer, thread, head0, nh, qi0, qi1);
     }
 }
 
 typedef struct stage_job { const fwd_seg *g; int layer; } stage_job;
 
-/* This thread's share of the blocks the segment's view must decode (a view
- * has scratch for its own session's thread count, which may be fewer). */
-static void stage_part(void *ctx, int i, int n) {
+/* One block the segment's view must restore, with the claiming thread's scratch. */
+static void stage_part(void *ctx, int c, int thread) {
     stage_job *j = ctx;
-    int use = n < j->g->view->n_threads ? n : j->g->view->n_threads;
-    if (i < use) kv_view_stage(j->g->view, j->g->cache, j->g->seq, j->layer, i, use);
+    kv_view_stage(j->g->view, j->g->cache, j->g->seq, j->layer, c, thread);
 }
 
 /* Make layer l of the segment's blocks readable as f32 (decoding on the
@@ -577,8 +586,8 @@ static void view_layer(fwd_ws *w, const fwd_seg *g, int l) {
     int todo = kv_view_layer(g->view, g->cache, g->seq, l, (g->pos + g->T + KV_BLOCK - 1) / KV_BLOCK);
     if (!todo) return;
     stage_job j = {g, l};
-    if (todo > 1) tp_run(w->pool, stage_part, &j);
-    else stage_part(&j, 0, 1);
+    /* a view has scratch for its own session's thread count, which may be fewer than the pool's */
+    tp_run(w->pool, stage_part, &j, todo, g->view->n_threads);
 }
 
 #ifdef CORTEX_TEST_KNOBS
@@ -677,7 +686,7 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
         const uint8_t *emb = (const uint8_t *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes;
         quant_dequantize_row(m->tok_embd.type, emb, w->x + (size_t)t * E, E);
     }
-    attn_job aj = {w, seg, n_seg, NULL};
+    attn_job aj = {w, seg, n_seg, NULL, items < TP_MAX_CHUNKS ? items : TP_MAX_CHUNKS};
 
     for (int l = 0; l < h->n_layer; l++) {
         const cx_layer *wl = &m->layers[l];
@@ -708,7 +717,7 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
             kv_write(s->cache, s->seq, l, s->pos, s->T, w->kk + at, w->vv + at);
             view_layer(w, s, l);
         }
-        tp_run(w->pool, attention_part, &aj);
+        tp_run(w->pool, attention_part, &aj, aj.chunks, 0);
         fwd_input_set(w, w->xb, T, QD);
         lora_ws_down(w, &w->lora, l, LORA_O, 1);
         matmul_adapted(w, &wl->wo, w->xb2, LORA_O);

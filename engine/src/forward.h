@@ -143,11 +143,16 @@ void fwd_input_set(fwd_ws *w, const float *x, int T, int64_t n);
  * on the pool, in the pass's scratch). */
 const kern_act *fwd_input_for(fwd_ws *w, int type);
 /* y[t][r] = W · input[t] for every row r of w and token t of the current
- * input, on the pool (rows split by fwd_row_share). */
+ * input, on the pool (rows in fwd_row_chunks chunks, split by fwd_row_share). */
 void fwd_matmul(fwd_ws *w, const cx_weight *wt, float *y);
-/* Thread i of n's share [*r0, *r1) of `rows` matrix rows: contiguous, split
- * at multiples of 16 rows (whole interleaved groups), the same for every
- * matrix, so each (row, token) product has one owner. */
+/* How many chunks the pool cuts `rows` matrix rows into (tp_chunks over
+ * 16-row groups). */
+int fwd_row_chunks(const fwd_ws *w, int64_t rows);
+/* The workspace's pool counters (cx_pool_stats; zeros with one thread). */
+void fwd_pool_stats(const fwd_ws *w, cx_pool_stats *out);
+/* Chunk i of n's rows [*r0, *r1) of `rows` matrix rows: contiguous, split at
+ * multiples of 16 rows (whole interleaved groups), so each (row, token)
+ * product has one owner, whichever thread claims the chunk. */
 void fwd_row_share(int64_t rows, int i, int n, int64_t *r0, int64_t *r1);
 /* y[t*ldy + r] = row r of the matrix stored at w (wt's type, layout and row
  * bytes) . activation t, for r in [r0, r1) and every t of a, tiled for the

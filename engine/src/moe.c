@@ -98,7 +98,7 @@ void moe_swiglu_oai(float *gate, const float *up, int64_t n) {
 }
 
 /* One pool run over the experts with pairs: for each of `n` stacked weights,
- * this thread's rows of each such expert times that expert's pairs. */
+ * one chunk's rows of each such expert times that expert's pairs. */
 typedef struct moe_job {
     const kern_ops *k;
     const moe_ws *mw;
@@ -106,15 +106,16 @@ typedef struct moe_job {
     const cx_weight *wt[2];
     const kern_act *a[2];
     float *y[2];
+    int chunks; /* fwd_row_chunks of the weights' expert rows (the same for each) */
 } moe_job;
 
-static void moe_part(void *ctx, int i, int n) {
+static void moe_part(void *ctx, int c, int thread) {
     moe_job *j = ctx;
     const int *off = j->mw->off;
     for (int m = 0; m < j->n; m++) {
         const cx_weight *wt = j->wt[m];
         int64_t R = wt->expert_rows, r0, r1;
-        fwd_row_share(R, i, n, &r0, &r1);
+        fwd_row_share(R, c, j->chunks, &r0, &r1);
         if (r0 >= r1) continue;
         for (int e = 0; e < j->mw->n_expert; e++) {
             int cnt = off[e + 1] - off[e];
@@ -165,18 +166,19 @@ void moe_ffn(fwd_ws *w, moe_ws *mw, const cx_layer *L, const float *in, float *o
         memcpy(mw->x + (size_t)slot[p] * E, in + (size_t)(p / K) * E, sizeof(float) * (size_t)E);
     /* gate and up of every chosen expert over its pairs, inputs prepared once */
     fwd_input_set(w, mw->x, P, E);
-    moe_job gu = {k, mw, 2, {&L->gate_exps, &L->up_exps}, {NULL, NULL}, {mw->h, mw->h2}};
+    moe_job gu = {k, mw, 2, {&L->gate_exps, &L->up_exps}, {NULL, NULL}, {mw->h, mw->h2}, fwd_row_chunks(w, F)};
     gu.a[0] = fwd_input_for(w, L->gate_exps.type);
     gu.a[1] = fwd_input_for(w, L->up_exps.type);
-    tp_run(w->pool, moe_part, &gu);
+    assert(L->gate_exps.expert_rows == L->up_exps.expert_rows);
+    tp_run(w->pool, moe_part, &gu, gu.chunks, 0);
     add_bias(k, mw, mw->h, L->gate_exps_b, F);
     add_bias(k, mw, mw->h2, L->up_exps_b, F);
     if (m->moe_act == MODEL_ACT_SWIGLU_OAI) moe_swiglu_oai(mw->h, mw->h2, (int64_t)P * F);
     else k->swiglu(mw->h, mw->h2, P * F);
     /* down, into the grouped inputs' place */
     fwd_input_set(w, mw->h, P, F);
-    moe_job dn = {k, mw, 1, {&L->down_exps, NULL}, {fwd_input_for(w, L->down_exps.type), NULL}, {mw->x, NULL}};
-    tp_run(w->pool, moe_part, &dn);
+    moe_job dn = {k, mw, 1, {&L->down_exps, NULL}, {fwd_input_for(w, L->down_exps.type), NULL}, {mw->x, NULL}, fwd_row_chunks(w, E)};
+    tp_run(w->pool, moe_part, &dn, dn.chunks, 0);
     add_bias(k, mw, mw->x, L->down_exps_b, E);
     /* each token's weighted sum, its experts best first (in is no longer read: out may be in) */
     for (int t = 0; t < T; t++) {

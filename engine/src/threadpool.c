@@ -1,50 +1,123 @@
 /*
  * threadpool.c - see threadpool.h.
  *
- * One job at a time. The caller publishes (fn, ctx) and bumps an atomic
- * generation counter; workers spin on it for a short while (a token's
- * matrix products come microseconds apart, far quicker than a futex wake-up
- * through a hypervisor), then fall asleep on a condition variable. The caller
- * runs its own share and spins until `pending` reaches zero.
+ * Why chunks claimed at run time. A pass is ~200 jobs per token, each ending
+ * in a wait for its slowest thread. With shares fixed in advance, a thread
+ * the kernel deschedules (another process wants its core) holds every other
+ * thread at that wait for its whole time slice: on a 2-core machine with one
+ * busy neighbour, two threads ran at less than half the speed of one. Here
+ * each thread owns a contiguous share of the chunks (on a quiet machine the
+ * split, and the memory each thread streams, is the one fixed shares gave)
+ * and, when it is done, takes what is left of the others' shares. The only
+ * work a descheduled thread can hold back is the chunk it is inside.
  *
- * Lost wake-ups are impossible: a worker announces itself in `sleepers` and
- * re-checks the generation under the mutex before waiting; the caller bumps
- * the generation before reading `sleepers` (both sequentially consistent), so
- * one of the two always sees the other.
+ * Claim words. Each thread's share is one 64-bit word on its own cache line:
+ *
+ *     [63:32] job number   [31] excluded   [30:16] next chunk   [15:0] end
+ *
+ * A claim is a compare-and-swap that bumps `next` while the word still names
+ * the claimer's job and next < end; the owner's claims touch only its own
+ * line, a thief's claims the victim's. Because the job number is in the word,
+ * a thread that woke late for job g can never take a chunk of job g+1 while
+ * believing it runs g: its CAS fails and it goes back to waiting. The job's
+ * fn, ctx and chunk count are plain fields written before the words are
+ * published (release) and read only after a successful claim (acquire); the
+ * job cannot finish, and the caller cannot overwrite them, while the claimer
+ * holds an unfinished chunk.
+ *
+ * States of one job, and the function that moves it on:
+ *
+ *     published --tp_run: words stored, gen bumped, sleepers woken-->
+ *     running   --run_chunks: claim, run, claim ... (any thread)-->
+ *     drained   (every chunk claimed; some may still be running)
+ *               --run_chunks: fetch_add(done, ran)-->
+ *     finished  (done == n_chunks) --wait_done returns--> the next job
+ *
+ * Waits. A worker between jobs spins on `gen`, then sleeps on it; the
+ * caller, out of chunks, spins on `done`, then sleeps on it. How long they
+ * spin depends on whether the machine is shared (spin_budget): on a quiet one
+ * a worker spins SPIN_QUIET_NS (a token's jobs come microseconds apart,
+ * quicker than a futex wake-up through a hypervisor); on a shared one
+ * everyone spins SPIN_SHARED_NS, because a spinning thread then spends the
+ * machine's time waiting for a thread that cannot run, and an idle core is
+ * what lets the kernel run the descheduled caller or chunk holder soonest.
+ * Lost wake-ups are impossible in both: the sleeper announces itself
+ * (sleepers, caller_waiting) and re-checks the word, the waker changes the
+ * word and then reads the announcement (all sequentially consistent), so one
+ * of the two sees the other, and FUTEX_WAIT itself re-checks the word in the
+ * kernel.
  */
 #include "threadpool.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "util.h"
 
-/* Spin iterations before sleeping: roughly 100-300 us of pause instructions. */
-#define SPIN_LIMIT 4096
+/* Spins before a wait sleeps, on a quiet machine and on a shared one (see "Waits"). */
+#define SPIN_QUIET_NS 100000       /* a worker: covers the gaps between a token's jobs */
+#define SPIN_QUIET_CALLER_NS 20000 /* the caller: covers a chunk still running elsewhere */
+#define SPIN_SHARED_NS 2000        /* anyone: give the core back almost at once */
+#define CONTEND_CHECK_NS 25000000  /* a thread reads its run-queue delay at a wait this long after the last read ... */
+#define CONTEND_SHARE 0.10         /* ... and waiting for a core this share of the time since means a shared machine */
+#define CONTEND_HOLD_NS 500000000  /* the pool then waits as on a shared machine for this long */
+#define CHUNKS_PER_THREAD 8   /* tp_chunks: what a share is cut into */
+
+#define WORD_EXCL (1ull << 31)
+#define WORD_NEXT_ONE (1ull << 16)
 
 typedef struct worker_arg { struct tp_pool *p; int index; } worker_arg;
+
+/* One thread's claim word, alone on its cache line. */
+typedef struct tp_slot {
+    alignas(64) _Atomic uint64_t word;
+} tp_slot;
+
+/* One thread's counters, written by that thread only (relaxed atomics: read
+ * by tp_stats_get while a late worker may be finishing a wait), and its
+ * contention detector (plain: that thread's alone). */
+typedef struct tp_tstats {
+    alignas(64) _Atomic int64_t chunks, stolen, busy_ns, idle_ns, stall_ns, waits, sleeps, shared_waits;
+    int fd;                  /* its /proc/thread-self/schedstat, -1: none (or not opened yet) */
+    pid_t tid;               /* whose that is (the caller's slot serves whoever calls tp_run) */
+    int64_t delay, at;       /* run-queue delay and time at the last check (at 0: none yet) */
+} tp_tstats;
 
 struct tp_pool {
     int n;
     pthread_t *threads;
-    worker_arg *args;      /* [n] each worker's argument, owned by the pool: a worker
-                            * that freed its own at start-up made an allocator call
-                            * whenever it got to run, in the middle of a decode */
+    worker_arg *args;   /* [n] each worker's argument, owned by the pool: a worker
+                         * that freed its own at start-up made an allocator call
+                         * whenever it got to run, in the middle of a decode */
+    tp_slot *slot;      /* [n] */
+    tp_tstats *st;      /* [n] */
+    _Atomic int64_t jobs; /* written by the caller alone (relaxed: tp_stats_get may read it meanwhile) */
+    uint32_t last_gen;  /* the caller's alone: the last job number published */
+    /* the current job: written before its words are published, read after a claim */
     tp_fn fn;
     void *ctx;
-    atomic_ulong generation;
-    atomic_int pending; /* workers still running the current job */
+    int n_chunks;
+    int stall_thread;   /* tp_set_stall */
+    unsigned stall_us;
+    _Atomic int64_t shared_until; /* waits spin SPIN_SHARED_NS until this time (cx_now_ns) */
+    alignas(64) _Atomic uint32_t gen;  /* futex word: the job number, workers wait on it */
     atomic_int sleepers;
     atomic_int quit;
-    pthread_mutex_t mu;
-    pthread_cond_t wake;
+    alignas(64) _Atomic uint32_t done; /* futex word: chunks finished in the job, the caller waits on it */
+    atomic_int caller_waiting;
 };
-
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -52,20 +125,164 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Wait until the generation moves past `seen` (or quit); returns the new one. */
-static unsigned long wait_for_job(tp_pool *p, unsigned long seen) {
-    for (int i = 0; i < SPIN_LIMIT; i++) {
-        unsigned long g = atomic_load_explicit(&p->generation, memory_order_acquire);
-        if (g != seen || atomic_load_explicit(&p->quit, memory_order_relaxed)) return g;
+/* The futex calls on a 32-bit atomic (lock-free, the size of an int). */
+static void futex_wait(_Atomic uint32_t *w, uint32_t v) {
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+static void futex_wake(_Atomic uint32_t *w, int n) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0); }
+
+static inline void stat_add(_Atomic int64_t *c, int64_t v) {
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
+}
+
+/* Spin until *w != v or quit (returns 1) or `ns` have passed (0). */
+static int spin_while(_Atomic uint32_t *w, uint32_t v, const atomic_int *quit, int64_t t0, int64_t ns) {
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(w, memory_order_acquire) != v) return 1;
+        if (atomic_load_explicit(quit, memory_order_relaxed)) return 1;
         cpu_relax();
+        if (i % 64 == 0 && cx_now_ns() - t0 > ns) return 0;
     }
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add(&p->sleepers, 1);
-    unsigned long g;
-    while ((g = atomic_load(&p->generation)) == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->wake, &p->mu);
-    atomic_fetch_sub(&p->sleepers, 1);
-    pthread_mutex_unlock(&p->mu);
-    return g;
+}
+
+/* Take the next chunk of job g from a share: its index, or -1 when the share
+ * is exhausted or belongs to another job. */
+static int claim(tp_slot *s, uint32_t g) {
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+    for (;;) {
+        if ((uint32_t)(w >> 32) != g) return -1;
+        unsigned next = (unsigned)(w >> 16) & 0x7fff, end = (unsigned)w & 0xffff;
+        if (next >= end) return -1;
+        if (atomic_compare_exchange_weak_explicit(&s->word, &w, w + WORD_NEXT_ONE, memory_order_acquire,
+                                                  memory_order_acquire))
+            return (int)next;
+    }
+}
+
+static void stall_here(unsigned usec) {
+    struct timespec ts = {(time_t)(usec / 1000000), (long)(usec % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {}
+}
+
+/* Thread `self`'s part of job g: its own share, then the others' in turn. */
+static void run_chunks(tp_pool *p, uint32_t g, int self) {
+    uint64_t own = atomic_load_explicit(&p->slot[self].word, memory_order_acquire);
+    if ((uint32_t)(own >> 32) != g || (own & WORD_EXCL)) return; /* a later job, or not this thread's */
+    tp_fn fn = NULL;
+    void *ctx = NULL;
+    int n_chunks = 0, ran = 0, stolen = 0;
+    int64_t t0 = 0;
+    for (int k = 0; k < p->n; k++) {
+        tp_slot *s = &p->slot[(self + k) % p->n];
+        for (int c; (c = claim(s, g)) >= 0;) {
+            if (!ran) { /* the job is pinned now: it cannot finish without this chunk */
+                fn = p->fn;
+                ctx = p->ctx;
+                n_chunks = p->n_chunks;
+                t0 = cx_now_ns();
+                if (p->stall_us && p->stall_thread == self) stall_here(p->stall_us);
+            }
+            fn(ctx, c, self);
+            ran++;
+            stolen += k > 0;
+        }
+    }
+    if (!ran) return;
+    tp_tstats *st = &p->st[self];
+    stat_add(&st->busy_ns, cx_now_ns() - t0);
+    stat_add(&st->chunks, ran);
+    stat_add(&st->stolen, stolen);
+    /* the last use of the job: once done reaches n_chunks the caller may publish the next one */
+    uint32_t d = atomic_fetch_add(&p->done, (uint32_t)ran) + (uint32_t)ran;
+    if (d == (uint32_t)n_chunks && atomic_load(&p->caller_waiting)) futex_wake(&p->done, 1);
+}
+
+/* Nanoseconds thread `self` has waited on a run queue (schedstat's second
+ * field), or -1 where the kernel does not say. */
+static int64_t run_delay(tp_tstats *st) {
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    if (st->fd < 0 || st->tid != tid) {
+        if (st->fd >= 0) close(st->fd);
+        st->fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+        st->tid = tid;
+        st->at = 0;
+        if (st->fd < 0) return -1;
+    }
+    char buf[96], *at, *end;
+    ssize_t n = pread(st->fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    strtoull(buf, &at, 10); /* time on a CPU */
+    unsigned long long delay = strtoull(at, &end, 10);
+    return end > at ? (int64_t)delay : -1;
+}
+
+/*
+ * How long thread `self` spins before this wait sleeps. Every
+ * CONTEND_CHECK_NS it reads how long it has been runnable but waiting for a
+ * core (its run-queue delay); a share of CONTEND_SHARE of the time since
+ * the last check means another thread wants this core, and the whole pool
+ * then spins only SPIN_SHARED_NS for CONTEND_HOLD_NS. On a shared core a
+ * spinning thread spends the machine's time waiting for a thread that cannot
+ * run (the descheduled caller, or the holder of the last chunk); on a quiet
+ * machine a sleeping one pays a wake-up (tens of microseconds in a VM) for
+ * every gap between a token's jobs. The delay is the signal because it shows
+ * in both modes: a thread woken onto a busy machine waits for a core. Without
+ * schedstat the pool always waits as on a quiet machine.
+ */
+static int64_t spin_budget(tp_pool *p, int self, int64_t quiet_ns, int64_t now) {
+    tp_tstats *st = &p->st[self];
+    if (now - st->at >= CONTEND_CHECK_NS) {
+        int64_t d = run_delay(st), prev_at = st->at;
+        if (d >= 0) {
+            if (prev_at && (double)(d - st->delay) > CONTEND_SHARE * (double)(now - prev_at))
+                atomic_store_explicit(&p->shared_until, now + CONTEND_HOLD_NS, memory_order_relaxed);
+            st->delay = d;
+        }
+        st->at = now; /* also when the kernel does not say: no reads but one every CONTEND_CHECK_NS */
+    }
+    stat_add(&st->waits, 1);
+    if (now >= atomic_load_explicit(&p->shared_until, memory_order_relaxed)) return quiet_ns;
+    stat_add(&st->shared_waits, 1);
+    return SPIN_SHARED_NS;
+}
+
+/* A worker's wait for a job after `seen`: the new job number. */
+static uint32_t wait_for_job(tp_pool *p, int self, uint32_t seen) {
+    tp_tstats *st = &p->st[self];
+    int64_t t0 = cx_now_ns();
+    if (!spin_while(&p->gen, seen, &p->quit, t0, spin_budget(p, self, SPIN_QUIET_NS, t0))) {
+        while (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) {
+            atomic_fetch_add(&p->sleepers, 1);
+            if (atomic_load(&p->gen) == seen && !atomic_load(&p->quit)) {
+                futex_wait(&p->gen, seen);
+                stat_add(&st->sleeps, 1);
+            }
+            atomic_fetch_sub(&p->sleepers, 1);
+        }
+    }
+    stat_add(&st->idle_ns, cx_now_ns() - t0);
+    return atomic_load_explicit(&p->gen, memory_order_acquire);
+}
+
+/* The caller's wait, out of chunks, for the ones other threads still run. */
+static void wait_done(tp_pool *p, uint32_t n_chunks) {
+    if (atomic_load_explicit(&p->done, memory_order_acquire) == n_chunks) return;
+    tp_tstats *st = &p->st[0];
+    int64_t t0 = cx_now_ns(), spin_ns = spin_budget(p, 0, SPIN_QUIET_CALLER_NS, t0);
+    for (unsigned i = 1; atomic_load_explicit(&p->done, memory_order_acquire) != n_chunks; i++) {
+        cpu_relax();
+        if (i % 64 == 0 && cx_now_ns() - t0 > spin_ns) break;
+    }
+    for (uint32_t d; (d = atomic_load_explicit(&p->done, memory_order_acquire)) != n_chunks;) {
+        atomic_store(&p->caller_waiting, 1);
+        if ((d = atomic_load(&p->done)) != n_chunks) {
+            futex_wait(&p->done, d);
+            stat_add(&st->sleeps, 1);
+        }
+        atomic_store(&p->caller_waiting, 0);
+    }
+    stat_add(&st->stall_ns, cx_now_ns() - t0);
 }
 
 static void *worker_main(void *arg) {
@@ -73,12 +290,11 @@ static void *worker_main(void *arg) {
     tp_pool *p = w->p;
     int index = w->index;
     assert(index >= 1 && index < p->n);
-    unsigned long seen = 0;
+    uint32_t seen = 0;
     for (;;) {
-        seen = wait_for_job(p, seen);
+        seen = wait_for_job(p, index, seen);
         if (atomic_load(&p->quit)) return NULL;
-        p->fn(p->ctx, index, p->n);
-        atomic_fetch_sub_explicit(&p->pending, 1, memory_order_release);
+        run_chunks(p, seen, index);
     }
 }
 
@@ -91,20 +307,35 @@ int tp_new(int n, const int *cpus, tp_pool **out, cx_err *err) {
     tp_pool *p = calloc(1, sizeof *p);
     if (!p) return cx_fail(err, CX_ENOMEM, "out of memory for a pool of %d threads", n);
     p->n = n < 1 ? 1 : n;
-    atomic_init(&p->generation, 0);
-    atomic_init(&p->pending, 0);
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->done, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->quit, 0);
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->wake, NULL);
+    atomic_init(&p->caller_waiting, 0);
     p->threads = calloc((size_t)p->n, sizeof(pthread_t));
     p->args = calloc((size_t)p->n, sizeof(worker_arg));
-    if (!p->threads || !p->args) {
+    p->slot = aligned_alloc(64, sizeof(tp_slot) * (size_t)p->n);
+    p->st = aligned_alloc(64, sizeof(tp_tstats) * (size_t)p->n);
+    atomic_init(&p->shared_until, 0);
+#ifdef CORTEX_TEST_KNOBS
+    /* Test knob (make KNOBS=1): CORTEX_POOL_SHARED=1 makes the pool wait as on a shared machine from the start,
+     * so what the harness records and says about a contended run can be checked without contention. */
+    const char *knob = getenv("CORTEX_POOL_SHARED");
+    if (knob && !strcmp(knob, "1")) atomic_init(&p->shared_until, INT64_MAX);
+#endif
+    for (int i = 0; p->st && i < p->n; i++) {
+        memset(&p->st[i], 0, sizeof p->st[i]);
+        p->st[i].fd = -1;
+    }
+    if (!p->threads || !p->args || !p->slot || !p->st) {
         int want = p->n;
         p->n = 1; /* no worker to join */
         tp_free(p);
         return cx_fail(err, CX_ENOMEM, "out of memory for a pool of %d threads", want);
     }
+    for (int i = 0; i < p->n; i++) atomic_init(&p->slot[i].word, 0); /* job 0: nothing to claim */
+    tp_stats_reset(p);
+
     for (int i = 1; i < p->n; i++) {
         p->args[i] = (worker_arg){p, i};
         pthread_attr_t attr;
@@ -134,36 +365,96 @@ int tp_new(int n, const int *cpus, tp_pool **out, cx_err *err) {
 
 void tp_free(tp_pool *p) {
     if (!p) return;
-    pthread_mutex_lock(&p->mu);
     atomic_store(&p->quit, 1);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    atomic_fetch_add(&p->gen, 1); /* a new word: no worker goes back to sleep on the old one */
+    futex_wake(&p->gen, INT_MAX);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->wake);
+    for (int i = 0; p->st && i < p->n; i++)
+        if (p->st[i].fd >= 0) close(p->st[i].fd);
     free(p->threads);
     free(p->args);
+    free(p->slot);
+    free(p->st);
     free(p);
 }
 
 int tp_size(const tp_pool *p) { return p ? p->n : 1; }
 
-void tp_run(tp_pool *p, tp_fn fn, void *ctx) {
-    if (!p || p->n == 1) {
-        fn(ctx, 0, 1);
+int tp_chunks(const tp_pool *p, int64_t units) {
+    int64_t c = (int64_t)tp_size(p) * CHUNKS_PER_THREAD;
+    if (c > units) c = units;
+    return c < 1 ? 1 : (int)c;
+}
+
+void tp_run(tp_pool *p, tp_fn fn, void *ctx, int n_chunks, int max_threads) {
+    assert(fn && n_chunks >= 0 && n_chunks <= TP_MAX_CHUNKS && "a chunk index fits the claim word");
+    int n = tp_size(p);
+    if (max_threads <= 0 || max_threads > n) max_threads = n;
+    if (max_threads == 1 || n_chunks <= 1) {
+        for (int c = 0; c < n_chunks; c++) fn(ctx, c, 0);
         return;
     }
-    /* one job at a time: the last one has finished on every worker */
-    assert(fn && atomic_load_explicit(&p->pending, memory_order_relaxed) == 0);
+    /* one job at a time: the last one has finished on every thread (wait_done) */
+    assert(atomic_load_explicit(&p->done, memory_order_relaxed) == (uint32_t)p->n_chunks || !p->last_gen);
+    uint32_t g = ++p->last_gen;
+    if (!g) g = p->last_gen = 1; /* 0 is the words' initial job: never a real one */
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
-    atomic_fetch_add(&p->generation, 1); /* seq_cst: publishes fn/ctx, orders against `sleepers` */
-    if (atomic_load(&p->sleepers) > 0) {
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->wake);
-        pthread_mutex_unlock(&p->mu);
+    p->n_chunks = n_chunks;
+    stat_add(&p->jobs, 1);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    for (int i = 0; i < n; i++) {
+        uint64_t w = (uint64_t)g << 32;
+        if (i < max_threads) {
+            uint64_t s = (uint64_t)n_chunks * (uint64_t)i / (uint64_t)max_threads;
+            uint64_t e = (uint64_t)n_chunks * (uint64_t)(i + 1) / (uint64_t)max_threads;
+            w |= s << 16 | e;
+        } else {
+            w |= WORD_EXCL;
+        }
+        atomic_store_explicit(&p->slot[i].word, w, memory_order_release);
     }
-    fn(ctx, 0, p->n);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) cpu_relax();
+    atomic_store(&p->gen, g); /* seq_cst: after the words, ordered against `sleepers` */
+    if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen, INT_MAX);
+    run_chunks(p, g, 0);
+    wait_done(p, (uint32_t)n_chunks);
+}
+
+void tp_stats_get(const tp_pool *p, cx_pool_stats *out) {
+    memset(out, 0, sizeof *out);
+    out->n_threads = tp_size(p);
+    if (!p) return;
+    out->jobs = atomic_load_explicit(&p->jobs, memory_order_relaxed);
+    for (int i = 0; i < p->n; i++) {
+        const tp_tstats *s = &p->st[i];
+        out->chunks += atomic_load_explicit(&s->chunks, memory_order_relaxed);
+        out->stolen += atomic_load_explicit(&s->stolen, memory_order_relaxed);
+        out->busy_ns += atomic_load_explicit(&s->busy_ns, memory_order_relaxed);
+        out->idle_ns += atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
+        out->stall_ns += atomic_load_explicit(&s->stall_ns, memory_order_relaxed);
+        out->waits += atomic_load_explicit(&s->waits, memory_order_relaxed);
+        out->sleeps += atomic_load_explicit(&s->sleeps, memory_order_relaxed);
+        out->shared_waits += atomic_load_explicit(&s->shared_waits, memory_order_relaxed);
+        double busy = (double)atomic_load_explicit(&s->busy_ns, memory_order_relaxed);
+        double idle = (double)atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
+        if (i > 0 && busy + idle > 0 && idle / (busy + idle) > out->worker_wait_max)
+            out->worker_wait_max = idle / (busy + idle);
+    }
+}
+
+void tp_stats_reset(tp_pool *p) {
+    if (!p) return;
+    atomic_store_explicit(&p->jobs, 0, memory_order_relaxed);
+    for (int i = 0; i < p->n; i++) {
+        tp_tstats *s = &p->st[i];
+        _Atomic int64_t *c[] = {&s->chunks, &s->stolen, &s->busy_ns, &s->idle_ns, &s->stall_ns, &s->waits, &s->sleeps,
+                                &s->shared_waits};
+        for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) atomic_store_explicit(c[k], 0, memory_order_relaxed);
+    }
+}
+
+void tp_set_stall(tp_pool *p, int thread, unsigned usec) {
+    if (!p) return;
+    p->stall_thread = thread;
+    p->stall_us = usec;
 }

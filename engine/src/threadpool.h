@@ -1,19 +1,40 @@
 /*
- * threadpool.h - persistent worker threads and a blocking parallel-for.
+ * threadpool.h - persistent worker threads and a parallel-for over chunks
+ * claimed at run time.
  *
- * Workers are created once per session and sleep on a condition variable
- * between jobs, so dispatching a job costs a wake-up, not a thread creation.
- * They may be pinned, one CPU each (placement.c decides which).
+ * Contract. A job is n_chunks independent pieces of work; tp_run returns
+ * when every chunk has run exactly once. Which thread runs a chunk is
+ * decided at run time: each thread starts on its own contiguous share and,
+ * when that is exhausted, takes chunks from the others' shares. A thread the
+ * kernel deschedules therefore holds up the job by at most the one chunk it
+ * is inside, never by its whole share. A chunk must compute the same bits
+ * whichever thread runs it: callers give each chunk fixed outputs and keep
+ * every sum inside one chunk, so results do not depend on the thread count,
+ * on contention or on who stole what.
+ *
+ * Waits spin briefly and then sleep on a futex, so a thread with nothing to
+ * do gives its core back (to the thread that holds the last chunk, or to
+ * another process).
+ *
+ * Workers are created once per session and may be pinned, one CPU each
+ * (placement.c decides which).
  */
 #ifndef CX_THREADPOOL_H
 #define CX_THREADPOOL_H
+
+#include <stdint.h>
 
 #include "cortex.h"
 
 typedef struct tp_pool tp_pool;
 
-/* fn(ctx, i, n) runs once for every thread index i in [0, n). */
-typedef void (*tp_fn)(void *ctx, int i, int n);
+/* The most chunks one job may have (a chunk index fits 15 bits of a claim word). */
+#define TP_MAX_CHUNKS 32767
+
+/* fn(ctx, chunk, thread) runs once for every chunk in [0, n_chunks), on
+ * whichever thread claimed it; thread in [0, tp_size) names that thread's
+ * scratch (never two chunks at once on one thread). */
+typedef void (*tp_fn)(void *ctx, int chunk, int thread);
 
 /* A pool of n threads in all (the caller counts as one); n <= 1 runs inline.
  * cpus NULL: workers run where the kernel puts them; else worker i (1..n-1)
@@ -24,7 +45,25 @@ typedef void (*tp_fn)(void *ctx, int i, int n);
 int tp_new(int n, const int *cpus, tp_pool **out, cx_err *err);
 void tp_free(tp_pool *p);
 int tp_size(const tp_pool *p);
-/* Run fn on every thread and return when all have finished. */
-void tp_run(tp_pool *p, tp_fn fn, void *ctx);
+
+/* Run fn over chunks [0, n_chunks) (n_chunks <= TP_MAX_CHUNKS) and return
+ * when all have finished. Only threads 0..max_threads-1 take part (scratch
+ * made for fewer threads than the pool has); max_threads <= 0: all. */
+void tp_run(tp_pool *p, tp_fn fn, void *ctx, int n_chunks, int max_threads);
+
+/* Chunks for `units` pieces of work (rows, tokens) on this pool: a few per
+ * thread, so a thief finds work and a claim costs nothing next to a chunk;
+ * at most `units`, at least 1. */
+int tp_chunks(const tp_pool *p, int64_t units);
+
+/* Counters since tp_new (or the last tp_stats_reset), summed over threads
+ * (cortex.h's cx_pool_stats). Safe to read while jobs run. */
+void tp_stats_get(const tp_pool *p, cx_pool_stats *out);
+void tp_stats_reset(tp_pool *p);
+
+/* Test knob: thread `thread` sleeps usec microseconds inside the first chunk
+ * it claims in every job (0: never), as if the kernel had descheduled it
+ * there. Set between jobs. */
+void tp_set_stall(tp_pool *p, int thread, unsigned usec);
 
 #endif

@@ -27,9 +27,11 @@ void cpuload_snapshot(cpuload_snap *s) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     s->wall_s = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) == 0)
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
         s->self_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
                     ru.ru_stime.tv_usec * 1e-6;
+        s->preempted = ru.ru_nivcsw;
+    }
     FILE *f = fopen("/proc/stat", "r");
     char line[512];
     double busy, steal;
@@ -49,4 +51,10 @@ void cpuload_between(const cpuload_snap *a, const cpuload_snap *b, double *other
     double o = (b->busy_s - a->busy_s - (b->self_s - a->self_s)) / wall, st = (b->steal_s - a->steal_s) / wall;
     *other = o > 0 ? o : 0; /* jiffy rounding can make it slightly negative on an idle machine */
     *steal = st > 0 ? st : 0;
+}
+
+/* See cpuload.h. */
+double cpuload_preempt_rate(const cpuload_snap *a, const cpuload_snap *b) {
+    double wall = b->wall_s - a->wall_s;
+    return wall > 0 ? (double)(b->preempted - a->preempted) / wall : -1;
 }

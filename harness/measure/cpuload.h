@@ -11,6 +11,10 @@
  * (USER_HZ, 10 ms): over a repetition of 0.5 s, about ±0.04 CPUs. A run's
  * median of it says whether it was measured on a quiet machine; a baseline
  * measured under load is refused (docs/gates.md, "Baselines").
+ *
+ * The same snapshots count the process's involuntary context switches (the
+ * kernel taking a core from one of its threads for another runnable thread):
+ * their rate says how hard the run's own threads had to fight for cores.
  */
 #ifndef CB_CPULOAD_H
 #define CB_CPULOAD_H
@@ -18,6 +22,7 @@
 typedef struct cpuload_snap {
     double busy_s, steal_s; /* all CPUs, since boot */
     double self_s;          /* this process's user + system time */
+    long preempted;         /* its involuntary context switches (getrusage ru_nivcsw, every thread) */
     double wall_s;          /* CLOCK_MONOTONIC */
     int ok;                 /* 0: /proc/stat could not be read */
 } cpuload_snap;
@@ -28,6 +33,9 @@ void cpuload_snapshot(cpuload_snap *s);
  * (time the hypervisor ran other guests); -1 in both when either snapshot
  * failed or no time passed. */
 void cpuload_between(const cpuload_snap *a, const cpuload_snap *b, double *other_cpus, double *steal_cpus);
+/* Involuntary context switches per second of wall time between a and b; -1
+ * when no time passed. */
+double cpuload_preempt_rate(const cpuload_snap *a, const cpuload_snap *b);
 /* Parse /proc/stat's first ("cpu ") line into busy and steal jiffies; 0, or -1 if malformed. */
 int cpuload_parse_stat(const char *line, double *busy_jiffies, double *steal_jiffies);
 

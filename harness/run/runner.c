@@ -127,7 +127,35 @@ typedef struct rep_state {
     int32_t *ids;
     int ids_cap;
     spec_seq sq;         /* --spec: the sequence's speculation (sq.sp NULL: none) */
+    cx_pool_stats pool;  /* the engine threads of sessions and batches already freed (serve_multiseq) */
 } rep_state;
+
+/* acc += x: the thread pools of several sessions and batches, as one. */
+static void pool_add(cx_pool_stats *acc, const cx_pool_stats *x) {
+    if (x->n_threads > acc->n_threads) acc->n_threads = x->n_threads;
+    acc->jobs += x->jobs;
+    acc->chunks += x->chunks;
+    acc->stolen += x->stolen;
+    acc->busy_ns += x->busy_ns;
+    acc->idle_ns += x->idle_ns;
+    acc->stall_ns += x->stall_ns;
+    acc->waits += x->waits;
+    acc->sleeps += x->sleeps;
+    acc->shared_waits += x->shared_waits;
+    if (x->worker_wait_max > acc->worker_wait_max) acc->worker_wait_max = x->worker_wait_max;
+}
+
+/* The repetition's engine threads (metrics.md): the share of their time
+ * they waited, the most any one worker waited, and the share of their waits
+ * made on cores they had to share (the pool found itself waiting for a
+ * core). Nothing when no pass used a pool (one thread). */
+static void pool_metrics(rep_result *out, const cx_pool_stats *p) {
+    double total = (double)(p->busy_ns + p->idle_ns + p->stall_ns);
+    if (p->jobs <= 0 || total <= 0) return;
+    rep_set_metric(out, "pool_wait_share", (double)(p->idle_ns + p->stall_ns) / total);
+    rep_set_metric(out, "pool_contended_share", p->waits ? (double)p->shared_waits / (double)p->waits : 0);
+    if (p->n_threads > 1) rep_set_metric(out, "pool_worker_wait_max", p->worker_wait_max);
+}
 
 /* Phase counters: snapshot before, accumulate after. */
 static void phase_begin(rep_state *st, ctr_snap *snap) {
@@ -354,6 +382,10 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     q->e2e_ms = t_end - t0;
     q->tpot_ms = q->decode_ms / (double)(n * gen);
     snprintf(q->token_hash, sizeof q->token_hash, "%016llx", (unsigned long long)cn.h);
+    cx_pool_stats ps;
+    if (b) cx_batch_pool_stats(b, &ps), pool_add(&st->pool, &ps);
+    for (int i = 0; ss && i < n; i++)
+        if (ss[i]) cx_session_pool_stats(ss[i], &ps), pool_add(&st->pool, &ps);
     cx_batch_free(b);
     for (int i = 0; ss && i < n; i++) cx_session_free(ss[i]);
     for (int i = 0; lora && i < n_lora; i++) cx_lora_free(lora[i]); /* after the sessions that applied them */
@@ -605,6 +637,18 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
         if (other >= 0 && !cfg->endpoint) { /* over HTTP a local server is "other work": not a measure of the machine */
             rep_set_metric(out, "other_load_cpus", other);
             rep_set_metric(out, "steal_cpus", steal);
+        }
+        double preempt = cpuload_preempt_rate(&load0, &load1);
+        if (preempt >= 0 && !cfg->endpoint) rep_set_metric(out, "preempted_per_s", preempt);
+        if (!cfg->endpoint) {
+            cx_pool_stats ps;
+            if (st.s) cx_session_pool_stats(st.s, &ps), pool_add(&st.pool, &ps);
+            if (sched) {
+                cx_sched_stats ss;
+                cx_sched_get_stats(sched, &ss);
+                pool_add(&st.pool, &ss.pool);
+            }
+            pool_metrics(out, &st.pool);
         }
         if (cache) kv_metrics_store(cache, &st.peak, rep_get_metric(out, "prompt_tokens"), out);
         long rss = cfg->endpoint ? -1 : env_peak_rss_kib(); /* over HTTP the server's memory is not ours */

@@ -73,22 +73,20 @@ int kv_view_layer(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int
 /* See kv_view.h. A page that cannot be read stages as zeros (all-zero codes
  * and scales read as 0 in every format) and is counted; the caller reports
  * it after the pass. */
-void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int tid, int n) {
-    assert(tid < v->n_threads);
+void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int j, int tid) {
+    assert(tid >= 0 && tid < v->n_threads && j >= 0 && j < v->n_todo);
     int64_t *count = v->count + (size_t)tid * KV_VIEW_COUNT_STRIDE;
-    for (int j = tid; j < v->n_todo; j += n) {
-        int i = v->todo[j];
-        int32_t id = s->table[i];
-        uint8_t *out = v->stage + (size_t)i * v->stage_stride;
-        int64_t t0 = cx_now_ns();
-        if (kv_page_read(c, id, layer, &v->zip[tid], v->scratch + (size_t)tid * v->scratch_bytes, out)) {
-            memset(out, 0, kv_slab_bytes(v->fmt[i], v->dim));
-            count[2]++;
-            continue;
-        }
-        count[0]++;
-        count[1] += cx_now_ns() - t0;
+    int i = v->todo[j];
+    int32_t id = s->table[i];
+    uint8_t *out = v->stage + (size_t)i * v->stage_stride;
+    int64_t t0 = cx_now_ns();
+    if (kv_page_read(c, id, layer, &v->zip[tid], v->scratch + (size_t)tid * v->scratch_bytes, out)) {
+        memset(out, 0, kv_slab_bytes(v->fmt[i], v->dim));
+        count[2]++;
+        return;
     }
+    count[0]++;
+    count[1] += cx_now_ns() - t0;
 }
 
 /* See kv_view.h. */

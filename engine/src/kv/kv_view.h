@@ -8,8 +8,8 @@
  * through the kernels' kv_unpack) into its thread's scratch, where its
  * queries read them, so no dequantized copy of the cache is made and a
  * compressed format is read at its own size. Cold blocks are restored first,
- * once per layer per pass, on the worker threads (kv_view_stage: blocks dealt
- * round-robin, each thread with its own decompressor), into the view's
+ * once per layer per pass, on the worker threads (kv_view_stage: one block a
+ * chunk, claimed at run time, each thread with its own decompressor), into the view's
  * staging slabs, still in their format. The cache is not changed meanwhile
  * (moves happen in kv_prepare), so the threads only read it. Everything is
  * allocated by kv_view_init; nothing is allocated per pass.
@@ -45,8 +45,9 @@ void kv_view_free(kv_view *v);
 /* Point the view at `layer` of the first nb blocks of s; returns how many
  * (cold) blocks need kv_view_stage before they can be read. */
 int kv_view_layer(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int nb);
-/* Restore thread tid's share (of n) of the blocks kv_view_layer listed. */
-void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int tid, int n);
+/* Restore block j (0 <= j < the count kv_view_layer returned) of the ones
+ * kv_view_layer listed, with thread tid's scratch (tid < n_threads). */
+void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int j, int tid);
 /* Rows r0..r0+n-1 of block i's slab (within its keys, 0..KV_BLOCK-1, or its
  * values, KV_BLOCK..KV_ROWS-1), columns c0..c0+nc-1 (c0, nc even), as floats
  * at out, rows ld apart, unpacked by table k. */

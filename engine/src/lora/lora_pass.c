@@ -97,16 +97,15 @@ void lora_ws_free(lora_ws *lw) {
     memset(lw, 0, sizeof *lw);
 }
 
-typedef struct down_job { const kern_ops *k; const lora_ws *lw; } down_job;
+typedef struct down_job { const kern_ops *k; const lora_ws *lw; int64_t total; int chunks; } down_job;
 
-/* This thread's share of all the jobs' A rows, counted as one list: the
+/* One chunk of all the jobs' A rows (`total`, counted as one list): the
  * products over the job's rows in token tiles, then the scale. */
-static void down_part(void *ctx, int i, int n) {
+static void down_part(void *ctx, int c, int thread) {
     const down_job *dj = ctx;
     const lora_ws *lw = dj->lw;
-    int64_t total = 0;
-    for (int j = 0; j < lw->n_jobs; j++) total += lw->jobs[j].mat->rank;
-    int64_t g0 = total * i / n, g1 = total * (i + 1) / n, base = 0;
+    int64_t total = dj->total;
+    int64_t g0 = total * c / dj->chunks, g1 = total * (c + 1) / dj->chunks, base = 0;
     for (int j = 0; j < lw->n_jobs && base < g1; j++) {
         const lora_job *jb = &lw->jobs[j];
         const lora_mat *mt = jb->mat;
@@ -156,6 +155,8 @@ void lora_ws_down(fwd_ws *w, lora_ws *lw, int l, int p0, int n) {
         }
         lw->end[p] = lw->n_jobs;
     }
-    down_job dj = {w->k, lw};
-    if (lw->n_jobs) tp_run(w->pool, down_part, &dj);
+    down_job dj = {w->k, lw, 0, 0};
+    for (int j = 0; j < lw->n_jobs; j++) dj.total += lw->jobs[j].mat->rank;
+    dj.chunks = tp_chunks(w->pool, dj.total);
+    if (lw->n_jobs) tp_run(w->pool, down_part, &dj, dj.chunks, 0);
 }

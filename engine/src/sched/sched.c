@@ -400,6 +400,7 @@ void cx_sched_get_stats(cx_sched *s, cx_sched_stats *out) {
     for (int i = 0; i < s->n_ad; i++) out->lora_resident += sched_lora_resident(s, i);
     out->lora_bytes = s->lora_bytes;
     pthread_mutex_unlock(&s->mu);
+    cx_batch_pool_stats(s->batch, &out->pool);
     out->kv_blocks_used = kv.blocks_used;
     out->kv_blocks_max = kv.blocks_max;
     out->kv_blocks_capacity = kv.blocks_capacity;

@@ -304,7 +304,7 @@ static double read_error(kv_cache *c, kv_seq *s, kv_view *v) {
     double worst = 0;
     int nb = (s->n_tokens + KV_BLOCK - 1) / KV_BLOCK;
     for (int l = 0; l < c->n_layer; l++) {
-        if (kv_view_layer(v, c, s, l, nb)) kv_view_stage(v, c, s, l, 0, 1);
+        for (int j = 0, n = kv_view_layer(v, c, s, l, nb); j < n; j++) kv_view_stage(v, c, s, l, j, 0);
         for (int p = 0; p < s->n_tokens; p++)
             for (int kv = 0; kv < 2; kv++) {
                 float row[256];
@@ -527,7 +527,7 @@ static void test_round_robin(void) {
                 ok = put_pass(c, &s[q], 1, 1000 * q) == 0;
                 int nb = (s[q].n_tokens + KV_BLOCK - 1) / KV_BLOCK;
                 for (int l = 0; l < c->n_layer; l++) /* the pass's reads, as attention does */
-                    if (kv_view_layer(&v, c, &s[q], l, nb)) kv_view_stage(&v, c, &s[q], l, 0, 1);
+                    for (int j = 0, n = kv_view_layer(&v, c, &s[q], l, nb); j < n; j++) kv_view_stage(&v, c, &s[q], l, j, 0);
                 ok = ok && kv_view_collect(&v, c) == 0;
             }
         CHECK(ok && within_budgets(c), "%s: %d rounds of 3 sequences decoded in turn", name, rounds);

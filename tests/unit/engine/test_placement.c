@@ -216,16 +216,30 @@ static void where_am_i(where *w) {
     w->cpu = sched_getcpu();
 }
 
-static void record_job(void *ctx, int i, int n) {
+/* One chunk per thread; each chunk waits in it until every thread holds one,
+ * so no thread can claim a second chunk and every worker records itself. */
+static atomic_int arrived;
+static int job_threads;
+
+static void record_job(void *ctx, int c, int thread) {
     (void)ctx;
-    assert(i < MAX_T && n <= MAX_T);
-    where_am_i(&seen[i]);
+    (void)c;
+    assert(thread < MAX_T);
+    where_am_i(&seen[thread]);
+    atomic_fetch_add(&arrived, 1);
+    while (atomic_load(&arrived) < job_threads) sched_yield();
+}
+
+static void run_everywhere(tp_pool *p) {
+    atomic_store(&arrived, 0);
+    job_threads = tp_size(p);
+    tp_run(p, record_job, NULL, tp_size(p), 0);
 }
 
 /* Workers 1..n-1 of the pool ran pinned to cpus[i], and on it. */
 static void check_pinned(tp_pool *p, const int *cpus, const char *what) {
     memset(seen, 0, sizeof seen);
-    tp_run(p, record_job, NULL);
+    run_everywhere(p);
     for (int i = 1; i < tp_size(p); i++)
         CHECK(seen[i].n_allowed == 1 && seen[i].allowed == cpus[i] && seen[i].cpu == cpus[i],
               "%s: worker %d pinned to CPU %d: its mask has %d CPU(s) from %d, ran on %d", what, i, cpus[i],
@@ -340,7 +354,7 @@ static void test_pinning(void) {
     CHECK(tp_new(3, NULL, &p, &err) == 0, "unpinned pool: %s", err.msg);
     if (p) {
         memset(seen, 0, sizeof seen);
-        tp_run(p, record_job, NULL);
+        run_everywhere(p);
         for (int i = 1; i < 3; i++)
             CHECK(seen[i].n_allowed == n, "none: worker %d may use %d CPUs, the process %d", i, seen[i].n_allowed, n);
     }
