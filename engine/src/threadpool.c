@@ -71,7 +71,8 @@
 #define SPIN_QUIET_CALLER_NS 20000 /* the caller: covers a chunk still running elsewhere */
 #define SPIN_SHARED_NS 2000        /* anyone: give the core back almost at once */
 #define CONTEND_CHECK_NS 25000000  /* a thread reads its run-queue delay at a wait this long after the last read ... */
-#define CONTEND_SHARE 0.10         /* ... and waiting for a core this share of the time since means a shared machine */
+#define CONTEND_SHARE 0.25         /* ... and waiting for a core this share of the time since, */
+#define CONTEND_WINDOWS 2          /* ... in this many checks in a row, means a shared machine */
 #define CONTEND_HOLD_NS 500000000  /* the pool then waits as on a shared machine for this long */
 #define CHUNKS_PER_THREAD 8   /* tp_chunks: what a share is cut into */
 
@@ -93,6 +94,7 @@ typedef struct tp_tstats {
     int fd;                  /* its /proc/thread-self/schedstat, -1: none (or not opened yet) */
     pid_t tid;               /* whose that is (the caller's slot serves whoever calls tp_run) */
     int64_t delay, at;       /* run-queue delay and time at the last check (at 0: none yet) */
+    int over;                /* checks in a row that found it waiting CONTEND_SHARE of the time */
 } tp_tstats;
 
 struct tp_pool {
@@ -220,8 +222,10 @@ static int64_t run_delay(tp_tstats *st) {
 /*
  * How long thread `self` spins before this wait sleeps. Every
  * CONTEND_CHECK_NS it reads how long it has been runnable but waiting for a
- * core (its run-queue delay); a share of CONTEND_SHARE of the time since
- * the last check means another thread wants this core, and the whole pool
+ * core (its run-queue delay); a share of CONTEND_SHARE of the time, in
+ * CONTEND_WINDOWS checks in a row (a kernel thread's burst on a quiet machine
+ * fills one window, a busy neighbour every one), means another thread wants
+ * this core, and the whole pool
  * then spins only SPIN_SHARED_NS for CONTEND_HOLD_NS. On a shared core a
  * spinning thread spends the machine's time waiting for a thread that cannot
  * run (the descheduled caller, or the holder of the last chunk); on a quiet
@@ -235,7 +239,9 @@ static int64_t spin_budget(tp_pool *p, int self, int64_t quiet_ns, int64_t now) 
     if (now - st->at >= CONTEND_CHECK_NS) {
         int64_t d = run_delay(st), prev_at = st->at;
         if (d >= 0) {
-            if (prev_at && (double)(d - st->delay) > CONTEND_SHARE * (double)(now - prev_at))
+            int over = prev_at && (double)(d - st->delay) > CONTEND_SHARE * (double)(now - prev_at);
+            st->over = over ? st->over + 1 : 0;
+            if (st->over >= CONTEND_WINDOWS)
                 atomic_store_explicit(&p->shared_until, now + CONTEND_HOLD_NS, memory_order_relaxed);
             st->delay = d;
         }
