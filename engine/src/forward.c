@@ -353,7 +353,7 @@ void fwd_pool_stats(const fwd_ws *w, cx_pool_stats *out) {
 }
 
 /* See forward.h. */
-int fwd_row_chunks(const fwd_ws *w, int64_t rows) { return tp_chunks(w->pool, (rows + ROW_CHUNK - 1) / ROW_CHUNK); }
+int fwd_row_chunks(const fwd_ws *w, int64_t rows) { return tp_chunks(w->pool, (rows + TILE_ROWS - 1) / TILE_ROWS); }
 
 /* See forward.h: contiguous, split at multiples of ROW_CHUNK. */
 void fwd_row_share(int64_t rows, int i, int n, int64_t *r0, int64_t *r1) {

@@ -146,7 +146,8 @@ const kern_act *fwd_input_for(fwd_ws *w, int type);
  * input, on the pool (rows in fwd_row_chunks chunks, split by fwd_row_share). */
 void fwd_matmul(fwd_ws *w, const cx_weight *wt, float *y);
 /* How many chunks the pool cuts `rows` matrix rows into (tp_chunks over
- * 16-row groups). */
+ * 64-row gemm tiles, so no chunk cuts a prefill tile short: about 64 rows
+ * at least; one chunk with one thread). */
 int fwd_row_chunks(const fwd_ws *w, int64_t rows);
 /* The workspace's pool counters (cx_pool_stats; zeros with one thread). */
 void fwd_pool_stats(const fwd_ws *w, cx_pool_stats *out);

@@ -387,6 +387,7 @@ void tp_free(tp_pool *p) {
 int tp_size(const tp_pool *p) { return p ? p->n : 1; }
 
 int tp_chunks(const tp_pool *p, int64_t units) {
+    if (tp_size(p) == 1) return 1; /* inline: one call does it all, as with no pool */
     int64_t c = (int64_t)tp_size(p) * CHUNKS_PER_THREAD;
     if (c > units) c = units;
     return c < 1 ? 1 : (int)c;

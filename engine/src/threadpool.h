@@ -53,7 +53,7 @@ void tp_run(tp_pool *p, tp_fn fn, void *ctx, int n_chunks, int max_threads);
 
 /* Chunks for `units` pieces of work (rows, tokens) on this pool: a few per
  * thread, so a thief finds work and a claim costs nothing next to a chunk;
- * at most `units`, at least 1. */
+ * at most `units`, at least 1; 1 for a pool of one thread (or none). */
 int tp_chunks(const tp_pool *p, int64_t units);
 
 /* Counters since tp_new (or the last tp_stats_reset), summed over threads

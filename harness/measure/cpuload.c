@@ -58,3 +58,38 @@ double cpuload_preempt_rate(const cpuload_snap *a, const cpuload_snap *b) {
     double wall = b->wall_s - a->wall_s;
     return wall > 0 ? (double)(b->preempted - a->preempted) / wall : -1;
 }
+
+/* Recent snapshots (cpuload_settle), oldest first: a repetition's end is the next one's history. */
+#define HISTORY 32
+static cpuload_snap history[HISTORY];
+static int n_history;
+
+static void remember(const cpuload_snap *s) {
+    if (!s->ok) return;
+    if (n_history == HISTORY) { /* drop the oldest but one: the oldest anchors a run that is still young */
+        memmove(&history[1], &history[2], sizeof history[0] * (HISTORY - 2));
+        n_history--;
+    }
+    history[n_history++] = *s;
+}
+
+/* See cpuload.h. */
+void cpuload_settle(cpuload_snap *a, cpuload_snap *b) {
+    if (!a->ok || !b->ok) return;
+    if (!n_history) remember(a); /* the first repetition's start anchors the process's history */
+    if (b->wall_s - a->wall_s < CPULOAD_MIN_S) {
+        const cpuload_snap *best = NULL;
+        for (int i = n_history - 1; i >= 0 && !best; i--)
+            if (history[i].wall_s <= b->wall_s - CPULOAD_MIN_S) best = &history[i];
+        if (best) {
+            *a = *best;
+        } else { /* the process is younger than a window here: wait for one, once */
+            if (history[0].wall_s < a->wall_s) *a = history[0];
+            double left = a->wall_s + CPULOAD_MIN_S - b->wall_s;
+            struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+            while (nanosleep(&ts, &ts) == -1) {}
+            cpuload_snapshot(b);
+        }
+    }
+    remember(b);
+}

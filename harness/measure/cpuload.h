@@ -29,6 +29,20 @@ typedef struct cpuload_snap {
 
 /* Take a snapshot now. */
 void cpuload_snapshot(cpuload_snap *s);
+
+/* The shortest window other work is measured over: /proc/stat counts whole
+ * 10 ms ticks, so a repetition of 2 ms reads 0 or 2 CPUs of other work
+ * whatever the machine does. */
+#define CPULOAD_MIN_S 0.25
+
+/* Make [*a, *b] (a repetition's snapshots, b just taken) a window of at least
+ * CPULOAD_MIN_S: unchanged when it is one; else *a becomes the newest
+ * snapshot this process took here at least CPULOAD_MIN_S before *b (the
+ * repetitions and gaps just before: the machine's load around this one);
+ * with none that old yet, the oldest, and this call sleeps until that is
+ * CPULOAD_MIN_S old and takes *b again. Remembers *b for the repetitions
+ * after. Short runs pay at most one CPULOAD_MIN_S wait. */
+void cpuload_settle(cpuload_snap *a, cpuload_snap *b);
 /* CPUs busy with other work between a and b (>= 0), and of it the steal
  * (time the hypervisor ran other guests); -1 in both when either snapshot
  * failed or no time passed. */

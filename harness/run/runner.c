@@ -633,6 +633,7 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
     if (!rc) {
         summarize(out, makespan, synthetic, cfg);
         double other, steal;
+        cpuload_settle(&load0, &load1); /* a repetition of a few ms cannot show other work: its trailing 0.25 s */
         cpuload_between(&load0, &load1, &other, &steal);
         if (other >= 0 && !cfg->endpoint) { /* over HTTP a local server is "other work": not a measure of the machine */
             rep_set_metric(out, "other_load_cpus", other);

@@ -3,7 +3,8 @@
  * repetitions: each outcome counted, truncation by length and by an early
  * stop under ignore_eos, the --allow-failures share, "no request finished",
  * a server's cache when it was asked off; and the other-load measure
- * (harness/measure/cpuload.c) on /proc/stat lines.
+ * (harness/measure/cpuload.c) on /proc/stat lines, and the window a short
+ * repetition's other work is measured over.
  */
 #include <string.h>
 
@@ -108,8 +109,34 @@ static void test_cpuload(void) {
     CHECK(now.ok && now.busy_s > 0 && now.wall_s > 0, "a snapshot of this machine");
 }
 
+/* cpuload_settle: a repetition of a millisecond is measured over a window of
+ * CPULOAD_MIN_S; the first waits for one, the ones after reuse the history;
+ * a window that is long enough is left alone. */
+static void test_cpuload_window(void) {
+    cpuload_snap a, b;
+    cpuload_snapshot(&a);
+    cpuload_snapshot(&b);
+    cpuload_settle(&a, &b);
+    CHECK(b.wall_s - a.wall_s >= CPULOAD_MIN_S, "the first short window was widened to %.3f s", b.wall_s - a.wall_s);
+    int ok = 1;
+    double waited = 0;
+    for (int i = 0; i < 5; i++) {
+        cpuload_snapshot(&a);
+        cpuload_snapshot(&b);
+        double t0 = b.wall_s;
+        cpuload_settle(&a, &b);
+        waited += b.wall_s - t0;
+        ok &= b.wall_s - a.wall_s >= CPULOAD_MIN_S;
+    }
+    CHECK(ok && waited < CPULOAD_MIN_S, "the next five short windows widened from the history (waited %.3f s)", waited);
+    cpuload_snap c = {.busy_s = 1, .wall_s = 10, .ok = 1}, d = {.busy_s = 2, .wall_s = 11, .ok = 1};
+    cpuload_settle(&c, &d);
+    CHECK(c.wall_s == 10 && d.wall_s == 11, "a window of 1 s is kept as it is");
+}
+
 TEST_MAIN({
     test_outcomes();
     test_server_cache();
     test_cpuload();
+    test_cpuload_window();
 })
