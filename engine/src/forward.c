@@ -572,12 +572,14 @@ static void attention_part(void *ctx, int c, int thread) {
     }
 }
 
-typedef struct stage_job { const fwd_seg *g; int layer; } stage_job;
+typedef struct stage_job { const fwd_seg *g; int layer, todo, chunks; } stage_job;
 
-/* One block the segment's view must restore, with the claiming thread's scratch. */
+/* The blocks of one chunk (one block a chunk, up to TP_MAX_CHUNKS) that the
+ * segment's view must restore, with the claiming thread's scratch. */
 static void stage_part(void *ctx, int c, int thread) {
     stage_job *j = ctx;
-    kv_view_stage(j->g->view, j->g->cache, j->g->seq, j->layer, c, thread);
+    int64_t b0 = (int64_t)j->todo * c / j->chunks, b1 = (int64_t)j->todo * (c + 1) / j->chunks;
+    for (int64_t b = b0; b < b1; b++) kv_view_stage(j->g->view, j->g->cache, j->g->seq, j->layer, (int)b, thread);
 }
 
 /* Make layer l of the segment's blocks readable as f32 (decoding on the
@@ -585,9 +587,9 @@ static void stage_part(void *ctx, int c, int thread) {
 static void view_layer(fwd_ws *w, const fwd_seg *g, int l) {
     int todo = kv_view_layer(g->view, g->cache, g->seq, l, (g->pos + g->T + KV_BLOCK - 1) / KV_BLOCK);
     if (!todo) return;
-    stage_job j = {g, l};
+    stage_job j = {g, l, todo, todo < TP_MAX_CHUNKS ? todo : TP_MAX_CHUNKS};
     /* a view has scratch for its own session's thread count, which may be fewer than the pool's */
-    tp_run(w->pool, stage_part, &j, todo, g->view->n_threads);
+    tp_run(w->pool, stage_part, &j, j.chunks, g->view->n_threads);
 }
 
 #ifdef CORTEX_TEST_KNOBS
