@@ -23,6 +23,8 @@
 #define SHOW_LOADED_CPUS 0.25
 /* Share of the engine threads' waits made on shared cores (pool_contended_share) past which it says so. */
 #define SHOW_CONTENDED_SHARE 0.10
+/* ... said only of a pool that waited less than this share of its time (busy, not idle between requests). */
+#define SHOW_IDLE_POOL 0.5
 
 /* See show.h. */
 int show_color(FILE *out) {
@@ -86,12 +88,15 @@ int show_verdict(store *s, int64_t id, FILE *out) {
     if (other > SHOW_LOADED_CPUS)
         fprintf(out, "  other work kept %.2f of %d CPUs busy while it ran (median over the repetitions): the figures are"
                      " a shared machine's\n", other, r.cpus_allowed > 0 ? r.cpus_allowed : r.logical_cores);
-    /* the engine's own view: its threads waited for cores (another process, or more threads than cores) */
-    double contended = store_metric_median(s, id, "pool_contended_share");
-    if (contended > SHOW_CONTENDED_SHARE)
+    /* the engine's own view: its threads waited for cores (another process, or more threads than cores). Only
+     * of an engine busy at least half its time: one that mostly waited for work (an open loop's idle gaps)
+     * sleeps and wakes all the time, and each wake-up's delay reads as waiting for a core. */
+    double contended = store_metric_median(s, id, "pool_contended_share"),
+           waited = store_metric_median(s, id, "pool_wait_share");
+    if (contended > SHOW_CONTENDED_SHARE && waited < SHOW_IDLE_POOL)
         fprintf(out, "  the engine's threads had to share their cores: %.0f%% of their waits were made on cores other threads"
                      " wanted, they waited %.0f%% of their time, %.0f involuntary context switches/s (medians over the"
-                     " repetitions): the figures are a contended machine's\n", 100 * contended, 100 * store_metric_median(s, id, "pool_wait_share"),
+                     " repetitions): the figures are a contended machine's\n", 100 * contended, 100 * waited,
                 store_metric_median(s, id, "preempted_per_s"));
     return 0;
 }
