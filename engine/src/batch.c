@@ -35,7 +35,7 @@ struct cx_batch {
 };
 
 /* See cortex.h. */
-void cx_batch_pool_stats(const cx_batch *b, cx_pool_stats *out) { fwd_pool_stats(&b->ws, out); }
+void cx_batch_pool_stats(const cx_batch *b, cx_pool_stats *out) { tp_stats_get(b->ws.pool, out); }
 
 /* See cortex.h. */
 void cx_batch_free(cx_batch *b) {

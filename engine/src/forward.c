@@ -347,12 +347,6 @@ typedef struct matmul_job {
 } matmul_job;
 
 /* See forward.h. */
-void fwd_pool_stats(const fwd_ws *w, cx_pool_stats *out) {
-    tp_stats_get(w->pool, out);
-    out->n_threads = w->n_threads;
-}
-
-/* See forward.h. */
 int fwd_row_chunks(const fwd_ws *w, int64_t rows) { return tp_chunks(w->pool, (rows + TILE_ROWS - 1) / TILE_ROWS); }
 
 /* See forward.h: contiguous, split at multiples of ROW_CHUNK. */

@@ -149,8 +149,6 @@ void fwd_matmul(fwd_ws *w, const cx_weight *wt, float *y);
  * 64-row gemm tiles, so no chunk cuts a prefill tile short: about 64 rows
  * at least; one chunk with one thread). */
 int fwd_row_chunks(const fwd_ws *w, int64_t rows);
-/* The workspace's pool counters (cx_pool_stats; zeros with one thread). */
-void fwd_pool_stats(const fwd_ws *w, cx_pool_stats *out);
 /* Chunk i of n's rows [*r0, *r1) of `rows` matrix rows: contiguous, split at
  * multiples of 16 rows (whole interleaved groups), so each (row, token)
  * product has one owner, whichever thread claims the chunk. */

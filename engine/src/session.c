@@ -142,7 +142,7 @@ int cx_session_pos(const cx_session *s) { return s->pos; }
 uint64_t cx_session_expert_bytes(const cx_session *s) { return s->ws.moe.bytes; }
 
 /* See cortex.h. */
-void cx_session_pool_stats(const cx_session *s, cx_pool_stats *out) { fwd_pool_stats(&s->ws, out); }
+void cx_session_pool_stats(const cx_session *s, cx_pool_stats *out) { tp_stats_get(s->ws.pool, out); }
 int cx_session_n_ctx(const cx_session *s) { return s->n_ctx; }
 
 /* See session.h. */

@@ -137,13 +137,19 @@ static inline void stat_add(_Atomic int64_t *c, int64_t v) {
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v, memory_order_relaxed);
 }
 
+/* One step of a spin that began at t0 and may last `ns`: a pause, and every
+ * 64th step a look at the clock; 1 once the time is up. */
+static int spin_step(unsigned i, int64_t t0, int64_t ns) {
+    cpu_relax();
+    return i % 64 == 0 && cx_now_ns() - t0 > ns;
+}
+
 /* Spin until *w != v or quit (returns 1) or `ns` have passed (0). */
 static int spin_while(_Atomic uint32_t *w, uint32_t v, const atomic_int *quit, int64_t t0, int64_t ns) {
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(w, memory_order_acquire) != v) return 1;
         if (atomic_load_explicit(quit, memory_order_relaxed)) return 1;
-        cpu_relax();
-        if (i % 64 == 0 && cx_now_ns() - t0 > ns) return 0;
+        if (spin_step(i, t0, ns)) return 0;
     }
 }
 
@@ -225,8 +231,8 @@ static int64_t run_delay(tp_tstats *st) {
  * core (its run-queue delay); a share of CONTEND_SHARE of the time, in
  * CONTEND_WINDOWS checks in a row (a kernel thread's burst on a quiet machine
  * fills one window, a busy neighbour every one), means another thread wants
- * this core, and the whole pool
- * then spins only SPIN_SHARED_NS for CONTEND_HOLD_NS. On a shared core a
+ * this core, and the whole pool then spins only SPIN_SHARED_NS for
+ * CONTEND_HOLD_NS. On a shared core a
  * spinning thread spends the machine's time waiting for a thread that cannot
  * run (the descheduled caller, or the holder of the last chunk); on a quiet
  * machine a sleeping one pays a wake-up (tens of microseconds in a VM) for
@@ -276,10 +282,8 @@ static void wait_done(tp_pool *p, uint32_t n_chunks) {
     if (atomic_load_explicit(&p->done, memory_order_acquire) == n_chunks) return;
     tp_tstats *st = &p->st[0];
     int64_t t0 = cx_now_ns(), spin_ns = spin_budget(p, 0, SPIN_QUIET_CALLER_NS, t0);
-    for (unsigned i = 1; atomic_load_explicit(&p->done, memory_order_acquire) != n_chunks; i++) {
-        cpu_relax();
-        if (i % 64 == 0 && cx_now_ns() - t0 > spin_ns) break;
-    }
+    for (unsigned i = 1; atomic_load_explicit(&p->done, memory_order_acquire) != n_chunks; i++)
+        if (spin_step(i, t0, spin_ns)) break;
     for (uint32_t d; (d = atomic_load_explicit(&p->done, memory_order_acquire)) != n_chunks;) {
         atomic_store(&p->caller_waiting, 1);
         if ((d = atomic_load(&p->done)) != n_chunks) {
@@ -340,7 +344,6 @@ int tp_new(int n, const int *cpus, tp_pool **out, cx_err *err) {
         return cx_fail(err, CX_ENOMEM, "out of memory for a pool of %d threads", want);
     }
     for (int i = 0; i < p->n; i++) atomic_init(&p->slot[i].word, 0); /* job 0: nothing to claim */
-    tp_stats_reset(p);
 
     for (int i = 1; i < p->n; i++) {
         p->args[i] = (worker_arg){p, i};

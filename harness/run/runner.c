@@ -383,9 +383,15 @@ static int serve_multiseq(rep_state *st, req_result *q, char *err, size_t errlen
     q->tpot_ms = q->decode_ms / (double)(n * gen);
     snprintf(q->token_hash, sizeof q->token_hash, "%016llx", (unsigned long long)cn.h);
     cx_pool_stats ps;
-    if (b) cx_batch_pool_stats(b, &ps), pool_add(&st->pool, &ps);
+    if (b) {
+        cx_batch_pool_stats(b, &ps);
+        pool_add(&st->pool, &ps);
+    }
     for (int i = 0; ss && i < n; i++)
-        if (ss[i]) cx_session_pool_stats(ss[i], &ps), pool_add(&st->pool, &ps);
+        if (ss[i]) {
+            cx_session_pool_stats(ss[i], &ps);
+            pool_add(&st->pool, &ps);
+        }
     cx_batch_free(b);
     for (int i = 0; ss && i < n; i++) cx_session_free(ss[i]);
     for (int i = 0; lora && i < n_lora; i++) cx_lora_free(lora[i]); /* after the sessions that applied them */
@@ -643,7 +649,10 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
         if (preempt >= 0 && !cfg->endpoint) rep_set_metric(out, "preempted_per_s", preempt);
         if (!cfg->endpoint) {
             cx_pool_stats ps;
-            if (st.s) cx_session_pool_stats(st.s, &ps), pool_add(&st.pool, &ps);
+            if (st.s) {
+                cx_session_pool_stats(st.s, &ps);
+                pool_add(&st.pool, &ps);
+            }
             if (sched) {
                 cx_sched_stats ss;
                 cx_sched_get_stats(sched, &ss);

@@ -55,15 +55,21 @@ static int job_ok(job *j, int n, int b) {
     return 1;
 }
 
+/* A pool of n threads, checked made (NULL, counted as a failure, if not). */
+static tp_pool *new_pool(int n) {
+    tp_pool *p = NULL;
+    cx_err err = {0};
+    CHECK(tp_new(n, NULL, &p, &err) == 0 && tp_size(p) == n, "pool of %d: %s", n, err.msg);
+    return p;
+}
+
 /* Every chunk exactly once, for pools of 1..4 threads and chunk counts from 0
  * to TP_MAX_CHUNKS's neighbourhood, and the counters add up. */
 static void test_each_chunk_once(void) {
     static job j;
     static const int counts[] = {0, 1, 2, 3, 7, 16, 100, 1000, MAX_CHUNKS};
     for (int n = 1; n <= 4; n++) {
-        tp_pool *p = NULL;
-        cx_err err = {0};
-        CHECK(tp_new(n, NULL, &p, &err) == 0 && tp_size(p) == n, "pool of %d: %s", n, err.msg);
+        tp_pool *p = new_pool(n);
         if (!p) continue;
         int ok = 1, pooled = 0;
         for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
@@ -93,9 +99,7 @@ static void test_each_chunk_once(void) {
 /* max_threads: only threads below it run chunks (scratch made for fewer). */
 static void test_max_threads(void) {
     static job j;
-    tp_pool *p = NULL;
-    cx_err err = {0};
-    CHECK(tp_new(4, NULL, &p, &err) == 0, "pool of 4: %s", err.msg);
+    tp_pool *p = new_pool(4);
     if (!p) return;
     int ok = 1;
     for (int m = 1; m <= 4; m++)
@@ -117,9 +121,7 @@ static void test_max_threads(void) {
  */
 static void test_stalled_worker(void) {
     static job j;
-    tp_pool *p = NULL;
-    cx_err err = {0};
-    CHECK(tp_new(2, NULL, &p, &err) == 0, "pool of 2: %s", err.msg);
+    tp_pool *p = new_pool(2);
     if (!p) return;
     tp_set_stall(p, 1, 30000);
     int ok = 1, held = 0;
@@ -156,9 +158,7 @@ static void test_stalled_worker(void) {
  */
 static void test_back_to_back(void) {
     static job a, b;
-    tp_pool *p = NULL;
-    cx_err err = {0};
-    CHECK(tp_new(MAX_THREADS, NULL, &p, &err) == 0, "pool of %d: %s", MAX_THREADS, err.msg);
+    tp_pool *p = new_pool(MAX_THREADS);
     if (!p) return;
     int ok = 1, pooled = 0;
     for (int rep = 0; rep < 3000 && ok; rep++) {
@@ -178,9 +178,7 @@ static void test_back_to_back(void) {
 
 /* tp_chunks: a few per thread, never more than the units, at least one. */
 static void test_chunk_count(void) {
-    tp_pool *p = NULL;
-    cx_err err = {0};
-    CHECK(tp_new(2, NULL, &p, &err) == 0, "pool of 2: %s", err.msg);
+    tp_pool *p = new_pool(2);
     CHECK(tp_chunks(p, 0) == 1 && tp_chunks(p, 3) == 3 && tp_chunks(p, 1000) == 16 && tp_chunks(NULL, 1000) == 1,
           "tp_chunks: %d %d %d %d", tp_chunks(p, 0), tp_chunks(p, 3), tp_chunks(p, 1000), tp_chunks(NULL, 1000));
     tp_free(p);
