@@ -136,15 +136,20 @@ static void act_carve(fwd_ws *w, const cx_model_info *h, int batch, int n_out) {
 /* Items of one thread's slice of each attention scratch buffer: scores
  * [ATT_TILE] floats; accumulators [heads of a kv group][ATT_QBLOCK][head_dim]
  * doubles; running max and sum [heads][ATT_QBLOCK][2] doubles; the packed
- * tile, keys then values, [2][ATT_TILE][head_dim] floats. */
+ * tile, keys then values, [2][ATT_TILE][head_dim] floats; the rotated
+ * queries [heads][ATT_QBLOCK][head_dim] floats and the rotated values'
+ * accumulators, as acc (both used only over q4h blocks). */
 static void att_slice(const cx_model_info *h, size_t n[FWD_ATT_BUFS]) {
     size_t hd = (size_t)h->head_dim, rep = (size_t)(h->n_head / h->n_head_kv); /* heads per item, at most */
     n[0] = ATT_TILE;
     n[1] = rep * ATT_QBLOCK * hd;
     n[2] = rep * ATT_QBLOCK * 2;
     n[3] = 2 * ATT_TILE * hd;
+    n[4] = rep * ATT_QBLOCK * hd;
+    n[5] = rep * ATT_QBLOCK * hd;
 }
-static const size_t att_item_size[FWD_ATT_BUFS] = {sizeof(float), sizeof(double), sizeof(double), sizeof(float)};
+static const size_t att_item_size[FWD_ATT_BUFS] = {sizeof(float), sizeof(double), sizeof(double),
+                                                   sizeof(float), sizeof(float),  sizeof(double)};
 
 /* Bytes of attention's scratch (as att_ws_carve takes them): n_threads
  * slices of whole lines, and the work items' ends. */
@@ -163,6 +168,8 @@ static void att_ws_carve(fwd_att_ws *a, arena *mem, const cx_model_info *h, int 
     a->acc = fwd_carve(mem, T * a->stride[1], sizeof(double));
     a->ml = fwd_carve(mem, T * a->stride[2], sizeof(double));
     a->kv = fwd_carve(mem, T * a->stride[3], sizeof(float));
+    a->qr = fwd_carve(mem, T * a->stride[4], sizeof(float));
+    a->accr = fwd_carve(mem, T * a->stride[5], sizeof(double));
     a->item_end = fwd_carve(mem, (size_t)batch, sizeof(int));
 }
 
@@ -432,6 +439,19 @@ static float tile_max(const float *sc, int n) {
     return m[0];
 }
 
+/* acc += H r for 32 doubles (r is overwritten): kern_hadamard32's
+ * transform, in double, for a sum of rotated values. */
+static void hadamard32_add(double *acc, double *r) {
+    for (int h = 1; h < 32; h *= 2)
+        for (int i = 0; i < 32; i += 2 * h)
+            for (int j = i; j < i + h; j++) {
+                double a = r[j], b = r[j + h];
+                r[j] = a + b;
+                r[j + h] = a - b;
+            }
+    for (int i = 0; i < 32; i++) acc[i] += r[i] * 0.17677669529663687; /* 1/sqrt(32) */
+}
+
 /*
  * Heads head0..head0+nh-1 (one, or every head of one kv group: item_heads),
  * queries qi0..qi1-1 of segment g (positions g->pos+qi, rows g->row+qi), all
@@ -461,7 +481,9 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     float *sc = w->att.scores + (size_t)tid * w->att.stride[0];
     double *acc = w->att.acc + (size_t)tid * w->att.stride[1]; /* [head][query][hd] */
     double *ml = w->att.ml + (size_t)tid * w->att.stride[2];   /* [head][query][2] */
-    int nq = qi1 - qi0;
+    float *qr = w->att.qr + (size_t)tid * w->att.stride[4];     /* [head][query][hd] */
+    double *accr = w->att.accr + (size_t)tid * w->att.stride[5];
+    int nq = qi1 - qi0, rotated = 0; /* rotated: a q4h block was read (qr and accr are in use) */
     for (int i = 0; i < nh * nq; i++) {
         ml[2 * i] = -INFINITY;
         ml[2 * i + 1] = 0.0;
@@ -476,11 +498,14 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
          * floats apart. Otherwise the tile is unpacked into the thread's
          * scratch, rows hd floats apart (kv_view_rows: any format, read at its
          * own size; the same floats as the cache holds, so the same
-         * arithmetic and bits): several queries (of one head, or of the heads
+         * arithmetic and bits; q4h rows as stored, in the rotated domain,
+         * where the item's queries are rotated to meet them and their values'
+         * sum is rotated back at the end): several queries (of one head, or of the heads
          * sharing the kv head) then read it from L1 instead of the cache,
          * whose rows' 4 KiB multiples land 64 keys' lines in 16 of L1's 64
          * sets (more than its 12 ways: every query would miss again). */
         const float *kp[ATT_TILE / KV_BLOCK], *vp[ATT_TILE / KV_BLOCK];
+        int rot[ATT_TILE / KV_BLOCK] = {0}, tile_rot = 0; /* the block's rows are rotated (q4h, read as stored) */
         size_t stride = (size_t)kv_dim;
         int tn = last + 1 - k0 < ATT_TILE ? last + 1 - k0 : ATT_TILE; /* keys any query reads */
         int in_place = nq * nh == 1;
@@ -494,10 +519,23 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             }
             kp[j / KV_BLOCK] = kt + (size_t)j * hd;
             vp[j / KV_BLOCK] = vt + (size_t)j * hd;
-            kv_view_rows(view, k, bi, 0, n, (int)col, hd, kt + (size_t)j * hd, (size_t)hd);
-            kv_view_rows(view, k, bi, KV_BLOCK, n, (int)col, hd, vt + (size_t)j * hd, (size_t)hd);
+            int keep = !w->att.rows_rotated_back;
+            rot[j / KV_BLOCK] = kv_view_rows(view, k, bi, 0, n, (int)col, hd, kt + (size_t)j * hd, (size_t)hd, keep);
+            kv_view_rows(view, k, bi, KV_BLOCK, n, (int)col, hd, vt + (size_t)j * hd, (size_t)hd, keep);
+            tile_rot |= rot[j / KV_BLOCK];
         }
         if (!in_place) stride = (size_t)hd;
+        if (tile_rot && !rotated) { /* the first q4h block: rotate the queries once, start the rotated sums */
+            for (int hh = 0; hh < nh; hh++)
+                for (int i = 0; i < nq; i++) {
+                    float *r = qr + (size_t)(hh * nq + i) * hd;
+                    memcpy(r, w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd,
+                           sizeof(float) * (size_t)hd);
+                    for (int c = 0; c < hd; c += KV_GROUP) kern_hadamard32(r + c);
+                }
+            memset(accr, 0, sizeof(double) * (size_t)(nh * nq) * (size_t)hd);
+            rotated = 1;
+        }
         for (int hh = 0; hh < nh; hh++)
             for (int i = 0; i < nq; i++) {
                 int p = g->pos + qi0 + i, s = hh * nq + i; /* s: this (head, query)'s state */
@@ -505,20 +543,33 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                 if (k0 > p || k0 + ATT_TILE <= lo) continue;
                 int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
                 const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd;
+                const float *q_rot = qr + (size_t)s * hd;
                 for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order */
-                    k->attn_scores(sc + j, q, kp[j / KV_BLOCK], stride, kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
+                    k->attn_scores(sc + j, rot[j / KV_BLOCK] ? q_rot : q, kp[j / KV_BLOCK], stride,
+                                   kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
                 for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
                 float tmax = tile_max(sc, kn);
-                double *a = acc + (size_t)s * hd;
+                double *a = acc + (size_t)s * hd, *ar = accr + (size_t)s * hd;
                 double m_old = ml[2 * s], m_new = tmax > m_old ? tmax : m_old;
                 if (m_old != m_new && m_old != -INFINITY) {
                     double corr = exp(m_old - m_new);
                     ml[2 * s + 1] *= corr;
                     k->scale_f64(a, corr, hd);
+                    if (rotated) k->scale_f64(ar, corr, hd);
                 }
                 ml[2 * s] = m_new;
                 ml[2 * s + 1] += k->exp_shift(sc, kn, (float)m_new);
-                k->attn_values(a, sc, vp, stride, kn, hd);
+                if (!tile_rot) {
+                    k->attn_values(a, sc, vp, stride, kn, hd);
+                    continue;
+                }
+                /* runs of blocks alike: each block's sum is its own chain
+                 * (attn_values), so splitting the tile keeps the bits */
+                for (int j0 = 0, j1; j0 < kn; j0 = j1) {
+                    for (j1 = j0 + KV_BLOCK; j1 < kn && rot[j1 / KV_BLOCK] == rot[j0 / KV_BLOCK]; j1 += KV_BLOCK) {}
+                    if (j1 > kn) j1 = kn;
+                    k->attn_values(rot[j0 / KV_BLOCK] ? ar : a, sc + j0, vp + j0 / KV_BLOCK, stride, j1 - j0, hd);
+                }
             }
     }
     for (int hh = 0; hh < nh; hh++)
@@ -526,8 +577,10 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             int head = head0 + hh, s = hh * nq + i;
             float *o = w->xb + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)head * (size_t)hd;
             double den = ml[2 * s + 1] + (L->sinks ? exp((double)L->sinks[head] - ml[2 * s]) : 0.0);
-            double inv = 1.0 / den;
-            for (int d = 0; d < hd; d++) o[d] = (float)(acc[(size_t)s * hd + d] * inv);
+            double inv = 1.0 / den, *a = acc + (size_t)s * hd;
+            if (rotated) /* the q4h values' sum, rotated back once: H (sum p Hv) = sum p v */
+                for (int c = 0; c < hd; c += KV_GROUP) hadamard32_add(a + c, accr + (size_t)s * hd + c);
+            for (int d = 0; d < hd; d++) o[d] = (float)(a[d] * inv);
         }
 }
 

@@ -90,11 +90,15 @@ void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, in
 }
 
 /* See kv_view.h. */
-void kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int c0, int nc, float *out, size_t ld) {
+int kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int c0, int nc, float *out, size_t ld,
+                 int keep_rotation) {
     assert(i >= 0 && i < v->max_blocks && n >= 1 && (r0 < KV_BLOCK) == (r0 + n - 1 < KV_BLOCK) && "one half per call");
     kern_kv_src src;
     kv_src(v->fmt[i], v->slab[i], v->dim, r0, c0, &src);
+    int rotated = keep_rotation && src.hadamard;
+    if (rotated) src.hadamard = 0;
     k->kv_unpack(&src, n, nc, out, ld);
+    return rotated;
 }
 
 /* See kv_view.h. */

@@ -50,8 +50,13 @@ int kv_view_layer(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int
 void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int j, int tid);
 /* Rows r0..r0+n-1 of block i's slab (within its keys, 0..KV_BLOCK-1, or its
  * values, KV_BLOCK..KV_ROWS-1), columns c0..c0+nc-1 (c0, nc even), as floats
- * at out, rows ld apart, unpacked by table k. */
-void kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int c0, int nc, float *out, size_t ld);
+ * at out, rows ld apart, unpacked by table k. With keep_rotation, a rotated
+ * format's rows (q4h: H x for each 32 columns) come out as stored, not
+ * rotated back, and the call returns 1: attention then rotates its query
+ * once (q . x = Hq . Hx, H orthonormal and symmetric) and the sum of the
+ * values once, instead of every row. Otherwise it returns 0. */
+int kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int c0, int nc, float *out, size_t ld,
+                 int keep_rotation);
 /* Block i's keys (kv = 0) or values (1) as floats rows dim apart, where the
  * block is stored as f32 in place; NULL for any other format. */
 static inline const float *kv_view_f32(const kv_view *v, int i, int kv) {

@@ -27,6 +27,7 @@
 #include "kv/kv_view.h"
 #include "model.h"
 #include "pass.h"
+#include "session.h"
 #include "util.h"
 
 /* Deterministic pseudo-random floats in [-1, 1) (xorshift). */
@@ -309,7 +310,7 @@ static double read_error(kv_cache *c, kv_seq *s, kv_view *v) {
             for (int kv = 0; kv < 2; kv++) {
                 float row[256];
                 assert(c->dim <= 256);
-                kv_view_rows(v, kern_table("scalar"), p / KV_BLOCK, kv * KV_BLOCK + p % KV_BLOCK, 1, 0, c->dim, row, (size_t)c->dim);
+                kv_view_rows(v, kern_table("scalar"), p / KV_BLOCK, kv * KV_BLOCK + p % KV_BLOCK, 1, 0, c->dim, row, (size_t)c->dim, 0);
                 for (int i = 0; i < c->dim; i++) {
                     double e = fabs((double)row[i] - row_value(l, kv, p, i));
                     worst = e > worst ? e : worst;
@@ -899,6 +900,69 @@ static void test_kv_check(void) {
 }
 
 /* The unit checks, the synthetic model's, then the real model's. */
+/* Logits of `m` after np prompt tokens in one call, then `steps` decode
+ * steps, with KV params kv; rotated_back sets attention's test knob (q4h
+ * rows rotated back as unpacked, the format's definition). */
+static int q4h_logits(cx_model *m, const cx_kv_params *kv, const int32_t *toks, int np, int steps, int rotated_back,
+                      float *out) {
+    cx_session_params sp = cx_session_defaults();
+    sp.kv = *kv;
+    cx_session *s;
+    cx_err err = {0};
+    if (cx_session_new_ex(m, &sp, &s, &err)) {
+        CHECK(0, "session: %s", err.msg);
+        return -1;
+    }
+    s->ws.att.rows_rotated_back = rotated_back;
+    const float *l = NULL;
+    int rc = cx_eval(s, toks, np, &l, &err);
+    for (int i = 0; i < steps && !rc; i++) rc = cx_eval(s, toks + np + i, 1, &l, &err);
+    CHECK(rc == 0, "eval: %s", err.msg);
+    if (!rc) memcpy(out, l, sizeof(float) * (size_t)m->info.n_vocab);
+    cx_session_free(s);
+    return rc;
+}
+
+/* q4h blocks hold each 32 values rotated by the Walsh-Hadamard transform;
+ * attention reads them as stored and rotates the item's queries and the
+ * values' sum once (q . Hk = Hq . k), where the format's definition rotates
+ * every row back. The two agree within float rounding, with q4h blocks
+ * alone, and beside f16 ones in the same tile (q4h hot over f16 warm, f16
+ * hot over q4h warm: the tile's values are summed in runs). The gate-micro
+ * shape: head_dim 32, two query heads per kv head; 300 positions, five
+ * 64-key tiles, the last one partial. */
+static void test_q4h_rotated_domain(void) {
+    cx_shape sh = fx_shape("gate-micro", 512);
+    cx_model *m = fx_synth_model(&sh, CX_TYPE_F32, 11, "gate-micro.gguf", NULL);
+    if (!m) return;
+    const int V = m->info.n_vocab, np = 300, steps = 4;
+    int32_t toks[304];
+    for (int i = 0; i < np + steps; i++) toks[i] = (int32_t)(3 + (i * 7919 + 13) % (V - 3));
+    size_t blk = (size_t)m->info.n_layer * kv_slab_bytes(KV_F16, m->info.n_head_kv * m->info.head_dim);
+    float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
+    for (int v = 0; v < 3; v++) {
+        cx_kv_params kv = cx_kv_defaults();
+        const char *name = v == 0 ? "q4h" : v == 1 ? "q4h hot, f16 warm" : "f16 hot, q4h warm";
+        kv.type = v == 1 ? CX_KV_Q4H : v == 2 ? CX_KV_F16 : CX_KV_Q4H;
+        if (v) {
+            kv.warm_type = v == 1 ? CX_KV_F16 : CX_KV_Q4H;
+            kv.budget[KV_HOT] = (int64_t)(3 * blk); /* a few blocks hot, the rest warm */
+        }
+        if (q4h_logits(m, &kv, toks, np, steps, 0, a) || q4h_logits(m, &kv, toks, np, steps, 1, b)) break;
+        double rms = rel_rms(a, b, V);
+        printf("%s: logits, queries rotated against rows rotated back: relative RMS %.3g\n", name, rms);
+        CHECK(rms > 0 && rms <= 1e-5, "%s: attention in the rotated domain within rounding of the definition "
+              "(relative RMS %.3g, 0 < it <= 1e-5)", name, rms);
+    }
+    cx_kv_params kv = cx_kv_defaults();
+    kv.type = CX_KV_Q4H;
+    CHECK(prefill_equals_decode(m, &kv, toks, np), "q4h hot: the prompt's last logits are the same bits fed at once and "
+          "token by token");
+    free(a);
+    free(b);
+    cx_model_free(m);
+}
+
 static void run_all(void) {
     test_codec();
     test_unpack();
@@ -914,6 +978,7 @@ static void run_all(void) {
         test_kv_check();
         cx_model_free(tiny);
     }
+    test_q4h_rotated_domain();
     test_stories();
     fx_cleanup();
 }
