@@ -50,8 +50,12 @@
 #include "quant.h"
 #include "util.h"
 
+#ifndef ATT_TILE      /* (-D for a search of the sizes: docs/performance.md) */
 #define ATT_TILE 64   /* key/value positions per attention tile */
+#endif
+#ifndef ATT_QBLOCK
 #define ATT_QBLOCK 16 /* queries sharing each tile */
+#endif
 #define ROW_CHUNK 16  /* matrix rows are split across threads in multiples of this */
 #define TILE_ROWS 64    /* gemm tile: weight rows ... */
 #define TILE_TOKENS FWD_TILE_TOKENS /* ... by tokens (see matmul_part) */
@@ -138,7 +142,9 @@ static void act_carve(fwd_ws *w, const cx_model_info *h, int batch, int n_out) {
  * doubles; running max and sum [heads][ATT_QBLOCK][2] doubles; the packed
  * tile, keys then values, [2][ATT_TILE][head_dim] floats; the rotated
  * queries [heads][ATT_QBLOCK][head_dim] floats and the rotated values'
- * accumulators, as acc (both used only over q4h blocks). */
+ * accumulators, as acc (both used only over q4h blocks); the queries in
+ * int8, [heads][ATT_QBLOCK][head_dim], and their scales [heads][ATT_QBLOCK]
+ * (used only over q8 blocks). */
 static void att_slice(const cx_model_info *h, size_t n[FWD_ATT_BUFS]) {
     size_t hd = (size_t)h->head_dim, rep = (size_t)(h->n_head / h->n_head_kv); /* heads per item, at most */
     n[0] = ATT_TILE;
@@ -147,9 +153,11 @@ static void att_slice(const cx_model_info *h, size_t n[FWD_ATT_BUFS]) {
     n[3] = 2 * ATT_TILE * hd;
     n[4] = rep * ATT_QBLOCK * hd;
     n[5] = rep * ATT_QBLOCK * hd;
+    n[6] = rep * ATT_QBLOCK * hd;
+    n[7] = rep * ATT_QBLOCK;
 }
-static const size_t att_item_size[FWD_ATT_BUFS] = {sizeof(float), sizeof(double), sizeof(double),
-                                                   sizeof(float), sizeof(float),  sizeof(double)};
+static const size_t att_item_size[FWD_ATT_BUFS] = {sizeof(float), sizeof(double), sizeof(double), sizeof(float),
+                                                   sizeof(float), sizeof(double), sizeof(int8_t), sizeof(float)};
 
 /* Bytes of attention's scratch (as att_ws_carve takes them): n_threads
  * slices of whole lines, and the work items' ends. */
@@ -170,6 +178,8 @@ static void att_ws_carve(fwd_att_ws *a, arena *mem, const cx_model_info *h, int 
     a->kv = fwd_carve(mem, T * a->stride[3], sizeof(float));
     a->qr = fwd_carve(mem, T * a->stride[4], sizeof(float));
     a->accr = fwd_carve(mem, T * a->stride[5], sizeof(double));
+    a->q8 = fwd_carve(mem, T * a->stride[6], sizeof(int8_t));
+    a->q8d = fwd_carve(mem, T * a->stride[7], sizeof(float));
     a->item_end = fwd_carve(mem, (size_t)batch, sizeof(int));
 }
 
@@ -483,7 +493,10 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     double *ml = w->att.ml + (size_t)tid * w->att.stride[2];   /* [head][query][2] */
     float *qr = w->att.qr + (size_t)tid * w->att.stride[4];     /* [head][query][hd] */
     double *accr = w->att.accr + (size_t)tid * w->att.stride[5];
+    int8_t *q8 = w->att.q8 + (size_t)tid * w->att.stride[6]; /* [head][query][hd] */
+    float *q8d = w->att.q8d + (size_t)tid * w->att.stride[7]; /* [head][query] */
     int nq = qi1 - qi0, rotated = 0; /* rotated: a q4h block was read (qr and accr are in use) */
+    int quantized = 0;               /* the queries are in q8 and q8d (a q8 block was read) */
     for (int i = 0; i < nh * nq; i++) {
         ml[2 * i] = -INFINITY;
         ml[2 * i + 1] = 0.0;
@@ -506,6 +519,8 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
          * sets (more than its 12 ways: every query would miss again). */
         const float *kp[ATT_TILE / KV_BLOCK], *vp[ATT_TILE / KV_BLOCK];
         int rot[ATT_TILE / KV_BLOCK] = {0}, tile_rot = 0; /* the block's rows are rotated (q4h, read as stored) */
+        kern_kv_src k8[ATT_TILE / KV_BLOCK];               /* a q8 block's keys, read as stored (k8[].codes) */
+        int tile_q8 = 0;
         size_t stride = (size_t)kv_dim;
         int tn = last + 1 - k0 < ATT_TILE ? last + 1 - k0 : ATT_TILE; /* keys any query reads */
         int in_place = nq * nh == 1;
@@ -520,7 +535,12 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             kp[j / KV_BLOCK] = kt + (size_t)j * hd;
             vp[j / KV_BLOCK] = vt + (size_t)j * hd;
             int keep = !w->att.rows_rotated_back;
-            rot[j / KV_BLOCK] = kv_view_rows(view, k, bi, 0, n, (int)col, hd, kt + (size_t)j * hd, (size_t)hd, keep);
+            k8[j / KV_BLOCK].codes = NULL;
+            if (view->fmt[bi] == KV_Q8 && !w->att.keys_unpacked) { /* q8 keys: scored in int8 where they are */
+                kv_src(KV_Q8, view->slab[bi], view->dim, 0, (int)col, &k8[j / KV_BLOCK]);
+                tile_q8 = 1;
+            } else
+                rot[j / KV_BLOCK] = kv_view_rows(view, k, bi, 0, n, (int)col, hd, kt + (size_t)j * hd, (size_t)hd, keep);
             kv_view_rows(view, k, bi, KV_BLOCK, n, (int)col, hd, vt + (size_t)j * hd, (size_t)hd, keep);
             tile_rot |= rot[j / KV_BLOCK];
         }
@@ -536,6 +556,13 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             memset(accr, 0, sizeof(double) * (size_t)(nh * nq) * (size_t)hd);
             rotated = 1;
         }
+        if (tile_q8 && !quantized) { /* the first q8 block: the queries in int8, once, as q8 rows are */
+            for (int hh = 0; hh < nh; hh++)
+                for (int i = 0; i < nq; i++)
+                    q8d[hh * nq + i] = kv_q8_row(w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd,
+                                                 hd, q8 + (size_t)(hh * nq + i) * hd);
+            quantized = 1;
+        }
         for (int hh = 0; hh < nh; hh++)
             for (int i = 0; i < nq; i++) {
                 int p = g->pos + qi0 + i, s = hh * nq + i; /* s: this (head, query)'s state */
@@ -544,9 +571,14 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                 int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
                 const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd;
                 const float *q_rot = qr + (size_t)s * hd;
-                for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order */
-                    k->attn_scores(sc + j, rot[j / KV_BLOCK] ? q_rot : q, kp[j / KV_BLOCK], stride,
-                                   kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
+                for (int j = 0; j < kn; j += KV_BLOCK) { /* the tile's blocks, in order */
+                    int n = kn - j < KV_BLOCK ? kn - j : KV_BLOCK;
+                    const kern_kv_src *c = &k8[j / KV_BLOCK];
+                    if (tile_q8 && c->codes)
+                        k->attn_scores_i8(sc + j, q8 + (size_t)s * hd, q8d[s], (const int8_t *)(const void *)c->codes,
+                                          c->row_bytes, c->row_scale, n, hd, scale);
+                    else k->attn_scores(sc + j, rot[j / KV_BLOCK] ? q_rot : q, kp[j / KV_BLOCK], stride, n, hd, scale);
+                }
                 for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
                 float tmax = tile_max(sc, kn);
                 double *a = acc + (size_t)s * hd, *ar = accr + (size_t)s * hd;

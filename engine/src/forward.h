@@ -44,7 +44,7 @@
 #define FWD_MAX_BATCH 256 /* rows per pass of a session's own workspace */
 #define FWD_TILE_TOKENS 32 /* tokens per gemm call (forward.c's matmul tiles; the adapters' A products too) */
 enum { FWD_ACT_FORMATS = KERN_ACT_Q8_256 + 1 }; /* activation formats (KERN_ACT_*) */
-enum { FWD_ATT_BUFS = 6 }; /* attention's per-thread buffers: scores, acc, ml, kv, qr, accr */
+enum { FWD_ATT_BUFS = 8 }; /* attention's per-thread buffers: scores, acc, ml, kv, qr, accr, q8, q8d */
 
 /* One prepared form of the matrix input: its kern_act, and its memory (the pass's scratch). */
 typedef struct fwd_act {
@@ -74,12 +74,16 @@ typedef struct fwd_att_ws {
     float *kv;                /* [thread][2][ATT_TILE][head_dim]: a tile's keys, then values, packed */
     float *qr;                /* [thread][heads of a kv group][ATT_QBLOCK][head_dim]: the queries rotated (q4h keys) */
     double *accr;             /* [thread][heads][ATT_QBLOCK][head_dim]: as acc, of q4h values, still rotated */
-    size_t stride[FWD_ATT_BUFS]; /* scores, acc, ml, kv, qr, accr: elements from one thread's slice to the next */
+    int8_t *q8;               /* [thread][heads][ATT_QBLOCK][head_dim]: the queries in int8 (for q8 keys) */
+    float *q8d;               /* [thread][heads][ATT_QBLOCK]: their scales */
+    size_t stride[FWD_ATT_BUFS]; /* scores .. q8d: elements from one thread's slice to the next */
     int *item_end;            /* [batch]: work items of segments 0..i of this pass */
     int decode_grouped;       /* this pass: a decode item takes every head of a kv group (else one head) */
     float scale;              /* the scores' scale: 1/sqrt(head_dim), times YaRN's mscale^2 */
     int rows_rotated_back;    /* test knob: 1 unpacks every q4h row rotated back (the format's definition)
                                  instead of rotating the queries and the values' sum once (0, default) */
+    int keys_unpacked;        /* test knob: 1 unpacks q8 keys to floats (f32 scores) instead of scoring
+                                 them in int8 against int8 queries (0, default) */
 } fwd_att_ws;
 
 /* Workspace buffers are whole cache lines: the bytes of n items of `size`,

@@ -142,6 +142,14 @@ typedef struct kern_ops {
     /* Attention scores of one query against kn keys `stride` floats apart:
      * sc[j] = (q . K[j]) * scale, head_dim hd. */
     void (*attn_scores)(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale);
+    /* The same from int8 codes, for keys of the q8 KV format read where they
+     * are stored: sc[j] = (float)isum_j * (qd * kd[j]) * scale, in that
+     * order, isum_j = sum_d q[d] * K[j][d] exact in int32; codes in
+     * -127..127, key rows `stride` bytes apart, kd[j] key j's scale, qd the
+     * query's. Integer sums are exact and the three float products fixed, so
+     * every table gives the same bits. */
+    void (*attn_scores_i8)(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd,
+                           int kn, int hd, float scale);
     /* acc[d] += sum_j p[j] * V(j)[d] over kn keys in blocks of KERN_VBLOCK:
      * key j is row j % KERN_VBLOCK of block V[j / KERN_VBLOCK], rows `stride`
      * floats apart. Per dimension, each block's keys go in order into a float
@@ -181,7 +189,7 @@ typedef struct kern_ops {
  * that overrides it. The asserts fail when a field is added to kern_ops but
  * not here, so no table silently keeps the base's function. */
 #define KERN_OPS_SINGLE(X) \
-    X(quantize_act) X(attn_scores) X(attn_values) X(exp_shift) X(scale_f64) X(rmsnorm) X(softmax) X(rope) \
+    X(quantize_act) X(attn_scores) X(attn_scores_i8) X(attn_values) X(exp_shift) X(scale_f64) X(rmsnorm) X(softmax) X(rope) \
     X(swiglu) X(argmax) X(add) X(lora_up) X(kv_unpack)
 #define KERN_OPS_COUNT_(f) +1
 _Static_assert(offsetof(kern_ops, quantize_act) == offsetof(kern_ops, gemm_x16) + sizeof(kern_gemm_fn) * KERN_NTYPES,

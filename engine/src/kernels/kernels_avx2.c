@@ -296,6 +296,31 @@ static void attn_scores(float *sc, const float *q, const float *K, size_t stride
     for (int j = 0; j < kn; j++) sc[j] = dot_f32v(q, K + (size_t)j * stride, hd) * scale;
 }
 
+/* See kernels.h. Per key, 32 codes a step: |q| times k with q's sign
+ * (vpmaddubsw: pairs of products, at most 2 * 127 * 127, never saturating),
+ * pairs of those added into int32 lanes (vpmaddwd); exact, so any order. */
+static void attn_scores_i8(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd, int kn,
+                           int hd, float scale) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int j = 0; j < kn; j++) {
+        const int8_t *k = K + (size_t)j * stride;
+        __m256i acc = _mm256_setzero_si256();
+        int d = 0;
+        for (; d + 32 <= hd; d += 32) {
+            __m256i qv = _mm256_loadu_si256((const __m256i *)(const void *)(q + d));
+            __m256i kv = _mm256_loadu_si256((const __m256i *)(const void *)(k + d));
+            __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qv), _mm256_sign_epi8(kv, qv));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+        }
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+        int32_t s = _mm_cvtsi128_si32(h);
+        for (; d < hd; d++) s += (int32_t)q[d] * k[d];
+        sc[j] = (float)s * (qd * kd[j]) * scale;
+    }
+}
+
 /* Dimensions d.. (nc * 8 of them, nc <= 4) of blocks V[0..NB) (NB = 1, 2;
  * n[b] keys each, p[b] their weights): one 8-lane float chain per block and
  * eight dimensions, one FMA per key in order, then each widened and added to
@@ -604,6 +629,7 @@ const kern_ops kern_avx2_ops = {
     .gemm_x8 = {[CX_TYPE_Q8_0] = gemm_q8_0_x8, [CX_TYPE_Q4_0] = gemm_q4_0_x8, [CX_TYPE_MXFP4] = mxfp4_gemm_x8_avx2},
     .quantize_act = quantize_act,
     .attn_scores = attn_scores,
+    .attn_scores_i8 = attn_scores_i8,
     .attn_values = attn_values,
     .exp_shift = exp_shift,
     .scale_f64 = scale_f64,

@@ -202,6 +202,17 @@ static void attn_scores(float *sc, const float *q, const float *K, size_t stride
     }
 }
 
+/* See kernels.h: the definition. */
+static void attn_scores_i8(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd, int kn,
+                           int hd, float scale) {
+    for (int j = 0; j < kn; j++) {
+        const int8_t *k = K + (size_t)j * stride;
+        int32_t s = 0;
+        for (int d = 0; d < hd; d++) s += (int32_t)q[d] * k[d];
+        sc[j] = (float)s * (qd * kd[j]) * scale;
+    }
+}
+
 /* kernels.h's order, which every table keeps: per block and dimension, the
  * block's keys in order into a float by one fused multiply-add each, then
  * that float added to acc in double, block after block. */
@@ -354,6 +365,7 @@ const kern_ops kern_scalar_ops = {
             [CX_TYPE_MXFP4] = mxfp4_dot_scalar},
     .quantize_act = kern_quantize_act_scalar,
     .attn_scores = attn_scores,
+    .attn_scores_i8 = attn_scores_i8,
     .attn_values = attn_values,
     .exp_shift = exp_shift,
     .scale_f64 = scale_f64,

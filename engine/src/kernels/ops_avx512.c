@@ -128,6 +128,54 @@ void kern_attn_scores_avx512(float *sc, const float *q, const float *K, size_t s
     }
 }
 
+/* sum16x16's network on int32 lanes (exact: the order does not matter, the
+ * lanes land where sum16x16 puts them, so KEY_SLOT serves both). */
+ALWAYS_INLINE __m512i sum16x16_epi32(const __m512i a[16]) {
+#define SHUF_PS(x, y, imm) _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(x), _mm512_castsi512_ps(y), imm))
+    __m512i b[8], c[4], d[2];
+    UNROLL16 for (int i = 0; i < 8; i++)
+        b[i] = _mm512_add_epi32(_mm512_shuffle_i32x4(a[i], a[i + 8], 0x44), _mm512_shuffle_i32x4(a[i], a[i + 8], 0xee));
+    UNROLL16 for (int i = 0; i < 4; i++)
+        c[i] = _mm512_add_epi32(_mm512_shuffle_i32x4(b[i], b[i + 4], 0x88), _mm512_shuffle_i32x4(b[i], b[i + 4], 0xdd));
+    UNROLL16 for (int i = 0; i < 2; i++) d[i] = _mm512_add_epi32(SHUF_PS(c[i], c[i + 2], 0x44), SHUF_PS(c[i], c[i + 2], 0xee));
+    return _mm512_add_epi32(SHUF_PS(d[0], d[1], 0x88), SHUF_PS(d[0], d[1], 0xdd));
+#undef SHUF_PS
+}
+
+/* See ops_avx512.h. Sixteen keys per pass, 64 codes a step (lanes past hd
+ * loaded as zero): |q| times k with q's sign (k negated under q's sign
+ * mask), vpmaddubsw (at most 2 * 127 * 127, never saturating), vpmaddwd
+ * into int32 lanes, the sixteen keys' lanes summed together by
+ * sum16x16_epi32; then the float products in kernels.h's order. */
+void kern_attn_scores_i8_avx512(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd,
+                                int kn, int hd, float scale) {
+    const __m512i ones = _mm512_set1_epi16(1), zero = _mm512_setzero_si512();
+    for (int j0 = 0; j0 < kn; j0 += 16) {
+        int m = kn - j0 < 16 ? kn - j0 : 16;
+        const int8_t *k[16];
+        UNROLL16 for (int s = 0; s < 16; s++) {
+            int j = KEY_SLOT[s] < m ? KEY_SLOT[s] : m - 1;
+            k[s] = K + (size_t)(j0 + j) * stride;
+        }
+        __m512i acc[16];
+        UNROLL16 for (int s = 0; s < 16; s++) acc[s] = zero;
+        for (int d = 0; d < hd; d += 64) {
+            __mmask64 lanes = hd - d >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (hd - d)) - 1;
+            __m512i qv = _mm512_maskz_loadu_epi8(lanes, q + d);
+            __m512i qa = _mm512_abs_epi8(qv);
+            __mmask64 neg = _mm512_movepi8_mask(qv);
+            UNROLL16 for (int s = 0; s < 16; s++) {
+                __m512i kv = _mm512_maskz_loadu_epi8(lanes, k[s] + d);
+                kv = _mm512_mask_sub_epi8(kv, neg, zero, kv);
+                acc[s] = _mm512_add_epi32(acc[s], _mm512_madd_epi16(_mm512_maddubs_epi16(qa, kv), ones));
+            }
+        }
+        __m512 sum = _mm512_cvtepi32_ps(sum16x16_epi32(acc));
+        __m512 t = _mm512_mul_ps(_mm512_set1_ps(qd), _mm512_maskz_loadu_ps(first16(m), kd + j0));
+        _mm512_mask_storeu_ps(sc + j0, first16(m), _mm512_mul_ps(_mm512_mul_ps(sum, t), _mm512_set1_ps(scale)));
+    }
+}
+
 /* Dimensions d0.. (up to 64, lanes beyond hd masked off) of NB (1..4)
  * blocks, n[b] keys each (n[0] the most): kernels.h's order (the scalar and
  * AVX2 bits), one 16-lane float chain per block and sixteen dimensions, one

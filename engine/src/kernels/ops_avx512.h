@@ -12,6 +12,8 @@
 #include "kernels.h"
 
 void kern_attn_scores_avx512(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale);
+void kern_attn_scores_i8_avx512(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd,
+                                int kn, int hd, float scale);
 void kern_attn_values_avx512(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd);
 double kern_exp_shift_avx512(float *x, int n, float shift);
 void kern_scale_f64_avx512(double *acc, double s, int n);

@@ -171,10 +171,16 @@ void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim) {
         for (int i = 0; i < dim; i++) codes[i] = scale > 0.0f ? fp8_code(x[i] / scale, 4, 3) : 0;
         set_scale(fmt, slab, (size_t)row, scale, dim);
     } else {
-        float scale = max_abs(x, dim, 1) / 127.0f;
-        for (int i = 0; i < dim; i++) codes[i] = (uint8_t)(int8_t)quantize(x[i], scale, 127);
-        set_scale(fmt, slab, (size_t)row, scale, dim);
+        assert(fmt == KV_Q8);
+        set_scale(fmt, slab, (size_t)row, kv_q8_row(x, dim, (int8_t *)(void *)codes), dim);
     }
+}
+
+/* See kv_codec.h. */
+float kv_q8_row(const float *x, int n, int8_t *codes) {
+    float scale = max_abs(x, n, 1) / 127.0f;
+    for (int i = 0; i < n; i++) codes[i] = (int8_t)quantize(x[i], scale, 127);
+    return scale;
 }
 
 /* See kv_codec.h. Block formats: one scale per key column (over the 16

@@ -75,6 +75,11 @@ int kv_fmt_rowwise(int fmt);
 
 /* Store row `row` (0..KV_ROWS-1) of a slab of a row format from `dim` floats. */
 void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim);
+/* The q8 row encoding: codes of n floats at one scale, max|x| / 127, each
+ * x / scale rounded to nearest (ties to even) and clamped to -127..127;
+ * returns the scale (0 for an all-zero row, whose codes are 0). Attention
+ * quantizes its queries so to meet q8 keys in int8 (attn_scores_i8). */
+float kv_q8_row(const float *x, int n, int8_t *codes);
 /* Store a whole slab, any format, from KV_ROWS rows of `dim` floats. */
 void kv_encode_slab(int fmt, void *slab, const float *x, int dim);
 /* Rows r0.. of a slab from column c0 (even) on, described for the kernels'

@@ -901,9 +901,10 @@ static void test_kv_check(void) {
 
 /* The unit checks, the synthetic model's, then the real model's. */
 /* Logits of `m` after np prompt tokens in one call, then `steps` decode
- * steps, with KV params kv; rotated_back sets attention's test knob (q4h
- * rows rotated back as unpacked, the format's definition). */
-static int q4h_logits(cx_model *m, const cx_kv_params *kv, const int32_t *toks, int np, int steps, int rotated_back,
+ * steps, with KV params kv; `definition` sets attention's test knobs: q4h
+ * rows rotated back as unpacked (the format's definition), q8 keys unpacked
+ * to floats. */
+static int att_logits(cx_model *m, const cx_kv_params *kv, const int32_t *toks, int np, int steps, int definition,
                       float *out) {
     cx_session_params sp = cx_session_defaults();
     sp.kv = *kv;
@@ -913,7 +914,8 @@ static int q4h_logits(cx_model *m, const cx_kv_params *kv, const int32_t *toks, 
         CHECK(0, "session: %s", err.msg);
         return -1;
     }
-    s->ws.att.rows_rotated_back = rotated_back;
+    s->ws.att.rows_rotated_back = definition;
+    s->ws.att.keys_unpacked = definition;
     const float *l = NULL;
     int rc = cx_eval(s, toks, np, &l, &err);
     for (int i = 0; i < steps && !rc; i++) rc = cx_eval(s, toks + np + i, 1, &l, &err);
@@ -928,10 +930,12 @@ static int q4h_logits(cx_model *m, const cx_kv_params *kv, const int32_t *toks, 
  * values' sum once (q . Hk = Hq . k), where the format's definition rotates
  * every row back. The two agree within float rounding, with q4h blocks
  * alone, and beside f16 ones in the same tile (q4h hot over f16 warm, f16
- * hot over q4h warm: the tile's values are summed in runs). The gate-micro
- * shape: head_dim 32, two query heads per kv head; 300 positions, five
- * 64-key tiles, the last one partial. */
-static void test_q4h_rotated_domain(void) {
+ * hot over q4h warm: the tile's values are summed in runs). q8 keys are
+ * scored in int8 where they are stored (attn_scores_i8), against the
+ * definition's f32 scores of the unpacked keys. The gate-micro shape:
+ * head_dim 32, two query heads per kv head; 300 positions, five 64-key
+ * tiles, the last one partial. */
+static void test_attention_in_place(void) {
     cx_shape sh = fx_shape("gate-micro", 512);
     cx_model *m = fx_synth_model(&sh, CX_TYPE_F32, 11, "gate-micro.gguf", NULL);
     if (!m) return;
@@ -948,7 +952,7 @@ static void test_q4h_rotated_domain(void) {
             kv.warm_type = v == 1 ? CX_KV_F16 : CX_KV_Q4H;
             kv.budget[KV_HOT] = (int64_t)(3 * blk); /* a few blocks hot, the rest warm */
         }
-        if (q4h_logits(m, &kv, toks, np, steps, 0, a) || q4h_logits(m, &kv, toks, np, steps, 1, b)) break;
+        if (att_logits(m, &kv, toks, np, steps, 0, a) || att_logits(m, &kv, toks, np, steps, 1, b)) break;
         double rms = rel_rms(a, b, V);
         printf("%s: logits, queries rotated against rows rotated back: relative RMS %.3g\n", name, rms);
         CHECK(rms > 0 && rms <= 1e-5, "%s: attention in the rotated domain within rounding of the definition "
@@ -957,6 +961,27 @@ static void test_q4h_rotated_domain(void) {
     cx_kv_params kv = cx_kv_defaults();
     kv.type = CX_KV_Q4H;
     CHECK(prefill_equals_decode(m, &kv, toks, np), "q4h hot: the prompt's last logits are the same bits fed at once and "
+          "token by token");
+    /* q8 keys scored in int8 against the queries in int8 (one scale per
+     * head, as q8 rows): against f32 scores of the unpacked keys, the
+     * queries' rounding only; hot alone, and q8 hot over an f16 warm tier */
+    for (int v = 0; v < 2; v++) {
+        kv = cx_kv_defaults();
+        kv.type = CX_KV_Q8;
+        if (v) {
+            kv.warm_type = CX_KV_F16;
+            kv.budget[KV_HOT] = (int64_t)(3 * blk);
+        }
+        if (att_logits(m, &kv, toks, np, steps, 0, a) || att_logits(m, &kv, toks, np, steps, 1, b)) break;
+        double rms = rel_rms(a, b, V);
+        printf("%s: logits, int8 scores against f32 scores of the unpacked keys: relative RMS %.3g\n",
+               v ? "q8 hot, f16 warm" : "q8", rms);
+        CHECK(rms > 0 && rms <= 2e-3, "%s: int8 scores within the queries' rounding of f32 ones (relative RMS %.3g)",
+              v ? "q8 hot, f16 warm" : "q8", rms);
+    }
+    kv = cx_kv_defaults();
+    kv.type = CX_KV_Q8;
+    CHECK(prefill_equals_decode(m, &kv, toks, np), "q8 hot: the prompt's last logits are the same bits fed at once and "
           "token by token");
     free(a);
     free(b);
@@ -978,7 +1003,7 @@ static void run_all(void) {
         test_kv_check();
         cx_model_free(tiny);
     }
-    test_q4h_rotated_domain();
+    test_attention_in_place();
     test_stories();
     fx_cleanup();
 }
