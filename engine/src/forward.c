@@ -138,7 +138,9 @@ static void act_carve(fwd_ws *w, const cx_model_info *h, int batch, int n_out) {
 }
 
 /* Items of one thread's slice of each attention scratch buffer: scores
- * [ATT_TILE] floats; accumulators [heads of a kv group][ATT_QBLOCK][head_dim]
+ * [heads of a kv group][ATT_QBLOCK][ATT_TILE] floats (a tile's, every
+ * (head, query) of an item: q8 keys are scored for all of them at once);
+ * accumulators [heads of a kv group][ATT_QBLOCK][head_dim]
  * doubles; running max and sum [heads][ATT_QBLOCK][2] doubles; the packed
  * tile, keys then values, [2][ATT_TILE][head_dim] floats; the rotated
  * queries [heads][ATT_QBLOCK][head_dim] floats and the rotated values'
@@ -147,7 +149,7 @@ static void act_carve(fwd_ws *w, const cx_model_info *h, int batch, int n_out) {
  * (used only over q8 blocks). */
 static void att_slice(const cx_model_info *h, size_t n[FWD_ATT_BUFS]) {
     size_t hd = (size_t)h->head_dim, rep = (size_t)(h->n_head / h->n_head_kv); /* heads per item, at most */
-    n[0] = ATT_TILE;
+    n[0] = rep * ATT_QBLOCK * ATT_TILE;
     n[1] = rep * ATT_QBLOCK * hd;
     n[2] = rep * ATT_QBLOCK * 2;
     n[3] = 2 * ATT_TILE * hd;
@@ -488,7 +490,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     int W = L->window;
     const kv_view *view = g->view;
     size_t col = (size_t)kvh * (size_t)hd; /* this kv head's columns in a row */
-    float *sc = w->att.scores + (size_t)tid * w->att.stride[0];
+    float *sc_all = w->att.scores + (size_t)tid * w->att.stride[0]; /* [head][query][ATT_TILE] */
     double *acc = w->att.acc + (size_t)tid * w->att.stride[1]; /* [head][query][hd] */
     double *ml = w->att.ml + (size_t)tid * w->att.stride[2];   /* [head][query][2] */
     float *qr = w->att.qr + (size_t)tid * w->att.stride[4];     /* [head][query][hd] */
@@ -563,6 +565,11 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                                                  hd, q8 + (size_t)(hh * nq + i) * hd);
             quantized = 1;
         }
+        for (int j = 0; j < tn && tile_q8; j += KV_BLOCK) /* q8 blocks: every (head, query) at once */
+            if (k8[j / KV_BLOCK].codes)
+                k->attn_scores_i8(sc_all + j, ATT_TILE, q8, (size_t)hd, q8d, nh * nq,
+                                  (const int8_t *)(const void *)k8[j / KV_BLOCK].codes, k8[j / KV_BLOCK].row_bytes,
+                                  k8[j / KV_BLOCK].row_scale, tn - j < KV_BLOCK ? tn - j : KV_BLOCK, hd, scale);
         for (int hh = 0; hh < nh; hh++)
             for (int i = 0; i < nq; i++) {
                 int p = g->pos + qi0 + i, s = hh * nq + i; /* s: this (head, query)'s state */
@@ -571,14 +578,11 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                 int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
                 const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd;
                 const float *q_rot = qr + (size_t)s * hd;
-                for (int j = 0; j < kn; j += KV_BLOCK) { /* the tile's blocks, in order */
-                    int n = kn - j < KV_BLOCK ? kn - j : KV_BLOCK;
-                    const kern_kv_src *c = &k8[j / KV_BLOCK];
-                    if (tile_q8 && c->codes)
-                        k->attn_scores_i8(sc + j, q8 + (size_t)s * hd, q8d[s], (const int8_t *)(const void *)c->codes,
-                                          c->row_bytes, c->row_scale, n, hd, scale);
-                    else k->attn_scores(sc + j, rot[j / KV_BLOCK] ? q_rot : q, kp[j / KV_BLOCK], stride, n, hd, scale);
-                }
+                float *sc = sc_all + (size_t)s * ATT_TILE;
+                for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order (q8 ones scored above) */
+                    if (!tile_q8 || !k8[j / KV_BLOCK].codes)
+                        k->attn_scores(sc + j, rot[j / KV_BLOCK] ? q_rot : q, kp[j / KV_BLOCK], stride,
+                                       kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
                 for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
                 float tmax = tile_max(sc, kn);
                 double *a = acc + (size_t)s * hd, *ar = accr + (size_t)s * hd;

@@ -143,13 +143,14 @@ typedef struct kern_ops {
      * sc[j] = (q . K[j]) * scale, head_dim hd. */
     void (*attn_scores)(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale);
     /* The same from int8 codes, for keys of the q8 KV format read where they
-     * are stored: sc[j] = (float)isum_j * (qd * kd[j]) * scale, in that
-     * order, isum_j = sum_d q[d] * K[j][d] exact in int32; codes in
-     * -127..127, key rows `stride` bytes apart, kd[j] key j's scale, qd the
-     * query's. Integer sums are exact and the three float products fixed, so
-     * every table gives the same bits. */
-    void (*attn_scores_i8)(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd,
-                           int kn, int hd, float scale);
+     * are stored, for nq queries at once (rows ldq bytes apart, scales
+     * qd[i]; scores of query i at sc + i * ldsc): sc[i][j] = (float)isum_ij *
+     * (qd[i] * kd[j]) * scale, in that order, isum_ij = sum_d q_i[d] * K[j][d]
+     * exact in int32; codes in -127..127, key rows `stride` bytes apart,
+     * kd[j] key j's scale. Integer sums are exact and the three float
+     * products fixed, so every table gives the same bits. */
+    void (*attn_scores_i8)(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+                           const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale);
     /* acc[d] += sum_j p[j] * V(j)[d] over kn keys in blocks of KERN_VBLOCK:
      * key j is row j % KERN_VBLOCK of block V[j / KERN_VBLOCK], rows `stride`
      * floats apart. Per dimension, each block's keys go in order into a float

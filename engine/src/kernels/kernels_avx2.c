@@ -299,8 +299,8 @@ static void attn_scores(float *sc, const float *q, const float *K, size_t stride
 /* See kernels.h. Per key, 32 codes a step: |q| times k with q's sign
  * (vpmaddubsw: pairs of products, at most 2 * 127 * 127, never saturating),
  * pairs of those added into int32 lanes (vpmaddwd); exact, so any order. */
-static void attn_scores_i8(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd, int kn,
-                           int hd, float scale) {
+static void scores_i8_one(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd, int kn,
+                          int hd, float scale) {
     const __m256i ones = _mm256_set1_epi16(1);
     for (int j = 0; j < kn; j++) {
         const int8_t *k = K + (size_t)j * stride;
@@ -319,6 +319,12 @@ static void attn_scores_i8(float *sc, const int8_t *q, float qd, const int8_t *K
         for (; d < hd; d++) s += (int32_t)q[d] * k[d];
         sc[j] = (float)s * (qd * kd[j]) * scale;
     }
+}
+
+/* See kernels.h: one query at a time. */
+static void attn_scores_i8(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+                           const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale) {
+    for (int i = 0; i < nq; i++) scores_i8_one(sc + (size_t)i * ldsc, q + (size_t)i * ldq, qd[i], K, stride, kd, kn, hd, scale);
 }
 
 /* Dimensions d.. (nc * 8 of them, nc <= 4) of blocks V[0..NB) (NB = 1, 2;

@@ -203,14 +203,15 @@ static void attn_scores(float *sc, const float *q, const float *K, size_t stride
 }
 
 /* See kernels.h: the definition. */
-static void attn_scores_i8(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd, int kn,
-                           int hd, float scale) {
-    for (int j = 0; j < kn; j++) {
-        const int8_t *k = K + (size_t)j * stride;
-        int32_t s = 0;
-        for (int d = 0; d < hd; d++) s += (int32_t)q[d] * k[d];
-        sc[j] = (float)s * (qd * kd[j]) * scale;
-    }
+static void attn_scores_i8(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+                           const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale) {
+    for (int i = 0; i < nq; i++)
+        for (int j = 0; j < kn; j++) {
+            const int8_t *qi = q + (size_t)i * ldq, *k = K + (size_t)j * stride;
+            int32_t s = 0;
+            for (int d = 0; d < hd; d++) s += (int32_t)qi[d] * k[d];
+            sc[(size_t)i * ldsc + (size_t)j] = (float)s * (qd[i] * kd[j]) * scale;
+        }
 }
 
 /* kernels.h's order, which every table keeps: per block and dimension, the

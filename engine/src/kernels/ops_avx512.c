@@ -3,7 +3,9 @@
  * their Q8_32 activation quantizer (kernels_avx512.c puts them in both the
  * "avx512" and "avx512vnni" tables; only AVX-512 F/BW/VL/DQ is used).
  *
- * Built with the AVX-512 flags (this file only, see the Makefile). Every one
+ * Built with the AVX-512 flags (this file only, see the Makefile); one
+ * function, kern_attn_scores_i8_avx512vnni, also uses AVX-512 VNNI and is in
+ * the avx512vnni table only. Every one
  * gives the AVX2 table's bits (a test checks), at twice the width: the two
  * tables then agree on everything but the matrix products, and a model's
  * attention does not change with the table. How each keeps AVX2's order:
@@ -142,13 +144,13 @@ ALWAYS_INLINE __m512i sum16x16_epi32(const __m512i a[16]) {
 #undef SHUF_PS
 }
 
-/* See ops_avx512.h. Sixteen keys per pass, 64 codes a step (lanes past hd
- * loaded as zero): |q| times k with q's sign (k negated under q's sign
- * mask), vpmaddubsw (at most 2 * 127 * 127, never saturating), vpmaddwd
- * into int32 lanes, the sixteen keys' lanes summed together by
+/* One query (AVX-512 F/BW): sixteen keys per pass, 64 codes a step (lanes
+ * past hd loaded as zero): |q| times k with q's sign (k negated under q's
+ * sign mask), vpmaddubsw (at most 2 * 127 * 127, never saturating),
+ * vpmaddwd into int32 lanes, the sixteen keys' lanes summed together by
  * sum16x16_epi32; then the float products in kernels.h's order. */
-void kern_attn_scores_i8_avx512(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd,
-                                int kn, int hd, float scale) {
+static void scores_i8_one(float *sc, const int8_t *q, float qd, const int8_t *K, size_t stride, const float *kd, int kn,
+                          int hd, float scale) {
     const __m512i ones = _mm512_set1_epi16(1), zero = _mm512_setzero_si512();
     for (int j0 = 0; j0 < kn; j0 += 16) {
         int m = kn - j0 < 16 ? kn - j0 : 16;
@@ -173,6 +175,68 @@ void kern_attn_scores_i8_avx512(float *sc, const int8_t *q, float qd, const int8
         __m512 sum = _mm512_cvtepi32_ps(sum16x16_epi32(acc));
         __m512 t = _mm512_mul_ps(_mm512_set1_ps(qd), _mm512_maskz_loadu_ps(first16(m), kd + j0));
         _mm512_mask_storeu_ps(sc + j0, first16(m), _mm512_mul_ps(_mm512_mul_ps(sum, t), _mm512_set1_ps(scale)));
+    }
+}
+
+/* See ops_avx512.h: one query at a time. */
+void kern_attn_scores_i8_avx512(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+                                const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale) {
+    for (int i = 0; i < nq; i++) scores_i8_one(sc + (size_t)i * ldsc, q + (size_t)i * ldq, qd[i], K, stride, kd, kn, hd, scale);
+}
+
+/* See ops_avx512.h. Queries in pairs against eight keys at a time, the
+ * sixteen (query, key) chains summed together by sum16x16_epi32 (slot s
+ * holds pair KEY_SLOT[s]: query KEY_SLOT[s] / 8, key KEY_SLOT[s] % 8, so
+ * lanes 0-7 are the first query's keys, 8-15 the second's). vpdpbusd
+ * multiplies unsigned by signed bytes, so each query is made unsigned,
+ * q + 128, and each chain starts from its key's -128 * sum(k) (vpdpbusd of
+ * 128 and -k, once per eight keys for every query): one vpdpbusd per
+ * (query, key) and 64 codes, where the sign trick takes four instructions.
+ * Lanes past hd are zero in both. Exact integers, then kernels.h's float
+ * products: the scalar bits. */
+void kern_attn_scores_i8_avx512vnni(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+                                    const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale) {
+    enum { MAXC = 4 }; /* 64-code chunks kept per key: heads up to 256 wide */
+    if (hd > 64 * MAXC) {
+        kern_attn_scores_i8_avx512(sc, ldsc, q, ldq, qd, nq, K, stride, kd, kn, hd, scale);
+        return;
+    }
+    const __m512i zero = _mm512_setzero_si512(), u128 = _mm512_set1_epi8((char)0x80);
+    int nc = (hd + 63) / 64;
+    for (int j0 = 0; j0 < kn; j0 += 8) {
+        int m = kn - j0 < 8 ? kn - j0 : 8;
+        __mmask8 m8 = (__mmask8)((1u << m) - 1);
+        const int8_t *k[8];
+        __m512i corr[8];
+        for (int t = 0; t < 8; t++) {
+            k[t] = K + (size_t)(j0 + (t < m ? t : m - 1)) * stride;
+            corr[t] = zero;
+            for (int c = 0; c < nc; c++) {
+                __mmask64 lanes = hd - 64 * c >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (hd - 64 * c)) - 1;
+                corr[t] = _mm512_dpbusd_epi32(corr[t], u128, _mm512_sub_epi8(zero, _mm512_maskz_loadu_epi8(lanes, k[t] + 64 * c)));
+            }
+        }
+        __m256 kd8 = _mm256_maskz_loadu_ps(m8, kd + j0);
+        __m512 kdv = _mm512_insertf32x8(_mm512_castps256_ps512(kd8), kd8, 1);
+        for (int i = 0; i < nq; i += 2) {
+            int i1 = i + 1 < nq ? i + 1 : i;
+            const int8_t *qa = q + (size_t)i * ldq, *qb = q + (size_t)i1 * ldq;
+            __m512i acc[16];
+            UNROLL16 for (int s = 0; s < 16; s++) acc[s] = corr[KEY_SLOT[s] % 8];
+            for (int c = 0; c < nc; c++) {
+                __mmask64 lanes = hd - 64 * c >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (hd - 64 * c)) - 1;
+                __m512i ua = _mm512_maskz_mov_epi8(lanes, _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes, qa + 64 * c), u128));
+                __m512i ub = _mm512_maskz_mov_epi8(lanes, _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes, qb + 64 * c), u128));
+                UNROLL16 for (int s = 0; s < 16; s++)
+                    acc[s] = _mm512_dpbusd_epi32(acc[s], KEY_SLOT[s] / 8 ? ub : ua,
+                                                 _mm512_maskz_loadu_epi8(lanes, k[KEY_SLOT[s] % 8] + 64 * c));
+            }
+            __m512 qdv = _mm512_insertf32x8(_mm512_set1_ps(qd[i]), _mm256_set1_ps(qd[i1]), 1);
+            __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum16x16_epi32(acc)), _mm512_mul_ps(qdv, kdv)),
+                                     _mm512_set1_ps(scale));
+            _mm256_mask_storeu_ps(sc + (size_t)i * ldsc + j0, m8, _mm512_castps512_ps256(r));
+            if (i1 != i) _mm256_mask_storeu_ps(sc + (size_t)i1 * ldsc + j0, m8, _mm512_extractf32x8_ps(r, 1));
+        }
     }
 }
 

@@ -627,35 +627,43 @@ static void test_attention(const kern_ops *v) {
         }
         CHECK(placed, "%s swiglu n=%d: an element's result depends on its place", v->name, n);
     }
-    /* int8 scores (q8 keys): the scalar definition's bits, and that
-     * definition the exact integer dot times the scales; codes of all
-     * magnitudes up to +-127 (the extremes: every product +-127^2), head
-     * widths with and without SIMD tails, odd key counts and row strides. */
+    /* int8 scores (q8 keys), 1-5 queries at once: the scalar definition's
+     * bits, and that definition the exact integer dot times the scales;
+     * codes of all magnitudes up to +-127 (the extremes: every product
+     * +-127^2), head widths with and without SIMD tails (past 256: the
+     * per-query fallback), odd key counts, row strides, query counts. */
     {
-        enum { K8 = 40, D8 = 136, S8 = D8 + 9 };
-        static int8_t q8[D8], k8[K8 * S8];
-        float kd[K8], a[K8], b[K8];
-        static const int hd8[] = {1, 8, 31, 32, 63, 64, 65, 100, 128, 136}, kn8[] = {1, 5, 16, 17, 33, 40};
-        int same = 1, exact = 1;
+        enum { K8 = 40, D8 = 272, S8 = D8 + 9, NQ = 5, LDS = K8 + 3 };
+        static int8_t q8[NQ * S8], k8[K8 * S8];
+        float kd[K8], qd[NQ];
+        static float a[NQ * LDS], b[NQ * LDS];
+        static const int hd8[] = {1, 8, 31, 32, 63, 64, 65, 100, 128, 136, 256, 272}, kn8[] = {1, 5, 8, 16, 17, 33, 40};
+        int same = 1, exact = 1, cases = 0;
         for (int extreme = 0; extreme < 2; extreme++)
             for (size_t hi = 0; hi < sizeof hd8 / sizeof *hd8; hi++)
                 for (size_t ki = 0; ki < sizeof kn8 / sizeof *kn8; ki++) {
-                    int hd = hd8[hi], kn = kn8[ki];
-                    for (int i = 0; i < D8; i++) q8[i] = (int8_t)(extreme ? (rnd() & 1 ? 127 : -127) : (int)(rnd() % 255) - 127);
+                    int hd = hd8[hi], kn = kn8[ki], nq = 1 + (int)((hi + ki) % NQ);
+                    for (int i = 0; i < NQ * S8; i++)
+                        q8[i] = (int8_t)(extreme ? (rnd() & 1 ? 127 : -127) : (int)(rnd() % 255) - 127);
                     for (int i = 0; i < K8 * S8; i++)
                         k8[i] = (int8_t)(extreme ? (rnd() & 1 ? 127 : -127) : (int)(rnd() % 255) - 127);
                     for (int j = 0; j < K8; j++) kd[j] = (float)unif() * 0.01f + 1e-4f;
-                    float qd = (float)unif() * 0.02f + 1e-4f;
-                    s->attn_scores_i8(a, q8, qd, k8, S8, kd, kn, hd, 0.125f);
-                    v->attn_scores_i8(b, q8, qd, k8, S8, kd, kn, hd, 0.125f);
-                    same &= !memcmp(a, b, sizeof(float) * (size_t)kn);
-                    for (int j = 0; j < kn; j++) {
-                        int64_t dot = 0;
-                        for (int i = 0; i < hd; i++) dot += (int64_t)q8[i] * k8[(size_t)j * S8 + i];
-                        exact &= a[j] == (float)dot * (qd * kd[j]) * 0.125f;
-                    }
+                    for (int i = 0; i < NQ; i++) qd[i] = (float)unif() * 0.02f + 1e-4f;
+                    memset(a, 0, sizeof a);
+                    memset(b, 0, sizeof b);
+                    s->attn_scores_i8(a, LDS, q8, S8, qd, nq, k8, S8, kd, kn, hd, 0.125f);
+                    v->attn_scores_i8(b, LDS, q8, S8, qd, nq, k8, S8, kd, kn, hd, 0.125f);
+                    same &= !memcmp(a, b, sizeof a); /* the entries past kn and nq untouched too */
+                    for (int i = 0; i < nq; i++)
+                        for (int j = 0; j < kn; j++) {
+                            int64_t dot = 0;
+                            for (int d = 0; d < hd; d++) dot += (int64_t)q8[i * S8 + d] * k8[(size_t)j * S8 + d];
+                            exact &= a[i * LDS + j] == (float)dot * (qd[i] * kd[j]) * 0.125f;
+                        }
+                    cases++;
                 }
-        CHECK(same, "%s attn_scores_i8: the scalar bits (head widths 1-136, 1-40 keys, extreme codes)", v->name);
+        CHECK(same, "%s attn_scores_i8: the scalar bits (%d cases: head widths 1-272, 1-40 keys, 1-5 queries, extreme codes)",
+              v->name, cases);
         CHECK(exact, "attn_scores_i8 (scalar): the exact integer dot times the scales");
     }
     free(K);
