@@ -578,7 +578,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                 int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
                 const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd;
                 const float *q_rot = qr + (size_t)s * hd;
-                float *sc = sc_all + (size_t)s * ATT_TILE;
+                float *sc = sc_all + (tile_q8 ? (size_t)s * ATT_TILE : 0); /* one buffer unless q8 scored them all */
                 for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order (q8 ones scored above) */
                     if (!tile_q8 || !k8[j / KV_BLOCK].codes)
                         k->attn_scores(sc + j, rot[j / KV_BLOCK] ? q_rot : q, kp[j / KV_BLOCK], stride,
