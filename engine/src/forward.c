@@ -451,19 +451,6 @@ static float tile_max(const float *sc, int n) {
     return m[0];
 }
 
-/* acc += H r for 32 doubles (r is overwritten): kern_hadamard32's
- * transform, in double, for a sum of rotated values. */
-static void hadamard32_add(double *acc, double *r) {
-    for (int h = 1; h < 32; h *= 2)
-        for (int i = 0; i < 32; i += 2 * h)
-            for (int j = i; j < i + h; j++) {
-                double a = r[j], b = r[j + h];
-                r[j] = a + b;
-                r[j + h] = a - b;
-            }
-    for (int i = 0; i < 32; i++) acc[i] += r[i] * 0.17677669529663687; /* 1/sqrt(32) */
-}
-
 /*
  * Heads head0..head0+nh-1 (one, or every head of one kv group: item_heads),
  * queries qi0..qi1-1 of segment g (positions g->pos+qi, rows g->row+qi), all
@@ -615,7 +602,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             double den = ml[2 * s + 1] + (L->sinks ? exp((double)L->sinks[head] - ml[2 * s]) : 0.0);
             double inv = 1.0 / den, *a = acc + (size_t)s * hd;
             if (rotated) /* the q4h values' sum, rotated back once: H (sum p Hv) = sum p v */
-                for (int c = 0; c < hd; c += KV_GROUP) hadamard32_add(a + c, accr + (size_t)s * hd + c);
+                for (int c = 0; c < hd; c += KV_GROUP) kern_hadamard32_add_f64(a + c, accr + (size_t)s * hd + c);
             for (int d = 0; d < hd; d++) o[d] = (float)(a[d] * inv);
         }
 }

@@ -107,6 +107,9 @@ typedef struct kern_kv_src {
  * h = 1, 2, 4, 8, 16, then each value times 1/sqrt(32). Orthonormal and
  * its own inverse (up to rounding). */
 void kern_hadamard32(float *x);
+/* acc += H r / sqrt(32) for 32 doubles, r overwritten: the same transform
+ * in double (attention rotates a sum of rotated values back with it). */
+void kern_hadamard32_add_f64(double *acc, double *r);
 #define KERN_RSQRT32 0.17677669529663687f /* 1/sqrt(32), rounded to float */
 /* The exact float of FP8 code b (E4M3: sign, 4 exponent bits biased by 7,
  * 3 mantissa bits, subnormals below 2^-6, no infinities: 0x7f/0xff are NaN;

@@ -256,16 +256,27 @@ float kern_kv_value(int elem, const uint8_t *row, int c) {
     }
 }
 
+/* kern_hadamard32's butterflies on 32 values of type T at x (the float
+ * and the double transform share them). */
+#define HADAMARD32_BUTTERFLIES(T, x)                                                                                   \
+    for (int h = 1; h < 32; h *= 2)                                                                                    \
+        for (int i = 0; i < 32; i += 2 * h)                                                                            \
+            for (int j = i; j < i + h; j++) {                                                                          \
+                T a_ = (x)[j], b_ = (x)[j + h];                                                                        \
+                (x)[j] = a_ + b_;                                                                                      \
+                (x)[j + h] = a_ - b_;                                                                                  \
+            }
+
 /* See kernels.h. */
 void kern_hadamard32(float *x) {
-    for (int h = 1; h < 32; h *= 2)
-        for (int i = 0; i < 32; i += 2 * h)
-            for (int j = i; j < i + h; j++) {
-                float a = x[j], b = x[j + h];
-                x[j] = a + b;
-                x[j + h] = a - b;
-            }
+    HADAMARD32_BUTTERFLIES(float, x)
     for (int i = 0; i < 32; i++) x[i] *= KERN_RSQRT32;
+}
+
+/* See kernels.h. */
+void kern_hadamard32_add_f64(double *acc, double *r) {
+    HADAMARD32_BUTTERFLIES(double, r)
+    for (int i = 0; i < 32; i++) acc[i] += r[i] * 0.17677669529663687; /* 1/sqrt(32) */
 }
 
 /* See kernels.h. */
