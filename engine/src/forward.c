@@ -451,6 +451,11 @@ static float tile_max(const float *sc, int n) {
     return m[0];
 }
 
+/* Query qi of segment g (row g->row + qi of the pass), head `head`: head_dim floats. */
+static const float *seg_query(const fwd_ws *w, const fwd_seg *g, int qi, int head) {
+    return w->q + (size_t)(g->row + qi) * q_dim(&w->m->info) + (size_t)head * (size_t)w->m->info.head_dim;
+}
+
 /*
  * Heads head0..head0+nh-1 (one, or every head of one kv group: item_heads),
  * queries qi0..qi1-1 of segment g (positions g->pos+qi, rows g->row+qi), all
@@ -538,8 +543,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             for (int hh = 0; hh < nh; hh++)
                 for (int i = 0; i < nq; i++) {
                     float *r = qr + (size_t)(hh * nq + i) * hd;
-                    memcpy(r, w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd,
-                           sizeof(float) * (size_t)hd);
+                    memcpy(r, seg_query(w, g, qi0 + i, head0 + hh), sizeof(float) * (size_t)hd);
                     for (int c = 0; c < hd; c += KV_GROUP) kern_hadamard32(r + c);
                 }
             memset(accr, 0, sizeof(double) * (size_t)(nh * nq) * (size_t)hd);
@@ -548,8 +552,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
         if (tile_q8 && !quantized) { /* the first q8 block: the queries in int8, once, as q8 rows are */
             for (int hh = 0; hh < nh; hh++)
                 for (int i = 0; i < nq; i++)
-                    q8d[hh * nq + i] = kv_q8_row(w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd,
-                                                 hd, q8 + (size_t)(hh * nq + i) * hd);
+                    q8d[hh * nq + i] = kv_q8_row(seg_query(w, g, qi0 + i, head0 + hh), hd, q8 + (size_t)(hh * nq + i) * hd);
             quantized = 1;
         }
         for (int j = 0; j < tn && tile_q8; j += KV_BLOCK) /* q8 blocks: every (head, query) at once */
@@ -563,7 +566,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                 int lo = W && p - W + 1 > 0 ? p - W + 1 : 0; /* this query's first key */
                 if (k0 > p || k0 + ATT_TILE <= lo) continue;
                 int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
-                const float *q = w->q + (size_t)(g->row + qi0 + i) * (size_t)QD + (size_t)(head0 + hh) * (size_t)hd;
+                const float *q = seg_query(w, g, qi0 + i, head0 + hh);
                 const float *q_rot = qr + (size_t)s * hd;
                 float *sc = sc_all + (tile_q8 ? (size_t)s * ATT_TILE : 0); /* one buffer unless q8 scored them all */
                 for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order (q8 ones scored above) */

@@ -312,10 +312,7 @@ static void scores_i8_one(float *sc, const int8_t *q, float qd, const int8_t *K,
             __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qv), _mm256_sign_epi8(kv, qv));
             acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
         }
-        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
-        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
-        int32_t s = _mm_cvtsi128_si32(h);
+        int32_t s = simd_hsum8_epi32(acc);
         for (; d < hd; d++) s += (int32_t)q[d] * k[d];
         sc[j] = (float)s * (qd * kd[j]) * scale;
     }

@@ -48,6 +48,8 @@
 
 /* Mask of the first n (0..16) lanes. */
 ALWAYS_INLINE __mmask16 first16(int n) { return (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1); }
+/* Mask of the first n (0.., at most 64 count) byte lanes. */
+ALWAYS_INLINE __mmask64 first64(int n) { return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1; }
 
 /* e^x for sixteen floats: kernels_avx2.c's exp8 (Cephes' range reduction and
  * degree-5 polynomial, within 2 ulp of expf over [-87, 88], inputs clamped to
@@ -95,16 +97,18 @@ ALWAYS_INLINE __m512 sum16x16(const __m512 a[16]) {
  * L (P is its own inverse). */
 static const int KEY_SLOT[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
 
+/* The key (0..m-1) slot s reads when m keys are left: KEY_SLOT's, or the
+ * last key again in the unused slots, so a key's score does not depend on
+ * where it sits in the call. */
+ALWAYS_INLINE int slot_key(int s, int m) { return KEY_SLOT[s] < m ? KEY_SLOT[s] : m - 1; }
+
 /* See ops_avx512.h. The forward pass calls this per KV block (16 keys), so
  * one pass of the loop is usually the whole call. */
 void kern_attn_scores_avx512(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale) {
     for (int j0 = 0; j0 < kn; j0 += 16) {
         int m = kn - j0 < 16 ? kn - j0 : 16;
         const float *k[16];
-        UNROLL16 for (int s = 0; s < 16; s++) {
-            int j = KEY_SLOT[s] < m ? KEY_SLOT[s] : m - 1;
-            k[s] = K + (size_t)(j0 + j) * stride;
-        }
+        UNROLL16 for (int s = 0; s < 16; s++) k[s] = K + (size_t)(j0 + slot_key(s, m)) * stride;
         __m512 acc[16];
         UNROLL16 for (int s = 0; s < 16; s++) acc[s] = _mm512_setzero_ps();
         int d = 0;
@@ -155,14 +159,11 @@ static void scores_i8_one(float *sc, const int8_t *q, float qd, const int8_t *K,
     for (int j0 = 0; j0 < kn; j0 += 16) {
         int m = kn - j0 < 16 ? kn - j0 : 16;
         const int8_t *k[16];
-        UNROLL16 for (int s = 0; s < 16; s++) {
-            int j = KEY_SLOT[s] < m ? KEY_SLOT[s] : m - 1;
-            k[s] = K + (size_t)(j0 + j) * stride;
-        }
+        UNROLL16 for (int s = 0; s < 16; s++) k[s] = K + (size_t)(j0 + slot_key(s, m)) * stride;
         __m512i acc[16];
         UNROLL16 for (int s = 0; s < 16; s++) acc[s] = zero;
         for (int d = 0; d < hd; d += 64) {
-            __mmask64 lanes = hd - d >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (hd - d)) - 1;
+            __mmask64 lanes = first64(hd - d);
             __m512i qv = _mm512_maskz_loadu_epi8(lanes, q + d);
             __m512i qa = _mm512_abs_epi8(qv);
             __mmask64 neg = _mm512_movepi8_mask(qv);
@@ -212,7 +213,7 @@ void kern_attn_scores_i8_avx512vnni(float *sc, size_t ldsc, const int8_t *q, siz
             k[t] = K + (size_t)(j0 + (t < m ? t : m - 1)) * stride;
             corr[t] = zero;
             for (int c = 0; c < nc; c++) {
-                __mmask64 lanes = hd - 64 * c >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (hd - 64 * c)) - 1;
+                __mmask64 lanes = first64(hd - 64 * c);
                 corr[t] = _mm512_dpbusd_epi32(corr[t], u128, _mm512_sub_epi8(zero, _mm512_maskz_loadu_epi8(lanes, k[t] + 64 * c)));
             }
         }
@@ -224,7 +225,7 @@ void kern_attn_scores_i8_avx512vnni(float *sc, size_t ldsc, const int8_t *q, siz
             __m512i acc[16];
             UNROLL16 for (int s = 0; s < 16; s++) acc[s] = corr[KEY_SLOT[s] % 8];
             for (int c = 0; c < nc; c++) {
-                __mmask64 lanes = hd - 64 * c >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (hd - 64 * c)) - 1;
+                __mmask64 lanes = first64(hd - 64 * c);
                 __m512i ua = _mm512_maskz_mov_epi8(lanes, _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes, qa + 64 * c), u128));
                 __m512i ub = _mm512_maskz_mov_epi8(lanes, _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes, qb + 64 * c), u128));
                 UNROLL16 for (int s = 0; s < 16; s++)

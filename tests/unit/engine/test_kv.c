@@ -944,45 +944,37 @@ static void test_attention_in_place(void) {
     for (int i = 0; i < np + steps; i++) toks[i] = (int32_t)(3 + (i * 7919 + 13) % (V - 3));
     size_t blk = (size_t)m->info.n_layer * kv_slab_bytes(KV_F16, m->info.n_head_kv * m->info.head_dim);
     float *a = malloc(sizeof(float) * (size_t)V), *b = malloc(sizeof(float) * (size_t)V);
-    for (int v = 0; v < 3; v++) {
+    /* each format alone, and beside another in the same tiles (a few blocks
+     * hot, the rest warm); bound: q4h the float rounding, q8 the queries'
+     * int8 rounding (one scale per head, as q8 rows) */
+    static const struct {
+        const char *name;
+        int hot, warm; /* warm -1: no tier budget (all blocks hot) */
+        double bound;
+    } cfg[] = {
+        {"q4h", CX_KV_Q4H, -1, 1e-5},
+        {"q4h hot, f16 warm", CX_KV_Q4H, CX_KV_F16, 1e-5},
+        {"f16 hot, q4h warm", CX_KV_F16, CX_KV_Q4H, 1e-5},
+        {"q8", CX_KV_Q8, -1, 2e-3},
+        {"q8 hot, f16 warm", CX_KV_Q8, CX_KV_F16, 2e-3},
+    };
+    for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++) {
         cx_kv_params kv = cx_kv_defaults();
-        const char *name = v == 0 ? "q4h" : v == 1 ? "q4h hot, f16 warm" : "f16 hot, q4h warm";
-        kv.type = v == 1 ? CX_KV_Q4H : v == 2 ? CX_KV_F16 : CX_KV_Q4H;
-        if (v) {
-            kv.warm_type = v == 1 ? CX_KV_F16 : CX_KV_Q4H;
-            kv.budget[KV_HOT] = (int64_t)(3 * blk); /* a few blocks hot, the rest warm */
-        }
-        if (att_logits(m, &kv, toks, np, steps, 0, a) || att_logits(m, &kv, toks, np, steps, 1, b)) break;
-        double rms = rel_rms(a, b, V);
-        printf("%s: logits, queries rotated against rows rotated back: relative RMS %.3g\n", name, rms);
-        CHECK(rms > 0 && rms <= 1e-5, "%s: attention in the rotated domain within rounding of the definition "
-              "(relative RMS %.3g, 0 < it <= 1e-5)", name, rms);
-    }
-    cx_kv_params kv = cx_kv_defaults();
-    kv.type = CX_KV_Q4H;
-    CHECK(prefill_equals_decode(m, &kv, toks, np), "q4h hot: the prompt's last logits are the same bits fed at once and "
-          "token by token");
-    /* q8 keys scored in int8 against the queries in int8 (one scale per
-     * head, as q8 rows): against f32 scores of the unpacked keys, the
-     * queries' rounding only; hot alone, and q8 hot over an f16 warm tier */
-    for (int v = 0; v < 2; v++) {
-        kv = cx_kv_defaults();
-        kv.type = CX_KV_Q8;
-        if (v) {
-            kv.warm_type = CX_KV_F16;
+        kv.type = cfg[c].hot;
+        if (cfg[c].warm >= 0) {
+            kv.warm_type = cfg[c].warm;
             kv.budget[KV_HOT] = (int64_t)(3 * blk);
         }
         if (att_logits(m, &kv, toks, np, steps, 0, a) || att_logits(m, &kv, toks, np, steps, 1, b)) break;
         double rms = rel_rms(a, b, V);
-        printf("%s: logits, int8 scores against f32 scores of the unpacked keys: relative RMS %.3g\n",
-               v ? "q8 hot, f16 warm" : "q8", rms);
-        CHECK(rms > 0 && rms <= 2e-3, "%s: int8 scores within the queries' rounding of f32 ones (relative RMS %.3g)",
-              v ? "q8 hot, f16 warm" : "q8", rms);
+        printf("%s: logits, in place against the definition (rows rotated back, keys unpacked): relative RMS %.3g\n",
+               cfg[c].name, rms);
+        CHECK(rms > 0 && rms <= cfg[c].bound, "%s: attention in place within rounding of the definition (relative RMS "
+              "%.3g, 0 < it <= %g)", cfg[c].name, rms, cfg[c].bound);
+        if (cfg[c].warm < 0)
+            CHECK(prefill_equals_decode(m, &kv, toks, np), "%s hot: the prompt's last logits are the same bits fed at "
+                  "once and token by token", cfg[c].name);
     }
-    kv = cx_kv_defaults();
-    kv.type = CX_KV_Q8;
-    CHECK(prefill_equals_decode(m, &kv, toks, np), "q8 hot: the prompt's last logits are the same bits fed at once and "
-          "token by token");
     free(a);
     free(b);
     cx_model_free(m);
