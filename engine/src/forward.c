@@ -56,6 +56,9 @@
 #ifndef ATT_QBLOCK
 #define ATT_QBLOCK 16 /* queries sharing each tile */
 #endif
+#ifndef ATT_AHEAD
+#define ATT_AHEAD 1   /* tiles ahead whose KV rows attention prefetches (0: none) */
+#endif
 #define ROW_CHUNK 16  /* matrix rows are split across threads in multiples of this */
 #define TILE_ROWS 64    /* gemm tile: weight rows ... */
 #define TILE_TOKENS FWD_TILE_TOKENS /* ... by tokens (see matmul_part) */
@@ -145,8 +148,8 @@ static void act_carve(fwd_ws *w, const cx_model_info *h, int batch, int n_out) {
  * tile, keys then values, [2][ATT_TILE][head_dim] floats; the rotated
  * queries [heads][ATT_QBLOCK][head_dim] floats and the rotated values'
  * accumulators, as acc (both used only over q4h blocks); the queries in
- * int8, [heads][ATT_QBLOCK][head_dim], and their scales [heads][ATT_QBLOCK]
- * (used only over q8 blocks). */
+ * int8, [heads][ATT_QBLOCK][head_dim], their scales and their codes' sums
+ * [heads][ATT_QBLOCK] (used only over q8 blocks). */
 static void att_slice(const cx_model_info *h, size_t n[FWD_ATT_BUFS]) {
     size_t hd = (size_t)h->head_dim, rep = (size_t)(h->n_head / h->n_head_kv); /* heads per item, at most */
     n[0] = rep * ATT_QBLOCK * ATT_TILE;
@@ -157,9 +160,11 @@ static void att_slice(const cx_model_info *h, size_t n[FWD_ATT_BUFS]) {
     n[5] = rep * ATT_QBLOCK * hd;
     n[6] = rep * ATT_QBLOCK * hd;
     n[7] = rep * ATT_QBLOCK;
+    n[8] = rep * ATT_QBLOCK;
 }
 static const size_t att_item_size[FWD_ATT_BUFS] = {sizeof(float), sizeof(double), sizeof(double), sizeof(float),
-                                                   sizeof(float), sizeof(double), sizeof(int8_t), sizeof(float)};
+                                                   sizeof(float), sizeof(double), sizeof(int8_t), sizeof(float),
+                                                   sizeof(int32_t)};
 
 /* Bytes of attention's scratch (as att_ws_carve takes them): n_threads
  * slices of whole lines, and the work items' ends. */
@@ -182,6 +187,7 @@ static void att_ws_carve(fwd_att_ws *a, arena *mem, const cx_model_info *h, int 
     a->accr = fwd_carve(mem, T * a->stride[5], sizeof(double));
     a->q8 = fwd_carve(mem, T * a->stride[6], sizeof(int8_t));
     a->q8d = fwd_carve(mem, T * a->stride[7], sizeof(float));
+    a->q8s = fwd_carve(mem, T * a->stride[8], sizeof(int32_t));
     a->item_end = fwd_carve(mem, (size_t)batch, sizeof(int));
 }
 
@@ -489,6 +495,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     double *accr = w->att.accr + (size_t)tid * w->att.stride[5];
     int8_t *q8 = w->att.q8 + (size_t)tid * w->att.stride[6]; /* [head][query][hd] */
     float *q8d = w->att.q8d + (size_t)tid * w->att.stride[7]; /* [head][query] */
+    int32_t *q8s = w->att.q8s + (size_t)tid * w->att.stride[8]; /* [head][query] */
     int nq = qi1 - qi0, rotated = 0; /* rotated: a q4h block was read (qr and accr are in use) */
     int quantized = 0;               /* the queries are in q8 and q8d (a q8 block was read) */
     for (int i = 0; i < nh * nq; i++) {
@@ -511,6 +518,10 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
          * sharing the kv head) then read it from L1 instead of the cache,
          * whose rows' 4 KiB multiples land 64 keys' lines in 16 of L1's 64
          * sets (more than its 12 ways: every query would miss again). */
+        if (ATT_AHEAD) { /* the tile ATT_AHEAD ahead, from memory meanwhile (kv_view_prefetch) */
+            int a0 = k0 + ATT_AHEAD * ATT_TILE, a1 = a0 + ATT_TILE <= last + 1 ? a0 + ATT_TILE : last + 1;
+            for (int p = a0; p < a1; p += KV_BLOCK) kv_view_prefetch(view, p / KV_BLOCK, (int)col, hd);
+        }
         const float *kp[ATT_TILE / KV_BLOCK], *vp[ATT_TILE / KV_BLOCK];
         int rot[ATT_TILE / KV_BLOCK] = {0}, tile_rot = 0; /* the block's rows are rotated (q4h, read as stored) */
         kern_kv_src k8[ATT_TILE / KV_BLOCK];               /* a q8 block's keys, read as stored (k8[].codes) */
@@ -550,14 +561,17 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             rotated = 1;
         }
         if (tile_q8 && !quantized) { /* the first q8 block: the queries in int8, once, as q8 rows are */
-            for (int hh = 0; hh < nh; hh++)
-                for (int i = 0; i < nq; i++)
-                    q8d[hh * nq + i] = kv_q8_row(seg_query(w, g, qi0 + i, head0 + hh), hd, q8 + (size_t)(hh * nq + i) * hd);
+            for (int s = 0; s < nh * nq; s++) {
+                int8_t *c = q8 + (size_t)s * hd;
+                q8d[s] = kv_q8_row(seg_query(w, g, qi0 + s % nq, head0 + s / nq), hd, c);
+                q8s[s] = 0;
+                for (int d = 0; d < hd; d++) q8s[s] += c[d];
+            }
             quantized = 1;
         }
         for (int j = 0; j < tn && tile_q8; j += KV_BLOCK) /* q8 blocks: every (head, query) at once */
             if (k8[j / KV_BLOCK].codes)
-                k->attn_scores_i8(sc_all + j, ATT_TILE, q8, (size_t)hd, q8d, nh * nq,
+                k->attn_scores_i8(sc_all + j, ATT_TILE, q8, (size_t)hd, q8d, q8s, nh * nq,
                                   (const int8_t *)(const void *)k8[j / KV_BLOCK].codes, k8[j / KV_BLOCK].row_bytes,
                                   k8[j / KV_BLOCK].row_scale, tn - j < KV_BLOCK ? tn - j : KV_BLOCK, hd, scale);
         for (int hh = 0; hh < nh; hh++)

@@ -44,7 +44,7 @@
 #define FWD_MAX_BATCH 256 /* rows per pass of a session's own workspace */
 #define FWD_TILE_TOKENS 32 /* tokens per gemm call (forward.c's matmul tiles; the adapters' A products too) */
 enum { FWD_ACT_FORMATS = KERN_ACT_Q8_256 + 1 }; /* activation formats (KERN_ACT_*) */
-enum { FWD_ATT_BUFS = 8 }; /* attention's per-thread buffers: scores, acc, ml, kv, qr, accr, q8, q8d */
+enum { FWD_ATT_BUFS = 9 }; /* attention's per-thread buffers: scores, acc, ml, kv, qr, accr, q8, q8d, q8s */
 
 /* One prepared form of the matrix input: its kern_act, and its memory (the pass's scratch). */
 typedef struct fwd_act {
@@ -76,7 +76,8 @@ typedef struct fwd_att_ws {
     double *accr;             /* [thread][heads][ATT_QBLOCK][head_dim]: as acc, of q4h values, still rotated */
     int8_t *q8;               /* [thread][heads][ATT_QBLOCK][head_dim]: the queries in int8 (for q8 keys) */
     float *q8d;               /* [thread][heads][ATT_QBLOCK]: their scales */
-    size_t stride[FWD_ATT_BUFS]; /* scores .. q8d: elements from one thread's slice to the next */
+    int32_t *q8s;             /* [thread][heads][ATT_QBLOCK]: the sums of their codes */
+    size_t stride[FWD_ATT_BUFS]; /* scores .. q8s: elements from one thread's slice to the next */
     int *item_end;            /* [batch]: work items of segments 0..i of this pass */
     int decode_grouped;       /* this pass: a decode item takes every head of a kv group (else one head) */
     float scale;              /* the scores' scale: 1/sqrt(head_dim), times YaRN's mscale^2 */

@@ -40,6 +40,10 @@ static const cx_shape SHAPES[] = {
     {"stories42m",     512,   1376,  8,     8,    8,  32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     {"stories110m",    768,   2048,  12,    12,   12, 32000,  1024,   10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     {"tinyllama-1.1b", 2048,  5632,  22,    32,   4,  32000,  2048,   10000.0f, 1e-5f, 0, "llama", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* TinyLlama-1.1B's attention (22 layers, 32 query and 4 KV heads of 64, 32k positions) around a
+     * 256-wide residual and FFN: its matrices are 2% of TinyLlama's, so a decode at depth is nearly all
+     * attention (docs/performance.md times attention against the peers with it) */
+    {"tinyllama-attn", 256,   256,   22,    32,   4,  512,    32768,  10000.0f, 1e-5f, 1, "llama", 0, 0, 0, 0, 0, 64, 0, 0, 0, 0, 0},
     {"llama-3.2-1b",   2048,  8192,  16,    32,   8,  128256, 131072, 500000.0f, 1e-5f, 1, "llama", 0, 32, 1, 4, 8192, 0, 0, 0, 0, 0, 0},
     {"qwen2.5-0.5b",   896,   4864,  24,    14,   2,  151936, 32768,  1000000.0f, 1e-6f, 1, "qwen2", 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     /* mixture of experts at test size: Mixtral-style llama (4 experts, 2 per token); gpt-oss (sinks, a

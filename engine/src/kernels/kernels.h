@@ -150,9 +150,11 @@ typedef struct kern_ops {
      * qd[i]; scores of query i at sc + i * ldsc): sc[i][j] = (float)isum_ij *
      * (qd[i] * kd[j]) * scale, in that order, isum_ij = sum_d q_i[d] * K[j][d]
      * exact in int32; codes in -127..127, key rows `stride` bytes apart,
-     * kd[j] key j's scale. Integer sums are exact and the three float
-     * products fixed, so every table gives the same bits. */
-    void (*attn_scores_i8)(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+     * kd[j] key j's scale; qsum[i] = sum_d q_i[d], the caller's (once per
+     * query, where a table shifts codes to unsigned and takes 128 * qsum
+     * back off). Integer sums are exact and the three float products fixed,
+     * so every table gives the same bits. */
+    void (*attn_scores_i8)(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, const int32_t *qsum, int nq,
                            const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale);
     /* acc[d] += sum_j p[j] * V(j)[d] over kn keys in blocks of KERN_VBLOCK:
      * key j is row j % KERN_VBLOCK of block V[j / KERN_VBLOCK], rows `stride`

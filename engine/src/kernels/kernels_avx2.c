@@ -319,7 +319,7 @@ static void scores_i8_one(float *sc, const int8_t *q, float qd, const int8_t *K,
 }
 
 /* See kernels.h: one query at a time. */
-static void attn_scores_i8(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+static void attn_scores_i8(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, const int32_t *qsum, int nq,
                            const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale) {
     for (int i = 0; i < nq; i++) scores_i8_one(sc + (size_t)i * ldsc, q + (size_t)i * ldq, qd[i], K, stride, kd, kn, hd, scale);
 }

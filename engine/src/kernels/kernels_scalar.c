@@ -203,7 +203,7 @@ static void attn_scores(float *sc, const float *q, const float *K, size_t stride
 }
 
 /* See kernels.h: the definition. */
-static void attn_scores_i8(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+static void attn_scores_i8(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, const int32_t *qsum, int nq,
                            const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale) {
     for (int i = 0; i < nq; i++)
         for (int j = 0; j < kn; j++) {

@@ -38,6 +38,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels.h"
 #include "ops_avx512.h"
@@ -180,63 +181,97 @@ static void scores_i8_one(float *sc, const int8_t *q, float qd, const int8_t *K,
 }
 
 /* See ops_avx512.h: one query at a time. */
-void kern_attn_scores_i8_avx512(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+void kern_attn_scores_i8_avx512(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, const int32_t *qsum, int nq,
                                 const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale) {
     for (int i = 0; i < nq; i++) scores_i8_one(sc + (size_t)i * ldsc, q + (size_t)i * ldq, qd[i], K, stride, kd, kn, hd, scale);
 }
 
-/* See ops_avx512.h. Queries in pairs against eight keys at a time, the
- * sixteen (query, key) chains summed together by sum16x16_epi32 (slot s
- * holds pair KEY_SLOT[s]: query KEY_SLOT[s] / 8, key KEY_SLOT[s] % 8, so
- * lanes 0-7 are the first query's keys, 8-15 the second's). vpdpbusd
- * multiplies unsigned by signed bytes, so each query is made unsigned,
- * q + 128, and each chain starts from its key's -128 * sum(k) (vpdpbusd of
- * 128 and -k, once per eight keys for every query): one vpdpbusd per
- * (query, key) and 64 codes, where the sign trick takes four instructions.
- * Lanes past hd are zero in both. Exact integers, then kernels.h's float
- * products: the scalar bits. */
-void kern_attn_scores_i8_avx512vnni(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, int nq,
+/* Sixteen rows of sixteen int32 lanes transposed in place: afterwards r[d]
+ * lane j is what r[j] lane d was (unpack 32- then 64-bit pairs within
+ * 128-bit lanes, then a 4 x 4 transpose of the 128-bit lanes). */
+ALWAYS_INLINE void transpose16_epi32(__m512i r[16]) {
+    __m512i t[16], u[16];
+    UNROLL16 for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    UNROLL16 for (int i = 0; i < 4; i++) { /* u[4i + k]: rows 4i..4i+3 of dword 4L + k in 128-bit lane L */
+        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    UNROLL16 for (int k = 0; k < 4; k++) {
+        __m512i v0 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0x44), v1 = _mm512_shuffle_i32x4(u[k], u[4 + k], 0xee);
+        __m512i v2 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0x44), v3 = _mm512_shuffle_i32x4(u[8 + k], u[12 + k], 0xee);
+        r[k] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+        r[4 + k] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
+        r[8 + k] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+        r[12 + k] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
+    }
+}
+
+/* See ops_avx512.h. Keys across the lanes: sixteen keys' 64-code chunks
+ * are loaded as rows, made unsigned (k + 128) and transposed, so register d
+ * holds codes 4d..4d+3 of every key; then each query takes one vpdpbusd per
+ * four codes, the query's four bytes broadcast (signed) against the sixteen
+ * keys' (unsigned). Every lane is one (query, key) sum, so nothing is
+ * reduced across lanes; the + 128 adds 128 * qsum to each, which the
+ * chains start from minus. The transpose serves
+ * every query of the call: 48 shuffles per 16 keys and 64 codes, against
+ * 16 vpdpbusd per query. Exact integers, then kernels.h's float products:
+ * the scalar bits. Heads wider than 64 codes keep each query's partial
+ * chains between chunks; head sizes not a multiple of 4 (never seen) take
+ * the AVX-512 F/BW kernel. */
+void kern_attn_scores_i8_avx512vnni(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, const int32_t *qsum, int nq,
                                     const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale) {
-    enum { MAXC = 4 }; /* 64-code chunks kept per key: heads up to 256 wide */
-    if (hd > 64 * MAXC) {
-        kern_attn_scores_i8_avx512(sc, ldsc, q, ldq, qd, nq, K, stride, kd, kn, hd, scale);
+    enum { QB = 64 }; /* queries per batch: their chains between chunks on the stack */
+    if (hd % 4) {
+        kern_attn_scores_i8_avx512(sc, ldsc, q, ldq, qd, qsum, nq, K, stride, kd, kn, hd, scale);
         return;
     }
-    const __m512i zero = _mm512_setzero_si512(), u128 = _mm512_set1_epi8((char)0x80);
+    const __m512i u128 = _mm512_set1_epi8((char)0x80);
+    const __m512 sv = _mm512_set1_ps(scale);
     int nc = (hd + 63) / 64;
-    for (int j0 = 0; j0 < kn; j0 += 8) {
-        int m = kn - j0 < 8 ? kn - j0 : 8;
-        __mmask8 m8 = (__mmask8)((1u << m) - 1);
-        const int8_t *k[8];
-        __m512i corr[8];
-        for (int t = 0; t < 8; t++) {
-            k[t] = K + (size_t)(j0 + (t < m ? t : m - 1)) * stride;
-            corr[t] = zero;
+    for (int i0 = 0; i0 < nq; i0 += QB) {
+        int nb = nq - i0 < QB ? nq - i0 : QB;
+        const int8_t *qb = q + (size_t)i0 * ldq;
+        for (int j0 = 0; j0 < kn; j0 += 16) {
+            int m = kn - j0 < 16 ? kn - j0 : 16;
+            __mmask16 keys = first16(m);
+            __m512 kdv = _mm512_maskz_loadu_ps(keys, kd + j0);
+            __m512i part[QB]; /* chains between 64-code chunks (heads wider than 64) */
             for (int c = 0; c < nc; c++) {
                 __mmask64 lanes = first64(hd - 64 * c);
-                corr[t] = _mm512_dpbusd_epi32(corr[t], u128, _mm512_sub_epi8(zero, _mm512_maskz_loadu_epi8(lanes, k[t] + 64 * c)));
+                int nd = hd - 64 * c >= 64 ? 16 : (hd - 64 * c) / 4; /* dwords of codes in this chunk */
+                __m512i r[16];
+                UNROLL16 for (int t = 0; t < 16; t++)
+                    r[t] = t < m ? _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes, K + (size_t)(j0 + t) * stride + 64 * c), u128) : u128;
+                transpose16_epi32(r);
+                for (int i = 0; i < nb; i++) {
+                    const int8_t *qi = qb + (size_t)i * ldq + 64 * c;
+                    __m512i acc = c ? part[i] : _mm512_set1_epi32(-128 * qsum[i0 + i]);
+                    if (nd == 16) {
+                        UNROLL16 for (int d = 0; d < 16; d++) {
+                            int32_t q4;
+                            memcpy(&q4, qi + 4 * d, 4);
+                            acc = _mm512_dpbusd_epi32(acc, r[d], _mm512_set1_epi32(q4));
+                        }
+                    } else
+                        for (int d = 0; d < nd; d++) {
+                            int32_t q4;
+                            memcpy(&q4, qi + 4 * d, 4);
+                            acc = _mm512_dpbusd_epi32(acc, r[d], _mm512_set1_epi32(q4));
+                        }
+                    if (c + 1 < nc) {
+                        part[i] = acc;
+                        continue;
+                    }
+                    __m512 t = _mm512_mul_ps(_mm512_set1_ps(qd[i0 + i]), kdv);
+                    _mm512_mask_storeu_ps(sc + (size_t)(i0 + i) * ldsc + j0, keys,
+                                          _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), t), sv));
+                }
             }
-        }
-        __m256 kd8 = _mm256_maskz_loadu_ps(m8, kd + j0);
-        __m512 kdv = _mm512_insertf32x8(_mm512_castps256_ps512(kd8), kd8, 1);
-        for (int i = 0; i < nq; i += 2) {
-            int i1 = i + 1 < nq ? i + 1 : i;
-            const int8_t *qa = q + (size_t)i * ldq, *qb = q + (size_t)i1 * ldq;
-            __m512i acc[16];
-            UNROLL16 for (int s = 0; s < 16; s++) acc[s] = corr[KEY_SLOT[s] % 8];
-            for (int c = 0; c < nc; c++) {
-                __mmask64 lanes = first64(hd - 64 * c);
-                __m512i ua = _mm512_maskz_mov_epi8(lanes, _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes, qa + 64 * c), u128));
-                __m512i ub = _mm512_maskz_mov_epi8(lanes, _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes, qb + 64 * c), u128));
-                UNROLL16 for (int s = 0; s < 16; s++)
-                    acc[s] = _mm512_dpbusd_epi32(acc[s], KEY_SLOT[s] / 8 ? ub : ua,
-                                                 _mm512_maskz_loadu_epi8(lanes, k[KEY_SLOT[s] % 8] + 64 * c));
-            }
-            __m512 qdv = _mm512_insertf32x8(_mm512_set1_ps(qd[i]), _mm256_set1_ps(qd[i1]), 1);
-            __m512 r = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum16x16_epi32(acc)), _mm512_mul_ps(qdv, kdv)),
-                                     _mm512_set1_ps(scale));
-            _mm256_mask_storeu_ps(sc + (size_t)i * ldsc + j0, m8, _mm512_castps512_ps256(r));
-            if (i1 != i) _mm256_mask_storeu_ps(sc + (size_t)i1 * ldsc + j0, m8, _mm512_extractf32x8_ps(r, 1));
         }
     }
 }

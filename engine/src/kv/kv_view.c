@@ -101,6 +101,28 @@ int kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int 
     return rotated;
 }
 
+/* Every cache line of bytes p..p+n-1. */
+static void prefetch_span(const void *p, size_t n) {
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, end = (uintptr_t)p + n;
+    for (; a < end; a += 64) __builtin_prefetch((const void *)a);
+}
+
+/* See kv_view.h. */
+void kv_view_prefetch(const kv_view *v, int i, int c0, int nc) {
+    assert(i >= 0 && i < v->max_blocks && nc >= 2);
+    for (int half = 0; half < 2; half++) {
+        kern_kv_src src;
+        kv_src(v->fmt[i], v->slab[i], v->dim, half * KV_BLOCK, c0, &src);
+        size_t span = src.elem == KERN_KV_I4 ? (size_t)nc / 2 : (size_t)nc * (src.row_bytes / (size_t)v->dim);
+        for (int r = 0; r < KV_BLOCK; r++) {
+            prefetch_span(src.codes + (size_t)r * src.row_bytes, span);
+            if (src.group_scale) prefetch_span(src.group_scale + (size_t)r * src.group_stride, sizeof(float) * (size_t)(nc / KV_GROUP));
+        }
+        if (src.row_scale) prefetch_span(src.row_scale, sizeof(float) * KV_BLOCK);
+        else if (src.col_scale) prefetch_span(src.col_scale, sizeof(float) * (size_t)nc);
+    }
+}
+
 /* See kv_view.h. */
 int64_t kv_view_collect(kv_view *v, kv_cache *c) {
     int64_t failed = 0;

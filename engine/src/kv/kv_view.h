@@ -57,6 +57,14 @@ void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, in
  * values once, instead of every row. Otherwise it returns 0. */
 int kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int c0, int nc, float *out, size_t ld,
                  int keep_rotation);
+/* Ask the memory system for block i's rows (keys and values), columns
+ * c0..c0+nc-1 (as kv_view_rows takes them), and their scales, without
+ * waiting: attention calls it a tile ahead. A block's slab of one layer is
+ * a few KiB apart from the next block's by a whole block of every layer,
+ * so the hardware's stream prefetchers stop at each block: without this a
+ * decode reading one kv head's 64 bytes a row waits on memory once per
+ * block. A hint only; nothing is read. */
+void kv_view_prefetch(const kv_view *v, int i, int c0, int nc);
 /* Block i's keys (kv = 0) or values (1) as floats rows dim apart, where the
  * block is stored as f32 in place; NULL for any other format. */
 static inline const float *kv_view_f32(const kv_view *v, int i, int kv) {

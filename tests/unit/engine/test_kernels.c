@@ -627,32 +627,39 @@ static void test_attention(const kern_ops *v) {
         }
         CHECK(placed, "%s swiglu n=%d: an element's result depends on its place", v->name, n);
     }
-    /* int8 scores (q8 keys), 1-5 queries at once: the scalar definition's
-     * bits, and that definition the exact integer dot times the scales;
-     * codes of all magnitudes up to +-127 (the extremes: every product
-     * +-127^2), head widths with and without SIMD tails (past 256: the
-     * per-query fallback), odd key counts, row strides, query counts. */
+    /* int8 scores (q8 keys), 1-5 or 70 queries at once (past the AVX-512
+     * VNNI kernel's batch of 64): the scalar definition's bits, and that
+     * definition the exact integer dot times the scales; codes of all
+     * magnitudes up to +-127 (the extremes: every product +-127^2), head
+     * widths with and without SIMD tails (not a multiple of 4: the VNNI
+     * kernel's fallback; past 64: its chains kept between chunks), odd key
+     * counts, row strides, query counts. */
     {
-        enum { K8 = 40, D8 = 272, S8 = D8 + 9, NQ = 5, LDS = K8 + 3 };
+        enum { K8 = 40, D8 = 272, S8 = D8 + 9, NQ = 70, LDS = K8 + 3 };
         static int8_t q8[NQ * S8], k8[K8 * S8];
         float kd[K8], qd[NQ];
+        int32_t qs[NQ]; /* the queries' code sums, as the forward pass gives them */
         static float a[NQ * LDS], b[NQ * LDS];
         static const int hd8[] = {1, 8, 31, 32, 63, 64, 65, 100, 128, 136, 256, 272}, kn8[] = {1, 5, 8, 16, 17, 33, 40};
         int same = 1, exact = 1, cases = 0;
         for (int extreme = 0; extreme < 2; extreme++)
             for (size_t hi = 0; hi < sizeof hd8 / sizeof *hd8; hi++)
                 for (size_t ki = 0; ki < sizeof kn8 / sizeof *kn8; ki++) {
-                    int hd = hd8[hi], kn = kn8[ki], nq = 1 + (int)((hi + ki) % NQ);
+                    int hd = hd8[hi], kn = kn8[ki], nq = (hi + ki) % 6 == 5 ? NQ : 1 + (int)((hi + ki) % 6);
                     for (int i = 0; i < NQ * S8; i++)
                         q8[i] = (int8_t)(extreme ? (rnd() & 1 ? 127 : -127) : (int)(rnd() % 255) - 127);
                     for (int i = 0; i < K8 * S8; i++)
                         k8[i] = (int8_t)(extreme ? (rnd() & 1 ? 127 : -127) : (int)(rnd() % 255) - 127);
                     for (int j = 0; j < K8; j++) kd[j] = (float)unif() * 0.01f + 1e-4f;
-                    for (int i = 0; i < NQ; i++) qd[i] = (float)unif() * 0.02f + 1e-4f;
+                    for (int i = 0; i < NQ; i++) {
+                        qd[i] = (float)unif() * 0.02f + 1e-4f;
+                        qs[i] = 0;
+                        for (int d = 0; d < hd; d++) qs[i] += q8[i * S8 + d];
+                    }
                     memset(a, 0, sizeof a);
                     memset(b, 0, sizeof b);
-                    s->attn_scores_i8(a, LDS, q8, S8, qd, nq, k8, S8, kd, kn, hd, 0.125f);
-                    v->attn_scores_i8(b, LDS, q8, S8, qd, nq, k8, S8, kd, kn, hd, 0.125f);
+                    s->attn_scores_i8(a, LDS, q8, S8, qd, qs, nq, k8, S8, kd, kn, hd, 0.125f);
+                    v->attn_scores_i8(b, LDS, q8, S8, qd, qs, nq, k8, S8, kd, kn, hd, 0.125f);
                     same &= !memcmp(a, b, sizeof a); /* the entries past kn and nq untouched too */
                     for (int i = 0; i < nq; i++)
                         for (int j = 0; j < kn; j++) {
@@ -662,7 +669,7 @@ static void test_attention(const kern_ops *v) {
                         }
                     cases++;
                 }
-        CHECK(same, "%s attn_scores_i8: the scalar bits (%d cases: head widths 1-272, 1-40 keys, 1-5 queries, extreme codes)",
+        CHECK(same, "%s attn_scores_i8: the scalar bits (%d cases: head widths 1-272, 1-40 keys, 1-5 and 70 queries, extreme codes)",
               v->name, cases);
         CHECK(exact, "attn_scores_i8 (scalar): the exact integer dot times the scales");
     }
