@@ -211,6 +211,19 @@ ALWAYS_INLINE void transpose16_epi32(__m512i r[16]) {
     }
 }
 
+/* acc += one query's codes 4d..4d+3 (its four bytes broadcast, signed)
+ * times r[d] (sixteen keys' four codes each, unsigned), d < nd: lane j
+ * gathers key j's products. */
+ALWAYS_INLINE __m512i dpbusd_keys(__m512i acc, const __m512i r[16], const int8_t *q, int nd) {
+    UNROLL16 for (int d = 0; d < 16; d++) {
+        if (d >= nd) break;
+        int32_t q4;
+        memcpy(&q4, q + 4 * d, 4);
+        acc = _mm512_dpbusd_epi32(acc, r[d], _mm512_set1_epi32(q4));
+    }
+    return acc;
+}
+
 /* See ops_avx512.h. Keys across the lanes: sixteen keys' 64-code chunks
  * are loaded as rows, made unsigned (k + 128) and transposed, so register d
  * holds codes 4d..4d+3 of every key; then each query takes one vpdpbusd per
@@ -251,18 +264,7 @@ void kern_attn_scores_i8_avx512vnni(float *sc, size_t ldsc, const int8_t *q, siz
                 for (int i = 0; i < nb; i++) {
                     const int8_t *qi = qb + (size_t)i * ldq + 64 * c;
                     __m512i acc = c ? part[i] : _mm512_set1_epi32(-128 * qsum[i0 + i]);
-                    if (nd == 16) {
-                        UNROLL16 for (int d = 0; d < 16; d++) {
-                            int32_t q4;
-                            memcpy(&q4, qi + 4 * d, 4);
-                            acc = _mm512_dpbusd_epi32(acc, r[d], _mm512_set1_epi32(q4));
-                        }
-                    } else
-                        for (int d = 0; d < nd; d++) {
-                            int32_t q4;
-                            memcpy(&q4, qi + 4 * d, 4);
-                            acc = _mm512_dpbusd_epi32(acc, r[d], _mm512_set1_epi32(q4));
-                        }
+                    acc = nd == 16 ? dpbusd_keys(acc, r, qi, 16) : dpbusd_keys(acc, r, qi, nd); /* 16: unrolled */
                     if (c + 1 < nc) {
                         part[i] = acc;
                         continue;
