@@ -481,7 +481,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                             int qi1) {
     const cx_model_info *h = &w->m->info;
     const kern_ops *k = w->k;
-    int hd = h->head_dim, kv_dim = h->n_head_kv * hd, QD = (int)q_dim(h);
+    int hd = h->head_dim, QD = (int)q_dim(h);
     int kvh = head0 / (h->n_head / h->n_head_kv); /* grouped-query: query heads share a kv head */
     assert(nh == 1 || (nh == h->n_head / h->n_head_kv && head0 % nh == 0));
     float scale = w->att.scale;
@@ -507,17 +507,16 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     int first = W && g->pos + qi0 - W + 1 > 0 ? g->pos + qi0 - W + 1 : 0; /* the earliest */
     float *kt = w->att.kv + (size_t)tid * w->att.stride[3], *vt = kt + (size_t)ATT_TILE * (size_t)hd;
     for (int k0 = first / ATT_TILE * ATT_TILE; k0 <= last; k0 += ATT_TILE) {
-        /* The tile's keys and values of this kv head, as the queries read them.
-         * One query of one head reads f32 blocks where they are, rows kv_dim
-         * floats apart. Otherwise the tile is unpacked into the thread's
-         * scratch, rows hd floats apart (kv_view_rows: any format, read at its
-         * own size; the same floats as the cache holds, so the same
+        /* The tile's keys and values of this kv head, as the queries read them,
+         * rows hd floats apart: a slab keeps each kv head's rows together
+         * (kv_codec.h), so f32 blocks are read where they are (a block's
+         * keys of one head are one run of 16 rows). Otherwise the tile is
+         * unpacked into the thread's scratch (kv_view_rows: any format, read
+         * at its own size; the same floats as the cache holds, so the same
          * arithmetic and bits; q4h rows as stored, in the rotated domain,
-         * where the item's queries are rotated to meet them and their values'
-         * sum is rotated back at the end): several queries (of one head, or of the heads
-         * sharing the kv head) then read it from L1 instead of the cache,
-         * whose rows' 4 KiB multiples land 64 keys' lines in 16 of L1's 64
-         * sets (more than its 12 ways: every query would miss again). */
+         * where the item's queries are rotated to meet them and their
+         * values' sum is rotated back at the end), where the item's queries
+         * (of one head, or of the heads sharing the kv head) read it from L1. */
         if (ATT_AHEAD) { /* the tile ATT_AHEAD ahead, from memory meanwhile (kv_view_prefetch) */
             int a0 = k0 + ATT_AHEAD * ATT_TILE, a1 = a0 + ATT_TILE <= last + 1 ? a0 + ATT_TILE : last + 1;
             for (int p = a0; p < a1; p += KV_BLOCK) kv_view_prefetch(view, p / KV_BLOCK, (int)col, hd);
@@ -526,15 +525,14 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
         int rot[ATT_TILE / KV_BLOCK] = {0}, tile_rot = 0; /* the block's rows are rotated (q4h, read as stored) */
         kern_kv_src k8[ATT_TILE / KV_BLOCK];               /* a q8 block's keys, read as stored (k8[].codes) */
         int tile_q8 = 0;
-        size_t stride = (size_t)kv_dim;
         int tn = last + 1 - k0 < ATT_TILE ? last + 1 - k0 : ATT_TILE; /* keys any query reads */
-        int in_place = nq * nh == 1;
+        int in_place = 1; /* every block of the tile is f32 */
         for (int j = 0; j < tn && in_place; j += KV_BLOCK) in_place = view->fmt[(k0 + j) / KV_BLOCK] == KV_F32;
         for (int j = 0; j < tn; j += KV_BLOCK) {
             int bi = (k0 + j) / KV_BLOCK, n = tn - j < KV_BLOCK ? tn - j : KV_BLOCK;
             if (in_place) {
-                kp[j / KV_BLOCK] = kv_view_f32(view, bi, 0) + col;
-                vp[j / KV_BLOCK] = kv_view_f32(view, bi, 1) + col;
+                kp[j / KV_BLOCK] = kv_view_f32(view, bi, 0, kvh);
+                vp[j / KV_BLOCK] = kv_view_f32(view, bi, 1, kvh);
                 continue;
             }
             kp[j / KV_BLOCK] = kt + (size_t)j * hd;
@@ -542,14 +540,13 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             int keep = !w->att.rows_rotated_back;
             k8[j / KV_BLOCK].codes = NULL;
             if (view->fmt[bi] == KV_Q8 && !w->att.keys_unpacked) { /* q8 keys: scored in int8 where they are */
-                kv_src(KV_Q8, view->slab[bi], view->dim, 0, (int)col, &k8[j / KV_BLOCK]);
+                kv_src(KV_Q8, view->slab[bi], view->dim, view->hd, 0, (int)col, &k8[j / KV_BLOCK]);
                 tile_q8 = 1;
             } else
                 rot[j / KV_BLOCK] = kv_view_rows(view, k, bi, 0, n, (int)col, hd, kt + (size_t)j * hd, (size_t)hd, keep);
             kv_view_rows(view, k, bi, KV_BLOCK, n, (int)col, hd, vt + (size_t)j * hd, (size_t)hd, keep);
             tile_rot |= rot[j / KV_BLOCK];
         }
-        if (!in_place) stride = (size_t)hd;
         if (tile_rot && !rotated) { /* the first q4h block: rotate the queries once, start the rotated sums */
             for (int hh = 0; hh < nh; hh++)
                 for (int i = 0; i < nq; i++) {
@@ -585,7 +582,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                 float *sc = sc_all + (tile_q8 ? (size_t)s * ATT_TILE : 0); /* one buffer unless q8 scored them all */
                 for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order (q8 ones scored above) */
                     if (!tile_q8 || !k8[j / KV_BLOCK].codes)
-                        k->attn_scores(sc + j, rot[j / KV_BLOCK] ? q_rot : q, kp[j / KV_BLOCK], stride,
+                        k->attn_scores(sc + j, rot[j / KV_BLOCK] ? q_rot : q, kp[j / KV_BLOCK], (size_t)hd,
                                        kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
                 for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
                 float tmax = tile_max(sc, kn);
@@ -600,7 +597,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                 ml[2 * s] = m_new;
                 ml[2 * s + 1] += k->exp_shift(sc, kn, (float)m_new);
                 if (!tile_rot) {
-                    k->attn_values(a, sc, vp, stride, kn, hd);
+                    k->attn_values(a, sc, vp, (size_t)hd, kn, hd);
                     continue;
                 }
                 /* runs of blocks alike: each block's sum is its own chain
@@ -608,7 +605,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                 for (int j0 = 0, j1; j0 < kn; j0 = j1) {
                     for (j1 = j0 + KV_BLOCK; j1 < kn && rot[j1 / KV_BLOCK] == rot[j0 / KV_BLOCK]; j1 += KV_BLOCK) {}
                     if (j1 > kn) j1 = kn;
-                    k->attn_values(rot[j0 / KV_BLOCK] ? ar : a, sc + j0, vp + j0 / KV_BLOCK, stride, j1 - j0, hd);
+                    k->attn_values(rot[j0 / KV_BLOCK] ? ar : a, sc + j0, vp + j0 / KV_BLOCK, (size_t)hd, j1 - j0, hd);
                 }
             }
     }

@@ -75,6 +75,7 @@ int main(int argc, char **argv) {
     for (int f = 0; f < KV_NFMT; f++) {
         size_t bytes = kv_slab_bytes(f, dim);
         uint8_t *slab = malloc(bytes), *planes = malloc(bytes);
+        float *rows = malloc(sizeof(float) * KV_ROWS * (size_t)dim);
         double raw = 0, z[3] = {0}, one = 0, flat = 0;
         size_t seg[KV_ZIP_MAX_SEGMENTS];
         int n_seg = kv_planes_sizes(f, dim, seg);
@@ -82,7 +83,8 @@ int main(int argc, char **argv) {
         for (int32_t id = 0; id < c->max_blocks; id++) {
             if (c->blocks[id].tier != KV_HOT || c->blocks[id].filled < KV_BLOCK) continue;
             for (int layer = 0; layer < c->n_layer; layer++) {
-                kv_encode_slab(f, slab, (const float *)(const void *)kv_block_slab(c, id, layer), dim);
+                kv_decode_rows(c->fmt[KV_HOT], kv_block_slab(c, id, layer), 0, KV_ROWS, rows, dim, c->hd);
+                kv_encode_slab(f, slab, rows, dim, c->hd);
                 kv_planes_split(f, slab, planes, dim);
                 raw += (double)bytes;
                 pages++;
@@ -97,6 +99,7 @@ int main(int argc, char **argv) {
                (double)pages * (double)f32_bytes / z[0]);
         free(slab);
         free(planes);
+        free(rows);
     }
     cx_session_free(s);
     cx_kv_cache_free(c);

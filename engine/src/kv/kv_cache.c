@@ -220,6 +220,7 @@ int kv_cache_create(const cx_model *m, const cx_kv_params *p, int32_t max_blocks
     c->m = m;
     c->n_layer = m->info.n_layer;
     c->dim = model_kv_dim(m);
+    c->hd = m->info.head_dim;
     c->max_blocks = max_blocks;
     c->owned = owned;
     c->fmt[KV_HOT] = kv_fmt_hot(p->type);

@@ -124,7 +124,7 @@ typedef struct kv_block {
 struct cx_kv_cache {
     cx_kv_params p;
     const cx_model *m;
-    int n_layer, dim;              /* dim: kv_dim = n_head_kv * head_dim */
+    int n_layer, dim, hd;          /* dim: kv_dim = n_head_kv * head_dim; hd: head_dim (kv_codec.h's heads) */
     int32_t max_blocks;
     int32_t capacity;              /* blocks the byte budgets always hold (kv_capacity_of), <= max_blocks */
     kv_block *blocks;

@@ -99,15 +99,23 @@ static int quantize(float x, float scale, int qmax) {
     return q > qmax ? qmax : q < -qmax ? -qmax : q;
 }
 
+/* Byte offset of element i of row r among a slab's codes (for the 4-bit
+ * formats, of the byte holding it): the rows of head i / hd come first
+ * (kv_codec.h), each row's hd codes together. */
+static size_t code_at(int fmt, int r, int i, int hd) {
+    size_t e = ((size_t)(i / hd) * KV_ROWS + (size_t)r) * (size_t)hd + (size_t)(i % hd);
+    return fmt == KV_Q4B || grouped(fmt) ? e / 2 : e * (row_code_bytes(fmt, 2) / 2);
+}
+
 /* Store code q of element i of row r. */
-static void put_code(int fmt, void *slab, int r, int i, int q, int dim) {
-    uint8_t *c = (uint8_t *)slab + (size_t)r * row_code_bytes(fmt, dim);
+static void put_code(int fmt, void *slab, int r, int i, int q, int hd) {
+    uint8_t *c = (uint8_t *)slab + code_at(fmt, r, i, hd);
     if (fmt != KV_Q4B && !grouped(fmt)) {
-        c[i] = (uint8_t)(int8_t)q;
+        *c = (uint8_t)(int8_t)q;
         return;
     }
-    uint8_t nib = (uint8_t)(q + 8), *byte = c + i / 2;
-    *byte = i % 2 ? (uint8_t)((*byte & 0x0f) | (nib << 4)) : (uint8_t)((*byte & 0xf0) | nib);
+    uint8_t nib = (uint8_t)(q + 8);
+    *c = i % 2 ? (uint8_t)((*c & 0x0f) | (nib << 4)) : (uint8_t)((*c & 0xf0) | nib);
 }
 
 /* Largest |x[i * stride]| for i < n. */
@@ -143,36 +151,43 @@ static uint8_t fp8_code(float x, int eb, int mb) {
     return (uint8_t)(sign | (code > top ? top : code));
 }
 
-/* See kv_codec.h. */
-void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim) {
-    assert(kv_fmt_rowwise(fmt) && row >= 0 && row < KV_ROWS);
-    uint8_t *codes = (uint8_t *)slab + (size_t)row * row_code_bytes(fmt, dim);
-    if (fmt == KV_F32) {
-        memcpy(codes, x, (size_t)dim * sizeof(float));
-    } else if (fmt == KV_F16 || fmt == KV_BF16) {
-        for (int i = 0; i < dim; i++) {
-            uint16_t h = fmt == KV_F16 ? cx_fp32_to_fp16(x[i]) : cx_fp32_to_bf16(x[i]);
-            memcpy(codes + 2 * (size_t)i, &h, 2);
-        }
-    } else if (fmt == KV_E5M2) {
-        for (int i = 0; i < dim; i++) codes[i] = fp8_code(x[i], 5, 2);
-    } else if (grouped(fmt)) { /* per group of KV_GROUP: rotated first (q4h), then max / 7, 15 levels */
-        memset(codes, 0, row_code_bytes(fmt, dim)); /* nibbles are or-ed in */
-        for (int g = 0; g < dim; g += KV_GROUP) {
-            float t[KV_GROUP];
-            memcpy(t, x + g, sizeof t);
-            if (fmt == KV_Q4H) kern_hadamard32(t);
-            float scale = max_abs(t, KV_GROUP, 1) / 7.0f;
-            set_scale(fmt, slab, scale_index(fmt, row, g, dim), scale, dim);
-            for (int i = 0; i < KV_GROUP; i++) put_code(fmt, slab, row, g + i, quantize(t[i], scale, 7), dim);
-        }
-    } else if (fmt == KV_E4M3) { /* the row's largest magnitude at E4M3's largest, 448 */
-        float scale = max_abs(x, dim, 1) / 448.0f;
-        for (int i = 0; i < dim; i++) codes[i] = scale > 0.0f ? fp8_code(x[i] / scale, 4, 3) : 0;
+/* See kv_codec.h. A row's scale (q8, e4m3) spans all its heads; each
+ * head's codes go to that head's rows. */
+void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim, int hd) {
+    assert(kv_fmt_rowwise(fmt) && row >= 0 && row < KV_ROWS && hd > 0 && hd % 2 == 0 && dim % hd == 0);
+    float scale = 0.0f; /* q8: max / 127; e4m3: the row's largest magnitude at E4M3's largest, 448 */
+    if (fmt == KV_Q8 || fmt == KV_E4M3) {
+        scale = max_abs(x, dim, 1) / (fmt == KV_Q8 ? 127.0f : 448.0f);
         set_scale(fmt, slab, (size_t)row, scale, dim);
-    } else {
-        assert(fmt == KV_Q8);
-        set_scale(fmt, slab, (size_t)row, kv_q8_row(x, dim, (int8_t *)(void *)codes), dim);
+    }
+    for (int h0 = 0; h0 < dim; h0 += hd) {
+        uint8_t *codes = (uint8_t *)slab + code_at(fmt, row, h0, hd);
+        const float *xh = x + h0;
+        if (fmt == KV_F32) {
+            memcpy(codes, xh, (size_t)hd * sizeof(float));
+        } else if (fmt == KV_F16 || fmt == KV_BF16) {
+            for (int i = 0; i < hd; i++) {
+                uint16_t h = fmt == KV_F16 ? cx_fp32_to_fp16(xh[i]) : cx_fp32_to_bf16(xh[i]);
+                memcpy(codes + 2 * (size_t)i, &h, 2);
+            }
+        } else if (fmt == KV_E5M2) {
+            for (int i = 0; i < hd; i++) codes[i] = fp8_code(xh[i], 5, 2);
+        } else if (grouped(fmt)) { /* per group of KV_GROUP: rotated first (q4h), then max / 7, 15 levels */
+            memset(codes, 0, (size_t)hd / 2); /* nibbles are or-ed in */
+            for (int g = 0; g < hd; g += KV_GROUP) {
+                float t[KV_GROUP];
+                memcpy(t, xh + g, sizeof t);
+                if (fmt == KV_Q4H) kern_hadamard32(t);
+                float gs = max_abs(t, KV_GROUP, 1) / 7.0f;
+                set_scale(fmt, slab, scale_index(fmt, row, h0 + g, dim), gs, dim);
+                for (int i = 0; i < KV_GROUP; i++) put_code(fmt, slab, row, h0 + g + i, quantize(t[i], gs, 7), hd);
+            }
+        } else if (fmt == KV_E4M3) {
+            for (int i = 0; i < hd; i++) codes[i] = scale > 0.0f ? fp8_code(xh[i] / scale, 4, 3) : 0;
+        } else {
+            assert(fmt == KV_Q8);
+            for (int i = 0; i < hd; i++) codes[i] = (uint8_t)(int8_t)quantize(xh[i], scale, 127);
+        }
     }
 }
 
@@ -185,9 +200,10 @@ float kv_q8_row(const float *x, int n, int8_t *codes) {
 
 /* See kv_codec.h. Block formats: one scale per key column (over the 16
  * keys), one per value row. */
-void kv_encode_slab(int fmt, void *slab, const float *x, int dim) {
+void kv_encode_slab(int fmt, void *slab, const float *x, int dim, int hd) {
+    assert(hd > 0 && hd % 2 == 0 && dim % hd == 0);
     if (kv_fmt_rowwise(fmt)) {
-        for (int r = 0; r < KV_ROWS; r++) kv_encode_row(fmt, slab, r, x + (size_t)r * (size_t)dim, dim);
+        for (int r = 0; r < KV_ROWS; r++) kv_encode_row(fmt, slab, r, x + (size_t)r * (size_t)dim, dim, hd);
         return;
     }
     int qmax = fmt == KV_Q8B ? 127 : 7;
@@ -199,7 +215,7 @@ void kv_encode_slab(int fmt, void *slab, const float *x, int dim) {
     for (int r = 0; r < KV_ROWS; r++)
         for (int i = 0; i < dim; i++)
             put_code(fmt, slab, r, i, quantize(x[(size_t)r * (size_t)dim + (size_t)i], kv_step(fmt, slab, r, i, dim), qmax),
-                     dim);
+                     hd);
 }
 
 /* See kv_codec.h. */
@@ -209,16 +225,16 @@ float kv_step(int fmt, const void *slab, int r, int i, int dim) {
 }
 
 /* See kv_codec.h. */
-void kv_src(int fmt, const void *slab, int dim, int r0, int c0, kern_kv_src *src) {
+void kv_src(int fmt, const void *slab, int dim, int hd, int r0, int c0, kern_kv_src *src) {
     static const int elem[KV_NFMT] = {KERN_KV_F32, KERN_KV_F16, KERN_KV_I8, KERN_KV_I8, KERN_KV_I4,
                                       KERN_KV_BF16, KERN_KV_E4M3, KERN_KV_E5M2, KERN_KV_I4, KERN_KV_I4};
     assert(fmt >= 0 && fmt < KV_NFMT && r0 >= 0 && r0 < KV_ROWS && c0 >= 0 && c0 < dim && c0 % 2 == 0);
-    size_t rb = row_code_bytes(fmt, dim);
+    assert(hd > 0 && hd % 2 == 0 && dim % hd == 0);
     const uint8_t *base = slab;
-    const float *scales = (const float *)(const void *)(base + KV_ROWS * rb); /* 4-aligned: KV_ROWS * rb is */
+    const float *scales = (const float *)(const void *)(base + KV_ROWS * row_code_bytes(fmt, dim)); /* 4-aligned */
     src->elem = elem[fmt];
-    src->row_bytes = rb;
-    src->codes = base + (size_t)r0 * rb + (elem[fmt] == KERN_KV_I4 ? (size_t)c0 / 2 : (size_t)c0 * (rb / (size_t)dim));
+    src->row_bytes = row_code_bytes(fmt, hd); /* a head's rows lie together */
+    src->codes = base + code_at(fmt, r0, c0, hd);
     src->row_scale = src->col_scale = src->group_scale = NULL;
     src->group_stride = 0;
     src->hadamard = fmt == KV_Q4H;
@@ -232,14 +248,15 @@ void kv_src(int fmt, const void *slab, int dim, int r0, int c0, kern_kv_src *src
 }
 
 /* See kv_codec.h: the scalar table's unpacking, the formats' definition. */
-void kv_decode_rows(int fmt, const void *slab, int r0, int n, float *out, int dim) {
+void kv_decode_rows(int fmt, const void *slab, int r0, int n, float *out, int dim, int hd) {
     assert(r0 >= 0 && n >= 0 && r0 + n <= KV_ROWS);
     const kern_ops *ref = kern_table("scalar");
-    for (int r = r0; r < r0 + n; r++) { /* a row at a time: keys and values of the block formats differ */
-        kern_kv_src src;
-        kv_src(fmt, slab, dim, r, 0, &src);
-        ref->kv_unpack(&src, 1, dim, out + (size_t)(r - r0) * (size_t)dim, (size_t)dim);
-    }
+    for (int r = r0; r < r0 + n; r++) /* a row at a time: keys and values of the block formats differ */
+        for (int h0 = 0; h0 < dim; h0 += hd) { /* a head at a time: its columns lie together */
+            kern_kv_src src;
+            kv_src(fmt, slab, dim, hd, r, h0, &src);
+            ref->kv_unpack(&src, 1, hd, out + (size_t)(r - r0) * (size_t)dim + (size_t)h0, (size_t)dim);
+        }
 }
 
 /* Split n values of `width` (2 or 4) bytes at src into `width` planes at dst

@@ -4,7 +4,15 @@
  * A block holds KV_BLOCK consecutive positions of one sequence for every
  * layer. One layer of a block is a *slab* of KV_ROWS rows of `dim` values
  * (kv_dim = n_head_kv * head_dim): the KV_BLOCK key rows, then the KV_BLOCK
- * value rows. The codes of all rows come first, then the scales (floats):
+ * value rows. The codes of all rows come first, then the scales (floats).
+ * The codes are stored head by head: kv head 0's KV_ROWS rows of hd codes
+ * (hd = head_dim; keys, then values), then head 1's, and so on, so the
+ * columns one attention item reads (one kv head's keys and values of the
+ * block) are one run of bytes, not hd of every dim (a slab of one layer is
+ * a whole block of every layer away from the next block's, so a run is
+ * what the memory system streams; issue 30). A scale stays one per row (or
+ * column, or group) of the whole slab, the same numbers as without heads.
+ * In row terms ([32] = KV_ROWS rows, [dim] values a row):
  *
  *   KV_F32  [32][dim] float                      exact
  *   KV_F16  [32][dim] IEEE half                  round to nearest
@@ -73,22 +81,24 @@ size_t kv_slab_bytes(int fmt, int dim);
 /* 1 for the formats whose rows are encoded one at a time (all but q8b, q4b). */
 int kv_fmt_rowwise(int fmt);
 
-/* Store row `row` (0..KV_ROWS-1) of a slab of a row format from `dim` floats. */
-void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim);
+/* Store row `row` (0..KV_ROWS-1) of a slab of a row format from `dim`
+ * floats, heads of hd values (hd even, dividing dim). */
+void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim, int hd);
 /* The q8 row encoding: codes of n floats at one scale, max|x| / 127, each
  * x / scale rounded to nearest (ties to even) and clamped to -127..127;
  * returns the scale (0 for an all-zero row, whose codes are 0). Attention
  * quantizes its queries so to meet q8 keys in int8 (attn_scores_i8). */
 float kv_q8_row(const float *x, int n, int8_t *codes);
 /* Store a whole slab, any format, from KV_ROWS rows of `dim` floats. */
-void kv_encode_slab(int fmt, void *slab, const float *x, int dim);
-/* Rows r0.. of a slab from column c0 (even) on, described for the kernels'
+void kv_encode_slab(int fmt, void *slab, const float *x, int dim, int hd);
+/* Rows r0.. of a slab from column c0 (even) on, up to the end of c0's
+ * head (columns of one head lie together), described for the kernels'
  * kv_unpack (kernels.h): rows of one half (keys 0..KV_BLOCK-1, or values)
  * per call, as the block formats scale the halves differently. */
-void kv_src(int fmt, const void *slab, int dim, int r0, int c0, kern_kv_src *src);
+void kv_src(int fmt, const void *slab, int dim, int hd, int r0, int c0, kern_kv_src *src);
 /* Rows r0..r0+n-1 of a slab as floats, `dim` apart in out (the scalar
- * kernels' kv_unpack: the formats' definition). */
-void kv_decode_rows(int fmt, const void *slab, int r0, int n, float *out, int dim);
+ * kernels' kv_unpack, a head at a time: the formats' definition). */
+void kv_decode_rows(int fmt, const void *slab, int r0, int n, float *out, int dim, int hd);
 /* The quantization step (scale) of element i of row r: 0 for f32/f16. */
 float kv_step(int fmt, const void *slab, int r, int i, int dim);
 

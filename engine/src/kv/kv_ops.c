@@ -12,14 +12,14 @@
 
 /* See kv_cache.h. Rows are encoded in the hot format (a copy for f32). */
 void kv_write(kv_cache *c, const kv_seq *s, int layer, int pos, int T, const float *k, const float *v) {
-    int fmt = c->fmt[KV_HOT], dim = c->dim;
+    int fmt = c->fmt[KV_HOT], dim = c->dim, hd = c->hd;
     for (int t = 0; t < T; t++) {
         int p = pos + t;
         int32_t id = s->table[p / KV_BLOCK];
         assert(c->blocks[id].tier == KV_HOT && c->blocks[id].refs == 1 && c->blocks[id].pin == c->pass);
         uint8_t *slab = kv_block_slab(c, id, layer);
-        kv_encode_row(fmt, slab, p % KV_BLOCK, k + (size_t)t * (size_t)dim, dim);
-        kv_encode_row(fmt, slab, KV_BLOCK + p % KV_BLOCK, v + (size_t)t * (size_t)dim, dim);
+        kv_encode_row(fmt, slab, p % KV_BLOCK, k + (size_t)t * (size_t)dim, dim, hd);
+        kv_encode_row(fmt, slab, KV_BLOCK + p % KV_BLOCK, v + (size_t)t * (size_t)dim, dim, hd);
     }
 }
 

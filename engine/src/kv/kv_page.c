@@ -36,8 +36,8 @@ size_t kv_page_pack(kv_cache *c, int32_t id, int fmt) {
         off[l] = (uint32_t)at;
         const void *src = kv_block_slab(c, id, l);
         if (fmt != b->fmt) { /* a hot block going straight to cold pages of the warm format */
-            kv_decode_rows(b->fmt, src, 0, KV_ROWS, c->f32, c->dim);
-            kv_encode_slab(fmt, c->raw, c->f32, c->dim);
+            kv_decode_rows(b->fmt, src, 0, KV_ROWS, c->f32, c->dim, c->hd);
+            kv_encode_slab(fmt, c->raw, c->f32, c->dim, c->hd);
             src = c->raw;
         }
         kv_planes_split(fmt, src, c->planes, c->dim);

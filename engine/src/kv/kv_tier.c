@@ -87,8 +87,8 @@ static void convert_slab(kv_cache *c, int sf, const void *src, int df, void *dst
         memcpy(dst, src, kv_slab_bytes(sf, c->dim));
         return;
     }
-    kv_decode_rows(sf, src, 0, KV_ROWS, c->f32, c->dim);
-    kv_encode_slab(df, dst, c->f32, c->dim);
+    kv_decode_rows(sf, src, 0, KV_ROWS, c->f32, c->dim, c->hd);
+    kv_encode_slab(df, dst, c->f32, c->dim, c->hd);
 }
 
 /* Copy every layer of block src into `slot` of tier `to` (format fmt[to]); 0 or -1. */

@@ -13,6 +13,7 @@ int kv_view_init(kv_view *v, const kv_cache *c, int n_ctx, int n_threads) {
     memset(v, 0, sizeof *v);
     v->max_blocks = (n_ctx + KV_BLOCK - 1) / KV_BLOCK;
     v->dim = c->dim;
+    v->hd = c->hd;
     v->n_threads = n_threads;
     v->slab = malloc(sizeof(uint8_t *) * (size_t)v->max_blocks);
     v->fmt = malloc((size_t)v->max_blocks);
@@ -93,18 +94,25 @@ void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, in
 int kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int c0, int nc, float *out, size_t ld,
                  int keep_rotation) {
     assert(i >= 0 && i < v->max_blocks && n >= 1 && (r0 < KV_BLOCK) == (r0 + n - 1 < KV_BLOCK) && "one half per call");
+    assert(nc >= 2 && c0 / v->hd == (c0 + nc - 1) / v->hd && "one kv head's columns per call");
     kern_kv_src src;
-    kv_src(v->fmt[i], v->slab[i], v->dim, r0, c0, &src);
+    kv_src(v->fmt[i], v->slab[i], v->dim, v->hd, r0, c0, &src);
     int rotated = keep_rotation && src.hadamard;
     if (rotated) src.hadamard = 0;
     k->kv_unpack(&src, n, nc, out, ld);
     return rotated;
 }
 
-/* Every cache line of bytes p..p+n-1. */
+/* Every cache line of bytes p..p+n-1, into L2 (locality 1: prefetcht2; L2
+ * on AMD and Intel alike), not L1: an L1 prefetch holds one of the core's
+ * few L1 miss buffers until its line arrives, so a tile's worth of them
+ * stalled the very loads attention waited on (a q8 decode at 16,384 spent
+ * 10% in this function with prefetcht0), while L2 queues many more misses.
+ * tlattn tg128 after 8,192 q8, 2 threads: 38-40 tok/s with prefetcht0,
+ * 52-66 with this (docs/performance.md). */
 static void prefetch_span(const void *p, size_t n) {
     uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, end = (uintptr_t)p + n;
-    for (; a < end; a += 64) __builtin_prefetch((const void *)a);
+    for (; a < end; a += 64) __builtin_prefetch((const void *)a, 0, 1);
 }
 
 /* See kv_view.h. */
@@ -112,10 +120,11 @@ void kv_view_prefetch(const kv_view *v, int i, int c0, int nc) {
     assert(i >= 0 && i < v->max_blocks && nc >= 2);
     for (int half = 0; half < 2; half++) {
         kern_kv_src src;
-        kv_src(v->fmt[i], v->slab[i], v->dim, half * KV_BLOCK, c0, &src);
-        size_t span = src.elem == KERN_KV_I4 ? (size_t)nc / 2 : (size_t)nc * (src.row_bytes / (size_t)v->dim);
+        kv_src(v->fmt[i], v->slab[i], v->dim, v->hd, half * KV_BLOCK, c0, &src);
+        size_t span = src.elem == KERN_KV_I4 ? (size_t)nc / 2 : (size_t)nc * (src.row_bytes / (size_t)v->hd);
+        if (span == src.row_bytes) prefetch_span(src.codes, KV_BLOCK * src.row_bytes); /* a whole head: one run */
         for (int r = 0; r < KV_BLOCK; r++) {
-            prefetch_span(src.codes + (size_t)r * src.row_bytes, span);
+            if (span < src.row_bytes) prefetch_span(src.codes + (size_t)r * src.row_bytes, span);
             if (src.group_scale) prefetch_span(src.group_scale + (size_t)r * src.group_stride, sizeof(float) * (size_t)(nc / KV_GROUP));
         }
         if (src.row_scale) prefetch_span(src.row_scale, sizeof(float) * KV_BLOCK);

@@ -26,7 +26,7 @@
 #define KV_VIEW_COUNT_STRIDE 8
 
 typedef struct kv_view {
-    int max_blocks, dim, n_threads;
+    int max_blocks, dim, hd, n_threads; /* hd: head_dim (a slab's codes lie head by head) */
     const uint8_t **slab;    /* [max_blocks]: the current layer's slab of each block */
     int8_t *fmt;             /* [max_blocks]: its format (KV_F32..) */
     int32_t *todo;           /* table indices of the blocks to stage */
@@ -49,7 +49,8 @@ int kv_view_layer(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int
  * kv_view_layer listed, with thread tid's scratch (tid < n_threads). */
 void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, int j, int tid);
 /* Rows r0..r0+n-1 of block i's slab (within its keys, 0..KV_BLOCK-1, or its
- * values, KV_BLOCK..KV_ROWS-1), columns c0..c0+nc-1 (c0, nc even), as floats
+ * values, KV_BLOCK..KV_ROWS-1), columns c0..c0+nc-1 (c0, nc even; within one
+ * kv head, whose columns lie together: kv_codec.h), as floats
  * at out, rows ld apart, unpacked by table k. With keep_rotation, a rotated
  * format's rows (q4h: H x for each 32 columns) come out as stored, not
  * rotated back, and the call returns 1: attention then rotates its query
@@ -58,17 +59,18 @@ void kv_view_stage(kv_view *v, const kv_cache *c, const kv_seq *s, int layer, in
 int kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int c0, int nc, float *out, size_t ld,
                  int keep_rotation);
 /* Ask the memory system for block i's rows (keys and values), columns
- * c0..c0+nc-1 (as kv_view_rows takes them), and their scales, without
- * waiting: attention calls it a tile ahead. A block's slab of one layer is
- * a few KiB apart from the next block's by a whole block of every layer,
- * so the hardware's stream prefetchers stop at each block: without this a
- * decode reading one kv head's 64 bytes a row waits on memory once per
- * block. A hint only; nothing is read. */
+ * c0..c0+nc-1 (as kv_view_rows takes them), and their scales, into L2
+ * without waiting: attention calls it a tile ahead. A block's slab of one
+ * layer lies a whole block of every layer away from the next block's, so
+ * the hardware's stream prefetchers stop at each block: without this a
+ * decode waits on memory once per block. A hint only; nothing is read. */
 void kv_view_prefetch(const kv_view *v, int i, int c0, int nc);
-/* Block i's keys (kv = 0) or values (1) as floats rows dim apart, where the
- * block is stored as f32 in place; NULL for any other format. */
-static inline const float *kv_view_f32(const kv_view *v, int i, int kv) {
-    return v->fmt[i] == KV_F32 ? (const float *)(const void *)v->slab[i] + (size_t)kv * KV_BLOCK * (size_t)v->dim : NULL;
+/* Block i's keys (kv = 0) or values (1) of kv head kvh as floats, rows hd
+ * apart, where the block is stored as f32 in place; NULL for any other
+ * format. */
+static inline const float *kv_view_f32(const kv_view *v, int i, int kv, int kvh) {
+    return v->fmt[i] == KV_F32 ? (const float *)(const void *)v->slab[i] + ((size_t)kvh * KV_ROWS + (size_t)kv * KV_BLOCK) * (size_t)v->hd
+                               : NULL;
 }
 /* Add the threads' restore counters to the cache's; returns the failed reads since the last call. */
 int64_t kv_view_collect(kv_view *v, kv_cache *c);

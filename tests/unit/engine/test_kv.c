@@ -45,7 +45,7 @@ static float frand(uint64_t *st) {
 static uint8_t rand_byte(uint64_t *st) { return (uint8_t)(frand(st) * 127.0f + 128.0f); }
 
 static void test_codec(void) {
-    const int dim = 64;
+    const int dim = 64, hd = 32; /* two heads: their codes lie apart (kv_codec.h) */
     uint64_t st = 12345;
     float x[KV_ROWS * 64], y[KV_ROWS * 64];
     for (int i = 0; i < KV_ROWS * dim; i++) x[i] = frand(&st) * (float)(1 + i % 5) * ((i / dim) == 3 ? 0.0f : 1.0f);
@@ -54,8 +54,8 @@ static void test_codec(void) {
     CHECK(kv_zip_init(&zc, 1, 6) == 0 && kv_zip_init(&zd, 0, 0) == 0, "zlib streams");
     for (int f = 0; f < KV_NFMT; f++) {
         size_t n = kv_slab_bytes(f, dim);
-        kv_encode_slab(f, slab, x, dim);
-        kv_decode_rows(f, slab, 0, KV_ROWS, y, dim);
+        kv_encode_slab(f, slab, x, dim, hd);
+        kv_decode_rows(f, slab, 0, KV_ROWS, y, dim, hd);
         double worst = 0; /* error in steps (the element's scale) */
         int exact = 1;
         int fp8 = f == KV_E4M3 || f == KV_E5M2;
@@ -77,6 +77,12 @@ static void test_codec(void) {
                 else exact &= b == 0 && a == 0;
             }
         CHECK(exact, "%s: decode(encode(x)) is x as the format rounds it", kv_fmt_name(f));
+        if (f == KV_F32) { /* the layout: head 1's 32 rows together, after head 0's */
+            int laid = 1;
+            for (int r = 0; r < KV_ROWS; r++)
+                laid &= !memcmp(slab + (size_t)(KV_ROWS + r) * hd * sizeof(float), x + r * dim + hd, hd * sizeof(float));
+            CHECK(laid, "f32: a slab's codes lie head by head, each head's rows together");
+        }
         if ((f >= KV_Q8 && f <= KV_Q4B) || f == KV_Q4G)
             CHECK(worst <= 0.5 + 1e-5, "%s: error %.6f steps > 1/2", kv_fmt_name(f), worst);
         if (f == KV_Q4H) { /* the rotation keeps lengths: a group's error is at most sqrt(32) half-steps long */
@@ -92,7 +98,7 @@ static void test_codec(void) {
         }
         if (kv_fmt_rowwise(f)) { /* rows written one at a time give the same slab */
             uint8_t rows[KV_ROWS * 64 * 4];
-            for (int r = 0; r < KV_ROWS; r++) kv_encode_row(f, rows, r, x + r * dim, dim);
+            for (int r = 0; r < KV_ROWS; r++) kv_encode_row(f, rows, r, x + r * dim, dim, hd);
             CHECK(!memcmp(rows, slab, n), "%s: row by row equals the whole slab", kv_fmt_name(f));
         }
         kv_planes_split(f, slab, planes, dim);
@@ -133,7 +139,7 @@ static void test_codec(void) {
         memcpy(row, &h, 2); /* little-endian, as the format stores it */
         uint8_t f16slab[KV_ROWS * 48 * 2] = {0};
         memcpy(f16slab, row, sizeof row);
-        kv_decode_rows(KV_F16, f16slab, 0, 1, out, 48);
+        kv_decode_rows(KV_F16, f16slab, 0, 1, out, 48, 48);
         same &= want != want ? out[0] != out[0] : !memcmp(&out[0], &want, sizeof want);
     }
     CHECK(same, "f16 decode equals cx_fp16_to_fp32 for all 65536 halves");
@@ -143,10 +149,10 @@ static void test_codec(void) {
  * both halves of a slab, column offsets and widths that leave SIMD tails,
  * and (FP8) every code byte, NaNs included. */
 static void test_unpack(void) {
-    const int dim = 96;
+    const int dim = 192, hd = 96; /* two heads */
     uint64_t st = 777;
-    static float x[KV_ROWS * 96];
-    static uint8_t slab[KV_ROWS * 96 * 4 + 4096];
+    static float x[KV_ROWS * 192];
+    static uint8_t slab[KV_ROWS * 192 * 4 + 4096];
     for (int i = 0; i < KV_ROWS * dim; i++) x[i] = frand(&st) * (float)(1 + i % 7) * ((i % 11) == 0 ? 100.0f : 1.0f);
     static const char *isa[] = {"avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16"};
     const kern_ops *ref = kern_table("scalar");
@@ -158,7 +164,7 @@ static void test_unpack(void) {
         }
         int same = 1, cases = 0;
         for (int f = 0; f < KV_NFMT; f++) {
-            kv_encode_slab(f, slab, x, dim);
+            kv_encode_slab(f, slab, x, dim, hd);
             if (f == KV_E4M3 || f == KV_E5M2)
                 for (int i = 0; i < KV_ROWS * dim; i++) slab[i] = (uint8_t)i; /* every code */
             static const int c0s[] = {0, 2, 6, 16, 38}, ncs[] = {2, 8, 14, 16, 40, 58};
@@ -166,13 +172,14 @@ static void test_unpack(void) {
                 for (size_t a = 0; a < sizeof c0s / sizeof c0s[0]; a++)
                     for (size_t b = 0; b < sizeof ncs / sizeof ncs[0]; b++) {
                         int c0 = c0s[a], nc = ncs[b], r0 = half * KV_BLOCK + (int)(a % 3), n = KV_BLOCK - (int)(a % 3);
+                        int head0 = (int)(b % 2) * hd; /* within either head */
                         if (f == KV_Q4G || f == KV_Q4H) { /* whole groups of 32 */
                             c0 = (int)(a % 2) * KV_GROUP;
                             nc = (int)(b % 2 + 1) * KV_GROUP;
                         }
                         float want[KV_BLOCK * 64], got[KV_BLOCK * 64];
                         kern_kv_src src;
-                        kv_src(f, slab, dim, r0, c0, &src);
+                        kv_src(f, slab, dim, hd, r0, head0 + c0, &src);
                         ref->kv_unpack(&src, n, nc, want, 64);
                         k->kv_unpack(&src, n, nc, got, 64);
                         for (int r = 0; r < n; r++)
@@ -189,13 +196,13 @@ static void test_unpack(void) {
      * unpacked columns, and FP8's exact values */
     int ok = 1;
     for (int f = 0; f < KV_NFMT; f++) {
-        static float whole[KV_ROWS * 96], part[KV_ROWS * 96];
-        kv_encode_slab(f, slab, x, dim);
-        kv_decode_rows(f, slab, 0, KV_ROWS, whole, dim);
+        static float whole[KV_ROWS * 192], part[KV_ROWS * 192];
+        kv_encode_slab(f, slab, x, dim, hd);
+        kv_decode_rows(f, slab, 0, KV_ROWS, whole, dim, hd);
         for (int half = 0; half < 2; half++) {
             kern_kv_src src;
-            int c0 = f == KV_Q4G || f == KV_Q4H ? 32 : 10, nc = f == KV_Q4G || f == KV_Q4H ? 32 : 20;
-            kv_src(f, slab, dim, half * KV_BLOCK, c0, &src);
+            int c0 = (half ? hd : 0) + (f == KV_Q4G || f == KV_Q4H ? 32 : 10), nc = f == KV_Q4G || f == KV_Q4H ? 32 : 20;
+            kv_src(f, slab, dim, hd, half * KV_BLOCK, c0, &src);
             ref->kv_unpack(&src, KV_BLOCK, nc, part, (size_t)nc);
             for (int r = 0; r < KV_BLOCK; r++)
                 for (int c = 0; c < nc; c++) ok &= part[r * nc + c] == whole[(half * KV_BLOCK + r) * dim + c0 + c];
@@ -310,7 +317,9 @@ static double read_error(kv_cache *c, kv_seq *s, kv_view *v) {
             for (int kv = 0; kv < 2; kv++) {
                 float row[256];
                 assert(c->dim <= 256);
-                kv_view_rows(v, kern_table("scalar"), p / KV_BLOCK, kv * KV_BLOCK + p % KV_BLOCK, 1, 0, c->dim, row, (size_t)c->dim, 0);
+                for (int h0 = 0; h0 < c->dim; h0 += c->hd) /* a kv head at a time */
+                    kv_view_rows(v, kern_table("scalar"), p / KV_BLOCK, kv * KV_BLOCK + p % KV_BLOCK, 1, h0, c->hd, row + h0,
+                                 (size_t)c->dim, 0);
                 for (int i = 0; i < c->dim; i++) {
                     double e = fabs((double)row[i] - row_value(l, kv, p, i));
                     worst = e > worst ? e : worst;
