@@ -571,15 +571,19 @@ def test_asyncio_cancel_and_errors(cortex, stories, sched):
         raise ValueError("async boom")
 
     async def main():
-        # a cancelled task cancels its request
-        req = sched.submit(PROMPTS[0], 400, temperature=0, ignore_eos=True)
+        # a cancelled task cancels its request (held at its first token, so it
+        # is still running when the task is cancelled: 400 tokens of this
+        # model can take under the 10 ms a sleep would give)
+        gate0 = Gate(1)
+        req = sched.submit(PROMPTS[0], 400, temperature=0, ignore_eos=True, on_token=gate0)
         task = asyncio.ensure_future(req)
         await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        gate0.open()
         res = await req
-        assert res["state"] in ("cancelled", "finished")
+        assert res["state"] == "cancelled"
         # wait_for's timeout cancels the awaiting coroutine, and so the request
         gate = Gate(1)
         req2 = sched.submit(PROMPTS[1], 400, temperature=0, ignore_eos=True, on_token=gate)
