@@ -151,6 +151,11 @@ static uint8_t fp8_code(float x, int eb, int mb) {
     return (uint8_t)(sign | (code > top ? top : code));
 }
 
+/* The q8 codes of n floats at `scale` (kv_q8_row's, and a head's part of a row's). */
+static void q8_codes(const float *x, int n, float scale, int8_t *codes) {
+    for (int i = 0; i < n; i++) codes[i] = (int8_t)quantize(x[i], scale, 127);
+}
+
 /* See kv_codec.h. A row's scale (q8, e4m3) spans all its heads; each
  * head's codes go to that head's rows. */
 void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim, int hd) {
@@ -186,7 +191,7 @@ void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim, int hd
             for (int i = 0; i < hd; i++) codes[i] = scale > 0.0f ? fp8_code(xh[i] / scale, 4, 3) : 0;
         } else {
             assert(fmt == KV_Q8);
-            for (int i = 0; i < hd; i++) codes[i] = (uint8_t)(int8_t)quantize(xh[i], scale, 127);
+            q8_codes(xh, hd, scale, (int8_t *)(void *)codes);
         }
     }
 }
@@ -194,7 +199,7 @@ void kv_encode_row(int fmt, void *slab, int row, const float *x, int dim, int hd
 /* See kv_codec.h. */
 float kv_q8_row(const float *x, int n, int8_t *codes) {
     float scale = max_abs(x, n, 1) / 127.0f;
-    for (int i = 0; i < n; i++) codes[i] = (int8_t)quantize(x[i], scale, 127);
+    q8_codes(x, n, scale, codes);
     return scale;
 }
 

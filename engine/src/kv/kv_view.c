@@ -103,6 +103,15 @@ int kv_view_rows(const kv_view *v, const kern_ops *k, int i, int r0, int n, int 
     return rotated;
 }
 
+/* See kv_view.h: where kv_src says the head's rows start (the codec alone
+ * knows the layout). */
+const float *kv_view_f32(const kv_view *v, int i, int kv, int kvh) {
+    if (v->fmt[i] != KV_F32) return NULL;
+    kern_kv_src src;
+    kv_src(KV_F32, v->slab[i], v->dim, v->hd, kv * KV_BLOCK, kvh * v->hd, &src);
+    return (const float *)(const void *)src.codes;
+}
+
 /* Every cache line of bytes p..p+n-1, into L2 (locality 1: prefetcht2; L2
  * on AMD and Intel alike), not L1: an L1 prefetch holds one of the core's
  * few L1 miss buffers until its line arrives, so a tile's worth of them

@@ -68,10 +68,7 @@ void kv_view_prefetch(const kv_view *v, int i, int c0, int nc);
 /* Block i's keys (kv = 0) or values (1) of kv head kvh as floats, rows hd
  * apart, where the block is stored as f32 in place; NULL for any other
  * format. */
-static inline const float *kv_view_f32(const kv_view *v, int i, int kv, int kvh) {
-    return v->fmt[i] == KV_F32 ? (const float *)(const void *)v->slab[i] + ((size_t)kvh * KV_ROWS + (size_t)kv * KV_BLOCK) * (size_t)v->hd
-                               : NULL;
-}
+const float *kv_view_f32(const kv_view *v, int i, int kv, int kvh);
 /* Add the threads' restore counters to the cache's; returns the failed reads since the last call. */
 int64_t kv_view_collect(kv_view *v, kv_cache *c);
 
