@@ -149,7 +149,8 @@ static void act_carve(fwd_ws *w, const cx_model_info *h, int batch, int n_out) {
  * queries [heads][ATT_QBLOCK][head_dim] floats and the rotated values'
  * accumulators, as acc (both used only over q4h blocks); the queries in
  * int8, [heads][ATT_QBLOCK][head_dim], their scales and their codes' sums
- * [heads][ATT_QBLOCK] (used only over q8 blocks). */
+ * [heads][ATT_QBLOCK] (used only over q8 blocks); the queries gathered,
+ * [heads][ATT_QBLOCK][head_dim] floats (scored at once against float keys). */
 static void att_slice(const cx_model_info *h, size_t n[FWD_ATT_BUFS]) {
     size_t hd = (size_t)h->head_dim, rep = (size_t)(h->n_head / h->n_head_kv); /* heads per item, at most */
     n[0] = rep * ATT_QBLOCK * ATT_TILE;
@@ -161,10 +162,11 @@ static void att_slice(const cx_model_info *h, size_t n[FWD_ATT_BUFS]) {
     n[6] = rep * ATT_QBLOCK * hd;
     n[7] = rep * ATT_QBLOCK;
     n[8] = rep * ATT_QBLOCK;
+    n[9] = rep * ATT_QBLOCK * hd;
 }
 static const size_t att_item_size[FWD_ATT_BUFS] = {sizeof(float), sizeof(double), sizeof(double), sizeof(float),
                                                    sizeof(float), sizeof(double), sizeof(int8_t), sizeof(float),
-                                                   sizeof(int32_t)};
+                                                   sizeof(int32_t), sizeof(float)};
 
 /* Bytes of attention's scratch (as att_ws_carve takes them): n_threads
  * slices of whole lines, and the work items' ends. */
@@ -188,6 +190,7 @@ static void att_ws_carve(fwd_att_ws *a, arena *mem, const cx_model_info *h, int 
     a->q8 = fwd_carve(mem, T * a->stride[6], sizeof(int8_t));
     a->q8d = fwd_carve(mem, T * a->stride[7], sizeof(float));
     a->q8s = fwd_carve(mem, T * a->stride[8], sizeof(int32_t));
+    a->qf = fwd_carve(mem, T * a->stride[9], sizeof(float));
     a->item_end = fwd_carve(mem, (size_t)batch, sizeof(int));
 }
 
@@ -496,12 +499,14 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     int8_t *q8 = w->att.q8 + (size_t)tid * w->att.stride[6]; /* [head][query][hd] */
     float *q8d = w->att.q8d + (size_t)tid * w->att.stride[7]; /* [head][query] */
     int32_t *q8s = w->att.q8s + (size_t)tid * w->att.stride[8]; /* [head][query] */
+    float *qf = w->att.qf + (size_t)tid * w->att.stride[9];     /* [head][query][hd] */
     int nq = qi1 - qi0, rotated = 0; /* rotated: a q4h block was read (qr and accr are in use) */
     int quantized = 0;               /* the queries are in q8 and q8d (a q8 block was read) */
     for (int i = 0; i < nh * nq; i++) {
         ml[2 * i] = -INFINITY;
         ml[2 * i + 1] = 0.0;
         memset(acc + (size_t)i * hd, 0, sizeof(double) * (size_t)hd);
+        memcpy(qf + (size_t)i * hd, seg_query(w, g, qi0 + i % nq, head0 + i / nq), sizeof(float) * (size_t)hd);
     }
     int last = g->pos + qi1 - 1; /* the furthest position any query here sees */
     int first = W && g->pos + qi0 - W + 1 > 0 ? g->pos + qi0 - W + 1 : 0; /* the earliest */
@@ -530,6 +535,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
         for (int j = 0; j < tn && in_place; j += KV_BLOCK) in_place = view->fmt[(k0 + j) / KV_BLOCK] == KV_F32;
         for (int j = 0; j < tn; j += KV_BLOCK) {
             int bi = (k0 + j) / KV_BLOCK, n = tn - j < KV_BLOCK ? tn - j : KV_BLOCK;
+            k8[j / KV_BLOCK].codes = NULL;
             if (in_place) {
                 kp[j / KV_BLOCK] = kv_view_f32(view, bi, 0, kvh);
                 vp[j / KV_BLOCK] = kv_view_f32(view, bi, 1, kvh);
@@ -538,7 +544,6 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             kp[j / KV_BLOCK] = kt + (size_t)j * hd;
             vp[j / KV_BLOCK] = vt + (size_t)j * hd;
             int keep = !w->att.rows_rotated_back;
-            k8[j / KV_BLOCK].codes = NULL;
             if (view->fmt[bi] == KV_Q8 && !w->att.keys_unpacked) { /* q8 keys: scored in int8 where they are */
                 kv_src(KV_Q8, view->slab[bi], view->dim, view->hd, 0, (int)col, &k8[j / KV_BLOCK]);
                 tile_q8 = 1;
@@ -548,42 +553,36 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
             tile_rot |= rot[j / KV_BLOCK];
         }
         if (tile_rot && !rotated) { /* the first q4h block: rotate the queries once, start the rotated sums */
-            for (int hh = 0; hh < nh; hh++)
-                for (int i = 0; i < nq; i++) {
-                    float *r = qr + (size_t)(hh * nq + i) * hd;
-                    memcpy(r, seg_query(w, g, qi0 + i, head0 + hh), sizeof(float) * (size_t)hd);
-                    for (int c = 0; c < hd; c += KV_GROUP) kern_hadamard32(r + c);
-                }
+            memcpy(qr, qf, sizeof(float) * (size_t)(nh * nq) * (size_t)hd);
+            for (int s = 0; s < nh * nq; s++)
+                for (int c = 0; c < hd; c += KV_GROUP) kern_hadamard32(qr + (size_t)s * hd + c);
             memset(accr, 0, sizeof(double) * (size_t)(nh * nq) * (size_t)hd);
             rotated = 1;
         }
         if (tile_q8 && !quantized) { /* the first q8 block: the queries in int8, once, as q8 rows are */
             for (int s = 0; s < nh * nq; s++) {
                 int8_t *c = q8 + (size_t)s * hd;
-                q8d[s] = kv_q8_row(seg_query(w, g, qi0 + s % nq, head0 + s / nq), hd, c);
+                q8d[s] = kv_q8_row(qf + (size_t)s * hd, hd, c);
                 q8s[s] = 0;
                 for (int d = 0; d < hd; d++) q8s[s] += c[d];
             }
             quantized = 1;
         }
-        for (int j = 0; j < tn && tile_q8; j += KV_BLOCK) /* q8 blocks: every (head, query) at once */
-            if (k8[j / KV_BLOCK].codes)
+        for (int j = 0; j < tn; j += KV_BLOCK) { /* the tile's scores, block by block, every (head, query) at once */
+            int n = tn - j < KV_BLOCK ? tn - j : KV_BLOCK, b = j / KV_BLOCK;
+            if (k8[b].codes) /* q8 keys, in int8 */
                 k->attn_scores_i8(sc_all + j, ATT_TILE, q8, (size_t)hd, q8d, q8s, nh * nq,
-                                  (const int8_t *)(const void *)k8[j / KV_BLOCK].codes, k8[j / KV_BLOCK].row_bytes,
-                                  k8[j / KV_BLOCK].row_scale, tn - j < KV_BLOCK ? tn - j : KV_BLOCK, hd, scale);
+                                  (const int8_t *)(const void *)k8[b].codes, k8[b].row_bytes, k8[b].row_scale, n, hd, scale);
+            else /* float keys (q4h ones meet the rotated queries) */
+                k->attn_scores(sc_all + j, ATT_TILE, rot[b] ? qr : qf, (size_t)hd, nh * nq, kp[b], (size_t)hd, n, hd, scale);
+        }
         for (int hh = 0; hh < nh; hh++)
             for (int i = 0; i < nq; i++) {
                 int p = g->pos + qi0 + i, s = hh * nq + i; /* s: this (head, query)'s state */
                 int lo = W && p - W + 1 > 0 ? p - W + 1 : 0; /* this query's first key */
                 if (k0 > p || k0 + ATT_TILE <= lo) continue;
                 int kn = (p + 1 - k0) < ATT_TILE ? p + 1 - k0 : ATT_TILE;
-                const float *q = seg_query(w, g, qi0 + i, head0 + hh);
-                const float *q_rot = qr + (size_t)s * hd;
-                float *sc = sc_all + (tile_q8 ? (size_t)s * ATT_TILE : 0); /* one buffer unless q8 scored them all */
-                for (int j = 0; j < kn; j += KV_BLOCK) /* the tile's blocks, in order (q8 ones scored above) */
-                    if (!tile_q8 || !k8[j / KV_BLOCK].codes)
-                        k->attn_scores(sc + j, rot[j / KV_BLOCK] ? q_rot : q, kp[j / KV_BLOCK], (size_t)hd,
-                                       kn - j < KV_BLOCK ? kn - j : KV_BLOCK, hd, scale);
+                float *sc = sc_all + (size_t)s * ATT_TILE; /* its scores (keys past p unused) */
                 for (int j = 0; j < lo - k0; j++) sc[j] = -INFINITY; /* before the window */
                 float tmax = tile_max(sc, kn);
                 double *a = acc + (size_t)s * hd, *ar = accr + (size_t)s * hd;

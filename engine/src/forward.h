@@ -44,7 +44,7 @@
 #define FWD_MAX_BATCH 256 /* rows per pass of a session's own workspace */
 #define FWD_TILE_TOKENS 32 /* tokens per gemm call (forward.c's matmul tiles; the adapters' A products too) */
 enum { FWD_ACT_FORMATS = KERN_ACT_Q8_256 + 1 }; /* activation formats (KERN_ACT_*) */
-enum { FWD_ATT_BUFS = 9 }; /* attention's per-thread buffers: scores, acc, ml, kv, qr, accr, q8, q8d, q8s */
+enum { FWD_ATT_BUFS = 10 }; /* attention's per-thread buffers: scores, acc, ml, kv, qr, accr, q8, q8d, q8s, qf */
 
 /* One prepared form of the matrix input: its kern_act, and its memory (the pass's scratch). */
 typedef struct fwd_act {
@@ -68,7 +68,7 @@ typedef struct fwd_input {
  * ATT_QBLOCK are its constants): per thread, each thread's slice on its own
  * cache lines, `stride` elements from the next. */
 typedef struct fwd_att_ws {
-    float *scores;            /* [thread][ATT_TILE] */
+    float *scores;            /* [thread][heads of a kv group][ATT_QBLOCK][ATT_TILE]: a tile's scores */
     double *acc;              /* [thread][heads of a kv group][ATT_QBLOCK][head_dim] */
     double *ml;               /* [thread][heads of a kv group][ATT_QBLOCK][2]: running max, running sum */
     float *kv;                /* [thread][2][ATT_TILE][head_dim]: a tile's keys, then values, packed */
@@ -77,7 +77,8 @@ typedef struct fwd_att_ws {
     int8_t *q8;               /* [thread][heads][ATT_QBLOCK][head_dim]: the queries in int8 (for q8 keys) */
     float *q8d;               /* [thread][heads][ATT_QBLOCK]: their scales */
     int32_t *q8s;             /* [thread][heads][ATT_QBLOCK]: the sums of their codes */
-    size_t stride[FWD_ATT_BUFS]; /* scores .. q8s: elements from one thread's slice to the next */
+    float *qf;                /* [thread][heads][ATT_QBLOCK][head_dim]: the item's queries, gathered (float keys) */
+    size_t stride[FWD_ATT_BUFS]; /* scores .. qf: elements from one thread's slice to the next */
     int *item_end;            /* [batch]: work items of segments 0..i of this pass */
     int decode_grouped;       /* this pass: a decode item takes every head of a kv group (else one head) */
     float scale;              /* the scores' scale: 1/sqrt(head_dim), times YaRN's mscale^2 */

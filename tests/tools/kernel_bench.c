@@ -78,7 +78,7 @@ static void b_swiglu(bench_ctx *c) {
     c->k->swiglu(c->y, c->big + FF, FF);
 }
 static void b_argmax(bench_ctx *c) { c->y[0] = (float)c->k->argmax(c->big, VOCAB); }
-static void b_scores(bench_ctx *c) { c->k->attn_scores(c->sc, c->x, c->big, HD, KEYS, HD, 0.125f); }
+static void b_scores(bench_ctx *c) { c->k->attn_scores(c->sc, KEYS, c->x, HD, 1, c->big, HD, KEYS, HD, 0.125f); }
 static void b_values(bench_ctx *c) {
     const float *vb[KEYS / KERN_VBLOCK];
     for (int b = 0; b < KEYS / KERN_VBLOCK; b++) vb[b] = c->big + (size_t)b * KERN_VBLOCK * HD;

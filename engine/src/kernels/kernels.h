@@ -142,9 +142,18 @@ typedef struct kern_ops {
     kern_gemm_fn gemm_x16[KERN_NTYPES];
     /* Quantize activation row t of a (fmt Q8_32 or Q8_256) from n floats x. */
     void (*quantize_act)(const float *x, kern_act *a, int t);
-    /* Attention scores of one query against kn keys `stride` floats apart:
-     * sc[j] = (q . K[j]) * scale, head_dim hd. */
-    void (*attn_scores)(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale);
+    /* Attention scores of nq queries (rows ldq floats apart; scores of
+     * query i at sc + i * ldsc) against kn keys (rows `stride` floats
+     * apart), head_dim hd: sc[i][j] = s_ij * scale, s_ij one fused
+     * multiply-add chain over the dimensions in order from zero (s = 0; s =
+     * fmaf(q_i[d], K[j][d], s) for d = 0 .. hd-1). Every table gives these
+     * bits, and a score does not depend on the other queries and keys of
+     * the call: the SIMD tables put keys across the lanes (one chain per
+     * lane, nothing reduced across lanes) and transpose each group of keys
+     * once for all the call's queries, so the forward pass scores a block
+     * for every (head, query) of an item at once. */
+    void (*attn_scores)(float *sc, size_t ldsc, const float *q, size_t ldq, int nq, const float *K, size_t stride, int kn,
+                        int hd, float scale);
     /* The same from int8 codes, for keys of the q8 KV format read where they
      * are stored, for nq queries at once (rows ldq bytes apart, scales
      * qd[i]; scores of query i at sc + i * ldsc): sc[i][j] = (float)isum_ij *

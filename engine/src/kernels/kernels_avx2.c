@@ -278,22 +278,90 @@ ALWAYS_INLINE __m256 exp8(__m256 x) {
     return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
-/* One dot of n floats: two 8-lane FMA chains, then the scalar tail. */
-ALWAYS_INLINE float dot_f32v(const float *a, const float *b, int n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-    }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = simd_hsum8(_mm256_add_ps(s0, s1));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
+/* A mask of the first n (0..8) lanes (maskload, maskstore). */
+ALWAYS_INLINE __m256i first8(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+
+/* The first m (1..8) lanes of v to p. */
+ALWAYS_INLINE void store_first(float *p, __m256 v, int m) {
+    if (m == 8) _mm256_storeu_ps(p, v);
+    else _mm256_maskstore_ps(p, first8(m), v);
 }
 
-static void attn_scores(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale) {
-    for (int j = 0; j < kn; j++) sc[j] = dot_f32v(q, K + (size_t)j * stride, hd) * scale;
+/* Eight rows of eight floats transposed in place: afterwards r[d] lane j
+ * is what r[j] lane d was (unpack pairs, shuffle quads, swap 128-bit halves). */
+ALWAYS_INLINE void transpose8_ps(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    for (int k = 0; k < 4; k++) {
+        r[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
+        r[4 + k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
+    }
+}
+
+/* nd (1..8) steps of query q's chain: acc = fmadd(q[d], r[d], acc). */
+ALWAYS_INLINE __m256 chain8(__m256 acc, const __m256 r[8], const float *q, int nd) {
+    for (int d = 0; d < 8; d++) {
+        if (d >= nd) break;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), r[d], acc);
+    }
+    return acc;
+}
+
+/* See kernels.h. Keys across the lanes: eight keys' eight-dimension chunks
+ * loaded as rows (lanes past hd zero) and transposed, so r[d] holds
+ * dimension 8c + d of every key; each query takes one FMA per dimension
+ * (its value broadcast), lane j being key j's chain. Queries go four at a
+ * time (independent chains hide the FMA latency); chains wait between
+ * chunks in part[], QB queries per batch. */
+static void attn_scores(float *sc, size_t ldsc, const float *q, size_t ldq, int nq, const float *K, size_t stride, int kn,
+                        int hd, float scale) {
+    enum { QB = 64, G = 4 };
+    const __m256 sv = _mm256_set1_ps(scale);
+    int nc = (hd + 7) / 8;
+    for (int i0 = 0; i0 < nq; i0 += QB) {
+        int nb = nq - i0 < QB ? nq - i0 : QB;
+        const float *qb = q + (size_t)i0 * ldq;
+        float *sb = sc + (size_t)i0 * ldsc;
+        for (int j0 = 0; j0 < kn; j0 += 8) {
+            int m = kn - j0 < 8 ? kn - j0 : 8;
+            __m256 part[QB];
+            for (int c = 0; c < nc; c++) {
+                int d0 = 8 * c, nd = hd - d0 < 8 ? hd - d0 : 8, last = c + 1 == nc;
+                __m256i lanes = first8(nd);
+                __m256 r[8];
+                for (int t = 0; t < 8; t++)
+                    r[t] = t < m ? _mm256_maskload_ps(K + (size_t)(j0 + t) * stride + d0, lanes) : _mm256_setzero_ps();
+                transpose8_ps(r);
+                int i = 0;
+                if (nd == 8)
+                    for (; i + G <= nb; i += G) {
+                        __m256 a[G];
+                        for (int g = 0; g < G; g++) a[g] = c ? part[i + g] : _mm256_setzero_ps();
+                        for (int d = 0; d < 8; d++)
+                            for (int g = 0; g < G; g++)
+                                a[g] = _mm256_fmadd_ps(_mm256_set1_ps(qb[(size_t)(i + g) * ldq + d0 + d]), r[d], a[g]);
+                        for (int g = 0; g < G; g++) {
+                            if (!last) part[i + g] = a[g];
+                            else store_first(sb + (size_t)(i + g) * ldsc + j0, _mm256_mul_ps(a[g], sv), m);
+                        }
+                    }
+                for (; i < nb; i++) {
+                    __m256 a = chain8(c ? part[i] : _mm256_setzero_ps(), r, qb + (size_t)i * ldq + d0, nd);
+                    if (!last) part[i] = a;
+                    else store_first(sb + (size_t)i * ldsc + j0, _mm256_mul_ps(a, sv), m);
+                }
+            }
+        }
+    }
 }
 
 /* See kernels.h. Per key, 32 codes a step: |q| times k with q's sign

@@ -193,13 +193,16 @@ static float dot_q4_0_row(const void *row, const kern_act *a, int t) {
 
 /* ---- the other operators ---- */
 
-static void attn_scores(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale) {
-    for (int j = 0; j < kn; j++) {
-        const float *k = K + (size_t)j * stride;
-        double s = 0.0;
-        for (int d = 0; d < hd; d++) s += (double)q[d] * k[d];
-        sc[j] = (float)s * scale;
-    }
+/* See kernels.h: the definition. */
+static void attn_scores(float *sc, size_t ldsc, const float *q, size_t ldq, int nq, const float *K, size_t stride, int kn,
+                        int hd, float scale) {
+    for (int i = 0; i < nq; i++)
+        for (int j = 0; j < kn; j++) {
+            const float *qi = q + (size_t)i * ldq, *k = K + (size_t)j * stride;
+            float s = 0.0f;
+            for (int d = 0; d < hd; d++) s = fmaf(qi[d], k[d], s);
+            sc[(size_t)i * ldsc + (size_t)j] = s * scale;
+        }
 }
 
 /* See kernels.h: the definition. */

@@ -9,13 +9,9 @@
  * gives the AVX2 table's bits (a test checks), at twice the width: the two
  * tables then agree on everything but the matrix products, and a model's
  * attention does not change with the table. How each keeps AVX2's order:
- *   attn_scores  16 keys per pass, each key's dot in one 16-lane FMA chain
- *                (AVX2's two 8-lane chains side by side), the sixteen chains
- *                reduced together by a transpose whose additions are
- *                simd_hsum8's of the two chains' sum; AVX2's scalar tail
- *                (head_dim % 8) added after, across the sixteen keys. A key's
- *                score does not depend on where it sits in the call (short
- *                groups repeat their last key in the unused lanes).
+ *   attn_scores  kernels.h's chain per key, keys across the lanes: 16 keys
+ *                a register (AVX2: 8), each lane its own key's chain, so
+ *                the width changes nothing.
  *   attn_values  four 16-lane float chains (64 dimensions) take every key
  *                of the call by one FMA each, in order, then are added to
  *                the double accumulators: kernels.h's order, as the scalar
@@ -74,28 +70,8 @@ ALWAYS_INLINE __m512 exp16(__m512 x) {
 
 /* ---- attention ---- */
 
-/*
- * Sixteen 16-lane sums at once: lane L of the result is the sum of the lanes
- * of a[P[L]], P = {0,2,1,3,8,10,9,11,4,6,5,7,12,14,13,15} (KEY_SLOT below),
- * by halving: 128-bit halves (shuffle_f32x4), then 64-bit, then 32-bit pairs
- * (shuffle_ps). Each output lane adds only its own input's lanes, in an
- * order that does not depend on the other inputs: lane k to lane k + 8
- * (AVX2's two chains, s0 + s1), then k to k + 4, k to k + 2, k to k + 1,
- * which are simd_hsum8's additions of that sum: AVX2's bits.
- */
-ALWAYS_INLINE __m512 sum16x16(const __m512 a[16]) {
-    __m512 b[8], c[4], d[2];
-    UNROLL16 for (int i = 0; i < 8; i++)
-        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 8], 0x44), _mm512_shuffle_f32x4(a[i], a[i + 8], 0xee));
-    UNROLL16 for (int i = 0; i < 4; i++)
-        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[i], b[i + 4], 0x88), _mm512_shuffle_f32x4(b[i], b[i + 4], 0xdd));
-    UNROLL16 for (int i = 0; i < 2; i++)
-        d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[i], c[i + 2], 0x44), _mm512_shuffle_ps(c[i], c[i + 2], 0xee));
-    return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xdd));
-}
-
-/* Which key accumulator slot s holds, so that sum16x16 leaves key L in lane
- * L (P is its own inverse). */
+/* Which key accumulator slot s holds, so that sum16x16_epi32 leaves key L
+ * in lane L (P is its own inverse). */
 static const int KEY_SLOT[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
 
 /* The key (0..m-1) slot s reads when m keys are left: KEY_SLOT's, or the
@@ -103,40 +79,12 @@ static const int KEY_SLOT[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 1
  * where it sits in the call. */
 ALWAYS_INLINE int slot_key(int s, int m) { return KEY_SLOT[s] < m ? KEY_SLOT[s] : m - 1; }
 
-/* See ops_avx512.h. The forward pass calls this per KV block (16 keys), so
- * one pass of the loop is usually the whole call. */
-void kern_attn_scores_avx512(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale) {
-    for (int j0 = 0; j0 < kn; j0 += 16) {
-        int m = kn - j0 < 16 ? kn - j0 : 16;
-        const float *k[16];
-        UNROLL16 for (int s = 0; s < 16; s++) k[s] = K + (size_t)(j0 + slot_key(s, m)) * stride;
-        __m512 acc[16];
-        UNROLL16 for (int s = 0; s < 16; s++) acc[s] = _mm512_setzero_ps();
-        int d = 0;
-        for (; d + 16 <= hd; d += 16) {
-            __m512 qv = _mm512_loadu_ps(q + d);
-            UNROLL16 for (int s = 0; s < 16; s++) acc[s] = _mm512_fmadd_ps(_mm512_loadu_ps(k[s] + d), qv, acc[s]);
-        }
-        if (d + 8 <= hd) { /* AVX2's eight-wide step: its first chain, our low lanes */
-            __m512 qv = _mm512_maskz_loadu_ps(0xff, q + d);
-            UNROLL16 for (int s = 0; s < 16; s++) acc[s] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(0xff, k[s] + d), qv, acc[s]);
-            d += 8;
-        }
-        __m512 sum = sum16x16(acc);
-        if (d < hd) { /* AVX2's scalar tail: one product, one addition per element, key j in lane j */
-            assert((size_t)15 * stride <= 0x7fffffff); /* gather offsets are int32 */
-            int32_t off[16];
-            for (int j = 0; j < 16; j++) off[j] = (int32_t)((size_t)(j < m ? j : m - 1) * stride);
-            __m512i idx = _mm512_loadu_si512(off);
-            const float *k0 = K + (size_t)j0 * stride;
-            for (; d < hd; d++) sum = _mm512_add_ps(sum, _mm512_mul_ps(_mm512_set1_ps(q[d]), _mm512_i32gather_ps(idx, k0 + d, 4)));
-        }
-        _mm512_mask_storeu_ps(sc + j0, first16(m), _mm512_mul_ps(sum, _mm512_set1_ps(scale)));
-    }
-}
-
-/* sum16x16's network on int32 lanes (exact: the order does not matter, the
- * lanes land where sum16x16 puts them, so KEY_SLOT serves both). */
+/*
+ * Sixteen 16-lane int32 sums at once: lane L of the result is the sum of
+ * the lanes of a[P[L]], P = KEY_SLOT, by halving: 128-bit halves
+ * (shuffle_i32x4), then 64-bit, then 32-bit pairs (shuffle_ps). Exact: the
+ * order of the additions does not matter.
+ */
 ALWAYS_INLINE __m512i sum16x16_epi32(const __m512i a[16]) {
 #define SHUF_PS(x, y, imm) _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(x), _mm512_castsi512_ps(y), imm))
     __m512i b[8], c[4], d[2];
@@ -208,6 +156,66 @@ ALWAYS_INLINE void transpose16_epi32(__m512i r[16]) {
         r[4 + k] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
         r[8 + k] = _mm512_shuffle_i32x4(v1, v3, 0x88);
         r[12 + k] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
+    }
+}
+
+/* nd (1..16) steps of query q's chain: acc = fmadd(q[d], r[d], acc). */
+ALWAYS_INLINE __m512 chain16(__m512 acc, const __m512i r[16], const float *q, int nd) {
+    UNROLL16 for (int d = 0; d < 16; d++) {
+        if (d >= nd) break;
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(q[d]), _mm512_castsi512_ps(r[d]), acc);
+    }
+    return acc;
+}
+
+/* See ops_avx512.h. Keys across the lanes: sixteen keys' 16-dimension
+ * chunks are loaded as rows (lanes past hd zero) and transposed, so r[d]
+ * holds dimension 16c + d of every key; each query then takes one FMA per
+ * dimension, its value broadcast, into a chain whose lane j is key j's:
+ * kernels.h's chain, nothing reduced across lanes (AVX2's bits, eight keys
+ * a register there). The transpose (64 shuffles per 16 keys and 16
+ * dimensions) serves every query of the call, 16 FMAs each. Queries go
+ * eight at a time, eight independent chains to hide the FMA latency;
+ * chains wait between chunks in part[], QB queries per batch. */
+void kern_attn_scores_avx512(float *sc, size_t ldsc, const float *q, size_t ldq, int nq, const float *K, size_t stride, int kn,
+                             int hd, float scale) {
+    enum { QB = 64, G = 8 };
+    const __m512 sv = _mm512_set1_ps(scale);
+    int nc = (hd + 15) / 16;
+    for (int i0 = 0; i0 < nq; i0 += QB) {
+        int nb = nq - i0 < QB ? nq - i0 : QB;
+        const float *qb = q + (size_t)i0 * ldq;
+        float *sb = sc + (size_t)i0 * ldsc;
+        for (int j0 = 0; j0 < kn; j0 += 16) {
+            int m = kn - j0 < 16 ? kn - j0 : 16;
+            __mmask16 keys = first16(m);
+            __m512 part[QB];
+            for (int c = 0; c < nc; c++) {
+                int d0 = 16 * c, nd = hd - d0 < 16 ? hd - d0 : 16, last = c + 1 == nc;
+                __m512i r[16];
+                UNROLL16 for (int t = 0; t < 16; t++)
+                    r[t] = t < m ? _mm512_castps_si512(_mm512_maskz_loadu_ps(first16(nd), K + (size_t)(j0 + t) * stride + d0))
+                                 : _mm512_setzero_si512();
+                transpose16_epi32(r);
+                int i = 0;
+                if (nd == 16)
+                    for (; i + G <= nb; i += G) {
+                        __m512 a[G];
+                        UNROLL16 for (int g = 0; g < G; g++) a[g] = c ? part[i + g] : _mm512_setzero_ps();
+                        UNROLL16 for (int d = 0; d < 16; d++) UNROLL16 for (int g = 0; g < G; g++)
+                            a[g] = _mm512_fmadd_ps(_mm512_set1_ps(qb[(size_t)(i + g) * ldq + d0 + d]), _mm512_castsi512_ps(r[d]), a[g]);
+                        UNROLL16 for (int g = 0; g < G; g++) {
+                            if (!last) part[i + g] = a[g];
+                            else _mm512_mask_storeu_ps(sb + (size_t)(i + g) * ldsc + j0, keys, _mm512_mul_ps(a[g], sv));
+                        }
+                    }
+                for (; i < nb; i++) {
+                    __m512 a = chain16(c ? part[i] : _mm512_setzero_ps(), r, qb + (size_t)i * ldq + d0, nd);
+                    if (!last) part[i] = a;
+                    else _mm512_mask_storeu_ps(sb + (size_t)i * ldsc + j0, keys, _mm512_mul_ps(a, sv));
+                }
+            }
+        }
     }
 }
 

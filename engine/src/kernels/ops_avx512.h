@@ -11,7 +11,8 @@
 
 #include "kernels.h"
 
-void kern_attn_scores_avx512(float *sc, const float *q, const float *K, size_t stride, int kn, int hd, float scale);
+void kern_attn_scores_avx512(float *sc, size_t ldsc, const float *q, size_t ldq, int nq, const float *K, size_t stride, int kn,
+                             int hd, float scale);
 void kern_attn_scores_i8_avx512(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, const int32_t *qsum,
                                 int nq, const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale);
 /* The avx512vnni table's attn_scores_i8 (the one function here that uses

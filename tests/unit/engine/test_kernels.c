@@ -542,18 +542,22 @@ static void test_ops(const kern_ops *v) {
         s->add(b1, w, n);
         v->add(b2, w, n);
         CHECK(!memcmp(b1, b2, sizeof(float) * (size_t)n), "add n=%d", n);
-        /* attention: scores (float dot, 8 lanes vs double) within (n/8+8) ulp of sum|q*k|;
-         * values in double: 1e-15 relative */
+        /* attention: scores (kernels.h's chain) the scalar bits, within n + 1
+         * ulp of sum|q*k| of the double dot; values in double: 1e-15 relative */
         {
             float K[5 * 80], V[5 * 80], sc1[5], sc2[5];
             fill(K, 5 * 80, FILL_RANDOM);
             fill(V, 5 * 80, FILL_RANDOM);
-            s->attn_scores(sc1, x, K, 80, 5, n, 0.125f);
-            v->attn_scores(sc2, x, K, 80, 5, n, 0.125f);
+            s->attn_scores(sc1, 5, x, 80, 1, K, 80, 5, n, 0.125f);
+            v->attn_scores(sc2, 5, x, 80, 1, K, 80, 5, n, 0.125f);
+            CHECK(!memcmp(sc1, sc2, sizeof sc1), "attn_scores n=%d: not the scalar bits", n);
             for (int j = 0; j < 5; j++) {
-                double mag = 0;
-                for (int i = 0; i < n; i++) mag += fabs((double)x[i] * K[j * 80 + i]) * 0.125;
-                CHECK_NEAR(sc1[j], sc2[j], ((double)n / 8 + 8) * 0x1.0p-23 * mag + 1e-30, "attn_scores");
+                double mag = 0, dot = 0;
+                for (int i = 0; i < n; i++) {
+                    mag += fabs((double)x[i] * K[j * 80 + i]) * 0.125;
+                    dot += (double)x[i] * K[j * 80 + i] * 0.125;
+                }
+                CHECK_NEAR(sc2[j], dot, (n + 1) * 0x1.0p-24 * mag + 1e-30, "attn_scores");
             }
             double d1[80], d2[80];
             for (int i = 0; i < n; i++) d1[i] = d2[i] = x[i];
@@ -570,9 +574,11 @@ static void test_ops(const kern_ops *v) {
  * Attention at the forward pass's shapes: head_dim 64 and 128 and odd ones,
  * key counts around the 16-key groups (odd ones too), random, zero and
  * extreme vectors (|x| up to 3e4), keys an odd number of floats apart.
- * Scores within test_ops's bound of the scalar ones, and each key's score the
- * same bits wherever it sits in the call (alone, or among others): the tiles
- * of a query may be cut anywhere without changing its arithmetic. Values:
+ * Scores the scalar bits (kernels.h's chain) and within the chain's error
+ * bound of the double dot; each key's score the same bits wherever it sits
+ * in the call (alone, or among others) and whatever other queries share the
+ * call: the tiles of a query may be cut anywhere, and an item's queries
+ * scored together, without changing its arithmetic. Values:
  * float x float is exact in double and every table adds the keys of a
  * dimension in order, so the scalar bits. swiglu per element the same bits
  * wherever the element sits (prefill's one call over many rows vs decode's).
@@ -592,19 +598,41 @@ static void test_attention(const kern_ops *v) {
                 fill(q, hd, kind);
                 fill(K, MAXK * STRIDE, kind);
                 fill(V, MAXK * STRIDE, kind);
-                s->attn_scores(sc1, q, K, STRIDE, kn, hd, 0.125f);
-                v->attn_scores(sc2, q, K, STRIDE, kn, hd, 0.125f);
+                s->attn_scores(sc1, MAXK, q, MAXD, 1, K, STRIDE, kn, hd, 0.125f);
+                v->attn_scores(sc2, MAXK, q, MAXD, 1, K, STRIDE, kn, hd, 0.125f);
                 int near = 1, placed = 1;
                 for (int j = 0; j < kn; j++) {
-                    double mag = 0;
-                    for (int i = 0; i < hd; i++) mag += fabs((double)q[i] * K[j * STRIDE + i]) * 0.125;
-                    near &= fabs((double)sc1[j] - sc2[j]) <= ((double)hd / 8 + 8) * 0x1.0p-23 * mag + 1e-30;
-                    v->attn_scores(&one, q, K + (size_t)j * STRIDE, STRIDE, 1, hd, 0.125f);
+                    double mag = 0, dot = 0;
+                    for (int i = 0; i < hd; i++) {
+                        mag += fabs((double)q[i] * K[j * STRIDE + i]) * 0.125;
+                        dot += (double)q[i] * K[j * STRIDE + i] * 0.125;
+                    }
+                    near &= fabs(sc2[j] - dot) <= (hd + 1) * 0x1.0p-24 * mag + 1e-30;
+                    v->attn_scores(&one, 1, q, MAXD, 1, K + (size_t)j * STRIDE, STRIDE, 1, hd, 0.125f);
                     placed &= one == sc2[j];
                 }
-                CHECK(near, "%s attn_scores hd %d kn %d %s: off the scalar scores", v->name, hd, kn, fill_name[kind]);
+                CHECK(!memcmp(sc1, sc2, sizeof(float) * (size_t)kn), "%s attn_scores hd %d kn %d %s: not the scalar bits",
+                      v->name, hd, kn, fill_name[kind]);
+                CHECK(near, "%s attn_scores hd %d kn %d %s: off the double dot", v->name, hd, kn, fill_name[kind]);
                 CHECK(placed, "%s attn_scores hd %d kn %d %s: a key's score depends on its place", v->name, hd, kn,
                       fill_name[kind]);
+                /* many queries at once (the forward pass's call: every (head,
+                 * query) of an item against a block): each query's scores as
+                 * it gets them alone, past the eight-query groups and the
+                 * 64-query batches */
+                {
+                    enum { NQ = 75 };
+                    static float qs[NQ * MAXD], all[NQ * MAXK], alone[MAXK];
+                    fill(qs, NQ * MAXD, kind);
+                    v->attn_scores(all, MAXK, qs, MAXD, NQ, K, STRIDE, kn, hd, 0.125f);
+                    int same = 1;
+                    for (int i = 0; i < NQ; i++) {
+                        s->attn_scores(alone, MAXK, qs + (size_t)i * MAXD, MAXD, 1, K, STRIDE, kn, hd, 0.125f);
+                        same &= !memcmp(alone, all + (size_t)i * MAXK, sizeof(float) * (size_t)kn);
+                    }
+                    CHECK(same, "%s attn_scores hd %d kn %d %s: %d queries at once differ from each alone", v->name, hd, kn,
+                          fill_name[kind], NQ);
+                }
                 for (int j = 0; j < kn; j++) p[j] = kind == FILL_ZERO ? 0.0f : (float)((rnd() >> 11) * 0x1.0p-53);
                 for (int i = 0; i < hd; i++) d1[i] = d2[i] = kind == FILL_EXTREME ? 1e9 * unif() : unif();
                 s->attn_values(d1, p, vblocks(V, STRIDE, kn, vb), STRIDE, kn, hd);
@@ -707,8 +735,8 @@ static void test_ops_equal(const kern_ops *v, const kern_ops *a2) {
             for (size_t ki = 0; ki < sizeof kns / sizeof *kns; ki++) {
                 int hd = hds[hi], kn = kns[ki];
                 fill(q, hd, kind);
-                a2->attn_scores(sc1, q, K, STRIDE, kn, hd, 0.125f);
-                v->attn_scores(sc2, q, K, STRIDE, kn, hd, 0.125f);
+                a2->attn_scores(sc1, MAXK, q, MAXD, 1, K, STRIDE, kn, hd, 0.125f);
+                v->attn_scores(sc2, MAXK, q, MAXD, 1, K, STRIDE, kn, hd, 0.125f);
                 ok[0] &= same_floats(sc1, sc2, kn);
                 for (int j = 0; j < kn; j++) sc1[j] = sc2[j] = sc1[j] * 0.01f;
                 double e1 = a2->exp_shift(sc1, kn, 0.5f), e2 = v->exp_shift(sc2, kn, 0.5f);
