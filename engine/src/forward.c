@@ -466,7 +466,7 @@ static const float *seg_query(const fwd_ws *w, const fwd_seg *g, int qi, int hea
 }
 
 /*
- * Heads head0..head0+nh-1 (one, or every head of one kv group: item_heads),
+ * Heads head0..head0+nh-1 (of one kv group: item_heads),
  * queries qi0..qi1-1 of segment g (positions g->pos+qi, rows g->row+qi), all
  * keys up to each query (within the layer's sliding window, if it has one),
  * read through the segment's view (pointing at the current layer).
@@ -486,7 +486,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
     const kern_ops *k = w->k;
     int hd = h->head_dim, QD = (int)q_dim(h);
     int kvh = head0 / (h->n_head / h->n_head_kv); /* grouped-query: query heads share a kv head */
-    assert(nh == 1 || (nh == h->n_head / h->n_head_kv && head0 % nh == 0));
+    assert((h->n_head / h->n_head_kv) % nh == 0 && head0 % nh == 0 && "an item's heads share one kv head");
     float scale = w->att.scale;
     int W = L->window;
     const kv_view *view = g->view;
@@ -621,13 +621,24 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
 }
 
 /* Query heads per attention item of a segment: a prefill item takes all the
- * heads that share a kv head (one unpacked copy of each tile serves them
- * all); so does a decode item when the pass's kv groups are enough items
- * for the pool (decode_grouped: a tile is read and unpacked once for its
- * group instead of once per head), else it takes one head (more items). */
+ * heads that share a kv head (one unpacked copy of each tile, and one
+ * transpose of each block's keys in attn_scores, serve them all); a decode
+ * item takes as many of them as leave at least one item per thread
+ * (decode_heads: all of the group when the pass's kv groups are enough
+ * items for the pool, else a divisor of the group, down to one head). */
 static int item_heads(const fwd_ws *w, const fwd_seg *s) {
     const cx_model_info *h = &w->m->info;
-    return s->T > 1 || w->att.decode_grouped ? h->n_head / h->n_head_kv : 1;
+    return s->T > 1 ? h->n_head / h->n_head_kv : w->att.decode_heads;
+}
+
+/* Heads per decode item in a pass of n_seg segments: the largest divisor d
+ * of the kv group whose items (n_head_kv * n_seg * group / d) are at least
+ * the pool's threads; one if none is. */
+static int decode_heads(const cx_model_info *h, int n_seg, int n_threads) {
+    int group = h->n_head / h->n_head_kv;
+    for (int d = group; d > 1; d--)
+        if (group % d == 0 && (int64_t)h->n_head_kv * n_seg * (group / d) >= n_threads) return d;
+    return 1;
 }
 
 /* The work items (segment, heads, query block) of one chunk, one item per
@@ -753,7 +764,7 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
     assert(n_seg >= 1);
     fwd_pass_begin(w, rows);
     int items = 0, n_out = 0, out_rows = 0;
-    w->att.decode_grouped = (int64_t)h->n_head_kv * n_seg >= w->n_threads;
+    w->att.decode_heads = decode_heads(h, n_seg, w->n_threads);
     for (int g = 0; g < n_seg; g++) {
         const fwd_seg *s = &seg[g];
         assert(s->T >= 1 && s->row + s->T <= rows && (g == 0 ? s->row == 0 : s->row == seg[g - 1].row + seg[g - 1].T));

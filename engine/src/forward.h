@@ -80,7 +80,7 @@ typedef struct fwd_att_ws {
     float *qf;                /* [thread][heads][ATT_QBLOCK][head_dim]: the item's queries, gathered (float keys) */
     size_t stride[FWD_ATT_BUFS]; /* scores .. qf: elements from one thread's slice to the next */
     int *item_end;            /* [batch]: work items of segments 0..i of this pass */
-    int decode_grouped;       /* this pass: a decode item takes every head of a kv group (else one head) */
+    int decode_heads;         /* this pass: query heads per decode item (a divisor of the kv group; forward.c) */
     float scale;              /* the scores' scale: 1/sqrt(head_dim), times YaRN's mscale^2 */
     int rows_rotated_back;    /* test knob: 1 unpacks every q4h row rotated back (the format's definition)
                                  instead of rotating the queries and the values' sum once (0, default) */

@@ -33,6 +33,7 @@
  * accumulator arrays become registers; left as loops they live in memory and
  * every FMA waits on a store-to-load round trip (measured: 3x slower). */
 #define UNROLL4 _Pragma("GCC unroll 4")
+#define UNROLL8 _Pragma("GCC unroll 8")
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 2048
 #endif
@@ -291,17 +292,17 @@ ALWAYS_INLINE void store_first(float *p, __m256 v, int m) {
  * is what r[j] lane d was (unpack pairs, shuffle quads, swap 128-bit halves). */
 ALWAYS_INLINE void transpose8_ps(__m256 r[8]) {
     __m256 t[8], u[8];
-    for (int i = 0; i < 4; i++) {
+    UNROLL4 for (int i = 0; i < 4; i++) {
         t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
     }
-    for (int i = 0; i < 2; i++) {
+    UNROLL4 for (int i = 0; i < 2; i++) {
         u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
         u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
         u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
         u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
     }
-    for (int k = 0; k < 4; k++) {
+    UNROLL4 for (int k = 0; k < 4; k++) {
         r[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
         r[4 + k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
     }
@@ -309,7 +310,7 @@ ALWAYS_INLINE void transpose8_ps(__m256 r[8]) {
 
 /* nd (1..8) steps of query q's chain: acc = fmadd(q[d], r[d], acc). */
 ALWAYS_INLINE __m256 chain8(__m256 acc, const __m256 r[8], const float *q, int nd) {
-    for (int d = 0; d < 8; d++) {
+    UNROLL8 for (int d = 0; d < 8; d++) {
         if (d >= nd) break;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), r[d], acc);
     }
@@ -338,18 +339,18 @@ static void attn_scores(float *sc, size_t ldsc, const float *q, size_t ldq, int 
                 int d0 = 8 * c, nd = hd - d0 < 8 ? hd - d0 : 8, last = c + 1 == nc;
                 __m256i lanes = first8(nd);
                 __m256 r[8];
-                for (int t = 0; t < 8; t++)
+                UNROLL8 for (int t = 0; t < 8; t++)
                     r[t] = t < m ? _mm256_maskload_ps(K + (size_t)(j0 + t) * stride + d0, lanes) : _mm256_setzero_ps();
                 transpose8_ps(r);
                 int i = 0;
                 if (nd == 8)
                     for (; i + G <= nb; i += G) {
                         __m256 a[G];
-                        for (int g = 0; g < G; g++) a[g] = c ? part[i + g] : _mm256_setzero_ps();
-                        for (int d = 0; d < 8; d++)
-                            for (int g = 0; g < G; g++)
+                        UNROLL4 for (int g = 0; g < G; g++) a[g] = c ? part[i + g] : _mm256_setzero_ps();
+                        UNROLL8 for (int d = 0; d < 8; d++)
+                            UNROLL4 for (int g = 0; g < G; g++)
                                 a[g] = _mm256_fmadd_ps(_mm256_set1_ps(qb[(size_t)(i + g) * ldq + d0 + d]), r[d], a[g]);
-                        for (int g = 0; g < G; g++) {
+                        UNROLL4 for (int g = 0; g < G; g++) {
                             if (!last) part[i + g] = a[g];
                             else store_first(sb + (size_t)(i + g) * ldsc + j0, _mm256_mul_ps(a[g], sv), m);
                         }

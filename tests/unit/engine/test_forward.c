@@ -148,7 +148,38 @@ static void check_stalled_worker(const char *type_name) {
     unlink(path);
 }
 
+/* Decode items take as many heads of a kv group as leave an item per
+ * thread (forward.c, decode_heads): with a group of four, 2 threads give
+ * items of 4 heads, 3 and 4 threads items of 2, 5 items of 1. Each (head,
+ * query)'s arithmetic is its own (attn_scores scores every query of a call
+ * as it would alone), so every split gives the same bits. */
+static void check_decode_items(void) {
+    cx_shape sh = fx_shape("test-tiny", 640);
+    sh.n_head = 8; /* head_dim 8, four query heads per kv head */
+    sh.n_head_kv = 2;
+    const char *path = fx_synth(&sh, CX_TYPE_F32, 7, fx_path("tiny-gqa4.gguf"));
+    cx_model *m = path ? fx_load(path, NULL) : NULL;
+    if (!m) return;
+    enum { N = 90 }; /* two tiles and part of a third */
+    int V = cx_model_get_info(m)->n_vocab;
+    int32_t toks[N];
+    for (int i = 0; i < N; i++) toks[i] = (int32_t)((i * 7919 + 13) % V);
+    float *one = malloc(sizeof(float) * (size_t)V), *many = malloc(sizeof(float) * (size_t)V);
+    logits_after(m, toks, N, 1, 1, one);
+    static const int threads[] = {2, 3, 5};
+    for (int i = 0; i < 3; i++) {
+        logits_after(m, toks, N, 1, threads[i], many);
+        CHECK(!memcmp(one, many, sizeof(float) * (size_t)V), "kv groups of 4: decode on %d threads differs from 1",
+              threads[i]);
+    }
+    free(one);
+    free(many);
+    cx_model_free(m);
+    unlink(path);
+}
+
 static void run_all(void) {
+    check_decode_items();
     check_stalled_worker("f32");
     check_stalled_worker("q8_0");
     const char *types[] = {"f32", "f16", "q8_0", "q4_0", "q4_k_m", "mxfp4", "bf16"};
