@@ -599,8 +599,9 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
                     k->attn_values(a, sc, vp, (size_t)hd, kn, hd);
                     continue;
                 }
-                /* runs of blocks alike: each block's sum is its own chain
-                 * (attn_values), so splitting the tile keeps the bits */
+                /* runs of blocks alike, a call each (q4h values go to their
+                 * rotated sums): a run's blocks are its own groups
+                 * (attn_values), the same for every query of the tile */
                 for (int j0 = 0, j1; j0 < kn; j0 = j1) {
                     for (j1 = j0 + KV_BLOCK; j1 < kn && rot[j1 / KV_BLOCK] == rot[j0 / KV_BLOCK]; j1 += KV_BLOCK) {}
                     if (j1 > kn) j1 = kn;

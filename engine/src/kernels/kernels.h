@@ -51,6 +51,9 @@ enum { KERN_ACT_F32 = 0, KERN_ACT_Q8_32 = 1, KERN_ACT_Q8_256 = 2 };
 
 /* Keys per block of attn_values' V (the KV cache's positions per block). */
 #define KERN_VBLOCK 16
+/* Blocks per group of attn_values' sums (an attention tile's). */
+#define KERN_VGROUP 4
+_Static_assert(KERN_VGROUP == 4, "attn_values' group sums, (f0 + f1) + (f2 + f3), are written for four blocks");
 
 /*
  * T activation rows of n values, prepared for one weight type. Row t lives at
@@ -168,12 +171,16 @@ typedef struct kern_ops {
     /* acc[d] += sum_j p[j] * V(j)[d] over kn keys in blocks of KERN_VBLOCK:
      * key j is row j % KERN_VBLOCK of block V[j / KERN_VBLOCK], rows `stride`
      * floats apart. Per dimension, each block's keys go in order into a float
-     * by one fused multiply-add each, and the blocks' floats are added to acc
-     * in double, in block order. Every table keeps this order, so they give
-     * the same bits; the double accumulator spans the whole context (float
-     * sums over hundreds of positions drift past 1e-4 of the logits), the
-     * float one a block. Blocks are independent chains, so a call over a
-     * tile's blocks keeps several FMAs in flight. */
+     * f_b by one fused multiply-add each; the call's blocks, in groups of
+     * KERN_VGROUP from its first, add their floats in float as (f0 + f1) +
+     * (f2 + f3) (fewer blocks: f0, f0 + f1, (f0 + f1) + f2), and each
+     * group's float is added to acc in double, group after group. Every
+     * table keeps this order, so they give the same bits; the double
+     * accumulator spans the whole context (float sums over hundreds of
+     * positions drift past 1e-4 of the logits), a float one a group (64
+     * keys: one widening per tile instead of one per block). Blocks are
+     * independent chains, so a call over a tile's blocks keeps several FMAs
+     * in flight. */
     void (*attn_values)(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd);
     /* x[i] = exp(x[i] - shift); returns the sum of the new x (online softmax). */
     double (*exp_shift)(float *x, int n, float shift);

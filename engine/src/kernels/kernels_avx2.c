@@ -395,11 +395,11 @@ static void attn_scores_i8(float *sc, size_t ldsc, const int8_t *q, size_t ldq, 
 
 /* Dimensions d.. (nc * 8 of them, nc <= 4) of blocks V[0..NB) (NB = 1, 2;
  * n[b] keys each, p[b] their weights): one 8-lane float chain per block and
- * eight dimensions, one FMA per key in order, then each widened and added to
- * acc in double, block after block. */
-static inline __attribute__((always_inline)) void values_blocks(int NB, double *acc, const float *const p[2],
-                                                               const float *const V[2], const int n[2], size_t stride,
-                                                               int d, int nc) {
+ * eight dimensions, one FMA per key in order; out[c] = the pair's sum (f0 +
+ * f1, or f0 alone). */
+static inline __attribute__((always_inline)) void values_pair(int NB, __m256 out[4], const float *const p[2],
+                                                             const float *const V[2], const int n[2], size_t stride,
+                                                             int d, int nc) {
     __m256 f[2][4];
     for (int b = 0; b < NB; b++)
         for (int c = 0; c < 4; c++) f[b][c] = _mm256_setzero_ps();
@@ -416,40 +416,52 @@ static inline __attribute__((always_inline)) void values_blocks(int NB, double *
             } else
                 for (int c = 0; c < nc; c++) f[b][c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * c), f[b][c]);
         }
-    for (int b = 0; b < NB; b++)
-        for (int c = 0; c < nc; c++) {
-            double *a = acc + d + 8 * c;
-            _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a), _mm256_cvtps_pd(_mm256_castps256_ps128(f[b][c]))));
-            _mm256_storeu_pd(a + 4, _mm256_add_pd(_mm256_loadu_pd(a + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(f[b][c], 1))));
-        }
+    for (int c = 0; c < nc; c++) out[c] = NB == 2 ? _mm256_add_ps(f[0][c], f[1][c]) : f[0][c];
 }
 
-/* kernels.h's order (the scalar reference's bits): blocks in pairs, 32
- * dimensions at a time (values_blocks); the dimensions past the last eight
- * by fmaf. */
+/* kernels.h's order (the scalar reference's bits): groups of four blocks,
+ * each as two pairs (values_pair), the pairs' sums added, 32 dimensions at
+ * a time, then widened and added to acc; the dimensions past the last eight
+ * by fmaf, combined the same way. */
 static void attn_values(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd) {
-    for (int b = 0; b * KERN_VBLOCK < kn; b += 2) {
-        int NB = (b + 1) * KERN_VBLOCK < kn ? 2 : 1;
-        const float *pb[2] = {p + b * KERN_VBLOCK, p + (b + 1) * KERN_VBLOCK};
-        const float *vb[2] = {V[b], NB == 2 ? V[b + 1] : V[b]};
-        int n[2];
-        for (int i = 0; i < 2; i++) {
-            int left = kn - (b + i) * KERN_VBLOCK;
+    for (int b0 = 0; b0 * KERN_VBLOCK < kn; b0 += KERN_VGROUP) {
+        int n[4], nb = 0;
+        for (int i = 0; i < 4; i++) {
+            int left = kn - (b0 + i) * KERN_VBLOCK;
             n[i] = left < 0 ? 0 : left < KERN_VBLOCK ? left : KERN_VBLOCK;
+            nb += n[i] > 0;
+        }
+        const float *pb[4], *vb[4];
+        for (int i = 0; i < 4; i++) {
+            pb[i] = p + (b0 + (i < nb ? i : 0)) * KERN_VBLOCK; /* blocks past the call's: never read */
+            vb[i] = V[b0 + (i < nb ? i : 0)];
         }
         int d = 0;
         for (; d + 8 <= hd;) {
             int nc = hd - d >= 32 ? 4 : (hd - d) / 8;
-            if (NB == 2) values_blocks(2, acc, pb, vb, n, stride, d, nc);
-            else values_blocks(1, acc, pb, vb, n, stride, d, nc);
+            __m256 s01[4], s23[4];
+            if (nb >= 2) values_pair(2, s01, pb, vb, n, stride, d, nc);
+            else values_pair(1, s01, pb, vb, n, stride, d, nc);
+            if (nb == 4) values_pair(2, s23, pb + 2, vb + 2, n + 2, stride, d, nc);
+            else if (nb == 3) values_pair(1, s23, pb + 2, vb + 2, n + 2, stride, d, nc);
+            for (int c = 0; c < nc; c++) {
+                __m256 g = nb > 2 ? _mm256_add_ps(s01[c], s23[c]) : s01[c];
+                double *a = acc + d + 8 * c;
+                _mm256_storeu_pd(a, _mm256_add_pd(_mm256_loadu_pd(a), _mm256_cvtps_pd(_mm256_castps256_ps128(g))));
+                _mm256_storeu_pd(a + 4, _mm256_add_pd(_mm256_loadu_pd(a + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(g, 1))));
+            }
             d += 8 * nc;
         }
-        for (; d < hd; d++)
-            for (int i = 0; i < NB; i++) {
-                float f = 0.0f;
-                for (int j = 0; j < n[i]; j++) f = fmaf(pb[i][j], vb[i][(size_t)j * stride + d], f);
-                acc[d] += (double)f;
+        for (; d < hd; d++) {
+            float f[4];
+            for (int i = 0; i < nb; i++) {
+                f[i] = 0.0f;
+                for (int j = 0; j < n[i]; j++) f[i] = fmaf(pb[i][j], vb[i][(size_t)j * stride + d], f[i]);
             }
+            float g = nb > 1 ? f[0] + f[1] : f[0];
+            if (nb > 2) g += nb > 3 ? f[2] + f[3] : f[2];
+            acc[d] += (double)g;
+        }
     }
 }
 

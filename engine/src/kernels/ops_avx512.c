@@ -12,10 +12,11 @@
  *   attn_scores  kernels.h's chain per key, keys across the lanes: 16 keys
  *                a register (AVX2: 8), each lane its own key's chain, so
  *                the width changes nothing.
- *   attn_values  four 16-lane float chains (64 dimensions) take every key
- *                of the call by one FMA each, in order, then are added to
- *                the double accumulators: kernels.h's order, as the scalar
- *                and AVX2 code keep it: the same bits as both.
+ *   attn_values  per block, four 16-lane float chains (64 dimensions) take
+ *                its keys by one FMA each, in order; a group's four blocks'
+ *                chains are added in float, pairs first, then to the double
+ *                accumulators: kernels.h's order, as the scalar and AVX2
+ *                code keep it: the same bits as both.
  *   exp_shift, softmax: exp16 (AVX2's exp8 lane for lane) where AVX2 takes
  *                exp8, expf where it takes expf, the sum in AVX2's 8-lane order.
  *   swiglu       exp16, tails through masked lanes, as AVX2 pads its tail:
@@ -286,12 +287,12 @@ void kern_attn_scores_i8_avx512vnni(float *sc, size_t ldsc, const int8_t *q, siz
     }
 }
 
-/* Dimensions d0.. (up to 64, lanes beyond hd masked off) of NB (1..4)
- * blocks, n[b] keys each (n[0] the most): kernels.h's order (the scalar and
- * AVX2 bits), one 16-lane float chain per block and sixteen dimensions, one
- * FMA per key in order, each then widened and added to acc in double, block
- * after block. Up to sixteen independent chains. FULL: all 64 dimensions
- * present (no masks). */
+/* Dimensions d0.. (up to 64, lanes beyond hd masked off) of a group of NB
+ * (1..4) blocks, n[b] keys each (n[0] the most): kernels.h's order (the
+ * scalar and AVX2 bits), one 16-lane float chain per block and sixteen
+ * dimensions, one FMA per key in order; the group's chains added in float,
+ * pairs first, then widened and added to acc in double. Up to sixteen
+ * independent chains. FULL: all 64 dimensions present (no masks). */
 ALWAYS_INLINE void values64(int FULL, int NB, double *acc, const float *p, const float *const *V, const int *n,
                             size_t stride, int d0, int hd) {
     __mmask16 m[4];
@@ -308,9 +309,14 @@ ALWAYS_INLINE void values64(int FULL, int NB, double *acc, const float *p, const
             UNROLL16 for (int i = 0; i < 4; i++)
                 f[b][i] = _mm512_fmadd_ps(w, FULL ? _mm512_loadu_ps(v + 16 * i) : _mm512_maskz_loadu_ps(m[i], v + 16 * i), f[b][i]);
         }
-    UNROLL16 for (int b = 0; b < NB; b++) UNROLL16 for (int i = 0; i < 4; i++) UNROLL16 for (int h = 0; h < 2; h++) {
+    UNROLL16 for (int i = 0; i < 4; i++) {
+        __m512 g = NB > 1 ? _mm512_add_ps(f[0][i], f[1][i]) : f[0][i];
+        if (NB > 2) g = _mm512_add_ps(g, NB > 3 ? _mm512_add_ps(f[2][i], f[3][i]) : f[2][i]);
+        f[0][i] = g;
+    }
+    UNROLL16 for (int i = 0; i < 4; i++) UNROLL16 for (int h = 0; h < 2; h++) {
         double *a = acc + d0 + 16 * i + 8 * h;
-        __m512d wide = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(f[b][i], 1) : _mm512_castps512_ps256(f[b][i]));
+        __m512d wide = _mm512_cvtps_pd(h ? _mm512_extractf32x8_ps(f[0][i], 1) : _mm512_castps512_ps256(f[0][i]));
         __mmask8 mh = (__mmask8)(h ? m[i] >> 8 : m[i] & 0xff);
         if (FULL) _mm512_storeu_pd(a, _mm512_add_pd(_mm512_loadu_pd(a), wide));
         else _mm512_mask_storeu_pd(a, mh, _mm512_add_pd(_mm512_maskz_loadu_pd(mh, a), wide));
@@ -328,9 +334,10 @@ ALWAYS_INLINE void values64_nb(int FULL, int nb, double *acc, const float *p, co
     }
 }
 
-/* See ops_avx512.h: four blocks at a time. */
+/* See ops_avx512.h: a group of four blocks at a time. */
+_Static_assert(KERN_VGROUP == 4, "values64 takes a group of up to four blocks");
 void kern_attn_values_avx512(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd) {
-    for (int b = 0; b * KERN_VBLOCK < kn; b += 4) {
+    for (int b = 0; b * KERN_VBLOCK < kn; b += KERN_VGROUP) {
         int n[4], nb = 0;
         for (int i = 0; i < 4; i++) {
             int left = kn - (b + i) * KERN_VBLOCK;
