@@ -78,7 +78,12 @@ static void b_swiglu(bench_ctx *c) {
     c->k->swiglu(c->y, c->big + FF, FF);
 }
 static void b_argmax(bench_ctx *c) { c->y[0] = (float)c->k->argmax(c->big, VOCAB); }
+/* Scores as the forward pass calls them: every (head, query) of an item at
+ * once against a tile's keys; one query, a decode item of a kv group of
+ * eight heads, a prefill item (16 queries x 8 heads). */
 static void b_scores(bench_ctx *c) { c->k->attn_scores(c->sc, KEYS, c->x, HD, 1, c->big, HD, KEYS, HD, 0.125f); }
+static void b_scores8(bench_ctx *c) { c->k->attn_scores(c->sc, KEYS, c->x, HD, 8, c->big, HD, KEYS, HD, 0.125f); }
+static void b_scores128(bench_ctx *c) { c->k->attn_scores(c->sc, KEYS, c->x, HD, 128, c->big, HD, KEYS, HD, 0.125f); }
 static void b_values(bench_ctx *c) {
     const float *vb[KEYS / KERN_VBLOCK];
     for (int b = 0; b < KEYS / KERN_VBLOCK; b++) vb[b] = c->big + (size_t)b * KERN_VBLOCK * HD;
@@ -177,7 +182,7 @@ int main(int argc, char **argv) {
     c.big = malloc(sizeof(float) * (size_t)VOCAB * 2);
     c.w1 = malloc(sizeof(float) * COLS);
     c.cs = malloc(sizeof(float) * HD);
-    c.sc = malloc(sizeof(float) * KEYS);
+    c.sc = malloc(sizeof(float) * KEYS * 128); /* scores of up to 128 queries */
     c.acc = calloc(HD, sizeof(double));
     for (int i = 0; i < COLS * TOK; i++) c.x[i] = rnd();
     for (int i = 0; i < VOCAB * 2; i++) c.big[i] = rnd();
@@ -243,6 +248,8 @@ int main(int argc, char **argv) {
         {"rmsnorm", "2048", b_rmsnorm},          {"softmax", "2048", b_softmax},
         {"rope", "32 heads x 64", b_rope},       {"swiglu", "5632", b_swiglu},
         {"argmax", "32000", b_argmax},           {"attention scores", "64 keys x 64 dims", b_scores},
+        {"attention scores, 8 queries", "64 keys x 64 dims", b_scores8},
+        {"attention scores, 128 queries", "64 keys x 64 dims", b_scores128},
         {"attention values", "64 keys x 64 dims", b_values},
         {"exp_shift (online softmax)", "64", b_exp},
         {"scale_f64 (online softmax)", "64", b_scale},
