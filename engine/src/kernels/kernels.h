@@ -36,6 +36,7 @@
 #ifndef CX_KERNELS_H
 #define CX_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,25 @@ enum { KERN_ACT_F32 = 0, KERN_ACT_Q8_32 = 1, KERN_ACT_Q8_256 = 2 };
 /* Blocks per group of attn_values' sums (an attention tile's). */
 #define KERN_VGROUP 4
 _Static_assert(KERN_VGROUP == 4, "attn_values' group sums, (f0 + f1) + (f2 + f3), are written for four blocks");
+
+/* attn_values' definition for one dimension d of the group of blocks b0 ..
+ * b0 + KERN_VGROUP - 1 (those holding keys below kn): each block's keys in
+ * order into a float by fmaf, the floats added pairs first. The scalar
+ * table computes every dimension so; the SIMD tables their tail dimensions
+ * (head_dim past their width). */
+static inline float kern_values_group_dim(const float *p, const float *const *V, size_t stride, int kn, int b0, size_t d) {
+    float f[KERN_VGROUP];
+    int nb = 0;
+    for (int b = b0; b < b0 + KERN_VGROUP && b * KERN_VBLOCK < kn; b++, nb++) {
+        int n = kn - b * KERN_VBLOCK < KERN_VBLOCK ? kn - b * KERN_VBLOCK : KERN_VBLOCK;
+        float x = 0.0f;
+        for (int j = 0; j < n; j++) x = fmaf(p[b * KERN_VBLOCK + j], V[b][(size_t)j * stride + d], x);
+        f[nb] = x;
+    }
+    float g = nb > 1 ? f[0] + f[1] : f[0];
+    if (nb > 2) g += nb > 3 ? f[2] + f[3] : f[2];
+    return g;
+}
 
 /*
  * T activation rows of n values, prepared for one weight type. Row t lives at

@@ -422,7 +422,7 @@ static inline __attribute__((always_inline)) void values_pair(int NB, __m256 out
 /* kernels.h's order (the scalar reference's bits): groups of four blocks,
  * each as two pairs (values_pair), the pairs' sums added, 32 dimensions at
  * a time, then widened and added to acc; the dimensions past the last eight
- * by fmaf, combined the same way. */
+ * by kern_values_group_dim. */
 static void attn_values(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd) {
     for (int b0 = 0; b0 * KERN_VBLOCK < kn; b0 += KERN_VGROUP) {
         int n[4], nb = 0;
@@ -452,16 +452,7 @@ static void attn_values(double *acc, const float *p, const float *const *V, size
             }
             d += 8 * nc;
         }
-        for (; d < hd; d++) {
-            float f[4];
-            for (int i = 0; i < nb; i++) {
-                f[i] = 0.0f;
-                for (int j = 0; j < n[i]; j++) f[i] = fmaf(pb[i][j], vb[i][(size_t)j * stride + d], f[i]);
-            }
-            float g = nb > 1 ? f[0] + f[1] : f[0];
-            if (nb > 2) g += nb > 3 ? f[2] + f[3] : f[2];
-            acc[d] += (double)g;
-        }
+        for (; d < hd; d++) acc[d] += (double)kern_values_group_dim(p, V, stride, kn, b0, (size_t)d);
     }
 }
 

@@ -217,25 +217,12 @@ static void attn_scores_i8(float *sc, size_t ldsc, const int8_t *q, size_t ldq, 
         }
 }
 
-/* kernels.h's order, which every table keeps: per block and dimension, the
- * block's keys in order into a float by one fused multiply-add each; a
- * group's (up to four) floats added in float, pairs first; that float added
- * to acc in double, group after group. */
+/* kernels.h's order, which every table keeps: per group of blocks and
+ * dimension, kern_values_group_dim's float, added to acc in double, group
+ * after group. */
 static void attn_values(double *acc, const float *p, const float *const *V, size_t stride, int kn, int hd) {
     for (int b0 = 0; b0 * KERN_VBLOCK < kn; b0 += KERN_VGROUP)
-        for (int d = 0; d < hd; d++) {
-            float f[KERN_VGROUP];
-            int nb = 0;
-            for (int b = b0; b < b0 + KERN_VGROUP && b * KERN_VBLOCK < kn; b++, nb++) {
-                int n = kn - b * KERN_VBLOCK < KERN_VBLOCK ? kn - b * KERN_VBLOCK : KERN_VBLOCK;
-                float x = 0.0f;
-                for (int j = 0; j < n; j++) x = fmaf(p[b * KERN_VBLOCK + j], V[b][(size_t)j * stride + d], x);
-                f[nb] = x;
-            }
-            float g = nb > 1 ? f[0] + f[1] : f[0];
-            if (nb > 2) g += nb > 3 ? f[2] + f[3] : f[2];
-            acc[d] += (double)g;
-        }
+        for (int d = 0; d < hd; d++) acc[d] += (double)kern_values_group_dim(p, V, stride, kn, b0, (size_t)d);
 }
 
 /* See kernels.h. */
