@@ -198,8 +198,8 @@ static const cx_flag FLAGS[] = {
     {"--spec", NULL, "KIND", B_RUN, CX_FLAG_CUSTOM, R(spec), 0, 0, "none",
      .help = "decode by speculative decoding (greedy output does not change), KIND one of none, ngram (drafts by"
              " looking the last tokens up earlier in the sequence), self:TYPE (the model quantized to TYPE at load;"
-             " self: q4_0), model (--draft); prompt sets and traces are then served one request at a time (the"
-             " scheduler does not speculate), tgN and pgN,M speculate after their prompt", .parse = parse_spec},
+             " self: q4_0), model (--draft); prompt sets and traces speculate in the scheduler's steps (while at"
+             " most --spec-max-batch sequences decode), tgN and pgN,M after their prompt", .parse = parse_spec},
     {"--draft", NULL, "MODEL", B_RUN, CX_FLAG_STR, R(spec.draft_path), 0, 0, "none",
      .help = "the draft model of --spec model (implied when --spec is not given): a GGUF with the model's vocabulary"},
     {"--draft-max", NULL, "N", B_RUN, CX_FLAG_INT, R(spec.draft_max), 1, CX_SPEC_MAX_DRAFT, NULL,
@@ -209,6 +209,9 @@ static const cx_flag FLAGS[] = {
     {"--draft-fixed", NULL, NULL, B_RUN, CX_FLAG_SWITCH, R(spec_fixed), 0, 0, NULL,
      .help = "with --spec: draft --draft-max tokens every time instead of the length the measured acceptance and times"
              " favour"},
+    {"--spec-max-batch", NULL, "N", B_RUN, CX_FLAG_LONG, R(spec_max_batch), 1, 256, NULL,
+     .help = "with --spec on a prompt set or trace: the scheduler speculates only in steps where at most N sequences"
+             " decode (past that, batching fills each pass)"},
 
     /* trace */
     {"--requests", NULL, "N", B_TRACE, CX_FLAG_INT, T(p.requests), 1, TRACE_MAX_REQUESTS, NULL,

@@ -384,6 +384,7 @@ void run_opts_init(void *op) {
     o->max_seqs = sp.max_seqs;
     o->max_batch_tokens = sp.max_batch_tokens;
     o->max_queue = sp.max_queue;
+    o->spec_max_batch = CX_SCHED_SPEC_MAX_BATCH;
     o->lora_type = -1;
 }
 
@@ -391,7 +392,8 @@ void run_opts_init(void *op) {
 int run_opts_check(run_opts *o, const cx_flags *f) {
     o->sched_given = cx_flags_given(f, offsetof(run_opts, max_seqs), sizeof o->max_seqs) ||
                      cx_flags_given(f, offsetof(run_opts, max_batch_tokens), sizeof o->max_batch_tokens) ||
-                     cx_flags_given(f, offsetof(run_opts, max_queue), sizeof o->max_queue);
+                     cx_flags_given(f, offsetof(run_opts, max_queue), sizeof o->max_queue) ||
+                     cx_flags_given(f, offsetof(run_opts, spec_max_batch), sizeof o->spec_max_batch);
     o->kv_given = cx_flags_given(f, offsetof(run_opts, kv), sizeof o->kv);
     o->lora_type_given = cx_flags_given(f, offsetof(run_opts, lora_type), sizeof o->lora_type);
     o->server_cache_given = cx_flags_given(f, offsetof(run_opts, server_cache), sizeof o->server_cache);
@@ -418,8 +420,9 @@ int run_opts_check(run_opts *o, const cx_flags *f) {
         return cli_fail(2, "--draft applies to --spec model, not --spec %s", cx_spec_kind_name(o->spec.kind));
     if (o->spec.kind == CX_SPEC_NONE &&
         (o->spec_fixed || cx_flags_given(f, offsetof(run_opts, spec.draft_max), sizeof o->spec.draft_max) ||
-         cx_flags_given(f, offsetof(run_opts, spec.draft_min), sizeof o->spec.draft_min)))
-        return cli_fail(2, "%s", "--draft-max, --draft-min and --draft-fixed apply with --spec KIND");
+         cx_flags_given(f, offsetof(run_opts, spec.draft_min), sizeof o->spec.draft_min) ||
+         cx_flags_given(f, offsetof(run_opts, spec_max_batch), sizeof o->spec_max_batch)))
+        return cli_fail(2, "%s", "--draft-max, --draft-min, --draft-fixed and --spec-max-batch apply with --spec KIND");
     if (o->spec.draft_min > o->spec.draft_max)
         return cli_fail(2, "--draft-min %d is above --draft-max %d: no draft would be checked", o->spec.draft_min,
                         o->spec.draft_max);
@@ -484,7 +487,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     if (!wl_path && (o.sched_given || o.rate || o.slo)) {
         wl_free(&wl);
         return cli_fail(2, "--%s applies to prompt sets and traces (served by the scheduler), not synthetic tests",
-                        o.rate ? "rate" : o.slo ? "slo" : "max-seqs/--max-batch-tokens/--max-queue");
+                        o.rate ? "rate" : o.slo ? "slo" : "max-seqs/--max-batch-tokens/--max-queue/--spec-max-batch");
     }
     if (o.rate && parse_rates(o.rate, rates, &n_rates, &sweep)) { wl_free(&wl); return 2; }
     if (o.rate && o.mode == RUN_CLOSED) {
@@ -492,19 +495,13 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
         return cli_fail(2, "%s", "--rate is an open loop (Poisson arrivals); --mode closed takes --concurrency instead");
     }
     if (o.slo && parse_slo(o.slo, &cfg, meta.slo, sizeof meta.slo)) { wl_free(&wl); return 2; }
-    /* --spec: decoding by speculation (spec_run.h). The scheduler does not speculate: prompt sets and traces
-     * are served one request at a time on one session, so what needs several in flight is refused. */
+    /* --spec: decoding by speculation: prompt sets and traces through the scheduler, which speculates in its
+     * steps (serve.c); synthetic tgN and pgN,M after their prompt (spec_run.h). */
     int spec = o.spec.kind != CX_SPEC_NONE;
     const char *no_spec = !spec ? NULL
                         : !wl_path && (nseq || !ng) ? "it applies to decoding: prompt sets, traces, tgN and pgN,M"
                         : o.adapters ? "--adapters is not taken with it"
-                        : wl_path && o.concurrency > 1 ? "it serves one request at a time: --concurrency is 1"
-                        : wl_path && o.sched_given ? "it serves one request at a time, not through the scheduler"
-                                                     " (--max-seqs, --max-batch-tokens, --max-queue)"
-                        : o.rate && !strcmp(o.rate, "sweep") ? "--rate sweep needs the scheduler's sequences"
-                                                             : NULL;
-    for (size_t i = 0; spec && !no_spec && wl_path && i < wl.n; i++)
-        if (wl.req[i].deadline_ms > 0) no_spec = "it serves one request at a time and keeps no deadline_ms";
+                                     : NULL;
     if (no_spec) {
         cli_fail(2, "--spec %s on '%s': %s", cx_spec_kind_name(o.spec.kind), o.workload, no_spec);
         wl_free(&wl);
@@ -513,8 +510,10 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     cfg.max_seqs = (int)o.max_seqs;
     cfg.max_batch_tokens = (int)o.max_batch_tokens;
     cfg.max_queue = (int)o.max_queue;
-    if (wl_path && spec) /* no scheduler: one session, one sequence at a time */
-        snprintf(meta.sched_config, sizeof meta.sched_config, "session,seqs=1");
+    cfg.spec_max_batch = (int)o.spec_max_batch;
+    if (wl_path && spec) /* the scheduler speculates while at most spec_batch sequences decode */
+        snprintf(meta.sched_config, sizeof meta.sched_config, "seqs=%d,batch=%d,queue=%d,spec_batch=%d", cfg.max_seqs,
+                 cfg.max_batch_tokens, cfg.max_queue, cfg.spec_max_batch);
     else if (wl_path)
         snprintf(meta.sched_config, sizeof meta.sched_config, "seqs=%d,batch=%d,queue=%d", cfg.max_seqs,
                  cfg.max_batch_tokens, cfg.max_queue);

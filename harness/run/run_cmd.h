@@ -42,6 +42,7 @@ typedef struct run_opts {
     cx_kv_params kv;  /* --kv-* and --prefix-cache (kv_opts.h) */
     cx_spec_params spec; /* --spec (kind: CX_SPEC_NONE without it), --draft, --draft-max, --draft-min (spec_run.h) */
     int spec_fixed;      /* --draft-fixed: every draft --draft-max long (spec.adapt 0) */
+    long spec_max_batch; /* --spec-max-batch: the scheduler speculates while at most this many sequences decode */
     int argc;       /* the whole command line, recorded with the run */
     char **argv;
 } run_opts;

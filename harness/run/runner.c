@@ -552,7 +552,7 @@ static void counter_rows(rep_result *out, ctr_set *ctr, const char *phase, const
 }
 
 /* The repetition's one session on one cache, its greedy sampler and (--spec)
- * its speculation: what synthetic tests and a speculating replay run on. */
+ * its speculation: what synthetic tests run on. */
 static int rep_session_open(const cx_model *m, const run_config *cfg, rep_state *st, char *err, size_t errlen) {
     cx_err e = {0};
     cx_sampler_params gp = cx_sampler_defaults();
@@ -626,11 +626,7 @@ int runner_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, 
     if (synthetic) {
         rc = synthetic_rep(m, cfg, &st, out, &makespan, err, errlen);
         cache = st.cache;
-    } else if (cfg->drafter && !cfg->endpoint) { /* --spec: one request at a time on one session (spec_run.h) */
-        rc = rep_session_open(m, cfg, &st, err, errlen) ||
-             spec_serve(&st.sq, wl, cfg, &st.prefill, out, &makespan, &st.peak, st.cache, err, errlen);
-        cache = st.cache;
-    } else { /* prompt sets and traces go through the request scheduler */
+    } else { /* prompt sets and traces go through the request scheduler (which speculates with --spec) */
         rc = cfg->endpoint ? endpoint_rep(cfg->endpoint, wl, cfg, out, &makespan, err, errlen)
                            : serve_rep(m, wl, cfg, out, &makespan, &st.peak, &cache, &sched, err, errlen);
     }

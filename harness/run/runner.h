@@ -17,9 +17,10 @@
  *     N long contexts are alive at once (the tiered cache's long-context
  *     test); batched:N,C,G the same with each decode round one batched pass
  *     over the N sequences (cx_batch_eval: continuous batching's decode);
- *   - with a drafter (run --spec): decoding by speculation, cx_spec_step
- *     (spec_run.h): prompt sets and traces one request at a time on one
- *     session, tgN and pgN,M after their prompt.
+ *   - with a drafter (run --spec): decoding by speculation: prompt sets and
+ *     traces through the scheduler, which speculates inside continuous
+ *     batching (serve.c); tgN and pgN,M after their prompt, by cx_spec_step
+ *     on their one session (spec_run.h).
  */
 #ifndef CB_RUNNER_H
 #define CB_RUNNER_H
@@ -54,6 +55,8 @@ typedef struct run_config {
     const struct ep_target *endpoint; /* --endpoint: replay over HTTP (endpoint.h); NULL: in-process */
     int harmony;         /* served prompts go in as harmony user turns (serve.c; the challenge on gpt-oss) */
     cx_drafter *drafter; /* --spec: the run's drafter (one cx_spec per sequence is made from it); NULL: none */
+    int spec_max_batch;  /* --spec-max-batch: the scheduler speculates while at most this many sequences
+                          * decode (0: the engine's default, CX_SCHED_SPEC_MAX_BATCH) */
 } run_config;
 
 /* Parse "pp512", "tg128", "pg512,128" into sizes; 0 on success. */

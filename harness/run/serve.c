@@ -13,7 +13,11 @@
  * scheduler timestamps (admission, first token, each gap) are on the same
  * monotonic clock. A request the queue refuses is recorded as rejected.
  * With cfg->harmony (the challenge on a gpt-oss model) each prompt is
- * submitted as a harmony user turn rather than as plain text.
+ * submitted as a harmony user turn rather than as plain text. With
+ * cfg->drafter (--spec) the scheduler speculates: a decoding sequence's
+ * segment of a step is its last token and a draft, checked in the same pass
+ * as the others' (while at most spec_max_batch sequences decode), and each
+ * request's drafts, acceptances and times are recorded with it.
  */
 #include <errno.h>
 #include <math.h>
@@ -92,6 +96,18 @@ static void on_done(void *user, const cx_request_stats *st) {
     q->itl_ms = st->n_gen > 1 ? malloc(sizeof(float) * (size_t)(st->n_gen - 1)) : NULL;
     for (int k = 0; q->itl_ms && k + 1 < st->n_gen; k++) q->itl_ms[q->n_itl++] = (float)((double)st->itl_ns[k] * ns);
     runner_token_hash(st->tokens, st->n_gen, q->token_hash);
+    if (ss->cfg->drafter) { /* --spec: what its decode steps drafted and kept (docs/metrics.md) */
+        q->spec = 1;
+        /* every decode pass it had: its speculative steps, and one a token for the rest (steps while more
+         * sequences decoded than spec_max_batch, or the pass that recomputed it after a preemption) */
+        int plain = st->n_gen - 1 - st->spec_tokens;
+        q->spec_passes = st->spec_steps + (plain > 0 ? plain : 0);
+        q->spec_verified = st->spec_verified;
+        q->draft_tokens = st->spec_drafted;
+        q->accepted_tokens = st->spec_accepted;
+        q->draft_ms = (double)st->spec_draft_ns * ns;
+        q->verify_ms = (double)st->spec_verify_ns * ns;
+    }
     snprintf(q->state, sizeof q->state, "%s", state_name(st->state, st->reason));
     if (st->state == CX_REQ_FAILED) snprintf(q->error, sizeof q->error, "%.*s", (int)sizeof q->error - 1, st->error);
     else if (st->state == CX_REQ_TIMEOUT)
@@ -240,6 +256,8 @@ int serve_rep(const cx_model *m, const wl_workload *wl, const run_config *cfg, r
     sp.lora_budget = cfg->lora_budget;
     sp.lora_split = cfg->lora_split;
     sp.lora_type = cfg->adapters ? cfg->lora_type : -1;
+    sp.drafter = cfg->drafter; /* --spec: each sequence slot speculates (cx_spec), while few decode */
+    sp.spec_max_batch = cfg->spec_max_batch;
     cx_sched *s = NULL;
     if (!rc && cx_sched_new(m, &sp, &s, &e)) rc = hx_fail_cx(err, errlen, &e);
     for (int i = 0; !rc && cfg->adapters && i < cfg->adapters->n; i++) /* loaded on first use, as a server does */

@@ -1,6 +1,7 @@
 /*
- * spec_run.c - decoding by speculation and serving one request at a time
- * for `run --spec` (see spec_run.h; definitions: docs/metrics.md).
+ * spec_run.c - decoding by speculation after a synthetic test's prompt, and
+ * the speculation metrics of a repetition, for `run --spec` (see spec_run.h;
+ * definitions: docs/metrics.md).
  */
 #include "spec_run.h"
 
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hx_err.h"
 
@@ -75,88 +75,6 @@ int spec_decode(spec_seq *q, int n_hist, const float *l, int max_gen, int stop, 
     r->draft_ms = (double)(s1.draft_ns - s0.draft_ns) / 1e6;
     r->verify_ms = (double)(s1.verify_ns - s0.verify_ns) / 1e6;
     return 0;
-}
-
-/* Sleep until the monotonic clock reads t_ms. */
-static void sleep_until_ms(double t_ms) {
-    struct timespec ts;
-    ts.tv_sec = (time_t)(t_ms / 1e3);
-    ts.tv_nsec = (long)((t_ms - (double)ts.tv_sec * 1e3) * 1e6);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
-}
-
-/* One request issued at issue_ms, its prompt ids[0..n): prefill, then decode by speculation. */
-static int serve_one(spec_seq *q, const wl_request *w, const int32_t *ids, int n, double issue_ms, const run_config *cfg,
-                     ctr_phase *prefill, req_result *r, char *err, size_t errlen) {
-    int n_ctx = cx_session_n_ctx(q->s);
-    double t_start = runner_now_ms();
-    r->queue_ms = t_start - issue_ms;
-    r->prompt_tokens = n;
-    if (n >= n_ctx) { /* the user's error, not the engine's: recorded, the run goes on (as the scheduler does) */
-        snprintf(r->state, sizeof r->state, "failed");
-        snprintf(r->error, sizeof r->error, "prompt of %d tokens does not fit the context of %d tokens", n, n_ctx);
-        r->ttft_ms = r->e2e_ms = r->prefill_ms = r->decode_ms = r->tpot_ms = NAN;
-        return 0;
-    }
-    cx_session_reset(q->s);
-    cx_spec_reset(q->sp);
-    if (spec_hist_reserve(q, n)) return hx_fail(err, errlen, "out of memory");
-    memcpy(q->hist, ids, sizeof(int32_t) * (size_t)n);
-    cx_err e = {0};
-    const float *l;
-    ctr_snap before, after;
-    if (q->ctr) ctr_snapshot(q->ctr, &before);
-    if (cx_eval(q->s, ids, n, &l, &e)) return hx_fail(err, errlen, "request %s: %s", w->id, e.msg);
-    if (q->ctr) {
-        ctr_snapshot(q->ctr, &after);
-        ctr_accumulate(prefill, &before, &after);
-    }
-    r->prefill_ms = runner_now_ms() - t_start;
-    /* the scheduler's rule: at most what the context holds after the prompt */
-    int max_gen = w->max_tokens < n_ctx - n ? w->max_tokens : n_ctx - n;
-    if (spec_decode(q, n, l, max_gen, !cfg->ignore_eos, r, issue_ms, err, errlen)) return -1;
-    int stopped = !cfg->ignore_eos && cx_token_is_eog(q->m, q->hist[n + r->gen_tokens - 1]);
-    snprintf(r->state, sizeof r->state, "%s", stopped ? "stop" : "length");
-    return 0;
-}
-
-/* See spec_run.h. */
-int spec_serve(spec_seq *q, const wl_workload *wl, const run_config *cfg, ctr_phase *prefill, rep_result *out,
-               double *makespan_ms, kv_peak *peak, cx_kv_cache *cache, char *err, size_t errlen) {
-    int n = (int)wl->n, rc = 0;
-    int32_t **ids = calloc((size_t)(n ? n : 1), sizeof *ids);
-    int *n_ids = calloc((size_t)(n ? n : 1), sizeof *n_ids);
-    double *arr = runner_arrivals(wl, cfg->rate);
-    if (!ids || !n_ids || !arr) rc = hx_fail(err, errlen, "out of memory");
-    /* Tokenize before the clock starts, as serve.c does. */
-    for (int i = 0; i < n && !rc; i++) {
-        const wl_request *w = &wl->req[i];
-        req_result *r = &out->req[i];
-        rc = serve_prompt_ids(q->m, w, cfg->harmony, &ids[i], &n_ids[i], err, errlen);
-        snprintf(r->item, sizeof r->item, "%s", w->id);
-        r->idx = i;
-        r->adapter = w->adapter; /* a label: --spec takes no --adapters */
-        r->priority = w->priority;
-        r->max_tokens = w->max_tokens;
-    }
-    int open = cfg->mode == RUN_OPEN || cfg->rate > 0;
-    double t0 = runner_now_ms(), last = t0;
-    for (int i = 0; i < n && !rc; i++) {
-        /* closed loop, one client: issued when the one before ended; open loop: at its arrival, then waits */
-        double issue = open ? t0 + arr[i] : last;
-        if (open && runner_now_ms() < issue) sleep_until_ms(issue);
-        out->req[i].arrival_ms = issue - t0;
-        rc = serve_one(q, &wl->req[i], ids[i], n_ids[i], issue, cfg, prefill, &out->req[i], err, errlen);
-        last = runner_now_ms();
-        kv_metrics_sample(cache, peak); /* the request's sequence is still held: its largest */
-        if (cfg->progress) runner_progress(cfg, i + 1, n);
-    }
-    *makespan_ms = last - t0;
-    for (int i = 0; ids && i < n; i++) free(ids[i]);
-    free(ids);
-    free(n_ids);
-    free(arr);
-    return rc;
 }
 
 /* See spec_run.h. Sums over the requests that report speculation; a ratio

@@ -12,11 +12,12 @@
  * speculating run equals a plain run's: that comparison is the end-to-end
  * exactness check.
  *
- * The engine's request scheduler does not speculate, so with --spec a prompt
- * set or a trace is served one request at a time on one session (one
- * sequence: closed loop with one client, or open loop where a request waits
- * for the one before), and synthetic tgN and pgN,M decode with it after
- * their prompt.
+ * Synthetic tgN and pgN,M decode this way after their prompt, on their one
+ * session. Prompt sets and traces are served by the engine's request
+ * scheduler, which speculates inside continuous batching (serve.c): its
+ * tokens and timestamps follow the same rules, and each request's counters
+ * fill the same fields (spec_passes there counts every pass of its decode,
+ * speculative or not).
  */
 #ifndef CB_SPEC_RUN_H
 #define CB_SPEC_RUN_H
@@ -55,19 +56,6 @@ int spec_hist_reserve(spec_seq *q, int n);
  */
 int spec_decode(spec_seq *q, int n_hist, const float *l, int max_gen, int stop, req_result *r, double issue_ms,
                 char *err, size_t errlen);
-
-/*
- * A prompt set or trace served one request at a time on q->s (its cache
- * `cache`, peaks sampled into *peak after each request): closed loop (one
- * client: the next request is issued when one ends) or open loop (cfg->mode
- * RUN_OPEN or cfg->rate: each request issued at its arrival, waiting for the
- * one before). Prompts are tokenized before the clock starts; the prompt's
- * pass is counted into *prefill. Fills out->req; *makespan_ms from the start
- * to the last token. 0, or -1 with err (an engine error; a prompt that does
- * not fit is the request's error, not the run's).
- */
-int spec_serve(spec_seq *q, const wl_workload *wl, const run_config *cfg, ctr_phase *prefill, rep_result *out,
-               double *makespan_ms, kv_peak *peak, cx_kv_cache *cache, char *err, size_t errlen);
 
 /* The repetition's speculation metrics (spec_*) from its requests' fields;
  * nothing when no request has any (docs/metrics.md). */

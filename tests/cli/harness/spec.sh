@@ -59,8 +59,9 @@ check "the plain run: NULL (no speculation)" \
     test "$(sql "$db" "select count(*) from runs where id = $plain and spec_config is null and spec_setup_ms is null")" = 1
 check "the two have different compare keys" \
     test "$(sql "$db" "select count(distinct compare_key) from runs where id in ($plain, $spec)")" = 2
-check "served one request at a time on one session" \
-    test "$(sql "$db" "select sched_config || ' ' || concurrency from runs where id = $spec")" = "session,seqs=1 1"
+check "served by the scheduler, which speculates while at most 4 sequences decode" \
+    test "$(sql "$db" "select sched_config || ' ' || concurrency from runs where id = $spec")" = \
+    "seqs=8,batch=256,queue=256,spec_batch=4 1"
 
 # Its metrics, per request and per repetition.
 check "every request of every repetition has its passes, drafts and times" \
@@ -127,6 +128,55 @@ check "... more than 1 token per pass" between "$(metric "$dm" spec_tokens_per_p
 run --model "$tmp/tiny.gguf" --workload "prompts:$tmp/p.jsonl" --spec self:q8_0 >/dev/null 2>&1
 check "--spec self:q8_0: the same tokens" same_canaries "$plain" "$(last)"
 check "... stored as self:q8_0" test "$(sql "$db" "select spec_config from runs where id = $(last)")" = "self:q8_0,max=8,min=0,adaptive"
+
+# Several clients: the scheduler speculates inside continuous batching, the same tokens; with
+# --spec-max-batch 1 it speculates only in the steps where one sequence decodes, and a request's
+# passes count its plain steps too.
+run --model "$tmp/tiny.gguf" --workload "prompts:$tmp/p.jsonl" --concurrency 3 >/dev/null 2>&1
+plain3=$(last)
+run --model "$tmp/tiny.gguf" --workload "prompts:$tmp/p.jsonl" --spec ngram --concurrency 3 >/dev/null 2>&1
+check "--concurrency 3 --spec ngram: VALID (exit 0)" test $? -eq 0
+c3=$(last)
+check "... the same tokens as one client without speculation" same_canaries "$plain" "$c3"
+check "... and as three clients without" same_canaries "$plain3" "$c3"
+check "... every request drafted something checked" \
+    test "$(sql "$db" "select count(*) from requests where run_id = $c3 and draft_tokens > 0 and spec_verified > 0")" = 12
+check "... a pass of several sequences checked drafts (fewer passes than tokens)" \
+    test "$(sql "$db" "select sum(spec_passes) < sum(gen_tokens - 1) from requests where run_id = $c3")" = 1
+run --model "$tmp/tiny.gguf" --workload "prompts:$tmp/p.jsonl" --spec ngram --concurrency 3 --spec-max-batch 1 \
+    >/dev/null 2>&1
+c31=$(last)
+check "--spec-max-batch 1 with 3 clients: the same tokens" same_canaries "$plain" "$c31"
+check "... recorded in the scheduler's configuration, another compare key" \
+    test "$(sql "$db" "select (sched_config like '%,spec_batch=1') || (compare_key != (select compare_key from runs
+                       where id = $c3)) from runs where id = $c31")" = 11
+check "... each request's passes: its speculative steps and its plain ones (passes <= tokens - 1 <= passes + accepted)" \
+    test "$(sql "$db" "select count(*) from requests where run_id = $c31 and spec_passes <= gen_tokens - 1
+                       and gen_tokens - 1 <= spec_passes + accepted_tokens")" = 12
+check "... fewer drafts checked than with 4 (steps of 2 or 3 decoding sequences did not speculate)" \
+    test "$(sql "$db" "select (select sum(draft_tokens) from requests where run_id = $c31) <
+                       (select sum(draft_tokens) from requests where run_id = $c3)")" = 1
+
+# A trace's deadlines hold with --spec: generous ones are met (VALID, the same tokens as without),
+# 1 ms ones end their requests as timeouts (INVALID, exit 4).
+"$PY" - "$tmp/dl.jsonl" "$tmp/dl1.jsonl" <<'EOF'
+import json, sys
+for path, dl in ((sys.argv[1], 600000), (sys.argv[2], 1)):
+    with open(path, "w") as f:
+        for i in range(4):
+            text = "the cat sat on the mat. " * (2 + i)
+            f.write(json.dumps({"id": "d%d" % i, "arrival_s": 0.01 * i, "adapter": 0, "prompt_len": len(text.split()),
+                                "deadline_ms": dl, "max_tokens": 24, "text": text}) + "\n")
+EOF
+run --model "$tmp/tiny.gguf" --workload "trace:$tmp/dl.jsonl" >/dev/null 2>&1
+dlp=$(last)
+run --model "$tmp/tiny.gguf" --workload "trace:$tmp/dl.jsonl" --spec ngram >/dev/null 2>&1
+check "a trace with deadlines under --spec: VALID (exit 0)" test $? -eq 0
+check "... the same tokens as without" same_canaries "$dlp" "$(last)"
+run --model "$tmp/tiny.gguf" --workload "trace:$tmp/dl1.jsonl" --spec ngram >/dev/null 2>&1
+check "1 ms deadlines under --spec: INVALID (exit 4)" test $? -eq 4
+check "... its requests timed out" \
+    test "$(sql "$db" "select count(*) from requests where run_id = $(last) and state = 'timeout'")" -gt 0
 
 # A synthetic test decodes by speculation after its prompt; the same tokens as without.
 run --model "$tmp/tiny.gguf" --workload pg16,32 -d 8 >/dev/null 2>&1
@@ -211,8 +261,11 @@ bad "--draft-min above --draft-max" "--draft-min 6 is above --draft-max 4" --wor
     --draft-min 6 --draft-max 4
 bad "--spec on ppN" "it applies to decoding" --workload pp8 --spec ngram
 bad "--spec on batched" "it applies to decoding" --workload batched:2,8,8 --spec ngram
-bad "--spec with 2 clients" "--concurrency is 1" --workload "prompts:$tmp/p.jsonl" --spec ngram --concurrency 2
-bad "--spec with scheduler flags" "not through the scheduler" --workload "prompts:$tmp/p.jsonl" --spec ngram --max-seqs 2
+bad "--spec-max-batch without --spec" "apply with --spec KIND" --workload "prompts:$tmp/p.jsonl" --spec-max-batch 2
+bad "--spec-max-batch on a synthetic test" "applies to prompt sets and traces" --workload tg8 --spec ngram \
+    --spec-max-batch 2
+bad "--spec with adapters" "--adapters is not taken with it" --workload "trace:$tmp/dl.jsonl" --spec ngram \
+    --adapters synth:1,4
 bad "--spec over HTTP" "--spec applies in-process" --workload "prompts:$tmp/p.jsonl" --spec ngram --endpoint http://127.0.0.1:9/v1
 [ -f "$st" ] && bad "a draft model of another vocabulary" "vocabulary" --workload "prompts:$tmp/p.jsonl" --draft "$st"
 check "nothing stored by any of them" test "$(sql "$db" "select count(*) from runs")" = "$n0"
