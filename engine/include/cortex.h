@@ -785,6 +785,8 @@ typedef struct cx_sched_stats {
     int64_t spec_verified;         /* of them, those whose pass checked a draft */
     int64_t spec_passes;           /* passes (steps) that checked at least one draft (in decode order) */
     int64_t spec_drafted, spec_accepted; /* draft tokens checked; of them, accepted */
+    int64_t spec_draft_passes;     /* passes of the draft model (a model drafter's; each drafts a token, or
+                                      feeds a catch-up, for every sequence drafting in the step) */
     int64_t spec_tokens;           /* tokens the speculative steps gave their requests */
     int64_t spec_draft_ns;         /* time drafting (part of step_ns, outside eval_ns) */
     int64_t spec_verify_ns;        /* time in the passes that checked drafts (part of eval_ns) */

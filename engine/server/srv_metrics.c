@@ -139,6 +139,8 @@ char *srv_metrics_text(srv_metrics *mt, cx_sched *s, size_t *len) {
         {"cortex_spec_verify_passes_total", "Forward passes that checked at least one draft.", ss.spec_passes},
         {"cortex_spec_drafted_tokens_total", "Draft tokens checked.", ss.spec_drafted},
         {"cortex_spec_accepted_tokens_total", "Draft tokens accepted.", ss.spec_accepted},
+        {"cortex_spec_draft_passes_total", "Passes of the draft model (each drafts for every sequence drafting).",
+         ss.spec_draft_passes},
         {"cortex_spec_tokens_total", "Tokens the speculative steps generated (accepted, plus one per step).", ss.spec_tokens},
     };
     for (int i = 0; i < NB(spec); i++) {

@@ -81,6 +81,7 @@ void cx_sched_free(cx_sched *s) {
     }
     for (int i = 0; s->sess && i < s->p.max_seqs; i++) cx_session_free(s->sess[i]);
     for (int i = 0; s->spec && i < s->p.max_seqs; i++) cx_spec_free(s->spec[i]);
+    spec_batch_free(s->drafts);
     cx_batch_free(s->batch);
     cx_kv_cache_free(s->cache);
     sched_lora_free_all(s); /* after the sessions that applied them */
@@ -99,6 +100,7 @@ void cx_sched_free(cx_sched *s) {
     free(s->spec);
     free(s->spec_want);
     free(s->spec_out);
+    free(s->b_dj);
     free(s->ended);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
@@ -166,7 +168,8 @@ int cx_sched_new(const cx_model *m, const cx_sched_params *pp, cx_sched **out, c
         s->spec = calloc((size_t)S, sizeof *s->spec);
         s->spec_want = calloc((size_t)S, sizeof *s->spec_want);
         s->spec_out = calloc((size_t)S * (CX_SPEC_MAX_DRAFT + 1), sizeof *s->spec_out);
-        spec_ok = s->spec && s->spec_want && s->spec_out;
+        s->b_dj = calloc((size_t)S, sizeof *s->b_dj);
+        spec_ok = s->spec && s->spec_want && s->spec_out && s->b_dj;
     }
     if (!s->sess || !s->run || !s->wait || !s->b_sess || !s->b_tok || !s->b_n || !s->b_slot || !s->ended || !s->b_nout ||
         !s->b_k || !s->b_pos || !s->b_dns || !s->b_rows || !spec_ok) {
@@ -182,6 +185,10 @@ int cx_sched_new(const cx_model *m, const cx_sched_params *pp, cx_sched **out, c
     sp.batch = 1;                  /* evaluated only through the batch: no pass buffers of its own */
     for (int i = 0; !rc && i < S; i++) rc = cx_session_new_ex(m, &sp, &s->sess[i], err);
     for (int i = 0; !rc && s->spec && i < S; i++) rc = spec_new(s->p.drafter, s->p.n_ctx, 0, &s->spec[i], err);
+    /* a draft model's drafts: each round one pass over every drafting sequence (a token each, at most
+     * CX_SPEC_MAX_DRAFT rounds), a prompt's catch-up in chunks of what is left */
+    if (!rc && s->spec && s->p.drafter->draft)
+        rc = spec_batch_new(s->p.drafter, S, S > s->p.max_batch_tokens ? S : s->p.max_batch_tokens, &s->drafts, err);
     if (rc) {
         cx_sched_free(s);
         return rc;

@@ -151,6 +151,9 @@ struct cx_sched {
     cx_spec **spec;            /* [max_seqs] one per slot; NULL without a drafter */
     int *spec_want;            /* [max_seqs] this step's spec_want per slot (-1: not asked yet) */
     int32_t *spec_out;         /* [max_seqs * (CX_SPEC_MAX_DRAFT + 1)] the tokens spec_accept chose */
+    struct spec_batch *drafts; /* a model drafter's: the step's drafts made together (NULL: the lookup) */
+    int *b_dj;                 /* [max_seqs] segment i's index in drafts (-1: it drafts nothing this step) */
+    int64_t draft_passes;      /* this step's passes of the draft model */
     sched_req **ended;         /* [max_queue + 2 * max_seqs] requests that ended this step */
     int n_ended;
 

@@ -414,40 +414,68 @@ static cx_stop_reason sample(cx_sched *s, sched_req *r, const float *logits, int
     return take(s, r, tok, logits, now);
 }
 
-/* Step 4's drafting for segment i, a speculative step (b_k[i] >= 0 holds its
- * room), without the lock: the draft continues the request's tokens up to
- * its last chosen one (at b_pos[i]); a draft of k >= 1 tokens (at least
- * draft_min) makes the segment that token and the draft, k + 1 rows of
- * logits, and *verify 1. b_k[i] becomes k (0: the step decodes one token). */
-static void draft(cx_sched *s, int i, int *verify) {
-    int slot = s->b_slot[i], want = s->b_k[i], P = s->b_pos[i], k = 0;
-    sched_req *r = s->run[slot];
-    cx_spec *sp = s->spec[slot];
-    int64_t t0 = cx_now_ns();
-    assert(P == r->n_prompt + r->n_gen - 1 && "a decoding session holds all but the last chosen token");
-    sp->greedy = sampler_is_greedy(r->smp);
-    if (sp->dsmp) { /* the draft draws under the request's settings, its stream seeded per sequence */
-        sampler_follow(sp->dsmp, r->smp, !sp->seeded);
-        sp->seeded = 1;
+/* Step 4's drafting, without the lock, for every speculative segment (b_k[i]
+ * >= 0 holds its room): each draft continues its request's tokens up to the
+ * last chosen one (at b_pos[i]). The lookup drafts each in turn; a draft
+ * model drafts all of them together (spec_batch: one pass of the draft
+ * model per round). A draft of k >= 1 tokens (at least draft_min) makes the
+ * segment that token and the draft, k + 1 rows of logits, and *verify 1.
+ * b_k[i] becomes k (0: the step decodes one token), b_dns[i] its drafting
+ * time. A draft model that fails (its memory) leaves the requests of the
+ * step without drafts from then on. */
+static void draft_all(cx_sched *s, int n, int *verify) {
+    if (s->drafts) spec_batch_clear(s->drafts);
+    for (int i = 0; i < n; i++) {
+        if (s->b_k[i] < 0) continue;
+        int slot = s->b_slot[i], want = s->b_k[i], P = s->b_pos[i];
+        sched_req *r = s->run[slot];
+        cx_spec *sp = s->spec[slot];
+        assert(P == r->n_prompt + r->n_gen - 1 && "a decoding session holds all but the last chosen token");
+        sp->greedy = sampler_is_greedy(r->smp);
+        if (sp->dsmp) { /* the draft draws under the request's settings, its stream seeded per sequence */
+            sampler_follow(sp->dsmp, r->smp, !sp->seeded);
+            sp->seeded = 1;
+        }
+        s->b_dj[i] = -1;
+        s->b_dns[i] = 0;
+        if (want > 0 && s->drafts) {
+            s->b_dj[i] = spec_batch_add(s->drafts, sp, r->toks, P + 1, want, sp->feed + 1);
+        } else if (want > 0) {
+            int64_t t1 = cx_now_ns();
+            s->b_k[i] = spec_draft(sp, r->toks, P + 1, want, sp->feed + 1, NULL);
+            s->b_dns[i] = cx_now_ns() - t1;
+            assert(s->b_k[i] >= 0 && "the lookup does not fail");
+        } else {
+            s->b_k[i] = 0;
+        }
     }
-    if (want > 0) {
+    int failed = 0;
+    if (s->drafts) {
         cx_err derr;
-        k = spec_draft(sp, r->toks, P + 1, want, sp->feed + 1, &derr);
-        if (k < 0) { /* the draft model failed (its memory): the request goes on without drafts */
+        int64_t p0 = spec_batch_passes(s->drafts);
+        failed = spec_batch_run(s->drafts, &derr) != 0;
+        s->draft_passes += spec_batch_passes(s->drafts) - p0;
+        for (int i = 0; i < n; i++)
+            if (s->b_k[i] >= 0 && s->b_dj[i] >= 0)
+                s->b_k[i] = failed ? 0 : spec_batch_got(s->drafts, s->b_dj[i], &s->b_dns[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        if (s->b_k[i] < 0) continue;
+        cx_spec *sp = s->spec[s->b_slot[i]];
+        int k = s->b_k[i];
+        if (failed && s->b_dj[i] >= 0) { /* the draft model failed: the request goes on without drafts */
             cx_spec_reset(sp);
-            r->speculate = 0;
-            k = 0;
+            s->run[s->b_slot[i]]->speculate = 0;
         }
         if (k < sp->d->p.draft_min) k = 0;
+        if (k > 0) {
+            sp->feed[0] = s->run[s->b_slot[i]]->toks[s->b_pos[i]];
+            s->b_tok[i] = sp->feed;
+            s->b_n[i] = s->b_nout[i] = k + 1;
+            *verify = 1;
+        }
+        s->b_k[i] = k;
     }
-    if (k > 0) {
-        sp->feed[0] = r->toks[P];
-        s->b_tok[i] = sp->feed;
-        s->b_n[i] = s->b_nout[i] = k + 1;
-        *verify = 1;
-    }
-    s->b_k[i] = k;
-    s->b_dns[i] = cx_now_ns() - t0;
 }
 
 /* A speculative step's tokens (spec.h, "one step"), summed into the step's totals. */
@@ -530,8 +558,8 @@ int sched_step(cx_sched *s, cx_err *err) {
 
     int rc = 0, tokens = 0, prefill = 0, verify = 0, rows = 0;
     spec_sum sum = {0};
-    for (int i = 0; i < n; i++)
-        if (s->b_k[i] >= 0) draft(s, i, &verify);
+    s->draft_passes = 0;
+    if (s->spec) draft_all(s, n, &verify);
     for (int i = 0; i < n; i++) rows += s->b_n[i];
     int64_t t1 = cx_now_ns(), t2 = t1;
     if (n > 0) {
@@ -590,6 +618,7 @@ int sched_step(cx_sched *s, cx_err *err) {
         s->st.spec_verified += sum.verified;
         s->st.spec_passes += verify;
         s->st.spec_drafted += sum.drafted;
+        s->st.spec_draft_passes += s->draft_passes;
         s->st.spec_accepted += sum.accepted;
         s->st.spec_tokens += sum.tokens;
         s->st.spec_draft_ns += sum.draft_ns;

@@ -87,6 +87,32 @@ int spec_draft(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft, c
  * sequence's share when the pass was shared). */
 void spec_observe(cx_spec *sp, int k, int accepted, int n, int64_t draft_ns, int64_t verify_ns, int rows_in_pass);
 
+/* spec_draft.c: drafting several sequences with the drafter's model at once
+ * (the scheduler's drafts), one pass of the draft model per round over
+ * every sequence still drafting:
+ *   spec_batch_clear, then spec_batch_add per sequence, spec_batch_run,
+ *   spec_batch_got per sequence. */
+typedef struct spec_batch spec_batch;
+/* For up to cap sequences of model drafter d, passes of up to max_tokens
+ * (>= cap) tokens. */
+int spec_batch_new(const cx_drafter *d, int cap, int max_tokens, spec_batch **out, cx_err *err);
+void spec_batch_free(spec_batch *w);
+void spec_batch_clear(spec_batch *w);
+/* Sequence sp (of a model drafter, its greedy/dsmp set as for spec_draft)
+ * continuing hist[0..n) is to draft up to k >= 1 tokens into draft[]
+ * (hist and draft stay the caller's until spec_batch_got). Its index. */
+int spec_batch_add(spec_batch *w, cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft);
+/* Draft for every sequence added. Each drafts what spec_draft would draft
+ * for it alone (the draft's logits may differ in their last bits where its
+ * kernels sum several rows in another order). 0, or a CX_E* code (the draft
+ * model's: no sequence's draft is usable). */
+int spec_batch_run(spec_batch *w, cx_err *err);
+/* After spec_batch_run: how many tokens sequence j drafted, and (ns) its
+ * share of the draft model's passes, in nanoseconds. */
+int spec_batch_got(const spec_batch *w, int j, int64_t *ns);
+/* Passes of the draft model since spec_batch_new. */
+int64_t spec_batch_passes(const spec_batch *w);
+
 /* spec_accept.c */
 /* The rule over rows[0..k] (V floats each) for draft[0..k): writes the
  * chosen tokens to out (1..k+1; ends at the first end-of-generation token

@@ -20,7 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../kv/kv_cache.h"
 #include "../model.h"
+#include "../pass.h"
+#include "../session.h"
 #include "../util.h"
 #include "cortex_tools.h"
 #include "spec.h"
@@ -183,54 +186,257 @@ static float top_prob(const float *l, int V) {
     return (float)(1.0 / z);
 }
 
-/* Draft with the model: its cache rolled back to what it shares with hist,
- * fed the rest, then up to k tokens, each fed back but the last. Greedy:
- * argmaxes (q a point mass); else draws from the draft's distribution under
- * the target's sampling settings (q kept for the rule). */
-static int draft_model(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err) {
+/* The start of drafting with the model: *k capped to the draft's context,
+ * the draft's cache rolled back to the longest prefix it shares with
+ * hist[0..n) (never the last token: its logits are needed), and what the
+ * draft must be fed to catch up, hist[*same..n), recorded as what it holds.
+ * 0, or a CX_E* code. */
+static int draft_start(cx_spec *sp, const int32_t *hist, int n, int *k, int *same, cx_err *err) {
     cx_session *ds = sp->ds;
-    if (n - 1 + k > cx_session_n_ctx(ds)) k = cx_session_n_ctx(ds) - n + 1; /* a draft model of a shorter context */
-    if (k < 1) return 0;
-    int have = cx_session_pos(ds), same = 0;
-    while (same < have && same < n && sp->dtok[same] == hist[same]) same++;
-    if (same > n - 1) same = n - 1; /* the last token is fed again: its logits are needed */
-    int rc = cx_session_truncate(ds, same, err);
-    const float *logits = NULL;
-    if (!rc) rc = cx_eval(ds, hist + same, n - same, &logits, err);
+    if (n - 1 + *k > cx_session_n_ctx(ds)) *k = cx_session_n_ctx(ds) - n + 1; /* a draft model of a shorter context */
+    if (*k < 1) return *k = 0;
+    int have = cx_session_pos(ds), j = 0;
+    while (j < have && j < n && sp->dtok[j] == hist[j]) j++;
+    if (j > n - 1) j = n - 1; /* the last token is fed again: its logits are needed */
+    int rc = cx_session_truncate(ds, j, err);
     if (rc) return rc;
-    memcpy(sp->dtok + same, hist + same, sizeof *hist * (size_t)(n - same));
-    sp->caught_up = n - same;
-    int c = 0, V = sp->V;
-    for (; c < k; c++) {
-        int x;
-        int32_t *qid = sp->q_id + (size_t)c * (size_t)V;
-        float *qp = sp->q_p + (size_t)c * (size_t)V;
-        if (sp->greedy) {
-            if (sp->d->p.p_min > 0 && top_prob(logits, V) < sp->d->p.p_min) break;
-            x = 0;
-            for (int i = 1; i < V; i++)
-                if (logits[i] > logits[x]) x = i;
-            sp->q_n[c] = 0; /* a point mass */
-        } else {
-            const int32_t *ids;
-            const float *p;
-            int m = cx_sampler_dist(sp->dsmp, logits, &ids, &p);
-            x = cx_sampler_draw(sp->dsmp, ids, p, m);
-            float px = 0;
-            for (int i = 0; i < m; i++)
-                if (ids[i] == x) px = p[i];
-            if (px < sp->d->p.p_min) break;
-            memcpy(qid, ids, sizeof *ids * (size_t)m);
-            memcpy(qp, p, sizeof *p * (size_t)m);
-            sp->q_n[c] = m;
-        }
+    memcpy(sp->dtok + j, hist + j, sizeof *hist * (size_t)(n - j));
+    sp->caught_up = n - j;
+    *same = j;
+    return 0;
+}
+
+/* Draft token c from the draft's logits: greedy, its argmax (q a point
+ * mass); else a draw from the draft's distribution under the target's
+ * sampling settings, q kept for the rule. -1: the draft stops here (the
+ * token is less likely than p_min). */
+static int draft_pick(cx_spec *sp, const float *logits, int c) {
+    int x, V = sp->V;
+    if (sp->greedy) {
+        if (sp->d->p.p_min > 0 && top_prob(logits, V) < sp->d->p.p_min) return -1;
+        x = 0;
+        for (int i = 1; i < V; i++)
+            if (logits[i] > logits[x]) x = i;
+        sp->q_n[c] = 0; /* a point mass */
+        return x;
+    }
+    const int32_t *ids;
+    const float *p;
+    int m = cx_sampler_dist(sp->dsmp, logits, &ids, &p);
+    x = cx_sampler_draw(sp->dsmp, ids, p, m);
+    float px = 0;
+    for (int i = 0; i < m; i++)
+        if (ids[i] == x) px = p[i];
+    if (px < sp->d->p.p_min) return -1;
+    memcpy(sp->q_id + (size_t)c * (size_t)V, ids, sizeof *ids * (size_t)m);
+    memcpy(sp->q_p + (size_t)c * (size_t)V, p, sizeof *p * (size_t)m);
+    sp->q_n[c] = m;
+    return x;
+}
+
+/* Draft with the model: caught up (draft_start), then up to k tokens, each
+ * fed back but the last. */
+static int draft_model(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err) {
+    int same = 0, c = 0, rc = draft_start(sp, hist, n, &k, &same, err);
+    const float *logits = NULL;
+    if (!rc && k > 0) rc = cx_eval(sp->ds, hist + same, n - same, &logits, err);
+    for (; !rc && c < k; c++) {
+        int x = draft_pick(sp, logits, c);
+        if (x < 0) break;
         draft[c] = x;
         if (c + 1 < k) {
-            if ((rc = cx_eval(ds, &draft[c], 1, &logits, err))) return rc;
-            sp->dtok[n + c] = draft[c];
+            rc = cx_eval(sp->ds, &draft[c], 1, &logits, err);
+            sp->dtok[n + c] = x;
         }
     }
-    return c;
+    return rc ? rc : c;
+}
+
+/*
+ * Drafting several sequences with their draft model at once (the
+ * scheduler's step 4): every pass of the draft model takes one segment of
+ * each sequence still drafting, so k rounds of S sequences are k passes of
+ * S rows, not S * k passes of one.
+ *
+ * Each sequence has a feed: first its catch-up (draft_start), then each
+ * token it drafted while more are wanted. A pass takes one token of every
+ * feed, then longer catch-ups in chunks of what the batch and the
+ * session's hot tier leave; a sequence whose feed the pass ended picks its
+ * next token at once from its row of logits (which the next pass
+ * overwrites). A prompt's catch-up (a request's first draft) is fed in
+ * passes of its own. Each pass's time is shared among its sequences by the
+ * rows each had in it.
+ */
+#define CATCHUP (CX_SPEC_MAX_DRAFT + 1) /* most tokens a step leaves a draft to catch up: its accepted ones and one */
+
+struct spec_batch {
+    cx_batch *b;              /* over the draft model */
+    int cap, max_tokens, n;   /* n: sequences added since spec_batch_clear */
+    int64_t passes;           /* of the draft model, since spec_batch_new */
+    /* per sequence added (spec_batch_add) */
+    cx_spec **sp;
+    const int32_t **hist;
+    int *hn, *k, *got;        /* its history's length; tokens wanted (then drafted, when run); drafted so far */
+    int32_t **draft;
+    const int32_t **feed;     /* what it is still to be fed ... */
+    int *left;                /* ... how many tokens (0: its next token is picked, or it is done) */
+    int64_t *ns;              /* its share of the passes' time */
+    /* per segment of a pass */
+    int *seg;                 /* the sequence */
+    cx_session **ss;
+    const int32_t **tok;
+    int *tn, *nout;
+    const float **rows;
+};
+
+/* See spec.h. */
+void spec_batch_free(spec_batch *w) {
+    if (!w) return;
+    cx_batch_free(w->b);
+    free(w->sp);
+    free((void *)w->hist);
+    free(w->hn);
+    free(w->k);
+    free(w->got);
+    free(w->draft);
+    free((void *)w->feed);
+    free(w->left);
+    free(w->ns);
+    free(w->seg);
+    free(w->ss);
+    free((void *)w->tok);
+    free(w->tn);
+    free(w->nout);
+    free((void *)w->rows);
+    free(w);
+}
+
+/* See spec.h. */
+int spec_batch_new(const cx_drafter *d, int cap, int max_tokens, spec_batch **out, cx_err *err) {
+    *out = NULL;
+    assert(d->draft && cap >= 1 && max_tokens >= cap && "a model drafter, a token of every sequence per pass");
+    spec_batch *w = calloc(1, sizeof *w);
+    if (!w) return cx_fail(err, CX_ENOMEM, "out of memory");
+    w->cap = cap;
+    w->max_tokens = max_tokens;
+    size_t n = (size_t)cap;
+    w->sp = calloc(n, sizeof *w->sp);
+    w->hist = calloc(n, sizeof *w->hist);
+    w->hn = calloc(n, sizeof *w->hn);
+    w->k = calloc(n, sizeof *w->k);
+    w->got = calloc(n, sizeof *w->got);
+    w->draft = calloc(n, sizeof *w->draft);
+    w->feed = calloc(n, sizeof *w->feed);
+    w->left = calloc(n, sizeof *w->left);
+    w->ns = calloc(n, sizeof *w->ns);
+    w->seg = calloc(n, sizeof *w->seg);
+    w->ss = calloc(n, sizeof *w->ss);
+    w->tok = calloc(n, sizeof *w->tok);
+    w->tn = calloc(n, sizeof *w->tn);
+    w->nout = calloc(n, sizeof *w->nout);
+    w->rows = calloc(n, sizeof *w->rows);
+    int ok = w->sp && w->hist && w->hn && w->k && w->got && w->draft && w->feed && w->left && w->ns && w->seg &&
+             w->ss && w->tok && w->tn && w->nout && w->rows;
+    int rc = ok ? cx_batch_new(d->draft, max_tokens, d->p.n_threads > 0 ? d->p.n_threads : 1, &w->b, err)
+                : cx_fail(err, CX_ENOMEM, "out of memory for drafting %d sequences", cap);
+    if (rc) {
+        spec_batch_free(w);
+        return rc;
+    }
+    *out = w;
+    return 0;
+}
+
+/* See spec.h. */
+void spec_batch_clear(spec_batch *w) { w->n = 0; }
+
+/* See spec.h. */
+int spec_batch_add(spec_batch *w, cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft) {
+    assert(w->n < w->cap && "at most the sequences the batch was made for");
+    assert(k >= 1 && k <= sp->d->p.draft_max && n >= 1 && sp->ds && "a model drafter's sequence with a draft to make");
+    int j = w->n++;
+    w->sp[j] = sp;
+    w->hist[j] = hist;
+    w->hn[j] = n;
+    w->k[j] = k;
+    w->draft[j] = draft;
+    return j;
+}
+
+/* Sequence i's feed ended with the last pass (its row of logits `l`): its
+ * next draft token; a token more wanted becomes its feed. */
+static void batch_pick(spec_batch *w, int i, const float *l) {
+    cx_spec *sp = w->sp[i];
+    int c = w->got[i], x = draft_pick(sp, l, c);
+    if (x < 0) return; /* the draft stops short */
+    w->draft[i][c] = x;
+    w->got[i] = ++c;
+    if (c < w->k[i]) { /* fed back for the next token */
+        sp->dtok[w->hn[i] + c - 1] = x;
+        w->feed[i] = &w->draft[i][c - 1];
+        w->left[i] = 1;
+    }
+}
+
+/* See spec.h. */
+int spec_batch_run(spec_batch *w, cx_err *err) {
+    int rc = 0;
+    for (int i = 0; i < w->n && !rc; i++) {
+        cx_spec *sp = w->sp[i];
+        int same = 0;
+        w->got[i] = w->left[i] = 0;
+        w->ns[i] = 0;
+        memset(sp->q_n, 0, sizeof *sp->q_n * (size_t)w->k[i]);
+        rc = draft_start(sp, w->hist[i], w->hn[i], &w->k[i], &same, err);
+        w->feed[i] = w->hist[i] + same;
+        w->left[i] = w->k[i] > 0 ? w->hn[i] - same : 0;
+    }
+    while (!rc) {
+        /* A prompt's catch-up (longer than a step's: CATCHUP) goes in passes of its own, in prefill's order as
+         * the target prefilled those positions; the rest (a step's catch-up, drafted tokens fed back) in passes
+         * summed in decode's order, as the target's verify passes compute those positions. */
+        int segs = 0, budget = w->max_tokens, rows = 0, prompt = 0;
+        for (int i = 0; i < w->n; i++) prompt |= w->left[i] > CATCHUP;
+        for (int i = 0; i < w->n; i++)
+            if (prompt ? w->left[i] > CATCHUP : w->left[i] > 0) {
+                w->seg[segs++] = i;
+                budget--;
+            }
+        if (segs == 0) break;
+        for (int j = 0; j < segs; j++) { /* a token each, then the rest in turn, within the batch and each hot tier */
+            int i = w->seg[j];
+            cx_session *ds = w->sp[i]->ds;
+            int T = pass_chunk(ds->pos, w->left[i], 1 + budget, ds->cache->slots[KV_HOT].n);
+            assert(T >= 1 && "the hot tier holds at least the blocks of one pass (kv_cache_new)");
+            budget -= T - 1;
+            rows += T;
+            w->tn[j] = T;
+            w->ss[j] = ds;
+            w->tok[j] = w->feed[i];
+            w->nout[j] = 1;
+        }
+        int64_t t0 = cx_now_ns();
+        if ((rc = batch_eval_rows(w->b, w->ss, w->tok, w->tn, w->nout, segs, !prompt, w->rows, err))) break;
+        w->passes++;
+        int64_t dt = cx_now_ns() - t0;
+        for (int j = 0; j < segs; j++) {
+            int i = w->seg[j];
+            w->ns[i] += dt * w->tn[j] / rows;
+            w->feed[i] += w->tn[j];
+            if ((w->left[i] -= w->tn[j]) == 0) batch_pick(w, i, w->rows[j]);
+        }
+    }
+    return rc;
+}
+
+/* See spec.h. */
+int64_t spec_batch_passes(const spec_batch *w) { return w->passes; }
+
+/* See spec.h. */
+int spec_batch_got(const spec_batch *w, int j, int64_t *ns) {
+    assert(j >= 0 && j < w->n);
+    if (ns) *ns = w->ns[j];
+    return w->got[j];
 }
 
 /* See spec.h. */

@@ -13,6 +13,9 @@
  *     thousand runs of an exact implementation; seeds fixed, so the verdict
  *     repeats);
  *   - a seed repeats a sampled run exactly;
+ *   - drafts of several sequences made together (spec_batch, the
+ *     scheduler's) are each sequence's drafted alone, greedy and sampled,
+ *     and after the prompts cost a pass of the draft model per token;
  *   - after rollbacks the cache holds exactly the blocks of the kept
  *     positions (no leaked block);
  *   - the errors: a draft of another vocabulary, a self-draft of a
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "spec/spec.h"
 
 #define NGEN 80
 
@@ -319,6 +323,90 @@ static void check_seed_repeats(cx_model *m, cx_drafter *d) {
           "the same seed repeats a sampled speculative run");
 }
 
+/* Drafts of several sequences made together (spec_batch, the scheduler's
+ * drafts) against each sequence drafting alone (spec_draft): the same
+ * tokens, greedy and sampled (f32: the draft's logits are the same bits),
+ * with prompts longer than a pass (chunked catch-ups) and a draft capped by
+ * the draft's context; after the prompts, the drafts of all the sequences
+ * cost one pass of the draft model per drafted token. */
+static void check_batch_drafts(cx_model *m, cx_drafter *d, int sampled) {
+    enum { NS = 5, K = 3, MAXT = 8, SHORT_CTX = 32 };
+    int n[NS] = {1, 5, 23, 40, SHORT_CTX - 1}; /* 23 and 40 take several passes of MAXT tokens; the last has room
+                                                 * for 2 drafted tokens in its context of SHORT_CTX */
+    const char *what = sampled ? "batched drafts, sampled" : "batched drafts, greedy";
+    int V = cx_model_get_info(m)->n_vocab;
+    int32_t hist[NS][64], alone[NS][K], together[NS][K];
+    cx_spec *a[NS] = {0}, *b[NS] = {0};
+    cx_sampler *tgt = NULL;
+    spec_batch *w = NULL;
+    cx_err err = {0};
+    cx_sampler_params spp = cx_sampler_defaults();
+    spp.temperature = sampled ? 0.9f : 0;
+    spp.seed = 5;
+    int ok = cx_sampler_new(V, &spp, &tgt, &err) == 0 && spec_batch_new(d, NS, MAXT, &w, &err) == 0;
+    for (int i = 0; ok && i < NS; i++) {
+        int ctx = i == NS - 1 ? SHORT_CTX : 256;
+        ok = spec_new(d, ctx, 0, &a[i], &err) == 0 && spec_new(d, ctx, 0, &b[i], &err) == 0;
+        make_prompt(hist[i], n[i], V);
+        hist[i][0] = (int32_t)(i + 1); /* each its own sequence */
+    }
+    CHECK(ok, "%s: setup: %s", what, err.msg);
+    if (ok) { /* the prompts, then the drafts */
+        for (int i = 0; i < NS; i++) {
+            int want = i == NS - 1 ? 2 : K;
+            a[i]->greedy = b[i]->greedy = !sampled;
+            sampler_follow(a[i]->dsmp, tgt, 1); /* the same stream for both */
+            sampler_follow(b[i]->dsmp, tgt, 1);
+            int ka = spec_draft(a[i], hist[i], n[i], K, alone[i], &err);
+            CHECK(ka == want, "%s: sequence %d drafted %d alone, want %d (%s)", what, i, ka, want, ka < 0 ? err.msg : "");
+            CHECK(spec_batch_add(w, b[i], hist[i], n[i], K, together[i]) == i, "%s: the index of sequence %d", what, i);
+        }
+        ok = spec_batch_run(w, &err) == 0;
+        CHECK(ok, "%s: spec_batch_run: %s", what, err.msg);
+        int64_t passes = spec_batch_passes(w), ns = -1;
+        for (int i = 0; ok && i < NS; i++) {
+            int want = i == NS - 1 ? 2 : K;
+            CHECK(spec_batch_got(w, i, &ns) == want && ns >= 0, "%s: sequence %d drafted %d together, want %d", what, i,
+                  spec_batch_got(w, i, NULL), want);
+            CHECK(!memcmp(alone[i], together[i], sizeof(int32_t) * (size_t)want),
+                  "%s: sequence %d: the same draft as alone", what, i);
+            CHECK(!memcmp(a[i]->q_n, b[i]->q_n, sizeof(int) * (size_t)want) && (sampled || a[i]->q_n[0] == 0),
+                  "%s: sequence %d: the same draft distributions (greedy: point masses)", what, i);
+        }
+        /* 40 + 31 + 23 + 5 + 1 prompt tokens in passes of at most 8, and the drafts */
+        CHECK(passes >= 100 / MAXT && passes < 100, "%s: the prompts and drafts in %lld passes", what, (long long)passes);
+        /* The next step: the first draft token accepted, then a token of the target's own (not the draft's
+         * second); the short-context sequence is done. */
+        for (int i = 0; i < NS - 1; i++) {
+            hist[i][n[i]] = alone[i][0];
+            hist[i][n[i] + 1] = (int32_t)((alone[i][1] + 1) % V);
+            n[i] += 2;
+        }
+    }
+    if (ok) { /* the four others again, alone and together: a step's catch-up is one token each */
+        spec_batch_clear(w);
+        for (int i = 0; i < NS - 1; i++) {
+            int ka = spec_draft(a[i], hist[i], n[i], K, alone[i], &err);
+            CHECK(ka == K, "%s: after a step, sequence %d drafted %d alone", what, i, ka);
+            spec_batch_add(w, b[i], hist[i], n[i], K, together[i]);
+        }
+        int64_t p0 = spec_batch_passes(w);
+        CHECK(spec_batch_run(w, &err) == 0, "%s: after a step: %s", what, err.msg);
+        for (int i = 0; i < NS - 1; i++)
+            CHECK(spec_batch_got(w, i, NULL) == K && !memcmp(alone[i], together[i], sizeof alone[i]),
+                  "%s: after a step, sequence %d: the same draft as alone", what, i);
+        CHECK(spec_batch_passes(w) - p0 == K,
+              "%s: after a step, %d sequences drafted %d tokens each in %lld passes of the draft model (want %d)", what,
+              NS - 1, K, (long long)(spec_batch_passes(w) - p0), K);
+    }
+    for (int i = 0; i < NS; i++) {
+        cx_spec_free(a[i]);
+        cx_spec_free(b[i]);
+    }
+    spec_batch_free(w);
+    cx_sampler_free(tgt);
+}
+
 static void check_errors(cx_model *f32, cx_model *q8, const char *other_vocab_file) {
     cx_err err = {0};
     cx_spec_params p = cx_spec_defaults();
@@ -422,6 +510,8 @@ static void run_all(void) {
         p.draft_max = 3;
         if (cx_drafter_new(f32, &p, &d, &err) == 0) {
             check_sampled(f32, d, "model (other seed), sampled");
+            check_batch_drafts(f32, d, 0);
+            check_batch_drafts(f32, d, 1);
             cx_drafter_free(d);
         }
         cx_shape sh2 = fx_shape("gate-micro", 256); /* another vocabulary size */

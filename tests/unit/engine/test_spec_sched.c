@@ -10,6 +10,9 @@
  *     accepted), with a different model of the same vocabulary as the draft
  *     (most rejected: the rollback path), with q8_0 weights (tokens), under
  *     preemption (a small KV cache), and on stories260K when present;
+ *   - a draft model drafts the step's sequences together (fewer passes of
+ *     it than draft tokens with 3 or 4 sequences: alone, each token costs
+ *     one);
  *   - the counters add up: accepted <= drafted, the tokens of the
  *     speculative steps are n_gen - 1 and accepted + one per step, the
  *     scheduler's totals are the requests' sums; speculate = N caps each
@@ -243,12 +246,20 @@ static int64_t check_equal_alone(cx_model *m, cx_drafter *d, const char *what, i
     CHECK(st.spec_passes <= st.steps && (st.spec_passes > 0) == (st.spec_verified > 0) &&
               (st.spec_passes == 0 || st.spec_verify_ns > 0),
           "%s: passes that checked drafts: %lld of %lld steps", what, (long long)st.spec_passes, (long long)st.steps);
+    if (cx_drafter_model(d)) /* a draft model drafts the step's sequences together: drafting alone, each draft token
+                              * costs a pass of the draft model (its catch-up's or its predecessor's) */
+        CHECK(st.spec_draft_passes > 0 && (max_seqs < 3 || st.spec_draft_passes < st.spec_drafted),
+              "%s: %lld draft tokens in %lld passes of the draft model", what, (long long)st.spec_drafted,
+              (long long)st.spec_draft_passes);
+    else
+        CHECK(st.spec_draft_passes == 0, "%s: the lookup runs no draft model", what);
     CHECK(st.finished == NREQ && st.running == 0 && st.waiting == 0, "%s: all finished, none left", what);
     CHECK(st.kv_blocks_used == 0, "%s: every KV block returned (%lld in use)", what, (long long)st.kv_blocks_used);
     if (preempt_kv) CHECK(st.preemptions > 0, "%s: the small cache forced preemptions", what);
-    printf("%-40s steps %3lld (%3lld verifying), drafted %4lld, accepted %4lld, %lld tokens from %lld spec steps, "
-           "preemptions %lld\n", what, (long long)st.steps, (long long)st.spec_passes, (long long)st.spec_drafted,
-           (long long)st.spec_accepted, (long long)st.spec_tokens, (long long)st.spec_steps, (long long)st.preemptions);
+    printf("%-40s steps %3lld (%3lld verifying), drafted %4lld in %4lld draft passes, accepted %4lld, %lld tokens from "
+           "%lld spec steps, preemptions %lld\n", what, (long long)st.steps, (long long)st.spec_passes,
+           (long long)st.spec_drafted, (long long)st.spec_draft_passes, (long long)st.spec_accepted,
+           (long long)st.spec_tokens, (long long)st.spec_steps, (long long)st.preemptions);
     drafted = st.spec_drafted;
     if (rejected) *rejected = st.spec_drafted - st.spec_accepted;
     cx_sched_free(s);
