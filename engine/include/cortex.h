@@ -519,13 +519,8 @@ int cx_sampler_sample(cx_sampler *s, const float *logits);
  * chain, penalties included): m tokens (*ids) with probabilities (*probs)
  * summing to 1, best first; greedy gives its choice with probability 1. The
  * arrays are the sampler's, valid until its next call. No random number is
- * used. Speculative verification reads it (the accept/reject rule). */
+ * used. */
 int cx_sampler_dist(cx_sampler *s, const float *logits, const int32_t **ids, const float **probs);
-/* The next number of the sampler's stream, uniform in [0, 1). */
-double cx_sampler_uniform(cx_sampler *s);
-/* Draw one of ids[0..m) with probability proportional to w[i] (weights <= 0
- * never drawn), with one number of the sampler's stream. */
-int cx_sampler_draw(cx_sampler *s, const int32_t *ids, const float *w, int m);
 
 /* ---- speculative decoding (docs/speculative.md) ------------------------- */
 
@@ -534,10 +529,12 @@ int cx_sampler_draw(cx_sampler *s, const int32_t *ids, const float *w, int m);
  * drafts k tokens cheaply, then checks them all in one pass of the target
  * (k + 1 rows read the weights once) and keeps the longest prefix the
  * target agrees with, plus one token of the target's own: 1 to k + 1 tokens
- * per pass over the weights. The output does not change: greedy output is
- * the target's, token for token; sampled output follows the target's
- * distribution exactly (the accept/reject rule with the residual
- * distribution), and a seed still repeats a run.
+ * per pass over the weights. The output does not change: drafts are point
+ * masses (the lookup's continuation, the draft model's argmax) and each row
+ * of the check draws its token exactly as a plain decode step would (the
+ * accept/reject rule for a point mass, with its residual: docs/
+ * speculative.md), so greedy and seeded sampled output are the target's
+ * alone, token for token.
  *
  * A drafter is where drafts come from, made once per target and shared by
  * the sequences that draft from it:
@@ -561,8 +558,8 @@ typedef struct cx_spec_params {
     int adapt;             /* 1 (default): each draft's length is the one that maximises tokens per second
                               under the measured acceptance and draft and verify times (<= draft_max);
                               0: every draft is draft_max long (or as long as the lookup found) */
-    float p_min;           /* model drafters: stop drafting at a token the draft gives less than p_min
-                              (default 0: never) */
+    float p_min;           /* model drafters: stop drafting at a token (the draft's argmax) the draft
+                              gives less than p_min (default 0: never) */
     int ngram_min, ngram_max; /* lookup: suffix lengths tried, longest first (default 2..4) */
     int self_type;         /* CX_SPEC_SELF: the draft's weight type (default CX_TYPE_Q4_0; any type
                               cx_quantize_file writes); the target must be f32, f16 or bf16 */
@@ -605,8 +602,9 @@ void cx_spec_reset(cx_spec *sp);
  * One speculative step of session s. hist[0..n_hist) is the whole sequence:
  * s holds its first n_hist - 1 positions and hist[n_hist - 1] is the last
  * token chosen, not yet evaluated. The step drafts, evaluates that token and
- * the draft in one pass, accepts with smp's rule (cx_sampler_dist; each
- * token chosen is passed to cx_sampler_accept), keeps the accepted positions
+ * the draft in one pass, chooses each row's token with smp as a plain step
+ * would (cx_sampler_sample, then cx_sampler_accept) while it is the draft's,
+ * keeps the accepted positions
  * (cx_session_truncate past them), and writes the tokens chosen to out:
  * 1..draft+1 of them, at most max_out, ending at the first end-of-generation
  * token. The last is chosen, not evaluated: append out to hist and step again.

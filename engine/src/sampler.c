@@ -24,7 +24,6 @@
 #include "cortex.h"
 #include "util.h"
 #include "cortex_tools.h"
-#include "spec/spec.h"
 
 typedef struct cand { float logit; int id; } cand;
 
@@ -283,37 +282,4 @@ int cx_sampler_dist(cx_sampler *s, const float *logits, const int32_t **ids, con
     *ids = s->dist_id;
     *probs = s->dist_p;
     return m;
-}
-
-/* See cortex.h. */
-double cx_sampler_uniform(cx_sampler *s) { return next_unit(s); }
-
-/* See cortex.h: one uniform, scaled by the weights' sum. */
-int cx_sampler_draw(cx_sampler *s, const int32_t *ids, const float *w, int m) {
-    assert(m >= 1);
-    double total = 0;
-    for (int i = 0; i < m; i++) total += w[i] > 0 ? (double)w[i] : 0.0;
-    double r = next_unit(s) * total, acc = 0;
-    int last = -1;
-    for (int i = 0; i < m; i++) {
-        if (!(w[i] > 0)) continue;
-        acc += (double)w[i];
-        last = i;
-        if (r < acc) return ids[i];
-    }
-    return last >= 0 ? ids[last] : ids[0]; /* rounding at the end, or no positive weight */
-}
-
-/* spec.h: speculation drafts argmaxes for a greedy target. */
-int sampler_is_greedy(const cx_sampler *s) { return s->p.temperature <= 0.0f; }
-
-/* spec.h: a draft sampler takes the target's chain (not its penalties: its
- * penalty buffers were not made) and, when asked, a stream seeded from the
- * target's seed (each request's drafts repeat with its seed). */
-void sampler_follow(cx_sampler *s, const cx_sampler *target, int reseed) {
-    s->p.temperature = target->p.temperature;
-    s->p.top_k = target->p.top_k;
-    s->p.top_p = target->p.top_p;
-    s->p.min_p = target->p.min_p;
-    if (reseed) s->rng = (target->p.seed ^ 0xD1B54A32D192ED03ull) ^ 0x9E3779B97F4A7C15ull;
 }

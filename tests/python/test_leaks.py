@@ -54,9 +54,10 @@ def test_refcounts_of_arguments(cortex, stories):
 
 
 @pytest.mark.parametrize("kind", ["tokenize", "generate", "stream", "eval_logits", "all_logits", "errors",
-                                  "session_new", "completion"])
-def test_no_growth(cortex, stories, kind):
+                                  "session_new", "completion", "speculative", "drafter_new"])
+def test_no_growth(cortex, stories, stories_path, kind):
     s = stories.session(n_ctx=64)
+    d = cortex.Drafter(stories, draft=stories_path, draft_max=3)
     ids = stories.tokenize("Once upon a time")
 
     def tokenize():
@@ -93,10 +94,20 @@ def test_no_growth(cortex, stories, kind):
     def completion():
         stories.create_completion("Once", max_tokens=1)
 
+    def speculative():
+        stories.generate("Once upon a time", max_tokens=4, temperature=0, drafter=d)
+        for _ in stories.generate("Once upon a time", max_tokens=3, drafter=d, stream=True):
+            pass
+
+    def drafter_new():
+        with cortex.Drafter(stories, "ngram"):
+            pass
+
     fn = locals()[kind]
-    n = N // 10 if kind in ("session_new",) else N
+    n = N // 10 if kind in ("session_new", "speculative") else N
     grown, rss = run_flat(fn, n=n)
     s.close()
+    d.close()
     assert grown < 64 * 1024, "%s: %d bytes of Python objects kept over %d calls" % (kind, grown, n)
     if not ASAN:  # ASan keeps freed memory in quarantine: its resident size grows by design
         assert rss < 8 * 1024, "%s: resident size grew %d KiB over %d calls" % (kind, rss, n)

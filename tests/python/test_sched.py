@@ -99,7 +99,9 @@ def test_sampled_equals_generate(cortex, stories, sched):
 def test_result_fields(cortex, stories, sched):
     res = sched.submit(PROMPTS[0], 12, temperature=0, ignore_eos=True, priority=3).result(timeout=60)
     assert set(res) == {"id", "text", "tokens", "state", "finish_reason", "stop_reason", "n_prompt", "n_gen",
-                        "n_cached", "n_preempted", "priority", "ttft_ms", "latency_ms", "itl_ms", "error"}
+                        "n_cached", "n_preempted", "priority", "ttft_ms", "latency_ms", "itl_ms", "error",
+                        "speculation"}
+    assert res["speculation"] is None  # a scheduler without a drafter
     assert res["state"] == "finished" and res["finish_reason"] == "length" and res["stop_reason"] == "length"
     assert res["n_gen"] == 12 and len(res["tokens"]) == 12 and len(res["itl_ms"]) == 11
     assert res["priority"] == 3 and res["n_preempted"] == 0
@@ -742,7 +744,9 @@ def test_stats(cortex, stories, sched):
     assert set(st) == {"running", "waiting", "submitted", "rejected", "finished", "cancelled", "timed_out", "failed",
                        "preemptions", "steps", "prefill_tokens", "decode_tokens", "step_ns", "eval_ns",
                        "kv_blocks_used", "kv_blocks_max", "kv_blocks_capacity", "lora_registered", "lora_resident",
-                       "lora_bytes", "lora_loads", "lora_evictions", "lora_load_ns", "lora_load_ns_max"}
+                       "lora_bytes", "lora_loads", "lora_evictions", "lora_load_ns", "lora_load_ns_max",
+                       "spec_steps", "spec_verified", "spec_passes", "spec_drafted", "spec_accepted",
+                       "spec_draft_passes", "spec_tokens", "spec_draft_ns", "spec_verify_ns"}
     assert all(isinstance(v, int) for v in st.values())
     assert st["submitted"] == st["finished"] == len(PROMPTS)
     assert st["steps"] > 0 and st["decode_tokens"] > 0 and st["prefill_tokens"] > 0

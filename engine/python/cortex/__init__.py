@@ -11,20 +11,21 @@ so code written for it runs. docs/python.md is the guide; every class has a
 manual in help().
 
 Classes: Model, Session (low level: eval, logits as a zero-copy numpy view,
-truncate), LoRA, Scheduler and Request (many requests at once, continuous
-batching), Generation and Stream (generate()'s results). Errors: Error and
+truncate), LoRA, Drafter (speculative decoding's drafts), Scheduler and
+Request (many requests at once, continuous batching), Generation and Stream
+(generate()'s results). Errors: Error and
 one subclass per engine error code.
 """
 import time as _time
 import uuid as _uuid
 
 from . import _cortex
-from ._cortex import (BusyError, ContextFullError, Error, FileError, FormatError, Generation, InvalidArgumentError,
-                      LoRA, OutOfMemoryError, RangeError, Request, Scheduler, Session, Stream, UnsupportedError,
-                      cpu_features, isa, quantize, shapes, synth)
+from ._cortex import (BusyError, ContextFullError, Drafter, Error, FileError, FormatError, Generation,
+                      InvalidArgumentError, LoRA, OutOfMemoryError, RangeError, Request, Scheduler, Session, Stream,
+                      UnsupportedError, cpu_features, isa, quantize, shapes, synth)
 
 __version__ = "0.1.0"
-__all__ = ["Model", "Session", "LoRA", "Scheduler", "Request", "Generation", "Stream", "Error", "FileError",
+__all__ = ["Model", "Session", "LoRA", "Drafter", "Scheduler", "Request", "Generation", "Stream", "Error", "FileError",
            "FormatError", "RangeError", "UnsupportedError", "InvalidArgumentError", "OutOfMemoryError",
            "ContextFullError", "BusyError", "cpu_features", "isa", "shapes", "synth", "quantize"]
 

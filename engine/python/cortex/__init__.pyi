@@ -39,6 +39,9 @@ class Generation:  # a named tuple (structseq)
     prefill_ms: float
     decode_ms: float   # first to last sampled token
     decode_tps: float  # (n_gen - 1) / decode time, as `cortex generate` reports it
+    speculation: dict[str, Any] | None  # generate(drafter=...): passes, verified, drafted, accepted, tokens,
+                                        # acceptance, mean_accepted, tokens_per_pass, draft_ms, verify_ms
+                                        # (an attribute, not part of the tuple)
 
 class Stream(Iterator[str]):
     result: Generation | None   # set once the stream is exhausted
@@ -73,14 +76,14 @@ class Model:
                  repeat_penalty: float = 1.0, repeat_last_n: int = 64, presence_penalty: float = 0.0,
                  frequency_penalty: float = 0.0, seed: int = 42, stop: str | Sequence[str] | None = None,
                  ignore_eos: bool = False, lora: "LoRA | None" = None, lora_scale: float = 1.0,
-                 n_ctx: int = 0, special: bool = True) -> Generation: ...
+                 n_ctx: int = 0, special: bool = True, drafter: "Drafter | None" = None) -> Generation: ...
     @overload
     def generate(self, prompt: Prompt, max_tokens: int = 16, *, stream: Literal[True],
                  temperature: float = 0.8, top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
                  repeat_penalty: float = 1.0, repeat_last_n: int = 64, presence_penalty: float = 0.0,
                  frequency_penalty: float = 0.0, seed: int = 42, stop: str | Sequence[str] | None = None,
                  ignore_eos: bool = False, lora: "LoRA | None" = None, lora_scale: float = 1.0,
-                 n_ctx: int = 0, special: bool = True) -> Stream: ...
+                 n_ctx: int = 0, special: bool = True, drafter: "Drafter | None" = None) -> Stream: ...
     # llama-cpp-python's shapes (OpenAI's text_completion / chat.completion objects)
     def create_completion(self, prompt: Prompt, max_tokens: int | None = 16, temperature: float = 0.8,
                           top_p: float = 0.95, min_p: float = 0.05, stop: str | Sequence[str] | None = None,
@@ -127,6 +130,20 @@ class LoRA:
     def __init__(self, model: Model, path: str, *, type: str | None = None) -> None: ...
     def close(self) -> None: ...
 
+class Drafter:  # speculative decoding's drafts (docs/speculative.md)
+    model: Model
+    kind: Literal["ngram", "self", "model"]
+    description: str   # what the engine made, e.g. "self:q4_0 (590 MiB, quantized at load)"
+    draft_bytes: int   # the draft model's weight bytes (0 for the lookup)
+    draft_max: int
+    closed: bool
+    def __init__(self, model: Model, spec: str | None = None, *, draft: str | None = None,
+                 draft_tokenizer: str | None = None, draft_max: int = 8, draft_min: int = 0, p_min: float = 0.0,
+                 adaptive: bool = True, threads: int | None = None) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "Drafter": ...
+    def __exit__(self, *exc: object) -> None: ...
+
 class Request:
     id: int
     def done(self) -> bool: ...
@@ -142,7 +159,8 @@ class Scheduler:
     closed: bool
     def __init__(self, model: Model, *, max_seqs: int = 8, max_batch_tokens: int = 256, max_queue: int = 256,
                  n_ctx: int = 0, threads: int | None = None, aging_ms: int = 1000, chunk: int = 0,
-                 prefix_cache: bool = True, kv_type: str = "f32", lora_budget: int = 0) -> None: ...
+                 prefix_cache: bool = True, kv_type: str = "f32", lora_budget: int = 0,
+                 drafter: Drafter | None = None, spec_max_batch: int = 4) -> None: ...
     def submit(self, prompt: Prompt, max_tokens: int = 16, *, temperature: float = 0.8, top_k: int = 40,
                top_p: float = 0.95, min_p: float = 0.05, repeat_penalty: float = 1.0, repeat_last_n: int = 64,
                presence_penalty: float = 0.0, frequency_penalty: float = 0.0, seed: int = 42,
@@ -150,7 +168,8 @@ class Scheduler:
                ignore_eos: bool = False, priority: int = 0, deadline_ms: int = 0, adapter: str | None = None,
                adapter_scale: float = 1.0, cache_prompt: bool = True,
                on_token: Callable[["Request", int, str], Any] | None = None,
-               on_done: Callable[["Request"], Any] | None = None) -> Request: ...
+               on_done: Callable[["Request"], Any] | None = None,
+               speculate: bool | int | None = None) -> Request: ...
     def add_adapter(self, name: str, path: str, *, preload: bool = True) -> int: ...
     def remove_adapter(self, name: str) -> bool: ...
     def stats(self) -> dict[str, Any]: ...

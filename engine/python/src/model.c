@@ -417,10 +417,14 @@ static PyStructSequence_Field GEN_FIELDS[] = {
     {"prefill_ms", "evaluating the prompt tokens not cached"},
     {"decode_ms", "from the first sampled token to the last"},
     {"decode_tps", "(n_gen - 1) / decode time: tokens per second as `cortex generate` reports them (0 if n_gen < 2)"},
+    {"speculation", "with generate(drafter=...): the decode's speculation counters (passes, verified, drafted, accepted, "
+                    "tokens, acceptance, mean_accepted, tokens_per_pass, draft_ms, verify_ms) as a dict; else None. "
+                    "An attribute only, not part of the tuple"},
     {NULL, NULL},
 };
 static PyStructSequence_Desc GEN_DESC = {"cortex.Generation", "The result of Model.generate(): text and statistics.",
                                          GEN_FIELDS, 10};
+#define GEN_N_FIELDS 11
 
 typedef struct gen_state {
     CxModel *model;
@@ -432,6 +436,8 @@ typedef struct gen_state {
     const cx_lora *lora; /* attached to the model's session for this generation */
     PyObject *lora_obj;  /* keeps it alive */
     const float *logits;
+    CxDrafter *drafter;  /* generate(drafter=...): speculation (a user of it while the generation lives) */
+    cx_spec *sp;         /* ... this generation's, made after the prefill */
     int32_t *toks;
     int n_gen, cap, prev, n_prompt, n_cached;
     char *text;
@@ -447,6 +453,10 @@ typedef struct gen_state {
 static void gen_free(gen_state *g) {
     if (g->smp) cx_sampler_free(g->smp);
     g->smp = NULL;
+    cx_spec_free(g->sp);
+    g->sp = NULL;
+    if (g->drafter) pycx_drafter_release(g->drafter);
+    g->drafter = NULL;
     if (g->lora && g->model->gen) {
         cx_session_truncate(g->model->gen, 0, NULL);
         cx_session_set_lora(g->model->gen, NULL, 0, NULL);
@@ -463,8 +473,8 @@ static void gen_free(gen_state *g) {
     g->text = NULL;
 }
 
-/* Remember that the model's session now holds ids[0..n) (gen_ids mirrors it). */
-static int gen_ids_push(CxModel *M, const int32_t *ids, int n) {
+/* Room in gen_ids for n tokens past the gen_n it holds. 0, or -1. */
+static int gen_ids_reserve(CxModel *M, int n) {
     if (M->gen_n + n > M->gen_cap) {
         int cap = M->gen_cap ? M->gen_cap : 256;
         while (cap < M->gen_n + n) cap *= 2;
@@ -473,6 +483,12 @@ static int gen_ids_push(CxModel *M, const int32_t *ids, int n) {
         M->gen_ids = p;
         M->gen_cap = cap;
     }
+    return 0;
+}
+
+/* Remember that the model's session now holds ids[0..n) (gen_ids mirrors it). */
+static int gen_ids_push(CxModel *M, const int32_t *ids, int n) {
+    if (gen_ids_reserve(M, n)) return -1;
     memcpy(M->gen_ids + M->gen_n, ids, sizeof(int32_t) * (size_t)n);
     M->gen_n += n;
     return 0;
@@ -530,6 +546,7 @@ static int gen_prefill(gen_state *g, const int32_t *ids, int n, const cx_sampler
     g->t_prefill1 = now_s();
     if (gen_ids_push(M, ids + keep, n - keep)) return g->err.code = CX_ENOMEM;
     g->prev = ids[n - 1];
+    if (g->drafter && cx_spec_new(g->drafter->d, cx_session_n_ctx(M->gen), &g->sp, &g->err)) return g->err.code;
     return 0;
 }
 
@@ -563,11 +580,12 @@ static int gen_stop_found(gen_state *g, size_t from) {
     return 1;
 }
 
-/* One token: sample, end or feed it back. Runs without the GIL. 0, or a CX_E* code. */
-static int gen_step(gen_state *g) {
+/* Take token tok, chosen at time t (accept: tell the sampler; a speculative
+ * step's rule has told it already): the end at an end-of-generation token,
+ * else the text, then the end at a stop string, max_tokens or a full
+ * context. 0, or a CX_E* code. */
+static int gen_take(gen_state *g, int tok, double t, int accept) {
     CxModel *M = g->model;
-    int tok = cx_sampler_sample(g->smp, g->logits);
-    double t = now_s();
     if (g->n_gen == 0) g->t_first = t;
     g->t_last = t;
     if (!g->ignore_eos && cx_token_is_eog(M->m, tok)) {
@@ -588,7 +606,7 @@ static int gen_step(gen_state *g) {
     size_t k = cx_token_piece(M->m, g->prev, tok, tmp, &piece);
     size_t before = g->len;
     if (gen_put(g, piece, k)) return g->err.code = CX_ENOMEM;
-    cx_sampler_accept(g->smp, tok);
+    if (accept) cx_sampler_accept(g->smp, tok);
     g->prev = tok;
     if (g->n_stops && gen_stop_found(g, before)) {
         g->done = 1;
@@ -598,8 +616,41 @@ static int gen_step(gen_state *g) {
     if (g->n_gen >= g->max_tokens || cx_session_pos(M->gen) >= cx_session_n_ctx(M->gen)) {
         g->done = 1;
         g->reason = "length";
-        return 0;
     }
+    return 0;
+}
+
+/* A speculative step (cx_spec_step): the model's session holds every token
+ * but the last chosen one, which the step evaluates with its draft; the
+ * tokens it keeps are taken in order (gen_ids mirrors what the session then
+ * holds: the last chosen token and all but the last of the new ones). */
+static int gen_spec_step(gen_state *g) {
+    CxModel *M = g->model;
+    int P = cx_session_pos(M->gen), last = g->toks[g->n_gen - 1];
+    assert(P == M->gen_n && "gen_ids mirrors the session");
+    if (gen_ids_reserve(M, CX_SPEC_MAX_DRAFT + 1)) return g->err.code = CX_ENOMEM;
+    M->gen_ids[P] = last; /* the history's last token: chosen, not evaluated yet */
+    int32_t out[CX_SPEC_MAX_DRAFT + 1];
+    int n = cx_spec_step(g->sp, M->gen, g->smp, M->gen_ids, P + 1, g->max_tokens - g->n_gen, out, &g->err);
+    if (n < 0) return g->err.code;
+    for (int i = 0; i + 1 < n; i++) M->gen_ids[P + 1 + i] = out[i];
+    M->gen_n = P + n;
+    assert(cx_session_pos(M->gen) == M->gen_n && "the step keeps the last chosen token and all but its last new one");
+    double t = now_s();
+    int rc = 0;
+    for (int i = 0; i < n && !g->done && !rc; i++) rc = gen_take(g, out[i], t, 0);
+    return rc;
+}
+
+/* One step: sample a token, end or feed it back (with a drafter after the
+ * first token: a speculative step, 1..draft + 1 tokens). Runs without the
+ * GIL. 0, or a CX_E* code. */
+static int gen_step(gen_state *g) {
+    CxModel *M = g->model;
+    if (g->sp && g->n_gen > 0) return gen_spec_step(g);
+    int tok = cx_sampler_sample(g->smp, g->logits);
+    int rc = gen_take(g, tok, now_s(), 1);
+    if (rc || g->done || g->sp) return rc; /* speculating: the token is the next step's to evaluate */
     if (cx_eval(M->gen, &tok, 1, &g->logits, &g->err)) return g->err.code;
     if (gen_ids_push(M, &tok, 1)) return g->err.code = CX_ENOMEM;
     return 0;
@@ -641,7 +692,9 @@ static PyObject *gen_result(const gen_state *g) {
         PyList_SET_ITEM(toks, i, v);
     }
     double decode = g->n_gen > 0 ? g->t_last - g->t_first : 0;
-    PyObject *items[10] = {
+    cx_spec_stats ss;
+    if (g->sp) cx_spec_get_stats(g->sp, &ss);
+    PyObject *items[GEN_N_FIELDS] = {
         pycx_text(g->text ? g->text : "", g->len),
         toks,
         PyUnicode_FromString(g->reason ? g->reason : "length"),
@@ -652,10 +705,11 @@ static PyObject *gen_result(const gen_state *g) {
         PyFloat_FromDouble((g->t_prefill1 - g->t_prefill0) * 1e3),
         PyFloat_FromDouble(decode * 1e3),
         PyFloat_FromDouble(g->n_gen > 1 && decode > 0 ? (g->n_gen - 1) / decode : 0),
+        g->sp ? pycx_spec_stats_dict(&ss) : Py_NewRef(Py_None),
     };
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < GEN_N_FIELDS; i++) {
         if (!items[i]) {
-            for (int j = i + 1; j < 10; j++) Py_XDECREF(items[j]);
+            for (int j = i + 1; j < GEN_N_FIELDS; j++) Py_XDECREF(items[j]);
             Py_DECREF(r);
             return NULL;
         }
@@ -759,14 +813,15 @@ static PyTypeObject CxStream_Type = {
 static PyObject *Model_generate(CxModel *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"prompt", "max_tokens", "stream", "temperature", "top_k", "top_p", "min_p",
                              "repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty", "seed",
-                             "stop", "ignore_eos", "lora", "lora_scale", "n_ctx", "special", NULL};
-    PyObject *prompt, *max_o = NULL, *stop_o = NULL, *lora_o = Py_None, *scale_o = NULL, *ctx_o = NULL;
+                             "stop", "ignore_eos", "lora", "lora_scale", "n_ctx", "special", "drafter", NULL};
+    PyObject *prompt, *max_o = NULL, *stop_o = NULL, *lora_o = Py_None, *scale_o = NULL, *ctx_o = NULL,
+                      *drafter_o = Py_None;
     int stream = 0, ignore_eos = 0, special = 1;
     pycx_sampling s = {0};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$pOOOOOOOOOOpOOOp:generate", kwlist, &prompt, &max_o, &stream,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$pOOOOOOOOOOpOOOpO:generate", kwlist, &prompt, &max_o, &stream,
                                      &s.temperature, &s.top_k, &s.top_p, &s.min_p, &s.repeat_penalty,
                                      &s.repeat_last_n, &s.presence_penalty, &s.frequency_penalty, &s.seed, &stop_o,
-                                     &ignore_eos, &lora_o, &scale_o, &ctx_o, &special))
+                                     &ignore_eos, &lora_o, &scale_o, &ctx_o, &special, &drafter_o))
         return NULL;
     const cx_model *m = pycx_model_get(self);
     if (!m) return NULL;
@@ -782,6 +837,8 @@ static PyObject *Model_generate(CxModel *self, PyObject *args, PyObject *kw) {
         return NULL;
     const cx_lora *lora = pycx_lora_arg(lora_o, self, "lora", &lora_none);
     if (!lora && !lora_none) return NULL;
+    int drafter_none = 0;
+    if (!pycx_drafter_arg(drafter_o, self, "drafter", &drafter_none) && !drafter_none) return NULL;
     gen_state g0 = {0}, *g = &g0;
     g->model = self;
     g->max_tokens = (int)max_tokens;
@@ -802,6 +859,7 @@ static PyObject *Model_generate(CxModel *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     if (lora) g->lora_obj = Py_NewRef(lora_o);
+    if (!drafter_none) pycx_drafter_acquire(g->drafter = (CxDrafter *)drafter_o);
     int rc, interrupted = 0;
     Py_BEGIN_ALLOW_THREADS
     rc = gen_begin(g, ids, n, (int)n_ctx, (float)scale);
@@ -886,13 +944,15 @@ static PyMethodDef MODEL_METHODS[] = {
     {"generate", KW Model_generate, METH_VARARGS | METH_KEYWORDS,
      "generate(prompt, max_tokens=16, *, stream=False, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,\n"
      "         repeat_penalty=1.0, repeat_last_n=64, presence_penalty=0.0, frequency_penalty=0.0, seed=42,\n"
-     "         stop=None, ignore_eos=False, lora=None, lora_scale=1.0, n_ctx=0, special=True)\n"
+     "         stop=None, ignore_eos=False, lora=None, lora_scale=1.0, n_ctx=0, special=True, drafter=None)\n"
      "  -> Generation | Stream\n\n"
      "Generate up to max_tokens tokens after prompt (str, bytes or token ids; text is tokenized with BOS). Sampling "
      "is llama.cpp's chain (penalties, top-k, top-p, min-p, temperature); temperature=0 is greedy, equal to "
      "`cortex generate --temp 0` token for token. Ends at the model's end-of-generation token (unless ignore_eos), "
      "at a stop string (not part of the text), at max_tokens or when the context (n_ctx, 0: min(model's, 4096)) is "
-     "full. lora: a LoRA of this model applied to this generation. stream=True returns a Stream of text pieces.\n\n"
+     "full. lora: a LoRA of this model applied to this generation. drafter: a Drafter of this model: decode by "
+     "speculative decoding (the same tokens when greedy, the same distribution when sampled; "
+     "Generation.speculation has its counters). stream=True returns a Stream of text pieces.\n\n"
      "The model keeps its session between calls: positions a new prompt shares with the last one are not "
      "recomputed (Generation.n_cached). One generation runs at a time per Model."},
     {"session", KW Model_session, METH_VARARGS | METH_KEYWORDS, "session(...) -> Session\n\nSession(self, ...)."},

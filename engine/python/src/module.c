@@ -463,7 +463,7 @@ static int add_errors(PyObject *mod) {
 PyMODINIT_FUNC PyInit__cortex(void) {
     PyObject *mod = PyModule_Create(&MODULE);
     if (!mod) return NULL;
-    if (add_errors(mod) || pycx_model_init(mod) || pycx_session_init(mod) || pycx_lora_init(mod) ||
+    if (add_errors(mod) || pycx_model_init(mod) || pycx_session_init(mod) || pycx_lora_init(mod) || pycx_spec_init(mod) ||
         pycx_sched_init(mod) || pycx_tools_init(mod)) {
         Py_DECREF(mod);
         return NULL;

@@ -14,6 +14,7 @@
  *   sched.c     Scheduler and Request: many requests on the C scheduler's
  *               thread, per-token callbacks, iteration, cancellation
  *   lora.c      LoRA: an adapter loaded beside a model
+ *   spec.c      Drafter: speculative decoding's drafts (generate, Scheduler)
  *   tools.c     synth and quantize (cortex_tools.h)
  *
  * Lifetime (docs/python.md, "Lifetime"): every object that uses a model
@@ -108,6 +109,35 @@ extern PyTypeObject CxLora_Type;
  * another model than `model`. */
 const cx_lora *pycx_lora_arg(PyObject *obj, CxModel *model, const char *arg, int *ok);
 
+/* ---- Drafter (spec.c) ----------------------------------------------------- */
+
+typedef struct CxDrafter {
+    PyObject_HEAD
+    CxModel *model;
+    cx_drafter *d;        /* NULL once freed */
+    int closed;           /* close() called: new uses refused */
+    Py_ssize_t users;     /* schedulers and generations speculating with it (each holds a reference) */
+    int kind, draft_max;
+} CxDrafter;
+
+extern PyTypeObject CxDrafter_Type;
+
+/* The C drafter of a Drafter object (or None: NULL with *ok = 1); NULL with
+ * an exception naming `arg` when obj is neither, is closed, or was made for
+ * another model than `model`. */
+cx_drafter *pycx_drafter_arg(PyObject *obj, CxModel *model, const char *arg, int *ok);
+/* A user (a Scheduler, a generation) starts / stops speculating with it: a
+ * reference, and the C drafter freed at the last release after close(). */
+static inline void pycx_drafter_acquire(CxDrafter *d) {
+    d->users++;
+    Py_INCREF(d);
+}
+void pycx_drafter_release(CxDrafter *d);
+/* A sequence's speculation counters (cx_spec_stats) as a dict: passes,
+ * verified, drafted, accepted, tokens, acceptance, mean_accepted,
+ * tokens_per_pass, draft_ms, verify_ms. */
+PyObject *pycx_spec_stats_dict(const cx_spec_stats *st);
+
 /* ---- Scheduler (sched.c) -------------------------------------------------- */
 
 extern PyTypeObject CxScheduler_Type;
@@ -170,6 +200,7 @@ PyObject *pycx_frombuffer_f32(PyObject *obj, int n_dims, const Py_ssize_t *shape
 int pycx_model_init(PyObject *mod);
 int pycx_session_init(PyObject *mod);
 int pycx_lora_init(PyObject *mod);
+int pycx_spec_init(PyObject *mod);
 int pycx_sched_init(PyObject *mod);
 int pycx_tools_init(PyObject *mod);
 

@@ -93,6 +93,9 @@ typedef struct rq_rec {
     int oom;                    /* an output copy failed: the text may be short */
     int state, reason, n_prompt, n_gen, n_cached, n_preempted, priority;
     int64_t t_submit, t_start, t_first, t_end;
+    int spec;                   /* its scheduler speculates: the counters below mean something */
+    int spec_steps, spec_verified, spec_drafted, spec_accepted, spec_tokens;
+    int64_t spec_draft_ns, spec_verify_ns;
     int32_t *toks;              /* [n_gen] at the end */
     int64_t *itl;               /* [n_gen - 1] at the end */
     char error[256];
@@ -190,6 +193,7 @@ typedef struct CxScheduler {
     int closing;                /* close() in progress: new work is refused */
     Py_ssize_t calls;           /* calls into s with the GIL released, in progress */
     int next_adapter;           /* the id add_adapter gives next */
+    CxDrafter *drafter;         /* Scheduler(drafter=...): a user of it until the C scheduler is freed, or NULL */
     struct CxScheduler *open_prev, *open_next; /* the open schedulers (closed at exit) */
     PyObject *weakrefs;
 } CxScheduler;
@@ -387,6 +391,13 @@ static void rec_on_done(void *user, const cx_request_stats *st) {
     r->t_start = st->t_start;
     r->t_first = st->t_first;
     r->t_end = st->t_end;
+    r->spec_steps = st->spec_steps;
+    r->spec_verified = st->spec_verified;
+    r->spec_drafted = st->spec_drafted;
+    r->spec_accepted = st->spec_accepted;
+    r->spec_tokens = st->spec_tokens;
+    r->spec_draft_ns = st->spec_draft_ns;
+    r->spec_verify_ns = st->spec_verify_ns;
     memcpy(r->error, st->error, sizeof r->error);
     r->error[sizeof r->error - 1] = 0;
     if (st->text_len >= r->len && !rec_reserve(r, st->text_len - r->len)) {
@@ -540,7 +551,14 @@ static PyObject *req_result_dict(CxRequest *self) {
              dict_steal(d, "ttft_ms", r->t_first ? PyFloat_FromDouble((double)(r->t_first - r->t_submit) / 1e6)
                                                  : Py_NewRef(Py_None)) ||
              dict_steal(d, "latency_ms", PyFloat_FromDouble((double)(r->t_end - r->t_submit) / 1e6)) ||
-             dict_steal(d, "itl_ms", itl_ref) || dict_steal(d, "error", str_or_none(error));
+             dict_steal(d, "itl_ms", itl_ref) || dict_steal(d, "error", str_or_none(error)) ||
+             dict_steal(d, "speculation",
+                        !r->spec ? Py_NewRef(Py_None)
+                                 : Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:d,s:d}", "steps", r->spec_steps, "verified",
+                                                 r->spec_verified, "drafted", r->spec_drafted, "accepted",
+                                                 r->spec_accepted, "tokens", r->spec_tokens, "draft_ms",
+                                                 (double)r->spec_draft_ns / 1e6, "verify_ms",
+                                                 (double)r->spec_verify_ns / 1e6));
     }
     Py_XDECREF(toks);
     Py_XDECREF(itl);
@@ -752,7 +770,8 @@ static PyMethodDef REQUEST_METHODS[] = {
      "  'stop' or None), stop_reason (exactly why: 'length', 'eos', 'token', 'string', or None when it did\n"
      "  not finish), n_prompt, n_gen, n_cached (prompt tokens from the prefix cache), n_preempted,\n"
      "  priority, ttft_ms (submission to first token, None if none), latency_ms (submission to the end),\n"
-     "  itl_ms (the gaps between consecutive tokens), error (why it failed, else None).\n"
+     "  itl_ms (the gaps between consecutive tokens), error (why it failed, else None), speculation (with\n"
+     "  Scheduler(drafter=...): its steps, verified, drafted, accepted, tokens, draft_ms, verify_ms; else None).\n"
      "A request that failed (state 'failed') is returned, not raised: error says why. A cancelled or\n"
      "timed-out request returns what it generated before it ended.\n"
      "Raises TimeoutError when `timeout` seconds pass first (the request goes on), and RuntimeError,\n"
@@ -876,6 +895,10 @@ static void sched_shutdown(CxScheduler *self, int drain) {
     Py_BEGIN_ALLOW_THREADS
     cx_sched_free(s);
     Py_END_ALLOW_THREADS
+    if (self->drafter) { /* after the C scheduler, whose slots' speculation used it */
+        pycx_drafter_release(self->drafter);
+        self->drafter = NULL;
+    }
     if (self->acquired) {
         self->acquired = 0;
         pycx_model_release(self->model);
@@ -886,7 +909,8 @@ static void sched_shutdown(CxScheduler *self, int drain) {
 /* The reaper of a scheduler dropped on its own stepping thread: stop, free, release the model. */
 typedef struct reap_job {
     cx_sched *s;
-    CxModel *model; /* a user of the model and a reference, or NULL */
+    CxModel *model;     /* a user of the model and a reference, or NULL */
+    CxDrafter *drafter; /* a user of the drafter and a reference, or NULL */
 } reap_job;
 
 static int py_finalizing(void) {
@@ -901,9 +925,10 @@ static void *reap_main(void *arg) {
     reap_job *j = arg;
     cx_sched_stop(j->s, 0); /* joins the stepping thread once its callback has returned */
     cx_sched_free(j->s);
-    if (j->model && !py_finalizing()) {
+    if ((j->model || j->drafter) && !py_finalizing()) {
         PyGILState_STATE g = PyGILState_Ensure();
-        pycx_model_release(j->model);
+        if (j->drafter) pycx_drafter_release(j->drafter);
+        if (j->model) pycx_model_release(j->model);
         PyGILState_Release(g);
     }
     free(j);
@@ -921,6 +946,7 @@ static void sched_reap(CxScheduler *self) {
     if (ok) {
         j->s = self->s;
         j->model = self->acquired ? self->model : NULL;
+        j->drafter = self->drafter;
         pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
         ok = !pthread_create(&t, &a, reap_main, j);
         pthread_attr_destroy(&a);
@@ -928,32 +954,37 @@ static void sched_reap(CxScheduler *self) {
     if (!ok) free(j);
     open_unlink(self);
     self->s = NULL;
-    self->acquired = 0; /* the reaper releases it (or, leaked, nobody) */
+    self->acquired = 0; /* the reaper releases them (or, leaked, nobody) */
+    self->drafter = NULL;
 }
 
 static int Scheduler_init(CxScheduler *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"model", "max_seqs", "max_batch_tokens", "max_queue", "n_ctx", "threads", "aging_ms",
-                             "chunk", "prefix_cache", "kv_type", "lora_budget", NULL};
+                             "chunk", "prefix_cache", "kv_type", "lora_budget", "drafter", "spec_max_batch", NULL};
     PyObject *model_o, *seqs_o = NULL, *batch_o = NULL, *queue_o = NULL, *ctx_o = NULL, *threads_o = Py_None,
-                       *aging_o = NULL, *chunk_o = NULL, *budget_o = NULL;
+                       *aging_o = NULL, *chunk_o = NULL, *budget_o = NULL, *drafter_o = Py_None, *smb_o = NULL;
     int prefix_cache = 1;
     const char *kv_type = "f32";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|$OOOOOOOpsO:Scheduler", kwlist, &CxModel_Type, &model_o, &seqs_o,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|$OOOOOOOpsOOO:Scheduler", kwlist, &CxModel_Type, &model_o, &seqs_o,
                                      &batch_o, &queue_o, &ctx_o, &threads_o, &aging_o, &chunk_o, &prefix_cache,
-                                     &kv_type, &budget_o))
+                                     &kv_type, &budget_o, &drafter_o, &smb_o))
         return -1;
     CxModel *M = (CxModel *)model_o;
     if (self->model) {
         PyErr_SetString(PyExc_RuntimeError, "Scheduler.__init__ called twice");
         return -1;
     }
-    long long seqs, batch, queue, ctx, threads, aging, chunk, budget;
+    long long seqs, batch, queue, ctx, threads, aging, chunk, budget, smb;
     if (int_arg(seqs_o, "max_seqs", 1, 256, 8, &seqs) || int_arg(batch_o, "max_batch_tokens", 1, 256, 256, &batch) ||
         int_arg(queue_o, "max_queue", 1, INT_MAX, 256, &queue) || int_arg(ctx_o, "n_ctx", 0, INT_MAX, 0, &ctx) ||
         int_arg(threads_o, "threads", 1, 1024, M->threads > 0 ? M->threads : 1, &threads) ||
         int_arg(aging_o, "aging_ms", 0, INT_MAX, 1000, &aging) || int_arg(chunk_o, "chunk", 0, INT_MAX, 0, &chunk) ||
-        int_arg(budget_o, "lora_budget", 0, LLONG_MAX, 0, &budget))
+        int_arg(budget_o, "lora_budget", 0, LLONG_MAX, 0, &budget) ||
+        int_arg(smb_o, "spec_max_batch", 1, 256, CX_SCHED_SPEC_MAX_BATCH, &smb))
         return -1;
+    int no_drafter = 0;
+    cx_drafter *drafter = pycx_drafter_arg(drafter_o, M, "drafter", &no_drafter);
+    if (!drafter && !no_drafter) return -1;
     int kv = cx_kv_type_from_name(kv_type);
     if (kv != CX_KV_F32 && kv != CX_KV_F16 && kv != CX_KV_Q8) {
         PyErr_Format(PyExc_ValueError, "kv_type must be 'f32', 'f16' or 'q8', not '%s'", kv_type);
@@ -984,6 +1015,8 @@ static int Scheduler_init(CxScheduler *self, PyObject *args, PyObject *kw) {
     p.kv.prefix_cache = prefix_cache;
     p.kv.type = kv;
     p.lora_budget = budget;
+    p.drafter = drafter;
+    p.spec_max_batch = (int)smb;
     if (pycx_model_acquire(M)) return -1;
     cx_err err = {0};
     cx_sched *s = NULL;
@@ -1004,6 +1037,7 @@ static int Scheduler_init(CxScheduler *self, PyObject *args, PyObject *kw) {
     self->n_vocab = mi->n_vocab;
     self->s = s;
     self->next_adapter = 1;
+    if (drafter) pycx_drafter_acquire(self->drafter = (CxDrafter *)drafter_o);
     open_link(self);
     return 0;
 }
@@ -1012,26 +1046,30 @@ static PyObject *Scheduler_submit(CxScheduler *self, PyObject *args, PyObject *k
     static char *kwlist[] = {"prompt", "max_tokens", "temperature", "top_k", "top_p", "min_p", "repeat_penalty",
                              "repeat_last_n", "presence_penalty", "frequency_penalty", "seed", "stop", "stop_ids",
                              "ignore_eos", "priority", "deadline_ms", "adapter", "adapter_scale", "cache_prompt",
-                             "on_token", "on_done", NULL};
+                             "on_token", "on_done", "speculate", NULL};
     PyObject *prompt, *max_o = NULL, *stop_o = Py_None, *stop_ids_o = Py_None, *prio_o = NULL, *deadline_o = NULL,
-                      *adapter_o = Py_None, *scale_o = NULL, *on_token = Py_None, *on_done = Py_None;
+                      *adapter_o = Py_None, *scale_o = NULL, *on_token = Py_None, *on_done = Py_None,
+                      *spec_o = Py_None;
     int ignore_eos = 0, cache_prompt = 1;
     pycx_sampling sp = {0};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOOOOOOOOOOpOOOOpOO:submit", kwlist, &prompt, &max_o,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOOOOOOOOOOpOOOOpOOO:submit", kwlist, &prompt, &max_o,
                                      &sp.temperature, &sp.top_k, &sp.top_p, &sp.min_p, &sp.repeat_penalty,
                                      &sp.repeat_last_n, &sp.presence_penalty, &sp.frequency_penalty, &sp.seed, &stop_o,
                                      &stop_ids_o, &ignore_eos, &prio_o, &deadline_o, &adapter_o, &scale_o,
-                                     &cache_prompt, &on_token, &on_done))
+                                     &cache_prompt, &on_token, &on_done, &spec_o))
         return NULL;
     PyObject *ret = NULL;
     int32_t *ids = NULL, *stop_ids = NULL;
     int n_ids = 0, n_stop_ids = 0, n_stops = 0, adapter = 0;
     char **stops = NULL;
     CxRequest *req = NULL;
-    long long max_tokens, priority, deadline;
+    long long max_tokens, priority, deadline, speculate = -1;
     double scale;
     cx_request q = cx_request_defaults();
     if (sched_check_open(self)) goto out;
+    /* speculate: None or True, drafts of up to the drafter's draft_max; False or 0, none; N, at most N */
+    if (PyBool_Check(spec_o)) speculate = spec_o == Py_True ? -1 : 0;
+    else if (spec_o != Py_None && int_arg(spec_o, "speculate", 0, CX_SPEC_MAX_DRAFT, 0, &speculate)) goto out;
     /* every conversion that may run Python code first (the scheduler is checked again after) */
     if (int_arg(max_o, "max_tokens", 1, INT_MAX, 16, &max_tokens) ||
         int_arg(prio_o, "priority", INT_MIN, INT_MAX, 0, &priority) ||
@@ -1107,6 +1145,8 @@ static PyObject *Scheduler_submit(CxScheduler *self, PyObject *args, PyObject *k
     q.deadline_ms = deadline;
     q.adapter = adapter;
     q.adapter_scale = (float)scale;
+    q.speculate = (int)speculate;
+    r->spec = self->drafter != NULL;
     q.user = r;
     q.on_token = rec_on_token;
     q.on_done = rec_on_done;
@@ -1202,7 +1242,8 @@ static PyObject *Scheduler_stats(CxScheduler *self, PyObject *unused) {
              I(failed) || I(preemptions) || I(steps) || I(prefill_tokens) || I(decode_tokens) || I(step_ns) ||
              I(eval_ns) || I(kv_blocks_used) || I(kv_blocks_max) || I(kv_blocks_capacity) || I(lora_registered) ||
              I(lora_resident) || I(lora_bytes) || I(lora_loads) || I(lora_evictions) || I(lora_load_ns) ||
-             I(lora_load_ns_max);
+             I(lora_load_ns_max) || I(spec_steps) || I(spec_verified) || I(spec_passes) || I(spec_drafted) ||
+             I(spec_accepted) || I(spec_draft_passes) || I(spec_tokens) || I(spec_draft_ns) || I(spec_verify_ns);
 #undef I
     if (rc) Py_CLEAR(d);
     return d;
@@ -1255,7 +1296,7 @@ static void Scheduler_dealloc(CxScheduler *self) {
         if (tls_sched == self->s) sched_reap(self);
         else sched_shutdown(self, 0);
     }
-    assert(!self->s && !self->acquired && "closed (or handed to the reaper)");
+    assert(!self->s && !self->acquired && !self->drafter && "closed (or handed to the reaper)");
     Py_CLEAR(self->model);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1265,7 +1306,7 @@ static PyMethodDef SCHEDULER_METHODS[] = {
      "submit($self, prompt, max_tokens=16, *, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, "
      "repeat_penalty=1.0, repeat_last_n=64, presence_penalty=0.0, frequency_penalty=0.0, seed=42, stop=None, "
      "stop_ids=None, ignore_eos=False, priority=0, deadline_ms=0, adapter=None, adapter_scale=1.0, "
-     "cache_prompt=True, on_token=None, on_done=None)\n--\n\n"
+     "cache_prompt=True, on_token=None, on_done=None, speculate=None)\n--\n\n"
      "Queue a request and return its Request at once (generation runs on the scheduler's thread).\n\n"
      "prompt: str or bytes (tokenized with BOS, control tokens matched from their text, as generate()\n"
      "does), or token ids. max_tokens >= 1 (capped at what the context leaves). Sampling as\n"
@@ -1273,7 +1314,9 @@ static PyMethodDef SCHEDULER_METHODS[] = {
      "strings that end the text (not part of it); stop_ids: token ids that end it (listed in tokens).\n"
      "ignore_eos: the end-of-generation token does not end it. priority: higher classes are admitted first (FIFO within a class; a waiting request climbs a class\n"
      "per aging_ms). deadline_ms > 0: end as 'timeout' that long after submission. adapter: the name of an\n"
-     "adapter given to add_adapter, applied with adapter_scale. cache_prompt=False: take no cached prefix.\n\n"
+     "adapter given to add_adapter, applied with adapter_scale. cache_prompt=False: take no cached prefix.\n"
+     "speculate (with Scheduler(drafter=...)): None or True, drafts of up to the drafter's draft_max; False or\n"
+     "0, none for this request; N, drafts of at most N tokens. The output is the same either way.\n\n"
      "on_token(request, token_id, piece) is called for every generated token, piece being the text it made\n"
      "final (may be '': text held back while it could begin a stop string, or an incomplete UTF-8\n"
      "character). Joined, the pieces are the text up to what no later token completed: an incomplete\n"
@@ -1334,7 +1377,8 @@ PyTypeObject CxScheduler_Type = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc =
         "Scheduler(model, *, max_seqs=8, max_batch_tokens=256, max_queue=256, n_ctx=0, threads=None, "
-        "aging_ms=1000, chunk=0, prefix_cache=True, kv_type='f32', lora_budget=0)\n--\n\n"
+        "aging_ms=1000, chunk=0, prefix_cache=True, kv_type='f32', lora_budget=0, drafter=None, spec_max_batch=4)\n"
+        "--\n\n"
         "Many requests on one model at once: the C scheduler (docs/serving.md) on a thread of its own runs\n"
         "continuous batching with chunked prefill over a shared, prefix-caching KV cache.\n\n"
         "max_seqs: sequences running at once (1..256); max_batch_tokens: tokens per step (max_seqs..256);\n"
@@ -1342,7 +1386,10 @@ PyTypeObject CxScheduler_Type = {
         "model's, at most 4096); threads: of the forward pass (None: the model's); aging_ms: a waiting request\n"
         "climbs one priority class per aging_ms (0: never); chunk: most prompt tokens a sequence gets per\n"
         "step (0: what the budget leaves); prefix_cache: reuse identical prompt prefixes; kv_type: 'f32',\n"
-        "'f16' or 'q8' cache blocks; lora_budget: bytes of resident adapters (0: unlimited).\n\n"
+        "'f16' or 'q8' cache blocks; lora_budget: bytes of resident adapters (0: unlimited); drafter: a\n"
+        "Drafter of this model: decoding sequences speculate inside continuous batching (each step's drafts\n"
+        "checked in its one pass, a draft model's drafts made together) while at most spec_max_batch of them\n"
+        "decode; result()['speculation'] and stats()['spec_*'] have the counters.\n\n"
         "submit() returns a Request: iterate it, await it, or call result(). Safe from any thread. The\n"
         "scheduler holds its model until closed (close(), `with`, when freed, or at interpreter exit).",
     .tp_weaklistoffset = offsetof(CxScheduler, weakrefs),

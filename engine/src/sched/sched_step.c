@@ -431,11 +431,6 @@ static void draft_all(cx_sched *s, int n, int *verify) {
         sched_req *r = s->run[slot];
         cx_spec *sp = s->spec[slot];
         assert(P == r->n_prompt + r->n_gen - 1 && "a decoding session holds all but the last chosen token");
-        sp->greedy = sampler_is_greedy(r->smp);
-        if (sp->dsmp) { /* the draft draws under the request's settings, its stream seeded per sequence */
-            sampler_follow(sp->dsmp, r->smp, !sp->seeded);
-            sp->seeded = 1;
-        }
         s->b_dj[i] = -1;
         s->b_dns[i] = 0;
         if (want > 0 && s->drafts) {

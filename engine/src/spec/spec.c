@@ -45,26 +45,16 @@ int spec_new(cx_drafter *d, int n_ctx, int own_rows, cx_spec **out, cx_err *err)
     size_t V = (size_t)sp->V, K = CX_SPEC_MAX_DRAFT;
     sp->rows = own_rows ? malloc(sizeof(float) * (K + 1) * V) : NULL;
     sp->feed = malloc(sizeof(int32_t) * (K + 1));
-    sp->resid = malloc(sizeof(float) * V);
-    int ok = (sp->rows || !own_rows) && sp->feed && sp->resid, rc = 0;
+    int ok = (sp->rows || !own_rows) && sp->feed, rc = 0;
     if (ok && d->draft) {
-        size_t kq = (size_t)d->p.draft_max;
         sp->dtok = malloc(sizeof(int32_t) * (size_t)n_ctx);
-        sp->q_id = malloc(sizeof(int32_t) * kq * V);
-        sp->q_p = malloc(sizeof(float) * kq * V);
-        sp->q_n = calloc(kq, sizeof(int));
-        ok = sp->dtok && sp->q_id && sp->q_p && sp->q_n;
+        ok = sp->dtok != NULL;
         if (ok) {
             cx_session_params spp = cx_session_defaults();
             spp.n_ctx = n_ctx;
             spp.n_threads = d->p.n_threads;
             spp.batch = 64; /* prompts are fed in chunks; its passes are drafts of one token */
             rc = cx_session_new_ex(d->draft, &spp, &sp->ds, err);
-        }
-        if (ok && !rc) {
-            cx_sampler_params sp2 = cx_sampler_defaults(); /* follows the target's per step (sampler_follow) */
-            sp2.repeat_last_n = 0;
-            rc = cx_sampler_new(d->draft->info.n_vocab, &sp2, &sp->dsmp, err);
         }
     }
     if (!ok && !rc) rc = cx_fail(err, CX_ENOMEM, "out of memory for speculation over %d tokens of vocabulary", sp->V);
@@ -83,21 +73,15 @@ int spec_new(cx_drafter *d, int n_ctx, int own_rows, cx_spec **out, cx_err *err)
 void cx_spec_free(cx_spec *sp) {
     if (!sp) return;
     cx_session_free(sp->ds);
-    cx_sampler_free(sp->dsmp);
     free(sp->dtok);
-    free(sp->q_id);
-    free(sp->q_p);
-    free(sp->q_n);
     free(sp->rows);
     free(sp->feed);
-    free(sp->resid);
     free(sp);
 }
 
 /* See cortex.h. */
 void cx_spec_reset(cx_spec *sp) {
     if (sp->ds) cx_session_reset(sp->ds);
-    sp->seeded = 0;
 }
 
 /* E(k) / C(k) of the file comment. */
@@ -187,18 +171,13 @@ int cx_spec_step(cx_spec *sp, cx_session *s, cx_sampler *smp, const int32_t *his
     int room = cx_session_n_ctx(s) - P - 1;
     if (room > max_out - 1) room = max_out - 1;
     if (room > sp->n_ctx - P - 1) room = sp->n_ctx - P - 1;
-    sp->greedy = sampler_is_greedy(smp);
-    if (sp->dsmp) { /* the draft draws under the target's settings, its stream seeded per sequence */
-        sampler_follow(sp->dsmp, smp, !sp->seeded);
-        sp->seeded = 1;
-    }
     int want = spec_want(sp, room), k = 0, rc = 0;
     int64_t t0 = cx_now_ns();
     if (want > 0 && (k = spec_draft(sp, hist, n_hist, want, sp->feed + 1, err)) < 0) return k;
     if (k < sp->d->p.draft_min) k = 0;
     int64_t t1 = cx_now_ns();
     sp->feed[0] = hist[n_hist - 1];
-    s->ws.decode_order = 1; /* each row as decode would compute it: greedy output stays the target's */
+    s->ws.decode_order = 1; /* each row as decode would compute it: the output stays the target's */
     rc = cx_eval_all(s, sp->feed, k + 1, sp->rows, err);
     s->ws.decode_order = 0;
     int64_t t2 = cx_now_ns();

@@ -13,15 +13,16 @@
  *
  *   spec_want    how long a draft pays now (acceptance, draft and verify times)
  *   spec_draft   d[0..k): the lookup's continuation, or the draft model's
- *                tokens (its cache first rolled back to what it shares with
- *                hist, then fed the rest)
+ *                argmaxes (its cache first rolled back to what it shares
+ *                with hist, then fed the rest)
  *   verify       one target pass over t, d[0..k) at P..P+k with every row's
  *                logits, summed in decode's order (batch_eval_rows or
  *                cx_eval_all with ws.decode_order): row i predicts what
  *                follows d[i-1] (row 0: what follows t)
- *   spec_accept  row by row: d[i] kept while the rule accepts it; the first
- *                rejection is replaced by a draw from the residual; all
- *                accepted: one more token from row k. n = accepted + 1 tokens
+ *   spec_accept  row by row: the row's token drawn as a plain decode step
+ *                draws it, d[i] kept while it is that token; the first
+ *                other token ends the step; all kept: one more token from
+ *                row k. n = accepted + 1 tokens
  *   rollback     the session keeps P + n positions (t and the accepted
  *                drafts; the last token chosen is the next step's t)
  *   spec_observe the step's counts and times into the statistics and the
@@ -50,17 +51,9 @@ struct cx_spec {
     /* model drafters: the draft's own sequence, kept in step with the target's */
     cx_session *ds;
     int32_t *dtok;         /* [n_ctx] the tokens ds holds */
-    cx_sampler *dsmp;      /* draws the draft's tokens when the target samples (no penalties) */
-    int greedy;            /* the current step's target sampler is greedy (drafts are argmaxes) */
-    int seeded;            /* dsmp's stream was seeded from this sequence's target sampler */
-    /* the draft's distribution at each drafted token: q_n[j] entries at q_id/q_p + j*V */
-    int32_t *q_id;
-    float *q_p;
-    int *q_n;
     /* the verify pass */
     float *rows;           /* [(CX_SPEC_MAX_DRAFT + 1) * V] logits of the last step's rows (NULL: spec_new without) */
     int32_t *feed;         /* [CX_SPEC_MAX_DRAFT + 1] the last chosen token, then the draft */
-    float *resid;          /* [V] residual weights */
     /* the adaptive length's estimates */
     double acc_n, rej_n;   /* decayed counts of accepted draft tokens and of rejections */
     double t_pass1;        /* seconds of a one-row target pass (0: not measured yet) */
@@ -98,8 +91,7 @@ typedef struct spec_batch spec_batch;
 int spec_batch_new(const cx_drafter *d, int cap, int max_tokens, spec_batch **out, cx_err *err);
 void spec_batch_free(spec_batch *w);
 void spec_batch_clear(spec_batch *w);
-/* Sequence sp (of a model drafter, its greedy/dsmp set as for spec_draft)
- * continuing hist[0..n) is to draft up to k >= 1 tokens into draft[]
+/* Sequence sp (of a model drafter) continuing hist[0..n) is to draft up to k >= 1 tokens into draft[]
  * (hist and draft stay the caller's until spec_batch_got). Its index. */
 int spec_batch_add(spec_batch *w, cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft);
 /* Draft for every sequence added. Each drafts what spec_draft would draft
@@ -126,11 +118,5 @@ int spec_accept(cx_spec *sp, const cx_model *m, cx_sampler *smp, const int32_t *
  * gmin) found earlier in hist, latest occurrence first; the up to k tokens
  * that followed it go to out. Returns how many (0: no suffix recurs). */
 int spec_ngram_draft(const int32_t *hist, int n, int gmin, int gmax, int k, int32_t *out);
-
-/* sampler.c */
-int sampler_is_greedy(const cx_sampler *s);
-/* Make draft sampler s follow the target's chain settings (penalties stay
- * off); reseed: its stream restarts from the target's seed. */
-void sampler_follow(cx_sampler *s, const cx_sampler *target, int reseed);
 
 #endif

@@ -89,6 +89,12 @@ static int check_vocab(const cx_model *t, const cx_model *d, const char *dpath, 
     return 0;
 }
 
+/* A draft's weight bytes for its description: MiB, or KiB below one MiB. */
+static void size_text(uint64_t bytes, char *out, size_t n) {
+    if (bytes < (1 << 20)) snprintf(out, n, "%.0f KiB", (double)bytes / 1024);
+    else snprintf(out, n, "%.0f MiB", (double)bytes / (1 << 20));
+}
+
 /* The self-draft: the target's file quantized to `type` in tmp_dir, loaded
  * as the target was (same kernels, same weights memory), then unlinked: a
  * copy in huge pages lives in memory only, a mapping keeps the unlinked
@@ -115,9 +121,9 @@ static int make_self_draft(cx_drafter *d, cx_err *err) {
     }
     unlink(path);
     if (rc) return rc;
-    char mib[32];
-    snprintf(mib, sizeof mib, "%.0f MiB", (double)d->draft->info.weight_bytes / (1 << 20));
-    snprintf(d->desc, sizeof d->desc, "self:%s (%s, quantized at load)", cx_type_name(d->p.self_type), mib);
+    char size[32];
+    size_text(d->draft->info.weight_bytes, size, sizeof size);
+    snprintf(d->desc, sizeof d->desc, "self:%s (%s, quantized at load)", cx_type_name(d->p.self_type), size);
     return 0;
 }
 
@@ -155,9 +161,11 @@ int cx_drafter_new(const cx_model *m, const cx_spec_params *p, cx_drafter **out,
         rc = cx_model_load_ex(p->draft_path, p->draft_tokenizer, &mp, &d->draft, err);
         if (!rc) rc = model_require_weights(d->draft, err);
         if (!rc) rc = check_vocab(m, d->draft, p->draft_path, err);
+        char size[32];
+        if (!rc) size_text(d->draft->info.weight_bytes, size, sizeof size);
         if (!rc)
-            snprintf(d->desc, sizeof d->desc, "model %s (%s, %.0f MiB)", cx_basename(p->draft_path),
-                     cx_type_name(d->draft->info.main_type), (double)d->draft->info.weight_bytes / (1 << 20));
+            snprintf(d->desc, sizeof d->desc, "model %s (%s, %s)", cx_basename(p->draft_path),
+                     cx_type_name(d->draft->info.main_type), size);
     }
     if (rc) {
         cx_drafter_free(d);
@@ -206,31 +214,16 @@ static int draft_start(cx_spec *sp, const int32_t *hist, int n, int *k, int *sam
     return 0;
 }
 
-/* Draft token c from the draft's logits: greedy, its argmax (q a point
- * mass); else a draw from the draft's distribution under the target's
- * sampling settings, q kept for the rule. -1: the draft stops here (the
- * token is less likely than p_min). */
-static int draft_pick(cx_spec *sp, const float *logits, int c) {
-    int x, V = sp->V;
-    if (sp->greedy) {
-        if (sp->d->p.p_min > 0 && top_prob(logits, V) < sp->d->p.p_min) return -1;
-        x = 0;
-        for (int i = 1; i < V; i++)
-            if (logits[i] > logits[x]) x = i;
-        sp->q_n[c] = 0; /* a point mass */
-        return x;
-    }
-    const int32_t *ids;
-    const float *p;
-    int m = cx_sampler_dist(sp->dsmp, logits, &ids, &p);
-    x = cx_sampler_draw(sp->dsmp, ids, p, m);
-    float px = 0;
-    for (int i = 0; i < m; i++)
-        if (ids[i] == x) px = p[i];
-    if (px < sp->d->p.p_min) return -1;
-    memcpy(sp->q_id + (size_t)c * (size_t)V, ids, sizeof *ids * (size_t)m);
-    memcpy(sp->q_p + (size_t)c * (size_t)V, p, sizeof *p * (size_t)m);
-    sp->q_n[c] = m;
+/* A draft token: the draft's argmax (lowest id on ties, the sampler's
+ * rule), a point mass whatever the target samples with (spec_accept.c:
+ * then the output is the target's own, draws included). -1: the draft
+ * stops here (the draft gives its argmax less than p_min). */
+static int draft_pick(const cx_spec *sp, const float *logits) {
+    int V = sp->V;
+    if (sp->d->p.p_min > 0 && top_prob(logits, V) < sp->d->p.p_min) return -1;
+    int x = 0;
+    for (int i = 1; i < V; i++)
+        if (logits[i] > logits[x]) x = i;
     return x;
 }
 
@@ -241,7 +234,7 @@ static int draft_model(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *
     const float *logits = NULL;
     if (!rc && k > 0) rc = cx_eval(sp->ds, hist + same, n - same, &logits, err);
     for (; !rc && c < k; c++) {
-        int x = draft_pick(sp, logits, c);
+        int x = draft_pick(sp, logits);
         if (x < 0) break;
         draft[c] = x;
         if (c + 1 < k) {
@@ -367,7 +360,7 @@ int spec_batch_add(spec_batch *w, cx_spec *sp, const int32_t *hist, int n, int k
  * next draft token; a token more wanted becomes its feed. */
 static void batch_pick(spec_batch *w, int i, const float *l) {
     cx_spec *sp = w->sp[i];
-    int c = w->got[i], x = draft_pick(sp, l, c);
+    int c = w->got[i], x = draft_pick(sp, l);
     if (x < 0) return; /* the draft stops short */
     w->draft[i][c] = x;
     w->got[i] = ++c;
@@ -386,7 +379,6 @@ int spec_batch_run(spec_batch *w, cx_err *err) {
         int same = 0;
         w->got[i] = w->left[i] = 0;
         w->ns[i] = 0;
-        memset(sp->q_n, 0, sizeof *sp->q_n * (size_t)w->k[i]);
         rc = draft_start(sp, w->hist[i], w->hn[i], &w->k[i], &same, err);
         w->feed[i] = w->hist[i] + same;
         w->left[i] = w->k[i] > 0 ? w->hn[i] - same : 0;
@@ -442,7 +434,6 @@ int spec_batch_got(const spec_batch *w, int j, int64_t *ns) {
 /* See spec.h. */
 int spec_draft(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err) {
     assert(k >= 1 && k <= sp->d->p.draft_max && n >= 1);
-    if (sp->q_n) memset(sp->q_n, 0, sizeof *sp->q_n * (size_t)k);
     sp->caught_up = 0;
     if (sp->d->p.kind == CX_SPEC_NGRAM)
         return spec_ngram_draft(hist, n, sp->d->p.ngram_min, sp->d->p.ngram_max, k, draft);

@@ -12,10 +12,13 @@
  *     chi-square test at significance 0.001 (a false alarm once in a
  *     thousand runs of an exact implementation; seeds fixed, so the verdict
  *     repeats);
- *   - a seed repeats a sampled run exactly;
+ *   - a seeded sampled run with speculation is the plain sampled run with
+ *     the same seed, token for token, for every drafter, fixed and
+ *     adaptive draft lengths, penalties on and off;
  *   - drafts of several sequences made together (spec_batch, the
- *     scheduler's) are each sequence's drafted alone, greedy and sampled,
- *     and after the prompts cost a pass of the draft model per token;
+ *     scheduler's) are each sequence's drafted alone (a p_min stopping them
+ *     early too), and after the prompts cost a pass of the draft model per
+ *     token;
  *   - after rollbacks the cache holds exactly the blocks of the kept
  *     positions (no leaked block);
  *   - the errors: a draft of another vocabulary, a self-draft of a
@@ -43,25 +46,36 @@ static void make_prompt(int32_t *p, int n, int V) {
     for (int i = 0; i < n; i++) p[i] = (int32_t)((i % 11) * 37 % V + 1) % V;
 }
 
-/* Greedy tokens without speculation, one cx_eval per token. */
-static int plain(cx_model *m, const int32_t *prompt, int np, int threads, int32_t *out) {
+/* Tokens without speculation, one cx_eval per token: greedy (argmax), or
+ * with `sampling` one cx_sampler_sample per token. */
+static int plain_sampled(cx_model *m, const int32_t *prompt, int np, int threads, const cx_sampler_params *sampling,
+                         int32_t *out) {
     cx_session *s = NULL;
+    cx_sampler *smp = NULL;
     cx_err err = {0};
-    if (cx_session_new(m, 0, threads, &s, &err)) {
+    int V = cx_model_get_info(m)->n_vocab, n = 0;
+    if (cx_session_new(m, 0, threads, &s, &err) || (sampling && cx_sampler_new(V, sampling, &smp, &err))) {
         CHECK(0, "plain session: %s", err.msg);
+        cx_session_free(s);
         return -1;
     }
-    int V = cx_model_get_info(m)->n_vocab, n = 0;
     const float *l;
     int ok = cx_eval(s, prompt, np, &l, &err) == 0;
+    for (int i = 0; smp && i < np; i++) cx_sampler_accept(smp, prompt[i]); /* the penalties see the prompt */
     for (; ok && n < NGEN; n++) {
-        out[n] = argmax(l, V);
+        out[n] = smp ? (int32_t)cx_sampler_sample(smp, l) : argmax(l, V);
+        if (smp) cx_sampler_accept(smp, out[n]);
         if (cx_token_is_eog(m, out[n])) { n++; break; }
         if (n + 1 < NGEN) ok = cx_eval(s, &out[n], 1, &l, &err) == 0;
     }
     CHECK(ok, "plain decode: %s", err.msg);
+    cx_sampler_free(smp);
     cx_session_free(s);
     return n;
+}
+
+static int plain(cx_model *m, const int32_t *prompt, int np, int threads, int32_t *out) {
+    return plain_sampled(m, prompt, np, threads, NULL, out);
 }
 
 /* Tokens with speculation (drafter d), sampled with `sampling` (NULL:
@@ -81,6 +95,7 @@ static int speculate(cx_model *m, cx_drafter *d, const int32_t *prompt, int np, 
              cx_sampler_new(V, &spp, &smp, &err) == 0;
     const float *l;
     ok = ok && cx_eval(s, prompt, np, &l, &err) == 0;
+    for (int i = 0; ok && i < np; i++) cx_sampler_accept(smp, prompt[i]); /* the penalties see the prompt */
     if (ok) {
         memcpy(hist, prompt, sizeof *prompt * (size_t)np);
         out[n] = (int32_t)cx_sampler_sample(smp, l);
@@ -310,40 +325,45 @@ static void check_sampled(cx_model *m, cx_drafter *d, const char *what) {
     cx_session_free(s);
 }
 
-/* A seed repeats a sampled run with speculation. */
-static void check_seed_repeats(cx_model *m, cx_drafter *d) {
-    int32_t prompt[20], out[2][NGEN];
+/* A seeded sampled run with speculation is the plain sampled run with the
+ * same seed, token for token (spec_accept.c: each row's token is drawn as a
+ * plain step draws it), whatever the drafts and their lengths: with the
+ * adaptive length, whose timings differ from run to run, too. Penalties on,
+ * to check they see each token before the next row. */
+static void check_sampled_is_plain(cx_model *m, cx_drafter *d, const char *what) {
+    int32_t prompt[20], want[NGEN], got[NGEN];
     make_prompt(prompt, 20, cx_model_get_info(m)->n_vocab);
-    cx_sampler_params spp = cx_sampler_defaults();
-    spp.seed = 77;
-    cx_spec_stats st;
-    int n0 = speculate(m, d, prompt, 20, 1, &spp, out[0], &st);
-    int n1 = speculate(m, d, prompt, 20, 1, &spp, out[1], &st);
-    CHECK(n0 == n1 && !memcmp(out[0], out[1], sizeof(int32_t) * (size_t)n0),
-          "the same seed repeats a sampled speculative run");
+    for (int seed = 77; seed < 80; seed++) {
+        cx_sampler_params spp = cx_sampler_defaults();
+        spp.seed = (uint64_t)seed;
+        spp.temperature = seed == 79 ? 1.5f : 0.8f;
+        spp.repeat_penalty = seed == 78 ? 1.3f : 1.0f;
+        cx_spec_stats st;
+        int nw = plain_sampled(m, prompt, 20, 1, &spp, want);
+        int ng = speculate(m, d, prompt, 20, 1, &spp, got, &st);
+        CHECK(nw == ng && nw > 0 && !memcmp(want, got, sizeof(int32_t) * (size_t)nw),
+              "%s, seed %d: the sampled speculative run is the plain one (%d and %d tokens, %lld of %lld drafts kept)",
+              what, seed, nw, ng, (long long)st.accepted, (long long)st.drafted);
+    }
 }
 
 /* Drafts of several sequences made together (spec_batch, the scheduler's
  * drafts) against each sequence drafting alone (spec_draft): the same
- * tokens, greedy and sampled (f32: the draft's logits are the same bits),
- * with prompts longer than a pass (chunked catch-ups) and a draft capped by
- * the draft's context; after the prompts, the drafts of all the sequences
- * cost one pass of the draft model per drafted token. */
-static void check_batch_drafts(cx_model *m, cx_drafter *d, int sampled) {
+ * tokens (f32: the draft's logits are the same bits), with prompts longer
+ * than a pass (chunked catch-ups), a p_min that stops drafts early, and a
+ * draft capped by the draft's context; after the prompts, the drafts of all
+ * the sequences cost one pass of the draft model per drafted token. */
+static void check_batch_drafts(cx_model *m, cx_drafter *d, const char *what) {
     enum { NS = 5, K = 3, MAXT = 8, SHORT_CTX = 32 };
     int n[NS] = {1, 5, 23, 40, SHORT_CTX - 1}; /* 23 and 40 take several passes of MAXT tokens; the last has room
                                                  * for 2 drafted tokens in its context of SHORT_CTX */
-    const char *what = sampled ? "batched drafts, sampled" : "batched drafts, greedy";
-    int V = cx_model_get_info(m)->n_vocab;
+    int V = cx_model_get_info(m)->n_vocab, full = cx_drafter_model(d) && d->p.p_min == 0; /* every draft K long */
     int32_t hist[NS][64], alone[NS][K], together[NS][K];
+    int ka[NS];
     cx_spec *a[NS] = {0}, *b[NS] = {0};
-    cx_sampler *tgt = NULL;
     spec_batch *w = NULL;
     cx_err err = {0};
-    cx_sampler_params spp = cx_sampler_defaults();
-    spp.temperature = sampled ? 0.9f : 0;
-    spp.seed = 5;
-    int ok = cx_sampler_new(V, &spp, &tgt, &err) == 0 && spec_batch_new(d, NS, MAXT, &w, &err) == 0;
+    int ok = spec_batch_new(d, NS, MAXT, &w, &err) == 0;
     for (int i = 0; ok && i < NS; i++) {
         int ctx = i == NS - 1 ? SHORT_CTX : 256;
         ok = spec_new(d, ctx, 0, &a[i], &err) == 0 && spec_new(d, ctx, 0, &b[i], &err) == 0;
@@ -351,60 +371,45 @@ static void check_batch_drafts(cx_model *m, cx_drafter *d, int sampled) {
         hist[i][0] = (int32_t)(i + 1); /* each its own sequence */
     }
     CHECK(ok, "%s: setup: %s", what, err.msg);
-    if (ok) { /* the prompts, then the drafts */
-        for (int i = 0; i < NS; i++) {
+    for (int step = 0; ok && step < 2; step++) { /* the prompts; then, after a step, the other four again */
+        int ns = step ? NS - 1 : NS;
+        spec_batch_clear(w);
+        for (int i = 0; i < ns; i++) {
+            ka[i] = spec_draft(a[i], hist[i], n[i], K, alone[i], &err);
             int want = i == NS - 1 ? 2 : K;
-            a[i]->greedy = b[i]->greedy = !sampled;
-            sampler_follow(a[i]->dsmp, tgt, 1); /* the same stream for both */
-            sampler_follow(b[i]->dsmp, tgt, 1);
-            int ka = spec_draft(a[i], hist[i], n[i], K, alone[i], &err);
-            CHECK(ka == want, "%s: sequence %d drafted %d alone, want %d (%s)", what, i, ka, want, ka < 0 ? err.msg : "");
+            CHECK(ka[i] >= 0 && (!full || ka[i] == want), "%s, step %d: sequence %d drafted %d alone, want %d (%s)",
+                  what, step, i, ka[i], want, ka[i] < 0 ? err.msg : "");
             CHECK(spec_batch_add(w, b[i], hist[i], n[i], K, together[i]) == i, "%s: the index of sequence %d", what, i);
         }
+        int64_t p0 = spec_batch_passes(w), ns_time = -1;
         ok = spec_batch_run(w, &err) == 0;
-        CHECK(ok, "%s: spec_batch_run: %s", what, err.msg);
-        int64_t passes = spec_batch_passes(w), ns = -1;
-        for (int i = 0; ok && i < NS; i++) {
-            int want = i == NS - 1 ? 2 : K;
-            CHECK(spec_batch_got(w, i, &ns) == want && ns >= 0, "%s: sequence %d drafted %d together, want %d", what, i,
-                  spec_batch_got(w, i, NULL), want);
-            CHECK(!memcmp(alone[i], together[i], sizeof(int32_t) * (size_t)want),
-                  "%s: sequence %d: the same draft as alone", what, i);
-            CHECK(!memcmp(a[i]->q_n, b[i]->q_n, sizeof(int) * (size_t)want) && (sampled || a[i]->q_n[0] == 0),
-                  "%s: sequence %d: the same draft distributions (greedy: point masses)", what, i);
+        CHECK(ok, "%s, step %d: spec_batch_run: %s", what, step, err.msg);
+        int64_t passes = spec_batch_passes(w) - p0;
+        for (int i = 0; ok && i < ns; i++) {
+            int kb = spec_batch_got(w, i, &ns_time);
+            CHECK(kb == ka[i] && ns_time >= 0 && !memcmp(alone[i], together[i], sizeof(int32_t) * (size_t)(kb > 0 ? kb : 0)),
+                  "%s, step %d, sequence %d: the same draft together as alone (%d and %d tokens)", what, step, i, kb,
+                  ka[i]);
         }
-        /* 40 + 31 + 23 + 5 + 1 prompt tokens in passes of at most 8, and the drafts */
-        CHECK(passes >= 100 / MAXT && passes < 100, "%s: the prompts and drafts in %lld passes", what, (long long)passes);
+        if (full && step == 0) /* 40 + 31 + 23 + 5 + 1 prompt tokens in passes of at most 8, and the drafts */
+            CHECK(passes >= 100 / MAXT && passes < 100, "%s: the prompts and drafts in %lld passes", what,
+                  (long long)passes);
+        if (full && step == 1) /* a step's catch-up is one token each: then one pass per drafted token */
+            CHECK(passes == K, "%s: after a step, %d sequences drafted %d tokens each in %lld passes of the draft model",
+                  what, ns, K, (long long)passes);
         /* The next step: the first draft token accepted, then a token of the target's own (not the draft's
          * second); the short-context sequence is done. */
         for (int i = 0; i < NS - 1; i++) {
-            hist[i][n[i]] = alone[i][0];
-            hist[i][n[i] + 1] = (int32_t)((alone[i][1] + 1) % V);
+            hist[i][n[i]] = ka[i] > 0 ? alone[i][0] : 7;
+            hist[i][n[i] + 1] = (int32_t)(((ka[i] > 1 ? alone[i][1] : 7) + 1) % V);
             n[i] += 2;
         }
-    }
-    if (ok) { /* the four others again, alone and together: a step's catch-up is one token each */
-        spec_batch_clear(w);
-        for (int i = 0; i < NS - 1; i++) {
-            int ka = spec_draft(a[i], hist[i], n[i], K, alone[i], &err);
-            CHECK(ka == K, "%s: after a step, sequence %d drafted %d alone", what, i, ka);
-            spec_batch_add(w, b[i], hist[i], n[i], K, together[i]);
-        }
-        int64_t p0 = spec_batch_passes(w);
-        CHECK(spec_batch_run(w, &err) == 0, "%s: after a step: %s", what, err.msg);
-        for (int i = 0; i < NS - 1; i++)
-            CHECK(spec_batch_got(w, i, NULL) == K && !memcmp(alone[i], together[i], sizeof alone[i]),
-                  "%s: after a step, sequence %d: the same draft as alone", what, i);
-        CHECK(spec_batch_passes(w) - p0 == K,
-              "%s: after a step, %d sequences drafted %d tokens each in %lld passes of the draft model (want %d)", what,
-              NS - 1, K, (long long)(spec_batch_passes(w) - p0), K);
     }
     for (int i = 0; i < NS; i++) {
         cx_spec_free(a[i]);
         cx_spec_free(b[i]);
     }
     spec_batch_free(w);
-    cx_sampler_free(tgt);
 }
 
 static void check_errors(cx_model *f32, cx_model *q8, const char *other_vocab_file) {
@@ -489,7 +494,7 @@ static void run_all(void) {
         p.draft_max = 3;
         if (cx_drafter_new(f32, &p, &d, &err) == 0) {
             check_sampled(f32, d, "self:q4_0, sampled");
-            check_seed_repeats(f32, d);
+            check_sampled_is_plain(f32, d, "self:q4_0, fixed length");
             cx_drafter_free(d);
         } else {
             CHECK(0, "self-draft: %s", err.msg);
@@ -503,6 +508,11 @@ static void run_all(void) {
             check_sampled(f32, d, "ngram, sampled");
             cx_drafter_free(d);
         }
+        p.adapt = 1;
+        if (cx_drafter_new(f32, &p, &d, &err) == 0) {
+            check_sampled_is_plain(f32, d, "ngram, adaptive");
+            cx_drafter_free(d);
+        }
         p = cx_spec_defaults();
         p.kind = CX_SPEC_MODEL;
         p.draft_path = other;
@@ -510,8 +520,18 @@ static void run_all(void) {
         p.draft_max = 3;
         if (cx_drafter_new(f32, &p, &d, &err) == 0) {
             check_sampled(f32, d, "model (other seed), sampled");
-            check_batch_drafts(f32, d, 0);
-            check_batch_drafts(f32, d, 1);
+            check_batch_drafts(f32, d, "batched drafts");
+            cx_drafter_free(d);
+        }
+        p.p_min = 0.02f; /* the draft model stops at tokens it is unsure of */
+        if (cx_drafter_new(f32, &p, &d, &err) == 0) {
+            check_batch_drafts(f32, d, "batched drafts, p_min 0.02");
+            cx_drafter_free(d);
+        }
+        p.p_min = 0;
+        p.adapt = 1; /* adaptive lengths (timed: they differ from run to run) change nothing sampled either */
+        if (cx_drafter_new(f32, &p, &d, &err) == 0) {
+            check_sampled_is_plain(f32, d, "model (other seed), adaptive");
             cx_drafter_free(d);
         }
         cx_shape sh2 = fx_shape("gate-micro", 256); /* another vocabulary size */

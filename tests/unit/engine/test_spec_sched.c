@@ -21,8 +21,8 @@
  *     drafted; once fewer do, it speculates again;
  *   - cancelling a speculating request mid-generation gives every KV block
  *     back, and the next request in its slot is exact again;
- *   - sampled requests with a draft model run to their end with sane
- *     counters; threads submitting and cancelling against the run thread
+ *   - sampled requests with a drafter are the plain sampled requests with
+ *     their seeds, token for token, with sane counters; threads submitting and cancelling against the run thread
  *     (under ThreadSanitizer in make tsan);
  *   - bad parameters: a drafter of another model, a negative
  *     spec_max_batch, speculate below -1.
@@ -405,8 +405,9 @@ static void check_cancel(cx_model *m, cx_drafter *d) {
     cx_sched_free(s);
 }
 
-/* Sampled requests (temperature, top-k, penalties) with a drafter: they end, the counters add up. */
-static void check_sampled(cx_model *m, cx_drafter *d, const char *what) {
+/* Three sampled requests (seeds, a repeat penalty on one) through a
+ * scheduler with drafter d (NULL: none); their tokens into tok. */
+static void run_sampled(cx_model *m, cx_drafter *d, const char *what, int32_t tok[3][30]) {
     cx_sched_params sp = cx_sched_defaults();
     sp.max_seqs = 3;
     sp.max_batch_tokens = 48;
@@ -433,12 +434,24 @@ static void check_sampled(cx_model *m, cx_drafter *d, const char *what) {
     for (int q = 0; q < 3; q++) {
         CHECK(g[q].done == 1 && g[q].state == CX_REQ_FINISHED && g[q].n == 30, "%s: request %d finished (%d tokens)",
               what, q, g[q].n);
-        check_request_counts(what, q, &g[q].st, 1);
+        if (d) check_request_counts(what, q, &g[q].st, 1);
+        memcpy(tok[q], g[q].tok, sizeof tok[q]);
     }
     cx_sched_stats st;
     cx_sched_get_stats(s, &st);
-    CHECK(st.kv_blocks_used == 0 && st.spec_steps > 0, "%s: blocks back, speculated", what);
+    CHECK(st.kv_blocks_used == 0 && (st.spec_steps > 0) == (d != NULL), "%s: blocks back, speculated iff drafting",
+          what);
     cx_sched_free(s);
+}
+
+/* Sampled requests with speculation: their counters add up, and each is the
+ * plain sampled request with its seed, token for token (spec_accept.c). */
+static void check_sampled(cx_model *m, cx_drafter *d, const char *what) {
+    int32_t plain[3][30], spec[3][30];
+    run_sampled(m, NULL, what, plain);
+    run_sampled(m, d, what, spec);
+    for (int q = 0; q < 3; q++)
+        CHECK(!memcmp(plain[q], spec[q], sizeof plain[q]), "%s: request %d's sampled tokens are the plain run's", what, q);
 }
 
 /* Threads submitting (and cancelling every third) against the run thread, speculating. */
