@@ -163,7 +163,9 @@ int export_bmf(store *s, const int64_t *ids, int n_ids, FILE *out, char *err, si
 /* The columns of the request export, in order (csv header, json keys, md). */
 static const char *const REQ_COLS[] = {"run", "validity", "rep", "idx", "item", "adapter", "state", "max_tokens",
                                        "prompt_tokens", "gen_tokens", "cached_tokens", "arrival_s", "queue_ms",
-                                       "ttft_ms", "tpot_ms", "e2e_ms", "canary", "error"};
+                                       "ttft_ms", "tpot_ms", "e2e_ms", "spec_passes", "spec_verified",
+                                       "draft_tokens", "accepted_tokens", "draft_ms", "verify_ms", "canary", "error"};
+#define REQ_SPEC_COL 16 /* the first speculation column */
 #define N_REQ_COLS (int)(sizeof REQ_COLS / sizeof REQ_COLS[0])
 
 /* A csv field: quoted, '"' doubled (item ids and errors are free text). */
@@ -220,7 +222,8 @@ int export_requests(store *s, int64_t id, const char *fmt, FILE *out, char *err,
     } else if (!json) { /* a markdown table: text left, numbers right */
         for (int c = 0; c < N_REQ_COLS; c++) fprintf(out, "| %s ", REQ_COLS[c]);
         fprintf(out, "|\n");
-        for (int c = 0; c < N_REQ_COLS; c++) fprintf(out, "| %s ", c == 1 || c == 4 || c == 6 || c >= 16 ? "---" : "---:");
+        for (int c = 0; c < N_REQ_COLS; c++)
+            fprintf(out, "| %s ", c == 1 || c == 4 || c == 6 || c >= N_REQ_COLS - 2 ? "---" : "---:");
         fprintf(out, "|\n");
     } else if (!jsonl)
         fprintf(out, "[");
@@ -251,6 +254,20 @@ int export_requests(store *s, int64_t id, const char *fmt, FILE *out, char *err,
             fprintf(out, "%s", sep);
             if (json) fprintf(out, "\"%s\": ", REQ_COLS[11 + k]);
             req_num(out, json, csv, nums[k]);
+        }
+        /* speculation: counts (null when not recorded), then its times (no measurement in an INVALID run) */
+        const int svals[] = {t->spec_passes, t->spec_verified, t->draft_tokens, t->accepted_tokens};
+        for (int k = 0; k < 4; k++) {
+            fprintf(out, "%s", sep);
+            if (json) fprintf(out, "\"%s\": ", REQ_COLS[REQ_SPEC_COL + k]);
+            if (svals[k] >= 0) fprintf(out, "%d", svals[k]);
+            else if (json) fprintf(out, "null");
+        }
+        const double stimes[] = {timed ? t->draft_ms : NAN, timed ? t->verify_ms : NAN};
+        for (int k = 0; k < 2; k++) {
+            fprintf(out, "%s", sep);
+            if (json) fprintf(out, "\"%s\": ", REQ_COLS[REQ_SPEC_COL + 4 + k]);
+            req_num(out, json, csv, stimes[k]);
         }
         fprintf(out, "%s%s", sep, json ? "\"canary\": " : "");
         if (json && !t->token_hash[0]) fprintf(out, "null");

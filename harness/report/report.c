@@ -10,6 +10,8 @@
  *   latency_time     trace replays: arrival time vs TTFT and end-to-end
  *   counters         counters per phase (prefill/decode), log scale
  *   adapter_ttft     TTFT p50/p99 per adapter
+ *   rate_sweep       a rate sweep's throughput and latency against offered load
+ *   spec_per_prompt  --spec runs: tokens per target pass and acceptance by prompt
  *
  * A chart without data (e.g. latency over time for a closed-loop run) is not
  * written; report.md says why. This file loads the run (store_read.h),
@@ -56,6 +58,7 @@ static int rp_md_header(rp_ctx *c, FILE *out) {
     fprintf(out, "\n");
     if (rp_invalid(c)) return 0; /* its KV and server figures are no measurement either */
     show_kv(c->s, c->run.info.id, out);
+    show_spec(c->s, c->run.info.id, out);
     show_server(c->s, c->run.info.id, out);
     return 0;
 }
@@ -357,6 +360,7 @@ int report_write(store *s, int64_t run_id, int64_t baseline_run, const char *out
         {"counters", "Counters per phase"},
         {"adapter_ttft", "TTFT per adapter"},
         {"rate_sweep", "Rate sweep: throughput and latency against offered load"},
+        {"spec_per_prompt", "Speculative decoding per prompt"},
     };
     for (int i = 0; i < CH_N; i++) {
         c.charts[i].stem = CH[i].stem;
@@ -401,7 +405,7 @@ int report_write(store *s, int64_t run_id, int64_t baseline_run, const char *out
     if (rp_chart_tps(&c, &c.charts[CH_TPS]) || rp_chart_cdf(&c, &c.charts[CH_TTFT], 0) ||
         rp_chart_cdf(&c, &c.charts[CH_ITL], 1) || rp_chart_time(&c, &c.charts[CH_TIME]) ||
         rp_chart_counters(&c, &c.charts[CH_COUNTERS]) || rp_chart_adapters(&c, &c.charts[CH_ADAPTERS]) ||
-        rp_chart_sweep(&c, &c.charts[CH_SWEEP]))
+        rp_chart_sweep(&c, &c.charts[CH_SWEEP]) || rp_chart_spec(&c, &c.charts[CH_SPEC]))
         goto out;
     char gp_err[768];
     int have_gp = rp_charts_render(&c, c.charts, CH_N, gp_err, sizeof gp_err);

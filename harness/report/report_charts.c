@@ -462,3 +462,80 @@ int rp_chart_sweep(rp_ctx *c, rp_chart *ch) {
     ch->made = 1;
     return 0;
 }
+
+/* (h) Speculative decoding per prompt (--spec runs): tokens per target pass
+ * (Σ (gen_tokens - 1) / Σ spec_passes over the repetitions) as bars, and the
+ * acceptance rate (Σ accepted / Σ drafted) as points on the right axis. */
+int rp_chart_spec(rp_ctx *c, rp_chart *ch) {
+    if (!c->run.info.spec_config[0]) {
+        snprintf(ch->why, sizeof ch->why, "the run did not speculate (no --spec)");
+        return 0;
+    }
+    store_request_time *q;
+    int nq, n = c->run.n_items, drawn = 0;
+    if (store_request_times(c->s, c->run.info.id, &q, &nq)) return rp_db_fail(c, "requests");
+    double *sum = calloc((size_t)(n ? n : 1) * 4, sizeof *sum); /* per item: decode tokens, passes, drafted, accepted */
+    if (!sum) {
+        free(q);
+        return hx_fail(c->err, c->errlen, "report: out of memory");
+    }
+    for (int k = 0; k < nq; k++) {
+        const store_request_time *t = &q[k];
+        if (t->failed || t->spec_passes < 0) continue;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(c->run.items[i].item, t->item)) {
+                double *s = sum + 4 * i;
+                s[0] += t->gen_tokens > 1 ? t->gen_tokens - 1 : 0;
+                s[1] += t->spec_passes;
+                s[2] += t->draft_tokens > 0 ? t->draft_tokens : 0;
+                s[3] += t->accepted_tokens > 0 ? t->accepted_tokens : 0;
+                break;
+            }
+    }
+    free(q);
+    for (int i = 0; i < n; i++) drawn += sum[4 * i + 1] > 0;
+    if (!drawn) {
+        snprintf(ch->why, sizeof ch->why, "no request recorded target passes (a server reports only its draft counts)");
+        free(sum);
+        return 0;
+    }
+    FILE *f = rp_open(c, ch->stem, "dat");
+    if (!f) {
+        free(sum);
+        return -1;
+    }
+    fprintf(f, "# %s\n# item\ttokens_per_pass\tacceptance\n", ch->title);
+    for (int i = 0; i < n; i++) {
+        const double *s = sum + 4 * i;
+        plot_dat_label(f, c->run.items[i].item);
+        if (s[1] > 0) fprintf(f, "\t%.6g", s[0] / s[1]);
+        else fprintf(f, "\t?");
+        if (s[2] > 0) fprintf(f, "\t%.6g\n", s[3] / s[2]);
+        else fprintf(f, "\t?\n"); /* nothing drafted: no rate, not 0 */
+    }
+    free(sum);
+    if (rp_close(c, f, ch->stem, "dat")) return -1;
+    if (!(f = rp_open(c, ch->stem, "gp"))) return -1;
+    int w = n > 24 ? 1200 : 900;
+    rp_gp_begin(f, ch, w, 480);
+    fprintf(f, "set title ");
+    plot_gp_string(f, "Speculative decoding by prompt (over the repetitions)");
+    fprintf(f, "\nset ylabel ");
+    plot_gp_string(f, "tokens per target pass (1: plain decoding)");
+    fprintf(f, "\nset y2label ");
+    plot_gp_string(f, "acceptance rate (accepted / drafted)");
+    fprintf(f, "\nset xlabel ");
+    plot_gp_string(f, "prompt");
+    fprintf(f, "\nset datafile missing '?'\nset style fill solid 0.85 border rgb '#333333'\nset boxwidth 0.6\n"
+               "set grid ytics lc rgb '#dddddd'\nset yrange [0:*]\nset y2range [0:1.05]\nset y2tics 0.2\n"
+               "set ytics nomirror\nset key outside top center horizontal\n");
+    if (n > 12) fprintf(f, "set xtics rotate by -45 left\n");
+    fprintf(f, "set xrange [-0.6:%.1f]\n", n - 0.4);
+    fprintf(f, "plot '%s.dat' using 0:2:xtic(1) with boxes lc rgb '#1f77b4' title 'tokens per target pass', "
+               "'' using 0:3 axes x1y2 with points pt 7 ps 1.2 lc rgb '#d62728' title 'acceptance rate'\n",
+            ch->stem);
+    rp_gp_end(f, ch, w, 480);
+    if (rp_close(c, f, ch->stem, "gp")) return -1;
+    ch->made = 1;
+    return 0;
+}

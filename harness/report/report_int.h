@@ -26,7 +26,7 @@ typedef struct rp_chart {
     char why[256]; /* not made: why; made: a note for the reader (may be empty) */
 } rp_chart;
 
-enum { CH_TPS, CH_TTFT, CH_ITL, CH_TIME, CH_COUNTERS, CH_ADAPTERS, CH_SWEEP, CH_N };
+enum { CH_TPS, CH_TTFT, CH_ITL, CH_TIME, CH_COUNTERS, CH_ADAPTERS, CH_SWEEP, CH_SPEC, CH_N };
 
 /* Everything a report is made from. */
 typedef struct rp_ctx {
@@ -72,5 +72,6 @@ int rp_chart_time(rp_ctx *c, rp_chart *ch);
 int rp_chart_counters(rp_ctx *c, rp_chart *ch);
 int rp_chart_adapters(rp_ctx *c, rp_chart *ch);
 int rp_chart_sweep(rp_ctx *c, rp_chart *ch);
+int rp_chart_spec(rp_ctx *c, rp_chart *ch);
 
 #endif

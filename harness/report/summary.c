@@ -63,11 +63,26 @@ static void num_cell(FILE *f, store *s, int64_t id, const char *name, const char
     }
 }
 
+/* A --spec run's speculation as a cell: its configuration, then the
+ * acceptance and tokens per target pass it measured (each only when it has
+ * it: over HTTP a server reports no passes); "" for a run without. */
+static void spec_cell(FILE *f, store *s, const store_run *r) {
+    double acc = store_metric_median(s, r->id, "spec_acceptance"), tpp = store_metric_median(s, r->id, "spec_tokens_per_pass");
+    fprintf(f, " |");
+    if (r->spec_config[0]) {
+        fprintf(f, " `");
+        show_md_inline(f, r->spec_config);
+        fprintf(f, "`");
+    }
+    if (isfinite(acc)) fprintf(f, "%s %.1f%% accepted", r->spec_config[0] ? "," : "", 100 * acc);
+    if (isfinite(tpp)) fprintf(f, ", %.2f tokens/pass", tpp);
+}
+
 /* See summary.h. */
 void summary_runs(FILE *f, store *s, const int64_t *ids, int n_ids) {
     fprintf(f, "\n### cortex-bench run\n\n| run | workload | model | threads | commit | verdict | throughput (tok/s) |"
-               " TTFT p50 (ms) | TPOT p50 (ms) | e2e p50 (ms) | requests/s |\n"
-               "| ---: | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+               " TTFT p50 (ms) | TPOT p50 (ms) | e2e p50 (ms) | requests/s | speculation |\n"
+               "| ---: | --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n");
     for (int i = 0; i < n_ids; i++) {
         store_run r;
         if (store_run_load(s, ids[i], &r) != 1) continue;
@@ -87,9 +102,10 @@ void summary_runs(FILE *f, store *s, const int64_t *ids, int n_ids) {
             num_cell(f, s, r.id, "tpot_ms_p50", "%.2f");
             num_cell(f, s, r.id, "e2e_ms_p50", "%.1f");
             num_cell(f, s, r.id, "request_rps", "%.3f");
+            spec_cell(f, s, &r);
             fprintf(f, " |\n");
         } else
-            fprintf(f, " | | | | | |\n");
+            fprintf(f, " | | | | | | |\n");
     }
 }
 

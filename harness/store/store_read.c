@@ -365,7 +365,8 @@ int store_request_times(store *s, int64_t run, store_request_time **out, int *n)
     *n = 0;
     db_stmt *st = row_prepare(s, "SELECT arrival_ms / 1000.0 AS arrival_s, ttft_ms, e2e_ms, queue_ms, decode_ms, rep,"
                                       " idx, prompt_tokens, gen_tokens, item, token_hash, error, state, max_tokens,"
-                                      " cached_tokens, stream_chunks IS NOT NULL AS http, tpot_ms, adapter"
+                                      " cached_tokens, stream_chunks IS NOT NULL AS http, tpot_ms, adapter,"
+                                      " spec_passes, spec_verified, draft_tokens, accepted_tokens, draft_ms, verify_ms"
                                       " FROM requests WHERE run_id = ?1 ORDER BY rep, idx", run, 0);
     if (!st) return -1;
     int cap = 0, rc;
@@ -390,6 +391,12 @@ int store_request_times(store *s, int64_t run, store_request_time **out, int *n)
         t->http = (int)row_int(st, "http");
         t->tpot_ms = row_num(st, "tpot_ms");
         t->adapter = row_null(st, "adapter") ? -1 : (int)row_int(st, "adapter");
+        t->spec_passes = row_null(st, "spec_passes") ? -1 : (int)row_int(st, "spec_passes");
+        t->spec_verified = row_null(st, "spec_verified") ? -1 : (int)row_int(st, "spec_verified");
+        t->draft_tokens = row_null(st, "draft_tokens") ? -1 : (int)row_int(st, "draft_tokens");
+        t->accepted_tokens = row_null(st, "accepted_tokens") ? -1 : (int)row_int(st, "accepted_tokens");
+        t->draft_ms = row_num(st, "draft_ms");
+        t->verify_ms = row_num(st, "verify_ms");
         row_copy(st, "error", t->error, sizeof t->error);
     }
     db_finalize(st);

@@ -98,6 +98,9 @@ typedef struct store_request_time {
     int cached_tokens, http;     /* prompt tokens from a cache; 1: measured over HTTP */
     double tpot_ms;              /* NAN when not recorded (fewer than two tokens, a failure) */
     int adapter;                 /* the trace's adapter id; -1 for prompt sets and synthetic tests */
+    /* speculative decoding (schema v14): -1 / NAN when not recorded (no speculation, or over HTTP) */
+    int spec_passes, spec_verified, draft_tokens, accepted_tokens;
+    double draft_ms, verify_ms;
 } store_request_time;
 
 /* Per-adapter latency of a trace run (adapter_stats row), NAN when absent. */

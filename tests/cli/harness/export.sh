@@ -71,7 +71,9 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 assert len(rows) == 32, len(rows)
 assert [(r["rep"], r["idx"]) for r in rows] == [(p, i) for p in range(2) for i in range(16)]
 keys = ["run", "validity", "rep", "idx", "item", "adapter", "state", "max_tokens", "prompt_tokens", "gen_tokens",
-        "cached_tokens", "arrival_s", "queue_ms", "ttft_ms", "tpot_ms", "e2e_ms", "canary", "error"]
+        "cached_tokens", "arrival_s", "queue_ms", "ttft_ms", "tpot_ms", "e2e_ms", "spec_passes", "spec_verified",
+        "draft_tokens", "accepted_tokens", "draft_ms", "verify_ms", "canary", "error"]
+assert all(r[k] is None for r in rows for k in keys[16:22]), "no speculation: null"
 assert all(list(r) == keys for r in rows), list(rows[0])
 assert all(r["validity"] == "valid" and r["state"] == "length" and r["gen_tokens"] == r["max_tokens"] for r in rows)
 assert all(r["ttft_ms"] > 0 and r["e2e_ms"] >= r["ttft_ms"] and r["error"] is None and len(r["canary"]) == 16 for r in rows)
@@ -152,7 +154,7 @@ check "run --step-summary: a block per run command, appended" test "$(grep -c '^
 check "... with the run id, commit, VALID and its throughput" \
     grep -qE "^\| $pr \| \`trace:prompts/traces/plain-smoke.jsonl\` \| .* \| 1 \| \`$c10(\+dirty)?\` \| VALID \| [0-9.]+ \| [0-9.]+ \|" "$tmp/run.md"
 check "... and the INVALID run with its reasons and no figure" \
-    grep -qE "^\| $inv \| \`standard\` \| .* \| \*\*INVALID\*\*: [0-9]+ of 10 requests failed .* \| \| \| \| \| \|$" "$tmp/run.md"
+    grep -qE "^\| $inv \| \`standard\` \| .* \| \*\*INVALID\*\*: [0-9]+ of 10 requests failed .* \| \| \| \| \| \| \|$" "$tmp/run.md"
 GITHUB_STEP_SUMMARY=$tmp/gh.md run --model "$tmp/tiny.gguf" --workload tg4 -t 1 --reps 1 --warmup 0 >/dev/null 2>&1
 tg=$(last)
 check "\$GITHUB_STEP_SUMMARY receives run's block" grep -qE "^\| $tg \| \`tg4\` \| .* \| \`$c10(\+dirty)?\` \| VALID \| [0-9.]+ \|" "$tmp/gh.md"

@@ -93,6 +93,40 @@ zeros = sum(json.loads(r[0]).count(0) for r in c.execute("select itl_ms from req
 extra = c.execute("select sum(gen_tokens - 1 - spec_passes) from requests where run_id = ?", (int(sys.argv[2]),)).fetchone()[0]
 assert zeros == extra, (zeros, extra)' "$db" "$spec"
 
+# Exported per request by show --requests (the stored columns, as stored).
+"$BENCH" show "$spec" --db "$db" --requests -o jsonl >"$tmp/req.jsonl"
+check "show --requests: each request's speculation columns are the stored ones" "$PY" -c '
+import json, sqlite3, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+c = sqlite3.connect(sys.argv[2])
+db = c.execute("select spec_passes, spec_verified, draft_tokens, accepted_tokens, draft_ms, verify_ms from requests"
+               " where run_id = ? order by rep, idx", (int(sys.argv[3]),)).fetchall()
+got = [(r["spec_passes"], r["spec_verified"], r["draft_tokens"], r["accepted_tokens"], r["draft_ms"], r["verify_ms"])
+       for r in rows]
+assert len(rows) == 12 and all(abs(a - b) <= 1e-9 * max(1, abs(b)) for g, d in zip(got, db) for a, b in zip(g, d)), (got, db)
+assert all(r["draft_tokens"] >= r["accepted_tokens"] >= 0 for r in rows)' "$tmp/req.jsonl" "$db" "$spec"
+
+# The report: its speculation section and a chart of tokens per pass and acceptance by prompt; a plain
+# run's report says the chart does not apply. The CI step summary's row names the speculation.
+"$BENCH" report "$spec" --db "$db" --out "$tmp/rep" >/dev/null 2>"$tmp/rep.err"
+check "report of a --spec run: exit 0 (every chart drawn where gnuplot is)" test $? -eq 0
+check "report of a --spec run: the speculation section" grep -q "^### Speculative decoding" "$tmp/rep/report.md"
+if command -v gnuplot >/dev/null; then
+    check "... the speculation chart drawn" test -s "$tmp/rep/spec_per_prompt.png" -a -s "$tmp/rep/spec_per_prompt.svg"
+fi
+check "... and spec_per_prompt.dat: a row per prompt, tokens per pass >= 1, acceptance in [0, 1]" "$PY" -c '
+import sys
+rows = [l.split("\t") for l in open(sys.argv[1]) if not l.startswith("#")]
+assert len(rows) == 6, rows
+assert all(float(r[1]) >= 1 and 0 <= float(r[2]) <= 1 for r in rows), rows' "$tmp/rep/spec_per_prompt.dat"
+check "... with its gnuplot script" test -s "$tmp/rep/spec_per_prompt.gp"
+"$BENCH" report "$plain" --db "$db" --out "$tmp/repp" >/dev/null 2>&1
+check "a plain run's report: no speculation chart, and why" \
+    sh -c "test ! -e '$tmp/repp/spec_per_prompt.dat' && grep -q 'the run did not speculate' '$tmp/repp/report.md'"
+run --model "$tmp/tiny.gguf" --workload "prompts:$tmp/p.jsonl" --spec ngram --step-summary "$tmp/sum.md" >/dev/null 2>&1
+check "the step summary's row: the speculation, its acceptance and tokens per pass" \
+    grep -qE "^\| $(last) \| .* \| VALID \| .* \| \`ngram,max=8,min=0,adaptive\`, [0-9.]+% accepted, [0-9.]+ tokens/pass \|$" "$tmp/sum.md"
+
 # Printed by run and by show.
 check "run prints the speculation section" grep -q "^### Speculative decoding" "$tmp/spec.out"
 check "... with the acceptance rate and tokens per pass" \
