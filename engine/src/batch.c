@@ -55,14 +55,20 @@ void cx_batch_free(cx_batch *b) {
 
 /* See cortex.h. */
 int cx_batch_new(const cx_model *m, int max_tokens, int n_threads, cx_batch **out, cx_err *err) {
+    return batch_new_rows(m, max_tokens, max_tokens, n_threads, out, err);
+}
+
+/* See session.h. */
+int batch_new_rows(const cx_model *m, int max_tokens, int n_out, int n_threads, cx_batch **out, cx_err *err) {
     *out = NULL;
     int rc = fwd_check_setup(&n_threads, err);
     if (rc) return rc;
     if (max_tokens < 1 || max_tokens > FWD_MAX_BATCH)
         return cx_fail(err, CX_EINVAL, "batch size %d is out of range (1..%d)", max_tokens, FWD_MAX_BATCH);
+    assert(n_out >= 1 && n_out <= max_tokens && "rows of logits: at least one, at most a row per token");
     cx_batch *b = calloc(1, sizeof *b);
     if (!b) return cx_fail(err, CX_ENOMEM, "out of memory");
-    rc = fwd_ws_init(&b->ws, m, max_tokens, max_tokens, n_threads, err);
+    rc = fwd_ws_init(&b->ws, m, max_tokens, n_out, n_threads, err);
     if (rc) {
         free(b);
         return rc;

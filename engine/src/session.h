@@ -46,6 +46,11 @@ int batch_lora_reserve(cx_batch *b, int rank_sum, cx_err *err);
  * every product sums as one-token decode does (kern_act.decode_order), so
  * each row equals the logits of feeding the tokens one at a time
  * (speculative verification). 0 or CX_E*. (batch.c) */
+/* cx_batch_new with room for n_out rows of logits per pass (1..max_tokens;
+ * cx_batch_new: max_tokens): a batch whose passes ask for fewer rows than
+ * they have tokens (one per sequence, say) holds n_out x n_vocab floats
+ * instead of max_tokens x n_vocab. */
+int batch_new_rows(const cx_model *m, int max_tokens, int n_out, int n_threads, cx_batch **out, cx_err *err);
 int batch_eval_rows(cx_batch *b, cx_session *const *sessions, const int32_t *const *tokens, const int *n,
                     const int *n_out, int n_seq, int decode_order, const float **rows, cx_err *err);
 

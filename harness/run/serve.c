@@ -96,7 +96,8 @@ static void on_done(void *user, const cx_request_stats *st) {
     q->itl_ms = st->n_gen > 1 ? malloc(sizeof(float) * (size_t)(st->n_gen - 1)) : NULL;
     for (int k = 0; q->itl_ms && k + 1 < st->n_gen; k++) q->itl_ms[q->n_itl++] = (float)((double)st->itl_ns[k] * ns);
     runner_token_hash(st->tokens, st->n_gen, q->token_hash);
-    if (ss->cfg->drafter) { /* --spec: what its decode steps drafted and kept (docs/metrics.md) */
+    if (ss->cfg->drafter && st->n_gen > 0) { /* --spec: what its decode drafted and kept (docs/metrics.md);
+                                                * a request that never decoded has nothing to say (NULL) */
         q->spec = 1;
         /* every decode pass it had: its speculative steps, and one a token for the rest (steps while more
          * sequences decoded than spec_max_batch, or the pass that recomputed it after a preemption) */

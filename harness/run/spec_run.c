@@ -5,7 +5,6 @@
  */
 #include "spec_run.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

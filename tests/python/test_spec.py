@@ -56,7 +56,7 @@ def test_generate_greedy_equal(stories, drafters, kind):
         s = spec.speculation
         assert plain.speculation is None and len(tuple(spec)) == 10
         assert 0 <= s["accepted"] <= s["drafted"] and s["tokens"] == spec.n_gen - 1
-        assert s["passes"] >= 1 and s["tokens_per_pass"] >= 1 and s["draft_ms"] >= 0 and s["verify_ms"] > 0
+        assert s["steps"] >= 1 and s["tokens_per_pass"] >= 1 and s["draft_ms"] >= 0 and s["verify_ms"] > 0
         if kind == "model":  # the model drafting for itself is always right
             assert s["accepted"] == s["drafted"] > 0 and s["tokens_per_pass"] > 2
 
@@ -70,6 +70,11 @@ def test_generate_stream_and_stops(stories, drafters):
     a = stories.generate(PROMPTS[2], 60, temperature=0, stop=stop)
     b = stories.generate(PROMPTS[2], 60, temperature=0, stop=stop, drafter=d)
     assert a.text == b.text and a.finish_reason == b.finish_reason == "stop"
+    # a context that fills mid-step: the tokens up to the full context, as without
+    for ctx in (32, 33, 40):
+        a = stories.generate(PROMPTS[2], 200, temperature=0, ignore_eos=True, n_ctx=ctx)
+        b = stories.generate(PROMPTS[2], 200, temperature=0, ignore_eos=True, n_ctx=ctx, drafter=d)
+        assert b.tokens == a.tokens and b.finish_reason == a.finish_reason == "length", ctx
     # the model's session after a speculative generation serves the next prompt's prefix
     c = stories.generate(PROMPTS[2] + " and", 20, temperature=0, drafter=d)
     assert c.n_cached > 0 and c.tokens == stories.generate(PROMPTS[2] + " and", 20, temperature=0).tokens

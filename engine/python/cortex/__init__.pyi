@@ -39,7 +39,7 @@ class Generation:  # a named tuple (structseq)
     prefill_ms: float
     decode_ms: float   # first to last sampled token
     decode_tps: float  # (n_gen - 1) / decode time, as `cortex generate` reports it
-    speculation: dict[str, Any] | None  # generate(drafter=...): passes, verified, drafted, accepted, tokens,
+    speculation: dict[str, Any] | None  # generate(drafter=...): steps, verified, drafted, accepted, tokens,
                                         # acceptance, mean_accepted, tokens_per_pass, draft_ms, verify_ms
                                         # (an attribute, not part of the tuple)
 

@@ -417,7 +417,7 @@ static PyStructSequence_Field GEN_FIELDS[] = {
     {"prefill_ms", "evaluating the prompt tokens not cached"},
     {"decode_ms", "from the first sampled token to the last"},
     {"decode_tps", "(n_gen - 1) / decode time: tokens per second as `cortex generate` reports them (0 if n_gen < 2)"},
-    {"speculation", "with generate(drafter=...): the decode's speculation counters (passes, verified, drafted, accepted, "
+    {"speculation", "with generate(drafter=...): the decode's speculation counters (steps, verified, drafted, accepted, "
                     "tokens, acceptance, mean_accepted, tokens_per_pass, draft_ms, verify_ms) as a dict; else None. "
                     "An attribute only, not part of the tuple"},
     {NULL, NULL},
@@ -580,11 +580,12 @@ static int gen_stop_found(gen_state *g, size_t from) {
     return 1;
 }
 
-/* Take token tok, chosen at time t (accept: tell the sampler; a speculative
- * step's rule has told it already): the end at an end-of-generation token,
- * else the text, then the end at a stop string, max_tokens or a full
- * context. 0, or a CX_E* code. */
-static int gen_take(gen_state *g, int tok, double t, int accept) {
+/* Take token tok, chosen at time t for position pos (accept: tell the
+ * sampler; a speculative step's rule has told it already): the end at an
+ * end-of-generation token, else the text, then the end at a stop string,
+ * max_tokens or a full context (no room to evaluate it at pos). 0, or a
+ * CX_E* code. */
+static int gen_take(gen_state *g, int tok, double t, int pos, int accept) {
     CxModel *M = g->model;
     if (g->n_gen == 0) g->t_first = t;
     g->t_last = t;
@@ -613,7 +614,7 @@ static int gen_take(gen_state *g, int tok, double t, int accept) {
         g->reason = "stop";
         return 0;
     }
-    if (g->n_gen >= g->max_tokens || cx_session_pos(M->gen) >= cx_session_n_ctx(M->gen)) {
+    if (g->n_gen >= g->max_tokens || pos >= cx_session_n_ctx(M->gen)) {
         g->done = 1;
         g->reason = "length";
     }
@@ -638,7 +639,7 @@ static int gen_spec_step(gen_state *g) {
     assert(cx_session_pos(M->gen) == M->gen_n && "the step keeps the last chosen token and all but its last new one");
     double t = now_s();
     int rc = 0;
-    for (int i = 0; i < n && !g->done && !rc; i++) rc = gen_take(g, out[i], t, 0);
+    for (int i = 0; i < n && !g->done && !rc; i++) rc = gen_take(g, out[i], t, P + 1 + i, 0);
     return rc;
 }
 
@@ -649,7 +650,7 @@ static int gen_step(gen_state *g) {
     CxModel *M = g->model;
     if (g->sp && g->n_gen > 0) return gen_spec_step(g);
     int tok = cx_sampler_sample(g->smp, g->logits);
-    int rc = gen_take(g, tok, now_s(), 1);
+    int rc = gen_take(g, tok, now_s(), cx_session_pos(M->gen), 1);
     if (rc || g->done || g->sp) return rc; /* speculating: the token is the next step's to evaluate */
     if (cx_eval(M->gen, &tok, 1, &g->logits, &g->err)) return g->err.code;
     if (gen_ids_push(M, &tok, 1)) return g->err.code = CX_ENOMEM;
@@ -692,7 +693,7 @@ static PyObject *gen_result(const gen_state *g) {
         PyList_SET_ITEM(toks, i, v);
     }
     double decode = g->n_gen > 0 ? g->t_last - g->t_first : 0;
-    cx_spec_stats ss;
+    cx_spec_stats ss = {0};
     if (g->sp) cx_spec_get_stats(g->sp, &ss);
     PyObject *items[GEN_N_FIELDS] = {
         pycx_text(g->text ? g->text : "", g->len),
@@ -895,6 +896,10 @@ static PyObject *Model_generate(CxModel *self, PyObject *args, PyObject *kw) {
         return r;
     }
     CxStream *st = PyObject_New(CxStream, &CxStream_Type);
+    if (st) { /* nothing of it is live yet: its dealloc must not end a generation it does not hold */
+        st->open = 0;
+        st->result = NULL;
+    }
     if (!st || pycx_model_acquire(self)) {
         Py_XDECREF(st);
         gen_free(g);
@@ -951,7 +956,7 @@ static PyMethodDef MODEL_METHODS[] = {
      "`cortex generate --temp 0` token for token. Ends at the model's end-of-generation token (unless ignore_eos), "
      "at a stop string (not part of the text), at max_tokens or when the context (n_ctx, 0: min(model's, 4096)) is "
      "full. lora: a LoRA of this model applied to this generation. drafter: a Drafter of this model: decode by "
-     "speculative decoding (the same tokens when greedy, the same distribution when sampled; "
+     "speculative decoding (the same tokens, greedy or sampled with the same seed; "
      "Generation.speculation has its counters). stream=True returns a Stream of text pieces.\n\n"
      "The model keeps its session between calls: positions a new prompt shares with the last one are not "
      "recomputed (Generation.n_cached). One generation runs at a time per Model."},

@@ -133,9 +133,9 @@ static inline void pycx_drafter_acquire(CxDrafter *d) {
     Py_INCREF(d);
 }
 void pycx_drafter_release(CxDrafter *d);
-/* A sequence's speculation counters (cx_spec_stats) as a dict: passes,
- * verified, drafted, accepted, tokens, acceptance, mean_accepted,
- * tokens_per_pass, draft_ms, verify_ms. */
+/* A sequence's speculation counters (cx_spec_stats) as a dict: steps (the
+ * target passes of its decode), verified, drafted, accepted, tokens,
+ * acceptance, mean_accepted, tokens_per_pass, draft_ms, verify_ms. */
 PyObject *pycx_spec_stats_dict(const cx_spec_stats *st);
 
 /* ---- Scheduler (sched.c) -------------------------------------------------- */

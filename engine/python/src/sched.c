@@ -1018,6 +1018,7 @@ static int Scheduler_init(CxScheduler *self, PyObject *args, PyObject *kw) {
     p.drafter = drafter;
     p.spec_max_batch = (int)smb;
     if (pycx_model_acquire(M)) return -1;
+    if (drafter) pycx_drafter_acquire((CxDrafter *)drafter_o); /* before the GIL goes: close() cannot free it */
     cx_err err = {0};
     cx_sched *s = NULL;
     int rc;
@@ -1027,6 +1028,7 @@ static int Scheduler_init(CxScheduler *self, PyObject *args, PyObject *kw) {
     if (rc) cx_sched_free(s);
     Py_END_ALLOW_THREADS
     if (rc) {
+        if (drafter) pycx_drafter_release((CxDrafter *)drafter_o);
         pycx_model_release(M);
         pycx_raise(&err);
         return -1;
@@ -1037,7 +1039,7 @@ static int Scheduler_init(CxScheduler *self, PyObject *args, PyObject *kw) {
     self->n_vocab = mi->n_vocab;
     self->s = s;
     self->next_adapter = 1;
-    if (drafter) pycx_drafter_acquire(self->drafter = (CxDrafter *)drafter_o);
+    self->drafter = drafter ? (CxDrafter *)drafter_o : NULL; /* its user (acquired above) until the C scheduler goes */
     open_link(self);
     return 0;
 }

@@ -3,8 +3,8 @@
  * (a cx_drafter, docs/speculative.md), made once for its model and used by
  * Model.generate(drafter=...) and Scheduler(drafter=...): the n-gram lookup,
  * a self-draft (the model quantized at load) or a draft model file with the
- * model's vocabulary. Greedy output is the model's own, token for token;
- * sampled output follows its distribution.
+ * model's vocabulary. Greedy and seeded sampled output are the model's own,
+ * token for token.
  *
  * Lifetime: it holds its Model (a user of it); a Scheduler that speculates
  * with it holds a reference and counts as a user, so the C drafter outlives
@@ -117,15 +117,13 @@ static int Drafter_init(CxDrafter *self, PyObject *args, PyObject *kw) {
     p.tmp_dir = getenv("TMPDIR"); /* a self-draft's quantized copy: written, loaded and unlinked */
     cx_drafter *d = NULL;
     int drc;
+    if (pycx_model_acquire(M)) goto out; /* before the GIL goes: Model.close() cannot free it meanwhile */
     Py_BEGIN_ALLOW_THREADS
     drc = cx_drafter_new(m, &p, &d, &err); /* a self-draft quantizes the model: seconds per GiB */
     Py_END_ALLOW_THREADS
     if (drc) {
+        pycx_model_release(M);
         pycx_raise(&err);
-        goto out;
-    }
-    if (pycx_model_acquire(M)) {
-        cx_drafter_free(d);
         goto out;
     }
     self->d = d;
@@ -212,7 +210,7 @@ PyTypeObject CxDrafter_Type = {
 
 /* See pycx.h. */
 PyObject *pycx_spec_stats_dict(const cx_spec_stats *st) {
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d}", "passes", (long long)st->steps, "verified",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d}", "steps", (long long)st->steps, "verified",
                          (long long)st->verified, "drafted", (long long)st->drafted, "accepted", (long long)st->accepted,
                          "tokens", (long long)st->tokens, "acceptance", st->acceptance, "mean_accepted",
                          st->mean_accepted, "tokens_per_pass", st->tokens_per_pass, "draft_ms",

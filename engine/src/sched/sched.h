@@ -12,7 +12,9 @@
  * where at most spec_max_batch sequences decode, form_batch reserves each
  * speculating one's draft room (spec_want, bounded by max_tokens, the
  * context and the token budget); without the lock the drafts are made
- * (spec_draft) and each such segment becomes [last chosen token, draft]
+ * (spec_draft for the lookup; spec_batch for a draft model: every
+ * sequence's drafts in one pass of it per round) and each such segment
+ * becomes [last chosen token, draft]
  * with a row of logits per token; the one pass checks them in decode order
  * (batch_eval_rows); spec_accept picks 1..k+1 tokens with the request's
  * sampler, the session keeps the positions of the ones kept, and the

@@ -53,7 +53,9 @@ int spec_new(cx_drafter *d, int n_ctx, int own_rows, cx_spec **out, cx_err *err)
             cx_session_params spp = cx_session_defaults();
             spp.n_ctx = n_ctx;
             spp.n_threads = d->p.n_threads;
-            spp.batch = 64; /* prompts are fed in chunks; its passes are drafts of one token */
+            /* prompts are fed in chunks, the drafts one token a pass; a scheduler's slot (no rows of its own)
+             * is evaluated only through its spec_batch: no pass buffers of its own */
+            spp.batch = own_rows ? 64 : 1;
             rc = cx_session_new_ex(d->draft, &spp, &sp->ds, err);
         }
     }

@@ -258,7 +258,8 @@ static int draft_model(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *
  * next token at once from its row of logits (which the next pass
  * overwrites). A prompt's catch-up (a request's first draft) is fed in
  * passes of its own. Each pass's time is shared among its sequences by the
- * rows each had in it.
+ * rows each had in it; a sequence's own work (its rollback, its picks) is
+ * its own.
  */
 #define CATCHUP (CX_SPEC_MAX_DRAFT + 1) /* most tokens a step leaves a draft to catch up: its accepted ones and one */
 
@@ -330,7 +331,8 @@ int spec_batch_new(const cx_drafter *d, int cap, int max_tokens, spec_batch **ou
     w->rows = calloc(n, sizeof *w->rows);
     int ok = w->sp && w->hist && w->hn && w->k && w->got && w->draft && w->feed && w->left && w->ns && w->seg &&
              w->ss && w->tok && w->tn && w->nout && w->rows;
-    int rc = ok ? cx_batch_new(d->draft, max_tokens, d->p.n_threads > 0 ? d->p.n_threads : 1, &w->b, err)
+    /* a row of logits per sequence and pass: cap rows, not max_tokens */
+    int rc = ok ? batch_new_rows(d->draft, max_tokens, cap, d->p.n_threads > 0 ? d->p.n_threads : 1, &w->b, err)
                 : cx_fail(err, CX_ENOMEM, "out of memory for drafting %d sequences", cap);
     if (rc) {
         spec_batch_free(w);
@@ -357,10 +359,13 @@ int spec_batch_add(spec_batch *w, cx_spec *sp, const int32_t *hist, int n, int k
 }
 
 /* Sequence i's feed ended with the last pass (its row of logits `l`): its
- * next draft token; a token more wanted becomes its feed. */
+ * next draft token (the time it takes charged to it); a token more wanted
+ * becomes its feed. */
 static void batch_pick(spec_batch *w, int i, const float *l) {
     cx_spec *sp = w->sp[i];
+    int64_t t0 = cx_now_ns();
     int c = w->got[i], x = draft_pick(sp, l);
+    w->ns[i] += cx_now_ns() - t0;
     if (x < 0) return; /* the draft stops short */
     w->draft[i][c] = x;
     w->got[i] = ++c;
@@ -378,8 +383,9 @@ int spec_batch_run(spec_batch *w, cx_err *err) {
         cx_spec *sp = w->sp[i];
         int same = 0;
         w->got[i] = w->left[i] = 0;
-        w->ns[i] = 0;
+        int64_t t0 = cx_now_ns();
         rc = draft_start(sp, w->hist[i], w->hn[i], &w->k[i], &same, err);
+        w->ns[i] = cx_now_ns() - t0;
         w->feed[i] = w->hist[i] + same;
         w->left[i] = w->k[i] > 0 ? w->hn[i] - same : 0;
     }

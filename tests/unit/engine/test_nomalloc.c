@@ -317,7 +317,7 @@ static void check_spec(cx_model *m, const char *draft_path, const cx_kv_params *
     cx_err err = {0};
     cx_session_params ssp = cx_session_defaults();
     ssp.kv = *kv;
-    cx_sampler_params spp = cx_sampler_defaults(); /* sampled: the residual draws too */
+    cx_sampler_params spp = cx_sampler_defaults(); /* sampled: the rule draws as plain decoding does */
     int V = cx_model_get_info(m)->n_vocab;
     int ok = cx_drafter_new(m, &p, &d, &err) == 0 && cx_session_new_ex(m, &ssp, &s, &err) == 0 &&
              cx_spec_new(d, cx_session_n_ctx(s), &sp, &err) == 0 && cx_sampler_new(V, &spp, &smp, &err) == 0;
