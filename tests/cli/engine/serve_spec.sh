@@ -9,6 +9,8 @@
 #     itself: every draft token accepted); "speculative": false and
 #     "speculative.n_max": 0 draft nothing and give the same text; a bad
 #     value is a 400 naming the field;
+#   - a sampled request with a seed gives the plain server's text with every
+#     drafter (the rule draws each token as plain decoding does);
 #   - /metrics: the cortex_spec_* counters equal the sums over the answers'
 #     timings; without --spec they are 0 and timings have no draft_n;
 #   - a bad --spec is exit 2; a draft model that cannot load stops the start.
@@ -25,6 +27,9 @@ P="Once upon a time"
 "$PY" -c 'import sys; t = open(sys.argv[1], encoding="utf-8").read(); open(sys.argv[2], "w", encoding="utf-8").write(t[:-1])' \
     "$tmp/gen.txt" "$tmp/want.txt" # generate ends with a newline of its own
 BODY="\"prompt\": \"$P\", \"max_tokens\": 60, \"temperature\": 0"
+# sampled with a seed: speculation draws each token as plain decoding does, so the text is the plain
+# server's (checked against it below: the sampled text has bytes JSON carries replaced)
+SBODY="\"prompt\": \"$P\", \"max_tokens\": 60, \"temperature\": 0.9, \"seed\": 7"
 
 # text NAME: the answer's text in $tmp/NAME.txt (no trailing newline added)
 text() { "$PY" -c 'import json, sys; sys.stdout.write(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$tmp/body" >"$tmp/$1.txt"; }
@@ -55,6 +60,10 @@ curl -sN -o "$tmp/stream" -H 'Content-Type: application/json' "$URL/v1/completio
 sse_text "$tmp/stream" >"$tmp/streamed.txt"
 check "draft: streamed text = cortex generate --temp 0" cmp -s "$tmp/streamed.txt" "$tmp/want.txt"
 grep '"timings":' "$tmp/stream" | cut -c7- >"$tmp/body"
+drafted=$((drafted + $(timing draft_n))) accepted=$((accepted + $(timing draft_n_accepted)))
+code=$(post /v1/completions "{$SBODY}")
+text s_draft
+check "draft, sampled with seed 7: 200" test "$code" = 200
 drafted=$((drafted + $(timing draft_n))) accepted=$((accepted + $(timing draft_n_accepted)))
 for off in '"speculative": false' '"speculative.n_max": 0'; do
     code=$(post /v1/completions "{$BODY, $off}")
@@ -100,6 +109,9 @@ for spec in ngram self:q4_0; do
     text b
     check "--spec $spec: text = cortex generate --temp 0" test "$code" = 200 -a "$(cmp -s "$tmp/b.txt" "$tmp/want.txt"; echo $?)" = 0
     check "--spec $spec: draft_n_accepted <= draft_n" test "$(timing draft_n_accepted)" -le "$(timing draft_n)"
+    code=$(post /v1/completions "{$SBODY}")
+    text "s_${spec%%:*}"
+    check "--spec $spec, sampled with seed 7: 200" test "$code" = 200
     kill -TERM $PID; wait $PID
 done
 
@@ -111,6 +123,11 @@ text plain
 check "no --spec: same text, timings without draft_n" test "$code" = 200 -a "$(cmp -s "$tmp/plain.txt" "$tmp/want.txt"; echo $?)" = 0 \
     -a "$(timing draft_n)" = None
 check "no --spec: cortex_spec_steps_total 0" test "$(metric cortex_spec_steps_total)" = 0
+code=$(post /v1/completions "{$SBODY}")
+text s_plain
+for k in draft ngram self; do
+    check "sampled with seed 7, --spec ${k/draft/model}: the plain server's text" cmp -s "$tmp/s_$k.txt" "$tmp/s_plain.txt"
+done
 kill -TERM $PID; wait $PID
 
 # ---- bad flags ------------------------------------------------------------------
