@@ -499,7 +499,8 @@ typedef struct cx_sampler_params {
     float repeat_penalty;    /* 1: off (default); a token seen in the window has its logit divided
                                 by it (multiplied if the logit is <= 0), once however often seen */
     int repeat_last_n;       /* the window: the last N accepted tokens; 0: every penalty off; default 64 */
-    uint64_t seed;           /* of the draw's splitmix64 stream; default 42 (fixed: runs repeat) */
+    uint64_t seed;           /* of the draws' noise (a hash of the seed, the draw's index and the token);
+                                default 42 (fixed: runs repeat) */
     float presence_penalty;  /* 0: off (default); subtracted from the logit of a token seen in the window */
     float frequency_penalty; /* 0: off (default); subtracted once per occurrence in the window */
 } cx_sampler_params;
@@ -513,7 +514,9 @@ void cx_sampler_free(cx_sampler *s);
 /* Remember an accepted token (prompt or generated) for the penalties' window;
  * a token outside the vocabulary is not remembered. */
 void cx_sampler_accept(cx_sampler *s, int token);
-/* Choose the next token from logits (the array is not modified). */
+/* Choose the next token from logits (the array is not modified): the
+ * sampler's next draw (its n-th call reads the noise of draw n, whatever
+ * else happened: the tokens of a seeded run depend on the logits alone). */
 int cx_sampler_sample(cx_sampler *s, const float *logits);
 /* The distribution cx_sampler_sample draws from for these logits (the whole
  * chain, penalties included): m tokens (*ids) with probabilities (*probs)
@@ -529,12 +532,12 @@ int cx_sampler_dist(cx_sampler *s, const float *logits, const int32_t **ids, con
  * drafts k tokens cheaply, then checks them all in one pass of the target
  * (k + 1 rows read the weights once) and keeps the longest prefix the
  * target agrees with, plus one token of the target's own: 1 to k + 1 tokens
- * per pass over the weights. The output does not change: drafts are point
- * masses (the lookup's continuation, the draft model's argmax) and each row
- * of the check draws its token exactly as a plain decode step would (the
- * accept/reject rule for a point mass, with its residual: docs/
- * speculative.md), so greedy and seeded sampled output are the target's
- * alone, token for token.
+ * per pass over the weights. The output does not change: each row of the
+ * check draws its token exactly as a plain decode step would and the draft
+ * token is kept while it is that token, so greedy and seeded sampled output
+ * are the target's alone, token for token; a draft model proposes with the
+ * noise the target's draws will read, which couples its guesses to them
+ * (docs/speculative.md).
  *
  * A drafter is where drafts come from, made once per target and shared by
  * the sequences that draft from it:
@@ -558,8 +561,8 @@ typedef struct cx_spec_params {
     int adapt;             /* 1 (default): each draft's length is the one that maximises tokens per second
                               under the measured acceptance and draft and verify times (<= draft_max);
                               0: every draft is draft_max long (or as long as the lookup found) */
-    float p_min;           /* model drafters: stop drafting at a token (the draft's argmax) the draft
-                              gives less than p_min (default 0: never) */
+    float p_min;           /* model drafters: stop drafting at a token the draft gives less than p_min
+                              (default 0: never) */
     int ngram_min, ngram_max; /* lookup: suffix lengths tried, longest first (default 2..4) */
     int self_type;         /* CX_SPEC_SELF: the draft's weight type (default CX_TYPE_Q4_0; any type
                               cx_quantize_file writes); the target must be f32, f16 or bf16 */

@@ -12,9 +12,17 @@
  *   temperature reshapes what survives (top-p and min-p see the untempered
  *              distribution, as in llama.cpp); <= 0 is greedy: the argmax of
  *              the penalised logits, lowest id on ties.
+ *   draw       Gumbel-max: the survivor with the largest logit / T + g, g a
+ *              standard Gumbel number of this draw and this token (exactly a
+ *              draw from the survivors' softmax at temperature T).
+ * The noise is counter-based, not a stream: draw n (the sampler's n-th) of
+ * token t reads g(seed, n, t), a hash. So a speculative draft can look at
+ * the very noise the target's draw n + j will read (sampler_draft_pick) and
+ * propose the token the target will draw when the two models agree: the
+ * draws are shared, the tokens are the target's own (docs/speculative.md).
  * All buffers are allocated in cx_sampler_new; sampling and accepting
- * allocate nothing. The RNG is seeded explicitly, so the same seed and logits
- * give the same token on every machine.
+ * allocate nothing. The seed is explicit, so the same seed and logits give
+ * the same token on every machine.
  */
 #include <assert.h>
 #include <math.h>
@@ -22,8 +30,9 @@
 #include <string.h>
 
 #include "cortex.h"
-#include "util.h"
 #include "cortex_tools.h"
+#include "spec/spec.h"
+#include "util.h"
 
 typedef struct cand { float logit; int id; } cand;
 
@@ -39,7 +48,8 @@ struct cx_sampler {
     int *count;        /* count[t]: occurrences of t in the ring (llama.cpp's token_count) */
     uint32_t *stamp;   /* dedupes penalised tokens without clearing a table */
     uint32_t epoch;
-    uint64_t rng;
+    uint64_t key;      /* the seed, mixed: the noise's key */
+    uint64_t draws;    /* draws so far: the next one is draw `draws` */
 };
 
 /* See cortex.h: llama.cpp's common_params_sampling defaults, a fixed seed. */
@@ -87,7 +97,7 @@ int cx_sampler_new(int n_vocab, const cx_sampler_params *p, cx_sampler **out, cx
         cx_sampler_free(s);
         return cx_fail(err, CX_ENOMEM, "out of memory for a sampler over %d tokens", n_vocab);
     }
-    s->rng = p->seed ^ 0x9E3779B97F4A7C15ull;
+    s->key = cx_mix64(p->seed ^ 0x9E3779B97F4A7C15ull);
     *out = s;
     return 0;
 }
@@ -141,11 +151,29 @@ static void apply_penalties(cx_sampler *s) {
     }
 }
 
-/* The sampler's stream (cx_splitmix64: identical everywhere, so seeded runs repeat). */
-static uint64_t next_u64(cx_sampler *s) { return cx_splitmix64(&s->rng); }
+/* The Gumbel number of draw n for token t: a uniform in (0, 1) with 53
+ * bits from a hash of (key, n, t) (cx_mix64: identical everywhere, so seeded
+ * runs repeat), then -log(-log(u)). */
+static double gumbel(const cx_sampler *s, uint64_t n, int t) {
+    uint64_t h = cx_mix64(cx_mix64(s->key + n * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)t * 0xD1B54A32D192ED03ull));
+    double u = ((double)(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    return -log(-log(u));
+}
 
-/* Uniform in [0, 1) with 53 random bits. */
-static double next_unit(cx_sampler *s) { return (double)(next_u64(s) >> 11) * (1.0 / 9007199254740992.0); }
+/* Draw n among the survivors c[0..m) (best first, *max their largest logit):
+ * the largest logit / T + gumbel, the best-ranked on ties. */
+static int gumbel_max(const cx_sampler *s, int m, float max, uint64_t n) {
+    double best = -INFINITY, T = s->p.temperature;
+    int id = s->c[0].id;
+    for (int i = 0; i < m; i++) {
+        double v = ((double)s->c[i].logit - max) / T + gumbel(s, n, s->c[i].id);
+        if (v > best) {
+            best = v;
+            id = s->c[i].id;
+        }
+    }
+    return id;
+}
 
 /* Descending logit, ascending id: a total order, so sorting is deterministic. */
 static int cand_cmp(const void *a, const void *b) {
@@ -200,14 +228,15 @@ static void select_top_k(cand *c, int n, int k) {
 
 /* The chain in the file comment's order, up to the draw: the survivors are
  * s->c[0..m) (returned), sorted best first, with *max the largest logit.
- * Greedy (temperature <= 0) leaves the argmax alone in c[0] (m = 1). */
-static int chain(cx_sampler *s, const float *logits, float *max_out) {
+ * Greedy (temperature <= 0) leaves the argmax alone in c[0] (m = 1).
+ * penalties 0: without them (a draft's logits: the window is the target's). */
+static int chain(cx_sampler *s, const float *logits, int penalties, float *max_out) {
     int n = s->n_vocab;
     for (int i = 0; i < n; i++) {
         s->c[i].logit = logits[i];
         s->c[i].id = i;
     }
-    apply_penalties(s);
+    if (penalties) apply_penalties(s);
     if (s->p.temperature <= 0.0f) { /* greedy */
         int best = 0;
         for (int i = 1; i < n; i++)
@@ -251,23 +280,42 @@ static int chain(cx_sampler *s, const float *logits, float *max_out) {
 /* See cortex.h. */
 int cx_sampler_sample(cx_sampler *s, const float *logits) {
     float max;
-    int m = chain(s, logits, &max);
+    int m = chain(s, logits, 1, &max);
     if (s->p.temperature <= 0.0f) return s->c[0].id; /* greedy: no draw */
-    double total = 0;
-    for (int i = 0; i < m; i++) total += exp(((double)s->c[i].logit - max) / s->p.temperature);
-    double r = next_unit(s) * total, acc = 0;
-    for (int i = 0; i < m; i++) {
-        acc += exp(((double)s->c[i].logit - max) / s->p.temperature);
-        if (r < acc) return s->c[i].id;
+    return gumbel_max(s, m, max, s->draws++);
+}
+
+/* spec.h: the draft's proposal for the target's draw `ahead` draws from now:
+ * the same chain without penalties over the draft's logits, and the same
+ * noise; *q the draft's probability of it (greedy: its softmax's top). */
+int sampler_draft_pick(cx_sampler *s, const float *logits, int ahead, float *q) {
+    double z = 0, T = s->p.temperature;
+    if (T <= 0.0f) { /* greedy: the argmax (lowest id on ties), and how sure the draft is of it */
+        int x = 0;
+        for (int i = 1; i < s->n_vocab; i++)
+            if (logits[i] > logits[x]) x = i;
+        for (int i = 0; q && i < s->n_vocab; i++) z += exp((double)logits[i] - logits[x]);
+        if (q) *q = (float)(1.0 / z);
+        return x;
     }
-    return s->c[m - 1].id;
+    float max;
+    int m = chain(s, logits, 0, &max);
+    int x = gumbel_max(s, m, max, s->draws + (uint64_t)ahead);
+    double px = 0;
+    for (int i = 0; q && i < m; i++) {
+        double e = exp(((double)s->c[i].logit - max) / T);
+        z += e;
+        if (s->c[i].id == x) px = e;
+    }
+    if (q) *q = (float)(px / z);
+    return x;
 }
 
 /* See cortex.h: the same chain as cx_sampler_sample, the draw's weights
  * normalised instead of drawn from (no random number is used). */
 int cx_sampler_dist(cx_sampler *s, const float *logits, const int32_t **ids, const float **probs) {
     float max;
-    int m = chain(s, logits, &max);
+    int m = chain(s, logits, 1, &max);
     if (s->p.temperature <= 0.0f) {
         s->dist_id[0] = s->c[0].id;
         s->dist_p[0] = 1.0f;

@@ -434,10 +434,10 @@ static void draft_all(cx_sched *s, int n, int *verify) {
         s->b_dj[i] = -1;
         s->b_dns[i] = 0;
         if (want > 0 && s->drafts) {
-            s->b_dj[i] = spec_batch_add(s->drafts, sp, r->toks, P + 1, want, sp->feed + 1);
+            s->b_dj[i] = spec_batch_add(s->drafts, sp, r->smp, r->toks, P + 1, want, sp->feed + 1);
         } else if (want > 0) {
             int64_t t1 = cx_now_ns();
-            s->b_k[i] = spec_draft(sp, r->toks, P + 1, want, sp->feed + 1, NULL);
+            s->b_k[i] = spec_draft(sp, r->smp, r->toks, P + 1, want, sp->feed + 1, NULL);
             s->b_dns[i] = cx_now_ns() - t1;
             assert(s->b_k[i] >= 0 && "the lookup does not fail");
         } else {

@@ -175,7 +175,7 @@ int cx_spec_step(cx_spec *sp, cx_session *s, cx_sampler *smp, const int32_t *his
     if (room > sp->n_ctx - P - 1) room = sp->n_ctx - P - 1;
     int want = spec_want(sp, room), k = 0, rc = 0;
     int64_t t0 = cx_now_ns();
-    if (want > 0 && (k = spec_draft(sp, hist, n_hist, want, sp->feed + 1, err)) < 0) return k;
+    if (want > 0 && (k = spec_draft(sp, smp, hist, n_hist, want, sp->feed + 1, err)) < 0) return k;
     if (k < sp->d->p.draft_min) k = 0;
     int64_t t1 = cx_now_ns();
     sp->feed[0] = hist[n_hist - 1];

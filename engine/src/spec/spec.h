@@ -73,8 +73,10 @@ struct cx_spec {
 int spec_new(cx_drafter *d, int n_ctx, int own_rows, cx_spec **out, cx_err *err);
 /* The draft length worth drafting now, at most `room` (0: decode one token). */
 int spec_want(cx_spec *sp, int room);
-/* Draft up to k tokens continuing hist[0..n) into draft[]; returns how many (0..k) or a CX_E* code. */
-int spec_draft(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err);
+/* Draft up to k tokens continuing hist[0..n) into draft[], for the target's
+ * sampler smp (a draft model proposes what smp's next draws would choose:
+ * sampler_draft_pick); returns how many (0..k) or a CX_E* code. */
+int spec_draft(cx_spec *sp, cx_sampler *smp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err);
 /* A step's outcome: k drafted and checked (0: plain decode), `accepted` kept,
  * n tokens chosen, the draft's and the pass's nanoseconds (verify_ns is this
  * sequence's share when the pass was shared). */
@@ -91,9 +93,10 @@ typedef struct spec_batch spec_batch;
 int spec_batch_new(const cx_drafter *d, int cap, int max_tokens, spec_batch **out, cx_err *err);
 void spec_batch_free(spec_batch *w);
 void spec_batch_clear(spec_batch *w);
-/* Sequence sp (of a model drafter) continuing hist[0..n) is to draft up to k >= 1 tokens into draft[]
- * (hist and draft stay the caller's until spec_batch_got). Its index. */
-int spec_batch_add(spec_batch *w, cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft);
+/* Sequence sp (of a model drafter) continuing hist[0..n) is to draft up to
+ * k >= 1 tokens into draft[] for the target's sampler smp (hist, draft and
+ * smp stay the caller's until spec_batch_got). Its index. */
+int spec_batch_add(spec_batch *w, cx_spec *sp, cx_sampler *smp, const int32_t *hist, int n, int k, int32_t *draft);
 /* Draft for every sequence added. Each drafts what spec_draft would draft
  * for it alone (the draft's logits may differ in their last bits where its
  * kernels sum several rows in another order). 0, or a CX_E* code (the draft
@@ -112,6 +115,14 @@ int64_t spec_batch_passes(const spec_batch *w);
  * cx_sampler_accept'ed. */
 int spec_accept(cx_spec *sp, const cx_model *m, cx_sampler *smp, const int32_t *draft, int k, const float *rows,
                 int32_t *out, int *accepted);
+
+/* sampler.c */
+/* A draft model's proposal for the target sampler's draw `ahead` draws from
+ * now (0: its next): its chain (penalties off) over the draft's logits and
+ * the noise that draw will read, so the draft proposes the token the target
+ * draws whenever the two agree; greedy: the argmax. *q (q not NULL): the
+ * draft's probability of it. Uses s's scratch. */
+int sampler_draft_pick(cx_sampler *s, const float *logits, int ahead, float *q);
 
 /* spec_ngram.c */
 /* Prompt lookup: the last g tokens of hist[0..n) (g from gmax down to

@@ -1,28 +1,30 @@
 /*
  * spec_accept.c - the accept/reject rule that makes speculation exact.
  *
- * Row i of the verify pass gives the target's distribution p (the sampler's
- * whole chain) for the token after draft[i-1]; every draft token x =
- * draft[i] is a point mass (the lookup's continuation, the draft model's
- * argmax). The rule (Leviathan et al. 2023; Chen et al. 2023) for a point
- * mass q on x:
+ * Row i of the verify pass gives the target's logits for the token after
+ * draft[i-1]. The row's token is drawn exactly as a plain decode step draws
+ * it (cx_sampler_sample: the sampler's chain, then its draw number n, which
+ * reads the noise g(seed, n, token): sampler.c), and the draft token is
+ * kept iff it is that token; the first other token ends the step, and when
+ * every draft token is kept the last row draws one more. Each chosen token
+ * costs one draw, as in plain decoding, so every chosen token is the very
+ * token the target alone chooses at that position with that seed: a seeded
+ * run with speculation is the plain run, token for token, whatever was
+ * drafted and however long the drafts were (the adaptive length's timings
+ * change nothing). Greedy is the case without noise.
  *
- *   accept x       with probability min(1, p(x) / q(x)) = p(x)
- *   on rejection   draw from the residual max(0, p - q), renormalised: p
- *                  without x, and stop
- *   all accepted   draw one more token from the last row's p
- *
- * is carried out by drawing the row's token from p exactly as a plain
- * decode step draws it (cx_sampler_sample: one uniform of the sampler's
- * stream) and keeping x iff that token is x: the token is x with
- * probability p(x), and otherwise a draw from p given it is not x, the
- * residual. So every chosen token is the one the target alone would have
- * chosen from the same stream: a seeded sampled run is the plain run, token
- * for token, whatever was drafted and however long the drafts were (the
- * adaptive length's timings cannot change the output). Greedy is the case
- * where p is a point mass on the argmax and no random number is drawn. The
- * sampler's penalties see each chosen token before the next row
- * (cx_sampler_accept), as they would one token at a time.
+ * Acceptance comes from the drafts: a draft model proposes, for row j, what
+ * the target's draw n + j would choose were the draft's logits the target's
+ * (sampler_draft_pick: the same chain and the same noise). With Gumbel-max
+ * draws that is a coupling of the two distributions: the draft is accepted
+ * with probability P[argmax(log q + g) = argmax(log p + g)], 1 when q = p
+ * and at least (1 - TV) / (1 + TV) (Daliri et al. 2024, "drafter-invariant
+ * speculative decoding"), against the standard rule's 1 - TV (Leviathan et
+ * al. 2023, Chen et al. 2023: accept with min(1, p/q), else draw from the
+ * residual), which needs draws of its own and so makes the output depend on
+ * the drafts. The lookup's drafts are point masses. The sampler's penalties
+ * see each chosen token before the next row (cx_sampler_accept), as they
+ * would one token at a time.
  */
 #include <assert.h>
 

@@ -185,15 +185,6 @@ void cx_drafter_free(cx_drafter *d) {
 const cx_model *cx_drafter_model(const cx_drafter *d) { return d->draft; }
 const char *cx_drafter_describe(const cx_drafter *d) { return d->desc; }
 
-/* Probability of the draft's most likely token under its logits. */
-static float top_prob(const float *l, int V) {
-    float max = l[0];
-    for (int i = 1; i < V; i++) max = l[i] > max ? l[i] : max;
-    double z = 0;
-    for (int i = 0; i < V; i++) z += exp((double)l[i] - max);
-    return (float)(1.0 / z);
-}
-
 /* The start of drafting with the model: *k capped to the draft's context,
  * the draft's cache rolled back to the longest prefix it shares with
  * hist[0..n) (never the last token: its logits are needed), and what the
@@ -214,27 +205,25 @@ static int draft_start(cx_spec *sp, const int32_t *hist, int n, int *k, int *sam
     return 0;
 }
 
-/* A draft token: the draft's argmax (lowest id on ties, the sampler's
- * rule), a point mass whatever the target samples with (spec_accept.c:
- * then the output is the target's own, draws included). -1: the draft
- * stops here (the draft gives its argmax less than p_min). */
-static int draft_pick(const cx_spec *sp, const float *logits) {
-    int V = sp->V;
-    if (sp->d->p.p_min > 0 && top_prob(logits, V) < sp->d->p.p_min) return -1;
-    int x = 0;
-    for (int i = 1; i < V; i++)
-        if (logits[i] > logits[x]) x = i;
-    return x;
+/* Draft token c, the proposal for the target's row c: what the target's
+ * sampler would draw there were the draft's logits its own, with the very
+ * noise that draw will read (sampler_draft_pick; greedy: the argmax), so a
+ * draft that agrees with the target proposes the token the target draws.
+ * -1: the draft stops here (it gives that token less than p_min). */
+static int draft_pick(const cx_spec *sp, cx_sampler *smp, const float *logits, int c) {
+    float p_min = sp->d->p.p_min, q = 1;
+    int x = sampler_draft_pick(smp, logits, c, p_min > 0 ? &q : NULL);
+    return q < p_min ? -1 : x;
 }
 
 /* Draft with the model: caught up (draft_start), then up to k tokens, each
  * fed back but the last. */
-static int draft_model(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err) {
+static int draft_model(cx_spec *sp, cx_sampler *smp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err) {
     int same = 0, c = 0, rc = draft_start(sp, hist, n, &k, &same, err);
     const float *logits = NULL;
     if (!rc && k > 0) rc = cx_eval(sp->ds, hist + same, n - same, &logits, err);
     for (; !rc && c < k; c++) {
-        int x = draft_pick(sp, logits);
+        int x = draft_pick(sp, smp, logits, c);
         if (x < 0) break;
         draft[c] = x;
         if (c + 1 < k) {
@@ -269,6 +258,7 @@ struct spec_batch {
     int64_t passes;           /* of the draft model, since spec_batch_new */
     /* per sequence added (spec_batch_add) */
     cx_spec **sp;
+    cx_sampler **smp;         /* the target's sampler whose draws it proposes */
     const int32_t **hist;
     int *hn, *k, *got;        /* its history's length; tokens wanted (then drafted, when run); drafted so far */
     int32_t **draft;
@@ -288,6 +278,7 @@ void spec_batch_free(spec_batch *w) {
     if (!w) return;
     cx_batch_free(w->b);
     free(w->sp);
+    free(w->smp);
     free((void *)w->hist);
     free(w->hn);
     free(w->k);
@@ -315,6 +306,7 @@ int spec_batch_new(const cx_drafter *d, int cap, int max_tokens, spec_batch **ou
     w->max_tokens = max_tokens;
     size_t n = (size_t)cap;
     w->sp = calloc(n, sizeof *w->sp);
+    w->smp = calloc(n, sizeof *w->smp);
     w->hist = calloc(n, sizeof *w->hist);
     w->hn = calloc(n, sizeof *w->hn);
     w->k = calloc(n, sizeof *w->k);
@@ -329,7 +321,7 @@ int spec_batch_new(const cx_drafter *d, int cap, int max_tokens, spec_batch **ou
     w->tn = calloc(n, sizeof *w->tn);
     w->nout = calloc(n, sizeof *w->nout);
     w->rows = calloc(n, sizeof *w->rows);
-    int ok = w->sp && w->hist && w->hn && w->k && w->got && w->draft && w->feed && w->left && w->ns && w->seg &&
+    int ok = w->sp && w->smp && w->hist && w->hn && w->k && w->got && w->draft && w->feed && w->left && w->ns && w->seg &&
              w->ss && w->tok && w->tn && w->nout && w->rows;
     /* a row of logits per sequence and pass: cap rows, not max_tokens */
     int rc = ok ? batch_new_rows(d->draft, max_tokens, cap, d->p.n_threads > 0 ? d->p.n_threads : 1, &w->b, err)
@@ -346,11 +338,12 @@ int spec_batch_new(const cx_drafter *d, int cap, int max_tokens, spec_batch **ou
 void spec_batch_clear(spec_batch *w) { w->n = 0; }
 
 /* See spec.h. */
-int spec_batch_add(spec_batch *w, cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft) {
+int spec_batch_add(spec_batch *w, cx_spec *sp, cx_sampler *smp, const int32_t *hist, int n, int k, int32_t *draft) {
     assert(w->n < w->cap && "at most the sequences the batch was made for");
     assert(k >= 1 && k <= sp->d->p.draft_max && n >= 1 && sp->ds && "a model drafter's sequence with a draft to make");
     int j = w->n++;
     w->sp[j] = sp;
+    w->smp[j] = smp;
     w->hist[j] = hist;
     w->hn[j] = n;
     w->k[j] = k;
@@ -364,7 +357,7 @@ int spec_batch_add(spec_batch *w, cx_spec *sp, const int32_t *hist, int n, int k
 static void batch_pick(spec_batch *w, int i, const float *l) {
     cx_spec *sp = w->sp[i];
     int64_t t0 = cx_now_ns();
-    int c = w->got[i], x = draft_pick(sp, l);
+    int c = w->got[i], x = draft_pick(sp, w->smp[i], l, c);
     w->ns[i] += cx_now_ns() - t0;
     if (x < 0) return; /* the draft stops short */
     w->draft[i][c] = x;
@@ -438,10 +431,10 @@ int spec_batch_got(const spec_batch *w, int j, int64_t *ns) {
 }
 
 /* See spec.h. */
-int spec_draft(cx_spec *sp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err) {
+int spec_draft(cx_spec *sp, cx_sampler *smp, const int32_t *hist, int n, int k, int32_t *draft, cx_err *err) {
     assert(k >= 1 && k <= sp->d->p.draft_max && n >= 1);
     sp->caught_up = 0;
     if (sp->d->p.kind == CX_SPEC_NGRAM)
         return spec_ngram_draft(hist, n, sp->d->p.ngram_min, sp->d->p.ngram_max, k, draft);
-    return draft_model(sp, hist, n, k, draft, err);
+    return draft_model(sp, smp, hist, n, k, draft, err);
 }

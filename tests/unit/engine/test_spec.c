@@ -353,7 +353,7 @@ static void check_sampled_is_plain(cx_model *m, cx_drafter *d, const char *what)
  * than a pass (chunked catch-ups), a p_min that stops drafts early, and a
  * draft capped by the draft's context; after the prompts, the drafts of all
  * the sequences cost one pass of the draft model per drafted token. */
-static void check_batch_drafts(cx_model *m, cx_drafter *d, const char *what) {
+static void check_batch_drafts(cx_model *m, cx_drafter *d, float temperature, const char *what) {
     enum { NS = 5, K = 3, MAXT = 8, SHORT_CTX = 32 };
     int n[NS] = {1, 5, 23, 40, SHORT_CTX - 1}; /* 23 and 40 take several passes of MAXT tokens; the last has room
                                                  * for 2 drafted tokens in its context of SHORT_CTX */
@@ -362,8 +362,12 @@ static void check_batch_drafts(cx_model *m, cx_drafter *d, const char *what) {
     int ka[NS];
     cx_spec *a[NS] = {0}, *b[NS] = {0};
     spec_batch *w = NULL;
+    cx_sampler *smp = NULL; /* the target's: the drafts propose its next draws (greedy: argmaxes) */
     cx_err err = {0};
-    int ok = spec_batch_new(d, NS, MAXT, &w, &err) == 0;
+    cx_sampler_params spp = cx_sampler_defaults();
+    spp.temperature = temperature;
+    spp.seed = 11;
+    int ok = spec_batch_new(d, NS, MAXT, &w, &err) == 0 && cx_sampler_new(V, &spp, &smp, &err) == 0;
     for (int i = 0; ok && i < NS; i++) {
         int ctx = i == NS - 1 ? SHORT_CTX : 256;
         ok = spec_new(d, ctx, 0, &a[i], &err) == 0 && spec_new(d, ctx, 0, &b[i], &err) == 0;
@@ -375,11 +379,12 @@ static void check_batch_drafts(cx_model *m, cx_drafter *d, const char *what) {
         int ns = step ? NS - 1 : NS;
         spec_batch_clear(w);
         for (int i = 0; i < ns; i++) {
-            ka[i] = spec_draft(a[i], hist[i], n[i], K, alone[i], &err);
+            ka[i] = spec_draft(a[i], smp, hist[i], n[i], K, alone[i], &err);
             int want = i == NS - 1 ? 2 : K;
             CHECK(ka[i] >= 0 && (!full || ka[i] == want), "%s, step %d: sequence %d drafted %d alone, want %d (%s)",
                   what, step, i, ka[i], want, ka[i] < 0 ? err.msg : "");
-            CHECK(spec_batch_add(w, b[i], hist[i], n[i], K, together[i]) == i, "%s: the index of sequence %d", what, i);
+            CHECK(spec_batch_add(w, b[i], smp, hist[i], n[i], K, together[i]) == i, "%s: the index of sequence %d", what,
+                  i);
         }
         int64_t p0 = spec_batch_passes(w), ns_time = -1;
         ok = spec_batch_run(w, &err) == 0;
@@ -410,6 +415,7 @@ static void check_batch_drafts(cx_model *m, cx_drafter *d, const char *what) {
         cx_spec_free(b[i]);
     }
     spec_batch_free(w);
+    cx_sampler_free(smp);
 }
 
 static void check_errors(cx_model *f32, cx_model *q8, const char *other_vocab_file) {
@@ -520,12 +526,14 @@ static void run_all(void) {
         p.draft_max = 3;
         if (cx_drafter_new(f32, &p, &d, &err) == 0) {
             check_sampled(f32, d, "model (other seed), sampled");
-            check_batch_drafts(f32, d, "batched drafts");
+            check_batch_drafts(f32, d, 0, "batched drafts, greedy");
+            check_batch_drafts(f32, d, 0.9f, "batched drafts, sampled");
             cx_drafter_free(d);
         }
         p.p_min = 0.02f; /* the draft model stops at tokens it is unsure of */
         if (cx_drafter_new(f32, &p, &d, &err) == 0) {
-            check_batch_drafts(f32, d, "batched drafts, p_min 0.02");
+            check_batch_drafts(f32, d, 0, "batched drafts, greedy, p_min 0.02");
+            check_batch_drafts(f32, d, 0.9f, "batched drafts, sampled, p_min 0.02");
             cx_drafter_free(d);
         }
         p.p_min = 0;
