@@ -160,14 +160,15 @@ static double gumbel(const cx_sampler *s, uint64_t n, int t) {
     return -log(-log(u));
 }
 
-/* Draw n among the survivors c[0..m) (best first, *max their largest logit):
- * the largest logit / T + gumbel, the best-ranked on ties. */
+/* Draw n among the survivors c[0..m) (in any order, max their largest
+ * logit): the largest logit / T + gumbel, the lowest id on ties, so the
+ * order of the survivors does not matter. */
 static int gumbel_max(const cx_sampler *s, int m, float max, uint64_t n) {
     double best = -INFINITY, T = s->p.temperature;
     int id = s->c[0].id;
     for (int i = 0; i < m; i++) {
         double v = ((double)s->c[i].logit - max) / T + gumbel(s, n, s->c[i].id);
-        if (v > best) {
+        if (v > best || (v == best && s->c[i].id < id)) {
             best = v;
             id = s->c[i].id;
         }
@@ -227,10 +228,11 @@ static void select_top_k(cand *c, int n, int k) {
 }
 
 /* The chain in the file comment's order, up to the draw: the survivors are
- * s->c[0..m) (returned), sorted best first, with *max the largest logit.
- * Greedy (temperature <= 0) leaves the argmax alone in c[0] (m = 1).
- * penalties 0: without them (a draft's logits: the window is the target's). */
-static int chain(cx_sampler *s, const float *logits, int penalties, float *max_out) {
+ * s->c[0..m) (returned), with *max the largest logit; sorted best first
+ * when `sorted` (a draw needs no order; top-p sorts them anyway). Greedy
+ * (temperature <= 0) leaves the argmax alone in c[0] (m = 1). penalties 0:
+ * without them (a draft's logits: the window is the target's). */
+static int chain(cx_sampler *s, const float *logits, int penalties, int sorted, float *max_out) {
     int n = s->n_vocab;
     for (int i = 0; i < n; i++) {
         s->c[i].logit = logits[i];
@@ -264,7 +266,7 @@ static int chain(cx_sampler *s, const float *logits, int penalties, float *max_o
             if (s->c[i].logit >= cut) s->c[k++] = s->c[i];
         m = k; /* never empty: the max itself passes */
     }
-    sort_cands(s->c, m);
+    if (sorted || s->p.top_p < 1.0f) sort_cands(s->c, m); /* a full vocabulary's heapsort: milliseconds */
     if (s->p.top_p < 1.0f) { /* smallest prefix whose probability reaches top_p */
         double cum = 0;
         for (int i = 0; i < m; i++) {
@@ -280,7 +282,7 @@ static int chain(cx_sampler *s, const float *logits, int penalties, float *max_o
 /* See cortex.h. */
 int cx_sampler_sample(cx_sampler *s, const float *logits) {
     float max;
-    int m = chain(s, logits, 1, &max);
+    int m = chain(s, logits, 1, 0, &max);
     if (s->p.temperature <= 0.0f) return s->c[0].id; /* greedy: no draw */
     return gumbel_max(s, m, max, s->draws++);
 }
@@ -299,7 +301,7 @@ int sampler_draft_pick(cx_sampler *s, const float *logits, int ahead, float *q) 
         return x;
     }
     float max;
-    int m = chain(s, logits, 0, &max);
+    int m = chain(s, logits, 0, 0, &max);
     int x = gumbel_max(s, m, max, s->draws + (uint64_t)ahead);
     double px = 0;
     for (int i = 0; q && i < m; i++) {
@@ -315,7 +317,7 @@ int sampler_draft_pick(cx_sampler *s, const float *logits, int ahead, float *q) 
  * normalised instead of drawn from (no random number is used). */
 int cx_sampler_dist(cx_sampler *s, const float *logits, const int32_t **ids, const float **probs) {
     float max;
-    int m = chain(s, logits, 1, &max);
+    int m = chain(s, logits, 1, 1, &max);
     if (s->p.temperature <= 0.0f) {
         s->dist_id[0] = s->c[0].id;
         s->dist_p[0] = 1.0f;
