@@ -234,6 +234,15 @@ static void select_top_k(cand *c, int n, int k) {
  * without them (a draft's logits: the window is the target's). */
 static int chain(cx_sampler *s, const float *logits, int penalties, int sorted, float *max_out) {
     int n = s->n_vocab;
+    if (s->p.temperature <= 0.0f && !(penalties && s->penalties && s->n_recent)) { /* greedy, logits as given */
+        int best = 0;
+        for (int i = 1; i < n; i++)
+            if (logits[i] > logits[best]) best = i;
+        s->c[0].logit = logits[best];
+        s->c[0].id = best;
+        *max_out = logits[best];
+        return 1;
+    }
     for (int i = 0; i < n; i++) {
         s->c[i].logit = logits[i];
         s->c[i].id = i;

@@ -419,6 +419,32 @@ static inline __attribute__((always_inline)) void values_pair(int NB, __m256 out
     for (int c = 0; c < nc; c++) out[c] = NB == 2 ? _mm256_add_ps(f[0][c], f[1][c]) : f[0][c];
 }
 
+/* values_pair's case of two full blocks and 32 dimensions, the bulk of a
+ * long context: every bound a constant, so the eight chains live in
+ * registers (the general form keeps them on the stack: a store and a load
+ * around every FMA); the same FMAs in the same order, so the same bits. */
+static inline __attribute__((always_inline)) void values_pair_full(__m256 out[4], const float *const p[2],
+                                                                  const float *const V[2], size_t stride, int d) {
+    __m256 f0 = _mm256_setzero_ps(), f1 = f0, f2 = f0, f3 = f0, g0 = f0, g1 = f0, g2 = f0, g3 = f0;
+    const float *v0 = V[0] + d, *v1 = V[1] + d;
+    UNROLL4 for (int j = 0; j < KERN_VBLOCK; j++) {
+        __m256 w = _mm256_set1_ps(p[0][j]), x = _mm256_set1_ps(p[1][j]);
+        const float *a = v0 + (size_t)j * stride, *b = v1 + (size_t)j * stride;
+        f0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(a), f0);
+        f1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(a + 8), f1);
+        f2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(a + 16), f2);
+        f3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(a + 24), f3);
+        g0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b), g0);
+        g1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + 8), g1);
+        g2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + 16), g2);
+        g3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + 24), g3);
+    }
+    out[0] = _mm256_add_ps(f0, g0);
+    out[1] = _mm256_add_ps(f1, g1);
+    out[2] = _mm256_add_ps(f2, g2);
+    out[3] = _mm256_add_ps(f3, g3);
+}
+
 /* kernels.h's order (the scalar reference's bits): groups of four blocks,
  * each as two pairs (values_pair), the pairs' sums added, 32 dimensions at
  * a time, then widened and added to acc; the dimensions past the last eight
@@ -440,9 +466,11 @@ static void attn_values(double *acc, const float *p, const float *const *V, size
         for (; d + 8 <= hd;) {
             int nc = hd - d >= 32 ? 4 : (hd - d) / 8;
             __m256 s01[4], s23[4];
-            if (nb >= 2) values_pair(2, s01, pb, vb, n, stride, d, nc);
+            if (nc == 4 && n[0] == KERN_VBLOCK && n[1] == KERN_VBLOCK) values_pair_full(s01, pb, vb, stride, d);
+            else if (nb >= 2) values_pair(2, s01, pb, vb, n, stride, d, nc);
             else values_pair(1, s01, pb, vb, n, stride, d, nc);
-            if (nb == 4) values_pair(2, s23, pb + 2, vb + 2, n + 2, stride, d, nc);
+            if (nb == 4 && nc == 4 && n[3] == KERN_VBLOCK) values_pair_full(s23, pb + 2, vb + 2, stride, d);
+            else if (nb == 4) values_pair(2, s23, pb + 2, vb + 2, n + 2, stride, d, nc);
             else if (nb == 3) values_pair(1, s23, pb + 2, vb + 2, n + 2, stride, d, nc);
             for (int c = 0; c < nc; c++) {
                 __m256 g = nb > 2 ? _mm256_add_ps(s01[c], s23[c]) : s01[c];
