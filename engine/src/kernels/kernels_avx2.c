@@ -387,10 +387,84 @@ static void scores_i8_one(float *sc, const int8_t *q, float qd, const int8_t *K,
     }
 }
 
-/* See kernels.h: one query at a time. */
+/* Eight rows of eight int32 (four codes each) transposed in place: lane t
+ * of r[u] becomes what lane u of r[t] was (transpose8_ps on the bits). */
+ALWAYS_INLINE void transpose8_epi32(__m256i r[8]) {
+    __m256 f[8];
+    UNROLL8 for (int i = 0; i < 8; i++) f[i] = _mm256_castsi256_ps(r[i]);
+    transpose8_ps(f);
+    UNROLL8 for (int i = 0; i < 8; i++) r[i] = _mm256_castps_si256(f[i]);
+}
+
+/* One step of a query's eight key chains: four codes of every key (R, a
+ * transposed register: lane t is key t's) against the query's four codes q4
+ * (broadcast): |q| times k with q's sign (vpmaddubsw, pairs of at most
+ * 2 * 127 * 127: no saturation), the pairs' sums into the int32 lanes. */
+ALWAYS_INLINE __m256i dot4_keys(__m256i acc, __m256i R, const int8_t *q4) {
+    int32_t w;
+    memcpy(&w, q4, 4);
+    __m256i qb = _mm256_set1_epi32(w);
+    __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(qb), _mm256_sign_epi8(R, qb));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+
+/* See kernels.h. Keys across the lanes, as the float scores: eight keys'
+ * 32-code chunks loaded as rows (rows past kn zero) and transposed as int32
+ * (four codes each), so lane t of R[u] holds codes 4u..4u+3 of key t; each
+ * query then takes one dot4_keys per four codes, lane t being key t's exact
+ * integer sum (nothing summed across lanes), and the transpose is shared by
+ * every query of the call. Queries four at a time; chains wait between
+ * chunks in part[], QB queries per batch. head_dim not a multiple of 32:
+ * one query and one key at a time (scores_i8_one; integer sums: the same
+ * bits either way). */
 static void attn_scores_i8(float *sc, size_t ldsc, const int8_t *q, size_t ldq, const float *qd, const int32_t *qsum, int nq,
                            const int8_t *K, size_t stride, const float *kd, int kn, int hd, float scale) {
-    for (int i = 0; i < nq; i++) scores_i8_one(sc + (size_t)i * ldsc, q + (size_t)i * ldq, qd[i], K, stride, kd, kn, hd, scale);
+    (void)qsum; /* the AVX-512 table's unsigned shift; the sign trick here needs none */
+    if (hd % 32) {
+        for (int i = 0; i < nq; i++) scores_i8_one(sc + (size_t)i * ldsc, q + (size_t)i * ldq, qd[i], K, stride, kd, kn, hd, scale);
+        return;
+    }
+    enum { QB = 64, G = 4 };
+    const __m256 sv = _mm256_set1_ps(scale);
+    int nc = hd / 32;
+    for (int i0 = 0; i0 < nq; i0 += QB) {
+        int nb = nq - i0 < QB ? nq - i0 : QB;
+        const int8_t *qb = q + (size_t)i0 * ldq;
+        float *sb = sc + (size_t)i0 * ldsc;
+        for (int j0 = 0; j0 < kn; j0 += 8) {
+            int m = kn - j0 < 8 ? kn - j0 : 8;
+            __m256 kdv = _mm256_maskload_ps(kd + j0, first8(m));
+            __m256i part[QB];
+            for (int c = 0; c < nc; c++) {
+                int d0 = 32 * c, last = c + 1 == nc;
+                __m256i R[8];
+                UNROLL8 for (int t = 0; t < 8; t++)
+                    R[t] = t < m ? _mm256_loadu_si256((const __m256i *)(const void *)(K + (size_t)(j0 + t) * stride + d0))
+                                 : _mm256_setzero_si256();
+                transpose8_epi32(R);
+                int i = 0;
+                for (; i < nb; i += G) {
+                    int g_n = nb - i < G ? nb - i : G;
+                    __m256i a[G];
+                    UNROLL4 for (int g = 0; g < G; g++) a[g] = c && g < g_n ? part[i + g] : _mm256_setzero_si256();
+                    UNROLL8 for (int u = 0; u < 8; u++)
+                        UNROLL4 for (int g = 0; g < G; g++)
+                            if (g < g_n) a[g] = dot4_keys(a[g], R[u], qb + (size_t)(i + g) * ldq + d0 + 4 * u);
+                    UNROLL4 for (int g = 0; g < G; g++) {
+                        if (g >= g_n) break;
+                        if (!last) {
+                            part[i + g] = a[g];
+                            continue;
+                        }
+                        /* (float)isum * (qd * kd[j]) * scale, as kernels.h orders it */
+                        __m256 qk = _mm256_mul_ps(_mm256_set1_ps(qd[i0 + i + g]), kdv);
+                        __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(a[g]), qk), sv);
+                        store_first(sb + (size_t)(i + g) * ldsc + j0, v, m);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /* Dimensions d.. (nc * 8 of them, nc <= 4) of blocks V[0..NB) (NB = 1, 2;
