@@ -500,8 +500,7 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     int spec = o.spec.kind != CX_SPEC_NONE;
     const char *no_spec = !spec ? NULL
                         : !wl_path && (nseq || !ng) ? "it applies to decoding: prompt sets, traces, tgN and pgN,M"
-                        : o.adapters ? "--adapters is not taken with it"
-                                     : NULL;
+                                                    : NULL;
     if (no_spec) {
         cli_fail(2, "--spec %s on '%s': %s", cx_spec_kind_name(o.spec.kind), o.workload, no_spec);
         wl_free(&wl);

@@ -27,6 +27,7 @@ same_canaries() {
         test "$(sql "$db" "select count(*) from canaries a join canaries b on b.item = a.item and b.token_hash = a.token_hash
                            where a.run_id = $1 and b.run_id = $2")" = "$(sql "$db" "select count(*) from canaries where run_id = $1")"
 }
+has() { case "$1" in *"$2"*) return 0 ;; esac; return 1; }
 between() { "$PY" -c 'import sys; v = float(sys.argv[1]); sys.exit(0 if float(sys.argv[2]) <= v <= float(sys.argv[3]) else 1)' "$@"; }
 
 # A prompt set whose prompts repeat themselves (lookup finds drafts), short enough for test-tiny's 128 positions.
@@ -192,25 +193,50 @@ check "... fewer drafts checked than with 4 (steps of 2 or 3 decoding sequences 
                        (select sum(draft_tokens) from requests where run_id = $c3)")" = 1
 
 # A trace's deadlines hold with --spec: generous ones are met (VALID, the same tokens as without),
-# 1 ms ones end their requests as timeouts (INVALID, exit 4).
+# 1 ms ones (the scheduler's resolution) on 900-token requests end them as timeouts (INVALID, exit 4).
+"$CORTEX" synth --shape test-tiny --type f32 -c 1024 -o "$tmp/tiny1k.gguf" 2>/dev/null
 "$PY" - "$tmp/dl.jsonl" "$tmp/dl1.jsonl" <<'EOF'
 import json, sys
-for path, dl in ((sys.argv[1], 600000), (sys.argv[2], 1)):
+for path, dl, n in ((sys.argv[1], 600000, 24), (sys.argv[2], 1, 900)):
     with open(path, "w") as f:
         for i in range(4):
             text = "the cat sat on the mat. " * (2 + i)
             f.write(json.dumps({"id": "d%d" % i, "arrival_s": 0.01 * i, "adapter": 0, "prompt_len": len(text.split()),
-                                "deadline_ms": dl, "max_tokens": 24, "text": text}) + "\n")
+                                "deadline_ms": dl, "max_tokens": n, "text": text}) + "\n")
 EOF
 run --model "$tmp/tiny.gguf" --workload "trace:$tmp/dl.jsonl" >/dev/null 2>&1
 dlp=$(last)
 run --model "$tmp/tiny.gguf" --workload "trace:$tmp/dl.jsonl" --spec ngram >/dev/null 2>&1
 check "a trace with deadlines under --spec: VALID (exit 0)" test $? -eq 0
 check "... the same tokens as without" same_canaries "$dlp" "$(last)"
-run --model "$tmp/tiny.gguf" --workload "trace:$tmp/dl1.jsonl" --spec ngram >/dev/null 2>&1
-check "1 ms deadlines under --spec: INVALID (exit 4)" test $? -eq 4
+run --model "$tmp/tiny1k.gguf" --workload "trace:$tmp/dl1.jsonl" --spec ngram >/dev/null 2>&1
+check "1 ms deadlines on 900-token requests under --spec: INVALID (exit 4)" test $? -eq 4
 check "... its requests timed out" \
     test "$(sql "$db" "select count(*) from requests where run_id = $(last) and state = 'timeout'")" -gt 0
+
+# A trace naming LoRA adapters (--adapters synth:2,4): with --spec ngram, VALID and the same tokens as without;
+# the record names both.
+"$PY" - "$tmp/ad.jsonl" <<'EOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(6):
+        text = "the cat sat on the mat. " * (2 + i % 3)
+        f.write(json.dumps({"id": "a%d" % i, "arrival_s": 0.01 * i, "adapter": i % 3, "prompt_len": len(text.split()),
+                            "max_tokens": 20, "text": text}) + "\n")
+EOF
+run --model "$tmp/tiny.gguf" --workload "trace:$tmp/ad.jsonl" --adapters synth:2,4 >/dev/null 2>&1
+check "a trace with adapters: VALID (exit 0)" test $? -eq 0
+adp=$(last)
+run --model "$tmp/tiny.gguf" --workload "trace:$tmp/ad.jsonl" --adapters synth:2,4 --spec ngram >/dev/null 2>"$tmp/ad.err"
+check "... with --spec ngram: VALID (exit 0)" test $? -eq 0
+ads=$(last)
+check "... the same tokens as without" same_canaries "$adp" "$ads"
+check "... it drafted under the adapters" \
+    test "$(sql "$db" "select sum(draft_tokens) > 0 from requests where run_id = $ads and adapter > 0")" = 1
+check "... sched_config names the speculation's batch and the adapters" \
+    has "$(sql "$db" "select sched_config from runs where id = $ads")" "spec_batch=4,adapters=synth:2,4,"
+check "... and is not comparable with the plain adapter run" \
+    test "$(sql "$db" "select count(*) from runs a join runs b on a.compare_key = b.compare_key where a.id = $adp and b.id = $ads")" = 0
 
 # A synthetic test decodes by speculation after its prompt; the same tokens as without.
 run --model "$tmp/tiny.gguf" --workload pg16,32 -d 8 >/dev/null 2>&1
@@ -219,8 +245,7 @@ run --model "$tmp/tiny.gguf" --workload pg16,32 -d 8 --spec ngram >"$tmp/pgs.out
 check "pg16,32 at depth 8 with --spec ngram: VALID, the same tokens" same_canaries "$pg" "$(last)"
 check "... with its metrics" test -n "$(metric "$(last)" spec_tokens_per_pass)"
 
-# --workload lookup: the named prompt set (prompts/lookup.jsonl), on a model with room for it.
-"$CORTEX" synth --shape test-tiny --type f32 -c 1024 -o "$tmp/tiny1k.gguf" 2>/dev/null
+# --workload lookup: the named prompt set (prompts/lookup.jsonl), on a model with room for it (tiny1k).
 "$BENCH" run --model "$tmp/tiny1k.gguf" --workload lookup -t 1 --reps 1 --warmup 0 --db "$db" --no-progress --spec ngram \
     >/dev/null 2>"$tmp/lookup.err"
 check "--workload lookup --spec ngram runs (exit 0)" test $? -eq 0
@@ -298,8 +323,6 @@ bad "--spec on batched" "it applies to decoding" --workload batched:2,8,8 --spec
 bad "--spec-max-batch without --spec" "apply with --spec KIND" --workload "prompts:$tmp/p.jsonl" --spec-max-batch 2
 bad "--spec-max-batch on a synthetic test" "applies to prompt sets and traces" --workload tg8 --spec ngram \
     --spec-max-batch 2
-bad "--spec with adapters" "--adapters is not taken with it" --workload "trace:$tmp/dl.jsonl" --spec ngram \
-    --adapters synth:1,4
 bad "--spec over HTTP" "--spec applies in-process" --workload "prompts:$tmp/p.jsonl" --spec ngram --endpoint http://127.0.0.1:9/v1
 [ -f "$st" ] && bad "a draft model of another vocabulary" "vocabulary" --workload "prompts:$tmp/p.jsonl" --draft "$st"
 check "nothing stored by any of them" test "$(sql "$db" "select count(*) from runs")" = "$n0"

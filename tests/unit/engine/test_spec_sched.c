@@ -24,6 +24,9 @@
  *   - sampled requests with a drafter are the plain sampled requests with
  *     their seeds, token for token, with sane counters; threads submitting and cancelling against the run thread
  *     (under ThreadSanitizer in make tsan);
+ *   - requests with LoRA adapters (two and none in one batch, and under
+ *     lora_split) are the plain scheduler's token for token and, f32, logit
+ *     for logit (the draft runs without the adapter);
  *   - bad parameters: a drafter of another model, a negative
  *     spec_max_batch, speculate below -1.
  */
@@ -454,6 +457,102 @@ static void check_sampled(cx_model *m, cx_drafter *d, const char *what) {
         CHECK(!memcmp(plain[q], spec[q], sizeof plain[q]), "%s: request %d's sampled tokens are the plain run's", what, q);
 }
 
+/* Requests with LoRA adapters (two, and none, mixed in one batch; and one
+ * adapter a step under lora_split): with a drafter, each request's greedy
+ * tokens, and with f32 weights its logits, are the same scheduler's without
+ * one. The draft knows no adapter (a draft model runs its own weights), so
+ * under an adapter its drafts are checked, and rejected, like any other's. */
+static void run_adapters(cx_model *m, cx_drafter *d, const char *a1, const char *a2, int split, int32_t tok[4][30],
+                         float *lg, int64_t *drafted, int64_t *accepted) {
+    enum { GEN = 30 };
+    static const int use[4] = {1, 0, 2, 1};
+    cx_sched_params sp = cx_sched_defaults();
+    sp.max_seqs = 4;
+    sp.max_batch_tokens = 48;
+    sp.chunk = 16;
+    sp.kv.prefix_cache = 0;
+    sp.lora_split = split;
+    sp.drafter = d;
+    cx_sched *s = NULL;
+    cx_err err = {0};
+    if (cx_sched_new(m, &sp, &s, &err) || cx_sched_adapter_add(s, 1, "a1", a1, 0, &err) ||
+        cx_sched_adapter_add(s, 2, "a2", a2, 0, &err)) {
+        CHECK(0, "adapters: %s", err.msg);
+        cx_sched_free(s);
+        return;
+    }
+    int32_t p[4][40];
+    static got g[4];
+    for (int q = 0; q < 4; q++) {
+        make_prompt(q + 21, 24 + 5 * q, p[q]);
+        g[q].logits = lg + (size_t)q * MAXG * (size_t)V;
+        cx_request r = greedy(p[q], 24 + 5 * q, GEN, &g[q]);
+        r.adapter = use[q];
+        CHECK(cx_sched_submit(s, &r, &err) > 0, "adapters: submit %d: %s", q, err.msg);
+        if (q == 1) cx_sched_step(s, &err);
+    }
+    drain(s);
+    for (int q = 0; q < 4; q++) {
+        CHECK(g[q].done == 1 && g[q].state == CX_REQ_FINISHED && g[q].n == GEN,
+              "adapters%s: request %d (adapter %d) finished with %d tokens", split ? ", split" : "", q, use[q], g[q].n);
+        if (d) check_request_counts("adapters", q, &g[q].st, 1);
+        memcpy(tok[q], g[q].tok, sizeof tok[q]);
+        g[q].logits = NULL;
+    }
+    cx_sched_stats st;
+    cx_sched_get_stats(s, &st);
+    CHECK(st.kv_blocks_used == 0 && (st.spec_steps > 0) == (d != NULL) && st.lora_loads >= 2,
+          "adapters: blocks back, speculated iff drafting, both adapters loaded (%lld loads)",
+          (long long)st.lora_loads);
+    *drafted = st.spec_drafted;
+    *accepted = st.spec_accepted;
+    cx_sched_free(s);
+}
+
+static void check_adapters(cx_model *m, cx_drafter *d, const char *what) {
+    /* strong enough to change gate-micro's greedy text (checked below) */
+    cx_lora_synth_params lp = {.rank = 4, .alpha = 8, .targets = CX_LORA_ALL, .seed = 1, .type = CX_TYPE_F32,
+                               .strength = 1.0f};
+    const char *a1 = fx_synth_adapter(m, &lp, "spec-a1.gguf");
+    lp.seed = 2;
+    lp.rank = 4;
+    const char *a2 = a1 ? fx_synth_adapter(m, &lp, "spec-a2.gguf") : NULL;
+    if (!a2) {
+        CHECK(0, "%s: adapters written", what);
+        return;
+    }
+    size_t n = (size_t)4 * MAXG * (size_t)V;
+    float *lp0 = malloc(sizeof(float) * n), *lp1 = malloc(sizeof(float) * n);
+    int f32 = cx_model_get_info(m)->main_type == CX_TYPE_F32;
+    for (int split = 0; split < 2 && lp0 && lp1; split++) {
+        int32_t plain[4][30], spec[4][30];
+        int64_t none, drafted, accepted;
+        run_adapters(m, NULL, a1, a2, split, plain, lp0, &none, &none);
+        run_adapters(m, d, a1, a2, split, spec, lp1, &drafted, &accepted);
+        for (int q = 0; q < 4; q++) {
+            CHECK(!memcmp(plain[q], spec[q], sizeof plain[q]), "%s%s: request %d's tokens are the plain run's", what,
+                  split ? ", lora_split" : "", q);
+            if (f32)
+                CHECK(!memcmp(lp0 + (size_t)q * MAXG * (size_t)V, lp1 + (size_t)q * MAXG * (size_t)V,
+                              sizeof(float) * 30 * (size_t)V),
+                      "%s%s: request %d's logits are the plain run's bit for bit", what, split ? ", lora_split" : "", q);
+        }
+        CHECK(drafted > 0, "%s%s: it drafted (%lld tokens)", what, split ? ", lora_split" : "", (long long)drafted);
+        if (!split) { /* the adapters are in force: request 0 (adapter 1) is not the base model's */
+            int32_t p0[40], base[30];
+            float *blg = malloc(sizeof(float) * 30 * (size_t)V);
+            make_prompt(21, 24, p0);
+            alone(m, p0, 24, 30, base, blg);
+            CHECK(blg && memcmp(base, plain[0], sizeof base) != 0, "%s: adapter 1 changes request 0's tokens", what);
+            free(blg);
+        }
+        printf("%-40s lora_split %d: drafted %lld, accepted %lld, tokens and logits equal\n", what, split,
+               (long long)drafted, (long long)accepted);
+    }
+    free(lp0);
+    free(lp1);
+}
+
 /* Threads submitting (and cancelling every third) against the run thread, speculating. */
 typedef struct thr_arg {
     cx_sched *s;
@@ -589,6 +688,31 @@ static void check_stories(void) {
     memset(text_len, 0, sizeof text_len);
 }
 
+/* The adapter checks on gate-micro, whose greedy text an adapter changes
+ * (test-tiny's does not: it repeats one token whatever the adapter). */
+static void check_adapters_all(void) {
+    const char *path = fx_synth(cx_shape_find("gate-micro"), CX_TYPE_F32, 5, "micro.gguf");
+    const char *q8path = fx_synth(cx_shape_find("gate-micro"), CX_TYPE_Q8_0, 5, "micro-q8.gguf");
+    cx_model *f32 = path ? fx_load(path, NULL) : NULL, *q8 = q8path ? fx_load(q8path, NULL) : NULL;
+    if (f32 && q8) {
+        int keep = V;
+        V = cx_model_get_info(f32)->n_vocab;
+        cx_drafter *ng = drafter(f32, CX_SPEC_NGRAM, NULL, 1), *self = drafter(f32, CX_SPEC_MODEL, path, 1);
+        cx_drafter *q8ng = drafter(q8, CX_SPEC_NGRAM, NULL, 1);
+        if (ng && self && q8ng) {
+            check_adapters(f32, ng, "adapters, ngram");
+            check_adapters(f32, self, "adapters, the base model as draft");
+            check_adapters(q8, q8ng, "adapters, q8_0, ngram");
+        }
+        cx_drafter_free(ng);
+        cx_drafter_free(self);
+        cx_drafter_free(q8ng);
+        V = keep;
+    }
+    cx_model_free(f32);
+    cx_model_free(q8);
+}
+
 static void run_all(void) {
     cx_shape sh = fx_shape("test-tiny", 512);
     const char *path = fx_synth(&sh, CX_TYPE_F32, 11, "tiny.gguf");
@@ -630,6 +754,7 @@ static void run_all(void) {
     cx_model_free(f32);
     cx_model_free(f32b);
     cx_model_free(q8);
+    check_adapters_all();
     check_stories();
     fx_cleanup();
 }
