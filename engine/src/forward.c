@@ -517,10 +517,11 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
          * (kv_codec.h), so f32 blocks are read where they are (a block's
          * keys of one head are one run of 16 rows) by an item of a
          * prompt's queries, whose many passes over the tile hit the cache.
-         * A decode item's few queries (nq 1) would stall on memory inside
-         * the kernels instead: its tile is copied first, one sequential read
-         * (tinyllama-attn tg after 4,096 on a Zen 3 VM: 19.1, 19.4 tok/s in
-         * place, 23.0, 23.4 copied; docs/performance.md). Otherwise the tile is
+         * A decode item's few queries (nq 1) read it once: where the table's
+         * kernels would stall on memory inside (AVX2 on Zen 3) its tile is
+         * copied first, one sequential read; where they do not (AVX-512 on
+         * Zen 5) it is read in place (kern_ops.decode_tile, measured per
+         * table: docs/performance.md). Otherwise the tile is
          * unpacked into the thread's scratch (kv_view_rows: any format, read
          * at its own size; the same floats as the cache holds, so the same
          * arithmetic and bits; q4h rows as stored, in the rotated domain,
@@ -536,7 +537,7 @@ static void attention_block(fwd_ws *w, const fwd_seg *g, const cx_layer *L, int 
         kern_kv_src k8[ATT_TILE / KV_BLOCK];               /* a q8 block's keys, read as stored (k8[].codes) */
         int tile_q8 = 0;
         int tn = last + 1 - k0 < ATT_TILE ? last + 1 - k0 : ATT_TILE; /* keys any query reads */
-        int in_place = nq > 1; /* a prompt's item, and every block of the tile f32 */
+        int in_place = nq > 1 || k->decode_tile != KERN_TILE_COPY; /* and every block of the tile f32 */
         for (int j = 0; j < tn && in_place; j += KV_BLOCK) in_place = view->fmt[(k0 + j) / KV_BLOCK] == KV_F32;
         for (int j = 0; j < tn; j += KV_BLOCK) {
             int bi = (k0 + j) / KV_BLOCK, n = tn - j < KV_BLOCK ? tn - j : KV_BLOCK;

@@ -38,6 +38,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void compose(kern_ops *dst, const kern_ops *base, const kern_ops *over) {
     *dst = *base;
     dst->name = over->name;
+    if (over->decode_tile) dst->decode_tile = over->decode_tile;
     for (int t = 0; t < KERN_NTYPES; t++) {
         if (over->dot[t]) dst->dot[t] = over->dot[t];
         if (over->gemm[t]) dst->gemm[t] = over->gemm[t];

@@ -155,6 +155,12 @@ typedef void (*kern_gemm_fn)(const uint8_t *w, size_t row_bytes, int64_t r0, int
 
 typedef struct kern_ops {
     const char *name;                /* "scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16" */
+    /* How attention's decode item (one query position) reads a tile of f32
+     * KV blocks: KERN_TILE_IN_PLACE, where the blocks are, or KERN_TILE_COPY,
+     * copied into scratch first (one sequential read); the same floats and
+     * bits either way, a question of speed only, which was measured per
+     * table (docs/performance.md, "AVX2 attention"). 0 in a part: the base's. */
+    int decode_tile;
     kern_dot_fn dot[KERN_NTYPES];    /* NULL: type not computable */
     kern_gemm_fn gemm[KERN_NTYPES];  /* NULL: kern_gemm_generic over dot */
     /* gemm over weights in the interleaved layout of kern_repack_x8 (NULL: the
@@ -225,6 +231,8 @@ typedef struct kern_ops {
      * c < nc (nc even): a tile of KV rows unpacked where attention reads it. */
     void (*kv_unpack)(const kern_kv_src *src, int n, int nc, float *out, size_t ld);
 } kern_ops;
+
+enum { KERN_TILE_IN_PLACE = 1, KERN_TILE_COPY = 2 };
 
 /* Every single function of kern_ops (after the per-type arrays), once: the
  * composition of the AVX-512 tables (dispatch.c) takes each from the part

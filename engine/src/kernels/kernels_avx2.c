@@ -797,6 +797,7 @@ static void add(float *y, const float *x, int n) {
 
 const kern_ops kern_avx2_ops = {
     .name = "avx2",
+    .decode_tile = KERN_TILE_COPY, /* Zen 3: 19.1, 19.4 tok/s in place, 23.0, 23.4 copied */
     .dot = {[CX_TYPE_F32] = dot_f32row, [CX_TYPE_F16] = dot_f16row, [CX_TYPE_BF16] = dot_bf16row,
             [CX_TYPE_Q8_0] = dot_q8_0, [CX_TYPE_Q4_0] = dot_q4_0, [CX_TYPE_Q4_K] = kq_dot_q4_k_avx2,
             [CX_TYPE_Q6_K] = kq_dot_q6_k_avx2, [CX_TYPE_MXFP4] = mxfp4_dot_avx2},

@@ -367,6 +367,7 @@ static void add(float *y, const float *x, int n) {
 
 const kern_ops kern_scalar_ops = {
     .name = "scalar",
+    .decode_tile = KERN_TILE_IN_PLACE,
     .dot = {[CX_TYPE_F32] = dot_f32_row, [CX_TYPE_F16] = dot_f16_row, [CX_TYPE_BF16] = dot_bf16_row,
             [CX_TYPE_Q8_0] = dot_q8_0_row,
             [CX_TYPE_Q4_0] = dot_q4_0_row, [CX_TYPE_Q4_K] = kq_dot_q4_k_scalar, [CX_TYPE_Q6_K] = kq_dot_q6_k_scalar,
