@@ -498,9 +498,8 @@ int run_execute(const run_opts *op, int64_t *ids, int *n_ids_out) {
     /* --spec: decoding by speculation: prompt sets and traces through the scheduler, which speculates in its
      * steps (serve.c); synthetic tgN and pgN,M after their prompt (spec_run.h). */
     int spec = o.spec.kind != CX_SPEC_NONE;
-    const char *no_spec = !spec ? NULL
-                        : !wl_path && (nseq || !ng) ? "it applies to decoding: prompt sets, traces, tgN and pgN,M"
-                                                    : NULL;
+    const char *no_spec =
+        spec && !wl_path && (nseq || !ng) ? "it applies to decoding: prompt sets, traces, tgN and pgN,M" : NULL;
     if (no_spec) {
         cli_fail(2, "--spec %s on '%s': %s", cx_spec_kind_name(o.spec.kind), o.workload, no_spec);
         wl_free(&wl);

@@ -159,7 +159,7 @@ typedef struct kern_ops {
      * KV blocks: KERN_TILE_IN_PLACE, where the blocks are, or KERN_TILE_COPY,
      * copied into scratch first (one sequential read); the same floats and
      * bits either way, a question of speed only, which was measured per
-     * table (docs/performance.md, "AVX2 attention"). 0 in a part: the base's. */
+     * table (docs/performance.md, "A decode item's f32 tile, per table"). 0 in a part: the base's. */
     int decode_tile;
     kern_dot_fn dot[KERN_NTYPES];    /* NULL: type not computable */
     kern_gemm_fn gemm[KERN_NTYPES];  /* NULL: kern_gemm_generic over dot */

@@ -462,9 +462,10 @@ static void check_sampled(cx_model *m, cx_drafter *d, const char *what) {
  * tokens, and with f32 weights its logits, are the same scheduler's without
  * one. The draft knows no adapter (a draft model runs its own weights), so
  * under an adapter its drafts are checked, and rejected, like any other's. */
-static void run_adapters(cx_model *m, cx_drafter *d, const char *a1, const char *a2, int split, int32_t tok[4][30],
-                         float *lg, int64_t *drafted, int64_t *accepted) {
-    enum { GEN = 30 };
+enum { AD_GEN = 30 }; /* tokens each adapter request generates */
+
+static void run_adapters(cx_model *m, cx_drafter *d, const char *a1, const char *a2, int split,
+                         int32_t tok[4][AD_GEN], float *lg, int64_t *drafted, int64_t *accepted) {
     static const int use[4] = {1, 0, 2, 1};
     cx_sched_params sp = cx_sched_defaults();
     sp.max_seqs = 4;
@@ -486,14 +487,14 @@ static void run_adapters(cx_model *m, cx_drafter *d, const char *a1, const char 
     for (int q = 0; q < 4; q++) {
         make_prompt(q + 21, 24 + 5 * q, p[q]);
         g[q].logits = lg + (size_t)q * MAXG * (size_t)V;
-        cx_request r = greedy(p[q], 24 + 5 * q, GEN, &g[q]);
+        cx_request r = greedy(p[q], 24 + 5 * q, AD_GEN, &g[q]);
         r.adapter = use[q];
         CHECK(cx_sched_submit(s, &r, &err) > 0, "adapters: submit %d: %s", q, err.msg);
         if (q == 1) cx_sched_step(s, &err);
     }
     drain(s);
     for (int q = 0; q < 4; q++) {
-        CHECK(g[q].done == 1 && g[q].state == CX_REQ_FINISHED && g[q].n == GEN,
+        CHECK(g[q].done == 1 && g[q].state == CX_REQ_FINISHED && g[q].n == AD_GEN,
               "adapters%s: request %d (adapter %d) finished with %d tokens", split ? ", split" : "", q, use[q], g[q].n);
         if (d) check_request_counts("adapters", q, &g[q].st, 1);
         memcpy(tok[q], g[q].tok, sizeof tok[q]);
@@ -515,7 +516,6 @@ static void check_adapters(cx_model *m, cx_drafter *d, const char *what) {
                                .strength = 1.0f};
     const char *a1 = fx_synth_adapter(m, &lp, "spec-a1.gguf");
     lp.seed = 2;
-    lp.rank = 4;
     const char *a2 = a1 ? fx_synth_adapter(m, &lp, "spec-a2.gguf") : NULL;
     if (!a2) {
         CHECK(0, "%s: adapters written", what);
@@ -525,7 +525,7 @@ static void check_adapters(cx_model *m, cx_drafter *d, const char *what) {
     float *lp0 = malloc(sizeof(float) * n), *lp1 = malloc(sizeof(float) * n);
     int f32 = cx_model_get_info(m)->main_type == CX_TYPE_F32;
     for (int split = 0; split < 2 && lp0 && lp1; split++) {
-        int32_t plain[4][30], spec[4][30];
+        int32_t plain[4][AD_GEN], spec[4][AD_GEN];
         int64_t none, drafted, accepted;
         run_adapters(m, NULL, a1, a2, split, plain, lp0, &none, &none);
         run_adapters(m, d, a1, a2, split, spec, lp1, &drafted, &accepted);
@@ -534,17 +534,15 @@ static void check_adapters(cx_model *m, cx_drafter *d, const char *what) {
                   split ? ", lora_split" : "", q);
             if (f32)
                 CHECK(!memcmp(lp0 + (size_t)q * MAXG * (size_t)V, lp1 + (size_t)q * MAXG * (size_t)V,
-                              sizeof(float) * 30 * (size_t)V),
+                              sizeof(float) * AD_GEN * (size_t)V),
                       "%s%s: request %d's logits are the plain run's bit for bit", what, split ? ", lora_split" : "", q);
         }
         CHECK(drafted > 0, "%s%s: it drafted (%lld tokens)", what, split ? ", lora_split" : "", (long long)drafted);
         if (!split) { /* the adapters are in force: request 0 (adapter 1) is not the base model's */
-            int32_t p0[40], base[30];
-            float *blg = malloc(sizeof(float) * 30 * (size_t)V);
-            make_prompt(21, 24, p0);
-            alone(m, p0, 24, 30, base, blg);
-            CHECK(blg && memcmp(base, plain[0], sizeof base) != 0, "%s: adapter 1 changes request 0's tokens", what);
-            free(blg);
+            int32_t p0[40], base[AD_GEN];
+            make_prompt(21, 24, p0); /* run_adapters' request 0 */
+            alone(m, p0, 24, AD_GEN, base, NULL);
+            CHECK(memcmp(base, plain[0], sizeof base) != 0, "%s: adapter 1 changes request 0's tokens", what);
         }
         printf("%-40s lora_split %d: drafted %lld, accepted %lld, tokens and logits equal\n", what, split,
                (long long)drafted, (long long)accepted);
