@@ -253,6 +253,8 @@ typedef struct cx_pool_stats {
     int64_t sleeps;       /* ... that ended asleep (the core given back) */
     int64_t shared_waits; /* ... made as on a shared machine: the threads had been waiting for a core
                            * (their run-queue delay), so they spun only briefly before sleeping */
+    int64_t pass_parks;   /* times a pass, out of chunks, gave its thread back to wait for other threads' */
+    int64_t pass_moves;   /* ... and was then run on by another thread (the one that finished the job) */
     double worker_wait_max; /* the largest share of its time a worker (threads 1..n-1) waited for
                              * work, idle / (busy + idle); 0 without workers */
 } cx_pool_stats;

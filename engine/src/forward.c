@@ -762,8 +762,10 @@ static void interleave_halves(float *v, int n_heads, int hd) {
     }
 }
 
-/* See forward.h. */
-void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows, float *logits) {
+/* The whole pass, top to bottom; fwd_pass runs it on the pool (tp_pass), so
+ * the serial code between its jobs runs on whichever thread finished the
+ * last one. */
+static void forward(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows, float *logits) {
     const cx_model *m = w->m;
     const cx_model_info *h = &m->info;
     const kern_ops *k = w->k;
@@ -857,4 +859,23 @@ void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, i
     knob_slowdown(w, T, n_out);
 #endif
     lora_ws_end_pass(&w->lora);
+}
+
+typedef struct pass_args {
+    fwd_ws *w;
+    const fwd_seg *seg;
+    int n_seg, rows;
+    const int32_t *tokens;
+    float *logits;
+} pass_args;
+
+static void forward_body(void *arg) {
+    pass_args *a = arg;
+    forward(a->w, a->seg, a->n_seg, a->tokens, a->rows, a->logits);
+}
+
+/* See forward.h. */
+void fwd_pass(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tokens, int rows, float *logits) {
+    pass_args a = {w, seg, n_seg, rows, tokens, logits};
+    tp_pass(w->pool, forward_body, &a);
 }

@@ -46,6 +46,30 @@
  * word and then reads the announcement (all sequentially consistent), so one
  * of the two sees the other, and FUTEX_WAIT itself re-checks the word in the
  * kernel.
+ *
+ * The pass. Between a pass's jobs runs serial code (norms, RoPE, the KV
+ * write). Run by the caller, it needs that one thread: while the kernel has
+ * the caller descheduled, a worker can finish the job but not start the
+ * next. tp_pass therefore runs the pass on a context of its own (ucontext,
+ * an mmap'ed stack) that any pool thread can run, and the thread that
+ * finishes a job's last chunk runs it on. States of the pass (fib.state):
+ *
+ *     RUNNING --pass_wait: out of chunks, job unfinished after a spin:
+ *               switch_to_host; run_pass stores-->                 PARKED
+ *     PARKED  --run_chunks, on the thread that finished the job's last
+ *               chunk, or run_pass, when the job finished meanwhile:
+ *               CAS PARKED->RUNNING, run_pass (switch_to_pass)-->  RUNNING
+ *     RUNNING --body returned: end_pass-->                         DONE
+ *     DONE    --tp_pass returns, on the caller-->                  IDLE
+ *
+ * Only a CAS from PARKED takes the pass up, so exactly one thread runs it,
+ * and only after its context is saved (PARKED is stored by its old host
+ * after the switch). While the pass runs elsewhere the caller works like a
+ * worker (caller_wait, run_chunks) and returns when it sees DONE. Only
+ * while the pool finds its cores shared (spin_budget) does a pass run this
+ * way; on a quiet machine no thread is descheduled for long, and tp_pass
+ * runs the pass on the caller, exactly as before. Even on its own stack the
+ * pass switches only when it parks.
  */
 #include "threadpool.h"
 
@@ -60,11 +84,40 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "util.h"
+
+/* The sanitizers must be told when the pass's stack is switched to and from
+ * (see "The pass"): ASan which stack is live, TSan which fiber runs. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TP_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TP_TSAN 1
+#endif
+#endif
+#ifdef TP_ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+#endif
+#ifdef TP_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
 
 /* Spins before a wait sleeps, on a quiet machine and on a shared one (see "Waits"). */
 #define SPIN_QUIET_NS 100000       /* a worker: covers the gaps between a token's jobs */
@@ -75,6 +128,7 @@
 #define CONTEND_WINDOWS 2          /* ... in this many checks in a row, means a shared machine */
 #define CONTEND_HOLD_NS 500000000  /* the pool then waits as on a shared machine for this long */
 #define CHUNKS_PER_THREAD 8   /* tp_chunks: what a share is cut into */
+#define PASS_STACK_BYTES ((size_t)8 << 20) /* the pass's own stack: a thread's default, touched pages only */
 
 #define WORD_EXCL (1ull << 31)
 #define WORD_NEXT_ONE (1ull << 16)
@@ -90,12 +144,38 @@ typedef struct tp_slot {
  * by tp_stats_get while a late worker may be finishing a wait), and its
  * contention detector (plain: that thread's alone). */
 typedef struct tp_tstats {
-    alignas(64) _Atomic int64_t chunks, stolen, busy_ns, idle_ns, stall_ns, waits, sleeps, shared_waits;
+    alignas(64) _Atomic int64_t chunks, stolen, busy_ns, idle_ns, stall_ns, waits, sleeps, shared_waits, parks, moves;
     int fd;                  /* its /proc/thread-self/schedstat, -1: none (or not opened yet) */
     pid_t tid;               /* whose that is (the caller's slot serves whoever calls tp_run) */
     int64_t delay, at;       /* run-queue delay and time at the last check (at 0: none yet) */
     int over;                /* checks in a row that found it waiting CONTEND_SHARE of the time */
+    unsigned stall_us;       /* tp_set_stall */
 } tp_tstats;
+
+/* Where a thread goes back to when the pass it ran parks or ends (tp_pass). */
+typedef struct tp_host {
+    ucontext_t ctx;
+    void *tsan;              /* the thread's own fiber, for TSan */
+    const void *stack;       /* its stack, for ASan (learnt when it switched to the pass) */
+    size_t stack_size;
+} tp_host;
+
+enum { PASS_IDLE, PASS_RUNNING, PASS_PARKED, PASS_DONE };
+
+/* The pass of tp_pass: a context with its own stack that any thread may run. */
+typedef struct tp_fiber {
+    ucontext_t ctx;
+    void *map;               /* mmap'ed: a guard page, then the stack; NULL: tp_pass runs inline */
+    void *stack;
+    size_t size;
+    void *tsan;
+    void *asan_fake;         /* ASan's fake stack of the pass while it is switched out */
+    void (*body)(void *);
+    void *arg;
+    int host;                /* the thread running it (or last to run it) */
+    int finished;            /* body returned: for its host to act on */
+    atomic_int state;        /* PASS_*: who may run it (see "The pass") */
+} tp_fiber;
 
 struct tp_pool {
     int n;
@@ -106,19 +186,24 @@ struct tp_pool {
     tp_slot *slot;      /* [n] */
     tp_tstats *st;      /* [n] */
     _Atomic int64_t jobs; /* written by the caller alone (relaxed: tp_stats_get may read it meanwhile) */
-    uint32_t last_gen;  /* the caller's alone: the last job number published */
+    uint32_t last_gen;  /* the last job number published, by the caller or by the pass (one publisher at a time) */
     /* the current job: written before its words are published, read after a claim */
     tp_fn fn;
     void *ctx;
     int n_chunks;
-    int stall_thread;   /* tp_set_stall */
-    unsigned stall_us;
+    unsigned park_stall_us; /* tp_set_park_stall */
     _Atomic int64_t shared_until; /* waits spin SPIN_SHARED_NS until this time (cx_now_ns) */
     alignas(64) _Atomic uint32_t gen;  /* futex word: the job number, workers wait on it */
     atomic_int sleepers;
     atomic_int quit;
     alignas(64) _Atomic uint32_t done; /* futex word: chunks finished in the job, the caller waits on it */
     atomic_int caller_waiting;
+    alignas(64) _Atomic uint32_t events; /* futex word: bumped at every job and at the end of a pass, the
+                                          * caller waits on it inside tp_pass */
+    atomic_int caller_asleep;
+    int in_pass;        /* tp_pass is running: the jobs are published from its fiber */
+    tp_host *hosts;     /* [n] */
+    tp_fiber fib;
 };
 
 static inline void cpu_relax(void) {
@@ -167,6 +252,8 @@ static int claim(tp_slot *s, uint32_t g) {
     }
 }
 
+static uint32_t run_pass(tp_pool *p, int self);
+
 static void stall_here(unsigned usec) {
     struct timespec ts = {(time_t)(usec / 1000000), (long)(usec % 1000000) * 1000};
     while (nanosleep(&ts, &ts) && errno == EINTR) {}
@@ -188,7 +275,7 @@ static void run_chunks(tp_pool *p, uint32_t g, int self) {
                 ctx = p->ctx;
                 n_chunks = p->n_chunks;
                 t0 = cx_now_ns();
-                if (p->stall_us && p->stall_thread == self) stall_here(p->stall_us);
+                if (p->st[self].stall_us) stall_here(p->st[self].stall_us);
             }
             fn(ctx, c, self);
             ran++;
@@ -202,7 +289,12 @@ static void run_chunks(tp_pool *p, uint32_t g, int self) {
     stat_add(&st->stolen, stolen);
     /* the last use of the job: once done reaches n_chunks the caller may publish the next one */
     uint32_t d = atomic_fetch_add(&p->done, (uint32_t)ran) + (uint32_t)ran;
-    if (d == (uint32_t)n_chunks && atomic_load(&p->caller_waiting)) futex_wake(&p->done, 1);
+    if (d != (uint32_t)n_chunks) return;
+    if (atomic_load(&p->caller_waiting)) futex_wake(&p->done, 1);
+    /* the pass waits for this job, parked: this thread, running now, takes it up */
+    int parked = PASS_PARKED;
+    if (atomic_load(&p->fib.state) == PASS_PARKED && atomic_compare_exchange_strong(&p->fib.state, &parked, PASS_RUNNING))
+        run_pass(p, self);
 }
 
 /* Nanoseconds thread `self` has waited on a run queue (schedstat's second
@@ -295,6 +387,157 @@ static void wait_done(tp_pool *p, uint32_t n_chunks) {
     stat_add(&st->stall_ns, cx_now_ns() - t0);
 }
 
+/*
+ * Switching between a thread's own stack and the pass's. switch_to_pass
+ * (thread `self` runs the pass) returns when the pass parks or ends on this
+ * thread; switch_to_host (the pass gives its thread back) returns when some
+ * thread runs the pass again, perhaps another one: f->host says which.
+ */
+static void pass_arrived(tp_pool *p) {
+#ifdef TP_ASAN
+    tp_fiber *f = &p->fib;
+    tp_host *h = &p->hosts[f->host];
+    __sanitizer_finish_switch_fiber(f->asan_fake, &h->stack, &h->stack_size);
+#else
+    (void)p;
+#endif
+}
+
+/* Save the running context in `save` and go to `to`; returns when something
+ * goes to `save`. getcontext + setcontext rather than swapcontext, which
+ * AddressSanitizer intercepts with a warning on stderr; the switches are
+ * annotated for it instead. */
+static void switch_ctx(ucontext_t *save, const ucontext_t *to) {
+    volatile int back = 0;
+    getcontext(save);
+    if (back) return;
+    back = 1;
+    setcontext(to);
+}
+
+static void switch_to_pass(tp_pool *p, int self) {
+    tp_fiber *f = &p->fib;
+    tp_host *h = &p->hosts[self];
+    f->host = self;
+#ifdef TP_TSAN
+    h->tsan = __tsan_get_current_fiber();
+    __tsan_switch_to_fiber(f->tsan, 0);
+#endif
+#ifdef TP_ASAN
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(&fake, f->stack, f->size);
+#endif
+    switch_ctx(&h->ctx, &f->ctx);
+#ifdef TP_ASAN
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+static void switch_to_host(tp_pool *p, int final) {
+    tp_fiber *f = &p->fib;
+    tp_host *h = &p->hosts[f->host];
+#ifdef TP_TSAN
+    __tsan_switch_to_fiber(h->tsan, 0);
+#endif
+#ifdef TP_ASAN
+    __sanitizer_start_switch_fiber(final ? NULL : &f->asan_fake, h->stack, h->stack_size);
+#else
+    (void)final;
+#endif
+    switch_ctx(&f->ctx, &h->ctx);
+    pass_arrived(p);
+}
+
+/* The pass's first frame (makecontext passes the pool as two halves). */
+static void pass_main(unsigned lo, unsigned hi) {
+    tp_pool *p = (tp_pool *)(uintptr_t)(((uint64_t)hi << 32) | lo);
+    pass_arrived(p);
+    p->fib.body(p->fib.arg);
+    p->fib.finished = 1;
+    switch_to_host(p, 1);
+    assert(0 && "an ended pass is never run again");
+}
+
+/* A new event for the caller waiting inside tp_pass (a job, or the end). */
+static void caller_event(tp_pool *p) {
+    atomic_fetch_add(&p->events, 1);
+    if (atomic_load(&p->caller_asleep)) futex_wake(&p->events, 1);
+}
+
+/* Thread `self`, running the pass that just ended: done. The caller is told
+ * last, after which nothing here touches the pass: tp_pass may return and
+ * the next one begin. */
+static void end_pass(tp_pool *p, int self) {
+    p->in_pass = 0;
+    atomic_store(&p->fib.state, PASS_DONE);
+    if (self != 0) caller_event(p);
+}
+
+/* Thread `self` runs the pass (state PASS_RUNNING, taken by this thread)
+ * until it parks on a job other threads still run, or ends. Returns the job
+ * it parked on. A pass that parks after its job finished (the last chunk's
+ * thread found it still running) is taken up again here. */
+static uint32_t run_pass(tp_pool *p, int self) {
+    tp_fiber *f = &p->fib;
+    for (;;) {
+        switch_to_pass(p, self);
+        if (f->finished) {
+            end_pass(p, self);
+            return 0;
+        }
+        uint32_t g = p->last_gen, n = (uint32_t)p->n_chunks; /* read while it is still ours */
+        atomic_store(&f->state, PASS_PARKED);
+        if (atomic_load(&p->done) != n) return g;
+        int parked = PASS_PARKED;
+        if (!atomic_compare_exchange_strong(&f->state, &parked, PASS_RUNNING)) return g; /* another thread took it */
+    }
+}
+
+/* The pass's wait, out of chunks, for the ones other threads still run: a
+ * spin as wait_done's, then the pass parks and its thread goes back to its
+ * loop; the thread that finishes the job's last chunk runs the pass on. */
+static void pass_wait(tp_pool *p, uint32_t n_chunks) {
+    if (atomic_load_explicit(&p->done, memory_order_acquire) == n_chunks) return;
+    tp_fiber *f = &p->fib;
+    int self = f->host;
+    tp_tstats *st = &p->st[self];
+    int64_t t0 = cx_now_ns(), spin_ns = spin_budget(p, self, SPIN_QUIET_CALLER_NS, t0);
+    for (unsigned i = 1; atomic_load_explicit(&p->done, memory_order_acquire) != n_chunks; i++)
+        if (spin_step(i, t0, spin_ns)) {
+            stat_add(&st->stall_ns, cx_now_ns() - t0);
+            stat_add(&st->parks, 1);
+            switch_to_host(p, 0);
+            if (f->host != self) stat_add(&p->st[f->host].moves, 1);
+            assert(atomic_load(&p->done) == n_chunks && "a pass is run on only once its job has finished");
+            return;
+        }
+    stat_add(&st->stall_ns, cx_now_ns() - t0);
+}
+
+/* The caller's wait inside tp_pass, off the pass: until a job after `seen`
+ * is published or the pass has ended. An event count: the word is read
+ * before the conditions, so an event between the two makes FUTEX_WAIT
+ * return at once. */
+static uint32_t caller_wait(tp_pool *p, uint32_t seen) {
+    tp_tstats *st = &p->st[0];
+    int64_t start = cx_now_ns(), t0 = start, spin_ns = spin_budget(p, 0, SPIN_QUIET_NS, t0);
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen || atomic_load(&p->fib.state) == PASS_DONE)
+            break;
+        if (!spin_step(i, t0, spin_ns)) continue;
+        uint32_t e = atomic_load(&p->events);
+        atomic_store(&p->caller_asleep, 1);
+        if (atomic_load(&p->gen) == seen && atomic_load(&p->fib.state) != PASS_DONE) {
+            futex_wait(&p->events, e);
+            stat_add(&st->sleeps, 1);
+        }
+        atomic_store(&p->caller_asleep, 0);
+        t0 = cx_now_ns() - spin_ns; /* woken: look again, sleep again without spinning */
+    }
+    stat_add(&st->idle_ns, cx_now_ns() - start);
+    return atomic_load_explicit(&p->gen, memory_order_acquire);
+}
+
 static void *worker_main(void *arg) {
     worker_arg *w = arg;
     tp_pool *p = w->p;
@@ -322,6 +565,9 @@ int tp_new(int n, const int *cpus, tp_pool **out, cx_err *err) {
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->quit, 0);
     atomic_init(&p->caller_waiting, 0);
+    atomic_init(&p->events, 0);
+    atomic_init(&p->caller_asleep, 0);
+    atomic_init(&p->fib.state, PASS_IDLE);
     p->threads = calloc((size_t)p->n, sizeof(pthread_t));
     p->args = calloc((size_t)p->n, sizeof(worker_arg));
     p->slot = aligned_alloc(64, sizeof(tp_slot) * (size_t)p->n);
@@ -337,7 +583,24 @@ int tp_new(int n, const int *cpus, tp_pool **out, cx_err *err) {
         memset(&p->st[i], 0, sizeof p->st[i]);
         p->st[i].fd = -1;
     }
-    if (!p->threads || !p->args || !p->slot || !p->st) {
+    p->hosts = calloc((size_t)p->n, sizeof(tp_host));
+    if (p->n > 1) { /* the pass's stack; without it tp_pass runs the pass on the caller, as tp_run alone would */
+        long page = sysconf(_SC_PAGESIZE);
+        size_t guard = page > 0 ? (size_t)page : 4096;
+        void *map = mmap(NULL, guard + PASS_STACK_BYTES, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+        if (map != MAP_FAILED && mprotect(map, guard, PROT_NONE) == 0) {
+            p->fib.map = map;
+            p->fib.stack = (char *)map + guard;
+            p->fib.size = PASS_STACK_BYTES;
+#ifdef TP_TSAN
+            p->fib.tsan = __tsan_create_fiber(0);
+#endif
+        } else if (map != MAP_FAILED) {
+            munmap(map, guard + PASS_STACK_BYTES);
+        }
+    }
+    if (!p->threads || !p->args || !p->slot || !p->st || !p->hosts) {
         int want = p->n;
         p->n = 1; /* no worker to join */
         tp_free(p);
@@ -380,6 +643,14 @@ void tp_free(tp_pool *p) {
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
     for (int i = 0; p->st && i < p->n; i++)
         if (p->st[i].fd >= 0) close(p->st[i].fd);
+    if (p->fib.map) {
+        long page = sysconf(_SC_PAGESIZE);
+        munmap(p->fib.map, (page > 0 ? (size_t)page : 4096) + PASS_STACK_BYTES);
+#ifdef TP_TSAN
+        __tsan_destroy_fiber(p->fib.tsan);
+#endif
+    }
+    free(p->hosts);
     free(p->threads);
     free(p->args);
     free(p->slot);
@@ -426,8 +697,55 @@ void tp_run(tp_pool *p, tp_fn fn, void *ctx, int n_chunks, int max_threads) {
     }
     atomic_store(&p->gen, g); /* seq_cst: after the words, ordered against `sleepers` */
     if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen, INT_MAX);
-    run_chunks(p, g, 0);
-    wait_done(p, (uint32_t)n_chunks);
+    if (!p->in_pass) {
+        run_chunks(p, g, 0);
+        wait_done(p, (uint32_t)n_chunks);
+        return;
+    }
+    caller_event(p); /* the caller, off the pass, helps too */
+    run_chunks(p, g, p->fib.host);
+    pass_wait(p, (uint32_t)n_chunks);
+}
+
+/* tp_set_park_stall: the caller, off a parked pass, does nothing until
+ * another thread has taken the pass up (or park_stall_us have passed). */
+static void park_stall(tp_pool *p) {
+    int64_t until = cx_now_ns() + (int64_t)p->park_stall_us * 1000;
+    while (atomic_load(&p->fib.state) == PASS_PARKED && cx_now_ns() < until) stall_here(100);
+}
+
+/* See threadpool.h and "The pass". */
+void tp_pass(tp_pool *p, void (*body)(void *), void *arg) {
+    /* on the caller as tp_run alone would be, unless the cores are shared (spin_budget): on a quiet machine no
+     * thread is descheduled for long, and the pass has nothing to gain from moving */
+    if (tp_size(p) == 1 || !p->fib.map ||
+        (!p->park_stall_us && cx_now_ns() >= atomic_load_explicit(&p->shared_until, memory_order_relaxed))) {
+        body(arg);
+        return;
+    }
+    assert(!p->in_pass && atomic_load(&p->fib.state) != PASS_RUNNING && "one pass at a time, not nested");
+    tp_fiber *f = &p->fib;
+    f->body = body;
+    f->arg = arg;
+    f->finished = 0;
+    f->asan_fake = NULL;
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = f->stack;
+    f->ctx.uc_stack.ss_size = f->size;
+    f->ctx.uc_link = NULL;
+    uint64_t self = (uint64_t)(uintptr_t)p;
+    makecontext(&f->ctx, (void (*)(void))pass_main, 2, (unsigned)self, (unsigned)(self >> 32));
+    p->in_pass = 1;
+    atomic_store(&f->state, PASS_RUNNING);
+    uint32_t seen = run_pass(p, 0);
+    while (atomic_load(&f->state) != PASS_DONE) {
+        if (p->park_stall_us) park_stall(p);
+        uint32_t g = caller_wait(p, seen);
+        if (atomic_load(&f->state) == PASS_DONE) break;
+        run_chunks(p, g, 0);
+        seen = g;
+    }
+    atomic_store(&f->state, PASS_IDLE);
 }
 
 void tp_stats_get(const tp_pool *p, cx_pool_stats *out) {
@@ -445,6 +763,8 @@ void tp_stats_get(const tp_pool *p, cx_pool_stats *out) {
         out->waits += atomic_load_explicit(&s->waits, memory_order_relaxed);
         out->sleeps += atomic_load_explicit(&s->sleeps, memory_order_relaxed);
         out->shared_waits += atomic_load_explicit(&s->shared_waits, memory_order_relaxed);
+        out->pass_parks += atomic_load_explicit(&s->parks, memory_order_relaxed);
+        out->pass_moves += atomic_load_explicit(&s->moves, memory_order_relaxed);
         double busy = (double)atomic_load_explicit(&s->busy_ns, memory_order_relaxed);
         double idle = (double)atomic_load_explicit(&s->idle_ns, memory_order_relaxed);
         if (i > 0 && busy + idle > 0 && idle / (busy + idle) > out->worker_wait_max)
@@ -458,13 +778,16 @@ void tp_stats_reset(tp_pool *p) {
     for (int i = 0; i < p->n; i++) {
         tp_tstats *s = &p->st[i];
         _Atomic int64_t *c[] = {&s->chunks, &s->stolen, &s->busy_ns, &s->idle_ns, &s->stall_ns, &s->waits, &s->sleeps,
-                                &s->shared_waits};
+                                &s->shared_waits, &s->parks, &s->moves};
         for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) atomic_store_explicit(c[k], 0, memory_order_relaxed);
     }
 }
 
 void tp_set_stall(tp_pool *p, int thread, unsigned usec) {
     if (!p) return;
-    p->stall_thread = thread;
-    p->stall_us = usec;
+    if (thread >= 0 && thread < p->n) p->st[thread].stall_us = usec;
+}
+
+void tp_set_park_stall(tp_pool *p, unsigned usec) {
+    if (p) p->park_stall_us = usec;
 }

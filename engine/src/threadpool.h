@@ -16,6 +16,13 @@
  * do gives its core back (to the thread that holds the last chunk, or to
  * another process).
  *
+ * A whole pass (a sequence of jobs with serial code between them) may run
+ * through tp_pass: while the cores are shared, on a stack of its own that
+ * any of the pool's threads can run: when it runs out of chunks and the job is not finished it parks, and
+ * the thread that finishes the job's last chunk runs the serial code on. So
+ * the pass never waits for one particular thread to be given a core: a
+ * descheduled caller no longer holds every other thread at the end of a job.
+ *
  * Workers are created once per session and may be pinned, one CPU each
  * (placement.c decides which).
  */
@@ -51,6 +58,15 @@ int tp_size(const tp_pool *p);
  * made for fewer threads than the pool has); max_threads <= 0: all. */
 void tp_run(tp_pool *p, tp_fn fn, void *ctx, int n_chunks, int max_threads);
 
+/* Run body(arg) as a pass: while the pool finds its cores shared, its
+ * tp_run calls (and the code between them) run on whichever pool thread
+ * finished the previous job; on a quiet machine body runs on the caller.
+ * tp_pass returns, on the calling thread, when body has returned. body must not depend on
+ * which thread it is on (no thread-local state kept across a tp_run, no lock
+ * held across one); it may not call tp_pass. Inline (body on the caller)
+ * for a pool of one thread, or when the pass's stack could not be mapped. */
+void tp_pass(tp_pool *p, void (*body)(void *), void *arg);
+
 /* Chunks for `units` pieces of work (rows, tokens) on this pool: a few per
  * thread, so a thief finds work and a claim costs nothing next to a chunk;
  * at most `units`, at least 1; 1 for a pool of one thread (or none). */
@@ -63,7 +79,14 @@ void tp_stats_reset(tp_pool *p);
 
 /* Test knob: thread `thread` sleeps usec microseconds inside the first chunk
  * it claims in every job (0: never), as if the kernel had descheduled it
- * there. Set between jobs. */
+ * there; each thread has its own. Set between jobs. */
 void tp_set_stall(tp_pool *p, int thread, unsigned usec);
+
+/* Test knob: inside tp_pass, once the pass has parked and left the calling
+ * thread, that thread looks for no work until another thread has run the
+ * pass on (or usec microseconds have passed), as if the kernel had
+ * descheduled it between jobs (0: never). While it is set, every pass runs
+ * on its own stack, quiet machine or not. Set between passes. */
+void tp_set_park_stall(tp_pool *p, unsigned usec);
 
 #endif

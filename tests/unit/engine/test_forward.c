@@ -92,8 +92,12 @@ static void check_type(const char *type_name, int n_tokens, int n_ff) {
 
 /* Logits after a 40-token prompt and 3 decode steps on 2 threads whose
  * worker sleeps `stall_us` inside the first chunk it claims in every job;
- * *stolen: chunks the caller took from the worker's share. */
-static int logits_stalled(cx_model *m, const int32_t *toks, unsigned stall_us, float *out, int64_t *stolen) {
+ * with park_us, the caller also sleeps stall_us/2 in its first chunk (so the
+ * worker claims one and parks the pass) and, once the pass has parked, waits
+ * up to park_us for the worker to run it on (tp_set_park_stall); *stolen: chunks taken from another
+ * thread's share, *moves: times the pass moved to the worker. */
+static int logits_stalled(cx_model *m, const int32_t *toks, unsigned stall_us, unsigned park_us, float *out,
+                          int64_t *stolen, int64_t *moves) {
     cx_session *s;
     cx_err err = {0};
     if (cx_session_new(m, 0, 2, &s, &err)) {
@@ -101,6 +105,9 @@ static int logits_stalled(cx_model *m, const int32_t *toks, unsigned stall_us, f
         return -1;
     }
     tp_set_stall(s->ws.pool, 1, stall_us);
+    /* with a caller that stalls too, long enough in its first chunk of a job for the worker to claim one */
+    tp_set_stall(s->ws.pool, 0, park_us ? stall_us / 2 : 0);
+    tp_set_park_stall(s->ws.pool, park_us);
     const float *l = NULL;
     int rc = cx_eval(s, toks, 40, &l, &err);
     for (int i = 40; !rc && i < 43; i++) rc = cx_eval(s, toks + i, 1, &l, &err);
@@ -109,6 +116,7 @@ static int logits_stalled(cx_model *m, const int32_t *toks, unsigned stall_us, f
     cx_pool_stats st;
     tp_stats_get(s->ws.pool, &st);
     *stolen = st.stolen;
+    *moves = st.pass_moves;
     cx_session_free(s);
     return rc;
 }
@@ -135,12 +143,19 @@ static void check_stalled_worker(const char *type_name) {
     CHECK(rc == 0, "one thread: %s", err.msg);
     if (!rc) memcpy(one, l, sizeof(float) * (size_t)V);
     if (!rc) cx_session_free(s);
-    int64_t stolen = 0;
-    if (!rc && logits_stalled(m, toks, 500, stalled, &stolen) == 0) {
+    int64_t stolen = 0, moves = 0;
+    if (!rc && logits_stalled(m, toks, 500, 0, stalled, &stolen, &moves) == 0) {
         CHECK(!memcmp(one, stalled, sizeof(float) * (size_t)V),
               "%s: 2 threads with a stalled worker differ from 1 thread", type_name);
         CHECK(stolen > 0, "%s: the caller took chunks of the stalled worker's share (%lld)", type_name,
               (long long)stolen);
+    }
+    /* the caller descheduled between jobs as well: the pass goes on on the worker (issue 31) */
+    if (!rc && logits_stalled(m, toks, 500, 2000000, stalled, &stolen, &moves) == 0) {
+        CHECK(!memcmp(one, stalled, sizeof(float) * (size_t)V),
+              "%s: 2 threads with a stalled caller differ from 1 thread", type_name);
+        CHECK(moves > 0, "%s: the pass moved to the worker while the caller stalled (%lld times)", type_name,
+              (long long)moves);
     }
     free(one);
     free(stalled);

@@ -4,10 +4,13 @@
  * thread allowed to run it; a descheduled worker (the stall knob) holds back
  * only the chunk it is inside while the other threads take the rest of its
  * share; back-to-back jobs of different sizes and functions never mix, with
- * more threads than cores; the counters add up. Run under ThreadSanitizer too
+ * more threads than cores; a pass (tp_pass) runs its serial code once, in
+ * order, on whichever thread, and goes on while its caller is descheduled;
+ * the counters add up. Run under ThreadSanitizer too
  * (make tsan).
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "testing.h"
@@ -143,7 +146,7 @@ static void test_stalled_worker(void) {
     /* the worker's stalled chunks were waited for, asleep */
     CHECK(held == 0 || (st.stall_ns > 0 && st.sleeps > 0), "%d held chunks: the caller waited %lld ns, %lld sleeps",
           held, (long long)st.stall_ns, (long long)st.sleeps);
-    tp_set_stall(p, 0, 0);
+    tp_set_stall(p, 1, 0);
     job_reset(&j, 99, 2);
     tp_run(p, count_chunk, &j, n, 0);
     CHECK(job_ok(&j, n, 0), "the knob cleared: the pool runs on");
@@ -176,6 +179,102 @@ static void test_back_to_back(void) {
     tp_free(p);
 }
 
+/*
+ * A pass (tp_pass): jobs with serial code between them, each job's input the
+ * serial code's result from the one before, so a serial step run out of
+ * order, twice, or before its job finished shows in the final value.
+ */
+#define PASS_JOBS 120
+#define PASS_CHUNKS 24
+
+typedef struct pass_ctx {
+    tp_pool *p;
+    uint64_t in, acc;
+    int work;               /* a chunk's steps: long enough that a woken worker finds chunks to claim */
+    uint64_t out[PASS_CHUNKS];
+    int chunks[PASS_JOBS];  /* each job's chunk count (some 1: inline, on the pass's thread) */
+    int max_threads[PASS_JOBS];
+} pass_ctx;
+
+static void pass_chunk(void *ctx, int c, int thread) {
+    pass_ctx *x = ctx;
+    (void)thread;
+    uint64_t v = x->in * 6364136223846793005ull + (uint64_t)c;
+    for (int i = 0; i < x->work; i++) v = v * 2862933555777941757ull + 3037000493ull;
+    x->out[c] = v;
+}
+
+static void pass_body(void *arg) {
+    pass_ctx *x = arg;
+    for (int k = 0; k < PASS_JOBS; k++) {
+        memset(x->out, 0, sizeof x->out);
+        tp_run(x->p, pass_chunk, x, x->chunks[k], x->max_threads[k]);
+        for (int c = 0; c < x->chunks[k]; c++) x->acc = x->acc * 31 + x->out[c]; /* the serial step */
+        x->in = x->acc ^ (uint64_t)k;
+    }
+}
+
+static uint64_t run_pass_on(tp_pool *p, int seed, int work) {
+    static pass_ctx x;
+    memset(&x, 0, sizeof x);
+    x.p = p;
+    x.work = work;
+    x.in = (uint64_t)seed;
+    for (int k = 0; k < PASS_JOBS; k++) {
+        x.chunks[k] = k % 11 == 0 ? 1 : 2 + (k * 7 + seed) % (PASS_CHUNKS - 1);
+        x.max_threads[k] = k % 5 == 0 ? 1 + k % 3 : 0;
+    }
+    if (p) tp_pass(p, pass_body, &x);
+    else pass_body(&x);
+    return x.acc;
+}
+
+/* The same final value as the pass run inline, on pools of 2, 4 and 8
+ * threads (more than this machine's cores: the pass moves between threads as
+ * they are descheduled), the pass on its own stack as on a shared machine,
+ * and tp_run still works between passes. */
+static void test_pass_exact(void) {
+    int ok = 1;
+    for (int n = 2; n <= MAX_THREADS; n *= 2) {
+        tp_pool *p = new_pool(n);
+        if (!p) return;
+        tp_set_park_stall(p, 1); /* on the pass's own stack, as on a shared machine (a 1 us stall) */
+        for (int rep = 0; rep < 20; rep++) ok &= run_pass_on(p, rep, 200) == run_pass_on(NULL, rep, 200);
+        static job j;
+        job_reset(&j, 7, n);
+        tp_run(p, count_chunk, &j, 64, 0);
+        ok &= job_ok(&j, 64, 0);
+        tp_free(p);
+    }
+    CHECK(ok, "passes on 2, 4 and 8 threads: every serial step once, in order, after its job");
+}
+
+/*
+ * A caller descheduled between jobs (issue 31): worker 1 sleeps 2 ms in the
+ * first chunk of every job, so the pass, out of chunks on the caller, parks;
+ * the caller then looks for no work until another thread has run the pass on
+ * (tp_set_park_stall, up to 5 s). The pass goes on without it, on the worker
+ * that finished the job, and ends with the same value; before tp_pass the
+ * serial code could run only on the caller.
+ */
+static void test_pass_moves(void) {
+    tp_pool *p = new_pool(2);
+    if (!p) return;
+    tp_set_stall(p, 1, 2000);
+    tp_set_park_stall(p, 5000000);
+    tp_stats_reset(p);
+    uint64_t got = run_pass_on(p, 3, 20000);
+    cx_pool_stats st;
+    tp_stats_get(p, &st);
+    CHECK(got == run_pass_on(NULL, 3, 20000), "a pass whose caller stalls: the inline value");
+    CHECK(st.pass_parks >= 1 && st.pass_moves >= 1, "the pass parked %lld times and moved to the worker %lld times",
+          (long long)st.pass_parks, (long long)st.pass_moves);
+    tp_set_stall(p, 1, 0);
+    tp_set_park_stall(p, 0);
+    CHECK(run_pass_on(p, 4, 200) == run_pass_on(NULL, 4, 200), "the knobs cleared: passes run on");
+    tp_free(p);
+}
+
 /* tp_chunks: a few per thread, never more than the units, at least one. */
 static void test_chunk_count(void) {
     tp_pool *p = new_pool(2);
@@ -189,5 +288,7 @@ TEST_MAIN({
     test_max_threads();
     test_stalled_worker();
     test_back_to_back();
+    test_pass_exact();
+    test_pass_moves();
     test_chunk_count();
 })
