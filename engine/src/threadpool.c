@@ -518,23 +518,25 @@ static void pass_wait(tp_pool *p, uint32_t n_chunks) {
  * is published or the pass has ended. An event count: the word is read
  * before the conditions, so an event between the two makes FUTEX_WAIT
  * return at once. */
+static int caller_news(tp_pool *p, uint32_t seen) {
+    return atomic_load_explicit(&p->gen, memory_order_acquire) != seen || atomic_load(&p->fib.state) == PASS_DONE;
+}
+
 static uint32_t caller_wait(tp_pool *p, uint32_t seen) {
     tp_tstats *st = &p->st[0];
-    int64_t start = cx_now_ns(), t0 = start, spin_ns = spin_budget(p, 0, SPIN_QUIET_NS, t0);
-    for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(&p->gen, memory_order_acquire) != seen || atomic_load(&p->fib.state) == PASS_DONE)
-            break;
-        if (!spin_step(i, t0, spin_ns)) continue;
+    int64_t t0 = cx_now_ns(), spin_ns = spin_budget(p, 0, SPIN_QUIET_NS, t0);
+    for (unsigned i = 1; !caller_news(p, seen); i++)
+        if (spin_step(i, t0, spin_ns)) break;
+    while (!caller_news(p, seen)) {
         uint32_t e = atomic_load(&p->events);
         atomic_store(&p->caller_asleep, 1);
-        if (atomic_load(&p->gen) == seen && atomic_load(&p->fib.state) != PASS_DONE) {
+        if (!caller_news(p, seen)) {
             futex_wait(&p->events, e);
             stat_add(&st->sleeps, 1);
         }
         atomic_store(&p->caller_asleep, 0);
-        t0 = cx_now_ns() - spin_ns; /* woken: look again, sleep again without spinning */
     }
-    stat_add(&st->idle_ns, cx_now_ns() - start);
+    stat_add(&st->idle_ns, cx_now_ns() - t0);
     return atomic_load_explicit(&p->gen, memory_order_acquire);
 }
 
@@ -644,8 +646,7 @@ void tp_free(tp_pool *p) {
     for (int i = 0; p->st && i < p->n; i++)
         if (p->st[i].fd >= 0) close(p->st[i].fd);
     if (p->fib.map) {
-        long page = sysconf(_SC_PAGESIZE);
-        munmap(p->fib.map, (page > 0 ? (size_t)page : 4096) + PASS_STACK_BYTES);
+        munmap(p->fib.map, (size_t)((char *)p->fib.stack - (char *)p->fib.map) + p->fib.size); /* guard + stack */
 #ifdef TP_TSAN
         __tsan_destroy_fiber(p->fib.tsan);
 #endif
@@ -702,7 +703,7 @@ void tp_run(tp_pool *p, tp_fn fn, void *ctx, int n_chunks, int max_threads) {
         wait_done(p, (uint32_t)n_chunks);
         return;
     }
-    caller_event(p); /* the caller, off the pass, helps too */
+    if (p->fib.host != 0) caller_event(p); /* the caller, off the pass, helps too */
     run_chunks(p, g, p->fib.host);
     pass_wait(p, (uint32_t)n_chunks);
 }
@@ -723,7 +724,7 @@ void tp_pass(tp_pool *p, void (*body)(void *), void *arg) {
         body(arg);
         return;
     }
-    assert(!p->in_pass && atomic_load(&p->fib.state) != PASS_RUNNING && "one pass at a time, not nested");
+    assert(!p->in_pass && atomic_load(&p->fib.state) == PASS_IDLE && "one pass at a time, not nested");
     tp_fiber *f = &p->fib;
     f->body = body;
     f->arg = arg;

@@ -17,11 +17,12 @@
  * another process).
  *
  * A whole pass (a sequence of jobs with serial code between them) may run
- * through tp_pass: while the cores are shared, on a stack of its own that
- * any of the pool's threads can run: when it runs out of chunks and the job is not finished it parks, and
- * the thread that finishes the job's last chunk runs the serial code on. So
- * the pass never waits for one particular thread to be given a core: a
- * descheduled caller no longer holds every other thread at the end of a job.
+ * through tp_pass. While the cores are shared it runs on a stack of its own
+ * that any of the pool's threads can run: out of chunks with its job not
+ * finished, it parks, and the thread that finishes the job's last chunk runs
+ * the serial code on. So the pass never waits for one particular thread to
+ * be given a core: a descheduled caller no longer holds every other thread
+ * at the end of a job.
  *
  * Workers are created once per session and may be pinned, one CPU each
  * (placement.c decides which).
@@ -61,9 +62,9 @@ void tp_run(tp_pool *p, tp_fn fn, void *ctx, int n_chunks, int max_threads);
 /* Run body(arg) as a pass: while the pool finds its cores shared, its
  * tp_run calls (and the code between them) run on whichever pool thread
  * finished the previous job; on a quiet machine body runs on the caller.
- * tp_pass returns, on the calling thread, when body has returned. body must not depend on
- * which thread it is on (no thread-local state kept across a tp_run, no lock
- * held across one); it may not call tp_pass. Inline (body on the caller)
+ * tp_pass returns, on the calling thread, when body has returned. body must
+ * not depend on which thread it is on (no thread-local state kept across a
+ * tp_run, no lock held across one); it may not call tp_pass. Inline (body on the caller)
  * for a pool of one thread, or when the pass's stack could not be mapped. */
 void tp_pass(tp_pool *p, void (*body)(void *), void *arg);
 
