@@ -363,14 +363,29 @@ const kern_act *fwd_input_for(fwd_ws *w, int type) {
     }
     return &slot->a;
 }
-typedef struct matmul_job {
-    const kern_ops *k;
+/* One matrix of a matmul job: y = W . a (rows of W), plus its adapters' products. */
+typedef struct matmul_mat {
     const cx_weight *w;
     const kern_act *a;
     float *y;
     int64_t ldy, rows;
+    int64_t at;               /* its first row in the job's row space (a multiple of ROW_CHUNK) */
     const lora_job *lora;     /* the adapters' low-rank products to add (n_lora of them) */
     int n_lora;
+} matmul_mat;
+
+/* One pool job over up to three matrices that read the same input (q, k and
+ * v; gate and up): their rows, each matrix's first at a multiple of
+ * ROW_CHUNK, make one row space that the job's chunks split as one matrix's
+ * rows are split. A section fewer is a barrier fewer: on a decode pass each
+ * ends in a wait for the slowest thread (and, on a shared machine, often a
+ * sleep and a wake-up). Each (row, token) is still computed by exactly one
+ * chunk with the same kernel, so the bits are those of a job a matrix. */
+typedef struct matmul_job {
+    const kern_ops *k;
+    matmul_mat m[3];
+    int n_mat;
+    int64_t rows;             /* the row space: the last matrix's at + rows */
     int chunks;               /* fwd_row_chunks(rows) */
 } matmul_job;
 
@@ -408,28 +423,54 @@ void fwd_gemm_rows(const kern_ops *k, const cx_weight *wt, const uint8_t *w, int
     }
 }
 
-/* One chunk's rows of the matrix (fwd_row_share), then the adapters' products on those rows. */
+/* One chunk's rows of the job's row space (fwd_row_share): each matrix's
+ * rows among them, then the adapters' products on those rows. */
 static void matmul_part(void *ctx, int c, int thread) {
     matmul_job *j = ctx;
-    int64_t r0, r1;
-    fwd_row_share(j->rows, c, j->chunks, &r0, &r1);
-    if (r0 >= r1) return;
-    fwd_gemm_rows(j->k, j->w, j->w->data, r0, r1, j->a, j->y, j->ldy);
-    /* LoRA: B·u into the same outputs, for each run's rows (lora/lora_pass.c) */
-    for (int a = 0; a < j->n_lora; a++) {
-        const lora_job *lj = &j->lora[a];
-        j->k->lora_up(j->y + (size_t)lj->row * (size_t)j->ldy, j->ldy, lj->u, lj->mat->rank, lj->T, lj->mat->b,
-                      lj->mat->b_type, lj->mat->rank, r0, r1);
+    int64_t s0, s1;
+    fwd_row_share(j->rows, c, j->chunks, &s0, &s1);
+    for (int i = 0; i < j->n_mat; i++) {
+        const matmul_mat *m = &j->m[i];
+        int64_t r0 = s0 - m->at, r1 = s1 - m->at;
+        if (r0 < 0) r0 = 0;
+        if (r1 > m->rows) r1 = m->rows;
+        if (r0 >= r1) continue;
+        fwd_gemm_rows(j->k, m->w, m->w->data, r0, r1, m->a, m->y, m->ldy);
+        /* LoRA: B·u into the same outputs, for each run's rows (lora/lora_pass.c) */
+        for (int a = 0; a < m->n_lora; a++) {
+            const lora_job *lj = &m->lora[a];
+            j->k->lora_up(m->y + (size_t)lj->row * (size_t)m->ldy, m->ldy, lj->u, lj->mat->rank, lj->T, lj->mat->b,
+                          lj->mat->b_type, lj->mat->rank, r0, r1);
+        }
     }
+}
+
+/* Add matrix w (its first `rows` rows, outputs y ldy apart) to job j, with
+ * the adapters of layer matrix `proj` (LORA_*; -1: none), whose down
+ * products lora_ws_down made for the current input. Its input is prepared
+ * here (fwd_input_for: a job of its own where it needs one), before j runs. */
+static void matmul_add(fwd_ws *ws, matmul_job *j, const cx_weight *w, int64_t rows, float *y, int64_t ldy, int proj) {
+    assert(w->cols == ws->in.n && j->n_mat < 3);
+    matmul_mat *m = &j->m[j->n_mat++];
+    int64_t at = (j->rows + ROW_CHUNK - 1) / ROW_CHUNK * ROW_CHUNK;
+    *m = (matmul_mat){w, fwd_input_for(ws, w->type), y, ldy, rows, at, NULL, 0};
+    if (proj >= 0) m->lora = lora_ws_jobs(&ws->lora, proj, &m->n_lora);
+    j->rows = at + rows;
+}
+
+static void matmul_go(fwd_ws *ws, matmul_job *j) {
+    j->k = ws->k;
+    j->chunks = fwd_row_chunks(ws, j->rows);
+    tp_run(ws->pool, matmul_part, j, j->chunks, 0);
 }
 
 /* y[t][0..rows) = W · input[t] for every token of the current input (first `rows` rows of W).
  * Each (row, token) is computed by exactly one chunk with the same kernel, so
  * the result does not depend on the thread count or on which thread ran it. */
 static void matmul_rows(fwd_ws *ws, const cx_weight *w, int64_t rows, float *y, int64_t ldy) {
-    assert(w->cols == ws->in.n);
-    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, ldy, rows, NULL, 0, fwd_row_chunks(ws, rows)};
-    tp_run(ws->pool, matmul_part, &j, j.chunks, 0);
+    matmul_job j = {0};
+    matmul_add(ws, &j, w, rows, y, ldy, -1);
+    matmul_go(ws, &j);
 }
 
 void fwd_matmul(fwd_ws *ws, const cx_weight *w, float *y) { matmul_rows(ws, w, w->rows, y, w->rows); }
@@ -437,11 +478,19 @@ void fwd_matmul(fwd_ws *ws, const cx_weight *w, float *y) { matmul_rows(ws, w, w
 /* matmul of layer matrix `proj` (LORA_*): plus each adapter's B·u, u made by
  * lora_ws_down for the current input. */
 static void matmul_adapted(fwd_ws *ws, const cx_weight *w, float *y, int proj) {
-    assert(w->cols == ws->in.n);
-    int n_lora;
-    const lora_job *lora = lora_ws_jobs(&ws->lora, proj, &n_lora);
-    matmul_job j = {ws->k, w, fwd_input_for(ws, w->type), y, w->rows, w->rows, lora, n_lora, fwd_row_chunks(ws, w->rows)};
-    tp_run(ws->pool, matmul_part, &j, j.chunks, 0);
+    matmul_job j = {0};
+    matmul_add(ws, &j, w, w->rows, y, w->rows, proj);
+    matmul_go(ws, &j);
+}
+
+/* q, k and v (or gate and up: c NULL) of the current input in one job. */
+static void matmul_adapted_fused(fwd_ws *ws, const cx_weight *a, float *ya, int pa, const cx_weight *b, float *yb, int pb,
+                                 const cx_weight *c, float *yc, int pc) {
+    matmul_job j = {0};
+    matmul_add(ws, &j, a, a->rows, ya, a->rows, pa);
+    matmul_add(ws, &j, b, b->rows, yb, b->rows, pb);
+    if (c) matmul_add(ws, &j, c, c->rows, yc, c->rows, pc);
+    matmul_go(ws, &j);
 }
 
 /* ---- attention: tiled, online softmax; (segment, heads, query block) items across the pool ---- */
@@ -800,9 +849,7 @@ static void forward(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tok
         for (int t = 0; t < T; t++) k->rmsnorm(w->xb + (size_t)t * E, w->x + (size_t)t * E, wl->attn_norm, E, h->rms_eps);
         fwd_input_set(w, w->xb, T, E);
         lora_ws_down(w, &w->lora, l, LORA_Q, 3);
-        matmul_adapted(w, &wl->wq, w->q, LORA_Q);
-        matmul_adapted(w, &wl->wk, w->kk, LORA_K);
-        matmul_adapted(w, &wl->wv, w->vv, LORA_V);
+        matmul_adapted_fused(w, &wl->wq, w->q, LORA_Q, &wl->wk, w->kk, LORA_K, &wl->wv, w->vv, LORA_V);
         for (int t = 0; t < T; t++) {
             if (wl->bq) { /* QKV biases (qwen2) */
                 k->add(w->q + (size_t)t * QD, wl->bq, QD);
@@ -838,8 +885,7 @@ static void forward(fwd_ws *w, const fwd_seg *seg, int n_seg, const int32_t *tok
         }
         fwd_input_set(w, w->xb, T, E);
         lora_ws_down(w, &w->lora, l, LORA_GATE, 2);
-        matmul_adapted(w, &wl->w_gate, w->hb, LORA_GATE);
-        matmul_adapted(w, &wl->w_up, w->hb2, LORA_UP);
+        matmul_adapted_fused(w, &wl->w_gate, w->hb, LORA_GATE, &wl->w_up, w->hb2, LORA_UP, NULL, NULL, -1);
         k->swiglu(w->hb, w->hb2, T * F);
         fwd_input_set(w, w->hb, T, F);
         lora_ws_down(w, &w->lora, l, LORA_DOWN, 1);
